@@ -1,0 +1,1 @@
+//! Fixture MCP servers.

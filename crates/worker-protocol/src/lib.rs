@@ -1,0 +1,273 @@
+//! The frames the host and a worker exchange over the worker's inherited pipes.
+//!
+//! Every frame is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON.
+//! The host writes [`HostFrame`]s to the worker's stdin and reads [`WorkerFrame`]s from its
+//! stdout. The Python shim speaks the same encoding; `docs/protocol.md` is the reference.
+//!
+//! The host treats every byte from a worker as untrusted: [`MAX_WORKER_FRAME_BYTES`] caps a
+//! frame before its body is read, and a frame that does not decode ends that worker.
+
+use std::io::{self, Read, Write};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Protocol version, sent in [`WorkerFrame::Ready`]; the host refuses a worker that speaks another.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Largest frame a worker may send. A single log line, tool call or result above this is
+/// a protocol violation: 16 MiB leaves room for large tool arguments and results while
+/// keeping one frame from exhausting host memory.
+pub const MAX_WORKER_FRAME_BYTES: usize = 16 * 1024 * 1024;
+
+/// Largest frame the host sends (code plus bindings, or one upstream result).
+pub const MAX_HOST_FRAME_BYTES: usize = 64 * 1024 * 1024;
+
+/// Host to worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HostFrame {
+    /// Run one piece of code. A worker runs one at a time; after [`WorkerFrame::Done`] it waits
+    /// for the next `Run` (sessions) or exits when its stdin closes.
+    Run(RunRequest),
+    /// The answer to a [`WorkerFrame::Call`] with the same `id`.
+    Reply { id: u64, outcome: CallOutcome },
+}
+
+/// What to run and what the code may see.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRequest {
+    /// Plain JavaScript (types already stripped by the host) or Python source.
+    pub code: String,
+    /// The upstream tools visible to this execution, for `tools.server.tool(...)` proxies.
+    pub tools: Vec<ToolBinding>,
+    /// Engine-side limits; the host enforces the deadline and output cap itself as well.
+    pub limits: EngineLimits,
+}
+
+/// One upstream tool the code may call through a typed proxy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolBinding {
+    pub server: String,
+    pub tool: String,
+}
+
+/// Limits the engine applies from inside (memory, stack); the host applies the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineLimits {
+    pub memory_bytes: u64,
+    pub stack_bytes: u64,
+    /// After this many bytes of log text the worker stops sending logs and sends one
+    /// [`WorkerFrame::LogsTruncated`] instead; the host caps independently.
+    pub max_log_bytes: u64,
+}
+
+/// Worker to host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WorkerFrame {
+    /// Sent once, when the engine is initialised and waiting for [`HostFrame::Run`].
+    Ready { protocol: u32, engine: String },
+    /// A request the code makes of the host; answered by [`HostFrame::Reply`] with the same id.
+    /// Ids are chosen by the worker and unique within one run.
+    Call { id: u64, request: CallRequest },
+    /// One captured line of output.
+    Log { level: LogLevel, text: String },
+    /// The worker dropped further output after reaching [`EngineLimits::max_log_bytes`].
+    LogsTruncated,
+    /// The code finished.
+    Done { outcome: RunOutcome },
+}
+
+/// What code inside the sandbox can ask of the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum CallRequest {
+    /// Call an upstream tool. `name` is either a qualified `mcp__server__tool` (with `server`
+    /// absent) or a bare tool name with `server` given. The host resolves and checks it.
+    Tool {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
+        name: String,
+        #[serde(default)]
+        args: Value,
+    },
+    ListServers,
+    SearchTools {
+        query: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
+    GetToolSchema { name: String },
+    /// Every visible tool with its schema, grouped by server.
+    DiscoverTools,
+}
+
+/// The answer to a [`CallRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum CallOutcome {
+    Ok { value: Value },
+    Err { error: ErrorInfo },
+}
+
+/// An error as the code sees it: `name` becomes the class (`ToolError`, `PolicyError`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    pub name: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
+}
+
+/// How a run ended, from inside the worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RunOutcome {
+    Ok {
+        #[serde(default)]
+        result: Value,
+    },
+    Err { error: ErrorInfo },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Log,
+    Warn,
+    Error,
+}
+
+impl LogLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Log => "log",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+        }
+    }
+}
+
+/// Encodes one frame: length prefix plus JSON.
+pub fn encode<T: Serialize>(frame: &T) -> Result<Vec<u8>, serde_json::Error> {
+    let body = serde_json::to_vec(frame)?;
+    let len = u32::try_from(body.len()).unwrap_or(u32::MAX);
+    let mut out = Vec::with_capacity(body.len() + 4);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+/// Writes one frame and flushes.
+pub fn write_frame<W: Write, T: Serialize>(w: &mut W, frame: &T) -> io::Result<()> {
+    let bytes = encode(frame).map_err(io::Error::other)?;
+    w.write_all(&bytes)?;
+    w.flush()
+}
+
+/// Why a frame could not be read.
+#[derive(Debug)]
+pub enum FrameError {
+    /// The stream ended cleanly between frames.
+    Eof,
+    TooLarge { len: usize, max: usize },
+    Io(io::Error),
+    Malformed(serde_json::Error),
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::Eof => write!(f, "end of stream"),
+            FrameError::TooLarge { len, max } => {
+                write!(f, "frame of {len} bytes exceeds the {max}-byte limit")
+            }
+            FrameError::Io(e) => write!(f, "i/o error: {e}"),
+            FrameError::Malformed(e) => write!(f, "malformed frame: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// Checks a length prefix against `max`.
+pub fn check_len(header: [u8; 4], max: usize) -> Result<usize, FrameError> {
+    let len = u32::from_be_bytes(header) as usize;
+    if len > max {
+        return Err(FrameError::TooLarge { len, max });
+    }
+    Ok(len)
+}
+
+/// Reads one frame (blocking), refusing bodies above `max` bytes before reading them.
+pub fn read_frame<R: Read, T: for<'de> Deserialize<'de>>(
+    r: &mut R,
+    max: usize,
+) -> Result<T, FrameError> {
+    let mut header = [0u8; 4];
+    match r.read_exact(&mut header) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(FrameError::Eof),
+        Err(e) => return Err(FrameError::Io(e)),
+    }
+    let len = check_len(header, max)?;
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body).map_err(FrameError::Io)?;
+    serde_json::from_slice(&body).map_err(FrameError::Malformed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn frames_round_trip_with_their_documented_json() {
+        let frame = WorkerFrame::Call {
+            id: 7,
+            request: CallRequest::Tool {
+                server: None,
+                name: "mcp__fs__read".into(),
+                args: json!({"path": "/a"}),
+            },
+        };
+        let bytes = encode(&frame).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&bytes[4..]).unwrap(),
+            json!({"type": "call", "id": 7, "request": {"op": "tool", "name": "mcp__fs__read", "args": {"path": "/a"}}})
+        );
+        let back: WorkerFrame = read_frame(&mut &bytes[..], MAX_WORKER_FRAME_BYTES).unwrap();
+        assert_eq!(back, frame);
+    }
+
+    #[test]
+    fn oversized_frame_is_refused_before_reading_the_body() {
+        let header = (MAX_WORKER_FRAME_BYTES as u32 + 1).to_be_bytes();
+        let err = read_frame::<_, WorkerFrame>(&mut &header[..], MAX_WORKER_FRAME_BYTES)
+            .unwrap_err();
+        assert!(matches!(err, FrameError::TooLarge { .. }), "{err}");
+    }
+
+    #[test]
+    fn garbage_is_malformed_and_empty_is_eof() {
+        let mut bytes = 3u32.to_be_bytes().to_vec();
+        bytes.extend_from_slice(b"{{{");
+        assert!(matches!(
+            read_frame::<_, WorkerFrame>(&mut &bytes[..], 100),
+            Err(FrameError::Malformed(_))
+        ));
+        assert!(matches!(
+            read_frame::<_, WorkerFrame>(&mut &[][..], 100),
+            Err(FrameError::Eof)
+        ));
+    }
+}
