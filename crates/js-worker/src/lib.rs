@@ -1,1 +1,12 @@
-//! placeholder
+//! The JavaScript side of code-executor-mcp.
+//!
+//! - [`strip`]: TypeScript to JavaScript with oxc, run in the host before a worker is involved.
+//! - [`engine`]: the worker process itself (`code-executor-mcp __worker js`): a QuickJS-NG
+//!   runtime with the in-sandbox API and Web API shims (`prelude.js`), speaking
+//!   `worker-protocol` frames over stdin/stdout.
+
+pub mod engine;
+pub mod strip;
+
+pub use engine::worker_main;
+pub use strip::{SOURCE_NAME, Stripped, SyntaxError, strip_types};

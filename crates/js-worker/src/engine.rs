@@ -1,0 +1,433 @@
+//! The QuickJS worker process: one runtime, the prelude, and a loop that runs code.
+//!
+//! The worker owns its process. It reads [`HostFrame`]s from stdin on a reader thread and
+//! writes [`WorkerFrame`]s to stdout from the engine thread; nothing else is ever written to
+//! stdout. It never decides policy: every request it makes is checked by the host, and the
+//! host kills the whole process group at the deadline.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use std::io::{self, Write};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rquickjs::context::EvalOptions;
+use rquickjs::promise::PromiseState;
+use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime, Value};
+use worker_protocol::{
+    CallOutcome, CallRequest, EngineLimits, ErrorInfo, FrameError, HostFrame, LogLevel,
+    MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RunOutcome, RunRequest, WorkerFrame, read_frame,
+    write_frame,
+};
+
+use crate::strip::SOURCE_NAME;
+
+const PRELUDE: &str = include_str!("prelude.js");
+
+/// Exit code when the host broke the protocol or went away.
+const EXIT_PROTOCOL: u8 = 3;
+
+/// Entry point of `code-executor-mcp __worker js`.
+pub fn worker_main() -> ExitCode {
+    match run_worker() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // stderr is the host's log of this worker; stdout belongs to the protocol.
+            let _ = writeln!(io::stderr(), "js worker: {e}");
+            ExitCode::from(EXIT_PROTOCOL)
+        }
+    }
+}
+
+enum Event {
+    Frame(HostFrame),
+    Closed(Option<FrameError>),
+}
+
+fn run_worker() -> Result<(), String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("host-reader".into())
+        .spawn(move || {
+            let mut stdin = io::stdin().lock();
+            loop {
+                match read_frame::<_, HostFrame>(&mut stdin, MAX_HOST_FRAME_BYTES) {
+                    Ok(frame) => {
+                        if tx.send(Event::Frame(frame)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(FrameError::Eof) => {
+                        let _ = tx.send(Event::Closed(None));
+                        return;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Event::Closed(Some(e)));
+                        return;
+                    }
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start reader thread: {e}"))?;
+
+    let engine = Engine::new().map_err(|e| format!("engine start failed: {e}"))?;
+    engine.send(&WorkerFrame::Ready {
+        protocol: PROTOCOL_VERSION,
+        engine: format!("quickjs-ng (rquickjs {})", env!("CARGO_PKG_VERSION")),
+    })?;
+    loop {
+        match rx.recv() {
+            Ok(Event::Frame(HostFrame::Run(req))) => {
+                let outcome = engine.run(req, &rx)?;
+                engine.send(&WorkerFrame::Done { outcome })?;
+            }
+            Ok(Event::Frame(HostFrame::Reply { id, .. })) => {
+                return Err(format!("reply {id} arrived while no code was running"));
+            }
+            Ok(Event::Closed(None)) | Err(_) => return Ok(()),
+            Ok(Event::Closed(Some(e))) => return Err(format!("bad frame from host: {e}")),
+        }
+    }
+}
+
+/// State shared by the host functions the prelude receives.
+struct Shared {
+    out: io::Stdout,
+    started: Instant,
+    outstanding: HashSet<u64>,
+    timers: BinaryHeap<Reverse<(Instant, u64)>>,
+    log_budget: u64,
+    logs_truncated: bool,
+    broken: Option<String>,
+}
+
+impl Shared {
+    fn send(&mut self, frame: &WorkerFrame) {
+        if self.broken.is_some() {
+            return;
+        }
+        if let Err(e) = write_frame(&mut self.out, frame) {
+            self.broken = Some(format!("cannot write to host: {e}"));
+        }
+    }
+}
+
+struct Engine {
+    rt: Runtime,
+    ctx: Context,
+    shared: Rc<RefCell<Shared>>,
+    entry: Persistent<Object<'static>>,
+}
+
+impl Engine {
+    fn new() -> rquickjs::Result<Self> {
+        let rt = Runtime::new()?;
+        let ctx = Context::full(&rt)?;
+        let shared = Rc::new(RefCell::new(Shared {
+            out: io::stdout(),
+            started: Instant::now(),
+            outstanding: HashSet::new(),
+            timers: BinaryHeap::new(),
+            log_budget: u64::MAX,
+            logs_truncated: false,
+            broken: None,
+        }));
+        let entry = ctx.with(|ctx| -> rquickjs::Result<_> {
+            let host = host_object(&ctx, &shared)?;
+            let prelude: Function = ctx.eval_with_options(PRELUDE, eval_options("prelude.js", true))?;
+            let entry: Object = prelude.call((host,))?;
+            Ok(Persistent::save(&ctx, entry))
+        })?;
+        Ok(Engine {
+            rt,
+            ctx,
+            shared,
+            entry,
+        })
+    }
+
+    fn send(&self, frame: &WorkerFrame) -> Result<(), String> {
+        let mut s = self.shared.borrow_mut();
+        s.send(frame);
+        match &s.broken {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn apply_limits(&self, limits: &EngineLimits) {
+        self.rt
+            .set_memory_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
+        self.rt
+            .set_max_stack_size(usize::try_from(limits.stack_bytes).unwrap_or(usize::MAX));
+        let mut s = self.shared.borrow_mut();
+        s.log_budget = limits.max_log_bytes;
+        s.logs_truncated = false;
+    }
+
+    /// Runs one request to completion (or until the host goes away).
+    fn run(&self, req: RunRequest, rx: &mpsc::Receiver<Event>) -> Result<RunOutcome, String> {
+        self.apply_limits(&req.limits);
+        let bindings = serde_json::to_string(&req.tools).map_err(|e| e.to_string())?;
+        let memory_limit = req.limits.memory_bytes;
+        self.ctx.with(|ctx| {
+            let entry = self.entry.clone().restore(&ctx).map_err(|e| e.to_string())?;
+            // The code is the body of an async function. It starts on the wrapper's line so
+            // that line numbers in stack traces are the code's own.
+            let wrapped = format!("(async function () {{{}\n}})", req.code);
+            let compiled: rquickjs::Result<Function> =
+                ctx.eval_with_options(wrapped, eval_options(SOURCE_NAME, false));
+            let func = match compiled {
+                Ok(f) => f,
+                Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit)),
+            };
+            let run: Function = entry.get("run").map_err(|e| e.to_string())?;
+            let promise: Promise = match run.call((func, bindings)) {
+                Ok(p) => p,
+                Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit)),
+            };
+            self.drive(&ctx, &entry, &promise, rx, memory_limit)
+        })
+    }
+
+    /// The event loop: microtasks, timers, and replies from the host, until the run settles.
+    fn drive<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        entry: &Object<'js>,
+        promise: &Promise<'js>,
+        rx: &mpsc::Receiver<Event>,
+        memory_limit: u64,
+    ) -> Result<RunOutcome, String> {
+        let deliver: Function = entry.get("deliver").map_err(|e| e.to_string())?;
+        let fire: Function = entry.get("fireTimer").map_err(|e| e.to_string())?;
+        loop {
+            while ctx.execute_pending_job() {}
+            if let Some(e) = self.shared.borrow().broken.clone() {
+                return Err(e);
+            }
+            match promise.state() {
+                PromiseState::Resolved => {
+                    let text: String = promise.result::<String>().and_then(|r| r.ok()).unwrap_or_default();
+                    return Ok(serde_json::from_str(&text).unwrap_or_else(|e| RunOutcome::Err {
+                        error: ErrorInfo {
+                            name: "InternalError".into(),
+                            message: format!("result could not be encoded: {e}"),
+                            stack: None,
+                        },
+                    }));
+                }
+                PromiseState::Rejected => {
+                    let reason: Value = promise.result::<Value>().and_then(|r| r.ok()).unwrap_or_else(|| Value::new_null(ctx.clone()));
+                    return Ok(RunOutcome::Err {
+                        error: value_error(&reason, memory_limit),
+                    });
+                }
+                PromiseState::Pending => {}
+            }
+            // Fire the timers that are due, then go round again for their microtasks.
+            let now = Instant::now();
+            let due: Vec<u64> = {
+                let mut s = self.shared.borrow_mut();
+                let mut due = Vec::new();
+                while let Some(Reverse((at, id))) = s.timers.peek().copied() {
+                    if at > now {
+                        break;
+                    }
+                    s.timers.pop();
+                    due.push(id);
+                }
+                due
+            };
+            if !due.is_empty() {
+                for id in due {
+                    if let Err(e) = fire.call::<_, ()>((id as f64,)) {
+                        let _ = exception_outcome(ctx, e, memory_limit);
+                    }
+                }
+                continue;
+            }
+            let (next_timer, waiting_on_host) = {
+                let s = self.shared.borrow();
+                (
+                    s.timers.peek().map(|Reverse((at, _))| *at),
+                    !s.outstanding.is_empty(),
+                )
+            };
+            if next_timer.is_none() && !waiting_on_host {
+                return Ok(RunOutcome::Err {
+                    error: ErrorInfo {
+                        name: "DeadlockError".into(),
+                        message: "the code is awaiting a promise that nothing can settle \
+                                  (no tool call or timer is pending)"
+                            .into(),
+                        stack: None,
+                    },
+                });
+            }
+            let event = match next_timer {
+                Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                    Ok(ev) => ev,
+                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => Event::Closed(None),
+                },
+                None => rx.recv().unwrap_or(Event::Closed(None)),
+            };
+            match event {
+                Event::Frame(HostFrame::Reply { id, outcome }) => {
+                    if !self.shared.borrow_mut().outstanding.remove(&id) {
+                        return Err(format!("reply {id} matches no pending call"));
+                    }
+                    let (ok, payload) = match &outcome {
+                        CallOutcome::Ok { value } => (true, serde_json::to_string(value)),
+                        CallOutcome::Err { error } => (false, serde_json::to_string(error)),
+                    };
+                    let payload = payload.map_err(|e| e.to_string())?;
+                    if let Err(e) = deliver.call::<_, ()>((id as f64, ok, payload)) {
+                        return Ok(exception_outcome(ctx, e, memory_limit));
+                    }
+                }
+                Event::Frame(HostFrame::Run(_)) => {
+                    return Err("a second run arrived while one was in progress".into());
+                }
+                Event::Closed(None) => return Err("host closed the pipe".into()),
+                Event::Closed(Some(e)) => return Err(format!("bad frame from host: {e}")),
+            }
+        }
+    }
+}
+
+fn eval_options(filename: &str, strict: bool) -> EvalOptions {
+    let mut opts = EvalOptions::default();
+    opts.global = true;
+    opts.strict = strict;
+    opts.filename = Some(filename.into());
+    opts
+}
+
+/// The functions the prelude gets as `host`.
+fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::Result<Object<'js>> {
+    let host = Object::new(ctx.clone())?;
+
+    let s = shared.clone();
+    host.set(
+        "call",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>, id: f64, request: String| {
+            let request: CallRequest = serde_json::from_str(&request)
+                .map_err(|e| Exception::throw_type(&ctx, &format!("invalid host request: {e}")))?;
+            let id = id as u64;
+            let mut s = s.borrow_mut();
+            s.outstanding.insert(id);
+            s.send(&WorkerFrame::Call { id, request });
+            Ok::<_, rquickjs::Error>(())
+        })?,
+    )?;
+
+    let s = shared.clone();
+    host.set(
+        "log",
+        Function::new(ctx.clone(), move |level: String, text: String| {
+            let level = match level.as_str() {
+                "debug" => LogLevel::Debug,
+                "info" => LogLevel::Info,
+                "warn" => LogLevel::Warn,
+                "error" => LogLevel::Error,
+                _ => LogLevel::Log,
+            };
+            let mut s = s.borrow_mut();
+            if s.logs_truncated {
+                return;
+            }
+            let len = text.len() as u64;
+            if len > s.log_budget {
+                s.logs_truncated = true;
+                s.send(&WorkerFrame::LogsTruncated);
+                return;
+            }
+            s.log_budget -= len;
+            s.send(&WorkerFrame::Log { level, text });
+        })?,
+    )?;
+
+    let s = shared.clone();
+    host.set(
+        "setTimer",
+        Function::new(ctx.clone(), move |id: f64, ms: f64| {
+            let delay = Duration::from_secs_f64((ms.max(0.0) / 1000.0).min(1e9));
+            s.borrow_mut()
+                .timers
+                .push(Reverse((Instant::now() + delay, id as u64)));
+        })?,
+    )?;
+
+    let s = shared.clone();
+    host.set(
+        "now",
+        Function::new(ctx.clone(), move || s.borrow().started.elapsed().as_secs_f64() * 1000.0)?,
+    )?;
+
+    host.set(
+        "randomBytes",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, n: usize| {
+            let mut buf = vec![0u8; n.min(65536)];
+            getrandom::fill(&mut buf)
+                .map_err(|e| Exception::throw_internal(&ctx, &format!("no randomness: {e}")))?;
+            Ok::<_, rquickjs::Error>(buf)
+        })?,
+    )?;
+    Ok(host)
+}
+
+/// Turns an engine exception (from `eval` or a call) into a run outcome.
+fn exception_outcome(ctx: &Ctx<'_>, err: rquickjs::Error, memory_limit: u64) -> RunOutcome {
+    let error = if err.is_exception() {
+        value_error(&ctx.catch(), memory_limit)
+    } else {
+        ErrorInfo {
+            name: "InternalError".into(),
+            message: err.to_string(),
+            stack: None,
+        }
+    };
+    RunOutcome::Err { error }
+}
+
+/// Describes a thrown value. QuickJS reports out-of-memory as a thrown `null`.
+fn value_error(v: &Value<'_>, memory_limit: u64) -> ErrorInfo {
+    if v.is_null() {
+        return ErrorInfo {
+            name: "MemoryError".into(),
+            message: format!(
+                "out of memory: the engine's limit of {} MiB was reached",
+                memory_limit / (1024 * 1024)
+            ),
+            stack: None,
+        };
+    }
+    if let Some(obj) = v.as_object() {
+        let name: Option<String> = obj.get("name").ok();
+        let message: Option<String> = obj.get("message").ok();
+        let stack: Option<String> = obj.get("stack").ok();
+        let message = message.unwrap_or_default();
+        let name = name.unwrap_or_else(|| "Error".into());
+        // QuickJS throws InternalError "stack overflow" past the stack limit.
+        return ErrorInfo {
+            name,
+            message,
+            stack: stack.map(|s| s.trim_end().to_string()).filter(|s| !s.is_empty()),
+        };
+    }
+    let text = v
+        .as_string()
+        .and_then(|s| s.to_string().ok())
+        .or_else(|| v.as_number().map(|n| n.to_string()))
+        .unwrap_or_else(|| format!("{:?}", v.type_of()));
+    ErrorInfo {
+        name: "Error".into(),
+        message: format!("Uncaught {text}"),
+        stack: None,
+    }
+}

@@ -1,0 +1,605 @@
+// The JavaScript side of the worker: the in-sandbox API and the Web API shims.
+//
+// Evaluated once when the worker starts, before any user code exists. It receives the host
+// functions as `host` and returns the three entry points the Rust engine calls; `host` itself
+// is never reachable from user code. Nothing here is a security boundary: the host checks
+// every request it receives, and the operating system confines the process.
+(function (host) {
+  'use strict';
+  const g = globalThis;
+  const define = (obj, name, value) =>
+    Object.defineProperty(obj, name, { value, writable: true, configurable: true, enumerable: false });
+
+  // ------------------------------------------------------------------ errors
+  class ToolError extends Error {
+    constructor(message, options) {
+      super(message, options);
+      this.name = 'ToolError';
+    }
+  }
+  const errorClasses = { ToolError, TypeError, RangeError, SyntaxError };
+  function makeError(info) {
+    const Cls = errorClasses[info.name];
+    const err = Cls ? new Cls(info.message) : new Error(info.message);
+    if (!Cls) err.name = info.name;
+    return err;
+  }
+  class DOMException extends Error {
+    constructor(message = '', name = 'Error') {
+      super(message);
+      this.name = name;
+    }
+  }
+
+  // ------------------------------------------------------- host round trips
+  let nextId = 1;
+  const pending = new Map();
+  function hostCall(request) {
+    const id = nextId++;
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      host.call(id, JSON.stringify(request));
+    });
+  }
+  function deliver(id, ok, payload) {
+    const p = pending.get(id);
+    if (!p) return;
+    pending.delete(id);
+    const value = JSON.parse(payload);
+    if (ok) p.resolve(value);
+    else p.reject(makeError(value));
+  }
+
+  // ------------------------------------------------------- formatting/JSON
+  function jsonSafe(value) {
+    const seen = new WeakSet();
+    return JSON.stringify(value, function (key, v) {
+      if (typeof v === 'bigint') return v.toString();
+      if (typeof v === 'function') return undefined;
+      if (typeof v === 'symbol') return v.toString();
+      if (v instanceof Map) return Object.fromEntries(v);
+      if (v instanceof Set) return Array.from(v);
+      if (v instanceof Error) return { name: v.name, message: v.message };
+      if (ArrayBuffer.isView(v) && !(v instanceof DataView)) return Array.from(v);
+      if (v !== null && typeof v === 'object') {
+        if (seen.has(v)) return '[Circular]';
+        seen.add(v);
+      }
+      return v;
+    });
+  }
+  function inspect(v) {
+    if (typeof v === 'string') return v;
+    if (v instanceof Error) {
+      const head = `${v.name}: ${v.message}`;
+      return v.stack ? `${head}\n${String(v.stack).trimEnd()}` : head;
+    }
+    if (typeof v === 'function') return `[Function ${v.name || 'anonymous'}]`;
+    if (typeof v === 'bigint') return `${v}n`;
+    if (typeof v === 'symbol' || v === undefined) return String(v);
+    if (v !== null && typeof v === 'object') {
+      try {
+        const s = jsonSafe(v);
+        return s === undefined ? String(v) : s;
+      } catch (e) {
+        return String(v);
+      }
+    }
+    return String(v);
+  }
+  function format(args) {
+    if (args.length === 0) return '';
+    let rest = args;
+    let out = '';
+    if (typeof args[0] === 'string' && args[0].includes('%')) {
+      let i = 1;
+      out = args[0].replace(/%([sdifoOjc%])/g, (m, c) => {
+        if (c === '%') return '%';
+        if (i >= args.length) return m;
+        const a = args[i++];
+        switch (c) {
+          case 's': return typeof a === 'string' ? a : inspect(a);
+          case 'd': case 'i': return String(parseInt(a, 10));
+          case 'f': return String(parseFloat(a));
+          case 'c': return '';
+          default: return inspect(a);
+        }
+      });
+      rest = args.slice(i);
+      if (rest.length === 0) return out;
+      return out + ' ' + rest.map(inspect).join(' ');
+    }
+    return rest.map(inspect).join(' ');
+  }
+  const counters = new Map();
+  const timersByLabel = new Map();
+  const console = {};
+  for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
+    define(console, level, (...args) => host.log(level, format(args)));
+  }
+  define(console, 'trace', (...args) => host.log('debug', format(args)));
+  define(console, 'dir', (v) => host.log('log', inspect(v)));
+  define(console, 'table', (v) => host.log('log', inspect(v)));
+  define(console, 'assert', (cond, ...args) => {
+    if (!cond) host.log('error', 'Assertion failed' + (args.length ? ': ' + format(args) : ''));
+  });
+  define(console, 'count', (label = 'default') => {
+    const n = (counters.get(label) || 0) + 1;
+    counters.set(label, n);
+    host.log('log', `${label}: ${n}`);
+  });
+  define(console, 'time', (label = 'default') => timersByLabel.set(label, host.now()));
+  define(console, 'timeEnd', (label = 'default') => {
+    const t = timersByLabel.get(label);
+    if (t === undefined) return;
+    timersByLabel.delete(label);
+    host.log('log', `${label}: ${(host.now() - t).toFixed(3)}ms`);
+  });
+
+  // ------------------------------------------------------------------ timers
+  let nextTimer = 1;
+  const timers = new Map();
+  function addTimer(fn, ms, args, repeat) {
+    if (typeof fn !== 'function') throw new TypeError('setTimeout/setInterval need a function');
+    const id = nextTimer++;
+    const delay = Math.max(0, Number(ms) || 0);
+    timers.set(id, { fn, args, delay, repeat });
+    host.setTimer(id, delay);
+    return id;
+  }
+  function fireTimer(id) {
+    const t = timers.get(id);
+    if (!t) return;
+    if (t.repeat) host.setTimer(id, Math.max(1, t.delay));
+    else timers.delete(id);
+    t.fn(...t.args);
+  }
+  const clearTimer = (id) => { timers.delete(id); };
+
+  // ------------------------------------------------------------ text codecs
+  class TextEncoder {
+    get encoding() { return 'utf-8'; }
+    encode(input = '') {
+      const s = String(input);
+      const out = [];
+      for (let i = 0; i < s.length; i++) {
+        let c = s.charCodeAt(i);
+        if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+          const d = s.charCodeAt(i + 1);
+          if (d >= 0xdc00 && d <= 0xdfff) {
+            c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+            i++;
+          } else c = 0xfffd;
+        } else if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+        if (c < 0x80) out.push(c);
+        else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+        else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+        else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+      }
+      return new Uint8Array(out);
+    }
+    encodeInto(input, dest) {
+      const bytes = this.encode(input);
+      const n = Math.min(bytes.length, dest.length);
+      dest.set(bytes.subarray(0, n));
+      return { read: String(input).length, written: n };
+    }
+  }
+  class TextDecoder {
+    constructor(label = 'utf-8', options = {}) {
+      const l = String(label).toLowerCase();
+      if (l !== 'utf-8' && l !== 'utf8' && l !== 'unicode-1-1-utf-8') {
+        throw new RangeError(`TextDecoder: only utf-8 is supported, not "${label}"`);
+      }
+      this.fatal = !!options.fatal;
+      this.ignoreBOM = !!options.ignoreBOM;
+    }
+    get encoding() { return 'utf-8'; }
+    decode(input) {
+      if (input === undefined) return '';
+      let b;
+      if (input instanceof ArrayBuffer) b = new Uint8Array(input);
+      else if (ArrayBuffer.isView(input)) b = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+      else throw new TypeError('TextDecoder.decode expects an ArrayBuffer or a view of one');
+      let i = 0;
+      if (!this.ignoreBOM && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) i = 3;
+      const parts = [];
+      let chunk = [];
+      const bad = () => {
+        if (this.fatal) throw new TypeError('The encoded data was not valid utf-8');
+        chunk.push(0xfffd);
+      };
+      while (i < b.length) {
+        const c = b[i];
+        let need = 0, cp = 0, min = 0;
+        if (c < 0x80) { chunk.push(c); i++; }
+        else {
+          if (c >= 0xc2 && c <= 0xdf) { need = 1; cp = c & 31; min = 0x80; }
+          else if (c >= 0xe0 && c <= 0xef) { need = 2; cp = c & 15; min = 0x800; }
+          else if (c >= 0xf0 && c <= 0xf4) { need = 3; cp = c & 7; min = 0x10000; }
+          else { bad(); i++; continue; }
+          let j = 1;
+          for (; j <= need; j++) {
+            const d = b[i + j];
+            if (d === undefined || (d & 0xc0) !== 0x80) break;
+            cp = (cp << 6) | (d & 63);
+          }
+          if (j <= need || cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+            bad();
+            i += Math.max(1, j);
+            continue;
+          }
+          i += need + 1;
+          if (cp >= 0x10000) {
+            cp -= 0x10000;
+            chunk.push(0xd800 + (cp >> 10), 0xdc00 + (cp & 1023));
+          } else chunk.push(cp);
+        }
+        if (chunk.length > 8192) { parts.push(String.fromCharCode(...chunk)); chunk = []; }
+      }
+      parts.push(String.fromCharCode(...chunk));
+      return parts.join('');
+    }
+  }
+
+  // ------------------------------------------------------------------ base64
+  const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  function btoa(input) {
+    const s = String(input);
+    let out = '';
+    for (let i = 0; i < s.length; i += 3) {
+      const a = s.charCodeAt(i), b = s.charCodeAt(i + 1), c = s.charCodeAt(i + 2);
+      if (a > 255 || b > 255 || c > 255) {
+        throw new DOMException('btoa: the string contains characters outside Latin1', 'InvalidCharacterError');
+      }
+      const n = (a << 16) | ((b || 0) << 8) | (c || 0);
+      out += B64[n >> 18] + B64[(n >> 12) & 63] +
+        (i + 1 < s.length ? B64[(n >> 6) & 63] : '=') + (i + 2 < s.length ? B64[n & 63] : '=');
+    }
+    return out;
+  }
+  function atob(input) {
+    let s = String(input).replace(/[\t\n\f\r ]/g, '');
+    if (s.length % 4 === 0) s = s.replace(/==?$/, '');
+    if (s.length % 4 === 1 || /[^A-Za-z0-9+/]/.test(s)) {
+      throw new DOMException('atob: the string is not valid base64', 'InvalidCharacterError');
+    }
+    let out = '';
+    let buf = 0, bits = 0;
+    for (const ch of s) {
+      buf = (buf << 6) | B64.indexOf(ch);
+      bits += 6;
+      if (bits >= 8) {
+        bits -= 8;
+        out += String.fromCharCode((buf >> bits) & 255);
+      }
+    }
+    return out;
+  }
+
+  // ------------------------------------------------------ URL and params
+  const formEncode = (s) => encodeURIComponent(s).replace(/%20/g, '+')
+    .replace(/[!'()~]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+  const formDecode = (s) => {
+    try { return decodeURIComponent(s.replace(/\+/g, ' ')); } catch (e) { return s; }
+  };
+  class URLSearchParams {
+    #list = [];
+    #url = null;
+    constructor(init = '') {
+      if (typeof init === 'string') this.#parse(init);
+      else if (init instanceof URLSearchParams) this.#list = init.#list.map((p) => [p[0], p[1]]);
+      else if (init && typeof init[Symbol.iterator] === 'function') {
+        for (const pair of init) {
+          const p = Array.from(pair);
+          if (p.length !== 2) throw new TypeError('URLSearchParams: each pair needs exactly two items');
+          this.#list.push([String(p[0]), String(p[1])]);
+        }
+      } else if (init && typeof init === 'object') {
+        for (const k of Object.keys(init)) this.#list.push([k, String(init[k])]);
+      }
+    }
+    static _attach(params, url) { params.#url = url; return params; }
+    _reset(query) { this.#list = []; this.#parse(query); }
+    #parse(s) {
+      if (s.startsWith('?')) s = s.slice(1);
+      for (const part of s.split('&')) {
+        if (!part) continue;
+        const i = part.indexOf('=');
+        const k = i < 0 ? part : part.slice(0, i);
+        const v = i < 0 ? '' : part.slice(i + 1);
+        this.#list.push([formDecode(k), formDecode(v)]);
+      }
+    }
+    #update() { if (this.#url) this.#url._setQuery(this.toString()); }
+    get size() { return this.#list.length; }
+    append(k, v) { this.#list.push([String(k), String(v)]); this.#update(); }
+    delete(k, v) {
+      this.#list = this.#list.filter((p) => !(p[0] === String(k) && (v === undefined || p[1] === String(v))));
+      this.#update();
+    }
+    get(k) { const p = this.#list.find((p) => p[0] === String(k)); return p ? p[1] : null; }
+    getAll(k) { return this.#list.filter((p) => p[0] === String(k)).map((p) => p[1]); }
+    has(k, v) { return this.#list.some((p) => p[0] === String(k) && (v === undefined || p[1] === String(v))); }
+    set(k, v) {
+      k = String(k);
+      const i = this.#list.findIndex((p) => p[0] === k);
+      if (i < 0) this.#list.push([k, String(v)]);
+      else {
+        this.#list[i][1] = String(v);
+        this.#list = this.#list.filter((p, j) => j <= i || p[0] !== k);
+      }
+      this.#update();
+    }
+    sort() { this.#list.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)); this.#update(); }
+    forEach(fn, thisArg) { for (const [k, v] of this.#list) fn.call(thisArg, v, k, this); }
+    *entries() { for (const p of this.#list) yield [p[0], p[1]]; }
+    *keys() { for (const p of this.#list) yield p[0]; }
+    *values() { for (const p of this.#list) yield p[1]; }
+    [Symbol.iterator]() { return this.entries(); }
+    toString() { return this.#list.map(([k, v]) => formEncode(k) + '=' + formEncode(v)).join('&'); }
+  }
+  const SPECIAL = { 'http:': '80', 'https:': '443', 'ws:': '80', 'wss:': '443', 'ftp:': '21', 'file:': '' };
+  const URL_RE = /^([a-zA-Z][a-zA-Z\d+\-.]*:)(?:\/\/(?:([^:@/?#]*)(?::([^@/?#]*))?@)?(\[[^\]]*\]|[^:/?#]*)(?::(\d*))?)?([^?#]*)(\?[^#]*)?(#.*)?$/;
+  const encodePath = (p) => p.replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/g, (c) => encodeURIComponent(c));
+  const encodeQuery = (q) => q.replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]/g, (c) => encodeURIComponent(c));
+  function removeDots(path) {
+    const out = [];
+    const segs = path.split('/');
+    for (let i = 0; i < segs.length; i++) {
+      const s = segs[i];
+      if (s === '..') { if (out.length > 1) out.pop(); if (i === segs.length - 1) out.push(''); }
+      else if (s === '.') { if (i === segs.length - 1) out.push(''); }
+      else out.push(s);
+    }
+    return out.join('/');
+  }
+  class URL {
+    #p;
+    #params;
+    constructor(input, base) {
+      const s = String(input).trim();
+      let m = URL_RE.exec(s);
+      if (!m) {
+        if (base === undefined) throw new TypeError(`Invalid URL: ${s}`);
+        const b = base instanceof URL ? base : new URL(base);
+        m = URL_RE.exec(URL.#resolve(s, b));
+        if (!m) throw new TypeError(`Invalid URL: ${s}`);
+      }
+      const protocol = m[1].toLowerCase();
+      const special = protocol in SPECIAL;
+      const hasAuthority = m[4] !== undefined;
+      if (special && protocol !== 'file:' && !m[4]) throw new TypeError(`Invalid URL: ${s}`);
+      const port = m[5] || '';
+      if (port && Number(port) > 65535) throw new TypeError(`Invalid URL: ${s}`);
+      let pathname = m[6] || '';
+      if (special) pathname = removeDots(pathname.replace(/\\/g, '/') || '/');
+      this.#p = {
+        protocol,
+        username: m[2] || '',
+        password: m[3] || '',
+        hostname: hasAuthority ? m[4].toLowerCase() : '',
+        port: SPECIAL[protocol] === port ? '' : port,
+        pathname: encodePath(pathname),
+        search: m[7] && m[7] !== '?' ? encodeQuery(m[7]) : '',
+        hash: m[8] && m[8] !== '#' ? m[8] : '',
+        hasAuthority,
+      };
+      this.#params = URLSearchParams._attach(new URLSearchParams(this.#p.search), this);
+    }
+    static #resolve(rel, b) {
+      if (rel.startsWith('//')) return b.protocol + rel;
+      const authority = b.protocol + (b.#p.hasAuthority ? '//' + b.#authority() : '');
+      if (rel === '') return b.href.replace(/#.*$/, '');
+      if (rel.startsWith('#')) return b.href.replace(/#.*$/, '') + rel;
+      if (rel.startsWith('?')) return authority + b.pathname + rel;
+      if (rel.startsWith('/')) return authority + rel;
+      const dir = b.pathname.replace(/[^/]*$/, '');
+      return authority + (dir || '/') + rel;
+    }
+    static canParse(input, base) {
+      try { new URL(input, base); return true; } catch (e) { return false; }
+    }
+    #authority() {
+      const p = this.#p;
+      const cred = p.username ? p.username + (p.password ? ':' + p.password : '') + '@' : '';
+      return cred + p.hostname + (p.port ? ':' + p.port : '');
+    }
+    _setQuery(q) { this.#p.search = q ? '?' + q : ''; }
+    get href() {
+      const p = this.#p;
+      return p.protocol + (p.hasAuthority ? '//' + this.#authority() : '') + p.pathname + p.search + p.hash;
+    }
+    set href(v) { const u = new URL(v); this.#p = u.#p; this.#params._reset(this.#p.search); }
+    get protocol() { return this.#p.protocol; }
+    get username() { return this.#p.username; }
+    get password() { return this.#p.password; }
+    get host() { return this.#p.hostname + (this.#p.port ? ':' + this.#p.port : ''); }
+    get hostname() { return this.#p.hostname; }
+    set hostname(v) { this.#p.hostname = String(v).toLowerCase(); }
+    get port() { return this.#p.port; }
+    set port(v) { const s = String(v); this.#p.port = SPECIAL[this.#p.protocol] === s ? '' : s; }
+    get pathname() { return this.#p.pathname; }
+    set pathname(v) {
+      let s = String(v);
+      if (this.#p.protocol in SPECIAL && !s.startsWith('/')) s = '/' + s;
+      this.#p.pathname = encodePath(s);
+    }
+    get search() { return this.#p.search; }
+    set search(v) {
+      const s = String(v);
+      this.#p.search = s && s !== '?' ? encodeQuery(s.startsWith('?') ? s : '?' + s) : '';
+      this.#params._reset(this.#p.search);
+    }
+    get searchParams() { return this.#params; }
+    get hash() { return this.#p.hash; }
+    set hash(v) { const s = String(v); this.#p.hash = s && s !== '#' ? (s.startsWith('#') ? s : '#' + s) : ''; }
+    get origin() {
+      const p = this.#p;
+      return p.protocol in SPECIAL && p.protocol !== 'file:' ? p.protocol + '//' + this.host : 'null';
+    }
+    toString() { return this.href; }
+    toJSON() { return this.href; }
+  }
+
+  // ------------------------------------------------------------ structuredClone
+  function structuredClone(value) {
+    const memo = new Map();
+    const clone = (v) => {
+      if (v === null || (typeof v !== 'object' && typeof v !== 'function' && typeof v !== 'symbol')) return v;
+      if (typeof v === 'function' || typeof v === 'symbol') {
+        throw new DOMException(`${String(v)} could not be cloned`, 'DataCloneError');
+      }
+      if (memo.has(v)) return memo.get(v);
+      let out;
+      if (v instanceof Date) out = new Date(v.getTime());
+      else if (v instanceof RegExp) out = new RegExp(v.source, v.flags);
+      else if (v instanceof ArrayBuffer) out = v.slice(0);
+      else if (v instanceof DataView) out = new DataView(clone(v.buffer), v.byteOffset, v.byteLength);
+      else if (ArrayBuffer.isView(v)) out = new v.constructor(clone(v.buffer), v.byteOffset, v.length);
+      else if (v instanceof Map) { out = new Map(); memo.set(v, out); for (const [k, x] of v) out.set(clone(k), clone(x)); return out; }
+      else if (v instanceof Set) { out = new Set(); memo.set(v, out); for (const x of v) out.add(clone(x)); return out; }
+      else if (v instanceof Error) {
+        const Cls = errorClasses[v.name] || Error;
+        out = new Cls(v.message);
+        out.name = v.name;
+        if (v.stack) out.stack = v.stack;
+      } else if (v instanceof Boolean || v instanceof Number || v instanceof String) out = Object(v.valueOf());
+      else if (Array.isArray(v)) {
+        out = new Array(v.length);
+        memo.set(v, out);
+        for (let i = 0; i < v.length; i++) if (i in v) out[i] = clone(v[i]);
+        return out;
+      } else {
+        const proto = Object.getPrototypeOf(v);
+        if (proto !== Object.prototype && proto !== null) {
+          if (v instanceof WeakMap || v instanceof WeakSet || v instanceof Promise) {
+            throw new DOMException(`${Object.prototype.toString.call(v)} could not be cloned`, 'DataCloneError');
+          }
+        }
+        out = {};
+        memo.set(v, out);
+        for (const k of Object.keys(v)) out[k] = clone(v[k]);
+        return out;
+      }
+      memo.set(v, out);
+      return out;
+    };
+    return clone(value);
+  }
+
+  // ------------------------------------------------------------------ crypto
+  const crypto = {
+    getRandomValues(arr) {
+      if (!ArrayBuffer.isView(arr) || arr instanceof Float32Array || arr instanceof Float64Array || arr instanceof DataView) {
+        throw new TypeError('crypto.getRandomValues expects an integer typed array');
+      }
+      if (arr.byteLength > 65536) {
+        throw new DOMException('crypto.getRandomValues: at most 65536 bytes at a time', 'QuotaExceededError');
+      }
+      const bytes = host.randomBytes(arr.byteLength);
+      new Uint8Array(arr.buffer, arr.byteOffset, arr.byteLength).set(bytes);
+      return arr;
+    },
+    randomUUID() {
+      const b = host.randomBytes(16);
+      b[6] = (b[6] & 0x0f) | 0x40;
+      b[8] = (b[8] & 0x3f) | 0x80;
+      const h = b.map((x) => x.toString(16).padStart(2, '0')).join('');
+      return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+    },
+  };
+
+  // --------------------------------------------------------------- MCP API
+  function callMCPTool(a, b, c) {
+    let request;
+    if (typeof b === 'string') request = { op: 'tool', server: String(a), name: b, args: c === undefined ? {} : c };
+    else request = { op: 'tool', name: String(a), args: b === undefined ? {} : b };
+    if (request.args === null || typeof request.args !== 'object' || Array.isArray(request.args)) {
+      return Promise.reject(new TypeError(`callMCPTool: arguments must be an object, got ${inspect(request.args)}`));
+    }
+    return hostCall(request);
+  }
+  const listServers = () => hostCall({ op: 'list_servers' });
+  function searchTools(query, options = {}) {
+    const o = typeof options === 'object' && options !== null ? options : {};
+    return hostCall({ op: 'search_tools', query: String(query ?? ''), detail: o.detail, server: o.server, limit: o.limit });
+  }
+  const getToolSchema = (name) => hostCall({ op: 'get_tool_schema', name: String(name) });
+  const discoverMCPTools = () => hostCall({ op: 'discover_tools' });
+
+  // `tools.server.tool(args)`: names with characters that are not valid in identifiers are
+  // reachable both as written (tools['my-server']['get.page']) and with each such character
+  // replaced by `_` (tools.my_server.get_page).
+  const toIdent = (name) => {
+    const s = name.replace(/[^A-Za-z0-9_$]/g, '_');
+    return /^[0-9]/.test(s) ? '_' + s : s;
+  };
+  const PASS = new Set(['then', 'toJSON', 'constructor', 'inspect', 'valueOf', 'toString']);
+  function friendly(target, what, known) {
+    return new Proxy(target, {
+      get(t, prop, recv) {
+        if (typeof prop === 'symbol' || prop in t || PASS.has(prop)) return Reflect.get(t, prop, recv);
+        const list = known();
+        throw new TypeError(`${what(prop)}; available: ${list.length ? list.join(', ') : '(none)'}`);
+      },
+    });
+  }
+  function buildTools(bindings) {
+    const servers = {};
+    const byServer = new Map();
+    for (const { server, tool } of bindings) {
+      if (!byServer.has(server)) byServer.set(server, {});
+      const fn = (args) => callMCPTool(server, tool, args);
+      Object.defineProperty(fn, 'name', { value: tool });
+      const obj = byServer.get(server);
+      obj[tool] = fn;
+      const id = toIdent(tool);
+      if (!(id in obj)) obj[id] = fn;
+    }
+    for (const [server, obj] of byServer) {
+      const names = Object.keys(obj);
+      const proxy = friendly(obj, (p) => `tools.${server} has no tool "${p}"`, () => names);
+      servers[server] = proxy;
+      const id = toIdent(server);
+      if (!(id in servers)) servers[id] = proxy;
+    }
+    const serverNames = [...byServer.keys()];
+    return friendly(servers, (p) => `no server "${p}" is visible to this execution`, () => serverNames);
+  }
+
+  // -------------------------------------------------------------- globals
+  const globals = {
+    console, setTimeout: (fn, ms, ...a) => addTimer(fn, ms, a, false), clearTimeout: clearTimer,
+    setInterval: (fn, ms, ...a) => addTimer(fn, ms, a, true), clearInterval: clearTimer,
+    TextEncoder, TextDecoder, URL, URLSearchParams, atob, btoa, crypto, DOMException,
+    ToolError, callMCPTool, listServers, searchTools, getToolSchema, discoverMCPTools,
+  };
+  if (typeof g.structuredClone !== 'function') globals.structuredClone = structuredClone;
+  if (typeof g.queueMicrotask !== 'function') globals.queueMicrotask = (fn) => { Promise.resolve().then(fn); };
+  if (typeof g.performance !== 'object') globals.performance = { now: () => host.now(), timeOrigin: Date.now() };
+  for (const [k, v] of Object.entries(globals)) define(g, k, v);
+
+  function describe(e) {
+    if (e instanceof Error) {
+      const stack = e.stack ? String(e.stack).trimEnd() : undefined;
+      return { name: String(e.name || 'Error'), message: String(e.message), stack };
+    }
+    return { name: 'Error', message: `Uncaught ${inspect(e)}` };
+  }
+
+  // Runs the user's async function; always resolves to a JSON RunOutcome.
+  async function run(fn, bindingsJson) {
+    define(g, 'tools', buildTools(JSON.parse(bindingsJson)));
+    try {
+      const value = await fn();
+      let result = value === undefined ? 'null' : jsonSafe(value);
+      if (result === undefined) result = 'null';
+      return `{"status":"ok","result":${result}}`;
+    } catch (e) {
+      return JSON.stringify({ status: 'err', error: describe(e) });
+    }
+  }
+
+  return { run, deliver, fireTimer };
+})

@@ -1,0 +1,208 @@
+//! TypeScript to JavaScript in the host, before any worker is involved.
+//!
+//! The code of an execution is the body of an async function, so top-level `await` and
+//! `return` are allowed. Types are removed with oxc; nothing is down-levelled (QuickJS-NG
+//! speaks modern JavaScript). A syntax error is reported with the user's line and column,
+//! and a line map lets runtime stack traces point at the user's lines too.
+
+use std::path::Path;
+
+use oxc::allocator::Allocator;
+use oxc::codegen::{Codegen, CodegenOptions};
+use oxc::parser::{ParseOptions, Parser};
+use oxc::semantic::SemanticBuilder;
+use oxc::span::SourceType;
+use oxc::transformer::{TransformOptions, Transformer};
+
+/// File name the code carries in stack traces and diagnostics.
+pub const SOURCE_NAME: &str = "code.ts";
+
+/// JavaScript ready for the worker, with a map back to the user's lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stripped {
+    pub code: String,
+    /// `line_map[n]` is the 1-based user line that generated line `n + 1` came from.
+    pub line_map: Vec<u32>,
+}
+
+impl Stripped {
+    /// The user's line for a 1-based generated line (the line itself if unknown).
+    pub fn original_line(&self, generated: u32) -> u32 {
+        generated
+            .checked_sub(1)
+            .and_then(|i| self.line_map.get(i as usize))
+            .copied()
+            .unwrap_or(generated)
+    }
+}
+
+/// A diagnostic that stops the code from running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub message: String,
+    /// 1-based line and column in the user's code.
+    pub line: u32,
+    pub column: u32,
+}
+
+impl std::fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({SOURCE_NAME}:{}:{})", self.message, self.line, self.column)
+    }
+}
+
+/// Strips TypeScript syntax from `source`, returning plain JavaScript.
+pub fn strip_types(source: &str) -> Result<Stripped, SyntaxError> {
+    let allocator = Allocator::default();
+    let source_type = SourceType::ts().with_module(true);
+    let parsed = Parser::new(&allocator, source, source_type)
+        .with_options(ParseOptions {
+            allow_return_outside_function: true,
+            ..ParseOptions::default()
+        })
+        .parse();
+    if let Some(err) = parsed.diagnostics.errors().next() {
+        return Err(to_syntax_error(source, err));
+    }
+    let mut program = parsed.program;
+    if let Some(stmt) = program.body.iter().find(|s| s.is_module_declaration()) {
+        let (line, column) = line_col(source, oxc::span::GetSpan::span(stmt).start);
+        return Err(SyntaxError {
+            message: "import/export statements are not supported: the code runs as the body \
+                      of an async function; reach upstream tools with callMCPTool(...) or \
+                      tools.<server>.<tool>(...)"
+                .into(),
+            line,
+            column,
+        });
+    }
+    let semantic = SemanticBuilder::new()
+        .with_excess_capacity(2.0)
+        .with_enum_eval(true)
+        .build(&program);
+    if let Some(err) = semantic.diagnostics.errors().next() {
+        return Err(to_syntax_error(source, err));
+    }
+    let scoping = semantic.semantic.into_scoping();
+    let transformed = Transformer::new(
+        &allocator,
+        Path::new(SOURCE_NAME),
+        &TransformOptions::default(),
+    )
+    .build_with_scoping(scoping, &mut program);
+    if let Some(err) = transformed.diagnostics.errors().next() {
+        return Err(to_syntax_error(source, err));
+    }
+    let generated = Codegen::new()
+        .with_options(CodegenOptions {
+            source_map_path: Some(SOURCE_NAME.into()),
+            ..CodegenOptions::default()
+        })
+        .build(&program);
+    let line_count = generated.code.lines().count();
+    let mut line_map: Vec<u32> = Vec::with_capacity(line_count);
+    if let Some(map) = generated.map {
+        for token in map.get_tokens() {
+            let dst = token.get_dst_line() as usize;
+            while line_map.len() <= dst {
+                line_map.push(0);
+            }
+            if line_map[dst] == 0 {
+                line_map[dst] = token.get_src_line() + 1;
+            }
+        }
+    }
+    // Lines without a token (closing braces) inherit the line above.
+    let mut last = 1;
+    line_map.resize(line_count.max(line_map.len()), 0);
+    for slot in &mut line_map {
+        if *slot == 0 {
+            *slot = last;
+        } else {
+            last = *slot;
+        }
+    }
+    Ok(Stripped {
+        code: generated.code,
+        line_map,
+    })
+}
+
+fn to_syntax_error(source: &str, err: &oxc::diagnostics::OxcDiagnostic) -> SyntaxError {
+    let offset = err
+        .labels
+        .iter()
+        .find(|l| l.primary())
+        .or_else(|| err.labels.first())
+        .map_or(0, |l| l.offset());
+    let (line, column) = line_col(source, offset);
+    let mut message = err.message.to_string();
+    if let Some(help) = &err.help {
+        message.push_str("; ");
+        message.push_str(help);
+    }
+    SyntaxError {
+        message,
+        line,
+        column,
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(source: &str, offset: u32) -> (u32, u32) {
+    let offset = (offset as usize).min(source.len());
+    let before = source.get(..offset).unwrap_or(source);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
+    (
+        u32::try_from(line).unwrap_or(u32::MAX),
+        u32::try_from(column).unwrap_or(u32::MAX),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_interfaces_generics_casts_and_enums_keeping_await_and_return() {
+        let src = "interface P { x: number }\n\
+                   enum Color { Red, Green }\n\
+                   function id<T>(v: T): T { return v }\n\
+                   const p = { x: 1 } as P;\n\
+                   const r = await Promise.resolve(id<number>(p.x));\n\
+                   return [r, Color.Green];\n";
+        let out = strip_types(src).unwrap();
+        assert!(!out.code.contains("interface"), "{}", out.code);
+        assert!(!out.code.contains(": number"), "{}", out.code);
+        assert!(out.code.contains("await Promise.resolve"), "{}", out.code);
+        assert!(out.code.contains("return [r, Color.Green]"), "{}", out.code);
+    }
+
+    #[test]
+    fn syntax_error_reports_the_users_line_and_column() {
+        let err = strip_types("const a = 1;\nconst b = ;\n").unwrap_err();
+        assert_eq!((err.line, err.column), (2, 11), "{err}");
+    }
+
+    #[test]
+    fn import_statements_are_refused_with_a_clear_message() {
+        let err = strip_types("const a = 1;\nimport fs from 'fs';\n").unwrap_err();
+        assert_eq!(err.line, 2);
+        assert!(err.message.contains("import/export"), "{err}");
+    }
+
+    #[test]
+    fn line_map_points_back_to_the_users_lines() {
+        let src = "type A = string;\n\ninterface B {\n  x: number\n}\nconst a: A = 'x';\nthrow new Error(a);\n";
+        let out = strip_types(src).unwrap();
+        let gen_line = out
+            .code
+            .lines()
+            .position(|l| l.contains("throw"))
+            .unwrap() as u32
+            + 1;
+        assert_eq!(out.original_line(gen_line), 7, "{}\n{:?}", out.code, out.line_map);
+    }
+}
