@@ -1,1 +1,19 @@
-fn main() {}
+//! The `code-executor-mcp` binary. Helper modes (worker, demo server) are chosen from the
+//! first argument before anything else starts, so a worker never runs the server's setup.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let first = std::env::args_os().nth(1);
+    match first.as_ref().and_then(|a| a.to_str()) {
+        Some(code_executor_mcp::WORKER_ARG) => {
+            let kind = std::env::args_os().nth(2);
+            match kind.as_ref().and_then(|a| a.to_str()) {
+                Some("js") => js_worker::worker_main(),
+                _ => ExitCode::from(2),
+            }
+        }
+        Some(code_executor_mcp::DEMO_SERVER_ARG) => code_executor_mcp::demo::serve_demo_main(),
+        _ => code_executor_mcp::cli::main(),
+    }
+}

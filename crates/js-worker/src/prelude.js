@@ -536,36 +536,44 @@
     return /^[0-9]/.test(s) ? '_' + s : s;
   };
   const PASS = new Set(['then', 'toJSON', 'constructor', 'inspect', 'valueOf', 'toString']);
-  function friendly(target, what, known) {
-    return new Proxy(target, {
-      get(t, prop, recv) {
-        if (typeof prop === 'symbol' || prop in t || PASS.has(prop)) return Reflect.get(t, prop, recv);
-        const list = known();
-        throw new TypeError(`${what(prop)}; available: ${list.length ? list.join(', ') : '(none)'}`);
-      },
-    });
-  }
   function buildTools(bindings) {
-    const servers = {};
-    const byServer = new Map();
+    const byServer = new Map(); // server -> object of tool functions, or null if not known yet
     for (const { server, tool } of bindings) {
-      if (!byServer.has(server)) byServer.set(server, {});
+      if (!byServer.has(server)) byServer.set(server, null);
+      if (tool == null) continue;
+      if (byServer.get(server) === null) byServer.set(server, {});
+      const obj = byServer.get(server);
       const fn = (args) => callMCPTool(server, tool, args);
       Object.defineProperty(fn, 'name', { value: tool });
-      const obj = byServer.get(server);
       obj[tool] = fn;
       const id = toIdent(tool);
       if (!(id in obj)) obj[id] = fn;
     }
-    for (const [server, obj] of byServer) {
-      const names = Object.keys(obj);
-      const proxy = friendly(obj, (p) => `tools.${server} has no tool "${p}"`, () => names);
+    const servers = {};
+    for (const [server, known] of byServer) {
+      const target = known || {};
+      const proxy = new Proxy(target, {
+        get(t, prop, recv) {
+          if (typeof prop === 'symbol' || prop in t || PASS.has(prop)) return Reflect.get(t, prop, recv);
+          if (known) {
+            throw new TypeError(`tools.${server} has no tool "${prop}"; available: ${Object.keys(t).join(', ')}`);
+          }
+          // This server has not started yet, so its tools are not known here: the host
+          // resolves the name (exact or identifier form) when the call arrives.
+          return (args) => callMCPTool(server, prop, args);
+        },
+      });
       servers[server] = proxy;
       const id = toIdent(server);
       if (!(id in servers)) servers[id] = proxy;
     }
-    const serverNames = [...byServer.keys()];
-    return friendly(servers, (p) => `no server "${p}" is visible to this execution`, () => serverNames);
+    const names = [...byServer.keys()];
+    return new Proxy(servers, {
+      get(t, prop, recv) {
+        if (typeof prop === 'symbol' || prop in t || PASS.has(prop)) return Reflect.get(t, prop, recv);
+        throw new TypeError(`no MCP server "${prop}" is configured; available: ${names.length ? names.join(', ') : '(none)'}`);
+      },
+    });
   }
 
   // -------------------------------------------------------------- globals

@@ -32,6 +32,19 @@ pub struct SandboxPolicy {
     pub limits: ResourceLimits,
 }
 
+impl SandboxPolicy {
+    /// No confinement: for the user's own upstream servers, which still get their own
+    /// process group, the parent-death signal and only the environment they are given.
+    pub fn unconfined() -> Self {
+        SandboxPolicy {
+            mode: SandboxMode::Disabled,
+            read_only_paths: Vec::new(),
+            scratch_dir: None,
+            limits: ResourceLimits::UNLIMITED,
+        }
+    }
+}
+
 /// rlimits applied to the worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResourceLimits {
@@ -40,6 +53,17 @@ pub struct ResourceLimits {
     pub max_processes: u64,
     pub max_open_files: u64,
     pub max_file_size_bytes: u64,
+}
+
+impl ResourceLimits {
+    /// No rlimit is changed.
+    pub const UNLIMITED: ResourceLimits = ResourceLimits {
+        address_space_bytes: u64::MAX,
+        cpu_seconds: u64::MAX,
+        max_processes: u64::MAX,
+        max_open_files: u64::MAX,
+        max_file_size_bytes: u64::MAX,
+    };
 }
 
 /// The program to run inside the sandbox.

@@ -45,11 +45,13 @@ pub struct RunRequest {
     pub limits: EngineLimits,
 }
 
-/// One upstream tool the code may call through a typed proxy.
+/// One upstream tool the code may call through a `tools.server.tool(...)` proxy, or, with
+/// `tool` absent, a server whose tools are not known yet (it starts on first use).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolBinding {
     pub server: String,
-    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 /// Limits the engine applies from inside (memory, stack); the host applies the rest.

@@ -1,0 +1,213 @@
+//! `code-executor-mcp bench`: latency of this server against a direct MCP baseline, measured
+//! side by side in one run, printed as JSON.
+//!
+//! Both sides are driven by a real MCP client (rmcp) over stdio. The baseline is
+//! server-everything's `echo` called directly; ours is the built binary serving
+//! `execute_typescript` with server-everything configured upstream. Targets are ratios
+//! (DESIGN.md, performance budget), so a noisy machine moves both sides together.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::CoreOptions;
+use crate::cli::say;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// server-everything's dist/index.js (default: $EVERYTHING_JS).
+    #[arg(long, value_name = "PATH")]
+    everything: Option<PathBuf>,
+    /// Node.js to run it with.
+    #[arg(long, default_value = "node")]
+    node: String,
+    /// Samples per measurement.
+    #[arg(long, default_value_t = 50)]
+    iterations: usize,
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn spawn_client(program: &str, args: &[String]) -> anyhow::Result<(Client, Option<u32>)> {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).kill_on_drop(true);
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot start {program}"))?;
+    let pid = transport.id();
+    Ok((().serve(transport).await?, pid))
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> anyhow::Result<CallToolResult> {
+    let Value::Object(map) = args else {
+        anyhow::bail!("arguments must be an object")
+    };
+    let r = client
+        .peer()
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map))
+        .await?;
+    if r.is_error == Some(true) {
+        anyhow::bail!("{tool} failed: {:?}", r.content);
+    }
+    Ok(r)
+}
+
+/// Median, p95 and max of `n` timed runs of `f`, in milliseconds.
+async fn sample<F, Fut>(n: usize, mut f: F) -> anyhow::Result<Value>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let mut ms = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        f().await?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    ms.sort_by(f64::total_cmp);
+    let pick = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
+    Ok(json!({"median": round(pick(0.5)), "p95": round(pick(0.95)), "max": round(pick(1.0)), "n": n}))
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn median(v: &Value) -> f64 {
+    v["median"].as_f64().unwrap_or(f64::NAN)
+}
+
+/// Resident memory of a process, from /proc.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Start-to-first-`tools/list` of a server in ms, the client, and the server's pid.
+async fn cold_start(program: &str, args: &[String]) -> anyhow::Result<(f64, Client, Option<u32>)> {
+    let t = Instant::now();
+    let (client, pid) = spawn_client(program, args).await?;
+    client.peer().list_all_tools().await?;
+    Ok((t.elapsed().as_secs_f64() * 1e3, client, pid))
+}
+
+pub async fn run_bench(
+    opts: CoreOptions,
+    args: &BenchArgs,
+) -> anyhow::Result<ExitCode> {
+    let everything = args
+        .everything
+        .clone()
+        .or_else(|| std::env::var_os("EVERYTHING_JS").map(PathBuf::from))
+        .context("pass --everything PATH/TO/server-everything/dist/index.js or set EVERYTHING_JS")?;
+    let n = args.iterations.max(5);
+    let node_args = vec![everything.display().to_string(), "stdio".to_string()];
+    let echo = || json!({"message": "hello"});
+
+    // Baseline: server-everything called directly.
+    let (everything_cold_ms, direct, _) = cold_start(&args.node, &node_args).await?;
+    for _ in 0..10 {
+        call(&direct, "echo", echo()).await?;
+    }
+    let direct_echo = sample(n, || async { call(&direct, "echo", echo()).await.map(|_| ()) }).await?;
+    let direct_20 = sample(n.min(20), || async {
+        for _ in 0..20 {
+            call(&direct, "echo", echo()).await?;
+        }
+        Ok(())
+    })
+    .await?;
+
+    // Ours, with server-everything as the upstream.
+    let dir = std::env::temp_dir().join(format!("code-executor-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let cfg_path = dir.join("mcp.json");
+    let cfg = json!({"mcpServers": {"everything": {"command": args.node, "args": node_args}}});
+    std::fs::write(&cfg_path, serde_json::to_vec(&cfg)?)?;
+    let exe = opts.exe.display().to_string();
+    let sandbox = match opts.sandbox {
+        sandbox::SandboxMode::Enforce => "enforce",
+        sandbox::SandboxMode::Disabled => "none",
+    };
+    let our_args = vec![
+        "--config".to_string(),
+        cfg_path.display().to_string(),
+        "--sandbox".to_string(),
+        sandbox.to_string(),
+        "--pool-size".to_string(),
+        opts.pool_size.to_string(),
+    ];
+    let (ours_cold_ms, ours, our_pid) = cold_start(&exe, &our_args).await?;
+    // With 5 upstreams configured: must be as fast, since they connect lazily.
+    let five = json!({"mcpServers": (0..5).map(|i| (format!("e{i}"), cfg["mcpServers"]["everything"].clone())).collect::<serde_json::Map<_, _>>()});
+    let five_path = dir.join("five.json");
+    std::fs::write(&five_path, serde_json::to_vec(&five)?)?;
+    let mut five_args = our_args.clone();
+    five_args[1] = five_path.display().to_string();
+    let (ours_cold_five_ms, five_client, _) = cold_start(&exe, &five_args).await?;
+    drop(five_client);
+
+    let exec = |code: &'static str| {
+        let ours = &ours;
+        async move { call(ours, "execute_typescript", json!({"code": code})).await.map(|_| ()) }
+    };
+    let seq20 = "for (let i = 0; i < 20; i++) await tools.everything.echo({ message: 'hello' }); return 20;";
+    let par20 = "await Promise.all(Array.from({ length: 20 }, () => tools.everything.echo({ message: 'hello' }))); return 20;";
+    for _ in 0..5 {
+        exec("return 1 + 1").await?;
+        exec(seq20).await?;
+    }
+    let trivial = sample(n, || exec("return 1 + 1")).await?;
+    let seq = sample(n.min(20), || exec(seq20)).await?;
+    let par = sample(n.min(20), || exec(par20)).await?;
+    let one_call = sample(n, || exec("return await tools.everything.echo({ message: 'hello' })")).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let idle_rss = our_pid.and_then(rss_kib);
+
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = median(&direct_echo);
+    let report = json!({
+        "baseline": {
+            "direct_echo_ms": direct_echo,
+            "direct_20_sequential_echo_ms": direct_20,
+            "everything_cold_start_to_tools_list_ms": round(everything_cold_ms),
+        },
+        "ours": {
+            "trivial_execution_ms": trivial,
+            "one_upstream_call_execution_ms": one_call,
+            "20_sequential_calls_execution_ms": seq,
+            "20_parallel_calls_execution_ms": par,
+            "cold_start_to_tools_list_ms": round(ours_cold_ms),
+            "cold_start_to_tools_list_with_5_upstreams_ms": round(ours_cold_five_ms),
+            "idle_rss_kib": idle_rss,
+            "sandbox": sandbox,
+        },
+        "ratios": {
+            "trivial_vs_direct_echo": round(median(&trivial) / d),
+            "seq20_vs_direct_seq20": round(median(&seq) / median(&direct_20)),
+            "par20_vs_direct_seq20": round(median(&par) / median(&direct_20)),
+            "everything_cold_vs_ours_cold": round(everything_cold_ms / ours_cold_ms),
+            "five_upstreams_cold_vs_none": round(ours_cold_five_ms / ours_cold_ms),
+        },
+        "targets": {
+            "trivial_vs_direct_echo": "<= 2",
+            "trivial_execution_median_ms": "< 3",
+            "seq20_vs_direct_seq20": "<= 1.3",
+            "par20_vs_direct_seq20": "< 1",
+            "cold_start_to_tools_list_ms": "< 50",
+            "everything_cold_vs_ours_cold": ">= 10",
+            "idle_rss_kib": "< 20480",
+        },
+    });
+    say(&serde_json::to_string_pretty(&report)?);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,189 @@
+//! The command line: serve (default), exec, demo, bench, doctor.
+//!
+//! In serve mode stdout belongs to the MCP protocol; logs go to stderr through `tracing`.
+//! The other commands are for people at a terminal and print to stdout.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use rmcp::ServiceExt;
+
+use crate::config::Config;
+use crate::runtime::ExecRequest;
+use crate::server::{CodeExecutorServer, render_text};
+use crate::{Core, CoreOptions, DEFAULT_POOL_SIZE};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "code-executor-mcp",
+    version,
+    about = "An MCP server that lets an agent use every MCP server it has through sandboxed code."
+)]
+pub struct Cli {
+    /// Upstream servers, as {"mcpServers": {...}} (default: $MCP_CONFIG_PATH).
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// Pre-started JavaScript workers.
+    #[arg(long, global = true, default_value_t = DEFAULT_POOL_SIZE, value_name = "N")]
+    pool_size: usize,
+    /// Worker confinement. `none` runs code unconfined, for development only.
+    #[arg(long, global = true, value_enum, default_value_t = SandboxArg::Enforce)]
+    sandbox: SandboxArg,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SandboxArg {
+    Enforce,
+    None,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve MCP over stdio (the default).
+    Serve,
+    /// Run a TypeScript/JavaScript file (or - for stdin) against the configured servers.
+    Exec {
+        file: PathBuf,
+        #[arg(long, value_name = "MS")]
+        timeout_ms: Option<u64>,
+        /// Print the whole structured result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a sample program against a built-in demo MCP server; needs no configuration.
+    Demo,
+    /// Measure latency against a direct MCP baseline and print JSON (see README).
+    Bench(crate::bench::BenchArgs),
+}
+
+/// Entry point after helper modes were ruled out.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let quiet = !matches!(cli.command, None | Some(Command::Serve));
+    init_tracing(quiet);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing(quiet: bool) {
+    let default = if quiet { "warn" } else { "info" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
+    let exe = std::env::current_exe().context("cannot locate our own binary")?;
+    let sandbox = match cli.sandbox {
+        SandboxArg::Enforce => sandbox::SandboxMode::Enforce,
+        SandboxArg::None => {
+            tracing::warn!("--sandbox=none: code runs UNCONFINED; use this for development only");
+            sandbox::SandboxMode::Disabled
+        }
+    };
+    Ok(CoreOptions {
+        exe,
+        pool_size: cli.pool_size,
+        sandbox,
+    })
+}
+
+fn start_core(cli: &Cli) -> anyhow::Result<Arc<Core>> {
+    let opts = options(cli)?;
+    let config = Config::load(cli.config.as_deref(), Some(&opts.exe))?;
+    Ok(Core::start(&config, opts))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match &cli.command {
+        None | Some(Command::Serve) => {
+            let core = start_core(&cli)?;
+            tracing::info!(
+                servers = core.catalog.upstreams().names().count(),
+                "serving MCP on stdio"
+            );
+            let service = CodeExecutorServer::new(core)
+                .serve(rmcp::transport::stdio_pipes())
+                .await
+                .context("MCP initialization failed")?;
+            service.waiting().await.context("MCP service ended abnormally")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Exec {
+            file,
+            timeout_ms,
+            json,
+        }) => {
+            let code = if file.as_os_str() == "-" {
+                let mut s = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .context("cannot read code from stdin")?;
+                s
+            } else {
+                std::fs::read_to_string(file)
+                    .with_context(|| format!("cannot read {}", file.display()))?
+            };
+            let core = start_core(&cli)?;
+            let outcome = core
+                .runtime
+                .execute_typescript(ExecRequest {
+                    code,
+                    timeout_ms: *timeout_ms,
+                    allowed_tools: None,
+                })
+                .await;
+            let text = if *json {
+                serde_json::to_string_pretty(&outcome)?
+            } else {
+                render_text(&outcome)
+            };
+            say(&text);
+            Ok(if outcome.error.is_some() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Some(Command::Demo) => {
+            let opts = options(&cli)?;
+            crate::demo::run_demo(opts).await
+        }
+        Some(Command::Bench(args)) => {
+            let opts = options(&cli)?;
+            crate::bench::run_bench(opts, args).await
+        }
+    }
+}
+
+/// Terminal output of the people-facing commands (never used in serve mode).
+#[expect(clippy::print_stdout, reason = "people-facing commands print their answer")]
+pub fn say(text: &str) {
+    println!("{text}");
+}

@@ -1,0 +1,191 @@
+//! What an execution may do: limits, and which upstream tools it may call.
+//!
+//! Everything here is decided in the host on values received from the worker; nothing relies
+//! on code inside the sandbox behaving. Every limit is a named constant with its reason.
+
+use std::time::Duration;
+
+/// Default wall-clock deadline of an execution: long enough for a chain of slow upstream
+/// calls, short enough that a stuck script does not hold a worker for minutes.
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Largest deadline a caller may ask for (five minutes), so no execution can pin a worker.
+pub const MAX_TIMEOUT_MS: u64 = 300_000;
+/// Largest accepted source, in bytes: far beyond hand-written glue code, small enough that
+/// parsing and shipping it stays in the microseconds.
+pub const MAX_CODE_BYTES: usize = 512 * 1024;
+/// Engine heap limit of the JS worker: plenty for filtering large tool results.
+pub const JS_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
+/// Engine stack limit: deep recursion ends with a RangeError instead of a crash.
+pub const JS_STACK_BYTES: u64 = 1024 * 1024;
+/// Captured console output per execution; beyond it output is dropped and a marker says so.
+pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
+/// Tool calls one execution may make, so a runaway loop cannot hammer an upstream.
+pub const MAX_TOOL_CALLS: u32 = 1_000;
+/// Deadline of one upstream call when the execution's own deadline is longer.
+pub const UPSTREAM_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Time an upstream server gets to start and answer `initialize` and `tools/list`.
+pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Per-execution limits, resolved from defaults and the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub memory_bytes: u64,
+    pub stack_bytes: u64,
+    pub max_log_bytes: u64,
+    pub max_tool_calls: u32,
+}
+
+impl Limits {
+    /// Limits for a request that asked for `timeout_ms` (clamped to [1, MAX_TIMEOUT_MS]).
+    pub fn for_request(timeout_ms: Option<u64>) -> Result<Limits, String> {
+        let ms = timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+        if ms == 0 || ms > MAX_TIMEOUT_MS {
+            return Err(format!(
+                "timeoutMs must be between 1 and {MAX_TIMEOUT_MS} (got {ms})"
+            ));
+        }
+        Ok(Limits {
+            timeout: Duration::from_millis(ms),
+            memory_bytes: JS_MEMORY_BYTES,
+            stack_bytes: JS_STACK_BYTES,
+            max_log_bytes: MAX_LOG_BYTES,
+            max_tool_calls: MAX_TOOL_CALLS,
+        })
+    }
+}
+
+/// The `allowedTools` of one execution: patterns over qualified names `mcp__server__tool`,
+/// where `*` matches any run of characters (including none) and nothing else is special.
+/// No patterns given means every configured tool is allowed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolAllowlist {
+    patterns: Option<Vec<String>>,
+}
+
+/// The outcome of an allowlist check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Deny { reason: String },
+}
+
+impl ToolAllowlist {
+    pub fn allow_all() -> Self {
+        ToolAllowlist { patterns: None }
+    }
+
+    pub fn new(patterns: Option<Vec<String>>) -> Self {
+        ToolAllowlist { patterns }
+    }
+
+    pub fn patterns(&self) -> Option<&[String]> {
+        self.patterns.as_deref()
+    }
+
+    pub fn check(&self, server: &str, tool: &str) -> Decision {
+        let Some(patterns) = &self.patterns else {
+            return Decision::Allow;
+        };
+        let name = qualified_name(server, tool);
+        if patterns.iter().any(|p| glob_match(p, &name)) {
+            Decision::Allow
+        } else {
+            Decision::Deny {
+                reason: format!(
+                    "{name} is not in this execution's allowedTools ({})",
+                    patterns.join(", ")
+                ),
+            }
+        }
+    }
+}
+
+/// `mcp__server__tool`, the name an agent uses for an upstream tool.
+pub fn qualified_name(server: &str, tool: &str) -> String {
+    format!("mcp__{server}__{tool}")
+}
+
+/// Matches `text` against `pattern`, where `*` matches any run of characters. Exact otherwise:
+/// no case folding, trimming or normalisation.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_table() {
+        let cases = [
+            ("mcp__github__*", "mcp__github__create_issue", true),
+            ("mcp__github__*", "mcp__github2__create_issue", false),
+            ("mcp__github__*", "mcp__GitHub__create_issue", false),
+            ("mcp__*__read*", "mcp__fs__read_file", true),
+            ("mcp__fs__read_file", "mcp__fs__read_file", true),
+            ("mcp__fs__read_file", "mcp__fs__read_file ", false),
+            ("mcp__fs__read_file", " mcp__fs__read_file", false),
+            ("mcp__fs__read_file", "mcp__fs__read_filex", false),
+            ("mcp__fs__rеad_file", "mcp__fs__read_file", false), // Cyrillic е
+            ("*", "anything", true),
+            ("", "", true),
+            ("", "x", false),
+            ("a*b*c", "abc", true),
+            ("a*b*c", "acb", false),
+            ("mcp__fs__[ab]", "mcp__fs__a", false),
+            ("mcp__fs__?", "mcp__fs__a", false),
+        ];
+        for (pattern, text, want) in cases {
+            assert_eq!(glob_match(pattern, text), want, "{pattern:?} vs {text:?}");
+        }
+    }
+
+    #[test]
+    fn allowlist_denies_with_the_rule() {
+        let list = ToolAllowlist::new(Some(vec!["mcp__fs__read_*".into()]));
+        assert_eq!(list.check("fs", "read_file"), Decision::Allow);
+        assert_eq!(
+            list.check("fs", "write_file"),
+            Decision::Deny {
+                reason: "mcp__fs__write_file is not in this execution's allowedTools (mcp__fs__read_*)"
+                    .into()
+            }
+        );
+        assert_eq!(ToolAllowlist::allow_all().check("x", "y"), Decision::Allow);
+        assert!(matches!(
+            ToolAllowlist::new(Some(vec![])).check("x", "y"),
+            Decision::Deny { .. }
+        ));
+    }
+
+    #[test]
+    fn timeout_bounds() {
+        assert_eq!(
+            Limits::for_request(None).unwrap().timeout,
+            Duration::from_millis(DEFAULT_TIMEOUT_MS)
+        );
+        assert!(Limits::for_request(Some(0)).is_err());
+        assert!(Limits::for_request(Some(MAX_TIMEOUT_MS + 1)).is_err());
+        assert!(Limits::for_request(Some(MAX_TIMEOUT_MS)).is_ok());
+    }
+}

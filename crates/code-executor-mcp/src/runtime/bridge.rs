@@ -1,0 +1,206 @@
+//! The single choke point for every request code makes of the host.
+//!
+//! A tool call from a worker is resolved to canonical names, checked against the execution's
+//! allowlist and caps, forwarded to the upstream with a deadline, and its result unwrapped
+//! into the value the code sees. Discovery requests are answered from the catalog. Later
+//! approvals and data hygiene hook in here, and only here.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value};
+use worker_protocol::{CallOutcome, CallRequest, ErrorInfo};
+
+use crate::catalog::{Catalog, Detail, describe};
+use crate::policy::{Decision, Limits, ToolAllowlist, UPSTREAM_CALL_TIMEOUT};
+
+/// What one execution may do, shared by all its concurrent calls.
+pub struct RunScope {
+    pub allow: ToolAllowlist,
+    pub limits: Limits,
+    pub deadline: Instant,
+    pub tool_calls: AtomicU32,
+}
+
+impl RunScope {
+    pub fn new(allow: ToolAllowlist, limits: Limits) -> Self {
+        RunScope {
+            allow,
+            limits,
+            deadline: Instant::now() + limits.timeout,
+            tool_calls: AtomicU32::new(0),
+        }
+    }
+}
+
+fn err(name: &str, message: impl Into<String>) -> CallOutcome {
+    CallOutcome::Err {
+        error: ErrorInfo {
+            name: name.into(),
+            message: message.into(),
+            stack: None,
+        },
+    }
+}
+
+fn ok(value: Value) -> CallOutcome {
+    CallOutcome::Ok { value }
+}
+
+/// Answers one request from a worker.
+pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> CallOutcome {
+    match request {
+        CallRequest::Tool { server, name, args } => call_tool(catalog, scope, server.as_deref(), &name, args).await,
+        CallRequest::ListServers => ok(catalog.servers().await),
+        CallRequest::SearchTools {
+            query,
+            detail,
+            server,
+            limit,
+        } => match catalog
+            .search(&query, detail.as_deref(), server.as_deref(), limit, &scope.allow)
+            .await
+        {
+            Ok(v) => ok(v),
+            Err(e) => err("TypeError", e),
+        },
+        CallRequest::GetToolSchema { name } => match catalog.resolve(None, &name).await {
+            Err(e) => err("TypeError", e),
+            Ok((server, tool)) => match scope.allow.check(&server, &tool.name) {
+                Decision::Allow => ok(describe(&server, &tool, Detail::Full)),
+                Decision::Deny { reason } => err("PolicyError", reason),
+            },
+        },
+        CallRequest::DiscoverTools => match catalog.tools(None, &scope.allow).await {
+            Ok((tools, errors)) => {
+                let list: Vec<Value> = tools
+                    .iter()
+                    .map(|(s, t)| describe(s, t, Detail::Full))
+                    .collect();
+                let mut v = serde_json::json!({ "tools": list });
+                if !errors.is_empty() {
+                    v["unavailable"] = errors.iter().map(|e| Value::String(e.to_string())).collect();
+                }
+                ok(v)
+            }
+            Err(e) => err("TypeError", e),
+        },
+    }
+}
+
+async fn call_tool(
+    catalog: &Catalog,
+    scope: &RunScope,
+    server: Option<&str>,
+    name: &str,
+    args: Value,
+) -> CallOutcome {
+    let (server, tool) = match catalog.resolve(server, name).await {
+        Ok(r) => r,
+        Err(e) => return err("ToolError", e),
+    };
+    if let Decision::Deny { reason } = scope.allow.check(&server, &tool.name) {
+        tracing::info!(server, tool = %tool.name, "tool call denied: {reason}");
+        return err("PolicyError", reason);
+    }
+    let n = scope.tool_calls.fetch_add(1, Ordering::Relaxed) + 1;
+    if n > scope.limits.max_tool_calls {
+        return err(
+            "LimitError",
+            format!(
+                "this execution reached its limit of {} tool calls",
+                scope.limits.max_tool_calls
+            ),
+        );
+    }
+    let args: Map<String, Value> = match args {
+        Value::Object(m) => m,
+        Value::Null => Map::new(),
+        other => {
+            return err(
+                "TypeError",
+                format!("arguments of {} must be an object, not {other}", tool.name),
+            );
+        }
+    };
+    let remaining = scope.deadline.saturating_duration_since(Instant::now());
+    let timeout = remaining.min(UPSTREAM_CALL_TIMEOUT);
+    match catalog
+        .upstreams()
+        .call(&server, &tool.name, args, timeout)
+        .await
+    {
+        Ok(result) => unwrap_result(result),
+        Err(e) => err("ToolError", e.to_string()),
+    }
+}
+
+/// The value code sees for an upstream result: `structuredContent` when present; else one
+/// text block parsed as JSON when it parses, else the text; several blocks as an array of
+/// those; non-text blocks (images, audio, resources) as their MCP objects. An `isError`
+/// result becomes a `ToolError` carrying the upstream's message.
+pub fn unwrap_result(result: CallToolResult) -> CallOutcome {
+    if result.is_error == Some(true) {
+        let text: Vec<String> = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        let message = if !text.is_empty() {
+            text.join("\n")
+        } else if let Some(s) = &result.structured_content {
+            s.to_string()
+        } else {
+            "the tool reported an error without a message".to_string()
+        };
+        return err("ToolError", message);
+    }
+    if let Some(s) = result.structured_content {
+        return ok(s);
+    }
+    let mut values: Vec<Value> = result
+        .content
+        .into_iter()
+        .map(|c| match c {
+            ContentBlock::Text(t) => {
+                serde_json::from_str::<Value>(&t.text).unwrap_or(Value::String(t.text))
+            }
+            other => serde_json::to_value(&other).unwrap_or(Value::Null),
+        })
+        .collect();
+    ok(match values.len() {
+        0 => Value::Null,
+        1 => values.pop().unwrap_or(Value::Null),
+        _ => Value::Array(values),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn result(v: Value) -> CallToolResult {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn unwrap_table() {
+        let cases = [
+            (json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"a": 1}}), ok(json!({"a": 1}))),
+            (json!({"content": [{"type": "text", "text": "{\"b\": [1,2]}"}]}), ok(json!({"b": [1, 2]}))),
+            (json!({"content": [{"type": "text", "text": "Echo: hi"}]}), ok(json!("Echo: hi"))),
+            (json!({"content": [{"type": "text", "text": "42"}]}), ok(json!(42))),
+            (json!({"content": []}), ok(Value::Null)),
+            (
+                json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "AAA=", "mimeType": "image/png"}]}),
+                ok(json!(["a", {"type": "image", "data": "AAA=", "mimeType": "image/png"}])),
+            ),
+            (json!({"content": [{"type": "text", "text": "boom"}], "isError": true}), err("ToolError", "boom")),
+        ];
+        for (input, want) in cases {
+            assert_eq!(unwrap_result(result(input.clone())), want, "{input}");
+        }
+    }
+}

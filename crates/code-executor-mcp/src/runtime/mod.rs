@@ -1,0 +1,372 @@
+//! Runs code: prepare it, hand it to a warm worker, serve the worker's requests, enforce the
+//! deadline from outside, and collect the result.
+//!
+//! - [`worker`]: one worker process and its frames;
+//! - [`pool`]: pre-started workers;
+//! - [`bridge`]: every request from code passes here (policy, then upstream).
+
+pub mod bridge;
+pub mod pool;
+pub mod worker;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use worker_protocol::{
+    CallOutcome, EngineLimits, ErrorInfo, HostFrame, LogLevel, RunOutcome, RunRequest,
+    ToolBinding, WorkerFrame,
+};
+
+use crate::catalog::Catalog;
+use crate::policy::{Decision, Limits, MAX_CODE_BYTES, ToolAllowlist};
+use bridge::RunScope;
+use pool::{Pool, PoolStats};
+
+/// One captured line of output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogEntry {
+    pub level: &'static str,
+    pub text: String,
+}
+
+/// The result of an execution, as the agent receives it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecOutcome {
+    pub result: Value,
+    pub logs: Vec<LogEntry>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    pub tool_calls: u32,
+    pub duration_ms: f64,
+}
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct ExecRequest {
+    pub code: String,
+    pub timeout_ms: Option<u64>,
+    pub allowed_tools: Option<Vec<String>>,
+}
+
+/// Runs JavaScript and TypeScript executions.
+pub struct Runtime {
+    catalog: Catalog,
+    js_pool: Pool,
+}
+
+fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
+    ErrorInfo {
+        name: name.into(),
+        message: message.into(),
+        stack: None,
+    }
+}
+
+impl Runtime {
+    pub fn new(catalog: Catalog, js_pool: Pool) -> Self {
+        Runtime { catalog, js_pool }
+    }
+
+    pub async fn pool_stats(&self) -> Vec<PoolStats> {
+        vec![self.js_pool.stats().await]
+    }
+
+    /// Runs TypeScript or JavaScript. Never fails: every problem is an outcome with `error`.
+    pub async fn execute_typescript(&self, req: ExecRequest) -> ExecOutcome {
+        let started = Instant::now();
+        let mut out = ExecOutcome {
+            result: Value::Null,
+            logs: Vec::new(),
+            error: None,
+            tool_calls: 0,
+            duration_ms: 0.0,
+        };
+        let finish = |mut out: ExecOutcome| {
+            out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+            out
+        };
+        let limits = match Limits::for_request(req.timeout_ms) {
+            Ok(l) => l,
+            Err(e) => {
+                out.error = Some(error("RangeError", e));
+                return finish(out);
+            }
+        };
+        if req.code.len() > MAX_CODE_BYTES {
+            out.error = Some(error(
+                "RangeError",
+                format!(
+                    "the code is {} bytes; the limit is {MAX_CODE_BYTES}",
+                    req.code.len()
+                ),
+            ));
+            return finish(out);
+        }
+        let stripped = match js_worker::strip_types(&req.code) {
+            Ok(s) => s,
+            Err(e) => {
+                out.error = Some(ErrorInfo {
+                    name: "SyntaxError".into(),
+                    message: e.to_string(),
+                    stack: None,
+                });
+                return finish(out);
+            }
+        };
+        let scope = Arc::new(RunScope::new(ToolAllowlist::new(req.allowed_tools), limits));
+        let tools = self.bindings(&scope.allow).await;
+        let run = RunRequest {
+            code: stripped.code.clone(),
+            tools,
+            limits: EngineLimits {
+                memory_bytes: limits.memory_bytes,
+                stack_bytes: limits.stack_bytes,
+                max_log_bytes: limits.max_log_bytes,
+            },
+        };
+        let deadline = tokio::time::Instant::from_std(scope.deadline);
+        let mut worker = match tokio::time::timeout_at(deadline, self.js_pool.take()).await {
+            Ok(Ok(w)) => w,
+            Ok(Err(e)) => {
+                out.error = Some(error("SandboxError", e));
+                return finish(out);
+            }
+            Err(_) => {
+                out.error = Some(timeout_error(&limits));
+                return finish(out);
+            }
+        };
+        let mut logs = LogCollector::new(limits.max_log_bytes);
+        let ended = tokio::time::timeout_at(
+            deadline,
+            drive(&mut worker, run, &self.catalog, &scope, &mut logs),
+        )
+        .await;
+        out.tool_calls = scope.tool_calls.load(Ordering::Relaxed).min(limits.max_tool_calls);
+        match ended {
+            Ok(Ok(RunOutcome::Ok { result })) => out.result = result,
+            Ok(Ok(RunOutcome::Err { mut error })) => {
+                error.stack = error.stack.map(|s| map_stack(&s, &stripped));
+                out.error = Some(error);
+            }
+            Ok(Err(Failure::Protocol(e))) => {
+                worker.kill();
+                out.error = Some(error("WorkerError", e));
+            }
+            Ok(Err(Failure::Exited)) => {
+                out.error = Some(error("WorkerCrashed", worker.exit_description().await));
+            }
+            Err(_) => {
+                worker.kill();
+                out.error = Some(timeout_error(&limits));
+            }
+        }
+        drop(worker);
+        out.logs = logs.finish();
+        finish(out)
+    }
+
+    /// The tools of already-connected servers, for enumerable `tools.server` proxies.
+    /// Servers not started yet are still callable through the proxies; starting them here
+    /// would make every execution wait for every upstream.
+    async fn bindings(&self, allow: &ToolAllowlist) -> Vec<ToolBinding> {
+        let upstreams = self.catalog.upstreams();
+        let mut out = Vec::new();
+        for server in upstreams.names() {
+            match upstreams.tools_if_connected(server).await {
+                Some(tools) => out.extend(
+                    tools
+                        .iter()
+                        .filter(|t| allow.check(server, &t.name) == Decision::Allow)
+                        .map(|t| ToolBinding {
+                            server: server.to_string(),
+                            tool: Some(t.name.to_string()),
+                        }),
+                ),
+                None => out.push(ToolBinding {
+                    server: server.to_string(),
+                    tool: None,
+                }),
+            }
+        }
+        out
+    }
+}
+
+fn timeout_error(limits: &Limits) -> ErrorInfo {
+    error(
+        "TimeoutError",
+        format!(
+            "the execution exceeded its {} ms deadline and was stopped; pass a larger timeoutMs \
+             (at most {}) or do less per execution",
+            limits.timeout.as_millis(),
+            crate::policy::MAX_TIMEOUT_MS
+        ),
+    )
+}
+
+enum Failure {
+    /// The worker broke the protocol; it is killed.
+    Protocol(String),
+    /// The worker exited before finishing.
+    Exited,
+}
+
+/// Sends the run, then serves the worker's requests until it is done.
+async fn drive(
+    worker: &mut worker::WorkerProcess,
+    run: RunRequest,
+    catalog: &Catalog,
+    scope: &Arc<RunScope>,
+    logs: &mut LogCollector,
+) -> Result<RunOutcome, Failure> {
+    if let Err(e) = worker.send(&HostFrame::Run(run)).await {
+        tracing::warn!("{e}");
+        return Err(Failure::Exited);
+    }
+    let (reply_tx, mut replies) = mpsc::unbounded_channel::<(u64, CallOutcome)>();
+    let mut calls = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            frame = worker.recv() => match frame {
+                None => return Err(Failure::Exited),
+                Some(Err(e)) => return Err(Failure::Protocol(e)),
+                Some(Ok(WorkerFrame::Log { level, text })) => logs.push(level, text),
+                Some(Ok(WorkerFrame::LogsTruncated)) => logs.truncated_by_worker(),
+                Some(Ok(WorkerFrame::Done { outcome })) => return Ok(outcome),
+                Some(Ok(WorkerFrame::Call { id, request })) => {
+                    let catalog = catalog.clone();
+                    let scope = scope.clone();
+                    let tx = reply_tx.clone();
+                    calls.spawn(async move {
+                        let outcome = bridge::handle(&catalog, &scope, request).await;
+                        let _ = tx.send((id, outcome));
+                    });
+                }
+                Some(Ok(WorkerFrame::Ready { .. })) => {
+                    return Err(Failure::Protocol("worker sent a second ready frame".into()));
+                }
+            },
+            Some((id, outcome)) = replies.recv() => {
+                if let Err(e) = worker.send(&HostFrame::Reply { id, outcome }).await {
+                    tracing::debug!("{e}");
+                    return Err(Failure::Exited);
+                }
+            }
+        }
+    }
+}
+
+/// Captured output with a byte cap; past the cap a marker says how much was dropped.
+struct LogCollector {
+    entries: Vec<LogEntry>,
+    budget: u64,
+    cap: u64,
+    dropped_bytes: u64,
+    truncated: bool,
+}
+
+impl LogCollector {
+    fn new(cap: u64) -> Self {
+        LogCollector {
+            entries: Vec::new(),
+            budget: cap,
+            cap,
+            dropped_bytes: 0,
+            truncated: false,
+        }
+    }
+
+    fn push(&mut self, level: LogLevel, text: String) {
+        let len = text.len() as u64;
+        if self.truncated || len > self.budget {
+            self.truncated = true;
+            self.dropped_bytes += len;
+            return;
+        }
+        self.budget -= len;
+        self.entries.push(LogEntry {
+            level: level.as_str(),
+            text,
+        });
+    }
+
+    fn truncated_by_worker(&mut self) {
+        self.truncated = true;
+    }
+
+    fn finish(mut self) -> Vec<LogEntry> {
+        if self.truncated {
+            self.entries.push(LogEntry {
+                level: "warn",
+                text: format!(
+                    "[output truncated: the {} KiB output limit was reached; {} further bytes dropped]",
+                    self.cap / 1024,
+                    self.dropped_bytes
+                ),
+            });
+        }
+        self.entries
+    }
+}
+
+/// Rewrites `code.ts:LINE:COL` positions of the generated JavaScript to the user's lines.
+fn map_stack(stack: &str, stripped: &js_worker::Stripped) -> String {
+    let needle = format!("{}:", js_worker::SOURCE_NAME);
+    let mut out = String::with_capacity(stack.len());
+    let mut rest = stack;
+    while let Some(i) = rest.find(&needle) {
+        let (before, after) = rest.split_at(i + needle.len());
+        out.push_str(before);
+        let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+        match digits.parse::<u32>() {
+            Ok(line) => {
+                out.push_str(&stripped.original_line(line).to_string());
+                let after_line = &after[digits.len()..];
+                // The column refers to generated code; drop it rather than mislead.
+                let col_len = after_line
+                    .strip_prefix(':')
+                    .map(|r| 1 + r.chars().take_while(char::is_ascii_digit).count())
+                    .unwrap_or(0);
+                rest = &after_line[col_len..];
+            }
+            Err(_) => rest = after,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_cap_keeps_whole_lines_and_adds_a_marker() {
+        let mut logs = LogCollector::new(10);
+        logs.push(LogLevel::Log, "12345".into());
+        logs.push(LogLevel::Warn, "123456".into());
+        logs.push(LogLevel::Log, "1".into());
+        let entries = logs.finish();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0], LogEntry { level: "log", text: "12345".into() });
+        assert!(entries[1].text.starts_with("[output truncated"), "{:?}", entries[1]);
+        assert!(entries[1].text.contains("7 further bytes"), "{:?}", entries[1]);
+    }
+
+    #[test]
+    fn stack_lines_are_mapped_to_user_lines() {
+        let stripped = js_worker::strip_types("type A = 1;\n\nthrow new Error('x');\n").unwrap();
+        let gen_line = stripped.code.lines().position(|l| l.contains("throw")).unwrap() + 1;
+        let stack = format!("    at <anonymous> (code.ts:{gen_line}:7)\n    at run (prelude.js:9:3)");
+        assert_eq!(
+            map_stack(&stack, &stripped),
+            "    at <anonymous> (code.ts:3)\n    at run (prelude.js:9:3)"
+        );
+    }
+}

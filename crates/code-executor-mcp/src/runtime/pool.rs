@@ -1,0 +1,135 @@
+//! A warm pool of pre-started workers, refilled in the background.
+//!
+//! Starting and confining a worker costs milliseconds; the pool pays that before a request
+//! arrives. Each worker serves one execution and is then killed. When the pool is empty a
+//! request starts its own worker rather than wait for the refill.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::{Mutex, Notify};
+
+use super::worker::{WorkerProcess, WorkerSpawner};
+
+/// Pause after a failed start before the refill tries again, so a broken setup does not spin.
+const REFILL_BACKOFF: Duration = Duration::from_secs(2);
+
+struct Inner {
+    spawner: WorkerSpawner,
+    target: usize,
+    ready: Mutex<VecDeque<WorkerProcess>>,
+    wake: Notify,
+    started: AtomicU64,
+    failures: AtomicU64,
+    last_error: std::sync::Mutex<Option<String>>,
+}
+
+/// Counters for `health`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolStats {
+    pub language: &'static str,
+    pub ready: usize,
+    pub target: usize,
+    pub started: u64,
+    pub start_failures: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct Pool {
+    inner: Arc<Inner>,
+}
+
+impl Pool {
+    /// Creates the pool and starts filling it in the background (needs a tokio runtime).
+    pub fn start(spawner: WorkerSpawner, target: usize) -> Pool {
+        let inner = Arc::new(Inner {
+            spawner,
+            target,
+            ready: Mutex::new(VecDeque::new()),
+            wake: Notify::new(),
+            started: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            last_error: std::sync::Mutex::new(None),
+        });
+        if target > 0 {
+            tokio::spawn(refill(Arc::downgrade(&inner)));
+        }
+        Pool { inner }
+    }
+
+    /// A ready worker: a pooled one if any is alive, else a new one.
+    pub async fn take(&self) -> Result<WorkerProcess, String> {
+        loop {
+            let pooled = self.inner.ready.lock().await.pop_front();
+            self.inner.wake.notify_one();
+            match pooled {
+                Some(mut w) => {
+                    if w.is_alive() {
+                        return Ok(w);
+                    }
+                }
+                None => return spawn_counted(&self.inner).await,
+            }
+        }
+    }
+
+    pub async fn stats(&self) -> PoolStats {
+        let last_error = self.inner.last_error.lock().ok().and_then(|e| e.clone());
+        PoolStats {
+            language: self.inner.spawner.language.worker_arg(),
+            ready: self.inner.ready.lock().await.len(),
+            target: self.inner.target,
+            started: self.inner.started.load(Ordering::Relaxed),
+            start_failures: self.inner.failures.load(Ordering::Relaxed),
+            last_error,
+        }
+    }
+}
+
+async fn spawn_counted(inner: &Inner) -> Result<WorkerProcess, String> {
+    match inner.spawner.spawn().await {
+        Ok(w) => {
+            inner.started.fetch_add(1, Ordering::Relaxed);
+            Ok(w)
+        }
+        Err(e) => {
+            inner.failures.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("worker start failed: {e}");
+            if let Ok(mut last) = inner.last_error.lock() {
+                *last = Some(e.clone());
+            }
+            Err(e)
+        }
+    }
+}
+
+async fn refill(weak: Weak<Inner>) {
+    loop {
+        let Some(inner) = weak.upgrade() else { return };
+        let missing = inner.target.saturating_sub(inner.ready.lock().await.len());
+        let mut failed = false;
+        for _ in 0..missing {
+            match spawn_counted(&inner).await {
+                Ok(w) => inner.ready.lock().await.push_back(w),
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if failed {
+            drop(inner);
+            tokio::time::sleep(REFILL_BACKOFF).await;
+            continue;
+        }
+        // Wake on a take, or check again now and then in case a pooled worker died. The
+        // refill ends within that period once the pool is dropped.
+        let _ = tokio::time::timeout(Duration::from_secs(30), inner.wake.notified()).await;
+    }
+}

@@ -1,0 +1,219 @@
+//! One worker process seen from the host: spawn it confined, speak frames, kill it.
+//!
+//! Every frame from a worker is untrusted: its length is capped before the body is read, and
+//! a frame that does not decode ends that worker. Frames are read by a task of their own, so
+//! the run loop can wait on frames and on tool results at once.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::mpsc;
+use worker_protocol::{
+    HostFrame, MAX_WORKER_FRAME_BYTES, PROTOCOL_VERSION, WorkerFrame, check_len, encode,
+};
+
+/// Time a new worker gets to start its engine and say it is ready.
+pub const WORKER_READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Lines of a worker's stderr kept to explain a crash.
+const STDERR_TAIL_LINES: usize = 8;
+
+/// Which engine a worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    JavaScript,
+}
+
+impl Language {
+    pub fn worker_arg(self) -> &'static str {
+        match self {
+            Language::JavaScript => "js",
+        }
+    }
+}
+
+/// How to start workers: the binary to re-enter and the sandbox around it.
+#[derive(Debug, Clone)]
+pub struct WorkerSpawner {
+    pub exe: PathBuf,
+    pub language: Language,
+    pub policy: sandbox::SandboxPolicy,
+}
+
+/// What the run loop receives from a worker.
+pub type FrameResult = Result<WorkerFrame, String>;
+
+/// A started worker that has said it is ready.
+pub struct WorkerProcess {
+    child: Child,
+    pid: u32,
+    stdin: ChildStdin,
+    frames: mpsc::Receiver<FrameResult>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl WorkerSpawner {
+    /// Starts a worker and waits for its `ready` frame.
+    pub async fn spawn(&self) -> Result<WorkerProcess, String> {
+        let target = sandbox::WorkerCommand {
+            program: self.exe.clone(),
+            args: vec![
+                OsString::from(crate::WORKER_ARG),
+                OsString::from(self.language.worker_arg()),
+            ],
+            env: vec![("LANG".into(), "C.UTF-8".into())],
+            cwd: None,
+        };
+        let cmd = sandbox::command(&target, &self.policy).map_err(|e| e.to_string())?;
+        let mut cmd = tokio::process::Command::from(cmd);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start worker {}: {e}", self.exe.display()))?;
+        let pid = child.id().unwrap_or(0);
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err("worker started without its pipes".into());
+        };
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = stderr_tail.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(target: "worker", pid, "{line}");
+                if let Ok(mut t) = tail.lock() {
+                    if t.len() == STDERR_TAIL_LINES {
+                        t.pop_front();
+                    }
+                    t.push_back(line);
+                }
+            }
+        });
+        let (tx, frames) = mpsc::channel(64);
+        tokio::spawn(read_frames(stdout, tx));
+        let mut worker = WorkerProcess {
+            child,
+            pid,
+            stdin,
+            frames,
+            stderr_tail,
+        };
+        match tokio::time::timeout(WORKER_READY_TIMEOUT, worker.frames.recv()).await {
+            Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) if protocol == PROTOCOL_VERSION => {
+                Ok(worker)
+            }
+            Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) => Err(format!(
+                "worker speaks protocol {protocol}, the host {PROTOCOL_VERSION}"
+            )),
+            Ok(Some(Ok(other))) => Err(format!("worker sent {other:?} before ready")),
+            Ok(Some(Err(e))) => Err(e),
+            Ok(None) => Err(worker.exit_description().await),
+            Err(_) => Err(format!(
+                "worker did not become ready within {}s",
+                WORKER_READY_TIMEOUT.as_secs()
+            )),
+        }
+    }
+}
+
+async fn read_frames(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<FrameResult>) {
+    let mut r = BufReader::with_capacity(64 * 1024, stdout);
+    loop {
+        let mut header = [0u8; 4];
+        if r.read_exact(&mut header).await.is_err() {
+            return; // EOF: the worker exited; the receiver sees the channel close.
+        }
+        let frame = match check_len(header, MAX_WORKER_FRAME_BYTES) {
+            Err(e) => Err(format!("worker broke the protocol: {e}")),
+            Ok(len) => {
+                let mut body = vec![0u8; len];
+                match r.read_exact(&mut body).await {
+                    Err(e) => Err(format!("worker output ended inside a frame: {e}")),
+                    Ok(_) => serde_json::from_slice::<WorkerFrame>(&body)
+                        .map_err(|e| format!("worker broke the protocol: malformed frame: {e}")),
+                }
+            }
+        };
+        let fatal = frame.is_err();
+        if tx.send(frame).await.is_err() || fatal {
+            return;
+        }
+    }
+}
+
+impl WorkerProcess {
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Whether the process is still running (pooled workers can die while they wait).
+    pub fn is_alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    pub async fn send(&mut self, frame: &HostFrame) -> Result<(), String> {
+        let bytes = encode(frame).map_err(|e| format!("cannot encode frame: {e}"))?;
+        self.stdin
+            .write_all(&bytes)
+            .await
+            .map_err(|e| format!("cannot write to worker: {e}"))?;
+        self.stdin
+            .flush()
+            .await
+            .map_err(|e| format!("cannot write to worker: {e}"))
+    }
+
+    /// The next frame; `None` when the worker has exited.
+    pub async fn recv(&mut self) -> Option<FrameResult> {
+        self.frames.recv().await
+    }
+
+    /// Kills the worker and everything it started (its whole process group).
+    pub fn kill(&mut self) {
+        sandbox::kill_group(self.pid);
+        let _ = self.child.start_kill();
+    }
+
+    /// Why the worker is gone: exit status and the last lines of its stderr.
+    pub async fn exit_description(&mut self) -> String {
+        let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+        let status = match status {
+            Ok(Ok(s)) => {
+                use std::os::unix::process::ExitStatusExt;
+                match (s.code(), s.signal()) {
+                    (Some(code), _) => format!("exit code {code}"),
+                    (None, Some(9)) => "killed (SIGKILL), usually a resource limit".to_string(),
+                    (None, Some(sig)) => format!("killed by signal {sig}"),
+                    (None, None) => s.to_string(),
+                }
+            }
+            _ => "unknown status".to_string(),
+        };
+        let tail = self
+            .stderr_tail
+            .lock()
+            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
+        if tail.is_empty() {
+            format!("the worker process exited unexpectedly ({status})")
+        } else {
+            format!("the worker process exited unexpectedly ({status}): {tail}")
+        }
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        // One execution per worker: whatever it left running dies with it.
+        self.kill();
+    }
+}

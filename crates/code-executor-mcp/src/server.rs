@@ -1,0 +1,261 @@
+//! The MCP server: our few tools, and the one mapping from outcomes to the wire.
+//!
+//! Tool schemas are written by hand so that the whole `tools/list` stays small (a test
+//! counts its tokens). Every tool returns `structuredContent` plus a short text rendering. A
+//! failed execution is a tool error (`isError: true`) carrying the same structure; only a
+//! malformed request is a protocol error.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::Core;
+use crate::policy::ToolAllowlist;
+use crate::runtime::{ExecOutcome, ExecRequest};
+
+/// The tools we offer, exactly as `tools/list` returns them.
+pub fn tool_definitions() -> Vec<Tool> {
+    let defs = json!([
+        {
+            "name": "execute_typescript",
+            "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools with `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs calls in parallel. Also searchTools(query), getToolSchema(name), listServers(). Tool failures throw ToolError; console output is captured. Filter data in code and return only what you need.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "code": {"type": "string"},
+                    "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 300000, "description": "default 30000"},
+                    "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool patterns, * wildcard; default all"}
+                },
+                "required": ["code"]
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {
+                    "result": {},
+                    "logs": {"type": "array", "items": {"type": "object", "properties": {"level": {"type": "string"}, "text": {"type": "string"}}}},
+                    "error": {"type": "object", "properties": {"name": {"type": "string"}, "message": {"type": "string"}, "stack": {"type": "string"}}},
+                    "toolCalls": {"type": "integer"},
+                    "durationMs": {"type": "number"}
+                },
+                "required": ["result", "logs", "toolCalls", "durationMs"]
+            }
+        },
+        {
+            "name": "search_tools",
+            "description": "Search the tools of all upstream MCP servers. detail: names, summary (default) or full (with JSON Schemas).",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "detail": {"enum": ["names", "summary", "full"]},
+                    "server": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 1}
+                },
+                "required": ["query"]
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {"tools": {"type": "array", "items": {"type": "object"}}, "unavailable": {"type": "array", "items": {"type": "string"}}},
+                "required": ["tools"]
+            }
+        },
+        {
+            "name": "get_tool_schema",
+            "description": "Input and output JSON Schema of one upstream tool, named mcp__server__tool.",
+            "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+            "outputSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+                "required": ["name", "inputSchema"]
+            }
+        },
+        {
+            "name": "list_servers",
+            "description": "Configured upstream MCP servers with status (connected, available, failed + reason) and tool counts.",
+            "inputSchema": {"type": "object", "properties": {}},
+            "outputSchema": {"type": "object", "properties": {"servers": {"type": "array", "items": {"type": "object"}}}, "required": ["servers"]}
+        },
+        {
+            "name": "health",
+            "description": "Uptime, worker pools, sandbox, upstream state and versions.",
+            "inputSchema": {"type": "object", "properties": {}},
+            "outputSchema": {"type": "object", "properties": {"version": {"type": "string"}, "uptimeMs": {"type": "integer"}}, "required": ["version", "uptimeMs"]}
+        }
+    ]);
+    serde_json::from_value(defs).unwrap_or_default()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecuteArgs {
+    code: String,
+    timeout_ms: Option<u64>,
+    allowed_tools: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+struct SearchArgs {
+    query: String,
+    detail: Option<String>,
+    server: Option<String>,
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct SchemaArgs {
+    name: String,
+}
+
+/// The rmcp handler. Cheap to clone; everything lives in the shared [`Core`].
+#[derive(Clone)]
+pub struct CodeExecutorServer {
+    core: Arc<Core>,
+}
+
+impl CodeExecutorServer {
+    pub fn new(core: Arc<Core>) -> Self {
+        CodeExecutorServer { core }
+    }
+
+    async fn dispatch(&self, name: &str, args: Value) -> Result<CallToolResult, McpError> {
+        match name {
+            "execute_typescript" => {
+                let a: ExecuteArgs = parse(args)?;
+                let outcome = self
+                    .core
+                    .runtime
+                    .execute_typescript(ExecRequest {
+                        code: a.code,
+                        timeout_ms: a.timeout_ms,
+                        allowed_tools: a.allowed_tools,
+                    })
+                    .await;
+                Ok(execution_result(&outcome))
+            }
+            "search_tools" => {
+                let a: SearchArgs = parse(args)?;
+                let found = self
+                    .core
+                    .catalog
+                    .search(
+                        &a.query,
+                        a.detail.as_deref(),
+                        a.server.as_deref(),
+                        a.limit,
+                        &ToolAllowlist::allow_all(),
+                    )
+                    .await;
+                Ok(value_result(found))
+            }
+            "get_tool_schema" => {
+                let a: SchemaArgs = parse(args)?;
+                Ok(value_result(self.core.catalog.schema(&a.name).await))
+            }
+            "list_servers" => Ok(value_result(Ok(self.core.catalog.servers().await))),
+            "health" => Ok(value_result(Ok(self.core.health().await))),
+            other => Err(McpError::invalid_params(
+                format!(
+                    "unknown tool \"{other}\"; this server offers execute_typescript, \
+                     search_tools, get_tool_schema, list_servers and health"
+                ),
+                None,
+            )),
+        }
+    }
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, McpError> {
+    serde_json::from_value(args).map_err(|e| McpError::invalid_params(format!("invalid arguments: {e}"), None))
+}
+
+/// A discovery answer: the value as structured content, or a tool error with the message.
+fn value_result(v: Result<Value, String>) -> CallToolResult {
+    match v {
+        Ok(v) => {
+            let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
+            r.structured_content = Some(v);
+            r
+        }
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(e)]),
+    }
+}
+
+/// The wire form of an execution: structured content plus a short text rendering.
+pub fn execution_result(outcome: &ExecOutcome) -> CallToolResult {
+    let structured = serde_json::to_value(outcome).unwrap_or(Value::Null);
+    let text = render_text(outcome);
+    let mut r = if outcome.error.is_some() {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    };
+    r.structured_content = Some(structured);
+    r
+}
+
+/// What a person or a model reads: the result, then logs, then the error.
+pub fn render_text(outcome: &ExecOutcome) -> String {
+    let mut s = String::new();
+    if let Some(e) = &outcome.error {
+        s.push_str(&format!("{}: {}\n", e.name, e.message));
+        if let Some(stack) = &e.stack {
+            s.push_str(stack);
+            s.push('\n');
+        }
+    } else {
+        s.push_str(&outcome.result.to_string());
+        s.push('\n');
+    }
+    if !outcome.logs.is_empty() {
+        s.push_str("--- logs ---\n");
+        for l in &outcome.logs {
+            s.push_str(&format!("[{}] {}\n", l.level, l.text));
+        }
+    }
+    s.push_str(&format!(
+        "({} tool call{}, {} ms)",
+        outcome.tool_calls,
+        if outcome.tool_calls == 1 { "" } else { "s" },
+        outcome.duration_ms
+    ));
+    s
+}
+
+impl ServerHandler for CodeExecutorServer {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "code-executor-mcp",
+                env!("CARGO_PKG_VERSION"),
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tool_definitions()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tool_definitions().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        self.dispatch(&request.name, args).await.map(Into::into)
+    }
+}
