@@ -74,7 +74,9 @@ where
     }
     ms.sort_by(f64::total_cmp);
     let pick = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
-    Ok(json!({"median": round(pick(0.5)), "p95": round(pick(0.95)), "max": round(pick(1.0)), "n": n}))
+    Ok(
+        json!({"median": round(pick(0.5)), "p95": round(pick(0.95)), "max": round(pick(1.0)), "n": n}),
+    )
 }
 
 fn round(x: f64) -> f64 {
@@ -100,15 +102,14 @@ async fn cold_start(program: &str, args: &[String]) -> anyhow::Result<(f64, Clie
     Ok((t.elapsed().as_secs_f64() * 1e3, client, pid))
 }
 
-pub async fn run_bench(
-    opts: CoreOptions,
-    args: &BenchArgs,
-) -> anyhow::Result<ExitCode> {
+pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let everything = args
         .everything
         .clone()
         .or_else(|| std::env::var_os("EVERYTHING_JS").map(PathBuf::from))
-        .context("pass --everything PATH/TO/server-everything/dist/index.js or set EVERYTHING_JS")?;
+        .context(
+            "pass --everything PATH/TO/server-everything/dist/index.js or set EVERYTHING_JS",
+        )?;
     let n = args.iterations.max(5);
     let node_args = vec![everything.display().to_string(), "stdio".to_string()];
     let echo = || json!({"message": "hello"});
@@ -118,7 +119,10 @@ pub async fn run_bench(
     for _ in 0..10 {
         call(&direct, "echo", echo()).await?;
     }
-    let direct_echo = sample(n, || async { call(&direct, "echo", echo()).await.map(|_| ()) }).await?;
+    let direct_echo = sample(n, || async {
+        call(&direct, "echo", echo()).await.map(|_| ())
+    })
+    .await?;
     let direct_20 = sample(n.min(20), || async {
         for _ in 0..20 {
             call(&direct, "echo", echo()).await?;
@@ -158,7 +162,11 @@ pub async fn run_bench(
 
     let exec = |code: &'static str| {
         let ours = &ours;
-        async move { call(ours, "execute_typescript", json!({"code": code})).await.map(|_| ()) }
+        async move {
+            call(ours, "execute_typescript", json!({"code": code}))
+                .await
+                .map(|_| ())
+        }
     };
     let seq20 = "for (let i = 0; i < 20; i++) await tools.everything.echo({ message: 'hello' }); return 20;";
     let par20 = "await Promise.all(Array.from({ length: 20 }, () => tools.everything.echo({ message: 'hello' }))); return 20;";
@@ -169,7 +177,10 @@ pub async fn run_bench(
     let trivial = sample(n, || exec("return 1 + 1")).await?;
     let seq = sample(n.min(20), || exec(seq20)).await?;
     let par = sample(n.min(20), || exec(par20)).await?;
-    let one_call = sample(n, || exec("return await tools.everything.echo({ message: 'hello' })")).await?;
+    let one_call = sample(n, || {
+        exec("return await tools.everything.echo({ message: 'hello' })")
+    })
+    .await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle_rss = our_pid.and_then(rss_kib);
 

@@ -32,13 +32,28 @@ impl Catalog {
 
     /// Resolves a call target to canonical (server, tool) names and the tool's definition.
     /// `server` given: `name` is a tool of it. Otherwise `name` is `mcp__server__tool`.
-    pub async fn resolve(&self, server: Option<&str>, name: &str) -> Result<(String, Tool), String> {
+    pub async fn resolve(
+        &self,
+        server: Option<&str>,
+        name: &str,
+    ) -> Result<(String, Tool), String> {
         let (server, tool) = match server {
-            Some(s) => (pick(self.upstreams.names(), s, "server")?.to_string(), name.to_string()),
+            Some(s) => (
+                pick(self.upstreams.names(), s, "server")?.to_string(),
+                name.to_string(),
+            ),
             None => split_qualified(self.upstreams.names(), name)?,
         };
-        let tools = self.upstreams.tools(&server).await.map_err(|e| e.to_string())?;
-        let found = pick(tools.iter().map(|t| &*t.name), &tool, &format!("tool of server \"{server}\""))?;
+        let tools = self
+            .upstreams
+            .tools(&server)
+            .await
+            .map_err(|e| e.to_string())?;
+        let found = pick(
+            tools.iter().map(|t| &*t.name),
+            &tool,
+            &format!("tool of server \"{server}\""),
+        )?;
         let def = tools
             .iter()
             .find(|t| t.name == found)
@@ -58,7 +73,8 @@ impl Catalog {
             Some(s) => vec![pick(self.upstreams.names(), s, "server")?.to_string()],
             None => self.upstreams.names().map(str::to_string).collect(),
         };
-        let lists = futures::future::join_all(servers.iter().map(|s| self.upstreams.tools(s))).await;
+        let lists =
+            futures::future::join_all(servers.iter().map(|s| self.upstreams.tools(s))).await;
         let mut out = Vec::new();
         let mut errors = Vec::new();
         for (s, list) in servers.iter().zip(lists) {
@@ -85,12 +101,22 @@ impl Catalog {
         allow: &ToolAllowlist,
     ) -> Result<Value, String> {
         let detail = Detail::parse(detail)?;
-        let limit = limit.map_or(DEFAULT_SEARCH_LIMIT, |l| (l as usize).clamp(1, MAX_SEARCH_LIMIT));
+        let limit = limit.map_or(DEFAULT_SEARCH_LIMIT, |l| {
+            (l as usize).clamp(1, MAX_SEARCH_LIMIT)
+        });
         let (tools, errors) = self.tools(server, allow).await?;
-        let hits = search(tools.iter().map(|(s, t)| (s.as_str(), t)), query, limit, detail);
+        let hits = search(
+            tools.iter().map(|(s, t)| (s.as_str(), t)),
+            query,
+            limit,
+            detail,
+        );
         let mut out = json!({ "tools": hits });
         if !errors.is_empty() {
-            out["unavailable"] = errors.iter().map(|e| Value::String(e.to_string())).collect();
+            out["unavailable"] = errors
+                .iter()
+                .map(|e| Value::String(e.to_string()))
+                .collect();
         }
         Ok(out)
     }
@@ -253,7 +279,10 @@ fn score(server: &str, tool: &Tool, query: &[String]) -> u32 {
         let mut s = 0;
         if name_words.iter().any(|w| w == q) {
             s += 6;
-        } else if name_words.iter().any(|w| w.starts_with(q.as_str()) || q.starts_with(w.as_str()) && w.len() >= 3) {
+        } else if name_words
+            .iter()
+            .any(|w| w.starts_with(q.as_str()) || q.starts_with(w.as_str()) && w.len() >= 3)
+        {
             s += 3;
         }
         if server_words.iter().any(|w| w == q) {
@@ -345,8 +374,10 @@ mod tests {
     use super::*;
 
     fn tool(name: &str, desc: &str) -> Tool {
-        serde_json::from_value(json!({"name": name, "description": desc, "inputSchema": {"type": "object"}}))
-            .unwrap()
+        serde_json::from_value(
+            json!({"name": name, "description": desc, "inputSchema": {"type": "object"}}),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -360,12 +391,21 @@ mod tests {
     #[test]
     fn pick_prefers_exact_then_unique_identifier_form() {
         let names = ["get-page", "get_page", "read.file"];
-        assert_eq!(pick(names.iter().copied(), "get_page", "tool"), Ok("get_page"));
-        assert_eq!(pick(names.iter().copied(), "read_file", "tool"), Ok("read.file"));
+        assert_eq!(
+            pick(names.iter().copied(), "get_page", "tool"),
+            Ok("get_page")
+        );
+        assert_eq!(
+            pick(names.iter().copied(), "read_file", "tool"),
+            Ok("read.file")
+        );
         let err = pick(["a-b", "a.b"].iter().copied(), "a_b", "tool").unwrap_err();
         assert!(err.contains("a-b or a.b"), "{err}");
         let err = pick(names.iter().copied(), "nope", "tool").unwrap_err();
-        assert!(err.contains("available: get-page, get_page, read.file"), "{err}");
+        assert!(
+            err.contains("available: get-page, get_page, read.file"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -380,7 +420,11 @@ mod tests {
             Ok(("git".into(), "git__log".into()))
         );
         let err = split_qualified(servers.iter().copied(), "mcp__a__b__c").unwrap_err();
-        assert!(err.contains("server \"a\" tool \"b__c\"") && err.contains("server \"a__b\" tool \"c\""), "{err}");
+        assert!(
+            err.contains("server \"a\" tool \"b__c\"")
+                && err.contains("server \"a__b\" tool \"c\""),
+            "{err}"
+        );
         assert!(split_qualified(servers.iter().copied(), "mcp__FS__read_file").is_err());
         assert!(split_qualified(servers.iter().copied(), "fs__read_file").is_err());
         assert!(split_qualified(servers.iter().copied(), "mcp__fs__").is_err());
@@ -392,21 +436,40 @@ mod tests {
             ("fs", tool("read_file", "Read a file from disk")),
             ("fs", tool("write_file", "Write a file")),
             ("git", tool("git_log", "Show commit logs; can read history")),
-            ("mem", tool("createEntities", "Create entities in the graph")),
+            (
+                "mem",
+                tool("createEntities", "Create entities in the graph"),
+            ),
         ];
-        let hits = search(tools.iter().map(|(s, t)| (*s, t)), "read file", 10, Detail::Names);
+        let hits = search(
+            tools.iter().map(|(s, t)| (*s, t)),
+            "read file",
+            10,
+            Detail::Names,
+        );
         let names: Vec<&str> = hits.iter().map(|h| h["name"].as_str().unwrap()).collect();
         assert_eq!(names[0], "mcp__fs__read_file");
         assert!(names.contains(&"mcp__fs__write_file"));
-        let hits = search(tools.iter().map(|(s, t)| (*s, t)), "entities", 10, Detail::Summary);
+        let hits = search(
+            tools.iter().map(|(s, t)| (*s, t)),
+            "entities",
+            10,
+            Detail::Summary,
+        );
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0]["description"], "Create entities in the graph");
-        assert_eq!(search(tools.iter().map(|(s, t)| (*s, t)), "", 2, Detail::Names).len(), 2);
+        assert_eq!(
+            search(tools.iter().map(|(s, t)| (*s, t)), "", 2, Detail::Names).len(),
+            2
+        );
     }
 
     #[test]
     fn words_split_camel_snake_kebab() {
         assert_eq!(words("getFileInfo"), ["get", "file", "info"]);
-        assert_eq!(words("read_multiple-files.v2"), ["read", "multiple", "files", "v2"]);
+        assert_eq!(
+            words("read_multiple-files.v2"),
+            ["read", "multiple", "files", "v2"]
+        );
     }
 }

@@ -132,7 +132,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .serve(rmcp::transport::stdio_pipes())
                 .await
                 .context("MCP initialization failed")?;
-            service.waiting().await.context("MCP service ended abnormally")?;
+            service
+                .waiting()
+                .await
+                .context("MCP service ended abnormally")?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Exec {
@@ -183,7 +186,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// Terminal output of the people-facing commands (never used in serve mode).
-#[expect(clippy::print_stdout, reason = "people-facing commands print their answer")]
+#[expect(
+    clippy::print_stdout,
+    reason = "people-facing commands print their answer"
+)]
 pub fn say(text: &str) {
     println!("{text}");
 }

@@ -69,7 +69,9 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("config file {path} is not valid JSON of the form {{\"mcpServers\": {{...}}}}: {source}")]
+    #[error(
+        "config file {path} is not valid JSON of the form {{\"mcpServers\": {{...}}}}: {source}"
+    )]
     Parse {
         path: PathBuf,
         source: serde_json::Error,
@@ -126,7 +128,9 @@ fn validate(
     self_exe: Option<&Path>,
 ) -> Result<Option<ServerSpec>, String> {
     if name.is_empty() || name.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err("a server name must be non-empty and contain no spaces or control characters".into());
+        return Err(
+            "a server name must be non-empty and contain no spaces or control characters".into(),
+        );
     }
     let raw: RawServer = serde_json::from_value(value).map_err(|e| e.to_string())?;
     if let Some(kind) = raw.kind.as_deref()
@@ -139,12 +143,17 @@ fn validate(
     let command = match (raw.command, raw.url) {
         (Some(c), _) if !c.trim().is_empty() => c,
         (_, Some(_)) => {
-            return Err("remote (url) servers are not supported yet; only stdio servers are".into());
+            return Err(
+                "remote (url) servers are not supported yet; only stdio servers are".into(),
+            );
         }
         _ => return Err("\"command\" is missing".into()),
     };
     if launches_self(&command, &raw.args, self_exe) {
-        tracing::info!(server = name, "skipped: this entry launches code-executor-mcp itself");
+        tracing::info!(
+            server = name,
+            "skipped: this entry launches code-executor-mcp itself"
+        );
         return Ok(None);
     }
     let cwd = raw.cwd.map(|c| {
@@ -221,13 +230,20 @@ mod tests {
 
     #[test]
     fn broken_entry_is_skipped_with_file_and_key_and_the_rest_loads() {
-        let c = parse(
-            r#"{"mcpServers": {"bad": {"args": 3}, "nocmd": {}, "ok": {"command": "x"}}}"#,
-        );
+        let c =
+            parse(r#"{"mcpServers": {"bad": {"args": 3}, "nocmd": {}, "ok": {"command": "x"}}}"#);
         assert_eq!(c.servers.keys().collect::<Vec<_>>(), ["ok"]);
         assert_eq!(c.warnings.len(), 2);
-        assert!(c.warnings[0].contains("/cfg/mcp.json: mcpServers.bad skipped"), "{:?}", c.warnings);
-        assert!(c.warnings[1].contains("\"command\" is missing"), "{:?}", c.warnings);
+        assert!(
+            c.warnings[0].contains("/cfg/mcp.json: mcpServers.bad skipped"),
+            "{:?}",
+            c.warnings
+        );
+        assert!(
+            c.warnings[1].contains("\"command\" is missing"),
+            "{:?}",
+            c.warnings
+        );
     }
 
     #[test]

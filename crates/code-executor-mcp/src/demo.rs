@@ -93,25 +93,47 @@ pub struct ProductList {
 }
 
 const PRODUCTS: &[&str] = &[
-    "Espresso Machine", "Burr Grinder", "Milk Frother", "Pour-over Kettle", "Cold Brew Jar",
-    "Tamper", "Knock Box", "Scale", "Filter Papers", "Travel Mug", "Descaler", "Bean Canister",
+    "Espresso Machine",
+    "Burr Grinder",
+    "Milk Frother",
+    "Pour-over Kettle",
+    "Cold Brew Jar",
+    "Tamper",
+    "Knock Box",
+    "Scale",
+    "Filter Papers",
+    "Travel Mug",
+    "Descaler",
+    "Bean Canister",
 ];
 const NAMES: &[&str] = &[
-    "Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov",
-    "Donald Knuth", "Margaret Hamilton", "Ken Thompson", "Frances Allen", "John McCarthy",
+    "Ada Lovelace",
+    "Grace Hopper",
+    "Alan Turing",
+    "Edsger Dijkstra",
+    "Barbara Liskov",
+    "Donald Knuth",
+    "Margaret Hamilton",
+    "Ken Thompson",
+    "Frances Allen",
+    "John McCarthy",
 ];
 
 /// Deterministic pseudo-random numbers, so the demo prints the same every time.
 fn lcg(seed: u64) -> impl FnMut() -> u64 {
     let mut s = seed;
     move || {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         s >> 33
     }
 }
 
 fn price(i: usize) -> f64 {
-    [499.0, 189.0, 59.0, 79.0, 29.0, 35.0, 25.0, 49.0, 9.5, 24.0, 14.0, 19.0][i % 12]
+    [
+        499.0, 189.0, 59.0, 79.0, 29.0, 35.0, 25.0, 49.0, 9.5, 24.0, 14.0, 19.0,
+    ][i % 12]
 }
 
 fn orders() -> Vec<Order> {
@@ -129,7 +151,10 @@ fn orders() -> Vec<Order> {
                     }
                 })
                 .collect();
-            let total = items.iter().map(|i| i.unit_price * f64::from(i.quantity)).sum::<f64>();
+            let total = items
+                .iter()
+                .map(|i| i.unit_price * f64::from(i.quantity))
+                .sum::<f64>();
             let status = ["open", "shipped", "shipped", "cancelled", "open"][(r() % 5) as usize];
             Order {
                 id: format!("O-{n:04}"),
@@ -137,10 +162,24 @@ fn orders() -> Vec<Order> {
                 status: status.to_string(),
                 total: (total * 100.0).round() / 100.0,
                 currency: "EUR".into(),
-                created_at: format!("2026-{:02}-{:02}T{:02}:{:02}:00Z", 1 + r() % 11, 1 + r() % 28, r() % 24, r() % 60),
+                created_at: format!(
+                    "2026-{:02}-{:02}T{:02}:{:02}:00Z",
+                    1 + r() % 11,
+                    1 + r() % 28,
+                    r() % 24,
+                    r() % 60
+                ),
                 items,
-                shipping_address: format!("{} Example Street, {} Springfield", 1 + r() % 200, 10000 + r() % 89999),
-                notes: if r() % 3 == 0 { "Leave at the front desk".into() } else { String::new() },
+                shipping_address: format!(
+                    "{} Example Street, {} Springfield",
+                    1 + r() % 200,
+                    10000 + r() % 89999
+                ),
+                notes: if r() % 3 == 0 {
+                    "Leave at the front desk".into()
+                } else {
+                    String::new()
+                },
             }
         })
         .collect()
@@ -162,7 +201,9 @@ impl Default for DemoShop {
 
 #[tool_router]
 impl DemoShop {
-    #[tool(description = "List the shop's orders with their line items, totals and shipping details. Optionally filter by status (open, shipped, cancelled).")]
+    #[tool(
+        description = "List the shop's orders with their line items, totals and shipping details. Optionally filter by status (open, shipped, cancelled)."
+    )]
     async fn list_orders(&self, Parameters(a): Parameters<ListOrdersArgs>) -> Json<OrderList> {
         let orders = orders()
             .into_iter()
@@ -171,14 +212,18 @@ impl DemoShop {
         Json(OrderList { orders })
     }
 
-    #[tool(description = "Get one customer's profile: name, email, loyalty tier, lifetime value and customer-since date.")]
-    async fn get_customer(&self, Parameters(a): Parameters<IdArgs>) -> Result<Json<Customer>, String> {
-        let n: u64 = a
-            .id
-            .strip_prefix("C-")
-            .and_then(|d| d.parse().ok())
-            .filter(|n| (1..=40).contains(n))
-            .ok_or_else(|| format!("no customer {}; ids run from C-0001 to C-0040", a.id))?;
+    #[tool(
+        description = "Get one customer's profile: name, email, loyalty tier, lifetime value and customer-since date."
+    )]
+    async fn get_customer(
+        &self,
+        Parameters(a): Parameters<IdArgs>,
+    ) -> Result<Json<Customer>, String> {
+        let n: u64 =
+            a.id.strip_prefix("C-")
+                .and_then(|d| d.parse().ok())
+                .filter(|n| (1..=40).contains(n))
+                .ok_or_else(|| format!("no customer {}; ids run from C-0001 to C-0040", a.id))?;
         let mut r = lcg(n);
         Ok(Json(Customer {
             id: a.id,
@@ -190,7 +235,9 @@ impl DemoShop {
         }))
     }
 
-    #[tool(description = "Search the product catalogue by name; returns SKU, price and stock for each match.")]
+    #[tool(
+        description = "Search the product catalogue by name; returns SKU, price and stock for each match."
+    )]
     async fn search_products(&self, Parameters(a): Parameters<SearchArgs>) -> Json<ProductList> {
         let q = a.query.to_lowercase();
         let products = PRODUCTS
@@ -211,7 +258,10 @@ impl DemoShop {
     async fn cancel_order(&self, Parameters(a): Parameters<IdArgs>) -> Result<String, String> {
         match orders().into_iter().find(|o| o.id == a.id) {
             Some(o) if o.status == "open" => Ok(format!("order {} cancelled", o.id)),
-            Some(o) => Err(format!("order {} is {} and cannot be cancelled", o.id, o.status)),
+            Some(o) => Err(format!(
+                "order {} is {} and cannot be cancelled",
+                o.id, o.status
+            )),
             None => Err(format!("no order {}", a.id)),
         }
     }
@@ -227,7 +277,10 @@ impl ServerHandler for DemoShop {
 
 /// Entry of `code-executor-mcp __demo-server`: serve the shop on stdio.
 pub fn serve_demo_main() -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(_) => return ExitCode::FAILURE,
     };
@@ -279,7 +332,9 @@ pub fn count_tokens(text: &str) -> anyhow::Result<usize> {
 /// `code-executor-mcp demo`.
 pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
     let core = Core::start(&demo_config(&opts.exe), opts);
-    say("code-executor-mcp demo: an agent's program, run against a built-in demo MCP server (\"shop\").\n");
+    say(
+        "code-executor-mcp demo: an agent's program, run against a built-in demo MCP server (\"shop\").\n",
+    );
     say(&format!("--- program (TypeScript) ---\n{DEMO_CODE}"));
     let outcome = core
         .runtime
@@ -288,7 +343,10 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
             ..ExecRequest::default()
         })
         .await;
-    say(&format!("--- what came back ---\n{}\n", render_text(&outcome)));
+    say(&format!(
+        "--- what came back ---\n{}\n",
+        render_text(&outcome)
+    ));
     if outcome.error.is_some() {
         return Ok(ExitCode::FAILURE);
     }
@@ -300,7 +358,12 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
     let direct_list = serde_json::to_string(&*shop_tools)?;
     let mut direct_results = String::new();
     let orders = upstreams
-        .call("shop", "list_orders", json_map(json!({"status": "open"})), crate::policy::UPSTREAM_CALL_TIMEOUT)
+        .call(
+            "shop",
+            "list_orders",
+            json_map(json!({"status": "open"})),
+            crate::policy::UPSTREAM_CALL_TIMEOUT,
+        )
         .await?;
     direct_results.push_str(&serde_json::to_string(&orders.content)?);
     for row in outcome.result.as_array().into_iter().flatten() {
@@ -314,15 +377,19 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
             .unwrap_or_default()
             .to_string();
         let r = upstreams
-            .call("shop", "get_customer", json_map(json!({"id": customer})), crate::policy::UPSTREAM_CALL_TIMEOUT)
+            .call(
+                "shop",
+                "get_customer",
+                json_map(json!({"id": customer})),
+                crate::policy::UPSTREAM_CALL_TIMEOUT,
+            )
             .await?;
         direct_results.push_str(&serde_json::to_string(&r.content)?);
     }
     let ours = serde_json::to_string(&tool_definitions())?;
     let direct = count_tokens(&direct_list)? + count_tokens(&direct_results)?;
-    let code_mode = count_tokens(&ours)?
-        + count_tokens(DEMO_CODE)?
-        + count_tokens(&render_text(&outcome))?;
+    let code_mode =
+        count_tokens(&ours)? + count_tokens(DEMO_CODE)? + count_tokens(&render_text(&outcome))?;
     say("--- tokens through the agent's context (cl100k) ---");
     say(&format!(
         "calling the shop directly: {direct:>6}  ({} for its {} tool schemas + {} for raw results)",
@@ -338,7 +405,9 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
         direct.saturating_sub(code_mode),
         100.0 * direct.saturating_sub(code_mode) as f64 / direct.max(1) as f64
     ));
-    say("\nNext: point --config (or MCP_CONFIG_PATH) at your .mcp.json and add this server to your agent.");
+    say(
+        "\nNext: point --config (or MCP_CONFIG_PATH) at your .mcp.json and add this server to your agent.",
+    );
     Ok(ExitCode::SUCCESS)
 }
 

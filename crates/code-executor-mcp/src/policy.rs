@@ -167,8 +167,9 @@ mod tests {
         assert_eq!(
             list.check("fs", "write_file"),
             Decision::Deny {
-                reason: "mcp__fs__write_file is not in this execution's allowedTools (mcp__fs__read_*)"
-                    .into()
+                reason:
+                    "mcp__fs__write_file is not in this execution's allowedTools (mcp__fs__read_*)"
+                        .into()
             }
         );
         assert_eq!(ToolAllowlist::allow_all().check("x", "y"), Decision::Allow);

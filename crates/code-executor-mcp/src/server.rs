@@ -173,7 +173,8 @@ impl CodeExecutorServer {
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, McpError> {
-    serde_json::from_value(args).map_err(|e| McpError::invalid_params(format!("invalid arguments: {e}"), None))
+    serde_json::from_value(args)
+        .map_err(|e| McpError::invalid_params(format!("invalid arguments: {e}"), None))
 }
 
 /// A discovery answer: the value as structured content, or a tool error with the message.

@@ -61,6 +61,13 @@ struct Connection {
     tools: Arc<Vec<Tool>>,
 }
 
+impl Connection {
+    /// False once the server process exited or its pipe closed.
+    fn alive(&self) -> bool {
+        !self.service.is_closed() && !self.service.peer().is_transport_closed()
+    }
+}
+
 enum State {
     Idle,
     Connected(Arc<Connection>),
@@ -113,7 +120,7 @@ impl Upstreams {
     pub async fn tools_if_connected(&self, server: &str) -> Option<Arc<Vec<Tool>>> {
         let up = self.servers.get(server)?;
         match &*up.state.lock().await {
-            State::Connected(c) if !c.service.is_closed() => Some(c.tools.clone()),
+            State::Connected(c) if c.alive() => Some(c.tools.clone()),
             _ => None,
         }
     }
@@ -129,7 +136,7 @@ impl Upstreams {
             let state = up.state.lock().await;
             let (status, reason, tool_count) = match &*state {
                 State::Idle => ("available", None, None),
-                State::Connected(c) if c.service.is_closed() => (
+                State::Connected(c) if !c.alive() => (
                     "failed",
                     Some("the server process exited; it restarts on next use".to_string()),
                     None,
@@ -162,7 +169,7 @@ impl Upstreams {
             Ok(Err(e)) => Err(UpstreamError::Call {
                 server: server.to_string(),
                 tool: tool.to_string(),
-                reason: if conn.service.is_closed() {
+                reason: if !conn.alive() {
                     format!("{e} (the server process exited; it restarts on next use)")
                 } else {
                     e.to_string()
@@ -184,7 +191,7 @@ impl Upstreams {
         // One connect at a time per server: concurrent first calls wait for the same start.
         let mut state = up.state.lock().await;
         if let State::Connected(c) = &*state {
-            if !c.service.is_closed() {
+            if c.alive() {
                 return Ok(c.clone());
             }
             tracing::warn!(server, "upstream server exited; restarting it");

@@ -137,7 +137,8 @@ impl Engine {
         }));
         let entry = ctx.with(|ctx| -> rquickjs::Result<_> {
             let host = host_object(&ctx, &shared)?;
-            let prelude: Function = ctx.eval_with_options(PRELUDE, eval_options("prelude.js", true))?;
+            let prelude: Function =
+                ctx.eval_with_options(PRELUDE, eval_options("prelude.js", true))?;
             let entry: Object = prelude.call((host,))?;
             Ok(Persistent::save(&ctx, entry))
         })?;
@@ -174,7 +175,11 @@ impl Engine {
         let bindings = serde_json::to_string(&req.tools).map_err(|e| e.to_string())?;
         let memory_limit = req.limits.memory_bytes;
         self.ctx.with(|ctx| {
-            let entry = self.entry.clone().restore(&ctx).map_err(|e| e.to_string())?;
+            let entry = self
+                .entry
+                .clone()
+                .restore(&ctx)
+                .map_err(|e| e.to_string())?;
             // The code is the body of an async function. It starts on the wrapper's line so
             // that line numbers in stack traces are the code's own.
             let wrapped = format!("(async function () {{{}\n}})", req.code);
@@ -211,17 +216,29 @@ impl Engine {
             }
             match promise.state() {
                 PromiseState::Resolved => {
-                    let text: String = promise.result::<String>().and_then(|r| r.ok()).unwrap_or_default();
-                    return Ok(serde_json::from_str(&text).unwrap_or_else(|e| RunOutcome::Err {
-                        error: ErrorInfo {
-                            name: "InternalError".into(),
-                            message: format!("result could not be encoded: {e}"),
-                            stack: None,
+                    let text: String = promise
+                        .result::<String>()
+                        .and_then(|r| r.ok())
+                        .unwrap_or_default();
+                    return Ok(match serde_json::from_str(&text) {
+                        Ok(RunOutcome::Err { error }) => RunOutcome::Err {
+                            error: name_oom(error, memory_limit),
                         },
-                    }));
+                        Ok(ok) => ok,
+                        Err(e) => RunOutcome::Err {
+                            error: ErrorInfo {
+                                name: "InternalError".into(),
+                                message: format!("result could not be encoded: {e}"),
+                                stack: None,
+                            },
+                        },
+                    });
                 }
                 PromiseState::Rejected => {
-                    let reason: Value = promise.result::<Value>().and_then(|r| r.ok()).unwrap_or_else(|| Value::new_null(ctx.clone()));
+                    let reason: Value = promise
+                        .result::<Value>()
+                        .and_then(|r| r.ok())
+                        .unwrap_or_else(|| Value::new_null(ctx.clone()));
                     return Ok(RunOutcome::Err {
                         error: value_error(&reason, memory_limit),
                     });
@@ -315,15 +332,19 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
     let s = shared.clone();
     host.set(
         "call",
-        Function::new(ctx.clone(), move |ctx: Ctx<'js>, id: f64, request: String| {
-            let request: CallRequest = serde_json::from_str(&request)
-                .map_err(|e| Exception::throw_type(&ctx, &format!("invalid host request: {e}")))?;
-            let id = id as u64;
-            let mut s = s.borrow_mut();
-            s.outstanding.insert(id);
-            s.send(&WorkerFrame::Call { id, request });
-            Ok::<_, rquickjs::Error>(())
-        })?,
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, id: f64, request: String| {
+                let request: CallRequest = serde_json::from_str(&request).map_err(|e| {
+                    Exception::throw_type(&ctx, &format!("invalid host request: {e}"))
+                })?;
+                let id = id as u64;
+                let mut s = s.borrow_mut();
+                s.outstanding.insert(id);
+                s.send(&WorkerFrame::Call { id, request });
+                Ok::<_, rquickjs::Error>(())
+            },
+        )?,
     )?;
 
     let s = shared.clone();
@@ -366,7 +387,9 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
     let s = shared.clone();
     host.set(
         "now",
-        Function::new(ctx.clone(), move || s.borrow().started.elapsed().as_secs_f64() * 1000.0)?,
+        Function::new(ctx.clone(), move || {
+            s.borrow().started.elapsed().as_secs_f64() * 1000.0
+        })?,
     )?;
 
     host.set(
@@ -395,17 +418,30 @@ fn exception_outcome(ctx: &Ctx<'_>, err: rquickjs::Error, memory_limit: u64) -> 
     RunOutcome::Err { error }
 }
 
+fn memory_error(memory_limit: u64) -> ErrorInfo {
+    ErrorInfo {
+        name: "MemoryError".into(),
+        message: format!(
+            "out of memory: the engine's limit of {} MiB was reached",
+            memory_limit / (1024 * 1024)
+        ),
+        stack: None,
+    }
+}
+
+/// QuickJS's own out-of-memory error, renamed so the cause is plain.
+fn name_oom(error: ErrorInfo, memory_limit: u64) -> ErrorInfo {
+    if error.name == "InternalError" && error.message == "out of memory" {
+        memory_error(memory_limit)
+    } else {
+        error
+    }
+}
+
 /// Describes a thrown value. QuickJS reports out-of-memory as a thrown `null`.
 fn value_error(v: &Value<'_>, memory_limit: u64) -> ErrorInfo {
     if v.is_null() {
-        return ErrorInfo {
-            name: "MemoryError".into(),
-            message: format!(
-                "out of memory: the engine's limit of {} MiB was reached",
-                memory_limit / (1024 * 1024)
-            ),
-            stack: None,
-        };
+        return memory_error(memory_limit);
     }
     if let Some(obj) = v.as_object() {
         let name: Option<String> = obj.get("name").ok();
@@ -413,12 +449,16 @@ fn value_error(v: &Value<'_>, memory_limit: u64) -> ErrorInfo {
         let stack: Option<String> = obj.get("stack").ok();
         let message = message.unwrap_or_default();
         let name = name.unwrap_or_else(|| "Error".into());
-        // QuickJS throws InternalError "stack overflow" past the stack limit.
-        return ErrorInfo {
-            name,
-            message,
-            stack: stack.map(|s| s.trim_end().to_string()).filter(|s| !s.is_empty()),
-        };
+        return name_oom(
+            ErrorInfo {
+                name,
+                message,
+                stack: stack
+                    .map(|s| s.trim_end().to_string())
+                    .filter(|s| !s.is_empty()),
+            },
+            memory_limit,
+        );
     }
     let text = v
         .as_string()

@@ -47,7 +47,11 @@ pub struct SyntaxError {
 
 impl std::fmt::Display for SyntaxError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({SOURCE_NAME}:{}:{})", self.message, self.line, self.column)
+        write!(
+            f,
+            "{} ({SOURCE_NAME}:{}:{})",
+            self.message, self.line, self.column
+        )
     }
 }
 
@@ -197,12 +201,13 @@ mod tests {
     fn line_map_points_back_to_the_users_lines() {
         let src = "type A = string;\n\ninterface B {\n  x: number\n}\nconst a: A = 'x';\nthrow new Error(a);\n";
         let out = strip_types(src).unwrap();
-        let gen_line = out
-            .code
-            .lines()
-            .position(|l| l.contains("throw"))
-            .unwrap() as u32
-            + 1;
-        assert_eq!(out.original_line(gen_line), 7, "{}\n{:?}", out.code, out.line_map);
+        let gen_line = out.code.lines().position(|l| l.contains("throw")).unwrap() as u32 + 1;
+        assert_eq!(
+            out.original_line(gen_line),
+            7,
+            "{}\n{:?}",
+            out.code,
+            out.line_map
+        );
     }
 }

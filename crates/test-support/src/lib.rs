@@ -1,1 +1,149 @@
-//! Fixture MCP servers.
+//! Fixture MCP servers and helpers for code-executor-mcp's tests.
+//!
+//! - [`fixture`]: an MCP server with one tool per behaviour under test (the
+//!   `fixture-server` binary serves it on stdio);
+//! - [`Harness`]: starts the built `code-executor-mcp` binary with a config and talks to it
+//!   as a real MCP client (rmcp) over stdio.
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail loudly"
+)]
+
+pub mod fixture;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+/// Path of a binary of this workspace, building the `test-support` binaries if needed.
+pub fn workspace_bin(name: &str) -> PathBuf {
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .map(|d| {
+            if d.ends_with("deps") {
+                d.parent().map(Path::to_path_buf).unwrap_or(d)
+            } else {
+                d
+            }
+        })
+        .unwrap_or_else(|| PathBuf::from("target/debug"));
+    let path = dir.join(name);
+    if !path.exists() {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "-p", "test-support", "--bins"])
+            .status();
+        assert!(
+            matches!(status, Ok(s) if s.success()),
+            "cannot build {name}"
+        );
+    }
+    path
+}
+
+/// An MCP config file in a temporary directory.
+pub struct TempConfig {
+    pub dir: PathBuf,
+    pub path: PathBuf,
+}
+
+impl TempConfig {
+    pub fn new(servers: Value) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "cem-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("mcp.json");
+        std::fs::write(
+            &path,
+            serde_json::to_vec(&json!({ "mcpServers": servers })).expect("json"),
+        )
+        .expect("write config");
+        TempConfig { dir, path }
+    }
+}
+
+impl Drop for TempConfig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A config entry starting the fixture server under `name`.
+pub fn fixture_entry(name: &str) -> Value {
+    json!({ "command": workspace_bin("fixture-server"), "args": [name] })
+}
+
+/// The built server, driven by an rmcp client over stdio.
+pub struct Harness {
+    pub client: RunningService<RoleClient, ()>,
+    pub pid: Option<u32>,
+    _config: Option<TempConfig>,
+}
+
+impl Harness {
+    /// Starts `exe` with `--config` for `servers` plus `extra_args`, with `env` added.
+    pub async fn start(
+        exe: &Path,
+        servers: Value,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
+        let config = TempConfig::new(servers);
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.arg("--config")
+            .arg(&config.path)
+            .args(extra_args)
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn server");
+        let pid = transport.id();
+        let client = ().serve(transport).await.expect("initialize");
+        Harness {
+            client,
+            pid,
+            _config: Some(config),
+        }
+    }
+
+    pub async fn call(&self, tool: &str, args: Value) -> CallToolResult {
+        let Value::Object(map) = args else {
+            panic!("args must be an object")
+        };
+        self.client
+            .peer()
+            .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map))
+            .await
+            .expect("tools/call")
+    }
+
+    /// Runs TypeScript and returns (structuredContent, isError).
+    pub async fn exec(&self, code: &str) -> (Value, bool) {
+        self.exec_with(json!({ "code": code })).await
+    }
+
+    pub async fn exec_with(&self, args: Value) -> (Value, bool) {
+        let r = self.call("execute_typescript", args).await;
+        (
+            r.structured_content.unwrap_or(Value::Null),
+            r.is_error == Some(true),
+        )
+    }
+}

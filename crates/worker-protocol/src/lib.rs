@@ -104,7 +104,9 @@ pub enum CallRequest {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<u32>,
     },
-    GetToolSchema { name: String },
+    GetToolSchema {
+        name: String,
+    },
     /// Every visible tool with its schema, grouped by server.
     DiscoverTools,
 }
@@ -134,7 +136,9 @@ pub enum RunOutcome {
         #[serde(default)]
         result: Value,
     },
-    Err { error: ErrorInfo },
+    Err {
+        error: ErrorInfo,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -181,7 +185,10 @@ pub fn write_frame<W: Write, T: Serialize>(w: &mut W, frame: &T) -> io::Result<(
 pub enum FrameError {
     /// The stream ended cleanly between frames.
     Eof,
-    TooLarge { len: usize, max: usize },
+    TooLarge {
+        len: usize,
+        max: usize,
+    },
     Io(io::Error),
     Malformed(serde_json::Error),
 }
@@ -254,8 +261,8 @@ mod tests {
     #[test]
     fn oversized_frame_is_refused_before_reading_the_body() {
         let header = (MAX_WORKER_FRAME_BYTES as u32 + 1).to_be_bytes();
-        let err = read_frame::<_, WorkerFrame>(&mut &header[..], MAX_WORKER_FRAME_BYTES)
-            .unwrap_err();
+        let err =
+            read_frame::<_, WorkerFrame>(&mut &header[..], MAX_WORKER_FRAME_BYTES).unwrap_err();
         assert!(matches!(err, FrameError::TooLarge { .. }), "{err}");
     }
 

@@ -51,7 +51,9 @@ fn ok(value: Value) -> CallOutcome {
 /// Answers one request from a worker.
 pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> CallOutcome {
     match request {
-        CallRequest::Tool { server, name, args } => call_tool(catalog, scope, server.as_deref(), &name, args).await,
+        CallRequest::Tool { server, name, args } => {
+            call_tool(catalog, scope, server.as_deref(), &name, args).await
+        }
         CallRequest::ListServers => ok(catalog.servers().await),
         CallRequest::SearchTools {
             query,
@@ -59,7 +61,13 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
             server,
             limit,
         } => match catalog
-            .search(&query, detail.as_deref(), server.as_deref(), limit, &scope.allow)
+            .search(
+                &query,
+                detail.as_deref(),
+                server.as_deref(),
+                limit,
+                &scope.allow,
+            )
             .await
         {
             Ok(v) => ok(v),
@@ -80,7 +88,10 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
                     .collect();
                 let mut v = serde_json::json!({ "tools": list });
                 if !errors.is_empty() {
-                    v["unavailable"] = errors.iter().map(|e| Value::String(e.to_string())).collect();
+                    v["unavailable"] = errors
+                        .iter()
+                        .map(|e| Value::String(e.to_string()))
+                        .collect();
                 }
                 ok(v)
             }
@@ -188,16 +199,31 @@ mod tests {
     #[test]
     fn unwrap_table() {
         let cases = [
-            (json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"a": 1}}), ok(json!({"a": 1}))),
-            (json!({"content": [{"type": "text", "text": "{\"b\": [1,2]}"}]}), ok(json!({"b": [1, 2]}))),
-            (json!({"content": [{"type": "text", "text": "Echo: hi"}]}), ok(json!("Echo: hi"))),
-            (json!({"content": [{"type": "text", "text": "42"}]}), ok(json!(42))),
+            (
+                json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"a": 1}}),
+                ok(json!({"a": 1})),
+            ),
+            (
+                json!({"content": [{"type": "text", "text": "{\"b\": [1,2]}"}]}),
+                ok(json!({"b": [1, 2]})),
+            ),
+            (
+                json!({"content": [{"type": "text", "text": "Echo: hi"}]}),
+                ok(json!("Echo: hi")),
+            ),
+            (
+                json!({"content": [{"type": "text", "text": "42"}]}),
+                ok(json!(42)),
+            ),
             (json!({"content": []}), ok(Value::Null)),
             (
                 json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "AAA=", "mimeType": "image/png"}]}),
                 ok(json!(["a", {"type": "image", "data": "AAA=", "mimeType": "image/png"}])),
             ),
-            (json!({"content": [{"type": "text", "text": "boom"}], "isError": true}), err("ToolError", "boom")),
+            (
+                json!({"content": [{"type": "text", "text": "boom"}], "isError": true}),
+                err("ToolError", "boom"),
+            ),
         ];
         for (input, want) in cases {
             assert_eq!(unwrap_result(result(input.clone())), want, "{input}");

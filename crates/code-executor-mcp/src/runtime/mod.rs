@@ -17,8 +17,8 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use worker_protocol::{
-    CallOutcome, EngineLimits, ErrorInfo, HostFrame, LogLevel, RunOutcome, RunRequest,
-    ToolBinding, WorkerFrame,
+    CallOutcome, EngineLimits, ErrorInfo, HostFrame, LogLevel, RunOutcome, RunRequest, ToolBinding,
+    WorkerFrame,
 };
 
 use crate::catalog::Catalog;
@@ -147,11 +147,17 @@ impl Runtime {
             drive(&mut worker, run, &self.catalog, &scope, &mut logs),
         )
         .await;
-        out.tool_calls = scope.tool_calls.load(Ordering::Relaxed).min(limits.max_tool_calls);
+        out.tool_calls = scope
+            .tool_calls
+            .load(Ordering::Relaxed)
+            .min(limits.max_tool_calls);
         match ended {
             Ok(Ok(RunOutcome::Ok { result })) => out.result = result,
             Ok(Ok(RunOutcome::Err { mut error })) => {
-                error.stack = error.stack.map(|s| map_stack(&s, &stripped));
+                error.stack = error
+                    .stack
+                    .map(|s| map_stack(&s, &stripped))
+                    .filter(|s| !s.trim().is_empty());
                 out.error = Some(error);
             }
             Ok(Err(Failure::Protocol(e))) => {
@@ -302,12 +308,16 @@ impl LogCollector {
 
     fn finish(mut self) -> Vec<LogEntry> {
         if self.truncated {
+            let dropped = if self.dropped_bytes > 0 {
+                format!("{} further bytes were dropped", self.dropped_bytes)
+            } else {
+                "later output was dropped".to_string()
+            };
             self.entries.push(LogEntry {
                 level: "warn",
                 text: format!(
-                    "[output truncated: the {} KiB output limit was reached; {} further bytes dropped]",
-                    self.cap / 1024,
-                    self.dropped_bytes
+                    "[output truncated at the {} KiB limit; {dropped}]",
+                    self.cap / 1024
                 ),
             });
         }
@@ -315,8 +325,15 @@ impl LogCollector {
     }
 }
 
-/// Rewrites `code.ts:LINE:COL` positions of the generated JavaScript to the user's lines.
+/// Rewrites `code.ts:LINE:COL` positions of the generated JavaScript to the user's lines and
+/// drops frames of our own prelude, which mean nothing to the user.
 fn map_stack(stack: &str, stripped: &js_worker::Stripped) -> String {
+    let stack: String = stack
+        .lines()
+        .filter(|l| !l.contains("(prelude.js:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let stack = stack.as_str();
     let needle = format!("{}:", js_worker::SOURCE_NAME);
     let mut out = String::with_capacity(stack.len());
     let mut rest = stack;
@@ -354,19 +371,39 @@ mod tests {
         logs.push(LogLevel::Log, "1".into());
         let entries = logs.finish();
         assert_eq!(entries.len(), 2);
-        assert_eq!(entries[0], LogEntry { level: "log", text: "12345".into() });
-        assert!(entries[1].text.starts_with("[output truncated"), "{:?}", entries[1]);
-        assert!(entries[1].text.contains("7 further bytes"), "{:?}", entries[1]);
+        assert_eq!(
+            entries[0],
+            LogEntry {
+                level: "log",
+                text: "12345".into()
+            }
+        );
+        assert!(
+            entries[1].text.starts_with("[output truncated"),
+            "{:?}",
+            entries[1]
+        );
+        assert!(
+            entries[1].text.contains("7 further bytes were dropped"),
+            "{:?}",
+            entries[1]
+        );
     }
 
     #[test]
     fn stack_lines_are_mapped_to_user_lines() {
         let stripped = js_worker::strip_types("type A = 1;\n\nthrow new Error('x');\n").unwrap();
-        let gen_line = stripped.code.lines().position(|l| l.contains("throw")).unwrap() + 1;
-        let stack = format!("    at <anonymous> (code.ts:{gen_line}:7)\n    at run (prelude.js:9:3)");
+        let gen_line = stripped
+            .code
+            .lines()
+            .position(|l| l.contains("throw"))
+            .unwrap()
+            + 1;
+        let stack =
+            format!("    at <anonymous> (code.ts:{gen_line}:7)\n    at run (prelude.js:9:3)");
         assert_eq!(
             map_stack(&stack, &stripped),
-            "    at <anonymous> (code.ts:3)\n    at run (prelude.js:9:3)"
+            "    at <anonymous> (code.ts:3)"
         );
     }
 }

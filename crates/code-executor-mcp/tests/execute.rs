@@ -1,0 +1,505 @@
+//! End to end through the built binary: a real MCP client (rmcp) over stdio, fixture MCP
+//! servers upstream, code running in real worker processes.
+
+use serde_json::{Value, json};
+use test_support::{Harness, fixture_entry};
+
+const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
+
+async fn harness() -> Harness {
+    Harness::start(
+        EXE.as_ref(),
+        json!({ "fx": fixture_entry("fx"), "other-server": fixture_entry("other") }),
+        &[],
+        &[],
+    )
+    .await
+}
+
+fn error_name(v: &Value) -> &str {
+    v["error"]["name"].as_str().unwrap_or("")
+}
+
+fn error_message(v: &Value) -> &str {
+    v["error"]["message"].as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn trivial_typescript_returns_its_value_with_the_documented_structure() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec("interface P { x: number }\nconst p: P = { x: 41 };\nreturn p.x + 1;")
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!(42));
+    assert_eq!(v["logs"], json!([]));
+    assert_eq!(v["toolCalls"], json!(0));
+    assert!(v["durationMs"].as_f64().unwrap() > 0.0);
+    assert!(v.get("error").is_none());
+}
+
+#[tokio::test]
+async fn console_levels_are_captured_in_order() {
+    let h = harness().await;
+    let (v, _) = h
+        .exec("console.log('a', 1, {b: 2}); console.info('i'); console.warn('w'); console.error('e'); console.debug('d');")
+        .await;
+    assert_eq!(
+        v["logs"],
+        json!([
+            {"level": "log", "text": "a 1 {\"b\":2}"},
+            {"level": "info", "text": "i"},
+            {"level": "warn", "text": "w"},
+            {"level": "error", "text": "e"},
+            {"level": "debug", "text": "d"},
+        ])
+    );
+    assert_eq!(v["result"], Value::Null);
+}
+
+#[tokio::test]
+async fn upstream_tools_are_called_in_every_documented_form() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec(
+            r#"
+            const a = await callMCPTool('mcp__fx__echo', { message: 'one' });
+            const b = await callMCPTool('fx', 'echo', { message: 'two' });
+            const c = await tools.fx.echo({ message: 'three' });
+            const d = await tools.fx.add({ a: 2, b: 3 });
+            const e = await tools.fx['get.page']();
+            const f = await tools.fx.get_page();
+            const g = await tools.fx.dash_tool();
+            const h = await tools.other_server.whoami();
+            const i = await tools['other-server']['whoami']();
+            return [a, b, c, d, e, f, g, h, i];
+            "#,
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(
+        v["result"],
+        json!(["Echo: one", "Echo: two", "Echo: three", {"sum": 5}, "page", "page", "dash", "other", "other"])
+    );
+    assert_eq!(v["toolCalls"], json!(9));
+}
+
+#[tokio::test]
+async fn promise_all_calls_run_concurrently_on_the_host() {
+    let h = harness().await;
+    // The rendezvous tool only returns once all 5 calls are in flight together.
+    let (v, is_error) = h
+        .exec(
+            "const r = await Promise.all([1,2,3,4,5].map(() => tools.fx.rendezvous({ key: 'pa', n: 5 })));\nreturn r;",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!(["met", "met", "met", "met", "met"]));
+}
+
+#[tokio::test]
+async fn upstream_is_error_throws_tool_error_with_the_upstream_message() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec(
+            "try { await tools.fx.fail({ message: 'disk on fire' }); } catch (e) { return [e instanceof ToolError, e.name, e.message]; }",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!([true, "ToolError", "disk on fire"]));
+    let (v, is_error) = h
+        .exec("await tools.fx.fail({ message: 'uncaught' });")
+        .await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "ToolError");
+    assert_eq!(error_message(&v), "uncaught");
+    assert_eq!(v["toolCalls"], json!(1));
+}
+
+#[tokio::test]
+async fn non_text_content_is_kept_as_objects() {
+    let h = harness().await;
+    let (v, _) = h.exec("return await tools.fx.image();").await;
+    assert_eq!(
+        v["result"],
+        json!(["a picture", {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}])
+    );
+}
+
+#[tokio::test]
+async fn thrown_errors_are_tool_errors_with_name_message_and_user_line() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec("type T = number;\n\nconst x: T = 1;\nthrow new RangeError('too far ' + x);")
+        .await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "RangeError");
+    assert_eq!(error_message(&v), "too far 1");
+    let stack = v["error"]["stack"].as_str().unwrap();
+    assert!(stack.contains("code.ts:4"), "{stack}");
+    assert!(!stack.contains("prelude"), "{stack}");
+}
+
+#[tokio::test]
+async fn syntax_errors_report_line_and_column() {
+    let h = harness().await;
+    let (v, is_error) = h.exec("const a = 1;\nconst b = ;\n").await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "SyntaxError");
+    assert!(error_message(&v).contains("code.ts:2:11"), "{v}");
+}
+
+#[tokio::test]
+async fn infinite_loop_ends_at_the_deadline_and_the_server_keeps_serving() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec_with(json!({"code": "while (true) {}", "timeoutMs": 300}))
+        .await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "TimeoutError");
+    assert!(error_message(&v).contains("300 ms"), "{v}");
+    let (v, is_error) = h.exec("return 'still here'").await;
+    assert!(!is_error);
+    assert_eq!(v["result"], "still here");
+}
+
+#[tokio::test]
+async fn memory_bomb_ends_with_a_memory_error() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec("const a = []; while (true) a.push('x'.repeat(4096) + a.length);")
+        .await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "MemoryError", "{v}");
+    assert!(error_message(&v).contains("MiB"), "{v}");
+    assert_eq!(h.exec("return 1").await.0["result"], 1);
+}
+
+#[tokio::test]
+async fn deep_recursion_is_a_range_error() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec("function f(n) { return f(n + 1) + 1 }\nreturn f(0);")
+        .await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "RangeError", "{v}");
+}
+
+#[tokio::test]
+async fn huge_output_is_truncated_with_a_marker() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec("const line = 'y'.repeat(1000); for (let i = 0; i < 5000; i++) console.log(line); return 'done';")
+        .await;
+    assert!(!is_error, "{}", error_message(&v));
+    assert_eq!(v["result"], "done");
+    let logs = v["logs"].as_array().unwrap();
+    let last = logs.last().unwrap();
+    assert_eq!(last["level"], "warn");
+    assert!(
+        last["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("[output truncated at the 1024 KiB limit"),
+        "{last}"
+    );
+    let kept: usize = logs[..logs.len() - 1]
+        .iter()
+        .map(|l| l["text"].as_str().unwrap().len())
+        .sum();
+    assert!(kept <= 1024 * 1024, "{kept}");
+    assert!(logs.len() > 1000, "{}", logs.len());
+}
+
+#[tokio::test]
+async fn allowed_tools_deny_others_with_a_policy_error() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec_with(json!({
+            "code": "const ok = await tools.fx.echo({message: 'x'});\ntry { await tools.fx.add({a: 1, b: 2}); } catch (e) { return [ok, e.name, e.message]; }",
+            "allowedTools": ["mcp__fx__ec*"],
+        }))
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(
+        v["result"],
+        json!([
+            "Echo: x",
+            "PolicyError",
+            "mcp__fx__add is not in this execution's allowedTools (mcp__fx__ec*)"
+        ])
+    );
+}
+
+#[tokio::test]
+async fn unknown_names_say_what_exists() {
+    let h = harness().await;
+    let (v, _) = h
+        .exec(
+            r#"
+            const out = [];
+            for (const f of [
+              () => tools.nope.x(),
+              () => callMCPTool('mcp__nope__x', {}),
+              () => callMCPTool('fx', 'nope', {}),
+              () => callMCPTool('fx', 'echo', 'not an object'),
+            ]) { try { await f(); out.push('no error'); } catch (e) { out.push(e.name + ': ' + e.message); } }
+            return out;
+            "#,
+        )
+        .await;
+    let out: Vec<String> = serde_json::from_value(v["result"].clone()).unwrap();
+    assert!(
+        out[0].starts_with(
+            "TypeError: no MCP server \"nope\" is configured; available: fx, other-server"
+        ),
+        "{out:?}"
+    );
+    assert!(out[1].contains("names no configured server"), "{out:?}");
+    assert!(
+        out[2].contains("no tool of server \"fx\" named \"nope\"; available: add,"),
+        "{out:?}"
+    );
+    assert!(
+        out[3].starts_with("TypeError: callMCPTool: arguments must be an object"),
+        "{out:?}"
+    );
+}
+
+#[tokio::test]
+async fn discovery_functions_work_inside_the_sandbox() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec(
+            r#"
+            const servers = await listServers();
+            const found = await searchTools('echo message', { server: 'fx', detail: 'names' });
+            const schema = await getToolSchema('mcp__fx__add');
+            const all = await discoverMCPTools();
+            return { servers: servers.servers.map(s => s.name), first: found.tools[0].name,
+                     required: schema.inputSchema.required, count: all.tools.length };
+            "#,
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"]["servers"], json!(["fx", "other-server"]));
+    assert_eq!(v["result"]["first"], "mcp__fx__echo");
+    assert_eq!(v["result"]["required"], json!(["a", "b"]));
+    assert!(v["result"]["count"].as_u64().unwrap() >= 20);
+}
+
+#[tokio::test]
+async fn web_apis_are_available() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec(
+            r#"
+            const u = new URL('../c?x=1&y=a+b#h', 'https://Example.com:443/a/b');
+            const bytes = new TextEncoder().encode('€😀');
+            let timer = 'not fired';
+            const t = setTimeout(() => { timer = 'fired'; }, 5);
+            const cancelled = setTimeout(() => { timer = 'cancelled one fired'; }, 1);
+            clearTimeout(cancelled);
+            await new Promise(r => setTimeout(r, 20));
+            const clone = structuredClone({ m: new Map([[1, { d: new Date(0) }]]) });
+            return {
+              href: u.href, y: u.searchParams.get('y'), bytes: Array.from(bytes),
+              text: new TextDecoder().decode(bytes), b64: btoa('hi'), raw: atob('aGk='),
+              uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(crypto.randomUUID()),
+              timer, cloneOk: clone.m.get(1).d instanceof Date,
+            };
+            "#,
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(
+        v["result"],
+        json!({
+            "href": "https://example.com/c?x=1&y=a+b#h", "y": "a b",
+            "bytes": [226, 130, 172, 240, 159, 152, 128], "text": "€😀", "b64": "aGk=", "raw": "hi",
+            "uuid": true, "timer": "fired", "cloneOk": true,
+        })
+    );
+}
+
+#[tokio::test]
+async fn discovery_tools_answer_over_mcp() {
+    let h = harness().await;
+    let r = h.call("list_servers", json!({})).await;
+    let servers = &r.structured_content.unwrap()["servers"];
+    assert_eq!(servers[0]["name"], "fx");
+    assert_eq!(servers[0]["status"], "available");
+    let r = h
+        .call(
+            "search_tools",
+            json!({"query": "add numbers", "detail": "full"}),
+        )
+        .await;
+    let tools = &r.structured_content.unwrap()["tools"];
+    assert_eq!(tools[0]["name"], "mcp__fx__add");
+    assert!(tools[0]["inputSchema"]["properties"]["a"].is_object());
+    let r = h
+        .call("get_tool_schema", json!({"name": "mcp__fx__add"}))
+        .await;
+    let s = r.structured_content.unwrap();
+    assert_eq!(s["name"], "mcp__fx__add");
+    assert!(s["outputSchema"]["properties"]["sum"].is_object());
+    let r = h
+        .call("get_tool_schema", json!({"name": "mcp__fx__nope"}))
+        .await;
+    assert_eq!(r.is_error, Some(true));
+    let r = h.call("list_servers", json!({})).await;
+    let servers = &r.structured_content.unwrap()["servers"];
+    assert_eq!(servers[0]["status"], "connected");
+    assert!(servers[0]["toolCount"].as_u64().unwrap() >= 10);
+    let r = h.call("health", json!({})).await;
+    let health = r.structured_content.unwrap();
+    assert_eq!(health["version"], env!("CARGO_PKG_VERSION"));
+    assert!(health["pools"][0]["started"].as_u64().is_some());
+}
+
+#[tokio::test]
+async fn a_crashed_upstream_is_named_the_others_keep_working_and_it_restarts() {
+    let h = harness().await;
+    let (v, is_error) = h.exec("await tools.fx.crash();").await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "ToolError");
+    assert!(error_message(&v).contains("\"fx\""), "{v}");
+    let (v, is_error) = h.exec("return await tools.other_server.whoami();").await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], "other");
+    let (v, is_error) = h
+        .exec("return await tools.fx.echo({message: 'back'});")
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], "Echo: back");
+}
+
+#[tokio::test]
+async fn a_server_that_fails_to_start_is_named_and_the_others_work() {
+    let h = Harness::start(
+        EXE.as_ref(),
+        json!({
+            "broken": {"command": "/nonexistent/server-binary"},
+            "fx": fixture_entry("fx"),
+        }),
+        &[],
+        &[],
+    )
+    .await;
+    let (v, is_error) = h.exec("return await tools.broken.anything();").await;
+    assert!(is_error);
+    assert!(
+        error_message(&v).contains("MCP server \"broken\" failed to start"),
+        "{v}"
+    );
+    let (v, _) = h.exec("return await tools.fx.whoami();").await;
+    assert_eq!(v["result"], "fx");
+    let r = h.call("list_servers", json!({})).await;
+    let servers = r.structured_content.unwrap();
+    assert_eq!(servers["servers"][0]["status"], "failed");
+    assert!(
+        servers["servers"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/server-binary")
+    );
+}
+
+#[tokio::test]
+async fn upstream_call_timeout_is_bounded_by_the_execution_deadline() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec_with(json!({"code": "await tools.fx.sleep({ms: 5000});", "timeoutMs": 400}))
+        .await;
+    assert!(is_error);
+    assert!(
+        ["TimeoutError", "ToolError"].contains(&error_name(&v)),
+        "{v}"
+    );
+    assert!(v["durationMs"].as_f64().unwrap() < 3000.0, "{v}");
+}
+
+#[tokio::test]
+async fn secrets_in_our_environment_never_reach_an_upstream() {
+    let h = Harness::start(
+        EXE.as_ref(),
+        json!({ "fx": {"command": test_support::workspace_bin("fixture-server"), "args": ["fx"], "env": {"GIVEN": "yes"}} }),
+        &[],
+        &[("CANARY_SECRET_TOKEN", "sk-canary-1234")],
+    )
+    .await;
+    let (v, is_error) = h
+        .exec("return [await tools.fx.env({name: 'CANARY_SECRET_TOKEN'}), await tools.fx.env({name: 'GIVEN'}), await tools.fx.env({name: 'PATH'}) !== null];")
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!([null, "yes", true]));
+}
+
+#[tokio::test]
+async fn our_tools_list_fits_the_token_budget() {
+    let h = harness().await;
+    let tools = h.client.peer().list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
+    assert_eq!(
+        names,
+        [
+            "execute_typescript",
+            "search_tools",
+            "get_tool_schema",
+            "list_servers",
+            "health"
+        ]
+    );
+    for t in &tools {
+        assert!(t.output_schema.is_some(), "{} has no outputSchema", t.name);
+        assert!(
+            t.description.as_deref().unwrap_or("").len() > 20,
+            "{}",
+            t.name
+        );
+    }
+    let json = serde_json::to_string(&tools).unwrap();
+    let tokens = tiktoken_rs::cl100k_base()
+        .unwrap()
+        .encode_with_special_tokens(&json)
+        .len();
+    eprintln!("tools/list: {tokens} cl100k tokens");
+    assert!(
+        tokens <= 1000,
+        "tools/list is {tokens} tokens, over the 1,000 budget"
+    );
+}
+
+#[tokio::test]
+async fn an_entry_that_launches_this_server_is_skipped() {
+    let h = Harness::start(
+        EXE.as_ref(),
+        json!({ "me": {"command": EXE}, "fx": fixture_entry("fx") }),
+        &[],
+        &[],
+    )
+    .await;
+    let r = h.call("list_servers", json!({})).await;
+    let names: Vec<String> = r.structured_content.unwrap()["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["fx"]);
+}
+
+#[tokio::test]
+async fn a_malformed_request_is_a_protocol_error() {
+    let h = harness().await;
+    let err = h
+        .client
+        .peer()
+        .call_tool(rmcp::model::CallToolRequestParams::new(
+            "execute_typescript",
+        ))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("code"), "{err}");
+}
