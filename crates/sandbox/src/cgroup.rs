@@ -20,13 +20,23 @@ pub(crate) fn status() -> (bool, String) {
     if !has("memory") || !has("pids") {
         return (
             false,
-            format!("cgroup {} lacks the memory and pids controllers (found: {:?})", dir.display(), controllers.trim()),
+            format!(
+                "cgroup {} lacks the memory and pids controllers (found: {:?})",
+                dir.display(),
+                controllers.trim()
+            ),
         );
     }
     if nix::unistd::access(&dir, nix::unistd::AccessFlags::W_OK).is_err() {
-        return (false, format!("cgroup {} is not writable (not delegated)", dir.display()));
+        return (
+            false,
+            format!("cgroup {} is not writable (not delegated)", dir.display()),
+        );
     }
-    (true, format!("delegated cgroup {} with memory and pids", dir.display()))
+    (
+        true,
+        format!("delegated cgroup {} with memory and pids", dir.display()),
+    )
 }
 
 fn cgroup2_mount() -> Option<PathBuf> {

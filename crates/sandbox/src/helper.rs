@@ -55,7 +55,10 @@ impl Reporter {
     pub fn layer(&self, name: &str, enforced: bool, detail: &str) {
         if self.probe {
             // Written straight to fd 1, unbuffered, so nothing is duplicated by a later fork.
-            let _ = unistd::write(std::io::stdout().as_fd(), format_line(name, enforced, detail).as_bytes());
+            let _ = unistd::write(
+                std::io::stdout().as_fd(),
+                format_line(name, enforced, detail).as_bytes(),
+            );
         }
     }
 }
@@ -64,11 +67,16 @@ pub(crate) fn main() -> ExitCode {
     let config = match read_config() {
         Ok(config) => config,
         Err(message) => {
-            let _ = writeln!(std::io::stderr(), "code-executor-mcp sandbox helper: {message}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "code-executor-mcp sandbox helper: {message}"
+            );
             return ExitCode::from(EXIT_BAD_INVOCATION);
         }
     };
-    let out = Reporter { probe: config.probe };
+    let out = Reporter {
+        probe: config.probe,
+    };
     match outer(&config, &out) {
         Ok(code) => code,
         Err(e) => fail(&out, &e),
@@ -129,9 +137,11 @@ fn read_config() -> Result<HelperConfig, String> {
 /// Steps 2 to 6, in the outer helper.
 fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
     // Step 2: descriptors, session, core dumps.
-    crate::sys::close_from(3).map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
+    crate::sys::close_from(3)
+        .map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
     let me = unistd::getpid();
-    let session_ok = unistd::getsid(None).ok() == Some(me) && unistd::getpgid(None).ok() == Some(me);
+    let session_ok =
+        unistd::getsid(None).ok() == Some(me) && unistd::getpgid(None).ok() == Some(me);
     let pdeath_ok = prctl::get_pdeathsig().ok().flatten() == Some(Signal::SIGKILL);
     if !session_ok || !pdeath_ok {
         return Err(SetupError::new(
@@ -140,7 +150,8 @@ fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
         ));
     }
     let parent = unistd::getppid();
-    setrlimit(Resource::RLIMIT_CORE, 0, 0).map_err(|e| SetupError::new(layer::RLIMITS, format!("RLIMIT_CORE: {e}")))?;
+    setrlimit(Resource::RLIMIT_CORE, 0, 0)
+        .map_err(|e| SetupError::new(layer::RLIMITS, format!("RLIMIT_CORE: {e}")))?;
     out.layer(
         layer::SESSION,
         true,
@@ -153,16 +164,30 @@ fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
     out.layer(
         layer::USER_NAMESPACE,
         true,
-        &format!("new user namespace; payload uid/gid {} inside, {who}", namespaces::INNER_ID),
+        &format!(
+            "new user namespace; payload uid/gid {} inside, {who}",
+            namespaces::INNER_ID
+        ),
     );
     let net = namespaces::check_network()?;
     out.layer(layer::NETWORK_NAMESPACE, true, &net);
-    out.layer(layer::IPC_NAMESPACE, true, "new IPC namespace (no host SysV IPC or POSIX queues)");
+    out.layer(
+        layer::IPC_NAMESPACE,
+        true,
+        "new IPC namespace (no host SysV IPC or POSIX queues)",
+    );
     namespaces::set_hostname()?;
-    out.layer(layer::UTS_NAMESPACE, true, "new UTS namespace; hostname `sandbox`");
+    out.layer(
+        layer::UTS_NAMESPACE,
+        true,
+        "new UTS namespace; hostname `sandbox`",
+    );
 
     // Step 5: fork the init of the new PID namespace.
-    let pipe = |what| unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("{what}: {e}")));
+    let pipe = |what| {
+        unistd::pipe2(OFlag::O_CLOEXEC)
+            .map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("{what}: {e}")))
+    };
     let (alive_r, alive_w) = pipe("pipe")?;
     let (status_r, status_w) = pipe("pipe")?;
     // SAFETY: the helper is single-threaded (started before any thread by the host's main), so
@@ -203,7 +228,10 @@ fn init(cfg: &HelperConfig, out: &Reporter, alive_r: OwnedFd, status_w: OwnedFd)
         Err(e) => fail(out, &e),
         // SAFETY: the init is single-threaded, as the outer helper was.
         Ok(()) => match unsafe { unistd::fork() } {
-            Err(e) => fail(out, &SetupError::new(layer::PID_NAMESPACE, format!("fork: {e}"))),
+            Err(e) => fail(
+                out,
+                &SetupError::new(layer::PID_NAMESPACE, format!("fork: {e}")),
+            ),
             Ok(ForkResult::Child) => {
                 drop(alive_r);
                 drop(status_w);
@@ -227,10 +255,16 @@ fn init_steps(cfg: &HelperConfig, out: &Reporter, alive_r: &OwnedFd) -> Result<(
         .map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("PR_SET_PDEATHSIG: {e}")))?;
     let mut fds = [PollFd::new(alive_r.as_fd(), PollFlags::POLLIN)];
     if poll(&mut fds, PollTimeout::ZERO).unwrap_or(1) != 0 {
-        return Err(SetupError::new(layer::PID_NAMESPACE, "the outer helper exited during setup".into()));
+        return Err(SetupError::new(
+            layer::PID_NAMESPACE,
+            "the outer helper exited during setup".into(),
+        ));
     }
     if unistd::getpid().as_raw() != 1 {
-        return Err(SetupError::new(layer::PID_NAMESPACE, "the init is not PID 1 of a new namespace".into()));
+        return Err(SetupError::new(
+            layer::PID_NAMESPACE,
+            "the init is not PID 1 of a new namespace".into(),
+        ));
     }
     out.layer(
         layer::PID_NAMESPACE,
@@ -240,7 +274,11 @@ fn init_steps(cfg: &HelperConfig, out: &Reporter, alive_r: &OwnedFd) -> Result<(
     let plan = mounts::plan(cfg)?;
     let detail = mounts::build(&plan)?;
     out.layer(layer::FILESYSTEM_VIEW, true, &detail);
-    out.layer(layer::PROC, true, "fresh /proc of the new PID namespace (host processes invisible)");
+    out.layer(
+        layer::PROC,
+        true,
+        "fresh /proc of the new PID namespace (host processes invisible)",
+    );
     Ok(())
 }
 
@@ -250,8 +288,15 @@ fn payload(cfg: &HelperConfig, out: &Reporter) -> ExitCode {
         Err(e) => fail(out, &e),
         Ok(None) => ExitCode::SUCCESS,
         Ok(Some(e)) => {
-            let program = cfg.program.as_deref().unwrap_or(std::path::Path::new("")).display();
-            let _ = writeln!(std::io::stderr(), "code-executor-mcp sandbox: cannot execute {program}: {e}");
+            let program = cfg
+                .program
+                .as_deref()
+                .unwrap_or(std::path::Path::new(""))
+                .display();
+            let _ = writeln!(
+                std::io::stderr(),
+                "code-executor-mcp sandbox: cannot execute {program}: {e}"
+            );
             ExitCode::from(EXIT_EXEC_FAILED)
         }
     }
@@ -270,19 +315,29 @@ fn payload_steps(cfg: &HelperConfig, out: &Reporter) -> Result<Option<nix::Error
         .clone()
         .or_else(|| cfg.scratch.clone())
         .unwrap_or_else(|| "/".into());
-    unistd::chdir(&cwd).map_err(|e| SetupError::new(layer::FILESYSTEM_VIEW, format!("chdir {}: {e}", cwd.display())))?;
+    unistd::chdir(&cwd).map_err(|e| {
+        SetupError::new(
+            layer::FILESYSTEM_VIEW,
+            format!("chdir {}: {e}", cwd.display()),
+        )
+    })?;
 
     let detail = limits::apply_rlimits(&cfg.limits)?;
     out.layer(layer::RLIMITS, true, &detail);
     limits::no_new_privs()?;
-    out.layer(layer::NO_NEW_PRIVS, true, "PR_SET_NO_NEW_PRIVS set: execve grants nothing");
+    out.layer(
+        layer::NO_NEW_PRIVS,
+        true,
+        "PR_SET_NO_NEW_PRIVS set: execve grants nothing",
+    );
     let detail = limits::drop_capabilities()?;
     out.layer(layer::CAPABILITIES, true, &detail);
     let (enforced, detail) = landlock::restrict(ruleset);
     out.layer(layer::LANDLOCK, enforced, &detail);
     let detail = seccomp::apply(&filters)?;
     out.layer(layer::SECCOMP, true, &detail);
-    crate::sys::cloexec_from(3).map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
+    crate::sys::cloexec_from(3)
+        .map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
     if cfg.probe {
         return Ok(None);
     }
@@ -299,7 +354,8 @@ struct ExecArgs {
 impl ExecArgs {
     fn new(cfg: &HelperConfig) -> Result<Self, SetupError> {
         let c = |s: &std::ffi::OsStr| {
-            CString::new(s.as_bytes()).map_err(|_| SetupError::new(layer::SESSION, "NUL in argument".into()))
+            CString::new(s.as_bytes())
+                .map_err(|_| SetupError::new(layer::SESSION, "NUL in argument".into()))
         };
         let program = match &cfg.program {
             Some(p) => c(p.as_os_str())?,
@@ -311,7 +367,11 @@ impl ExecArgs {
             argv.push(c(a)?);
         }
         let envp = cfg.env.iter().map(|e| c(e)).collect::<Result<_, _>>()?;
-        Ok(Self { program, argv, envp })
+        Ok(Self {
+            program,
+            argv,
+            envp,
+        })
     }
 }
 
@@ -331,7 +391,11 @@ extern "C" fn forward(sig: nix::libc::c_int) {
 /// Signals a process manager would send to stop a worker gently go to the child instead.
 fn forward_signals_to(child: Pid) {
     FORWARD_TO.store(child.as_raw(), Ordering::Relaxed);
-    let action = SigAction::new(SigHandler::Handler(forward), SaFlags::SA_RESTART, SigSet::empty());
+    let action = SigAction::new(
+        SigHandler::Handler(forward),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
     for sig in [
         Signal::SIGTERM,
         Signal::SIGINT,
@@ -361,7 +425,9 @@ fn wait_for(child: Pid) -> WaitStatus {
 fn reap_until(child: Pid) -> WaitStatus {
     loop {
         match waitpid(None, None) {
-            Ok(status @ (WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, ..))) if pid == child => {
+            Ok(status @ (WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, ..)))
+                if pid == child =>
+            {
                 return status;
             }
             Ok(_) | Err(nix::Error::EINTR) => continue,
@@ -401,7 +467,9 @@ fn mirror(status: WaitStatus) -> ExitCode {
             let _ = signal::raise(sig);
             ExitCode::from(128u8.saturating_add(sig as u8))
         }
-        WaitStatus::Exited(_, code) => ExitCode::from(u8::try_from(code & 0xff).unwrap_or(EXIT_SETUP_FAILED)),
+        WaitStatus::Exited(_, code) => {
+            ExitCode::from(u8::try_from(code & 0xff).unwrap_or(EXIT_SETUP_FAILED))
+        }
         _ => ExitCode::from(EXIT_SETUP_FAILED),
     }
 }

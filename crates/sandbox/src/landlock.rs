@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus,
+    PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus,
+    Scope,
 };
 
 use crate::config::HelperConfig;
@@ -60,7 +61,11 @@ pub(crate) fn prepare(cfg: &HelperConfig) -> Result<RulesetCreated, SetupError> 
     for (path, access) in rules {
         let fd = PathFd::new(&path).map_err(|e| err(&format!("{}: {e}", path.display())))?;
         // A rule on a file may only carry rights that apply to files.
-        let access = if path.is_dir() { access } else { access & AccessFs::from_file(TARGET_ABI) };
+        let access = if path.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(TARGET_ABI)
+        };
         ruleset = ruleset
             .add_rule(PathBeneath::new(fd, access))
             .map_err(|e| err(&format!("{}: {e}", path.display())))?;
@@ -75,7 +80,10 @@ pub(crate) fn restrict(ruleset: RulesetCreated) -> (bool, String) {
         Err(e) => (false, format!("landlock_restrict_self failed: {e}")),
         Ok(status) => {
             let abi = match status.landlock {
-                LandlockStatus::Available { effective_abi, kernel_abi } => match kernel_abi {
+                LandlockStatus::Available {
+                    effective_abi,
+                    kernel_abi,
+                } => match kernel_abi {
                     Some(k) => format!("kernel ABI {k}"),
                     None => format!("kernel ABI {}", effective_abi as i32),
                 },
@@ -85,14 +93,24 @@ pub(crate) fn restrict(ruleset: RulesetCreated) -> (bool, String) {
             match status.ruleset {
                 RulesetStatus::FullyEnforced => (
                     true,
-                    format!("{abi}: filesystem view, no TCP bind/connect, scoped signals and abstract sockets"),
+                    format!(
+                        "{abi}: filesystem view, no TCP bind/connect, scoped signals and abstract sockets"
+                    ),
                 ),
                 RulesetStatus::PartiallyEnforced => (
                     true,
                     format!(
                         "{abi}: enforced as far as this kernel supports (filesystem{}{})",
-                        if status_has_net(&status.landlock) { ", no TCP" } else { "" },
-                        if status_has_scope(&status.landlock) { ", scoped signals and abstract sockets" } else { "" },
+                        if status_has_net(&status.landlock) {
+                            ", no TCP"
+                        } else {
+                            ""
+                        },
+                        if status_has_scope(&status.landlock) {
+                            ", scoped signals and abstract sockets"
+                        } else {
+                            ""
+                        },
                     ),
                 ),
                 RulesetStatus::NotEnforced => (false, format!("{abi}: not enforced")),

@@ -58,8 +58,15 @@ pub(crate) enum Access {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Step {
     Dir(PathBuf),
-    Symlink { path: PathBuf, target: PathBuf },
-    Bind { path: PathBuf, access: Access, is_dir: bool },
+    Symlink {
+        path: PathBuf,
+        target: PathBuf,
+    },
+    Bind {
+        path: PathBuf,
+        access: Access,
+        is_dir: bool,
+    },
 }
 
 /// Every step needed to make the configured paths resolve inside the view as on the host.
@@ -118,13 +125,18 @@ fn resolve(path: &Path, access: Access, steps: &mut Vec<Step>) -> Result<(), Set
             Part::Name(name) => name,
         };
         let next = current.join(&name);
-        let meta = fs::symlink_metadata(&next).map_err(|e| err(format!("{}: {e}", next.display())))?;
+        let meta =
+            fs::symlink_metadata(&next).map_err(|e| err(format!("{}: {e}", next.display())))?;
         if meta.file_type().is_symlink() {
             links += 1;
             if links > MAX_SYMLINKS {
-                return Err(err(format!("too many symlinks resolving {}", path.display())));
+                return Err(err(format!(
+                    "too many symlinks resolving {}",
+                    path.display()
+                )));
             }
-            let target = fs::read_link(&next).map_err(|e| err(format!("{}: {e}", next.display())))?;
+            let target =
+                fs::read_link(&next).map_err(|e| err(format!("{}: {e}", next.display())))?;
             if target.is_absolute() {
                 current = PathBuf::from("/");
             }
@@ -152,11 +164,14 @@ fn resolve(path: &Path, access: Access, steps: &mut Vec<Step>) -> Result<(), Set
 /// Builds the view in the current (new, private) mount namespace and enters it. Must run in
 /// the new PID namespace (for `/proc`). Returns a one-line description.
 pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
-    let err = |what: String, e: &dyn std::fmt::Display| SetupError::new(layer::FILESYSTEM_VIEW, format!("{what}: {e}"));
+    let err = |what: String, e: &dyn std::fmt::Display| {
+        SetupError::new(layer::FILESYSTEM_VIEW, format!("{what}: {e}"))
+    };
     let none: Option<&str> = None;
 
     // 6.1 Nothing we mount propagates back to the host, and nothing of the host's reaches us.
-    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).map_err(|e| err("make / private".into(), &e))?;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
+        .map_err(|e| err("make / private".into(), &e))?;
     // 6.2 A small tmpfs becomes the new root; the host root moves to /oldroot.
     mount(
         Some("tmpfs"),
@@ -174,13 +189,17 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
     // 6.3 Directories and symlinks, in the tmpfs.
     for step in steps {
         match step {
-            Step::Dir(path) => mkdir_all(path).map_err(|e| err(format!("mkdir {}", path.display()), &e))?,
+            Step::Dir(path) => {
+                mkdir_all(path).map_err(|e| err(format!("mkdir {}", path.display()), &e))?
+            }
             Step::Symlink { path, target } => {
                 if let Some(parent) = path.parent() {
-                    mkdir_all(parent).map_err(|e| err(format!("mkdir {}", parent.display()), &e))?;
+                    mkdir_all(parent)
+                        .map_err(|e| err(format!("mkdir {}", parent.display()), &e))?;
                 }
                 if fs::symlink_metadata(path).is_err() {
-                    std::os::unix::fs::symlink(target, path).map_err(|e| err(format!("symlink {}", path.display()), &e))?;
+                    std::os::unix::fs::symlink(target, path)
+                        .map_err(|e| err(format!("symlink {}", path.display()), &e))?;
                 }
             }
             Step::Bind { .. } => {}
@@ -191,11 +210,17 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
     let mut binds: Vec<(&Path, Access, bool)> = steps
         .iter()
         .filter_map(|s| match s {
-            Step::Bind { path, access, is_dir } => Some((path.as_path(), *access, *is_dir)),
+            Step::Bind {
+                path,
+                access,
+                is_dir,
+            } => Some((path.as_path(), *access, *is_dir)),
             _ => None,
         })
         .collect();
-    binds.sort_by_key(|(path, access, _)| (path.components().count(), *path, std::cmp::Reverse(*access)));
+    binds.sort_by_key(|(path, access, _)| {
+        (path.components().count(), *path, std::cmp::Reverse(*access))
+    });
     binds.dedup_by(|later, kept| later.0 == kept.0);
     let mut applied: Vec<(&Path, Access)> = Vec::new();
     for (path, access, is_dir) in binds {
@@ -207,19 +232,31 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
             let made = if is_dir {
                 mkdir(path)
             } else {
-                fs::OpenOptions::new().write(true).create_new(true).mode(0o444).open(path).map(drop)
+                fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o444)
+                    .open(path)
+                    .map(drop)
             };
             made.map_err(|e| err(format!("mount point {}", path.display()), &e))?;
         }
         let source = Path::new(OLD_ROOT).join(path.strip_prefix("/").unwrap_or(path));
-        mount(Some(&source), path, none, MsFlags::MS_BIND | MsFlags::MS_REC, none)
-            .map_err(|e| err(format!("bind {}", path.display()), &e))?;
+        mount(
+            Some(&source),
+            path,
+            none,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            none,
+        )
+        .map_err(|e| err(format!("bind {}", path.display()), &e))?;
         let attrs = match access {
             Access::ReadOnly => ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV,
             Access::Device => ATTR_RDONLY | ATTR_NOSUID | ATTR_NOEXEC,
             Access::ReadWrite => ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
         };
-        mount_setattr(path, true, attrs).map_err(|e| err(format!("mount_setattr {}", path.display()), &e))?;
+        mount_setattr(path, true, attrs)
+            .map_err(|e| err(format!("mount_setattr {}", path.display()), &e))?;
         applied.push((path, access));
     }
 
@@ -232,7 +269,8 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
         ("/dev/stderr", "/proc/self/fd/2"),
     ] {
         if fs::symlink_metadata(link).is_err() {
-            std::os::unix::fs::symlink(target, link).map_err(|e| err(format!("symlink {link}"), &e))?;
+            std::os::unix::fs::symlink(target, link)
+                .map_err(|e| err(format!("symlink {link}"), &e))?;
         }
     }
 
@@ -240,7 +278,13 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
     // attached (the kernel only allows it when a full proc is already visible).
     mkdir_all(Path::new("/proc")).map_err(|e| err("mkdir /proc".into(), &e))?;
     let proc_flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    let proc_detail = match mount(Some("proc"), "/proc", Some("proc"), proc_flags, Some("subset=pid")) {
+    let proc_detail = match mount(
+        Some("proc"),
+        "/proc",
+        Some("proc"),
+        proc_flags,
+        Some("subset=pid"),
+    ) {
         Ok(()) => "subset=pid",
         Err(_) => {
             mount(Some("proc"), "/proc", Some("proc"), proc_flags, none)
@@ -252,10 +296,17 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
     // 6.7 Detach the host root and freeze the tmpfs.
     umount2(OLD_ROOT, MntFlags::MNT_DETACH).map_err(|e| err(format!("umount {OLD_ROOT}"), &e))?;
     fs::remove_dir(OLD_ROOT).map_err(|e| err(format!("rmdir {OLD_ROOT}"), &e))?;
-    mount_setattr(Path::new("/"), false, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
-        .map_err(|e| err("make / read-only".into(), &e))?;
+    mount_setattr(
+        Path::new("/"),
+        false,
+        ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV,
+    )
+    .map_err(|e| err("make / read-only".into(), &e))?;
     if fs::symlink_metadata(OLD_ROOT).is_ok() {
-        return Err(SetupError::new(layer::FILESYSTEM_VIEW, "the host root is still reachable".into()));
+        return Err(SetupError::new(
+            layer::FILESYSTEM_VIEW,
+            "the host root is still reachable".into(),
+        ));
     }
 
     let ro: Vec<String> = applied
@@ -271,7 +322,11 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
     Ok(format!(
         "read-only tmpfs root; read-only: {}; read-write: {}; /dev: null zero urandom random; /proc: {proc_detail}",
         ro.join(" "),
-        if rw.is_empty() { "none".to_owned() } else { rw.join(" ") },
+        if rw.is_empty() {
+            "none".to_owned()
+        } else {
+            rw.join(" ")
+        },
     ))
 }
 
@@ -283,7 +338,10 @@ fn mkdir_all(path: &Path) -> std::io::Result<()> {
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.is_dir() => Ok(()),
         Ok(_) => Err(ErrorKind::AlreadyExists.into()),
-        Err(_) => fs::DirBuilder::new().mode(0o755).recursive(true).create(path),
+        Err(_) => fs::DirBuilder::new()
+            .mode(0o755)
+            .recursive(true)
+            .create(path),
     }
 }
 
@@ -296,9 +354,14 @@ mod tests {
         // /bin/sh on merged-usr Debian: /bin -> usr/bin, /usr/bin/sh -> dash.
         let mut steps = Vec::new();
         resolve(Path::new("/bin/sh"), Access::ReadOnly, &mut steps).unwrap();
-        let binds: Vec<_> = steps.iter().filter(|s| matches!(s, Step::Bind { .. })).collect();
+        let binds: Vec<_> = steps
+            .iter()
+            .filter(|s| matches!(s, Step::Bind { .. }))
+            .collect();
         assert_eq!(binds.len(), 1, "{steps:?}");
-        let Step::Bind { path, is_dir, .. } = binds[0] else { unreachable!() };
+        let Step::Bind { path, is_dir, .. } = binds[0] else {
+            unreachable!()
+        };
         assert!(!is_dir);
         assert_eq!(fs::canonicalize("/bin/sh").unwrap(), *path);
     }

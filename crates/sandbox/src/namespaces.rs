@@ -30,7 +30,11 @@ pub(crate) const NAMESPACES: CloneFlags = CloneFlags::CLONE_NEWUSER
 /// Host-side check, cheap enough for every `command()`: the kernel switches that forbid
 /// unprivileged user namespaces outright. Anything subtler is found by the helper.
 pub(crate) fn preflight() -> Result<(), String> {
-    let read = |path: &str| std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned());
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim().to_owned())
+    };
     if read("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
         return Err("user.max_user_namespaces is 0".into());
     }
@@ -46,16 +50,24 @@ pub(crate) fn preflight() -> Result<(), String> {
 /// Sets the parent-death signal again (credential changes clear it) and checks the parent is
 /// still the one we started with, closing the race where it died just before.
 pub(crate) fn rearm_parent_death(parent: Pid, layer: &'static str) -> Result<(), SetupError> {
-    prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| SetupError::new(layer, format!("PR_SET_PDEATHSIG: {e}")))?;
+    prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| SetupError::new(layer, format!("PR_SET_PDEATHSIG: {e}")))?;
     if unistd::getppid() != parent {
-        return Err(SetupError::new(layer, "the host exited during sandbox setup".into()));
+        return Err(SetupError::new(
+            layer,
+            "the host exited during sandbox setup".into(),
+        ));
     }
     Ok(())
 }
 
 /// Step 3: leave host root. Returns the host uid and gid the sandbox runs as, and a detail.
-pub(crate) fn leave_root(scratch: Option<&Path>, parent: Pid) -> Result<(Uid, Gid, String), SetupError> {
-    let err = |what: &str, e: nix::Error| SetupError::new(layer::USER_NAMESPACE, format!("{what}: {e}"));
+pub(crate) fn leave_root(
+    scratch: Option<&Path>,
+    parent: Pid,
+) -> Result<(Uid, Gid, String), SetupError> {
+    let err =
+        |what: &str, e: nix::Error| SetupError::new(layer::USER_NAMESPACE, format!("{what}: {e}"));
     if !unistd::geteuid().is_root() {
         let (uid, gid) = (unistd::geteuid(), unistd::getegid());
         return Ok((uid, gid, format!("host uid {uid} (unprivileged)")));
@@ -85,14 +97,23 @@ pub(crate) fn unshare_all(uid: Uid, gid: Gid, parent: Pid) -> Result<(), SetupEr
             format!("unshare(CLONE_NEWUSER|NEWNS|NEWPID|NEWNET|NEWIPC|NEWUTS) failed: {e}"),
         )
     })?;
-    let err = |what: &str, e: std::io::Error| SetupError::new(layer::USER_NAMESPACE, format!("{what}: {e}"));
-    prctl::set_dumpable(true).map_err(|e| SetupError::new(layer::USER_NAMESPACE, format!("PR_SET_DUMPABLE: {e}")))?;
+    let err = |what: &str, e: std::io::Error| {
+        SetupError::new(layer::USER_NAMESPACE, format!("{what}: {e}"))
+    };
+    prctl::set_dumpable(true)
+        .map_err(|e| SetupError::new(layer::USER_NAMESPACE, format!("PR_SET_DUMPABLE: {e}")))?;
     rearm_parent_death(parent, layer::USER_NAMESPACE)?;
-    std::fs::write("/proc/self/setgroups", "deny").map_err(|e| err("write /proc/self/setgroups", e))?;
-    std::fs::write("/proc/self/uid_map", format!("{INNER_ID} {uid} 1\n")).map_err(|e| err("write uid_map", e))?;
-    std::fs::write("/proc/self/gid_map", format!("{INNER_ID} {gid} 1\n")).map_err(|e| err("write gid_map", e))?;
+    std::fs::write("/proc/self/setgroups", "deny")
+        .map_err(|e| err("write /proc/self/setgroups", e))?;
+    std::fs::write("/proc/self/uid_map", format!("{INNER_ID} {uid} 1\n"))
+        .map_err(|e| err("write uid_map", e))?;
+    std::fs::write("/proc/self/gid_map", format!("{INNER_ID} {gid} 1\n"))
+        .map_err(|e| err("write gid_map", e))?;
     if unistd::getuid().as_raw() != INNER_ID || unistd::getgid().as_raw() != INNER_ID {
-        return Err(SetupError::new(layer::USER_NAMESPACE, "uid/gid mapping did not take effect".into()));
+        return Err(SetupError::new(
+            layer::USER_NAMESPACE,
+            "uid/gid mapping did not take effect".into(),
+        ));
     }
     Ok(())
 }
@@ -106,19 +127,29 @@ pub(crate) fn check_network() -> Result<String, SetupError> {
         if ifa.interface_name != "lo" {
             return Err(SetupError::new(
                 layer::NETWORK_NAMESPACE,
-                format!("unexpected interface {} in the new network namespace", ifa.interface_name),
+                format!(
+                    "unexpected interface {} in the new network namespace",
+                    ifa.interface_name
+                ),
             ));
         }
         if ifa.flags.contains(nix::net::if_::InterfaceFlags::IFF_UP) {
-            return Err(SetupError::new(layer::NETWORK_NAMESPACE, "loopback is up".into()));
+            return Err(SetupError::new(
+                layer::NETWORK_NAMESPACE,
+                "loopback is up".into(),
+            ));
         }
         names.push(ifa.interface_name);
     }
     names.dedup();
-    Ok(format!("new network namespace; interfaces: {} (down)", names.join(", ")))
+    Ok(format!(
+        "new network namespace; interfaces: {} (down)",
+        names.join(", ")
+    ))
 }
 
 /// Step 5: a hostname that says nothing about the host.
 pub(crate) fn set_hostname() -> Result<(), SetupError> {
-    unistd::sethostname("sandbox").map_err(|e| SetupError::new(layer::UTS_NAMESPACE, format!("sethostname: {e}")))
+    unistd::sethostname("sandbox")
+        .map_err(|e| SetupError::new(layer::UTS_NAMESPACE, format!("sethostname: {e}")))
 }

@@ -45,7 +45,10 @@ pub(crate) const LAYERS: &[(&str, bool)] = &[
 /// What to do when `layer` is missing.
 pub fn remedy(layer: &str) -> &'static str {
     match layer {
-        layer::USER_NAMESPACE | layer::NETWORK_NAMESPACE | layer::IPC_NAMESPACE | layer::UTS_NAMESPACE
+        layer::USER_NAMESPACE
+        | layer::NETWORK_NAMESPACE
+        | layer::IPC_NAMESPACE
+        | layer::UTS_NAMESPACE
         | layer::PID_NAMESPACE => {
             "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
              user.max_user_namespaces>0; on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0 \
@@ -58,7 +61,9 @@ pub fn remedy(layer: &str) -> &'static str {
         }
         layer::LANDLOCK => "use Linux 5.13+ with Landlock enabled (lsm=...,landlock)",
         layer::SECCOMP => "use a kernel built with CONFIG_SECCOMP_FILTER",
-        layer::CGROUP => "delegate a writable cgroup v2 subtree with the memory and pids controllers",
+        layer::CGROUP => {
+            "delegate a writable cgroup v2 subtree with the memory and pids controllers"
+        }
         _ => "see docs/sandbox.md",
     }
 }
@@ -130,7 +135,12 @@ impl fmt::Display for SandboxReport {
         if self.mode == SandboxMode::Enforce {
             match self.first_missing_required() {
                 None => writeln!(f, "minimum guarantee met")?,
-                Some(l) => writeln!(f, "REFUSING to run code: `{}` is missing; {}", l.name, remedy(l.name))?,
+                Some(l) => writeln!(
+                    f,
+                    "REFUSING to run code: `{}` is missing; {}",
+                    l.name,
+                    remedy(l.name)
+                )?,
             }
         }
         Ok(())
@@ -145,23 +155,31 @@ pub(crate) fn format_line(name: &str, enforced: bool, detail: &str) -> String {
 
 pub(crate) fn probe(policy: &SandboxPolicy) -> SandboxReport {
     if policy.mode == SandboxMode::Disabled {
-        let mut report = SandboxReport::all(policy.mode, false, "sandbox disabled by configuration");
+        let mut report =
+            SandboxReport::all(policy.mode, false, "sandbox disabled by configuration");
         report.set(
             layer::SESSION,
             true,
-            "own session and process group; parent-death SIGKILL; fds closed; curated environment".into(),
+            "own session and process group; parent-death SIGKILL; fds closed; curated environment"
+                .into(),
         );
         return report;
     }
     let mut report = SandboxReport::all(policy.mode, false, "not reached: an earlier layer failed");
     let output = spawn::probe_command(policy).and_then(|mut cmd| {
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         Ok(cmd.output()?)
     });
     let output = match output {
         Ok(output) => output,
         Err(e) => {
-            report.set(layer::SESSION, false, format!("cannot start the helper: {e}"));
+            report.set(
+                layer::SESSION,
+                false,
+                format!("cannot start the helper: {e}"),
+            );
             return report;
         }
     };
@@ -182,10 +200,14 @@ pub(crate) fn probe(policy: &SandboxPolicy) -> SandboxReport {
         }
     }
     let (available, detail) = crate::cgroup::status();
-    report.set(layer::CGROUP, false, if available {
-        format!("not applied (not implemented yet): {detail}")
-    } else {
-        detail
-    });
+    report.set(
+        layer::CGROUP,
+        false,
+        if available {
+            format!("not applied (not implemented yet): {detail}")
+        } else {
+            detail
+        },
+    );
     report
 }

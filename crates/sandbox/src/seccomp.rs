@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use nix::libc;
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-    TargetArch, sock_filter,
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch, sock_filter,
 };
 
 use crate::helper::SetupError;
@@ -92,8 +92,13 @@ pub(crate) fn compile() -> Result<Filters, SetupError> {
         rules.insert(*nr, Vec::new());
     }
     let not_unix = || -> Result<Vec<SeccompRule>, SetupError> {
-        let cond = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
-            .map_err(|e| err(&e))?;
+        let cond = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Ne,
+            libc::AF_UNIX as u64,
+        )
+        .map_err(|e| err(&e))?;
         Ok(vec![SeccompRule::new(vec![cond]).map_err(|e| err(&e))?])
     };
     rules.insert(libc::SYS_socket, not_unix()?);
@@ -101,13 +106,23 @@ pub(crate) fn compile() -> Result<Filters, SetupError> {
     let mut clone_rules = Vec::new();
     for flag in NAMESPACE_FLAGS {
         let flag = *flag as u64;
-        let cond = SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(flag), flag)
-            .map_err(|e| err(&e))?;
+        let cond = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Qword,
+            SeccompCmpOp::MaskedEq(flag),
+            flag,
+        )
+        .map_err(|e| err(&e))?;
         clone_rules.push(SeccompRule::new(vec![cond]).map_err(|e| err(&e))?);
     }
     rules.insert(libc::SYS_clone, clone_rules);
-    let deny = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
-        .map_err(|e| err(&e))?;
+    let deny = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| err(&e))?;
 
     let clone3 = SeccompFilter::new(
         BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
@@ -139,10 +154,10 @@ fn x32_filter() -> BpfProgram {
     const RET_ERRNO: u32 = 0x0005_0000;
     let op = |code, k, jt, jf| sock_filter { code, jt, jf, k };
     vec![
-        op(LD_W_ABS, 4, 0, 0),                       // A = seccomp_data.arch
-        op(JEQ_K, AUDIT_ARCH_X86_64, 0, 2),          // not x86_64: allow (filter 1 kills it)
-        op(LD_W_ABS, 0, 0, 0),                       // A = seccomp_data.nr
-        op(JGE_K, X32_SYSCALL_BIT, 1, 0),            // x32 number: deny
+        op(LD_W_ABS, 4, 0, 0),              // A = seccomp_data.arch
+        op(JEQ_K, AUDIT_ARCH_X86_64, 0, 2), // not x86_64: allow (filter 1 kills it)
+        op(LD_W_ABS, 0, 0, 0),              // A = seccomp_data.nr
+        op(JGE_K, X32_SYSCALL_BIT, 1, 0),   // x32 number: deny
         op(RET_K, RET_ALLOW, 0, 0),
         op(RET_K, RET_ERRNO | libc::EPERM as u32, 0, 0),
     ]
@@ -151,12 +166,17 @@ fn x32_filter() -> BpfProgram {
 /// Installs the filters on this thread. Needs no_new_privs (step 8).
 pub(crate) fn apply(filters: &Filters) -> Result<String, SetupError> {
     for program in &filters.0 {
-        seccompiler::apply_filter(program).map_err(|e| err(&format!("installing a filter: {e}")))?;
+        seccompiler::apply_filter(program)
+            .map_err(|e| err(&format!("installing a filter: {e}")))?;
     }
     let names: Vec<&str> = DENIED.iter().map(|(name, _)| *name).collect();
     Ok(format!(
         "EPERM for {}, clone with namespace flags, sockets other than AF_UNIX{}; ENOSYS for clone3",
         names.join(" "),
-        if cfg!(target_arch = "x86_64") { ", x32 syscalls" } else { "" },
+        if cfg!(target_arch = "x86_64") {
+            ", x32 syscalls"
+        } else {
+            ""
+        },
     ))
 }

@@ -18,9 +18,14 @@ use nix::sys::signal::Signal;
 use nix::unistd;
 
 use crate::config::HelperConfig;
-use crate::{HELPER_ARG, SandboxError, SandboxMode, SandboxPolicy, WorkerCommand, namespaces, report};
+use crate::{
+    HELPER_ARG, SandboxError, SandboxMode, SandboxPolicy, WorkerCommand, namespaces, report,
+};
 
-pub(crate) fn command(target: &WorkerCommand, policy: &SandboxPolicy) -> Result<Command, SandboxError> {
+pub(crate) fn command(
+    target: &WorkerCommand,
+    policy: &SandboxPolicy,
+) -> Result<Command, SandboxError> {
     validate(target, policy)?;
     match policy.mode {
         SandboxMode::Disabled => Ok(unconfined(target)),
@@ -51,10 +56,15 @@ fn unconfined(target: &WorkerCommand) -> Command {
     cmd
 }
 
-fn confined(target: &WorkerCommand, policy: &SandboxPolicy, probe: bool) -> Result<Command, SandboxError> {
+fn confined(
+    target: &WorkerCommand,
+    policy: &SandboxPolicy,
+    probe: bool,
+) -> Result<Command, SandboxError> {
     let helper = policy.helper_exe.as_ref().ok_or_else(|| {
         SandboxError::Invalid(
-            "SandboxPolicy::helper_exe is required in Enforce mode (pass std::env::current_exe())".into(),
+            "SandboxPolicy::helper_exe is required in Enforce mode (pass std::env::current_exe())"
+                .into(),
         )
     })?;
     if !helper.is_absolute() || !helper.is_file() {
@@ -132,7 +142,10 @@ fn install_pre_exec(cmd: &mut Command, keep: Option<OwnedFd>) {
 fn validate(target: &WorkerCommand, policy: &SandboxPolicy) -> Result<(), SandboxError> {
     let invalid = |what: String| Err(SandboxError::Invalid(what));
     if !target.program.is_absolute() {
-        return invalid(format!("program {} is not an absolute path", target.program.display()));
+        return invalid(format!(
+            "program {} is not an absolute path",
+            target.program.display()
+        ));
     }
     let has_nul = |s: &std::ffi::OsStr| s.as_bytes().contains(&0);
     if has_nul(target.program.as_os_str()) || target.args.iter().any(|a| has_nul(a)) {
@@ -151,17 +164,26 @@ fn validate(target: &WorkerCommand, policy: &SandboxPolicy) -> Result<(), Sandbo
     }
     if policy.mode == SandboxMode::Enforce {
         if !target.program.is_file() {
-            return invalid(format!("program {} is not a file", target.program.display()));
+            return invalid(format!(
+                "program {} is not a file",
+                target.program.display()
+            ));
         }
         for path in &policy.read_only_paths {
             if !absolute(path) || !path.exists() {
-                return invalid(format!("read-only path {} is not an existing absolute path", path.display()));
+                return invalid(format!(
+                    "read-only path {} is not an existing absolute path",
+                    path.display()
+                ));
             }
         }
         if let Some(scratch) = &policy.scratch_dir
             && (!absolute(scratch) || !scratch.is_dir())
         {
-            return invalid(format!("scratch dir {} is not an existing absolute directory", scratch.display()));
+            return invalid(format!(
+                "scratch dir {} is not an existing absolute directory",
+                scratch.display()
+            ));
         }
     }
     Ok(())

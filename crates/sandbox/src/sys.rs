@@ -12,21 +12,33 @@ use nix::libc;
 /// `CLOSE_RANGE_CLOEXEC`, Linux 5.11), so none survives the next `execve`. Async-signal-safe:
 /// one system call, no allocation, usable between `fork` and `exec`.
 pub(crate) fn cloexec_from(first: RawFd) -> io::Result<()> {
-    let first = libc::c_uint::try_from(first).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    let first =
+        libc::c_uint::try_from(first).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
     // SAFETY: close_range only changes descriptor flags; it touches no memory. Nothing can go
     // wrong for this process: a descriptor someone else still uses stays open until exec.
     let rc = unsafe {
-        libc::close_range(first, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int)
+        libc::close_range(
+            first,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC as libc::c_int,
+        )
     };
     if rc == 0 {
         return Ok(());
     }
     // Kernels before 5.11: walk the descriptor table one by one, up to the soft RLIMIT_NOFILE
     // bound the kernel would accept anyway (at most 1 << 20).
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: getrlimit writes into the struct we own; nothing else is touched.
     let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
-    let last = if rc == 0 { limit.rlim_cur.min(1 << 20) } else { 1 << 16 };
+    let last = if rc == 0 {
+        limit.rlim_cur.min(1 << 20)
+    } else {
+        1 << 16
+    };
     for fd in first..last.try_into().unwrap_or(libc::c_uint::MAX) {
         let Ok(fd) = libc::c_int::try_from(fd) else {
             break;
@@ -41,7 +53,8 @@ pub(crate) fn cloexec_from(first: RawFd) -> io::Result<()> {
 
 /// Closes every descriptor from `first` upwards right now (`close_range(2)`).
 pub(crate) fn close_from(first: RawFd) -> io::Result<()> {
-    let first = libc::c_uint::try_from(first).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    let first =
+        libc::c_uint::try_from(first).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
     // SAFETY: the helper is single-threaded and owns no descriptor above `first` that Rust code
     // still refers to when this runs (callers guarantee it); a stale `OwnedFd` would later close
     // a reused number, which is why callers run this before creating any.
@@ -134,7 +147,16 @@ pub(crate) fn drop_all_capabilities() -> io::Result<()> {
         }
     }
     // SAFETY: integers only; clears the ambient set, which nothing in this process relies on.
-    if unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) } != 0 {
+    if unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    } != 0
+    {
         return Err(io::Error::last_os_error());
     }
     let mut header = CapHeader {
@@ -144,7 +166,13 @@ pub(crate) fn drop_all_capabilities() -> io::Result<()> {
     let data = [CapData::default(); 2];
     // SAFETY: header and data have the layout of `__user_cap_header_struct` and two
     // `__user_cap_data_struct` (version 3 reads two); the kernel reads them during the call.
-    let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut CapHeader, data.as_ptr()) };
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_capset,
+            &mut header as *mut CapHeader,
+            data.as_ptr(),
+        )
+    };
     if rc == 0 {
         Ok(())
     } else {
@@ -161,7 +189,11 @@ pub(crate) fn capabilities() -> io::Result<[u64; 3]> {
     let mut data = [CapData::default(); 2];
     // SAFETY: as in `drop_all_capabilities`; the kernel writes two data structs we own.
     let rc = unsafe {
-        libc::syscall(libc::SYS_capget, &mut header as *mut CapHeader, data.as_mut_ptr())
+        libc::syscall(
+            libc::SYS_capget,
+            &mut header as *mut CapHeader,
+            data.as_mut_ptr(),
+        )
     };
     if rc != 0 {
         return Err(io::Error::last_os_error());

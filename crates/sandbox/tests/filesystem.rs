@@ -1,6 +1,11 @@
 //! Attacks on the filesystem view and /proc: each must fail under Enforce; where cheap, the
 //! same payload succeeds under Disabled, which shows the test can fail.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
 
 mod common;
 
@@ -26,7 +31,10 @@ fn read_file_planted_in_home_outside_view() {
         return;
     }
     let fx = Fixture::new("home");
-    let payload = python(&format!("attempt(lambda: open({:?}).read())", fx.secret.display().to_string()));
+    let payload = python(&format!(
+        "attempt(lambda: open({:?}).read())",
+        fx.secret.display().to_string()
+    ));
     let confined = run(&payload, &fx.policy(Enforce));
     assert_eq!(confined.lines(), ["BLOCKED ENOENT"], "{confined:?}");
     assert!(!confined.stdout.contains(SECRET));
@@ -46,7 +54,10 @@ fn list_host_processes_in_proc() {
     assert_eq!(confined.lines(), ["[1, 2]"], "{confined:?}");
     let open = run(&payload, &fx.policy(Disabled));
     let visible = open.stdout.matches(',').count() + 1;
-    assert!(visible > 2, "unconfined should see host processes: {open:?}");
+    assert!(
+        visible > 2,
+        "unconfined should see host processes: {open:?}"
+    );
 }
 
 #[test]
@@ -91,13 +102,21 @@ fn write_outside_scratch() {
     let confined = run(&payload, &fx.policy(Enforce));
     assert_eq!(
         confined.lines(),
-        ["BLOCKED ENOENT", "BLOCKED EROFS", "BLOCKED EROFS", "BLOCKED EROFS"],
+        [
+            "BLOCKED ENOENT",
+            "BLOCKED EROFS",
+            "BLOCKED EROFS",
+            "BLOCKED EROFS"
+        ],
         "{confined:?}"
     );
     assert!(!target.exists());
     assert!(!std::path::Path::new("/usr/lib/planted-by-sandbox").exists());
     let open = run(
-        &python(&format!("attempt(lambda: open({:?}, 'w').write('x'))", target.display().to_string())),
+        &python(&format!(
+            "attempt(lambda: open({:?}, 'w').write('x'))",
+            target.display().to_string()
+        )),
         &fx.policy(Disabled),
     );
     assert_eq!(open.lines(), ["OK 1"], "{open:?}");
@@ -120,7 +139,11 @@ fn symlink_from_scratch_to_host_file() {
     let confined = run(&payload, &fx.policy(Enforce));
     // The link is made (scratch is writable) but points into nothing; hard links across mounts
     // are refused.
-    assert_eq!(confined.lines(), ["OK None", "BLOCKED ENOENT", "BLOCKED EXDEV"], "{confined:?}");
+    assert_eq!(
+        confined.lines(),
+        ["OK None", "BLOCKED ENOENT", "BLOCKED EXDEV"],
+        "{confined:?}"
+    );
     let mut unconfined = fx.policy(Disabled);
     unconfined.scratch_dir = None;
     let open_payload = python(&format!(
@@ -130,7 +153,11 @@ fn symlink_from_scratch_to_host_file() {
         fx.scratch.path().display().to_string()
     ));
     let open = run(&open_payload, &unconfined);
-    assert_eq!(open.lines(), ["OK None", &format!("OK {SECRET}")], "{open:?}");
+    assert_eq!(
+        open.lines(),
+        ["OK None", &format!("OK {SECRET}")],
+        "{open:?}"
+    );
 }
 
 #[test]
@@ -157,14 +184,22 @@ fn scratch_is_the_only_writable_place() {
          attempt(lambda: open('/tmp/x', 'w'))",
     );
     let mut payload = payload;
-    payload
-        .env
-        .push(("EXPECTED_CWD".into(), fx.scratch.path().as_os_str().to_owned()));
+    payload.env.push((
+        "EXPECTED_CWD".into(),
+        fx.scratch.path().as_os_str().to_owned(),
+    ));
     let confined = run(&payload, &fx.policy(Enforce));
     assert!(confined.status.success(), "{confined:?}");
     // /tmp exists inside only as the read-only parent of the scratch dir.
-    assert_eq!(confined.lines(), ["True hello", "BLOCKED EROFS"], "{confined:?}");
-    assert_eq!(std::fs::read_to_string(fx.scratch.path().join("out.txt")).unwrap(), "hello");
+    assert_eq!(
+        confined.lines(),
+        ["True hello", "BLOCKED EROFS"],
+        "{confined:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.scratch.path().join("out.txt")).unwrap(),
+        "hello"
+    );
 }
 
 #[test]
@@ -188,7 +223,8 @@ fn environment_is_exactly_the_given_one_and_only_stdio_is_inherited() {
         return;
     }
     let fx = Fixture::new("env");
-    let payload = python("print(sorted(os.environ.items()))\nprint(sorted(os.listdir('/proc/self/fd')))");
+    let payload =
+        python("print(sorted(os.environ.items()))\nprint(sorted(os.listdir('/proc/self/fd')))");
     for mode in [Enforce, Disabled] {
         let out = run(&payload, &fx.policy(mode));
         assert_eq!(
@@ -213,7 +249,11 @@ fn unreachable_read_only_path_fails_closed() {
     let private = fx.home.path().join("private");
     std::fs::create_dir(&private).unwrap();
     std::fs::create_dir(private.join("inner")).unwrap();
-    std::fs::set_permissions(&private, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
     if nix::unistd::geteuid().as_raw() != 0 {
         println!("SKIP: needs root to make a path the sandbox uid cannot traverse");
         return;
@@ -221,7 +261,11 @@ fn unreachable_read_only_path_fails_closed() {
     let mut policy = fx.policy(Enforce);
     policy.read_only_paths.push(private.join("inner"));
     let out = run(&sh("echo ran"), &policy);
-    assert_eq!(out.status.code(), Some(i32::from(sandbox::EXIT_SETUP_FAILED)), "{out:?}");
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(sandbox::EXIT_SETUP_FAILED)),
+        "{out:?}"
+    );
     assert_eq!(out.stdout, "");
     assert!(out.stderr.contains("layer `filesystem-view`"), "{out:?}");
 }

@@ -1,6 +1,11 @@
 //! Network attacks: each must fail under Enforce. Canary listeners run in the test, on
 //! loopback only; the same payload under Disabled reaches them, which shows the test can fail.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
 
 mod common;
 
@@ -153,7 +158,11 @@ fn create_udp_socket_and_socketpair_of_inet() {
     );
     let confined = run(&payload, &fx.policy(Enforce));
     // AF_UNIX pairs stay allowed: a worker may use them between its own processes.
-    assert_eq!(confined.lines(), ["BLOCKED EPERM", "BLOCKED EPERM", "OK created"], "{confined:?}");
+    assert_eq!(
+        confined.lines(),
+        ["BLOCKED EPERM", "BLOCKED EPERM", "OK created"],
+        "{confined:?}"
+    );
 }
 
 #[test]
@@ -183,7 +192,9 @@ fn connect_to_host_abstract_unix_socket() {
     }
     let fx = Fixture::new("abstract");
     let name = format!("sandbox-test-canary-{}", std::process::id());
-    let addr = <SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(name.as_bytes()).unwrap();
+    let addr =
+        <SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(name.as_bytes())
+            .unwrap();
     let listener = UnixListener::bind_addr(&addr).unwrap();
     let payload = python(&format!(
         "import socket\ns = socket.socket(socket.AF_UNIX)\nattempt(lambda: s.connect('\\0{name}') or 'connected')"

@@ -1,5 +1,10 @@
 //! Attacks on the process tree and on resources: each must fail (or be bounded) under Enforce.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
 
 mod common;
 
@@ -86,7 +91,10 @@ fn daemon_survives_kill_group(policy: &SandboxPolicy, wait: Duration) -> (i32, b
     }
     sandbox::kill_group(child.id());
     child.wait().unwrap();
-    let eof = matches!(lines.recv_timeout(wait), Err(mpsc::RecvTimeoutError::Disconnected));
+    let eof = matches!(
+        lines.recv_timeout(wait),
+        Err(mpsc::RecvTimeoutError::Disconnected)
+    );
     (daemon, eof)
 }
 
@@ -97,12 +105,19 @@ fn daemonised_grandchild_dies_with_kill_group() {
     }
     let fx = Fixture::new("daemon");
     let (_, eof) = daemon_survives_kill_group(&fx.policy(Enforce), Duration::from_secs(10));
-    assert!(eof, "a process of the sandbox still holds its stdout after kill_group");
+    assert!(
+        eof,
+        "a process of the sandbox still holds its stdout after kill_group"
+    );
 
     // Unconfined, the daemon escapes the process group: the test can fail.
-    let (daemon, eof) = daemon_survives_kill_group(&fx.policy(Disabled), Duration::from_millis(500));
+    let (daemon, eof) =
+        daemon_survives_kill_group(&fx.policy(Disabled), Duration::from_millis(500));
     assert!(!eof, "unconfined daemon should have survived kill_group");
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(daemon), nix::sys::signal::Signal::SIGKILL);
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon),
+        nix::sys::signal::Signal::SIGKILL,
+    );
 }
 
 const PTRACE_PARENT: &str = "import ctypes\n\
@@ -204,7 +219,12 @@ fn file_size_limit() {
     ));
     let confined = run(&payload, &policy);
     assert_eq!(confined.lines(), ["BLOCKED EFBIG"], "{confined:?}");
-    assert_eq!(std::fs::metadata(fx.scratch.path().join("big")).unwrap().len(), 1 << 20);
+    assert_eq!(
+        std::fs::metadata(fx.scratch.path().join("big"))
+            .unwrap()
+            .len(),
+        1 << 20
+    );
     let open = run(&payload, &fx.policy(Disabled));
     assert_eq!(open.lines(), [format!("OK {}", 2 << 20)], "{open:?}");
 }
@@ -255,7 +275,10 @@ fn probe_reports_every_required_layer_enforced() {
     assert!(sandbox::ensure_available(&fx.policy(Enforce)).is_ok());
     let landlock = report.layer(sandbox::layer::LANDLOCK).unwrap();
     if !landlock.enforced {
-        println!("SKIP (partial): Landlock not enforced on this kernel: {}", landlock.detail);
+        println!(
+            "SKIP (partial): Landlock not enforced on this kernel: {}",
+            landlock.detail
+        );
     }
     let disabled = sandbox::probe(&fx.policy(Disabled));
     assert!(!disabled.minimum_guarantee_met());
@@ -279,7 +302,11 @@ fn helper_started_outside_command_refuses() {
         .args([sandbox::HELPER_ARG, "--config-fd=99"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(i32::from(sandbox::EXIT_BAD_INVOCATION)), "{out:?}");
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(sandbox::EXIT_BAD_INVOCATION)),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -293,6 +320,10 @@ fn exec_failure_has_its_own_exit_code() {
     cmd.program = "/usr/lib/os-release".into();
     cmd.args.clear();
     let out = run(&cmd, &fx.policy(Enforce));
-    assert_eq!(out.status.code(), Some(i32::from(sandbox::EXIT_EXEC_FAILED)), "{out:?}");
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(sandbox::EXIT_EXEC_FAILED)),
+        "{out:?}"
+    );
     assert!(out.stderr.contains("cannot execute"), "{out:?}");
 }

@@ -6,10 +6,14 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     // As in the host: first thing, before any thread starts.
-    if std::env::args_os().nth(1).is_some_and(|a| a == sandbox::HELPER_ARG) {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == sandbox::HELPER_ARG)
+    {
         return sandbox::helper_main();
     }
-    let mut policy = sandbox::SandboxPolicy::new(sandbox::SandboxMode::Enforce, std::env::current_exe().ok());
+    let mut policy =
+        sandbox::SandboxPolicy::new(sandbox::SandboxMode::Enforce, std::env::current_exe().ok());
     policy.scratch_dir = std::env::args_os().nth(1).map(Into::into);
     let report = sandbox::probe(&policy);
     let _ = write!(std::io::stdout(), "{report}");

@@ -1,6 +1,12 @@
 //! Shared helpers for the attack tests: temp dirs, policies, payload builders, a runner with a
 //! deadline, and the loud skip when the kernel cannot sandbox at all.
-#![allow(dead_code, clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    dead_code,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -37,7 +43,10 @@ impl TempDir {
     pub fn new(tag: &str) -> Self {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = PathBuf::from(format!("/tmp/sandbox-test-{tag}-{}-{n}", std::process::id()));
+        let path = PathBuf::from(format!(
+            "/tmp/sandbox-test-{tag}-{}-{n}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -71,7 +80,11 @@ impl Fixture {
         let secret = home.path().join("credentials");
         std::fs::write(&secret, SECRET).unwrap();
         std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
-        Self { scratch, home, secret }
+        Self {
+            scratch,
+            home,
+            secret,
+        }
     }
 
     pub fn policy(&self, mode: SandboxMode) -> SandboxPolicy {
@@ -88,8 +101,15 @@ impl Fixture {
 pub fn python(code: &str) -> WorkerCommand {
     WorkerCommand {
         program: PYTHON.into(),
-        args: vec!["-I".into(), "-c".into(), format!("{PRELUDE}\n{code}").into()],
-        env: vec![("PATH".into(), "/usr/bin:/bin".into()), ("LC_ALL".into(), "C.UTF-8".into())],
+        args: vec![
+            "-I".into(),
+            "-c".into(),
+            format!("{PRELUDE}\n{code}").into(),
+        ],
+        env: vec![
+            ("PATH".into(), "/usr/bin:/bin".into()),
+            ("LC_ALL".into(), "C.UTF-8".into()),
+        ],
         cwd: None,
     }
 }
@@ -117,13 +137,20 @@ impl Outcome {
 
 impl std::fmt::Debug for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "status: {}\nstdout:\n{}\nstderr:\n{}", self.status, self.stdout, self.stderr)
+        write!(
+            f,
+            "status: {}\nstdout:\n{}\nstderr:\n{}",
+            self.status, self.stdout, self.stderr
+        )
     }
 }
 
 pub fn spawn(cmd: &WorkerCommand, policy: &SandboxPolicy) -> Child {
     let mut command = sandbox::command(cmd, policy).expect("command");
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     command.spawn().expect("spawn")
 }
 
@@ -168,7 +195,9 @@ pub fn skip_unless_sandbox_available() -> bool {
     let missing = REPORT.get_or_init(|| {
         let policy = SandboxPolicy::new(SandboxMode::Enforce, Some(HELPER.into()));
         let report = sandbox::probe(&policy);
-        report.first_missing_required().map(|l| format!("layer `{}` unavailable: {}", l.name, l.detail))
+        report
+            .first_missing_required()
+            .map(|l| format!("layer `{}` unavailable: {}", l.name, l.detail))
     });
     match missing {
         Some(reason) => {
