@@ -203,6 +203,7 @@ fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
         Ok(ForkResult::Parent { child }) => {
             drop(alive_r);
             drop(status_w);
+            detach_stdio(cfg.probe);
             Ok(supervise(child, status_r, alive_w))
         }
     }
@@ -239,6 +240,7 @@ fn init(cfg: &HelperConfig, out: &Reporter, alive_r: OwnedFd, status_w: OwnedFd)
             }
             Ok(ForkResult::Parent { child }) => {
                 drop(alive_r);
+                detach_stdio(cfg.probe);
                 forward_signals_to(child);
                 let status = reap_until(child);
                 let _ = unistd::write(&status_w, &encode_status(status));
@@ -372,6 +374,23 @@ impl ExecArgs {
             argv,
             envp,
         })
+    }
+}
+
+/// The helpers keep no end of the payload's stdin and stdout, so the host sees EOF as soon as
+/// the payload closes its stdout, and the payload sees EOF when the host closes stdin. stderr
+/// stays: setup errors go there. (In probe mode stdout carries the report.)
+fn detach_stdio(probe: bool) {
+    if probe {
+        return;
+    }
+    if let Ok(null) = nix::fcntl::open(
+        "/dev/null",
+        OFlag::O_RDWR | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    ) {
+        let _ = unistd::dup2_stdin(&null);
+        let _ = unistd::dup2_stdout(&null);
     }
 }
 

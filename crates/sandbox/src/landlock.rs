@@ -28,7 +28,10 @@ pub(crate) fn prepare(cfg: &HelperConfig) -> Result<RulesetCreated, SetupError> 
     let err = |e: &dyn std::fmt::Display| SetupError::new(layer::LANDLOCK, e.to_string());
     let read = AccessFs::from_read(TARGET_ABI);
     let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev;
-    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+    // Listing directories of the view is harmless (it holds nothing else) and less surprising
+    // than EACCES on `ls /`; reading or executing files still needs one of the rules below.
+    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> =
+        vec![("/".into(), AccessFs::ReadDir.into())];
     for path in DEFAULT_READ_ONLY {
         if Path::new(path).exists() {
             rules.push((path.into(), read));

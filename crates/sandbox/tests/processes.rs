@@ -120,6 +120,67 @@ fn daemonised_grandchild_dies_with_kill_group() {
     );
 }
 
+#[test]
+fn payload_closing_stdout_is_seen_by_the_host() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    // The helpers hold no copy of the payload's stdout: a long-lived worker that closes it is
+    // seen at once, not when the whole sandbox exits.
+    let fx = Fixture::new("stdout-eof");
+    let mut child = spawn(
+        &python("import time\nos.close(1)\ntime.sleep(60)"),
+        &fx.policy(Enforce),
+    );
+    let lines = line_reader(&mut child);
+    let eof = matches!(
+        lines.recv_timeout(Duration::from_secs(10)),
+        Err(mpsc::RecvTimeoutError::Disconnected)
+    );
+    sandbox::kill_group(child.id());
+    child.wait().unwrap();
+    assert!(eof, "stdout stayed open after the payload closed it");
+}
+
+#[test]
+fn host_death_kills_the_sandbox() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    for disabled in [false, true] {
+        let fx = Fixture::new("hostdeath");
+        // sandbox-probe plays the host: it spawns the payload through sandbox::command with
+        // stdout inherited, then is killed without any chance to clean up.
+        let mut host = std::process::Command::new(HELPER);
+        host.arg("run");
+        if disabled {
+            host.arg("--disabled");
+        }
+        host.arg("--scratch").arg(fx.scratch.path());
+        host.args([
+            "--",
+            PYTHON,
+            "-I",
+            "-c",
+            "import time\nprint('up', flush=True)\ntime.sleep(60)",
+        ]);
+        host.stdout(std::process::Stdio::piped());
+        let mut host = host.spawn().unwrap();
+        let lines = line_reader(&mut host);
+        assert_eq!(lines.recv_timeout(DEADLINE).unwrap(), "up");
+        host.kill().unwrap();
+        host.wait().unwrap();
+        let eof = matches!(
+            lines.recv_timeout(Duration::from_secs(10)),
+            Err(mpsc::RecvTimeoutError::Disconnected)
+        );
+        assert!(
+            eof,
+            "disabled={disabled}: a sandbox process outlived its host"
+        );
+    }
+}
+
 const PTRACE_PARENT: &str = "import ctypes\n\
     libc = ctypes.CDLL(None, use_errno=True)\n\
     parent = os.getpid()\n\
