@@ -1,5 +1,5 @@
 //! cgroup v2: detection only. Memory and process counts are already bounded per process by
-//! rlimits (step 9); a delegated cgroup would bound the sandbox as a whole. This reports whether
+//! rlimits (step 8); a delegated cgroup would bound the sandbox as a whole. This reports whether
 //! the host offers one so `doctor` can say so; applying it is future work (docs/sandbox.md).
 
 use std::path::PathBuf;

@@ -112,13 +112,15 @@ fn read_config() -> Result<HelperConfig, String> {
     }
     // Make sure the descriptor is open before taking ownership of it.
     nix::fcntl::fcntl(
-        // SAFETY: borrowing a number for one fcntl call; if it is not open the call fails with EBADF.
+        // SAFETY: borrowing a number for one fcntl call; the borrow does not outlive it. If the
+        // number is not open the call fails with EBADF and we stop; nothing else can go wrong.
         unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
         nix::fcntl::FcntlArg::F_GETFD,
     )
     .map_err(|e| format!("configuration descriptor {fd}: {e}"))?;
     // SAFETY: the descriptor is open (checked above) and nothing else in this fresh process
-    // refers to it; it is closed when `file` drops.
+    // refers to it; it is closed when `file` drops. What can still go wrong: a host that passed
+    // the number of some other descriptor makes us read garbage, which fails to decode.
     let file = std::fs::File::from(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
     let mut bytes = Vec::new();
     let mut buf = [0u8; 8192];
@@ -134,7 +136,7 @@ fn read_config() -> Result<HelperConfig, String> {
     HelperConfig::decode(&bytes)
 }
 
-/// Steps 2 to 6, in the outer helper.
+/// Steps 2 to 5, in the outer helper.
 fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
     // Step 2: descriptors, session, core dumps.
     crate::sys::close_from(3)
@@ -223,11 +225,13 @@ fn supervise(init: Pid, status_r: OwnedFd, _alive_w: OwnedFd) -> ExitCode {
     mirror(status)
 }
 
-/// Step 6 onwards, in the init (PID 1 of the new namespace).
+/// Step 5 (second half) and 6, in the init (PID 1 of the new namespace); it forks step 7.
 fn init(cfg: &HelperConfig, out: &Reporter, alive_r: OwnedFd, status_w: OwnedFd) -> ExitCode {
     match init_steps(cfg, out, &alive_r) {
         Err(e) => fail(out, &e),
-        // SAFETY: the init is single-threaded, as the outer helper was.
+        // SAFETY: the init is single-threaded, as the outer helper was, so the child may do
+        // anything after fork. What can go wrong: a fork failure (e.g. RLIMIT_NPROC of the
+        // host uid reached) is reported as a setup failure, never as a payload result.
         Ok(()) => match unsafe { unistd::fork() } {
             Err(e) => fail(
                 out,
@@ -284,7 +288,7 @@ fn init_steps(cfg: &HelperConfig, out: &Reporter, alive_r: &OwnedFd) -> Result<(
     Ok(())
 }
 
-/// Steps 7 to 12, in the payload process (PID 2); then `execve`.
+/// Steps 7 to 13, in the payload process (PID 2), ending in `execve`.
 fn payload(cfg: &HelperConfig, out: &Reporter) -> ExitCode {
     match payload_steps(cfg, out) {
         Err(e) => fail(out, &e),
@@ -306,9 +310,9 @@ fn payload(cfg: &HelperConfig, out: &Reporter) -> ExitCode {
 
 /// Returns the execve error (`Ok(Some)`), or `Ok(None)` in probe mode.
 fn payload_steps(cfg: &HelperConfig, out: &Reporter) -> Result<Option<nix::Error>, SetupError> {
+    // Step 7: everything that allocates or opens files happens before the limits apply.
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("PR_SET_PDEATHSIG: {e}")))?;
-    // Everything that allocates or opens files happens before the limits apply.
     let exec = ExecArgs::new(cfg)?;
     let ruleset = landlock::prepare(cfg)?;
     let filters = seccomp::compile()?;
@@ -324,6 +328,7 @@ fn payload_steps(cfg: &HelperConfig, out: &Reporter) -> Result<Option<nix::Error
         )
     })?;
 
+    // Steps 8 to 12: limits, no_new_privs, capabilities, Landlock, seccomp.
     let detail = limits::apply_rlimits(&cfg.limits)?;
     out.layer(layer::RLIMITS, true, &detail);
     limits::no_new_privs()?;
@@ -338,6 +343,7 @@ fn payload_steps(cfg: &HelperConfig, out: &Reporter) -> Result<Option<nix::Error
     out.layer(layer::LANDLOCK, enforced, &detail);
     let detail = seccomp::apply(&filters)?;
     out.layer(layer::SECCOMP, true, &detail);
+    // Step 13: no descriptor but 0, 1 and 2 survives execve.
     crate::sys::cloexec_from(3)
         .map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
     if cfg.probe {
@@ -478,7 +484,9 @@ fn decode_status(buf: &[u8; 5]) -> WaitStatus {
 fn mirror(status: WaitStatus) -> ExitCode {
     match status {
         WaitStatus::Signaled(_, sig, _) => {
-            // SAFETY: restoring the default action of one signal; the process is about to die.
+            // SAFETY: restoring the default action of one signal; no handler state is touched.
+            // What can still go wrong: for a signal whose default is to be ignored, raise
+            // returns and we exit with 128 + the signal number instead.
             let _ = unsafe { signal::signal(sig, SigHandler::SigDfl) };
             let mut set = SigSet::empty();
             set.add(sig);

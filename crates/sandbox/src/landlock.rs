@@ -1,4 +1,4 @@
-//! Landlock (step 10): the same filesystem view again, enforced by a second mechanism, plus no
+//! Landlock (step 11): the same filesystem view again, enforced by a second mechanism, plus no
 //! TCP bind/connect and no signals or abstract sockets across the sandbox boundary.
 //!
 //! Best effort: the kernel's Landlock ABI decides how much is enforced (filesystem since 5.13,

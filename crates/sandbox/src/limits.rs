@@ -1,4 +1,4 @@
-//! rlimits, no_new_privs and capabilities (steps 7 to 9), in the payload process.
+//! rlimits, no_new_privs and capabilities (steps 8 to 10), in the payload process.
 
 use nix::sys::prctl;
 use nix::sys::resource::{Resource, setrlimit};
@@ -11,7 +11,7 @@ use crate::report::layer;
 /// outer helper and the init share the payload's uid in the namespace.
 pub(crate) const HELPER_PROCESSES: u64 = 2;
 
-/// Step 7: the resource limits, soft and hard alike (the payload cannot raise them back).
+/// Step 8: the resource limits, soft and hard alike (the payload cannot raise them back).
 /// CPU gets one more second of hard limit so SIGXCPU arrives before SIGKILL.
 pub(crate) fn apply_rlimits(limits: &ResourceLimits) -> Result<String, SetupError> {
     let l = limits;
@@ -63,7 +63,7 @@ pub(crate) fn apply_rlimits(limits: &ResourceLimits) -> Result<String, SetupErro
     ))
 }
 
-/// Step 8: no execve may grant privileges again (setuid bits, file capabilities).
+/// Step 9: no execve may grant privileges again (setuid bits, file capabilities).
 pub(crate) fn no_new_privs() -> Result<(), SetupError> {
     prctl::set_no_new_privs()
         .map_err(|e| SetupError::new(layer::NO_NEW_PRIVS, format!("PR_SET_NO_NEW_PRIVS: {e}")))?;
@@ -76,7 +76,7 @@ pub(crate) fn no_new_privs() -> Result<(), SetupError> {
     }
 }
 
-/// Step 9: the capabilities the new user namespace granted (over it only) are all dropped, the
+/// Step 10: the capabilities the new user namespace granted (over it only) are all dropped, the
 /// bounding set emptied and the securebits locked, then checked.
 pub(crate) fn drop_capabilities() -> Result<String, SetupError> {
     let err = |what: &str, e: std::io::Error| {

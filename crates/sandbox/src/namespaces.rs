@@ -1,4 +1,4 @@
-//! Identity and namespaces: steps 3 to 5 of the sequence (see `docs/sandbox.md`).
+//! Identity and namespaces: steps 3 and 4 of the sequence (see `docs/sandbox.md`).
 
 use std::path::Path;
 
@@ -118,7 +118,7 @@ pub(crate) fn unshare_all(uid: Uid, gid: Gid, parent: Pid) -> Result<(), SetupEr
     Ok(())
 }
 
-/// Step 5 check: the new network namespace has nothing but a loopback interface that is down.
+/// Step 4, checked: the new network namespace has nothing but a loopback interface that is down.
 pub(crate) fn check_network() -> Result<String, SetupError> {
     let addrs = nix::ifaddrs::getifaddrs()
         .map_err(|e| SetupError::new(layer::NETWORK_NAMESPACE, format!("getifaddrs: {e}")))?;
@@ -148,7 +148,7 @@ pub(crate) fn check_network() -> Result<String, SetupError> {
     ))
 }
 
-/// Step 5: a hostname that says nothing about the host.
+/// Step 4: a hostname that says nothing about the host.
 pub(crate) fn set_hostname() -> Result<(), SetupError> {
     unistd::sethostname("sandbox")
         .map_err(|e| SetupError::new(layer::UTS_NAMESPACE, format!("sethostname: {e}")))

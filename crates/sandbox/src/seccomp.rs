@@ -1,4 +1,4 @@
-//! seccomp-bpf (step 11, the last before `execve`): a deny list. Denied calls return EPERM
+//! seccomp-bpf (step 12, the last before `execve`): a deny list. Denied calls return EPERM
 //! instead of killing the process, so the payload sees a clear "Operation not permitted".
 //!
 //! Three filters are installed; for any call the strictest answer wins:
@@ -163,7 +163,7 @@ fn x32_filter() -> BpfProgram {
     ]
 }
 
-/// Installs the filters on this thread. Needs no_new_privs (step 8).
+/// Installs the filters on this thread. Needs no_new_privs (step 9).
 pub(crate) fn apply(filters: &Filters) -> Result<String, SetupError> {
     for program in &filters.0 {
         seccompiler::apply_filter(program)

@@ -32,7 +32,8 @@ pub(crate) fn cloexec_from(first: RawFd) -> io::Result<()> {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: getrlimit writes into the struct we own; nothing else is touched.
+    // SAFETY: getrlimit writes into the struct we own; nothing else is touched. On failure
+    // the fallback bound below is used.
     let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
     let last = if rc == 0 {
         limit.rlim_cur.min(1 << 20)
@@ -68,7 +69,9 @@ pub(crate) fn close_from(first: RawFd) -> io::Result<()> {
 
 /// Clears close-on-exec on `fd` so it survives `execve`. Async-signal-safe.
 pub(crate) fn clear_cloexec(fd: RawFd) -> io::Result<()> {
-    // SAFETY: F_SETFD with 0 only changes the descriptor's flag; no memory is involved.
+    // SAFETY: F_SETFD with 0 only changes the descriptor's flag; no memory is involved. What
+    // can still go wrong: a wrong `fd` would leak that descriptor into the helper, which closes
+    // every descriptor above 2 as its first step anyway.
     let rc = unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
     if rc == 0 {
         Ok(())
@@ -83,12 +86,14 @@ pub(crate) fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     if fd.as_raw_fd() >= 3 {
         return Ok(fd);
     }
-    // SAFETY: F_DUPFD_CLOEXEC returns a fresh descriptor or -1; no memory is involved.
+    // SAFETY: F_DUPFD_CLOEXEC returns a fresh descriptor or -1; no memory is involved, and
+    // nothing else can go wrong.
     let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
     if new < 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: `new` was just returned by the kernel and is owned by nobody else.
+    // SAFETY: `new` was just returned by the kernel and is owned by nobody else; it is closed
+    // exactly once, when the `OwnedFd` drops.
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
@@ -136,7 +141,9 @@ pub(crate) fn mount_setattr(path: &Path, recursive: bool, attr_set: u64) -> io::
 pub(crate) fn drop_all_capabilities() -> io::Result<()> {
     for cap in 0..=63 {
         // SAFETY: prctl(PR_CAPBSET_DROP) takes integers only. EINVAL marks the end of the
-        // capabilities this kernel knows.
+        // capabilities this kernel knows. What can still go wrong: a future kernel with more
+        // than 64 capabilities keeps the ones above 63 in the bounding set (the effective,
+        // permitted and inheritable sets are still emptied and checked by the caller).
         let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
         if rc != 0 {
             let err = io::Error::last_os_error();
@@ -147,6 +154,7 @@ pub(crate) fn drop_all_capabilities() -> io::Result<()> {
         }
     }
     // SAFETY: integers only; clears the ambient set, which nothing in this process relies on.
+    // Nothing else can go wrong.
     if unsafe {
         libc::prctl(
             libc::PR_CAP_AMBIENT,
@@ -166,6 +174,8 @@ pub(crate) fn drop_all_capabilities() -> io::Result<()> {
     let data = [CapData::default(); 2];
     // SAFETY: header and data have the layout of `__user_cap_header_struct` and two
     // `__user_cap_data_struct` (version 3 reads two); the kernel reads them during the call.
+    // What can still go wrong: a kernel that rejects version 3 fails the call, reported as a
+    // missing capabilities layer.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_capset,
