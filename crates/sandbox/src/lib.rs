@@ -191,8 +191,11 @@ pub fn ensure_available(policy: &SandboxPolicy) -> Result<SandboxReport, Sandbox
 /// Kills every process in the worker's process group (the worker is its leader). Under
 /// [`SandboxMode::Enforce`] the group holds the helper and the namespace's init; when that init
 /// dies the kernel kills every process left in the PID namespace, including any that left the
-/// group with `setsid`.
+/// group with `setsid`. Pids 0 and 1 are ignored: `killpg(0)` would hit the caller's own group.
 pub fn kill_group(pid: u32) {
+    if pid <= 1 {
+        return;
+    }
     if let Ok(pid) = i32::try_from(pid) {
         let _ = nix::sys::signal::killpg(
             nix::unistd::Pid::from_raw(pid),
