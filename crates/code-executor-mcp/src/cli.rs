@@ -60,6 +60,8 @@ enum Command {
     Demo,
     /// Measure latency against a direct MCP baseline and print JSON (see README).
     Bench(crate::bench::BenchArgs),
+    /// Check the sandbox layer by layer, the configuration and the JS worker.
+    Doctor,
 }
 
 /// Entry point after helper modes were ruled out.
@@ -178,11 +180,77 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let opts = options(&cli)?;
             crate::demo::run_demo(opts).await
         }
+        Some(Command::Doctor) => doctor(&cli).await,
         Some(Command::Bench(args)) => {
             let opts = options(&cli)?;
             crate::bench::run_bench(opts, args).await
         }
     }
+}
+
+async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let opts = options(cli)?;
+    let policy = crate::worker_policy(sandbox::SandboxMode::Enforce, &opts.exe);
+    let report = sandbox::probe(&policy);
+    say(&format!(
+        "sandbox (what --sandbox=enforce applies to every worker):\n{report}"
+    ));
+    let mut healthy = report.minimum_guarantee_met();
+    if !healthy {
+        say("=> the minimum guarantee is NOT met: executions will be refused (fail closed).");
+    }
+    match Config::load(cli.config.as_deref(), Some(&opts.exe)) {
+        Ok(config) => {
+            say(&format!(
+                "upstream servers configured: {}",
+                config.servers.len()
+            ));
+            for (name, spec) in &config.servers {
+                say(&format!(
+                    "  {name}: {} {} (from {})",
+                    spec.command,
+                    spec.args.join(" "),
+                    spec.source.display()
+                ));
+            }
+            for w in &config.warnings {
+                say(&format!("  warning: {w}"));
+            }
+        }
+        Err(e) => {
+            healthy = false;
+            say(&format!("config: {e}"));
+        }
+    }
+    let core = Core::start(
+        &Config::default(),
+        CoreOptions {
+            pool_size: 0,
+            ..opts
+        },
+    );
+    let outcome = core
+        .runtime
+        .execute_typescript(ExecRequest {
+            code: "return 1 + 1".into(),
+            ..ExecRequest::default()
+        })
+        .await;
+    match &outcome.error {
+        None => say(&format!(
+            "js worker: ok (return 1 + 1 -> {} in {} ms)",
+            outcome.result, outcome.duration_ms
+        )),
+        Some(e) => {
+            healthy = false;
+            say(&format!("js worker: FAILED: {}: {}", e.name, e.message));
+        }
+    }
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Terminal output of the people-facing commands (never used in serve mode).

@@ -86,6 +86,7 @@ impl Config {
             .or_else(|| std::env::var_os(CONFIG_PATH_ENV).map(PathBuf::from));
         match path {
             Some(path) => {
+                let path = std::path::absolute(&path).unwrap_or(path);
                 let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
                     path: path.clone(),
                     source,

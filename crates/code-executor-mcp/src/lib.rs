@@ -66,11 +66,15 @@ impl Core {
         let spawner = WorkerSpawner {
             exe: options.exe.clone(),
             language: Language::JavaScript,
-            policy: worker_policy(options.sandbox),
+            policy: worker_policy(options.sandbox, &options.exe),
         };
         let pool = Pool::start(spawner, options.pool_size);
         Arc::new(Core {
-            runtime: Runtime::new(catalog.clone(), pool),
+            runtime: Runtime::new(
+                catalog.clone(),
+                pool,
+                options.sandbox == sandbox::SandboxMode::Disabled,
+            ),
             catalog,
             started: Instant::now(),
             options,
@@ -92,17 +96,17 @@ impl Core {
     }
 }
 
-/// The confinement every worker gets.
-fn worker_policy(mode: sandbox::SandboxMode) -> sandbox::SandboxPolicy {
-    let mut policy = sandbox::SandboxPolicy::unconfined();
-    policy.mode = mode;
+/// The confinement every worker gets; `exe` re-enters as the sandbox helper.
+pub fn worker_policy(mode: sandbox::SandboxMode, exe: &std::path::Path) -> sandbox::SandboxPolicy {
+    let mut policy = sandbox::SandboxPolicy::new(mode, Some(exe.to_path_buf()));
     policy.limits = sandbox::ResourceLimits {
-        // Room for the engine heap limit plus the binary's own mappings.
-        address_space_bytes: 2 * 1024 * 1024 * 1024,
+        // CPU time is a backstop behind the host's wall-clock deadline.
         cpu_seconds: policy::MAX_TIMEOUT_MS / 1000 + 5,
-        max_processes: 16,
+        // A JS worker is two threads (engine and pipe reader); nothing may fork.
+        max_processes: 8,
+        // stdin, stdout, stderr and a few the runtime opens.
         max_open_files: 64,
-        max_file_size_bytes: 64 * 1024 * 1024,
+        ..sandbox::ResourceLimits::default()
     };
     policy
 }

@@ -1,11 +1,13 @@
-//! The `code-executor-mcp` binary. Helper modes (worker, demo server) are chosen from the
-//! first argument before anything else starts, so a worker never runs the server's setup.
+//! The `code-executor-mcp` binary. Helper modes (sandbox helper, worker, demo server) are
+//! chosen from the first argument before any thread or runtime starts, so a worker never runs
+//! the server's setup.
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let first = std::env::args_os().nth(1);
     match first.as_ref().and_then(|a| a.to_str()) {
+        Some(sandbox::HELPER_ARG) => sandbox::helper_main(),
         Some(code_executor_mcp::WORKER_ARG) => {
             let kind = std::env::args_os().nth(2);
             match kind.as_ref().and_then(|a| a.to_str()) {

@@ -205,6 +205,10 @@ pub fn execution_result(outcome: &ExecOutcome) -> CallToolResult {
 /// What a person or a model reads: the result, then logs, then the error.
 pub fn render_text(outcome: &ExecOutcome) -> String {
     let mut s = String::new();
+    if let Some(w) = &outcome.warning {
+        s.push_str(w);
+        s.push('\n');
+    }
     if let Some(e) = &outcome.error {
         s.push_str(&format!("{}: {}\n", e.name, e.message));
         if let Some(stack) = &e.stack {

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -226,17 +227,56 @@ pub fn child_env(spec: &ServerSpec) -> Vec<(OsString, OsString)> {
     env.into_iter().collect()
 }
 
+/// Finds `command` the way a shell would, on the child's PATH; relative paths with a slash
+/// are taken from the server's working directory.
+fn resolve_program(
+    command: &str,
+    env: &[(OsString, OsString)],
+    cwd: Option<&Path>,
+) -> Result<PathBuf, String> {
+    if command.contains('/') {
+        let p = Path::new(command);
+        return Ok(match (p.is_absolute(), cwd) {
+            (true, _) => p.to_path_buf(),
+            (false, Some(cwd)) => cwd.join(p),
+            (false, None) => std::env::current_dir().map_err(|e| e.to_string())?.join(p),
+        });
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(command))
+        .find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .ok_or_else(|| {
+            format!(
+                "`{command}` was not found on PATH ({})",
+                path.to_string_lossy()
+            )
+        })
+}
+
 async fn connect(spec: &ServerSpec) -> Result<Connection, String> {
+    let env = child_env(spec);
     let target = sandbox::WorkerCommand {
-        program: spec.command.clone().into(),
+        program: resolve_program(&spec.command, &env, spec.cwd.as_deref())?,
         args: spec.args.iter().map(OsString::from).collect(),
-        env: child_env(spec),
+        env,
         cwd: spec.cwd.clone(),
     };
     // Upstreams are the user's own trusted servers: not confined, but isolated from our
     // environment, in their own process group, and killed when we die.
-    let cmd = sandbox::command(&target, &sandbox::SandboxPolicy::unconfined())
-        .map_err(|e| e.to_string())?;
+    let cmd = sandbox::command(
+        &target,
+        &sandbox::SandboxPolicy::new(sandbox::SandboxMode::Disabled, None),
+    )
+    .map_err(|e| e.to_string())?;
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(true);
     let (transport, stderr) = TokioChildProcess::builder(cmd)

@@ -1,23 +1,57 @@
 //! Linux confinement for worker processes.
 //!
 //! The host describes what a worker is ([`WorkerCommand`]) and how it is confined
-//! ([`SandboxPolicy`]); [`command`] turns both into a `std::process::Command` whose child
-//! starts in its own process group, dies with the host, sees only the environment it was
-//! given, and inherits no descriptor but stdin, stdout and stderr.
+//! ([`SandboxPolicy`]); [`command`] turns both into a `std::process::Command`. The child it
+//! starts leads its own session and process group, dies with the host, sees only the
+//! environment it was given, and inherits no descriptor but stdin, stdout and stderr.
+//!
+//! In [`SandboxMode::Enforce`] the command re-enters the host binary as a helper
+//! (`<helper_exe> __sandbox --config-fd=N`, see [`HELPER_ARG`] and [`helper_main`]) that applies
+//! the numbered, fail-closed sequence documented in `docs/sandbox.md` before it executes the
+//! payload: user, mount, PID, network, IPC and UTS namespaces; a minimal read-only filesystem
+//! view with one writable scratch directory; Landlock; rlimits; no capabilities; seccomp.
+//! Should a required layer be missing, the helper writes a message naming it to stderr and
+//! exits with [`EXIT_SETUP_FAILED`]; [`probe`] reports every layer for a `doctor` command.
 //!
 //! This is the only crate allowed `unsafe`; every block says what could still go wrong.
 
+mod cgroup;
+mod config;
+mod helper;
+mod landlock;
+mod limits;
+mod mounts;
+mod namespaces;
+mod report;
+mod seccomp;
+mod spawn;
+mod sys;
+
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
+
+pub use report::{LayerStatus, SandboxReport, layer};
+
+/// `argv[1]` that makes the host binary act as the sandbox helper: the host's `main` calls
+/// [`helper_main`] first thing when it sees it, before any thread or async runtime starts.
+pub const HELPER_ARG: &str = "__sandbox";
+
+/// Exit code of the helper when its invocation is malformed (a bug in the host, not the payload).
+pub const EXIT_BAD_INVOCATION: u8 = 120;
+/// Exit code of the helper when a required sandbox layer cannot be applied; stderr says which
+/// layer, why, and what to do.
+pub const EXIT_SETUP_FAILED: u8 = 121;
+/// Exit code of the helper when every layer is in place but the payload cannot be executed.
+pub const EXIT_EXEC_FAILED: u8 = 122;
 
 /// Whether confinement is applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SandboxMode {
     /// Every layer the minimum guarantee needs, or refuse to start.
     Enforce,
-    /// Explicitly chosen by the user for development: no confinement at all.
+    /// Explicitly chosen by the user for development: no confinement at all (the child still
+    /// gets its own session, a parent-death signal, the curated environment and no extra fds).
     Disabled,
 }
 
@@ -25,54 +59,80 @@ pub enum SandboxMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxPolicy {
     pub mode: SandboxMode,
-    /// Paths the worker may read (its binary, shared libraries, an interpreter's install).
+    /// Paths the worker may read and execute beyond the defaults (the payload program and the
+    /// system library directories `/lib*` and `/usr/lib*`), e.g. an interpreter's install.
     pub read_only_paths: Vec<PathBuf>,
-    /// The one directory the worker may write.
+    /// The one directory the worker may write; it appears at the same path inside.
     pub scratch_dir: Option<PathBuf>,
     pub limits: ResourceLimits,
+    /// The executable that re-enters [`helper_main`] when started with [`HELPER_ARG`]; the host
+    /// passes `std::env::current_exe()`. Required in [`SandboxMode::Enforce`].
+    pub helper_exe: Option<PathBuf>,
 }
 
 impl SandboxPolicy {
-    /// No confinement: for the user's own upstream servers, which still get their own
-    /// process group, the parent-death signal and only the environment they are given.
-    pub fn unconfined() -> Self {
-        SandboxPolicy {
-            mode: SandboxMode::Disabled,
+    /// A policy with default limits, no extra paths and no scratch directory.
+    pub fn new(mode: SandboxMode, helper_exe: Option<PathBuf>) -> Self {
+        Self {
+            mode,
             read_only_paths: Vec::new(),
             scratch_dir: None,
-            limits: ResourceLimits::UNLIMITED,
+            limits: ResourceLimits::default(),
+            helper_exe,
         }
     }
 }
 
-/// rlimits applied to the worker.
+/// rlimits applied to the worker. `u64::MAX` means "no limit" for that resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResourceLimits {
+    /// RLIMIT_AS: virtual address space of each process of the payload.
     pub address_space_bytes: u64,
+    /// RLIMIT_CPU: CPU seconds of each process (SIGXCPU at the limit, SIGKILL one second later).
     pub cpu_seconds: u64,
+    /// RLIMIT_NPROC: processes the payload may have at once, itself included. The two helper
+    /// processes of the sandbox (outer helper and namespace init) are added on top.
     pub max_processes: u64,
+    /// RLIMIT_NOFILE: open descriptors per process.
     pub max_open_files: u64,
+    /// RLIMIT_FSIZE: largest file the payload may write.
     pub max_file_size_bytes: u64,
 }
 
 impl ResourceLimits {
-    /// No rlimit is changed.
-    pub const UNLIMITED: ResourceLimits = ResourceLimits {
-        address_space_bytes: u64::MAX,
-        cpu_seconds: u64::MAX,
-        max_processes: u64::MAX,
-        max_open_files: u64::MAX,
-        max_file_size_bytes: u64::MAX,
-    };
+    /// 1 GiB: CPython and QuickJS reserve address space generously; real use stays far below.
+    pub const DEFAULT_ADDRESS_SPACE_BYTES: u64 = 1 << 30;
+    /// 60 s of CPU: the host's wall-clock deadline is normally much shorter; this is a backstop.
+    pub const DEFAULT_CPU_SECONDS: u64 = 60;
+    /// 32 processes: a worker needs one; leaves room for `subprocess` use, bounds a fork bomb.
+    pub const DEFAULT_MAX_PROCESSES: u64 = 32;
+    /// 256 descriptors: a worker needs a handful; bounds descriptor exhaustion.
+    pub const DEFAULT_MAX_OPEN_FILES: u64 = 256;
+    /// 64 MiB: the largest file the scratch directory should ever need to hold.
+    pub const DEFAULT_MAX_FILE_SIZE_BYTES: u64 = 64 << 20;
+}
+
+impl Default for ResourceLimits {
+    fn default() -> Self {
+        Self {
+            address_space_bytes: Self::DEFAULT_ADDRESS_SPACE_BYTES,
+            cpu_seconds: Self::DEFAULT_CPU_SECONDS,
+            max_processes: Self::DEFAULT_MAX_PROCESSES,
+            max_open_files: Self::DEFAULT_MAX_OPEN_FILES,
+            max_file_size_bytes: Self::DEFAULT_MAX_FILE_SIZE_BYTES,
+        }
+    }
 }
 
 /// The program to run inside the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerCommand {
+    /// Absolute path of the payload executable.
     pub program: PathBuf,
     pub args: Vec<OsString>,
     /// The complete environment of the worker; nothing of the host's is inherited.
     pub env: Vec<(OsString, OsString)>,
+    /// Working directory, as seen inside the sandbox (default: the scratch directory, else `/`).
     pub cwd: Option<PathBuf>,
 }
 
@@ -84,32 +144,58 @@ pub enum SandboxError {
         reason: String,
         remedy: &'static str,
     },
+    #[error("invalid sandbox request: {0}")]
+    Invalid(String),
+    #[error("cannot prepare the sandbox helper: {0}")]
+    Io(#[from] std::io::Error),
 }
 
-/// Builds the command that starts `target` under `policy`. The caller sets stdio.
-pub fn command(target: &WorkerCommand, _policy: &SandboxPolicy) -> Result<Command, SandboxError> {
-    let mut cmd = Command::new(&target.program);
-    cmd.args(&target.args);
-    cmd.env_clear();
-    cmd.envs(target.env.iter().map(|(k, v)| (k, v)));
-    if let Some(cwd) = &target.cwd {
-        cmd.current_dir(cwd);
-    }
-    cmd.process_group(0);
-    // SAFETY: the closure runs in the child between fork and exec and calls only
-    // async-signal-safe prctl(2). If the host died before this line, the child keeps running
-    // until its first read of the closed stdin pipe, where it exits.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-                .map_err(std::io::Error::from)
-        });
-    }
-    Ok(cmd)
+/// Builds the command that starts `target` under `policy`. The caller sets stdio and spawns it
+/// (e.g. through `tokio::process::Command::from`). The child leads its own session and process
+/// group, so [`kill_group`] with its pid ends every process of the sandbox.
+///
+/// In [`SandboxMode::Enforce`] this only checks what is cheap to check (paths, the kernel's
+/// user-namespace switches); a layer that fails later makes the child exit with
+/// [`EXIT_SETUP_FAILED`] and a message on stderr. Call [`probe`] once at start to refuse early.
+pub fn command(target: &WorkerCommand, policy: &SandboxPolicy) -> Result<Command, SandboxError> {
+    spawn::command(target, policy)
 }
 
-/// Kills every process in the worker's process group (the worker is its leader).
+/// Runs the sandbox helper. Call it first thing in `main` when `argv[1] == HELPER_ARG`, before
+/// any thread or async runtime starts, and return its exit code from `main`.
+pub fn helper_main() -> std::process::ExitCode {
+    helper::main()
+}
+
+/// Reports, layer by layer, what [`command`] would enforce under `policy` on this machine, by
+/// running the helper up to the point where it would execute a payload.
+pub fn probe(policy: &SandboxPolicy) -> SandboxReport {
+    report::probe(policy)
+}
+
+/// Like [`probe`], but an error naming the first missing required layer when the minimum
+/// guarantee (no network, no host files outside the view, no escape from the process tree)
+/// cannot be met in [`SandboxMode::Enforce`].
+pub fn ensure_available(policy: &SandboxPolicy) -> Result<SandboxReport, SandboxError> {
+    let report = probe(policy);
+    match report.first_missing_required() {
+        Some(missing) if policy.mode == SandboxMode::Enforce => Err(SandboxError::Unavailable {
+            layer: missing.name,
+            reason: missing.detail.clone(),
+            remedy: report::remedy(missing.name),
+        }),
+        _ => Ok(report),
+    }
+}
+
+/// Kills every process in the worker's process group (the worker is its leader). Under
+/// [`SandboxMode::Enforce`] the group holds the helper and the namespace's init; when that init
+/// dies the kernel kills every process left in the PID namespace, including any that left the
+/// group with `setsid`. Pids 0 and 1 are ignored: `killpg(0)` would hit the caller's own group.
 pub fn kill_group(pid: u32) {
+    if pid <= 1 {
+        return;
+    }
     if let Ok(pid) = i32::try_from(pid) {
         let _ = nix::sys::signal::killpg(
             nix::unistd::Pid::from_raw(pid),

@@ -43,7 +43,14 @@ pub struct ExecOutcome {
     pub error: Option<ErrorInfo>,
     pub tool_calls: u32,
     pub duration_ms: f64,
+    /// Set when code ran without confinement (`--sandbox=none`), so every result says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
+
+/// The warning every result carries when the sandbox is off.
+pub const UNSANDBOXED_WARNING: &str =
+    "UNSANDBOXED: this server runs with --sandbox=none; code ran without OS confinement";
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
@@ -57,6 +64,7 @@ pub struct ExecRequest {
 pub struct Runtime {
     catalog: Catalog,
     js_pool: Pool,
+    unconfined: bool,
 }
 
 fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
@@ -68,8 +76,12 @@ fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
 }
 
 impl Runtime {
-    pub fn new(catalog: Catalog, js_pool: Pool) -> Self {
-        Runtime { catalog, js_pool }
+    pub fn new(catalog: Catalog, js_pool: Pool, unconfined: bool) -> Self {
+        Runtime {
+            catalog,
+            js_pool,
+            unconfined,
+        }
     }
 
     pub async fn pool_stats(&self) -> Vec<PoolStats> {
@@ -85,6 +97,7 @@ impl Runtime {
             error: None,
             tool_calls: 0,
             duration_ms: 0.0,
+            warning: self.unconfined.then(|| UNSANDBOXED_WARNING.to_string()),
         };
         let finish = |mut out: ExecOutcome| {
             out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;

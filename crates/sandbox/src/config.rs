@@ -1,0 +1,149 @@
+//! What the host tells the helper: serialised into a memfd the helper
+//! inherits (never argv, which every local user can read, and never the helper's environment,
+//! which would reach the dynamic loader of the helper itself).
+//!
+//! Encoding: `key NUL value NUL` pairs. No value can contain NUL (execve and paths forbid it),
+//! so the encoding is unambiguous without escaping.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+
+use crate::ResourceLimits;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HelperConfig {
+    /// Apply every layer, report them on stdout, and exit instead of executing a payload.
+    pub probe: bool,
+    pub program: Option<PathBuf>,
+    /// argv of the payload after argv[0] (which is `program`).
+    pub args: Vec<OsString>,
+    /// `KEY=VALUE` entries: the payload's whole environment.
+    pub env: Vec<OsString>,
+    pub cwd: Option<PathBuf>,
+    pub read_only: Vec<PathBuf>,
+    pub scratch: Option<PathBuf>,
+    pub limits: ResourceLimits,
+}
+
+impl HelperConfig {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut put = |key: &str, value: &OsStr| {
+            out.extend_from_slice(key.as_bytes());
+            out.push(0);
+            out.extend_from_slice(value.as_bytes());
+            out.push(0);
+        };
+        if self.probe {
+            put("probe", OsStr::new("1"));
+        }
+        if let Some(program) = &self.program {
+            put("program", program.as_os_str());
+        }
+        for arg in &self.args {
+            put("arg", arg);
+        }
+        for entry in &self.env {
+            put("env", entry);
+        }
+        if let Some(cwd) = &self.cwd {
+            put("cwd", cwd.as_os_str());
+        }
+        for path in &self.read_only {
+            put("ro", path.as_os_str());
+        }
+        if let Some(scratch) = &self.scratch {
+            put("scratch", scratch.as_os_str());
+        }
+        let l = &self.limits;
+        for (key, value) in [
+            ("as", l.address_space_bytes),
+            ("cpu", l.cpu_seconds),
+            ("nproc", l.max_processes),
+            ("nofile", l.max_open_files),
+            ("fsize", l.max_file_size_bytes),
+        ] {
+            put(key, OsStr::new(&value.to_string()));
+        }
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let mut cfg = HelperConfig {
+            probe: false,
+            program: None,
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+            read_only: Vec::new(),
+            scratch: None,
+            limits: ResourceLimits::default(),
+        };
+        let body = bytes
+            .strip_suffix(&[0])
+            .ok_or_else(|| "configuration does not end with NUL".to_owned())?;
+        let mut tokens = body.split(|b| *b == 0);
+        while let Some(key) = tokens.next() {
+            let value = tokens
+                .next()
+                .ok_or_else(|| format!("key {:?} has no value", String::from_utf8_lossy(key)))?;
+            let os = || OsString::from_vec(value.to_vec());
+            let number = || -> Result<u64, String> {
+                std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| format!("bad number for {:?}", String::from_utf8_lossy(key)))
+            };
+            match key {
+                b"probe" => cfg.probe = value == b"1",
+                b"program" => cfg.program = Some(os().into()),
+                b"arg" => cfg.args.push(os()),
+                b"env" => cfg.env.push(os()),
+                b"cwd" => cfg.cwd = Some(os().into()),
+                b"ro" => cfg.read_only.push(os().into()),
+                b"scratch" => cfg.scratch = Some(os().into()),
+                b"as" => cfg.limits.address_space_bytes = number()?,
+                b"cpu" => cfg.limits.cpu_seconds = number()?,
+                b"nproc" => cfg.limits.max_processes = number()?,
+                b"nofile" => cfg.limits.max_open_files = number()?,
+                b"fsize" => cfg.limits.max_file_size_bytes = number()?,
+                other => return Err(format!("unknown key {:?}", String::from_utf8_lossy(other))),
+            }
+        }
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_field() {
+        let cfg = HelperConfig {
+            probe: true,
+            program: Some("/usr/bin/python3.11".into()),
+            args: vec!["-I".into(), "-c".into(), "print('a=b')".into(), "".into()],
+            env: vec!["PATH=/usr/bin".into(), "EMPTY=".into()],
+            cwd: Some("/scratch dir".into()),
+            read_only: vec!["/opt/a".into(), "/opt/b".into()],
+            scratch: Some("/tmp/x".into()),
+            limits: ResourceLimits {
+                address_space_bytes: u64::MAX,
+                cpu_seconds: 3,
+                max_processes: 4,
+                max_open_files: 5,
+                max_file_size_bytes: 6,
+            },
+        };
+        assert_eq!(HelperConfig::decode(&cfg.encode()), Ok(cfg));
+    }
+
+    #[test]
+    fn rejects_truncated_input() {
+        assert!(HelperConfig::decode(b"program\0/bin/sh").is_err());
+        assert!(HelperConfig::decode(b"program\0").is_err());
+        assert!(HelperConfig::decode(b"nope\0x\0").is_err());
+    }
+}

@@ -1,0 +1,502 @@
+//! The helper: the numbered, fail-closed sequence of `docs/sandbox.md`, run in three processes.
+//!
+//! - the outer helper (host PID namespace, leader of the worker's process group) reads the
+//!   configuration, leaves host root, makes the namespaces, forks the init and mirrors its end;
+//! - the init (PID 1 of the new PID namespace) builds the filesystem view, forks the payload
+//!   process, forwards signals to it, reaps, and reports the payload's end to the outer helper;
+//!   when it exits the kernel kills everything left in the namespace;
+//! - the payload process sets rlimits, no_new_privs, drops capabilities, applies Landlock and
+//!   seccomp, and executes the payload.
+//!
+//! Every step either succeeds or stops the sequence with a [`SetupError`] naming its layer: the
+//! helper prints it to stderr and exits with [`EXIT_SETUP_FAILED`]. Nothing is executed with a
+//! required layer missing.
+
+use std::ffi::{CString, OsString};
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::prctl;
+use nix::sys::resource::{Resource, setrlimit};
+use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::{self, ForkResult, Pid};
+
+use crate::config::HelperConfig;
+use crate::report::{format_line, layer, remedy};
+use crate::{EXIT_BAD_INVOCATION, EXIT_EXEC_FAILED, EXIT_SETUP_FAILED, HELPER_ARG};
+use crate::{landlock, limits, mounts, namespaces, seccomp};
+
+/// A layer that could not be applied, and why.
+#[derive(Debug)]
+pub(crate) struct SetupError {
+    pub layer: &'static str,
+    pub reason: String,
+}
+
+impl SetupError {
+    pub fn new(layer: &'static str, reason: String) -> Self {
+        Self { layer, reason }
+    }
+}
+
+/// Layer lines on stdout in probe mode; silent otherwise (stdout belongs to the payload).
+pub(crate) struct Reporter {
+    probe: bool,
+}
+
+impl Reporter {
+    pub fn layer(&self, name: &str, enforced: bool, detail: &str) {
+        if self.probe {
+            // Written straight to fd 1, unbuffered, so nothing is duplicated by a later fork.
+            let _ = unistd::write(
+                std::io::stdout().as_fd(),
+                format_line(name, enforced, detail).as_bytes(),
+            );
+        }
+    }
+}
+
+pub(crate) fn main() -> ExitCode {
+    let config = match read_config() {
+        Ok(config) => config,
+        Err(message) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "code-executor-mcp sandbox helper: {message}"
+            );
+            return ExitCode::from(EXIT_BAD_INVOCATION);
+        }
+    };
+    let out = Reporter {
+        probe: config.probe,
+    };
+    match outer(&config, &out) {
+        Ok(code) => code,
+        Err(e) => fail(&out, &e),
+    }
+}
+
+fn fail(out: &Reporter, e: &SetupError) -> ExitCode {
+    out.layer(e.layer, false, &e.reason);
+    let _ = writeln!(
+        std::io::stderr(),
+        "code-executor-mcp sandbox: refusing to run code: layer `{}` could not be applied: {}; {}",
+        e.layer,
+        e.reason,
+        remedy(e.layer)
+    );
+    ExitCode::from(EXIT_SETUP_FAILED)
+}
+
+/// Step 1: the configuration, from the memfd named on the command line.
+fn read_config() -> Result<HelperConfig, String> {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).map(|a| a.as_os_str()) != Some(HELPER_ARG.as_ref()) {
+        return Err(format!("expected `{HELPER_ARG}` as first argument"));
+    }
+    let fd: i32 = args
+        .get(2)
+        .and_then(|a| a.to_str())
+        .and_then(|a| a.strip_prefix("--config-fd="))
+        .and_then(|n| n.parse().ok())
+        .ok_or("expected --config-fd=N as second argument")?;
+    if fd < 3 {
+        return Err("the configuration descriptor must be above stdio".into());
+    }
+    // Make sure the descriptor is open before taking ownership of it.
+    nix::fcntl::fcntl(
+        // SAFETY: borrowing a number for one fcntl call; the borrow does not outlive it. If the
+        // number is not open the call fails with EBADF and we stop; nothing else can go wrong.
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
+        nix::fcntl::FcntlArg::F_GETFD,
+    )
+    .map_err(|e| format!("configuration descriptor {fd}: {e}"))?;
+    // SAFETY: the descriptor is open (checked above) and nothing else in this fresh process
+    // refers to it; it is closed when `file` drops. What can still go wrong: a host that passed
+    // the number of some other descriptor makes us read garbage, which fails to decode.
+    let file = std::fs::File::from(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = file
+            .read_at(&mut buf, bytes.len() as u64)
+            .map_err(|e| format!("reading the configuration: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+    }
+    HelperConfig::decode(&bytes)
+}
+
+/// Steps 2 to 5, in the outer helper.
+fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
+    // Step 2: descriptors, session, core dumps.
+    crate::sys::close_from(3)
+        .map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
+    let me = unistd::getpid();
+    let session_ok =
+        unistd::getsid(None).ok() == Some(me) && unistd::getpgid(None).ok() == Some(me);
+    let pdeath_ok = prctl::get_pdeathsig().ok().flatten() == Some(Signal::SIGKILL);
+    if !session_ok || !pdeath_ok {
+        return Err(SetupError::new(
+            layer::SESSION,
+            "the helper was not started through sandbox::command (no own session or parent-death signal)".into(),
+        ));
+    }
+    let parent = unistd::getppid();
+    setrlimit(Resource::RLIMIT_CORE, 0, 0)
+        .map_err(|e| SetupError::new(layer::RLIMITS, format!("RLIMIT_CORE: {e}")))?;
+    out.layer(
+        layer::SESSION,
+        true,
+        "own session and process group; parent-death SIGKILL; fds closed except 0/1/2; environment exactly as given",
+    );
+
+    // Step 3: leave host root; step 4: namespaces.
+    let (uid, gid, who) = namespaces::leave_root(cfg.scratch.as_deref(), parent)?;
+    namespaces::unshare_all(uid, gid, parent)?;
+    out.layer(
+        layer::USER_NAMESPACE,
+        true,
+        &format!(
+            "new user namespace; payload uid/gid {} inside, {who}",
+            namespaces::INNER_ID
+        ),
+    );
+    let net = namespaces::check_network()?;
+    out.layer(layer::NETWORK_NAMESPACE, true, &net);
+    out.layer(
+        layer::IPC_NAMESPACE,
+        true,
+        "new IPC namespace (no host SysV IPC or POSIX queues)",
+    );
+    namespaces::set_hostname()?;
+    out.layer(
+        layer::UTS_NAMESPACE,
+        true,
+        "new UTS namespace; hostname `sandbox`",
+    );
+
+    // Step 5: fork the init of the new PID namespace.
+    let pipe = |what| {
+        unistd::pipe2(OFlag::O_CLOEXEC)
+            .map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("{what}: {e}")))
+    };
+    let (alive_r, alive_w) = pipe("pipe")?;
+    let (status_r, status_w) = pipe("pipe")?;
+    // SAFETY: the helper is single-threaded (started before any thread by the host's main), so
+    // the child may do anything after fork. What can go wrong: the child inherits the parent's
+    // memory, including the configuration; it contains nothing the payload may not see.
+    match unsafe { unistd::fork() } {
+        Err(e) => Err(SetupError::new(layer::PID_NAMESPACE, format!("fork: {e}"))),
+        Ok(ForkResult::Child) => {
+            drop(alive_w);
+            drop(status_r);
+            Ok(init(cfg, out, alive_r, status_w))
+        }
+        Ok(ForkResult::Parent { child }) => {
+            drop(alive_r);
+            drop(status_w);
+            detach_stdio(cfg.probe);
+            Ok(supervise(child, status_r, alive_w))
+        }
+    }
+}
+
+/// The outer helper after the fork: wait for the init, then end the way the payload ended.
+fn supervise(init: Pid, status_r: OwnedFd, _alive_w: OwnedFd) -> ExitCode {
+    forward_signals_to(init);
+    let init_status = wait_for(init);
+    let mut buf = [0u8; 5];
+    let n = unistd::read(&status_r, &mut buf).unwrap_or(0);
+    let status = if n == buf.len() {
+        decode_status(&buf)
+    } else {
+        init_status
+    };
+    mirror(status)
+}
+
+/// Step 5 (second half) and 6, in the init (PID 1 of the new namespace); it forks step 7.
+fn init(cfg: &HelperConfig, out: &Reporter, alive_r: OwnedFd, status_w: OwnedFd) -> ExitCode {
+    match init_steps(cfg, out, &alive_r) {
+        Err(e) => fail(out, &e),
+        // SAFETY: the init is single-threaded, as the outer helper was, so the child may do
+        // anything after fork. What can go wrong: a fork failure (e.g. RLIMIT_NPROC of the
+        // host uid reached) is reported as a setup failure, never as a payload result.
+        Ok(()) => match unsafe { unistd::fork() } {
+            Err(e) => fail(
+                out,
+                &SetupError::new(layer::PID_NAMESPACE, format!("fork: {e}")),
+            ),
+            Ok(ForkResult::Child) => {
+                drop(alive_r);
+                drop(status_w);
+                payload(cfg, out)
+            }
+            Ok(ForkResult::Parent { child }) => {
+                drop(alive_r);
+                detach_stdio(cfg.probe);
+                forward_signals_to(child);
+                let status = reap_until(child);
+                let _ = unistd::write(&status_w, &encode_status(status));
+                ExitCode::SUCCESS
+            }
+        },
+    }
+}
+
+fn init_steps(cfg: &HelperConfig, out: &Reporter, alive_r: &OwnedFd) -> Result<(), SetupError> {
+    // The outer helper is our parent, outside the namespace: die with it, and make sure it is
+    // still there now that the signal is armed (its end of `alive` closes when it exits).
+    prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("PR_SET_PDEATHSIG: {e}")))?;
+    let mut fds = [PollFd::new(alive_r.as_fd(), PollFlags::POLLIN)];
+    if poll(&mut fds, PollTimeout::ZERO).unwrap_or(1) != 0 {
+        return Err(SetupError::new(
+            layer::PID_NAMESPACE,
+            "the outer helper exited during setup".into(),
+        ));
+    }
+    if unistd::getpid().as_raw() != 1 {
+        return Err(SetupError::new(
+            layer::PID_NAMESPACE,
+            "the init is not PID 1 of a new namespace".into(),
+        ));
+    }
+    out.layer(
+        layer::PID_NAMESPACE,
+        true,
+        "new PID namespace; a reaping init is PID 1; killing it (or the process group) kills every process inside",
+    );
+    let plan = mounts::plan(cfg)?;
+    let detail = mounts::build(&plan)?;
+    out.layer(layer::FILESYSTEM_VIEW, true, &detail);
+    out.layer(
+        layer::PROC,
+        true,
+        "fresh /proc of the new PID namespace (host processes invisible)",
+    );
+    Ok(())
+}
+
+/// Steps 7 to 13, in the payload process (PID 2), ending in `execve`.
+fn payload(cfg: &HelperConfig, out: &Reporter) -> ExitCode {
+    match payload_steps(cfg, out) {
+        Err(e) => fail(out, &e),
+        Ok(None) => ExitCode::SUCCESS,
+        Ok(Some(e)) => {
+            let program = cfg
+                .program
+                .as_deref()
+                .unwrap_or(std::path::Path::new(""))
+                .display();
+            let _ = writeln!(
+                std::io::stderr(),
+                "code-executor-mcp sandbox: cannot execute {program}: {e}"
+            );
+            ExitCode::from(EXIT_EXEC_FAILED)
+        }
+    }
+}
+
+/// Returns the execve error (`Ok(Some)`), or `Ok(None)` in probe mode.
+fn payload_steps(cfg: &HelperConfig, out: &Reporter) -> Result<Option<nix::Error>, SetupError> {
+    // Step 7: everything that allocates or opens files happens before the limits apply.
+    prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("PR_SET_PDEATHSIG: {e}")))?;
+    let exec = ExecArgs::new(cfg)?;
+    let ruleset = landlock::prepare(cfg)?;
+    let filters = seccomp::compile()?;
+    let cwd = cfg
+        .cwd
+        .clone()
+        .or_else(|| cfg.scratch.clone())
+        .unwrap_or_else(|| "/".into());
+    unistd::chdir(&cwd).map_err(|e| {
+        SetupError::new(
+            layer::FILESYSTEM_VIEW,
+            format!("chdir {}: {e}", cwd.display()),
+        )
+    })?;
+
+    // Steps 8 to 12: limits, no_new_privs, capabilities, Landlock, seccomp.
+    let detail = limits::apply_rlimits(&cfg.limits)?;
+    out.layer(layer::RLIMITS, true, &detail);
+    limits::no_new_privs()?;
+    out.layer(
+        layer::NO_NEW_PRIVS,
+        true,
+        "PR_SET_NO_NEW_PRIVS set: execve grants nothing",
+    );
+    let detail = limits::drop_capabilities()?;
+    out.layer(layer::CAPABILITIES, true, &detail);
+    let (enforced, detail) = landlock::restrict(ruleset);
+    out.layer(layer::LANDLOCK, enforced, &detail);
+    let detail = seccomp::apply(&filters)?;
+    out.layer(layer::SECCOMP, true, &detail);
+    // Step 13: no descriptor but 0, 1 and 2 survives execve.
+    crate::sys::cloexec_from(3)
+        .map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
+    if cfg.probe {
+        return Ok(None);
+    }
+    let Err(e) = unistd::execve(&exec.program, &exec.argv, &exec.envp);
+    Ok(Some(e))
+}
+
+struct ExecArgs {
+    program: CString,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+}
+
+impl ExecArgs {
+    fn new(cfg: &HelperConfig) -> Result<Self, SetupError> {
+        let c = |s: &std::ffi::OsStr| {
+            CString::new(s.as_bytes())
+                .map_err(|_| SetupError::new(layer::SESSION, "NUL in argument".into()))
+        };
+        let program = match &cfg.program {
+            Some(p) => c(p.as_os_str())?,
+            None if cfg.probe => CString::default(),
+            None => return Err(SetupError::new(layer::SESSION, "no program given".into())),
+        };
+        let mut argv = vec![program.clone()];
+        for a in &cfg.args {
+            argv.push(c(a)?);
+        }
+        let envp = cfg.env.iter().map(|e| c(e)).collect::<Result<_, _>>()?;
+        Ok(Self {
+            program,
+            argv,
+            envp,
+        })
+    }
+}
+
+/// The helpers keep no end of the payload's stdin and stdout, so the host sees EOF as soon as
+/// the payload closes its stdout, and the payload sees EOF when the host closes stdin. stderr
+/// stays: setup errors go there. (In probe mode stdout carries the report.)
+fn detach_stdio(probe: bool) {
+    if probe {
+        return;
+    }
+    if let Ok(null) = nix::fcntl::open(
+        "/dev/null",
+        OFlag::O_RDWR | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    ) {
+        let _ = unistd::dup2_stdin(&null);
+        let _ = unistd::dup2_stdout(&null);
+    }
+}
+
+/// The pid signals are forwarded to; 0 before the child exists.
+static FORWARD_TO: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward(sig: nix::libc::c_int) {
+    let pid = FORWARD_TO.load(Ordering::Relaxed);
+    if pid > 0
+        && let Ok(sig) = Signal::try_from(sig)
+    {
+        // kill(2) is async-signal-safe.
+        let _ = signal::kill(Pid::from_raw(pid), sig);
+    }
+}
+
+/// Signals a process manager would send to stop a worker gently go to the child instead.
+fn forward_signals_to(child: Pid) {
+    FORWARD_TO.store(child.as_raw(), Ordering::Relaxed);
+    let action = SigAction::new(
+        SigHandler::Handler(forward),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for sig in [
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+    ] {
+        // SAFETY: the handler only loads an atomic and calls kill(2), both async-signal-safe.
+        // A signal arriving before this line takes its default action (the helper dies, and its
+        // children with it through the parent-death signal).
+        let _ = unsafe { signal::sigaction(sig, &action) };
+    }
+}
+
+fn wait_for(child: Pid) -> WaitStatus {
+    loop {
+        match waitpid(child, None) {
+            Ok(status @ (WaitStatus::Exited(..) | WaitStatus::Signaled(..))) => return status,
+            Ok(_) | Err(nix::Error::EINTR) => continue,
+            Err(_) => return WaitStatus::Exited(child, i32::from(EXIT_SETUP_FAILED)),
+        }
+    }
+}
+
+/// As PID 1: reap every orphan until `child` ends; return how it ended.
+fn reap_until(child: Pid) -> WaitStatus {
+    loop {
+        match waitpid(None, None) {
+            Ok(status @ (WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, ..)))
+                if pid == child =>
+            {
+                return status;
+            }
+            Ok(_) | Err(nix::Error::EINTR) => continue,
+            Err(_) => return WaitStatus::Exited(child, i32::from(EXIT_SETUP_FAILED)),
+        }
+    }
+}
+
+fn encode_status(status: WaitStatus) -> [u8; 5] {
+    let (kind, value) = match status {
+        WaitStatus::Signaled(_, sig, _) => (b'S', sig as i32),
+        WaitStatus::Exited(_, code) => (b'E', code),
+        _ => (b'E', i32::from(EXIT_SETUP_FAILED)),
+    };
+    let v = value.to_le_bytes();
+    [kind, v[0], v[1], v[2], v[3]]
+}
+
+fn decode_status(buf: &[u8; 5]) -> WaitStatus {
+    let value = i32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]);
+    let pid = Pid::from_raw(0);
+    match (buf[0], Signal::try_from(value)) {
+        (b'S', Ok(sig)) => WaitStatus::Signaled(pid, sig, false),
+        _ => WaitStatus::Exited(pid, value),
+    }
+}
+
+/// End this process the way the payload ended: same exit code, or killed by the same signal.
+fn mirror(status: WaitStatus) -> ExitCode {
+    match status {
+        WaitStatus::Signaled(_, sig, _) => {
+            // SAFETY: restoring the default action of one signal; no handler state is touched.
+            // What can still go wrong: for a signal whose default is to be ignored, raise
+            // returns and we exit with 128 + the signal number instead.
+            let _ = unsafe { signal::signal(sig, SigHandler::SigDfl) };
+            let mut set = SigSet::empty();
+            set.add(sig);
+            let _ = set.thread_unblock();
+            let _ = signal::raise(sig);
+            ExitCode::from(128u8.saturating_add(sig as u8))
+        }
+        WaitStatus::Exited(_, code) => {
+            ExitCode::from(u8::try_from(code & 0xff).unwrap_or(EXIT_SETUP_FAILED))
+        }
+        _ => ExitCode::from(EXIT_SETUP_FAILED),
+    }
+}

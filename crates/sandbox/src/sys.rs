@@ -1,0 +1,253 @@
+//! The few system calls nix does not wrap, each behind a small safe function.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use nix::libc;
+
+/// Marks every descriptor from `first` upwards close-on-exec (`close_range(2)` with
+/// `CLOSE_RANGE_CLOEXEC`, Linux 5.11), so none survives the next `execve`. Async-signal-safe:
+/// one system call, no allocation, usable between `fork` and `exec`.
+pub(crate) fn cloexec_from(first: RawFd) -> io::Result<()> {
+    let first =
+        libc::c_uint::try_from(first).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: close_range only changes descriptor flags; it touches no memory. Nothing can go
+    // wrong for this process: a descriptor someone else still uses stays open until exec.
+    let rc = unsafe {
+        libc::close_range(
+            first,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC as libc::c_int,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    // Kernels before 5.11: walk the descriptor table one by one, up to the soft RLIMIT_NOFILE
+    // bound the kernel would accept anyway (at most 1 << 20).
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own; nothing else is touched. On failure
+    // the fallback bound below is used.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    let last = if rc == 0 {
+        limit.rlim_cur.min(1 << 20)
+    } else {
+        1 << 16
+    };
+    for fd in first..last.try_into().unwrap_or(libc::c_uint::MAX) {
+        let Ok(fd) = libc::c_int::try_from(fd) else {
+            break;
+        };
+        // SAFETY: F_SETFD on a descriptor number that may not be open; EBADF is ignored. It
+        // changes no memory; a descriptor opened concurrently by another thread (the helper
+        // has none) could be missed.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok(())
+}
+
+/// Closes every descriptor from `first` upwards right now (`close_range(2)`).
+pub(crate) fn close_from(first: RawFd) -> io::Result<()> {
+    let first =
+        libc::c_uint::try_from(first).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: the helper is single-threaded and owns no descriptor above `first` that Rust code
+    // still refers to when this runs (callers guarantee it); a stale `OwnedFd` would later close
+    // a reused number, which is why callers run this before creating any.
+    let rc = unsafe { libc::close_range(first, libc::c_uint::MAX, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Clears close-on-exec on `fd` so it survives `execve`. Async-signal-safe.
+pub(crate) fn clear_cloexec(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_SETFD with 0 only changes the descriptor's flag; no memory is involved. What
+    // can still go wrong: a wrong `fd` would leak that descriptor into the helper, which closes
+    // every descriptor above 2 as its first step anyway.
+    let rc = unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Moves `fd` to a number of at least 3 (close-on-exec), so that the stdio setup of a child
+/// (`dup2` onto 0, 1 and 2) can never overwrite it.
+pub(crate) fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() >= 3 {
+        return Ok(fd);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC returns a fresh descriptor or -1; no memory is involved, and
+    // nothing else can go wrong.
+    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `new` was just returned by the kernel and is owned by nobody else; it is closed
+    // exactly once, when the `OwnedFd` drops.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Mount attributes set by [`mount_setattr`].
+pub(crate) const ATTR_RDONLY: u64 = libc::MOUNT_ATTR_RDONLY;
+pub(crate) const ATTR_NOSUID: u64 = libc::MOUNT_ATTR_NOSUID;
+pub(crate) const ATTR_NODEV: u64 = libc::MOUNT_ATTR_NODEV;
+pub(crate) const ATTR_NOEXEC: u64 = libc::MOUNT_ATTR_NOEXEC;
+
+/// Adds `attr_set` to the mount at `path` (and every mount below it when `recursive`) with
+/// `mount_setattr(2)` (Linux 5.12). Unlike `MS_REMOUNT`, it leaves the flags it is not asked
+/// to change alone, so locked atime flags of the source mount never make it fail.
+pub(crate) fn mount_setattr(path: &Path, recursive: bool, attr_set: u64) -> io::Result<()> {
+    let path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let attr = libc::mount_attr {
+        attr_set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { libc::AT_RECURSIVE } else { 0 } | libc::AT_SYMLINK_NOFOLLOW;
+    // SAFETY: `path` is a valid NUL-terminated string and `attr` a properly sized struct, both
+    // alive for the call; the kernel only reads them. A wrong path changes a mount we did not
+    // mean to change, in our own private mount namespace only.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr as *const libc::mount_attr,
+            std::mem::size_of::<libc::mount_attr>(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Empties the bounding set (every capability the kernel knows, stopping at the first it
+/// rejects as invalid), the ambient set, and then the effective, permitted and inheritable sets.
+pub(crate) fn drop_all_capabilities() -> io::Result<()> {
+    for cap in 0..=63 {
+        // SAFETY: prctl(PR_CAPBSET_DROP) takes integers only. EINVAL marks the end of the
+        // capabilities this kernel knows. What can still go wrong: a future kernel with more
+        // than 64 capabilities keeps the ones above 63 in the bounding set (the effective,
+        // permitted and inheritable sets are still emptied and checked by the caller).
+        let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
+        if rc != 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EINVAL) {
+                break;
+            }
+            return Err(err);
+        }
+    }
+    // SAFETY: integers only; clears the ambient set, which nothing in this process relies on.
+    // Nothing else can go wrong.
+    if unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    } != 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [CapData::default(); 2];
+    // SAFETY: header and data have the layout of `__user_cap_header_struct` and two
+    // `__user_cap_data_struct` (version 3 reads two); the kernel reads them during the call.
+    // What can still go wrong: a kernel that rejects version 3 fails the call, reported as a
+    // missing capabilities layer.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_capset,
+            &mut header as *mut CapHeader,
+            data.as_ptr(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The effective, permitted and inheritable sets of this thread, each as 64 bits.
+pub(crate) fn capabilities() -> io::Result<[u64; 3]> {
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: as in `drop_all_capabilities`; the kernel writes two data structs we own.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_capget,
+            &mut header as *mut CapHeader,
+            data.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let join = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    Ok([
+        join(data[0].effective, data[1].effective),
+        join(data[0].permitted, data[1].permitted),
+        join(data[0].inheritable, data[1].inheritable),
+    ])
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Locks the "root is special" rules off: no capabilities come back from uid 0, a setuid
+/// binary or a uid change (`SECBIT_NOROOT`, `SECBIT_NO_SETUID_FIXUP`, `SECBIT_KEEP_CAPS` off,
+/// `SECBIT_NO_CAP_AMBIENT_RAISE`, all locked). Needs CAP_SETPCAP, so call it before dropping.
+pub(crate) fn lock_securebits() -> io::Result<()> {
+    let bits = libc::SECBIT_NOROOT
+        | libc::SECBIT_NOROOT_LOCKED
+        | libc::SECBIT_NO_SETUID_FIXUP
+        | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+        | libc::SECBIT_KEEP_CAPS_LOCKED
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    // SAFETY: integers only; the bits only restrict what later credential changes grant.
+    let rc = unsafe { libc::prctl(libc::PR_SET_SECUREBITS, bits as libc::c_ulong, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

@@ -1,0 +1,271 @@
+//! Attacks on the filesystem view and /proc: each must fail under Enforce; where cheap, the
+//! same payload succeeds under Disabled, which shows the test can fail.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
+mod common;
+
+use common::*;
+use sandbox::SandboxMode::{Disabled, Enforce};
+
+#[test]
+fn read_etc_shadow() {
+    if skip_unless_sandbox_available() || skip_unless_exists("/etc/shadow") {
+        return;
+    }
+    let fx = Fixture::new("shadow");
+    let payload = python("attempt(lambda: len(open('/etc/shadow').read()))");
+    let confined = run(&payload, &fx.policy(Enforce));
+    assert_eq!(confined.lines(), ["BLOCKED ENOENT"], "{confined:?}");
+    let open = run(&payload, &fx.policy(Disabled));
+    assert!(open.stdout.starts_with("OK"), "{open:?}");
+}
+
+#[test]
+fn read_file_planted_in_home_outside_view() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("home");
+    let payload = python(&format!(
+        "attempt(lambda: open({:?}).read())",
+        fx.secret.display().to_string()
+    ));
+    let confined = run(&payload, &fx.policy(Enforce));
+    assert_eq!(confined.lines(), ["BLOCKED ENOENT"], "{confined:?}");
+    assert!(!confined.stdout.contains(SECRET));
+    let open = run(&payload, &fx.policy(Disabled));
+    assert_eq!(open.lines(), [format!("OK {SECRET}")], "{open:?}");
+}
+
+#[test]
+fn list_host_processes_in_proc() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("proclist");
+    let payload = python("print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))");
+    let confined = run(&payload, &fx.policy(Enforce));
+    // The namespace's init (1) and the payload (2) only.
+    assert_eq!(confined.lines(), ["[1, 2]"], "{confined:?}");
+    let open = run(&payload, &fx.policy(Disabled));
+    let visible = open.stdout.matches(',').count() + 1;
+    assert!(
+        visible > 2,
+        "unconfined should see host processes: {open:?}"
+    );
+}
+
+#[test]
+fn read_proc_environ_of_host_processes() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("environ");
+    let host = std::process::id();
+    // The test process itself is a host process; /proc/1 inside is the sandbox's own init,
+    // whose environment the payload may not even read (init keeps capabilities the payload
+    // dropped, so the kernel's ptrace-read check refuses), though its command line is public.
+    let payload = python(&format!(
+        "attempt(lambda: open('/proc/{host}/environ','rb').read()[:40])\n\
+         attempt(lambda: open('/proc/1/environ','rb').read())\n\
+         attempt(lambda: open('/proc/1/cmdline','rb').read().split(b'\\0')[1])"
+    ));
+    let confined = run(&payload, &fx.policy(Enforce));
+    assert_eq!(
+        confined.lines(),
+        ["BLOCKED ENOENT", "BLOCKED EACCES", "OK b'__sandbox'"],
+        "{confined:?}"
+    );
+    let open = run(&payload, &fx.policy(Disabled));
+    assert!(open.lines()[0].starts_with("OK b'"), "{open:?}");
+}
+
+#[test]
+fn write_outside_scratch() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("write");
+    let target = fx.home.path().join("planted");
+    let payload = python(&format!(
+        "attempt(lambda: open({:?}, 'w').write('x'))\n\
+         attempt(lambda: open('/usr/lib/planted-by-sandbox', 'w').write('x'))\n\
+         attempt(lambda: open('/planted', 'w').write('x'))\n\
+         attempt(lambda: os.mkdir('/dev/planted'))",
+        target.display().to_string()
+    ));
+    let confined = run(&payload, &fx.policy(Enforce));
+    assert_eq!(
+        confined.lines(),
+        [
+            "BLOCKED ENOENT",
+            "BLOCKED EROFS",
+            "BLOCKED EROFS",
+            "BLOCKED EROFS"
+        ],
+        "{confined:?}"
+    );
+    assert!(!target.exists());
+    assert!(!std::path::Path::new("/usr/lib/planted-by-sandbox").exists());
+    let open = run(
+        &python(&format!(
+            "attempt(lambda: open({:?}, 'w').write('x'))",
+            target.display().to_string()
+        )),
+        &fx.policy(Disabled),
+    );
+    assert_eq!(open.lines(), ["OK 1"], "{open:?}");
+    assert!(target.exists());
+}
+
+#[test]
+fn symlink_from_scratch_to_host_file() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("symlink");
+    let secret = fx.secret.display().to_string();
+    let payload = python(&format!(
+        "link = os.path.join(os.getcwd(), 'link')\n\
+         attempt(lambda: os.symlink({secret:?}, link))\n\
+         attempt(lambda: open(link).read())\n\
+         attempt(lambda: os.link('/usr/lib/os-release', os.path.join(os.getcwd(), 'hard')))"
+    ));
+    let confined = run(&payload, &fx.policy(Enforce));
+    // The link is made (scratch is writable) but points into nothing; hard links across mounts
+    // are refused.
+    assert_eq!(
+        confined.lines(),
+        ["OK None", "BLOCKED ENOENT", "BLOCKED EXDEV"],
+        "{confined:?}"
+    );
+    let mut unconfined = fx.policy(Disabled);
+    unconfined.scratch_dir = None;
+    let open_payload = python(&format!(
+        "link = os.path.join({:?}, 'link2')\n\
+         attempt(lambda: os.symlink({secret:?}, link))\n\
+         attempt(lambda: open(link).read())",
+        fx.scratch.path().display().to_string()
+    ));
+    let open = run(&open_payload, &unconfined);
+    assert_eq!(
+        open.lines(),
+        ["OK None", &format!("OK {SECRET}")],
+        "{open:?}"
+    );
+}
+
+#[test]
+fn symlink_planted_by_host_in_scratch_to_host_file() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("planted-link");
+    std::os::unix::fs::symlink(&fx.secret, fx.scratch.path().join("planted")).unwrap();
+    let payload = python("attempt(lambda: open('planted').read())");
+    let confined = run(&payload, &fx.policy(Enforce));
+    assert_eq!(confined.lines(), ["BLOCKED ENOENT"], "{confined:?}");
+}
+
+#[test]
+fn scratch_is_the_only_writable_place() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("scratch");
+    let payload = python(
+        "open('out.txt', 'w').write('hello')\n\
+         print(os.getcwd() == os.environ.get('EXPECTED_CWD'), open('out.txt').read())\n\
+         attempt(lambda: open('/tmp/x', 'w'))",
+    );
+    let mut payload = payload;
+    payload.env.push((
+        "EXPECTED_CWD".into(),
+        fx.scratch.path().as_os_str().to_owned(),
+    ));
+    let confined = run(&payload, &fx.policy(Enforce));
+    assert!(confined.status.success(), "{confined:?}");
+    // /tmp exists inside only as the read-only parent of the scratch dir.
+    assert_eq!(
+        confined.lines(),
+        ["True hello", "BLOCKED EROFS"],
+        "{confined:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.scratch.path().join("out.txt")).unwrap(),
+        "hello"
+    );
+}
+
+#[test]
+fn executing_a_file_written_to_scratch() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("exec");
+    let payload = python(
+        "open('run.sh', 'w').write('#!/bin/sh\\necho pwned\\n')\n\
+         os.chmod('run.sh', 0o755)\n\
+         attempt(lambda: os.execv(os.path.abspath('run.sh'), ['run.sh']))",
+    );
+    let confined = run(&payload, &fx.policy(Enforce));
+    assert_eq!(confined.lines(), ["BLOCKED EACCES"], "{confined:?}");
+}
+
+#[test]
+fn environment_is_exactly_the_given_one_and_only_stdio_is_inherited() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("env");
+    let payload =
+        python("print(sorted(os.environ.items()))\nprint(sorted(os.listdir('/proc/self/fd')))");
+    for mode in [Enforce, Disabled] {
+        let out = run(&payload, &fx.policy(mode));
+        assert_eq!(
+            out.lines(),
+            [
+                "[('LC_ALL', 'C.UTF-8'), ('PATH', '/usr/bin:/bin')]",
+                // 0, 1, 2 and the descriptor listdir itself holds open.
+                "['0', '1', '2', '3']",
+            ],
+            "{mode:?}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn unreachable_read_only_path_fails_closed() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("unreachable");
+    // A directory the sandbox's uid cannot traverse: the view cannot be built, so nothing runs.
+    let private = fx.home.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::create_dir(private.join("inner")).unwrap();
+    std::fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    if nix::unistd::geteuid().as_raw() != 0 {
+        println!("SKIP: needs root to make a path the sandbox uid cannot traverse");
+        return;
+    }
+    let mut policy = fx.policy(Enforce);
+    policy.read_only_paths.push(private.join("inner"));
+    let out = run(&sh("echo ran"), &policy);
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(sandbox::EXIT_SETUP_FAILED)),
+        "{out:?}"
+    );
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.contains("layer `filesystem-view`"), "{out:?}");
+}
