@@ -175,7 +175,7 @@ fn orders() -> Vec<Order> {
                     1 + r() % 200,
                     10000 + r() % 89999
                 ),
-                notes: if r() % 3 == 0 {
+                notes: if r().is_multiple_of(3) {
                     "Leave at the front desk".into()
                 } else {
                     String::new()
