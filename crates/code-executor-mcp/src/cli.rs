@@ -90,7 +90,8 @@ pub fn main() -> ExitCode {
 }
 
 fn init_tracing(quiet: bool) {
-    let default = if quiet { "warn" } else { "info" };
+    // rmcp logs whole peer descriptions at info; keep its noise out of the default.
+    let default = if quiet { "warn" } else { "info,rmcp=warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()

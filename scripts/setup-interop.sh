@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Installs what the interop tests need, offline-ready, under one PREFIX
+# (default $CODE_EXECUTOR_INTEROP or /tmp/code-executor-interop), from npm and PyPI only:
+#   - reference MCP servers: server-everything, -filesystem, -memory (npm);
+#     mcp-server-time, mcp-server-git (PyPI)
+#   - the official Python MCP SDK (the client our tests drive the server with)
+#   - the MCP conformance suite (0.1.13: the last release that runs on Node 20) and
+#     supergateway (conformance only speaks HTTP; it bridges our stdio server)
+#   - fixtures the upstreams work on, and PREFIX/upstreams.json ({"mcpServers": ...})
+# Idempotent: what is already there is kept.
+set -euo pipefail
+
+PREFIX="${1:-${CODE_EXECUTOR_INTEROP:-/tmp/code-executor-interop}}"
+mkdir -p "$PREFIX"
+PREFIX="$(cd "$PREFIX" && pwd)"
+PY="${PYTHON:-python3}"
+
+# Pinned versions, known to work together (bump deliberately).
+EVERYTHING_VER="2026.8.31"
+FILESYSTEM_VER="2026.8.31"
+MEMORY_VER="2026.8.31"
+CONFORMANCE_VER="0.1.13"
+SUPERGATEWAY_VER="4.0.0"
+MCP_PY_VER="2.3.0"
+TIME_VER="2026.10.19"
+GIT_VER="2026.10.19"
+
+log() { printf '[setup-interop] %s\n' "$*" >&2; }
+
+mkdir -p "$PREFIX/npm"
+[ -f "$PREFIX/npm/package.json" ] || printf '{"name":"code-executor-interop","private":true}\n' > "$PREFIX/npm/package.json"
+if [ ! -f "$PREFIX/npm/node_modules/supergateway/package.json" ] \
+   || [ ! -f "$PREFIX/npm/node_modules/@modelcontextprotocol/conformance/package.json" ]; then
+  log "npm install reference servers, conformance, supergateway"
+  (cd "$PREFIX/npm" && npm install --no-audit --no-fund --loglevel=error \
+      "@modelcontextprotocol/server-everything@$EVERYTHING_VER" \
+      "@modelcontextprotocol/server-filesystem@$FILESYSTEM_VER" \
+      "@modelcontextprotocol/server-memory@$MEMORY_VER" \
+      "@modelcontextprotocol/conformance@$CONFORMANCE_VER" \
+      "supergateway@$SUPERGATEWAY_VER")
+fi
+
+if [ ! -x "$PREFIX/venv/bin/python" ]; then
+  log "python venv at $PREFIX/venv"
+  "$PY" -m venv "$PREFIX/venv"
+fi
+if ! "$PREFIX/venv/bin/python" -c 'import mcp, mcp_server_time, mcp_server_git' 2>/dev/null; then
+  log "pip install mcp==$MCP_PY_VER mcp-server-time mcp-server-git"
+  "$PREFIX/venv/bin/pip" install -q "mcp==$MCP_PY_VER" "mcp-server-time==$TIME_VER" "mcp-server-git==$GIT_VER"
+fi
+
+mkdir -p "$PREFIX/data/fs-root/docs"
+[ -f "$PREFIX/data/fs-root/README.txt" ] || printf 'fixture root for server-filesystem\n' > "$PREFIX/data/fs-root/README.txt"
+[ -f "$PREFIX/data/fs-root/docs/notes.md" ] || printf '# Notes\n\nhello from the interop fixtures\n' > "$PREFIX/data/fs-root/docs/notes.md"
+if [ ! -d "$PREFIX/data/git-repo/.git" ]; then
+  mkdir -p "$PREFIX/data/git-repo"
+  (cd "$PREFIX/data/git-repo" && git init -q -b main && printf 'hello\n' > hello.txt && git add hello.txt \
+     && git -c user.name=interop -c user.email=interop@localhost commit -q -m "initial commit")
+fi
+touch "$PREFIX/data/memory.jsonl"
+
+NM="$PREFIX/npm/node_modules/@modelcontextprotocol"
+cat > "$PREFIX/upstreams.json" <<JSON
+{
+  "mcpServers": {
+    "everything": {"command": "node", "args": ["$NM/server-everything/dist/index.js", "stdio"]},
+    "filesystem": {"command": "node", "args": ["$NM/server-filesystem/dist/index.js", "$PREFIX/data/fs-root"]},
+    "memory": {"command": "node", "args": ["$NM/server-memory/dist/index.js"], "env": {"MEMORY_FILE_PATH": "$PREFIX/data/memory.jsonl"}},
+    "time": {"command": "$PREFIX/venv/bin/python", "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+    "git": {"command": "$PREFIX/venv/bin/python", "args": ["-m", "mcp_server_git", "--repository", "$PREFIX/data/git-repo"]}
+  }
+}
+JSON
+touch "$PREFIX/.ready"
+log "ready: $PREFIX"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The project's test command (the README's second command; .ci/run calls it):
+# installs the interop harness (reference MCP servers, the Python MCP SDK, the conformance
+# suite; npm and PyPI only), then runs every test of the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CODE_EXECUTOR_INTEROP="${CODE_EXECUTOR_INTEROP:-/tmp/code-executor-interop}"
+bash scripts/setup-interop.sh "$CODE_EXECUTOR_INTEROP"
+# With the harness installed, an interop test that cannot run is a failure, not a skip.
+export CODE_EXECUTOR_REQUIRE_INTEROP=1
+cargo test --workspace "$@"
