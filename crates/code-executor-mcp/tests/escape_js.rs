@@ -5,6 +5,13 @@
 //! adds: the worker really is confined, nothing of the host leaks in, and nothing outlives an
 //! execution. `workers_share_our_namespaces_when_the_sandbox_is_off` proves the checks can fail.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "tests fail loudly and say why"
+)]
+
 use std::collections::BTreeSet;
 use std::time::Duration;
 

@@ -1,6 +1,13 @@
 //! End to end through the built binary: a real MCP client (rmcp) over stdio, fixture MCP
 //! servers upstream, code running in real worker processes.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "tests fail loudly and say why"
+)]
+
 use serde_json::{Value, json};
 use test_support::{Harness, fixture_entry};
 

@@ -4,6 +4,13 @@
 //! Needs `scripts/setup-interop.sh` (npm + PyPI); `.ci/run` runs it. Without it these tests
 //! print a loud SKIP, unless `CODE_EXECUTOR_REQUIRE_INTEROP=1` (set in CI) makes that a failure.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "tests fail loudly and say why"
+)]
+
 use std::path::PathBuf;
 use std::process::Command;
 
