@@ -8,7 +8,7 @@ SCENARIOS=(server-initialize ping tools-list)
 NM="$PREFIX/npm/node_modules"
 out="$(mktemp -d)"
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-node "$NM/supergateway/dist/index.js" --stdio "$EXE --config $CONFIG" --outputTransport streamableHttp \
+node "$NM/supergateway/dist/index.js" --stdio "$EXE --config $CONFIG --no-discover" --outputTransport streamableHttp \
   --stateful --port "$port" --logLevel none > "$out/bridge.log" 2>&1 &
 bridge=$!
 trap 'kill "$bridge" 2>/dev/null || true; rm -rf "$out"' EXIT

@@ -43,7 +43,7 @@ async def execute(client: Client, code: str, **extra) -> tuple[dict, bool]:
 
 
 async def run(exe: str, config: str, mode: str) -> None:
-    params = StdioServerParameters(command=exe, args=["--config", config], env=dict(os.environ))
+    params = StdioServerParameters(command=exe, args=["--config", config, "--no-discover"], env=dict(os.environ))
     async with Client(stdio_client(params), mode=mode, read_timeout_seconds=120) as client:
         tools = await client.list_tools()
         names = [t.name for t in tools.tools]

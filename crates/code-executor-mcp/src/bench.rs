@@ -145,6 +145,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let our_args = vec![
         "--config".to_string(),
         cfg_path.display().to_string(),
+        "--no-discover".to_string(),
         "--sandbox".to_string(),
         sandbox.to_string(),
         "--pool-size".to_string(),

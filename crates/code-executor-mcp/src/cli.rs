@@ -12,7 +12,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use rmcp::ServiceExt;
 
-use crate::config::Config;
+use crate::config::sources::Places;
+use crate::config::{Config, LoadOptions, Settings};
 use crate::runtime::ExecRequest;
 use crate::server::{CodeExecutorServer, render_text};
 use crate::{Core, CoreOptions, DEFAULT_POOL_SIZE};
@@ -27,9 +28,12 @@ pub struct Cli {
     /// Upstream servers, as {"mcpServers": {...}} (default: $MCP_CONFIG_PATH).
     #[arg(long, global = true, value_name = "PATH")]
     config: Option<PathBuf>,
-    /// Pre-started JavaScript workers.
-    #[arg(long, global = true, default_value_t = DEFAULT_POOL_SIZE, value_name = "N")]
-    pool_size: usize,
+    /// Pre-started workers per language (default: settings' poolSize, else 2).
+    #[arg(long, global = true, value_name = "N")]
+    pool_size: Option<usize>,
+    /// Read only --config / $MCP_CONFIG_PATH, not the config files of other MCP clients.
+    #[arg(long, global = true)]
+    no_discover: bool,
     /// Worker confinement. `none` runs code unconfined, for development only.
     #[arg(long, global = true, value_enum, default_value_t = SandboxArg::Enforce)]
     sandbox: SandboxArg,
@@ -62,6 +66,17 @@ enum Command {
     Bench(crate::bench::BenchArgs),
     /// Check the sandbox layer by layer, the configuration and the JS worker.
     Doctor,
+    /// Show the merged upstream configuration.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigAction {
+    /// Every server with the file it came from, secrets masked; settings; warnings.
+    Show,
 }
 
 /// Entry point after helper modes were ruled out.
@@ -101,6 +116,27 @@ fn init_tracing(quiet: bool) {
         .init();
 }
 
+/// Settings, upstream config and core options, from files, environment and flags.
+fn load(cli: &Cli) -> anyhow::Result<(Config, Settings, CoreOptions)> {
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let places = Places::from_env(cwd.clone());
+    let settings =
+        Settings::load(&cwd, places.config_dir.as_deref()).map_err(anyhow::Error::msg)?;
+    let mut opts = options(cli)?;
+    if let Some(n) = cli.pool_size {
+        opts.pool_size = n;
+    } else {
+        opts.pool_size = settings.pool_size;
+    }
+    let config = Config::load(&LoadOptions {
+        explicit: cli.config.clone(),
+        discover: settings.discover && !cli.no_discover,
+        places,
+        self_exe: Some(opts.exe.clone()),
+    })?;
+    Ok((config, settings, opts))
+}
+
 fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
     let exe = std::env::current_exe().context("cannot locate our own binary")?;
     let sandbox = match cli.sandbox {
@@ -112,15 +148,14 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
     };
     Ok(CoreOptions {
         exe,
-        pool_size: cli.pool_size,
+        pool_size: cli.pool_size.unwrap_or(DEFAULT_POOL_SIZE),
         sandbox,
     })
 }
 
 fn start_core(cli: &Cli) -> anyhow::Result<Arc<Core>> {
-    let opts = options(cli)?;
-    let config = Config::load(cli.config.as_deref(), Some(&opts.exe))?;
-    Ok(Core::start(&config, opts))
+    let (config, settings, opts) = load(cli)?;
+    Ok(Core::start(&config, &settings, opts))
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -182,6 +217,22 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::demo::run_demo(opts).await
         }
         Some(Command::Doctor) => doctor(&cli).await,
+        Some(Command::Config {
+            action: ConfigAction::Show,
+        }) => {
+            let (config, settings, _) = load(&cli)?;
+            let mut shown = config.describe();
+            shown["settings"] = serde_json::json!({
+                "source": settings.source,
+                "poolSize": settings.pool_size,
+                "connectedServers": settings.connected_servers,
+                "discover": settings.discover && !cli.no_discover,
+                "upstreamCallTimeoutMs": settings.upstream_call_timeout.as_millis() as u64,
+                "maxResultBytes": settings.max_result_bytes,
+            });
+            say(&serde_json::to_string_pretty(&shown)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Bench(args)) => {
             let opts = options(&cli)?;
             crate::bench::run_bench(opts, args).await
@@ -200,17 +251,23 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
     if !healthy {
         say("=> the minimum guarantee is NOT met: executions will be refused (fail closed).");
     }
-    match Config::load(cli.config.as_deref(), Some(&opts.exe)) {
-        Ok(config) => {
+    match load(cli) {
+        Ok((config, settings, _)) => {
+            say(&format!(
+                "settings: {}",
+                settings
+                    .source
+                    .as_ref()
+                    .map_or("defaults".to_string(), |p| p.display().to_string())
+            ));
             say(&format!(
                 "upstream servers configured: {}",
                 config.servers.len()
             ));
             for (name, spec) in &config.servers {
                 say(&format!(
-                    "  {name}: {} {} (from {})",
-                    spec.command,
-                    spec.args.join(" "),
+                    "  {name} ({}, from {})",
+                    spec.client,
                     spec.source.display()
                 ));
             }
@@ -225,6 +282,7 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     let core = Core::start(
         &Config::default(),
+        &Settings::default(),
         CoreOptions {
             pool_size: 0,
             ..opts

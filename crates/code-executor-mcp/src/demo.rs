@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::cli::say;
-use crate::config::{Config, ServerSpec};
+use crate::config::{Config, ServerSpec, Settings, Transport};
 use crate::runtime::ExecRequest;
 use crate::server::{render_text, tool_definitions};
 use crate::{Core, CoreOptions, DEMO_SERVER_ARG};
@@ -311,15 +311,19 @@ return top.map((o, i) => ({ order: o.id, total: o.total, customer: customers[i].
 pub fn demo_config(exe: &std::path::Path) -> Config {
     let spec = ServerSpec {
         name: "shop".into(),
-        command: exe.display().to_string(),
-        args: vec![DEMO_SERVER_ARG.into()],
-        env: BTreeMap::new(),
-        cwd: None,
+        transport: Transport::Stdio {
+            command: exe.display().to_string(),
+            args: vec![DEMO_SERVER_ARG.into()],
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        disabled: false,
         source: "(built-in demo)".into(),
+        client: "demo",
     };
     Config {
         servers: BTreeMap::from([("shop".to_string(), spec)]),
-        warnings: Vec::new(),
+        ..Config::default()
     }
 }
 
@@ -331,7 +335,7 @@ pub fn count_tokens(text: &str) -> anyhow::Result<usize> {
 
 /// `code-executor-mcp demo`.
 pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
-    let core = Core::start(&demo_config(&opts.exe), opts);
+    let core = Core::start(&demo_config(&opts.exe), &Settings::default(), opts);
     say(
         "code-executor-mcp demo: an agent's program, run against a built-in demo MCP server (\"shop\").\n",
     );

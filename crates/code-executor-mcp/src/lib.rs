@@ -60,8 +60,9 @@ pub struct Core {
 impl Core {
     /// Starts the core: upstreams stay unstarted (lazy), the worker pool fills in the
     /// background. Needs a tokio runtime.
-    pub fn start(config: &Config, options: CoreOptions) -> Arc<Core> {
-        let upstreams = Arc::new(Upstreams::new(config));
+    pub fn start(config: &Config, settings: &config::Settings, options: CoreOptions) -> Arc<Core> {
+        let upstreams = Arc::new(Upstreams::new(config, settings));
+        upstreams.connect_eagerly();
         let catalog = Catalog::new(upstreams);
         let spawner = WorkerSpawner {
             exe: options.exe.clone(),

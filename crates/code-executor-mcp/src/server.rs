@@ -258,9 +258,14 @@ impl ServerHandler for CodeExecutorServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        self.dispatch(&request.name, args).await.map(Into::into)
+        // rmcp only signals a client's notifications/cancelled; dropping the work here is
+        // what stops it (an execution's worker is killed when its future is dropped).
+        tokio::select! {
+            result = self.dispatch(&request.name, args) => result.map(Into::into),
+            () = context.ct.cancelled() => Err(McpError::internal_error("the request was cancelled by the client", None)),
+        }
     }
 }

@@ -1,27 +1,40 @@
 //! The pool of MCP clients, one per configured upstream server.
 //!
-//! A server is started on first use (lazily) and its connection kept. A child process gets a
+//! A server is started on first use (lazily) and its connection kept; servers named in the
+//! settings' `connectedServers` connect in the background at start. A stdio child gets a
 //! curated environment (its entry's `env` plus a few basics, never ours), its own process
-//! group, dies with us, and its stderr goes to our log. A server that fails to start or
-//! crashes gives an error naming it; the next use tries again; the others keep working.
+//! group, dies with us, and its stderr goes to our log. Streamable HTTP servers get their
+//! configured headers. A server that fails to start or crashes gives an error naming it; the
+//! next use tries again, with a growing pause after repeated failures; the others keep
+//! working. `notifications/tools/list_changed` marks a server's tool list stale, and the next
+//! look refetches it. Requests an upstream sends us (sampling, elicitation) are refused; roots
+//! are an empty list.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
-use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
+    Implementation, Tool,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde::Serialize;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::Mutex;
 
-use crate::config::{Config, INHERITED_ENV, ServerSpec};
+use crate::config::{Config, INHERITED_ENV, ServerSpec, Settings, Transport};
 use crate::policy::UPSTREAM_CONNECT_TIMEOUT;
+
+/// Longest pause between start attempts of a server that keeps failing.
+const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
 
 /// Why an upstream operation failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -57,9 +70,30 @@ pub struct ServerStatus {
     pub tool_count: Option<usize>,
 }
 
+/// Our side of one upstream session: refuses server-to-client requests (the defaults) and
+/// notes a changed tool list.
+#[derive(Clone)]
+struct Handler {
+    stale: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.stale.store(true, Ordering::Release);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("code-executor-mcp", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
 struct Connection {
-    service: RunningService<RoleClient, ()>,
-    tools: Arc<Vec<Tool>>,
+    service: RunningService<RoleClient, Handler>,
+    tools: std::sync::Mutex<Arc<Vec<Tool>>>,
+    stale: Arc<AtomicBool>,
 }
 
 impl Connection {
@@ -67,12 +101,39 @@ impl Connection {
     fn alive(&self) -> bool {
         !self.service.is_closed() && !self.service.peer().is_transport_closed()
     }
+
+    fn tools(&self) -> Arc<Vec<Tool>> {
+        self.tools.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Refetches the tool list if the server announced a change.
+    async fn refresh(&self, server: &str) {
+        if !self.stale.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        match self.service.peer().list_all_tools().await {
+            Ok(tools) => {
+                tracing::info!(server, tools = tools.len(), "upstream tool list changed");
+                if let Ok(mut t) = self.tools.lock() {
+                    *t = Arc::new(tools);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(server, "refetching the changed tool list failed: {e}");
+                self.stale.store(true, Ordering::Release);
+            }
+        }
+    }
 }
 
 enum State {
     Idle,
     Connected(Arc<Connection>),
-    Failed(String),
+    Failed {
+        reason: String,
+        at: Instant,
+        attempts: u32,
+    },
 }
 
 struct Upstream {
@@ -83,10 +144,11 @@ struct Upstream {
 /// Every configured upstream server.
 pub struct Upstreams {
     servers: BTreeMap<String, Arc<Upstream>>,
+    settings: Settings,
 }
 
 impl Upstreams {
-    pub fn new(config: &Config) -> Self {
+    pub fn new(config: &Config, settings: &Settings) -> Self {
         let servers = config
             .servers
             .iter()
@@ -100,7 +162,10 @@ impl Upstreams {
                 )
             })
             .collect();
-        Upstreams { servers }
+        Upstreams {
+            servers,
+            settings: settings.clone(),
+        }
     }
 
     /// Configured server names, sorted.
@@ -108,22 +173,43 @@ impl Upstreams {
         self.servers.keys().map(String::as_str)
     }
 
-    pub fn is_configured(&self, server: &str) -> bool {
-        self.servers.contains_key(server)
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Starts the servers named in `connectedServers` in the background.
+    pub fn connect_eagerly(self: &Arc<Self>) {
+        for name in &self.settings.connected_servers {
+            if !self.servers.contains_key(name) {
+                tracing::warn!(server = %name, "connectedServers names a server that is not configured");
+                continue;
+            }
+            let me = self.clone();
+            let name = name.clone();
+            tokio::spawn(async move {
+                if let Err(e) = me.connection(&name).await {
+                    tracing::warn!("{e}");
+                }
+            });
+        }
     }
 
     /// The tools of `server`, connecting it first if needed.
     pub async fn tools(&self, server: &str) -> Result<Arc<Vec<Tool>>, UpstreamError> {
-        Ok(self.connection(server).await?.tools.clone())
+        let conn = self.connection(server).await?;
+        conn.refresh(server).await;
+        Ok(conn.tools())
     }
 
     /// Tools of a server that is already connected, without starting it.
     pub async fn tools_if_connected(&self, server: &str) -> Option<Arc<Vec<Tool>>> {
         let up = self.servers.get(server)?;
-        match &*up.state.lock().await {
-            State::Connected(c) if c.alive() => Some(c.tools.clone()),
-            _ => None,
-        }
+        let conn = match &*up.state.lock().await {
+            State::Connected(c) if c.alive() => c.clone(),
+            _ => return None,
+        };
+        conn.refresh(server).await;
+        Some(conn.tools())
     }
 
     /// Connects every configured server concurrently; failures are recorded, not returned.
@@ -139,11 +225,11 @@ impl Upstreams {
                 State::Idle => ("available", None, None),
                 State::Connected(c) if !c.alive() => (
                     "failed",
-                    Some("the server process exited; it restarts on next use".to_string()),
+                    Some("the server exited; it restarts on next use".to_string()),
                     None,
                 ),
-                State::Connected(c) => ("connected", None, Some(c.tools.len())),
-                State::Failed(reason) => ("failed", Some(reason.clone()), None),
+                State::Connected(c) => ("connected", None, Some(c.tools().len())),
+                State::Failed { reason, .. } => ("failed", Some(reason.clone()), None),
             };
             out.push(ServerStatus {
                 name: name.clone(),
@@ -155,7 +241,8 @@ impl Upstreams {
         out
     }
 
-    /// Calls one tool with a deadline.
+    /// Calls one tool with a deadline (at most the configured upstream call timeout). The call
+    /// is cancelled upstream (`notifications/cancelled`) if this future is dropped.
     pub async fn call(
         &self,
         server: &str,
@@ -163,17 +250,18 @@ impl Upstreams {
         args: serde_json::Map<String, serde_json::Value>,
         timeout: Duration,
     ) -> Result<CallToolResult, UpstreamError> {
+        let timeout = timeout.min(self.settings.upstream_call_timeout);
         let conn = self.connection(server).await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         match tokio::time::timeout(timeout, conn.service.peer().call_tool(params)).await {
-            Ok(Ok(result)) => Ok(result),
+            Ok(Ok(result)) => Ok(cap_result(result, self.settings.max_result_bytes)),
             Ok(Err(e)) => Err(UpstreamError::Call {
                 server: server.to_string(),
                 tool: tool.to_string(),
-                reason: if !conn.alive() {
-                    format!("{e} (the server process exited; it restarts on next use)")
-                } else {
+                reason: if conn.alive() {
                     e.to_string()
+                } else {
+                    format!("{e} (the server exited; it restarts on next use)")
                 },
             }),
             Err(_) => Err(UpstreamError::Timeout {
@@ -191,11 +279,28 @@ impl Upstreams {
             .ok_or_else(|| UpstreamError::UnknownServer(server.to_string()))?;
         // One connect at a time per server: concurrent first calls wait for the same start.
         let mut state = up.state.lock().await;
-        if let State::Connected(c) = &*state {
-            if c.alive() {
-                return Ok(c.clone());
+        let mut attempts = 0;
+        match &*state {
+            State::Connected(c) if c.alive() => return Ok(c.clone()),
+            State::Connected(_) => tracing::warn!(server, "upstream server exited; restarting it"),
+            State::Failed {
+                reason,
+                at,
+                attempts: n,
+            } => {
+                let pause = retry_pause(*n);
+                if at.elapsed() < pause {
+                    return Err(UpstreamError::Start {
+                        server: server.to_string(),
+                        reason: format!(
+                            "{reason} (next attempt in {:.0}s)",
+                            (pause - at.elapsed()).as_secs_f64().ceil()
+                        ),
+                    });
+                }
+                attempts = *n;
             }
-            tracing::warn!(server, "upstream server exited; restarting it");
+            State::Idle => {}
         }
         match connect(&up.spec).await {
             Ok(conn) => {
@@ -205,7 +310,11 @@ impl Upstreams {
             }
             Err(reason) => {
                 tracing::warn!(server, "upstream failed to start: {reason}");
-                *state = State::Failed(reason.clone());
+                *state = State::Failed {
+                    reason: reason.clone(),
+                    at: Instant::now(),
+                    attempts: attempts + 1,
+                };
                 Err(UpstreamError::Start {
                     server: server.to_string(),
                     reason,
@@ -215,16 +324,51 @@ impl Upstreams {
     }
 }
 
+/// Pause before the next start after `failures` failed starts: none after the first failure
+/// (the user may just have fixed it), then 1 s, 2 s, 4 s ... up to [`MAX_RETRY_PAUSE`].
+fn retry_pause(failures: u32) -> Duration {
+    match failures {
+        0 | 1 => Duration::ZERO,
+        n => Duration::from_secs(1u64 << (n - 2).min(5)).min(MAX_RETRY_PAUSE),
+    }
+}
+
+/// Cuts a result larger than `max` bytes down to a text that says so and keeps the start.
+pub fn cap_result(result: CallToolResult, max: usize) -> CallToolResult {
+    let size = serde_json::to_vec(&result).map_or(0, |v| v.len());
+    if size <= max {
+        return result;
+    }
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut cut = max.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut r = CallToolResult::success(vec![
+        ContentBlock::text(format!(
+            "[result truncated: {size} bytes exceed the {max}-byte limit (maxResultBytes); the first {cut} bytes of its text follow]"
+        )),
+        ContentBlock::text(&text[..cut]),
+    ]);
+    r.is_error = result.is_error;
+    r
+}
+
 /// The environment an upstream child gets: basics from ours, then its entry's `env`.
-pub fn child_env(spec: &ServerSpec) -> Vec<(OsString, OsString)> {
-    let mut env: BTreeMap<OsString, OsString> = INHERITED_ENV
+pub fn child_env(env: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
+    let mut out: BTreeMap<OsString, OsString> = INHERITED_ENV
         .iter()
         .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
         .collect();
-    for (k, v) in &spec.env {
-        env.insert(k.into(), v.into());
+    for (k, v) in env {
+        out.insert(k.into(), v.into());
     }
-    env.into_iter().collect()
+    out.into_iter().collect()
 }
 
 /// Finds `command` the way a shell would, on the child's PATH; relative paths with a slash
@@ -263,12 +407,87 @@ fn resolve_program(
 }
 
 async fn connect(spec: &ServerSpec) -> Result<Connection, String> {
-    let env = child_env(spec);
+    let stale = Arc::new(AtomicBool::new(false));
+    let handler = Handler {
+        stale: stale.clone(),
+    };
+    let start = async {
+        let service = match &spec.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let transport = spawn_stdio(&spec.name, command, args, env, cwd.as_deref())?;
+                handler.serve(transport).await.map_err(|e| e.to_string())?
+            }
+            Transport::Http { url, headers } => {
+                install_tls_provider();
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let mut custom = HashMap::new();
+                for (k, v) in headers {
+                    if k.eq_ignore_ascii_case("authorization")
+                        && let Some(token) = v.strip_prefix("Bearer ")
+                    {
+                        config = config.auth_header(token);
+                        continue;
+                    }
+                    let name = http::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|e| format!("header name {k:?}: {e}"))?;
+                    let value =
+                        http::HeaderValue::from_str(v).map_err(|e| format!("header {k}: {e}"))?;
+                    custom.insert(name, value);
+                }
+                let transport =
+                    StreamableHttpClientTransport::from_config(config.custom_headers(custom));
+                handler.serve(transport).await.map_err(|e| e.to_string())?
+            }
+            Transport::Sse { .. } => {
+                return Err(
+                    "the legacy HTTP+SSE transport is not supported yet; if the server also \
+                     speaks streamable HTTP, configure it with \"type\": \"http\" and its /mcp URL"
+                        .to_string(),
+                );
+            }
+        };
+        let tools = service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        Ok::<_, String>(Connection {
+            service,
+            tools: std::sync::Mutex::new(Arc::new(tools)),
+            stale,
+        })
+    };
+    match tokio::time::timeout(UPSTREAM_CONNECT_TIMEOUT, start).await {
+        Ok(Ok(conn)) => {
+            tracing::info!(server = %spec.name, tools = conn.tools().len(), "upstream connected");
+            Ok(conn)
+        }
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(format!(
+            "no answer to initialize/tools/list within {}s",
+            UPSTREAM_CONNECT_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+fn spawn_stdio(
+    name: &str,
+    command: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: Option<&Path>,
+) -> Result<TokioChildProcess, String> {
+    let env = child_env(env);
     let target = sandbox::WorkerCommand {
-        program: resolve_program(&spec.command, &env, spec.cwd.as_deref())?,
-        args: spec.args.iter().map(OsString::from).collect(),
+        program: resolve_program(command, &env, cwd)?,
+        args: args.iter().map(OsString::from).collect(),
         env,
-        cwd: spec.cwd.clone(),
+        cwd: cwd.map(Path::to_path_buf),
     };
     // Upstreams are the user's own trusted servers: not confined, but isolated from our
     // environment, in their own process group, and killed when we die.
@@ -282,9 +501,9 @@ async fn connect(spec: &ServerSpec) -> Result<Connection, String> {
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run `{}`: {e}", spec.command))?;
+        .map_err(|e| format!("cannot run `{command}`: {e}"))?;
     if let Some(stderr) = stderr {
-        let name = spec.name.clone();
+        let name = name.to_string();
         tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -292,27 +511,39 @@ async fn connect(spec: &ServerSpec) -> Result<Connection, String> {
             }
         });
     }
-    let start = async {
-        let service = ().serve(transport).await.map_err(|e| e.to_string())?;
-        let tools = service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
-        Ok::<_, String>(Connection {
-            service,
-            tools: Arc::new(tools),
-        })
-    };
-    match tokio::time::timeout(UPSTREAM_CONNECT_TIMEOUT, start).await {
-        Ok(Ok(conn)) => {
-            tracing::info!(server = %spec.name, tools = conn.tools.len(), "upstream connected");
-            Ok(conn)
-        }
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(format!(
-            "no answer to initialize/tools/list within {}s",
-            UPSTREAM_CONNECT_TIMEOUT.as_secs()
-        )),
+    Ok(transport)
+}
+
+/// TLS for HTTPS upstreams uses rustls with the ring provider (lighter to build than
+/// aws-lc); installed once, on first use.
+fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_pauses_grow_and_stop_growing() {
+        let pauses: Vec<u64> = (0..10).map(|n| retry_pause(n).as_secs()).collect();
+        assert_eq!(pauses, [0, 0, 1, 2, 4, 8, 16, 30, 30, 30]);
+    }
+
+    #[test]
+    fn oversized_results_are_cut_and_say_so() {
+        let r = CallToolResult::success(vec![ContentBlock::text("é".repeat(100))]);
+        let capped = cap_result(r.clone(), 50);
+        let texts: Vec<&str> = capped
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+            .collect();
+        assert!(texts[0].starts_with("[result truncated:"), "{texts:?}");
+        assert!(texts[1].len() <= 50 && texts[1].chars().all(|c| c == 'é'));
+        assert_eq!(cap_result(r.clone(), 1 << 20), r);
     }
 }

@@ -510,3 +510,69 @@ async fn a_malformed_request_is_a_protocol_error() {
         .unwrap_err();
     assert!(err.to_string().contains("code"), "{err}");
 }
+
+#[tokio::test]
+async fn in_flight_upstream_calls_are_cancelled_when_the_execution_times_out() {
+    let h = harness().await;
+    let marker = std::env::temp_dir().join(format!("cem-cancel-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let code = format!(
+        "await tools.fx.sleep_marked({{ ms: 20000, marker: {:?} }});",
+        marker.display().to_string()
+    );
+    let (v, is_error) = h.exec_with(json!({"code": code, "timeoutMs": 500})).await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "TimeoutError", "{v}");
+    // The upstream saw notifications/cancelled and dropped the call.
+    let mut cancelled = false;
+    for _ in 0..50 {
+        if marker.exists() {
+            cancelled = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let _ = std::fs::remove_file(&marker);
+    assert!(cancelled, "the upstream call was not cancelled");
+}
+
+#[tokio::test]
+async fn a_changed_upstream_tool_list_is_picked_up() {
+    let h = harness().await;
+    let (v, _) = h
+        .exec("return (await searchTools('surprise', { server: 'fx', detail: 'names' })).tools.map(t => t.name);")
+        .await;
+    assert!(
+        !v["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "mcp__fx__surprise"),
+        "{v}"
+    );
+    let (v, is_error) = h.exec("return await tools.fx.add_surprise_tool();").await;
+    assert!(!is_error, "{v}");
+    let mut found = json!(null);
+    for _ in 0..20 {
+        let (v, _) = h.exec("return (await searchTools('surprise', { server: 'fx', detail: 'names' })).tools.map(t => t.name);").await;
+        found = v["result"].clone();
+        if found
+            .as_array()
+            .is_some_and(|a| a.iter().any(|n| n == "mcp__fx__surprise"))
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        found
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "mcp__fx__surprise"),
+        "{found}"
+    );
+    let (v, is_error) = h.exec("return await tools.fx.surprise();").await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], "surprise!");
+}

@@ -71,3 +71,55 @@ fn mcp_conformance_server_scenarios_pass() {
         .arg(EXE)
         .arg(p.join("upstreams.json")));
 }
+
+/// server-everything in its streamable HTTP mode, reached through us as an `http` upstream
+/// with a configured header.
+#[tokio::test]
+async fn a_streamable_http_upstream_is_called_from_code() {
+    let Some(p) = prefix() else { return };
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let js = p.join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut server = tokio::process::Command::new("node")
+        .arg(&js)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start server-everything over HTTP");
+    let mut up = false;
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(up, "server-everything did not listen on {port}");
+    let h = test_support::Harness::start(
+        EXE.as_ref(),
+        serde_json::json!({ "remote": {
+            "type": "http",
+            "url": format!("http://127.0.0.1:{port}/mcp"),
+            "headers": {"X-Test-Header": "yes"}
+        }}),
+        &[],
+        &[],
+    )
+    .await;
+    let (v, is_error) = h
+        .exec("const r = await tools.remote.echo({ message: 'over http' }); const s = await listServers(); return [r, s.servers[0].status, s.servers[0].toolCount];")
+        .await;
+    assert!(!is_error, "{v}");
+    assert!(v["result"][0].to_string().contains("over http"), "{v}");
+    assert_eq!(v["result"][1], "connected");
+    assert!(v["result"][2].as_u64().unwrap() >= 10, "{v}");
+    let _ = server.kill().await;
+}

@@ -5,10 +5,12 @@ use std::time::Duration;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, InitializeResult, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
 };
-use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +34,13 @@ pub struct Sum {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SleepArgs {
     pub ms: u64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MarkedSleepArgs {
+    pub ms: u64,
+    /// A file written if the call is cancelled before it finishes.
+    pub marker: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -61,6 +70,8 @@ static RENDEZVOUS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMa
 pub struct Fixture {
     tool_router: ToolRouter<Self>,
     name: String,
+    /// Set by `add_surprise_tool`: a tool named `surprise` appears in the list.
+    surprise: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Fixture {
@@ -68,7 +79,40 @@ impl Fixture {
         Fixture {
             tool_router: Self::tool_router(),
             name: name.to_string(),
+            surprise: Default::default(),
         }
+    }
+
+    fn dynamic_tools(&self) -> Vec<Tool> {
+        let schema = std::sync::Arc::new(serde_json::Map::from_iter([(
+            "type".to_string(),
+            serde_json::Value::String("object".into()),
+        )]));
+        let mut tools = vec![Tool::new(
+            "add_surprise_tool",
+            "Adds a tool named surprise and announces notifications/tools/list_changed.",
+            schema.clone(),
+        )];
+        let marked = serde_json::json!({
+            "type": "object",
+            "properties": {"ms": {"type": "integer"}, "marker": {"type": "string"}},
+            "required": ["ms", "marker"]
+        });
+        if let serde_json::Value::Object(m) = marked {
+            tools.push(Tool::new(
+                "sleep_marked",
+                "Sleep for ms milliseconds; writes the marker file if the call is cancelled first (notifications/cancelled).",
+                std::sync::Arc::new(m),
+            ));
+        }
+        if self.surprise.load(std::sync::atomic::Ordering::Acquire) {
+            tools.push(Tool::new(
+                "surprise",
+                "A surprise: appears at run time.",
+                schema,
+            ));
+        }
+        tools
     }
 }
 
@@ -164,7 +208,59 @@ impl Fixture {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("fixture", "0.0.0"))
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("fixture", "0.0.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools = self.tool_router.list_all();
+        tools.extend(self.dynamic_tools());
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match &*request.name {
+            "add_surprise_tool" => {
+                self.surprise
+                    .store(true, std::sync::atomic::Ordering::Release);
+                let _ = context.peer.notify_tool_list_changed().await;
+                Ok(CallToolResult::success(vec![ContentBlock::text("added")]).into())
+            }
+            "sleep_marked" => {
+                let args: MarkedSleepArgs = serde_json::from_value(serde_json::Value::Object(
+                    request.arguments.unwrap_or_default(),
+                ))
+                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(args.ms)) => {
+                        Ok(CallToolResult::success(vec![ContentBlock::text("finished")]).into())
+                    }
+                    _ = context.ct.cancelled() => {
+                        let _ = std::fs::write(&args.marker, "cancelled");
+                        Ok(CallToolResult::error(vec![ContentBlock::text("cancelled")]).into())
+                    }
+                }
+            }
+            "surprise" if self.surprise.load(std::sync::atomic::Ordering::Acquire) => {
+                Ok(CallToolResult::success(vec![ContentBlock::text("surprise!")]).into())
+            }
+            _ => {
+                let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+                self.tool_router.call(tcc).await
+            }
+        }
     }
 }

@@ -23,8 +23,20 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-/// Path of a binary of this workspace, building the `test-support` binaries if needed.
+/// Path of a binary of this workspace. The `test-support` binaries are (re)built once per
+/// test process, so a fixture is never stale: `cargo test` does not build another
+/// package's binaries by itself.
 pub fn workspace_bin(name: &str) -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "test-support", "--bins"])
+            .status();
+        assert!(
+            matches!(status, Ok(s) if s.success()),
+            "cannot build the test-support binaries"
+        );
+    });
     let dir = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))

@@ -185,7 +185,7 @@ impl Runtime {
                 out.error = Some(timeout_error(&limits));
             }
         }
-        drop(worker);
+        worker.finish().await;
         out.logs = logs.finish();
         finish(out)
     }

@@ -183,6 +183,12 @@ impl WorkerProcess {
         let _ = self.child.start_kill();
     }
 
+    /// Kills the worker and waits (briefly) until it is reaped, so no zombie is left behind.
+    pub async fn finish(mut self) {
+        self.kill();
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+    }
+
     /// Why the worker is gone: exit status and the last lines of its stderr.
     pub async fn exit_description(&mut self) -> String {
         let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;

@@ -1,0 +1,304 @@
+//! Where each MCP client keeps its servers, and how to read each format into raw entries.
+//!
+//! [`discover`] lists the files to read in increasing precedence: global (per-user) files,
+//! then project files (under the working directory), then the explicit file. A later source's
+//! entry replaces an earlier one of the same name.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// How a file lists its servers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Format {
+    /// `{"mcpServers": {...}}`: Claude Code `.mcp.json`, Claude Desktop, Cursor, Windsurf,
+    /// Gemini CLI, and explicit files.
+    McpServers,
+    /// VS Code: `{"servers": {...}}` with `type`.
+    VsCode,
+    /// Codex: TOML with `[mcp_servers.NAME]` tables.
+    CodexToml,
+    /// Claude Code's `~/.claude.json`, its per-project part: `projects[<dir>].mcpServers`.
+    ClaudeCodeProject(PathBuf),
+}
+
+/// How far a source reaches; a narrower scope wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    Global,
+    Project,
+    Explicit,
+}
+
+/// One file to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub client: &'static str,
+    pub path: PathBuf,
+    pub format: Format,
+    pub scope: Scope,
+}
+
+/// Where to look.
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    pub home: Option<PathBuf>,
+    /// `$XDG_CONFIG_HOME`, else `~/.config`.
+    pub config_dir: Option<PathBuf>,
+    /// `$CODEX_HOME`, else `~/.codex`.
+    pub codex_home: Option<PathBuf>,
+    pub cwd: PathBuf,
+}
+
+impl Places {
+    /// From our environment.
+    pub fn from_env(cwd: PathBuf) -> Places {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let config_dir = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".config")));
+        let codex_home = std::env::var_os("CODEX_HOME")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".codex")));
+        Places {
+            home,
+            config_dir,
+            codex_home,
+            cwd,
+        }
+    }
+}
+
+/// Every file any supported client may keep servers in, lowest precedence first. Files that
+/// do not exist are left out.
+pub fn discover(places: &Places) -> Vec<Source> {
+    let mut out = Vec::new();
+    let mut add = |client, path: PathBuf, format, scope| {
+        if path.is_file() {
+            out.push(Source {
+                client,
+                path,
+                format,
+                scope,
+            });
+        }
+    };
+    use Format::*;
+    use Scope::*;
+    if let Some(cfg) = &places.config_dir {
+        add(
+            "claude-desktop",
+            cfg.join("Claude/claude_desktop_config.json"),
+            McpServers,
+            Global,
+        );
+        add("vscode", cfg.join("Code/User/mcp.json"), VsCode, Global);
+    }
+    if let Some(home) = &places.home {
+        add(
+            "claude-desktop",
+            home.join("Library/Application Support/Claude/claude_desktop_config.json"),
+            McpServers,
+            Global,
+        );
+        add(
+            "windsurf",
+            home.join(".codeium/windsurf/mcp_config.json"),
+            McpServers,
+            Global,
+        );
+        add("cursor", home.join(".cursor/mcp.json"), McpServers, Global);
+    }
+    if let Some(codex) = &places.codex_home {
+        add("codex", codex.join("config.toml"), CodexToml, Global);
+    }
+    if let Some(home) = &places.home {
+        add(
+            "gemini",
+            home.join(".gemini/settings.json"),
+            McpServers,
+            Global,
+        );
+        add("claude-code", home.join(".claude.json"), McpServers, Global);
+    }
+    let cwd = &places.cwd;
+    add("vscode", cwd.join(".vscode/mcp.json"), VsCode, Project);
+    add("cursor", cwd.join(".cursor/mcp.json"), McpServers, Project);
+    add(
+        "gemini",
+        cwd.join(".gemini/settings.json"),
+        McpServers,
+        Project,
+    );
+    add("claude-code", cwd.join(".mcp.json"), McpServers, Project);
+    if let Some(home) = &places.home {
+        add(
+            "claude-code",
+            home.join(".claude.json"),
+            ClaudeCodeProject(cwd.clone()),
+            Project,
+        );
+    }
+    out
+}
+
+/// The raw entries of one file, by name, or why the file cannot be read at all.
+pub fn read_entries(source: &Source) -> Result<BTreeMap<String, Value>, String> {
+    let text = std::fs::read_to_string(&source.path).map_err(|e| format!("cannot read: {e}"))?;
+    parse_entries(&text, &source.format)
+}
+
+/// Parses the text of a file of the given format into raw entries.
+pub fn parse_entries(text: &str, format: &Format) -> Result<BTreeMap<String, Value>, String> {
+    #[derive(Deserialize)]
+    struct McpServersFile {
+        #[serde(default, rename = "mcpServers")]
+        mcp_servers: Option<BTreeMap<String, Value>>,
+    }
+    #[derive(Deserialize)]
+    struct VsCodeFile {
+        #[serde(default)]
+        servers: Option<BTreeMap<String, Value>>,
+    }
+    #[derive(Deserialize)]
+    struct CodexFile {
+        #[serde(default)]
+        mcp_servers: Option<BTreeMap<String, Value>>,
+    }
+    let invalid = |e: &dyn std::fmt::Display| format!("not valid {}: {e}", format_name(format));
+    match format {
+        Format::McpServers => {
+            let f: McpServersFile = serde_json::from_str(text).map_err(|e| invalid(&e))?;
+            Ok(f.mcp_servers.unwrap_or_default())
+        }
+        Format::VsCode => {
+            let f: VsCodeFile =
+                serde_json::from_str(&strip_json_comments(text)).map_err(|e| invalid(&e))?;
+            Ok(f.servers.unwrap_or_default())
+        }
+        Format::CodexToml => {
+            let f: CodexFile = toml::from_str(text).map_err(|e| invalid(&e))?;
+            Ok(f.mcp_servers.unwrap_or_default())
+        }
+        Format::ClaudeCodeProject(dir) => {
+            let v: Value = serde_json::from_str(text).map_err(|e| invalid(&e))?;
+            let key = dir.to_string_lossy();
+            let servers = v
+                .get("projects")
+                .and_then(|p| p.get(key.as_ref()))
+                .and_then(|p| p.get("mcpServers"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            if servers.is_null() {
+                return Ok(BTreeMap::new());
+            }
+            serde_json::from_value(servers).map_err(|e| invalid(&e))
+        }
+    }
+}
+
+fn format_name(format: &Format) -> &'static str {
+    match format {
+        Format::McpServers => "JSON of the form {\"mcpServers\": {...}}",
+        Format::VsCode => "VS Code mcp.json ({\"servers\": {...}})",
+        Format::CodexToml => "Codex TOML ([mcp_servers.NAME] tables)",
+        Format::ClaudeCodeProject(_) => "Claude Code JSON",
+    }
+}
+
+/// VS Code's mcp.json is JSON with comments and trailing commas; drop both (outside strings).
+fn strip_json_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if c == '\\' {
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for n in chars.by_ref() {
+                    if n == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut prev = ' ';
+                for n in chars.by_ref() {
+                    if prev == '*' && n == '/' {
+                        break;
+                    }
+                    prev = n;
+                }
+            }
+            (',', _) => {
+                // A trailing comma: the next non-space character closes the object or array.
+                let rest: String = chars.clone().take_while(|c| c.is_whitespace()).collect();
+                let next = chars.clone().nth(rest.chars().count());
+                if !matches!(next, Some('}') | Some(']')) {
+                    out.push(c);
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn vscode_comments_and_trailing_commas_are_accepted() {
+        let text = r#"{
+            // a comment
+            "servers": { /* block */ "a": {"type": "stdio", "command": "x", "args": ["//not", "a,"],}, },
+        }"#;
+        let entries = parse_entries(text, &Format::VsCode).unwrap();
+        assert_eq!(
+            entries["a"],
+            json!({"type": "stdio", "command": "x", "args": ["//not", "a,"]})
+        );
+    }
+
+    #[test]
+    fn codex_toml_tables() {
+        let text = "model = \"o3\"\n[mcp_servers.docs]\ncommand = \"npx\"\nargs = [\"-y\", \"docs-mcp\"]\nenv = { API_KEY = \"k\" }\n";
+        let entries = parse_entries(text, &Format::CodexToml).unwrap();
+        assert_eq!(
+            entries["docs"],
+            json!({"command": "npx", "args": ["-y", "docs-mcp"], "env": {"API_KEY": "k"}})
+        );
+    }
+
+    #[test]
+    fn claude_code_project_entries_are_found_by_directory() {
+        let text = r#"{"mcpServers": {"u": {"command": "a"}},
+                       "projects": {"/work/p": {"mcpServers": {"local": {"command": "b"}}}}}"#;
+        let local = parse_entries(text, &Format::ClaudeCodeProject("/work/p".into())).unwrap();
+        assert_eq!(local.keys().collect::<Vec<_>>(), ["local"]);
+        let other = parse_entries(text, &Format::ClaudeCodeProject("/elsewhere".into())).unwrap();
+        assert!(other.is_empty());
+        let user = parse_entries(text, &Format::McpServers).unwrap();
+        assert_eq!(user.keys().collect::<Vec<_>>(), ["u"]);
+    }
+}
