@@ -31,7 +31,6 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::Mutex;
 
 use crate::config::{Config, INHERITED_ENV, ServerSpec, Settings, Transport};
-use crate::policy::UPSTREAM_CONNECT_TIMEOUT;
 
 /// Longest pause between start attempts of a server that keeps failing.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
@@ -302,7 +301,7 @@ impl Upstreams {
             }
             State::Idle => {}
         }
-        match connect(&up.spec).await {
+        match connect(&up.spec, self.settings.connect_timeout).await {
             Ok(conn) => {
                 let conn = Arc::new(conn);
                 *state = State::Connected(conn.clone());
@@ -406,7 +405,7 @@ fn resolve_program(
         })
 }
 
-async fn connect(spec: &ServerSpec) -> Result<Connection, String> {
+async fn connect(spec: &ServerSpec, timeout: Duration) -> Result<Connection, String> {
     let stale = Arc::new(AtomicBool::new(false));
     let handler = Handler {
         stale: stale.clone(),
@@ -462,15 +461,15 @@ async fn connect(spec: &ServerSpec) -> Result<Connection, String> {
             stale,
         })
     };
-    match tokio::time::timeout(UPSTREAM_CONNECT_TIMEOUT, start).await {
+    match tokio::time::timeout(timeout, start).await {
         Ok(Ok(conn)) => {
             tracing::info!(server = %spec.name, tools = conn.tools().len(), "upstream connected");
             Ok(conn)
         }
         Ok(Err(e)) => Err(e),
         Err(_) => Err(format!(
-            "no answer to initialize/tools/list within {}s",
-            UPSTREAM_CONNECT_TIMEOUT.as_secs()
+            "no answer to initialize/tools/list within {} ms (connectTimeoutMs)",
+            timeout.as_millis()
         )),
     }
 }

@@ -576,3 +576,43 @@ async fn a_changed_upstream_tool_list_is_picked_up() {
     assert!(!is_error, "{v}");
     assert_eq!(v["result"], "surprise!");
 }
+
+#[tokio::test]
+async fn a_thousand_tools_arrive_through_pagination() {
+    let h = Harness::start(
+        EXE.as_ref(),
+        json!({ "many": {"command": test_support::workspace_bin("fixture-server"), "args": ["many"], "env": {"FIXTURE_EXTRA_TOOLS": "1000"}} }),
+        &[],
+        &[],
+    )
+    .await;
+    let (v, is_error) = h
+        .exec("const all = await discoverMCPTools(); return [all.tools.length, await tools.many.bulk_0999()];")
+        .await;
+    assert!(!is_error, "{v}");
+    let count = v["result"][0].as_u64().unwrap();
+    assert!(count >= 1010, "{count}");
+    assert_eq!(v["result"][1], "bulk_0999");
+}
+
+#[tokio::test]
+async fn a_server_that_hangs_at_start_times_out_and_is_named() {
+    let dir = test_support::TempConfig::new(json!({}));
+    let settings = dir.dir.join("settings.json");
+    std::fs::write(&settings, r#"{"connectTimeoutMs": 500}"#).unwrap();
+    let h = Harness::start(
+        EXE.as_ref(),
+        json!({
+            "hangs": {"command": test_support::workspace_bin("fixture-server"), "env": {"FIXTURE_HANG_AT_START": "1"}},
+            "fx": fixture_entry("fx"),
+        }),
+        &[],
+        &[("CODE_EXECUTOR_CONFIG_PATH", settings.to_str().unwrap())],
+    )
+    .await;
+    let (v, is_error) = h.exec("return await tools.hangs.echo({message: 'x'});").await;
+    assert!(is_error);
+    assert!(error_message(&v).contains("\"hangs\" failed to start: no answer to initialize/tools/list within 500 ms"), "{v}");
+    let (v, _) = h.exec("return await tools.fx.whoami();").await;
+    assert_eq!(v["result"], "fx");
+}

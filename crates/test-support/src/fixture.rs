@@ -72,7 +72,12 @@ pub struct Fixture {
     name: String,
     /// Set by `add_surprise_tool`: a tool named `surprise` appears in the list.
     surprise: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Generated tools `bulk_0000`..., listed in pages of [`PAGE`] (tests pagination).
+    extra_tools: usize,
 }
+
+/// Page size of `tools/list` when the fixture has extra tools.
+pub const PAGE: usize = 100;
 
 impl Fixture {
     pub fn new(name: &str) -> Self {
@@ -80,7 +85,13 @@ impl Fixture {
             tool_router: Self::tool_router(),
             name: name.to_string(),
             surprise: Default::default(),
+            extra_tools: 0,
         }
+    }
+
+    pub fn with_extra_tools(mut self, n: usize) -> Self {
+        self.extra_tools = n;
+        self
     }
 
     fn dynamic_tools(&self) -> Vec<Tool> {
@@ -219,12 +230,29 @@ impl ServerHandler for Fixture {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = self.tool_router.list_all();
         tools.extend(self.dynamic_tools());
-        Ok(ListToolsResult::with_all_items(tools))
+        if self.extra_tools == 0 {
+            return Ok(ListToolsResult::with_all_items(tools));
+        }
+        let schema = std::sync::Arc::new(serde_json::Map::from_iter([(
+            "type".to_string(),
+            serde_json::Value::String("object".into()),
+        )]));
+        tools.extend((0..self.extra_tools).map(|i| {
+            Tool::new(format!("bulk_{i:04}"), format!("Generated tool number {i}."), schema.clone())
+        }));
+        let start: usize = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let end = (start + PAGE).min(tools.len());
+        let mut page = ListToolsResult::with_all_items(tools[start.min(end)..end].to_vec());
+        page.next_cursor = (end < tools.len()).then(|| end.to_string());
+        Ok(page)
     }
 
     async fn call_tool(
@@ -253,6 +281,9 @@ impl ServerHandler for Fixture {
                         Ok(CallToolResult::error(vec![ContentBlock::text("cancelled")]).into())
                     }
                 }
+            }
+            name if name.starts_with("bulk_") && self.extra_tools > 0 => {
+                Ok(CallToolResult::success(vec![ContentBlock::text(name.to_string())]).into())
             }
             "surprise" if self.surprise.load(std::sync::atomic::Ordering::Acquire) => {
                 Ok(CallToolResult::success(vec![ContentBlock::text("surprise!")]).into())

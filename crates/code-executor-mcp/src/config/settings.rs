@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::policy::UPSTREAM_CALL_TIMEOUT;
+use crate::policy::{UPSTREAM_CALL_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT};
 
 /// Names the settings file explicitly.
 pub const SETTINGS_PATH_ENV: &str = "CODE_EXECUTOR_CONFIG_PATH";
@@ -30,6 +30,7 @@ struct RawSettings {
     connected_servers: Option<Vec<String>>,
     discover: Option<bool>,
     upstream_call_timeout_ms: Option<u64>,
+    connect_timeout_ms: Option<u64>,
     max_result_bytes: Option<usize>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
@@ -45,6 +46,8 @@ pub struct Settings {
     /// Whether other clients' config files are read.
     pub discover: bool,
     pub upstream_call_timeout: Duration,
+    /// Time a server gets to start and answer `initialize` and `tools/list`.
+    pub connect_timeout: Duration,
     pub max_result_bytes: usize,
     /// The file the settings came from, if any.
     pub source: Option<PathBuf>,
@@ -57,6 +60,7 @@ impl Default for Settings {
             connected_servers: Vec::new(),
             discover: true,
             upstream_call_timeout: UPSTREAM_CALL_TIMEOUT,
+            connect_timeout: UPSTREAM_CONNECT_TIMEOUT,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             source: None,
         }
@@ -108,6 +112,9 @@ impl Settings {
             upstream_call_timeout: raw
                 .upstream_call_timeout_ms
                 .map_or(d.upstream_call_timeout, Duration::from_millis),
+            connect_timeout: raw
+                .connect_timeout_ms
+                .map_or(d.connect_timeout, Duration::from_millis),
             max_result_bytes: raw.max_result_bytes.unwrap_or(d.max_result_bytes),
             source: None,
         })

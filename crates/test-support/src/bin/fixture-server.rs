@@ -8,7 +8,16 @@ async fn main() -> anyhow::Result<()> {
     if std::env::var_os("FIXTURE_FAIL_TO_START").is_some() {
         anyhow::bail!("told to fail");
     }
+    if std::env::var_os("FIXTURE_HANG_AT_START").is_some() {
+        // Never answers initialize: a server that hangs.
+        std::future::pending::<()>().await;
+    }
+    let extra: usize = std::env::var("FIXTURE_EXTRA_TOOLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let service = test_support::fixture::Fixture::new(&name)
+        .with_extra_tools(extra)
         .serve(rmcp::transport::stdio())
         .await?;
     service.waiting().await?;
