@@ -610,9 +610,16 @@ async fn a_server_that_hangs_at_start_times_out_and_is_named() {
         &[("CODE_EXECUTOR_CONFIG_PATH", settings.to_str().unwrap())],
     )
     .await;
-    let (v, is_error) = h.exec("return await tools.hangs.echo({message: 'x'});").await;
+    let (v, is_error) = h
+        .exec("return await tools.hangs.echo({message: 'x'});")
+        .await;
     assert!(is_error);
-    assert!(error_message(&v).contains("\"hangs\" failed to start: no answer to initialize/tools/list within 500 ms"), "{v}");
+    assert!(
+        error_message(&v).contains(
+            "\"hangs\" failed to start: no answer to initialize/tools/list within 500 ms"
+        ),
+        "{v}"
+    );
     let (v, _) = h.exec("return await tools.fx.whoami();").await;
     assert_eq!(v["result"], "fx");
 }

@@ -72,44 +72,38 @@ fn mcp_conformance_server_scenarios_pass() {
         .arg(p.join("upstreams.json")));
 }
 
-/// server-everything in its streamable HTTP mode, reached through us as an `http` upstream
-/// with a configured header.
-#[tokio::test]
-async fn a_streamable_http_upstream_is_called_from_code() {
-    let Some(p) = prefix() else { return };
+/// server-everything in one of its HTTP modes on a free loopback port; killed on drop.
+async fn everything_over_http(p: &std::path::Path, mode: &str) -> (tokio::process::Child, u16) {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
     let js = p.join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let mut server = tokio::process::Command::new("node")
+    let server = tokio::process::Command::new("node")
         .arg(&js)
-        .arg("streamableHttp")
+        .arg(mode)
         .env("PORT", port.to_string())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()
         .expect("start server-everything over HTTP");
-    let mut up = false;
     for _ in 0..100 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .is_ok()
         {
-            up = true;
-            break;
+            return (server, port);
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    assert!(up, "server-everything did not listen on {port}");
+    panic!("server-everything ({mode}) did not listen on {port}");
+}
+
+async fn call_remote(entry: serde_json::Value) {
     let h = test_support::Harness::start(
         EXE.as_ref(),
-        serde_json::json!({ "remote": {
-            "type": "http",
-            "url": format!("http://127.0.0.1:{port}/mcp"),
-            "headers": {"X-Test-Header": "yes"}
-        }}),
+        serde_json::json!({ "remote": entry }),
         &[],
         &[],
     )
@@ -121,5 +115,31 @@ async fn a_streamable_http_upstream_is_called_from_code() {
     assert!(v["result"][0].to_string().contains("over http"), "{v}");
     assert_eq!(v["result"][1], "connected");
     assert!(v["result"][2].as_u64().unwrap() >= 10, "{v}");
-    let _ = server.kill().await;
+}
+
+/// server-everything in its streamable HTTP mode, reached through us as an `http` upstream
+/// with a configured header.
+#[tokio::test]
+async fn a_streamable_http_upstream_is_called_from_code() {
+    let Some(p) = prefix() else { return };
+    let (_server, port) = everything_over_http(&p, "streamableHttp").await;
+    call_remote(serde_json::json!({
+        "type": "http",
+        "url": format!("http://127.0.0.1:{port}/mcp"),
+        "headers": {"X-Test-Header": "yes"}
+    }))
+    .await;
+}
+
+/// server-everything in its legacy HTTP+SSE mode, reached through us as an `sse` upstream.
+#[tokio::test]
+async fn a_legacy_sse_upstream_is_called_from_code() {
+    let Some(p) = prefix() else { return };
+    let (_server, port) = everything_over_http(&p, "sse").await;
+    call_remote(serde_json::json!({
+        "type": "sse",
+        "url": format!("http://127.0.0.1:{port}/sse"),
+        "headers": {"X-Test-Header": "yes"}
+    }))
+    .await;
 }

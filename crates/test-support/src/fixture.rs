@@ -243,7 +243,11 @@ impl ServerHandler for Fixture {
             serde_json::Value::String("object".into()),
         )]));
         tools.extend((0..self.extra_tools).map(|i| {
-            Tool::new(format!("bulk_{i:04}"), format!("Generated tool number {i}."), schema.clone())
+            Tool::new(
+                format!("bulk_{i:04}"),
+                format!("Generated tool number {i}."),
+                schema.clone(),
+            )
         }));
         let start: usize = request
             .and_then(|r| r.cursor)

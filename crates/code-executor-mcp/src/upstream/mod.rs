@@ -3,8 +3,8 @@
 //! A server is started on first use (lazily) and its connection kept; servers named in the
 //! settings' `connectedServers` connect in the background at start. A stdio child gets a
 //! curated environment (its entry's `env` plus a few basics, never ours), its own process
-//! group, dies with us, and its stderr goes to our log. Streamable HTTP servers get their
-//! configured headers. A server that fails to start or crashes gives an error naming it; the
+//! group, dies with us, and its stderr goes to our log. Streamable HTTP and legacy SSE
+//! servers get their configured headers. A server that fails to start or crashes gives an error naming it; the
 //! next use tries again, with a growing pause after repeated failures; the others keep
 //! working. `notifications/tools/list_changed` marks a server's tool list stale, and the next
 //! look refetches it. Requests an upstream sends us (sampling, elicitation) are refused; roots
@@ -31,6 +31,8 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::Mutex;
 
 use crate::config::{Config, INHERITED_ENV, ServerSpec, Settings, Transport};
+
+mod sse;
 
 /// Longest pause between start attempts of a server that keeps failing.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
@@ -442,12 +444,10 @@ async fn connect(spec: &ServerSpec, timeout: Duration) -> Result<Connection, Str
                     StreamableHttpClientTransport::from_config(config.custom_headers(custom));
                 handler.serve(transport).await.map_err(|e| e.to_string())?
             }
-            Transport::Sse { .. } => {
-                return Err(
-                    "the legacy HTTP+SSE transport is not supported yet; if the server also \
-                     speaks streamable HTTP, configure it with \"type\": \"http\" and its /mcp URL"
-                        .to_string(),
-                );
+            Transport::Sse { url, headers } => {
+                install_tls_provider();
+                let transport = sse::connect(url, headers).await?;
+                handler.serve(transport).await.map_err(|e| e.to_string())?
             }
         };
         let tools = service
