@@ -82,7 +82,7 @@ impl Catalog {
                 Ok(tools) => out.extend(
                     tools
                         .iter()
-                        .filter(|t| allow.check(s, &t.name) == Decision::Allow)
+                        .filter(|t| allow.check(s, t) == Decision::Allow)
                         .map(|t| (s.clone(), t.clone())),
                 ),
                 Err(e) => errors.push(e),

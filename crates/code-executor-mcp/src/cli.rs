@@ -193,12 +193,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let core = start_core(&cli)?;
             let outcome = core
-                .runtime
-                .execute_typescript(ExecRequest {
-                    code,
-                    timeout_ms: *timeout_ms,
-                    allowed_tools: None,
-                })
+                .execute_typescript(
+                    ExecRequest {
+                        code,
+                        timeout_ms: *timeout_ms,
+                        ..ExecRequest::default()
+                    },
+                    "cli",
+                )
                 .await;
             let text = if *json {
                 serde_json::to_string_pretty(&outcome)?

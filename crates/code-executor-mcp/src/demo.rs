@@ -341,11 +341,13 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
     );
     say(&format!("--- program (TypeScript) ---\n{DEMO_CODE}"));
     let outcome = core
-        .runtime
-        .execute_typescript(ExecRequest {
-            code: DEMO_CODE.into(),
-            ..ExecRequest::default()
-        })
+        .execute_typescript(
+            ExecRequest {
+                code: DEMO_CODE.into(),
+                ..ExecRequest::default()
+            },
+            "demo",
+        )
         .await;
     say(&format!(
         "--- what came back ---\n{}\n",

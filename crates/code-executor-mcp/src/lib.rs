@@ -25,9 +25,11 @@ use serde_json::{Value, json};
 
 use catalog::Catalog;
 use config::Config;
-use runtime::Runtime;
+use policy::Policy;
+use policy::audit::{AuditEvent, sha256_hex};
 use runtime::pool::Pool;
 use runtime::worker::{Language, WorkerSpawner};
+use runtime::{ExecOutcome, ExecRequest, Runtime};
 use upstream::Upstreams;
 
 /// First argument of the binary re-entered as a worker: `code-executor-mcp __worker js`.
@@ -52,6 +54,7 @@ pub struct CoreOptions {
 pub struct Core {
     pub catalog: Catalog,
     pub runtime: Runtime,
+    pub policy: Arc<Policy>,
     pub started: Instant,
     pub options: CoreOptions,
     pub config_warnings: Vec<String>,
@@ -63,6 +66,7 @@ impl Core {
     pub fn start(config: &Config, settings: &config::Settings, options: CoreOptions) -> Arc<Core> {
         let upstreams = Arc::new(Upstreams::new(config, settings));
         upstreams.connect_eagerly();
+        let policy = Arc::new(Policy::new(settings));
         let catalog = Catalog::new(upstreams);
         let spawner = WorkerSpawner {
             exe: options.exe.clone(),
@@ -75,12 +79,56 @@ impl Core {
                 catalog.clone(),
                 pool,
                 options.sandbox == sandbox::SandboxMode::Disabled,
+                policy.clone(),
             ),
+            policy,
             catalog,
             started: Instant::now(),
             options,
             config_warnings: config.warnings.clone(),
         })
+    }
+
+    /// Runs TypeScript for `client`: admission (concurrency, queue, rate), then the run, with
+    /// its start and end in the audit log. Never fails: a refusal is an outcome with `error`.
+    pub async fn execute_typescript(&self, mut req: ExecRequest, client: &str) -> ExecOutcome {
+        let admitted = match self.policy.admission.admit(client).await {
+            Ok(a) => a,
+            Err(reason) => {
+                self.policy.audit.record(AuditEvent::RunRefused {
+                    client: client.to_string(),
+                    reason: reason.clone(),
+                });
+                return ExecOutcome::refused("BusyError", reason);
+            }
+        };
+        req.execution = new_execution_id();
+        req.tool_rate = Some(admitted.tool_calls.clone());
+        self.policy.audit.record(AuditEvent::RunStart {
+            execution: req.execution.clone(),
+            client: client.to_string(),
+            language: "typescript",
+            code_sha256: sha256_hex(req.code.as_bytes()),
+            code_bytes: req.code.len(),
+            allowed_tools: req.allowed_tools.clone(),
+        });
+        let execution = req.execution.clone();
+        let outcome = self.runtime.execute_typescript(req).await;
+        self.policy.audit.record(AuditEvent::RunEnd {
+            execution,
+            outcome: if outcome.error.is_none() {
+                "ok"
+            } else {
+                "error"
+            },
+            error: outcome.error.as_ref().map(|e| e.name.clone()),
+            duration_ms: outcome.duration_ms,
+            tool_calls: outcome.tool_calls,
+            result_bytes: outcome.result.to_string().len(),
+            log_bytes: outcome.logs.iter().map(|l| l.text.len()).sum(),
+        });
+        drop(admitted);
+        outcome
     }
 
     /// What the `health` tool reports.
@@ -110,4 +158,16 @@ pub fn worker_policy(mode: sandbox::SandboxMode, exe: &std::path::Path) -> sandb
         ..sandbox::ResourceLimits::default()
     };
     policy
+}
+
+/// A fresh, unguessable execution id (16 hex digits).
+fn new_execution_id() -> String {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        b = (t.as_nanos() as u64).to_le_bytes();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }

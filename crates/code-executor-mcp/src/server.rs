@@ -125,18 +125,26 @@ impl CodeExecutorServer {
         CodeExecutorServer { core }
     }
 
-    async fn dispatch(&self, name: &str, args: Value) -> Result<CallToolResult, McpError> {
+    async fn dispatch(
+        &self,
+        name: &str,
+        args: Value,
+        client: &str,
+    ) -> Result<CallToolResult, McpError> {
         match name {
             "execute_typescript" => {
                 let a: ExecuteArgs = parse(args)?;
                 let outcome = self
                     .core
-                    .runtime
-                    .execute_typescript(ExecRequest {
-                        code: a.code,
-                        timeout_ms: a.timeout_ms,
-                        allowed_tools: a.allowed_tools,
-                    })
+                    .execute_typescript(
+                        ExecRequest {
+                            code: a.code,
+                            timeout_ms: a.timeout_ms,
+                            allowed_tools: a.allowed_tools,
+                            ..ExecRequest::default()
+                        },
+                        client,
+                    )
                     .await;
                 Ok(execution_result(&outcome))
             }
@@ -261,10 +269,15 @@ impl ServerHandler for CodeExecutorServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
+        // The client's name (from initialize) keys its rate limits and audit lines.
+        let client = context
+            .peer
+            .peer_info()
+            .map_or_else(|| "unknown".to_string(), |p| p.client_info.name.clone());
         // rmcp only signals a client's notifications/cancelled; dropping the work here is
         // what stops it (an execution's worker is killed when its future is dropped).
         tokio::select! {
-            result = self.dispatch(&request.name, args) => result.map(Into::into),
+            result = self.dispatch(&request.name, args, &client) => result.map(Into::into),
             () = context.ct.cancelled() => Err(McpError::internal_error("the request was cancelled by the client", None)),
         }
     }

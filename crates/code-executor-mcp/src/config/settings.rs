@@ -1,4 +1,5 @@
-//! Our own settings: pool size, which servers connect eagerly, discovery, upstream limits.
+//! Our own settings: pool size, which servers connect eagerly, discovery, upstream limits,
+//! the tool policy, admission limits and the audit log.
 //!
 //! Read from the first of `$CODE_EXECUTOR_CONFIG_PATH`, `./.code-executor.json` and
 //! `$XDG_CONFIG_HOME/code-executor-mcp/config.json` that exists, then overridden by environment
@@ -10,7 +11,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::policy::{UPSTREAM_CALL_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT};
+use crate::policy::admission::AdmissionSettings;
+use crate::policy::audit::AuditSettings;
+use crate::policy::{ToolPolicy, UPSTREAM_CALL_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT};
 
 /// Names the settings file explicitly.
 pub const SETTINGS_PATH_ENV: &str = "CODE_EXECUTOR_CONFIG_PATH";
@@ -32,6 +35,9 @@ struct RawSettings {
     upstream_call_timeout_ms: Option<u64>,
     connect_timeout_ms: Option<u64>,
     max_result_bytes: Option<usize>,
+    policy: Option<ToolPolicy>,
+    limits: Option<AdmissionSettings>,
+    audit: Option<AuditSettings>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
 }
@@ -49,6 +55,11 @@ pub struct Settings {
     /// Time a server gets to start and answer `initialize` and `tools/list`.
     pub connect_timeout: Duration,
     pub max_result_bytes: usize,
+    /// Which upstream tools code may call.
+    pub policy: ToolPolicy,
+    /// Concurrency, queue and rates.
+    pub limits: AdmissionSettings,
+    pub audit: AuditSettings,
     /// The file the settings came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -62,6 +73,9 @@ impl Default for Settings {
             upstream_call_timeout: UPSTREAM_CALL_TIMEOUT,
             connect_timeout: UPSTREAM_CONNECT_TIMEOUT,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            policy: ToolPolicy::default(),
+            limits: AdmissionSettings::default(),
+            audit: AuditSettings::default(),
             source: None,
         }
     }
@@ -116,6 +130,9 @@ impl Settings {
                 .connect_timeout_ms
                 .map_or(d.connect_timeout, Duration::from_millis),
             max_result_bytes: raw.max_result_bytes.unwrap_or(d.max_result_bytes),
+            policy: raw.policy.unwrap_or_default(),
+            limits: raw.limits.unwrap_or_default(),
+            audit: raw.audit.unwrap_or_default(),
             source: None,
         })
     }

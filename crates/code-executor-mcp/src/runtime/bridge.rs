@@ -1,35 +1,54 @@
 //! The single choke point for every request code makes of the host.
 //!
-//! A tool call from a worker is resolved to canonical names, checked against the execution's
-//! allowlist and caps, forwarded to the upstream with a deadline, and its result unwrapped
-//! into the value the code sees. Discovery requests are answered from the catalog. Later
-//! approvals and data hygiene hook in here, and only here.
+//! A tool call from a worker is resolved to canonical names, checked against the policy and
+//! the execution's allowlist, rate and caps, its arguments validated against the tool's
+//! schema, forwarded to the upstream with a deadline, audited (one line per attempt, allowed
+//! or denied), and its result unwrapped into the value the code sees. Discovery requests are
+//! answered from the catalog. Later approvals and data hygiene hook in here, and only here.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
+
+use governor::DefaultDirectRateLimiter;
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 use worker_protocol::{CallOutcome, CallRequest, ErrorInfo};
 
 use crate::catalog::{Catalog, Detail, describe};
-use crate::policy::{Decision, Limits, ToolAllowlist, UPSTREAM_CALL_TIMEOUT};
+use crate::policy::audit::{AuditEvent, sha256_hex};
+use crate::policy::{Decision, Limits, Policy, ToolAllowlist, UPSTREAM_CALL_TIMEOUT};
 
 /// What one execution may do, shared by all its concurrent calls.
 pub struct RunScope {
+    /// The execution's id in the audit log.
+    pub execution: String,
     pub allow: ToolAllowlist,
     pub limits: Limits,
     pub deadline: Instant,
     pub tool_calls: AtomicU32,
+    pub policy: Arc<Policy>,
+    /// The client's tool-call rate, shared by its executions.
+    pub tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
 }
 
 impl RunScope {
-    pub fn new(allow: ToolAllowlist, limits: Limits) -> Self {
+    pub fn new(
+        execution: String,
+        allow: ToolAllowlist,
+        limits: Limits,
+        policy: Arc<Policy>,
+        tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
+    ) -> Self {
         RunScope {
+            execution,
             allow,
             limits,
             deadline: Instant::now() + limits.timeout,
             tool_calls: AtomicU32::new(0),
+            policy,
+            tool_rate,
         }
     }
 }
@@ -75,7 +94,7 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
         },
         CallRequest::GetToolSchema { name } => match catalog.resolve(None, &name).await {
             Err(e) => err("TypeError", e),
-            Ok((server, tool)) => match scope.allow.check(&server, &tool.name) {
+            Ok((server, tool)) => match scope.allow.check(&server, &tool) {
                 Decision::Allow => ok(describe(&server, &tool, Detail::Full)),
                 Decision::Deny { reason } => err("PolicyError", reason),
             },
@@ -107,17 +126,42 @@ async fn call_tool(
     name: &str,
     args: Value,
 ) -> CallOutcome {
+    let started = Instant::now();
     let (server, tool) = match catalog.resolve(server, name).await {
         Ok(r) => r,
         Err(e) => return err("ToolError", e),
     };
-    if let Decision::Deny { reason } = scope.allow.check(&server, &tool.name) {
+    let args_json = serde_json::to_vec(&args).unwrap_or_default();
+    let logged_args = scope.policy.audit.log_arguments().then(|| args.clone());
+    let audit = |decision: &'static str,
+                 reason: Option<String>,
+                 outcome: Option<&'static str>,
+                 result_bytes: usize| {
+        scope.policy.audit.record(AuditEvent::ToolCall {
+            execution: scope.execution.clone(),
+            server: server.clone(),
+            tool: tool.name.to_string(),
+            decision,
+            reason,
+            outcome,
+            duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+            args_sha256: sha256_hex(&args_json),
+            args_bytes: args_json.len(),
+            args: logged_args.clone(),
+            result_bytes,
+        });
+    };
+    let deny = |name: &str, reason: String| {
         tracing::info!(server, tool = %tool.name, "tool call denied: {reason}");
-        return err("PolicyError", reason);
+        audit("deny", Some(reason.clone()), None, 0);
+        err(name, reason)
+    };
+    if let Decision::Deny { reason } = scope.allow.check(&server, &tool) {
+        return deny("PolicyError", reason);
     }
     let n = scope.tool_calls.fetch_add(1, Ordering::Relaxed) + 1;
     if n > scope.limits.max_tool_calls {
-        return err(
+        return deny(
             "LimitError",
             format!(
                 "this execution reached its limit of {} tool calls",
@@ -125,16 +169,27 @@ async fn call_tool(
             ),
         );
     }
+    if let Some(rate) = &scope.tool_rate
+        && rate.check().is_err()
+    {
+        return deny(
+            "LimitError",
+            "this client is over its rate of tool calls per minute (limits.toolCallsPerMinute); slow down or retry shortly".into(),
+        );
+    }
     let args: Map<String, Value> = match args {
         Value::Object(m) => m,
         Value::Null => Map::new(),
         other => {
-            return err(
+            return deny(
                 "TypeError",
                 format!("arguments of {} must be an object, not {other}", tool.name),
             );
         }
     };
+    if let Err(e) = scope.policy.validators.check(&server, &tool, &args) {
+        return deny("TypeError", e);
+    }
     let remaining = scope.deadline.saturating_duration_since(Instant::now());
     let timeout = remaining.min(UPSTREAM_CALL_TIMEOUT);
     match catalog
@@ -142,8 +197,26 @@ async fn call_tool(
         .call(&server, &tool.name, args, timeout)
         .await
     {
-        Ok(result) => unwrap_result(result),
-        Err(e) => err("ToolError", e.to_string()),
+        Ok(result) => {
+            let bytes = serde_json::to_vec(&result).map_or(0, |v| v.len());
+            let outcome = unwrap_result(result);
+            let label = if matches!(outcome, CallOutcome::Ok { .. }) {
+                "ok"
+            } else {
+                "tool_error"
+            };
+            audit("allow", None, Some(label), bytes);
+            outcome
+        }
+        Err(e) => {
+            let label = if matches!(e, crate::upstream::UpstreamError::Timeout { .. }) {
+                "timeout"
+            } else {
+                "failed"
+            };
+            audit("allow", Some(e.to_string()), Some(label), 0);
+            err("ToolError", e.to_string())
+        }
     }
 }
 

@@ -22,7 +22,7 @@ use worker_protocol::{
 };
 
 use crate::catalog::Catalog;
-use crate::policy::{Decision, Limits, MAX_CODE_BYTES, ToolAllowlist};
+use crate::policy::{Decision, Limits, MAX_CODE_BYTES, Policy, ToolAllowlist};
 use bridge::RunScope;
 use pool::{Pool, PoolStats};
 
@@ -48,16 +48,34 @@ pub struct ExecOutcome {
     pub warning: Option<String>,
 }
 
+impl ExecOutcome {
+    /// An execution that was not started.
+    pub fn refused(name: &str, message: String) -> ExecOutcome {
+        ExecOutcome {
+            result: Value::Null,
+            logs: Vec::new(),
+            error: Some(error(name, message)),
+            tool_calls: 0,
+            duration_ms: 0.0,
+            warning: None,
+        }
+    }
+}
+
 /// The warning every result carries when the sandbox is off.
 pub const UNSANDBOXED_WARNING: &str =
     "UNSANDBOXED: this server runs with --sandbox=none; code ran without OS confinement";
 
 /// What to run.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ExecRequest {
     pub code: String,
     pub timeout_ms: Option<u64>,
     pub allowed_tools: Option<Vec<String>>,
+    /// The execution's id in the audit log (empty: unaudited one-off).
+    pub execution: String,
+    /// The client's tool-call rate limiter, from admission.
+    pub tool_rate: Option<Arc<governor::DefaultDirectRateLimiter>>,
 }
 
 /// Runs JavaScript and TypeScript executions.
@@ -65,6 +83,7 @@ pub struct Runtime {
     catalog: Catalog,
     js_pool: Pool,
     unconfined: bool,
+    policy: Arc<Policy>,
 }
 
 fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
@@ -76,11 +95,12 @@ fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
 }
 
 impl Runtime {
-    pub fn new(catalog: Catalog, js_pool: Pool, unconfined: bool) -> Self {
+    pub fn new(catalog: Catalog, js_pool: Pool, unconfined: bool, policy: Arc<Policy>) -> Self {
         Runtime {
             catalog,
             js_pool,
             unconfined,
+            policy,
         }
     }
 
@@ -131,7 +151,13 @@ impl Runtime {
                 return finish(out);
             }
         };
-        let scope = Arc::new(RunScope::new(ToolAllowlist::new(req.allowed_tools), limits));
+        let scope = Arc::new(RunScope::new(
+            req.execution,
+            self.policy.allowlist(req.allowed_tools),
+            limits,
+            self.policy.clone(),
+            req.tool_rate,
+        ));
         let tools = self.bindings(&scope.allow).await;
         let run = RunRequest {
             code: stripped.code.clone(),
@@ -201,7 +227,7 @@ impl Runtime {
                 Some(tools) => out.extend(
                     tools
                         .iter()
-                        .filter(|t| allow.check(server, &t.name) == Decision::Allow)
+                        .filter(|t| allow.check(server, t) == Decision::Allow)
                         .map(|t| ToolBinding {
                             server: server.to_string(),
                             tool: Some(t.name.to_string()),

@@ -1,9 +1,58 @@
-//! What an execution may do: limits, and which upstream tools it may call.
+//! What an execution may do: limits, which upstream tools it may call ([`rules`]), whether its
+//! arguments fit the tool's schema ([`validate`]), whether the server takes it now
+//! ([`admission`]), and the audit trail of every decision ([`audit`]).
 //!
 //! Everything here is decided in the host on values received from the worker; nothing relies
 //! on code inside the sandbox behaving. Every limit is a named constant with its reason.
 
+pub mod admission;
+pub mod audit;
+pub mod rules;
+pub mod validate;
+
+pub use rules::{Decision, ToolAllowlist, ToolPolicy};
+
+use std::sync::Arc;
 use std::time::Duration;
+
+/// Everything the server enforces on every execution, built once from the settings.
+pub struct Policy {
+    pub rules: Arc<ToolPolicy>,
+    pub validators: validate::Validators,
+    pub audit: audit::AuditLog,
+    pub admission: admission::Admission,
+}
+
+impl Policy {
+    /// From the settings; an audit log that cannot be opened is reported and left off.
+    pub fn new(settings: &crate::config::Settings) -> Policy {
+        let audit = audit::AuditLog::open(&settings.audit).unwrap_or_else(|e| {
+            tracing::warn!("audit log disabled: {e}");
+            audit::AuditLog::disabled()
+        });
+        Policy {
+            rules: Arc::new(settings.policy.clone()),
+            validators: validate::Validators::default(),
+            audit,
+            admission: admission::Admission::new(settings.limits),
+        }
+    }
+
+    /// No rules, no audit file, default admission: for tests and one-off commands.
+    pub fn permissive() -> Policy {
+        Policy {
+            rules: Arc::default(),
+            validators: validate::Validators::default(),
+            audit: audit::AuditLog::disabled(),
+            admission: admission::Admission::new(admission::AdmissionSettings::default()),
+        }
+    }
+
+    /// The allowlist of one execution: the configured rules plus its own patterns.
+    pub fn allowlist(&self, patterns: Option<Vec<String>>) -> ToolAllowlist {
+        ToolAllowlist::with_rules(patterns, self.rules.clone())
+    }
+}
 
 /// Default wall-clock deadline of an execution: long enough for a chain of slow upstream
 /// calls, short enough that a stuck script does not hold a worker for minutes.
@@ -52,52 +101,6 @@ impl Limits {
             max_log_bytes: MAX_LOG_BYTES,
             max_tool_calls: MAX_TOOL_CALLS,
         })
-    }
-}
-
-/// The `allowedTools` of one execution: patterns over qualified names `mcp__server__tool`,
-/// where `*` matches any run of characters (including none) and nothing else is special.
-/// No patterns given means every configured tool is allowed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolAllowlist {
-    patterns: Option<Vec<String>>,
-}
-
-/// The outcome of an allowlist check.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    Allow,
-    Deny { reason: String },
-}
-
-impl ToolAllowlist {
-    pub fn allow_all() -> Self {
-        ToolAllowlist { patterns: None }
-    }
-
-    pub fn new(patterns: Option<Vec<String>>) -> Self {
-        ToolAllowlist { patterns }
-    }
-
-    pub fn patterns(&self) -> Option<&[String]> {
-        self.patterns.as_deref()
-    }
-
-    pub fn check(&self, server: &str, tool: &str) -> Decision {
-        let Some(patterns) = &self.patterns else {
-            return Decision::Allow;
-        };
-        let name = qualified_name(server, tool);
-        if patterns.iter().any(|p| glob_match(p, &name)) {
-            Decision::Allow
-        } else {
-            Decision::Deny {
-                reason: format!(
-                    "{name} is not in this execution's allowedTools ({})",
-                    patterns.join(", ")
-                ),
-            }
-        }
     }
 }
 
@@ -158,25 +161,6 @@ mod tests {
         for (pattern, text, want) in cases {
             assert_eq!(glob_match(pattern, text), want, "{pattern:?} vs {text:?}");
         }
-    }
-
-    #[test]
-    fn allowlist_denies_with_the_rule() {
-        let list = ToolAllowlist::new(Some(vec!["mcp__fs__read_*".into()]));
-        assert_eq!(list.check("fs", "read_file"), Decision::Allow);
-        assert_eq!(
-            list.check("fs", "write_file"),
-            Decision::Deny {
-                reason:
-                    "mcp__fs__write_file is not in this execution's allowedTools (mcp__fs__read_*)"
-                        .into()
-            }
-        );
-        assert_eq!(ToolAllowlist::allow_all().check("x", "y"), Decision::Allow);
-        assert!(matches!(
-            ToolAllowlist::new(Some(vec![])).check("x", "y"),
-            Decision::Deny { .. }
-        ));
     }
 
     #[test]

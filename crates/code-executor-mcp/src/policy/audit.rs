@@ -1,0 +1,356 @@
+//! The audit log: one JSON line per execution start and end and per tool-call attempt,
+//! allowed or denied, in a versioned schema.
+//!
+//! Code and arguments appear only as SHA-256 and length (arguments in full only when the
+//! settings say so); results only as sizes; secrets never: the log holds nothing our
+//! environment or the upstream config holds. The file is rotated by size, keeping
+//! [`KEEP_ROTATED`] older files (`audit.jsonl.1` is the newest of them).
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// Version of the line format; bumped on any incompatible change.
+pub const AUDIT_SCHEMA_VERSION: u32 = 1;
+/// Default size at which the file is rotated.
+pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
+/// Rotated files kept.
+pub const KEEP_ROTATED: u32 = 3;
+
+/// Audit settings (`audit` in the settings file).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuditSettings {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Default: `$XDG_STATE_HOME/code-executor-mcp/audit.jsonl` (`~/.local/state/...`).
+    pub path: Option<PathBuf>,
+    #[serde(default = "default_max_bytes")]
+    pub max_bytes: u64,
+    /// Write tool arguments in full instead of as a hash. Off by default: arguments can hold
+    /// personal data.
+    #[serde(default)]
+    pub log_arguments: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_max_bytes() -> u64 {
+    DEFAULT_MAX_BYTES
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        AuditSettings {
+            enabled: true,
+            path: None,
+            max_bytes: DEFAULT_MAX_BYTES,
+            log_arguments: false,
+        }
+    }
+}
+
+/// The default audit file.
+pub fn default_path() -> Option<PathBuf> {
+    std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .map(|d| d.join("code-executor-mcp/audit.jsonl"))
+}
+
+/// One thing worth recording.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event")]
+pub enum AuditEvent {
+    #[serde(rename = "run.start", rename_all = "camelCase")]
+    RunStart {
+        execution: String,
+        client: String,
+        language: &'static str,
+        code_sha256: String,
+        code_bytes: usize,
+        allowed_tools: Option<Vec<String>>,
+    },
+    #[serde(rename = "run.end", rename_all = "camelCase")]
+    RunEnd {
+        execution: String,
+        outcome: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        duration_ms: f64,
+        tool_calls: u32,
+        result_bytes: usize,
+        log_bytes: usize,
+    },
+    #[serde(rename = "tool.call", rename_all = "camelCase")]
+    ToolCall {
+        execution: String,
+        server: String,
+        tool: String,
+        decision: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcome: Option<&'static str>,
+        duration_ms: f64,
+        args_sha256: String,
+        args_bytes: usize,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        args: Option<Value>,
+        result_bytes: usize,
+    },
+    /// A run refused before it started (busy, rate-limited).
+    #[serde(rename = "run.refused", rename_all = "camelCase")]
+    RunRefused { client: String, reason: String },
+}
+
+/// SHA-256 of bytes, hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+struct Sink {
+    path: PathBuf,
+    file: File,
+    written: u64,
+}
+
+/// The audit sink. Writes are serialized; a failing disk is logged, never fatal.
+pub struct AuditLog {
+    sink: Mutex<Option<Sink>>,
+    max_bytes: u64,
+    log_arguments: bool,
+}
+
+impl AuditLog {
+    /// An audit log that writes nothing.
+    pub fn disabled() -> Self {
+        AuditLog {
+            sink: Mutex::new(None),
+            max_bytes: DEFAULT_MAX_BYTES,
+            log_arguments: false,
+        }
+    }
+
+    /// Opens (creating, 0600) the file the settings name.
+    pub fn open(settings: &AuditSettings) -> Result<Self, String> {
+        if !settings.enabled {
+            return Ok(AuditLog::disabled());
+        }
+        let path = settings
+            .path
+            .clone()
+            .or_else(default_path)
+            .ok_or("no audit path: set audit.path or HOME")?;
+        let sink = open_sink(&path)?;
+        Ok(AuditLog {
+            sink: Mutex::new(Some(sink)),
+            max_bytes: settings.max_bytes.max(4096),
+            log_arguments: settings.log_arguments,
+        })
+    }
+
+    pub fn path(&self) -> Option<PathBuf> {
+        self.sink.lock().ok()?.as_ref().map(|s| s.path.clone())
+    }
+
+    pub fn log_arguments(&self) -> bool {
+        self.log_arguments
+    }
+
+    /// Appends one line.
+    pub fn record(&self, event: AuditEvent) {
+        let Ok(mut guard) = self.sink.lock() else {
+            return;
+        };
+        let Some(sink) = guard.as_mut() else { return };
+        let mut line = match serde_json::to_value(&event) {
+            Ok(Value::Object(m)) => {
+                let mut out = serde_json::Map::new();
+                out.insert("v".into(), json!(AUDIT_SCHEMA_VERSION));
+                out.insert("ts".into(), json!(rfc3339_now()));
+                out.extend(m);
+                Value::Object(out).to_string()
+            }
+            _ => return,
+        };
+        line.push('\n');
+        if sink.written + line.len() as u64 > self.max_bytes
+            && let Err(e) = rotate(sink)
+        {
+            tracing::warn!("audit log rotation failed: {e}");
+        }
+        match sink.file.write_all(line.as_bytes()) {
+            Ok(()) => sink.written += line.len() as u64,
+            Err(e) => tracing::warn!("audit log write failed ({}): {e}", sink.path.display()),
+        }
+    }
+}
+
+fn open_sink(path: &Path) -> Result<Sink, String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("cannot open audit log {}: {e}", path.display()))?;
+    let written = file.metadata().map(|m| m.len()).unwrap_or(0);
+    Ok(Sink {
+        path: path.to_path_buf(),
+        file,
+        written,
+    })
+}
+
+fn rotated(path: &Path, n: u32) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".{n}"));
+    PathBuf::from(s)
+}
+
+fn rotate(sink: &mut Sink) -> Result<(), String> {
+    for n in (1..KEEP_ROTATED).rev() {
+        let from = rotated(&sink.path, n);
+        if from.exists() {
+            std::fs::rename(&from, rotated(&sink.path, n + 1)).map_err(|e| e.to_string())?;
+        }
+    }
+    std::fs::rename(&sink.path, rotated(&sink.path, 1)).map_err(|e| e.to_string())?;
+    *sink = open_sink(&sink.path)?;
+    Ok(())
+}
+
+/// Now as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn rfc3339_now() -> String {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    rfc3339(d.as_secs() as i64, d.subsec_millis())
+}
+
+fn rfc3339(secs: i64, millis: u32) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// `audit tail`: the last `n` lines of the file, one readable line each.
+pub fn pretty(line: &str) -> String {
+    let Ok(v) = serde_json::from_str::<Value>(line) else {
+        return format!("(unreadable) {line}");
+    };
+    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let exec: String = s("execution").chars().take(8).collect();
+    match v.get("event").and_then(Value::as_str) {
+        Some("run.start") => format!(
+            "{} {exec} start  {} {} ({} bytes, sha256 {}…) allowed={}",
+            s("ts"),
+            s("client"),
+            s("language"),
+            v["codeBytes"],
+            &s("codeSha256").chars().take(12).collect::<String>(),
+            v["allowedTools"]
+        ),
+        Some("run.end") => format!(
+            "{} {exec} end    {}{} in {} ms, {} tool calls",
+            s("ts"),
+            s("outcome"),
+            v.get("error")
+                .and_then(Value::as_str)
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default(),
+            v["durationMs"],
+            v["toolCalls"]
+        ),
+        Some("tool.call") => format!(
+            "{} {exec} call   mcp__{}__{} {}{}{} {} ms",
+            s("ts"),
+            s("server"),
+            s("tool"),
+            s("decision"),
+            v.get("reason")
+                .and_then(Value::as_str)
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default(),
+            v.get("outcome")
+                .and_then(Value::as_str)
+                .map(|o| format!(" -> {o}"))
+                .unwrap_or_default(),
+            v["durationMs"]
+        ),
+        Some("run.refused") => format!("{} refused {}: {}", s("ts"), s("client"), s("reason")),
+        _ => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339() {
+        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(rfc3339(1_795_392_000, 999), "2026-11-23T00:00:00.999Z");
+    }
+
+    #[test]
+    fn lines_are_versioned_json_and_the_file_rotates() {
+        let dir = std::env::temp_dir().join(format!("cem-audit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("audit.jsonl");
+        let log = AuditLog::open(&AuditSettings {
+            path: Some(path.clone()),
+            max_bytes: 4096,
+            ..AuditSettings::default()
+        })
+        .unwrap();
+        for i in 0..40 {
+            log.record(AuditEvent::RunRefused {
+                client: format!("c{i}"),
+                reason: "x".repeat(100),
+            });
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(first["v"], 1);
+        assert_eq!(first["event"], "run.refused");
+        assert!(rotated(&path, 1).exists());
+        assert!(std::fs::metadata(&path).unwrap().len() <= 4096);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

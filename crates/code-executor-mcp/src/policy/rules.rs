@@ -1,0 +1,282 @@
+//! Which upstream tools code may call: rules from the settings (per-server allow and deny
+//! lists, a read-only mode, a default), combined with the execution's own `allowedTools`.
+//!
+//! Every rule is evaluated and the strictest wins: one denial denies. The reason names the
+//! rule, so the error in the sandbox and the audit line say exactly what denied a call.
+//! Patterns use one syntax everywhere: `*` matches any run of characters, nothing else is
+//! special, and there is no case folding, trimming or normalisation.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rmcp::model::Tool;
+use serde::Deserialize;
+
+use super::{glob_match, qualified_name};
+
+/// What happens to a tool no rule mentions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DefaultAction {
+    #[default]
+    Allow,
+    Deny,
+}
+
+/// Rules for one server; patterns match the tool's own name (`read_*`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServerRule {
+    /// When given, only these tools are allowed.
+    pub allow: Option<Vec<String>>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Only tools annotated `readOnlyHint: true` are allowed.
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// The configured rules (`policy` in the settings file).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolPolicy {
+    #[serde(default)]
+    pub default: DefaultAction,
+    #[serde(default)]
+    pub servers: BTreeMap<String, ServerRule>,
+}
+
+/// The outcome of a check. There is no third answer, and no wildcard arm decides one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Deny { reason: String },
+}
+
+/// What one execution may call: the configured rules plus its `allowedTools` patterns over
+/// qualified names `mcp__server__tool` (none given: every tool the rules allow).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolAllowlist {
+    patterns: Option<Vec<String>>,
+    rules: Arc<ToolPolicy>,
+}
+
+impl ToolAllowlist {
+    /// Everything allowed (no rules, no patterns).
+    pub fn allow_all() -> Self {
+        ToolAllowlist::default()
+    }
+
+    /// `allowedTools` patterns under no configured rules.
+    pub fn new(patterns: Option<Vec<String>>) -> Self {
+        ToolAllowlist {
+            patterns,
+            rules: Arc::default(),
+        }
+    }
+
+    /// `allowedTools` patterns under the configured rules.
+    pub fn with_rules(patterns: Option<Vec<String>>, rules: Arc<ToolPolicy>) -> Self {
+        ToolAllowlist { patterns, rules }
+    }
+
+    pub fn patterns(&self) -> Option<&[String]> {
+        self.patterns.as_deref()
+    }
+
+    /// Checks one tool of one server against every rule; the first denial found is returned
+    /// (all of them would deny).
+    pub fn check(&self, server: &str, tool: &Tool) -> Decision {
+        let name = &*tool.name;
+        let qualified = qualified_name(server, name);
+        let deny = |reason: String| Decision::Deny { reason };
+        let rule = self.rules.servers.get(server);
+        if let Some(rule) = rule {
+            if let Some(p) = rule.deny.iter().find(|p| glob_match(p, name)) {
+                return deny(format!(
+                    "{qualified} is denied by the policy for server \"{server}\" (deny: {p})"
+                ));
+            }
+            if rule.read_only
+                && !tool
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.read_only_hint == Some(true))
+            {
+                return deny(format!(
+                    "{qualified} is denied: server \"{server}\" is in read-only mode and the tool is not annotated readOnlyHint"
+                ));
+            }
+        }
+        let listed = rule.and_then(|r| r.allow.as_ref());
+        match (listed, self.rules.default) {
+            (Some(allow), _) if !allow.iter().any(|p| glob_match(p, name)) => {
+                return deny(format!(
+                    "{qualified} is not in the allow list for server \"{server}\" ({})",
+                    allow.join(", ")
+                ));
+            }
+            (Some(_), _) | (None, DefaultAction::Allow) => {}
+            (None, DefaultAction::Deny) => {
+                return deny(format!(
+                    "{qualified} is denied by the default policy (deny); allow it under policy.servers.{server}.allow"
+                ));
+            }
+        }
+        if let Some(patterns) = &self.patterns
+            && !patterns.iter().any(|p| glob_match(p, &qualified))
+        {
+            return deny(format!(
+                "{qualified} is not in this execution's allowedTools ({})",
+                patterns.join(", ")
+            ));
+        }
+        Decision::Allow
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, read_only: Option<bool>) -> Tool {
+        let mut v = json!({"name": name, "inputSchema": {"type": "object"}});
+        if let Some(ro) = read_only {
+            v["annotations"] = json!({"readOnlyHint": ro});
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn rules(v: serde_json::Value) -> Arc<ToolPolicy> {
+        Arc::new(serde_json::from_value(v).unwrap())
+    }
+
+    fn allowed(list: &ToolAllowlist, server: &str, t: &Tool) -> bool {
+        list.check(server, t) == Decision::Allow
+    }
+
+    #[test]
+    fn policy_table() {
+        let r = rules(json!({
+            "default": "allow",
+            "servers": {
+                "gh": {"deny": ["delete_*"], "allow": ["get_*", "list_*", "delete_repo"]},
+                "fs": {"readOnly": true},
+                "mail": {"deny": ["*"]}
+            }
+        }));
+        let none = ToolAllowlist::with_rules(None, r.clone());
+        let cases = [
+            ("gh", tool("get_issue", None), true),
+            ("gh", tool("list_prs", None), true),
+            ("gh", tool("create_issue", None), false), // not in allow
+            ("gh", tool("delete_repo", None), false),  // deny beats allow
+            ("gh", tool("Get_issue", None), false),    // case matters
+            ("fs", tool("read_file", Some(true)), true),
+            ("fs", tool("write_file", Some(false)), false),
+            ("fs", tool("stat", None), false), // no annotation: not read-only
+            ("mail", tool("send", Some(true)), false),
+            ("other", tool("anything", None), true), // default allow
+        ];
+        for (server, t, want) in &cases {
+            assert_eq!(allowed(&none, server, t), *want, "{server} {}", t.name);
+        }
+        let deny_default = ToolAllowlist::with_rules(
+            None,
+            rules(json!({"default": "deny", "servers": {"fs": {"allow": ["read_*"]}}})),
+        );
+        assert!(allowed(&deny_default, "fs", &tool("read_file", None)));
+        assert!(!allowed(&deny_default, "fs", &tool("write_file", None)));
+        assert!(!allowed(&deny_default, "other", &tool("x", None)));
+    }
+
+    #[test]
+    fn the_strictest_rule_wins_and_names_itself() {
+        let r = rules(json!({"servers": {"fs": {"deny": ["write_*"]}}}));
+        let list = ToolAllowlist::with_rules(Some(vec!["mcp__fs__*".into()]), r);
+        assert_eq!(
+            list.check("fs", &tool("write_file", None)),
+            Decision::Deny {
+                reason:
+                    "mcp__fs__write_file is denied by the policy for server \"fs\" (deny: write_*)"
+                        .into()
+            }
+        );
+        let list = ToolAllowlist::with_rules(Some(vec!["mcp__fs__read_*".into()]), Arc::default());
+        assert_eq!(
+            list.check("fs", &tool("list_dir", None)),
+            Decision::Deny {
+                reason:
+                    "mcp__fs__list_dir is not in this execution's allowedTools (mcp__fs__read_*)"
+                        .into()
+            }
+        );
+    }
+
+    #[test]
+    fn near_misses_of_allowed_names_are_denied() {
+        let list = ToolAllowlist::new(Some(vec![
+            "mcp__fs__read_file".into(),
+            "mcp__a__b__c".into(),
+        ]));
+        let cases = [
+            ("fs", "read_file", true),
+            ("fs", "read_file ", false),
+            ("fs", " read_file", false),
+            ("fs", "READ_FILE", false),
+            ("fs", "reаd_file", false), // Cyrillic а
+            ("fs", "read_file\u{200b}", false),
+            ("fs", "read_files", false),
+            ("fs", "read*", false),
+            ("FS", "read_file", false),
+            ("a", "b__c", true), // mcp__a__b__c read as server a, tool b__c
+            ("a__b", "c", true), // or as server a__b, tool c: the same qualified name
+            ("a_", "_b__c", false),
+        ];
+        for (server, name, want) in cases {
+            assert_eq!(
+                allowed(&list, server, &tool(name, None)),
+                want,
+                "{server:?} {name:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn mutated_names_outside_the_allowlist_are_never_accepted() {
+        // A property over many mutations of an allowed name: only the exact name passes.
+        let allowed_name = "mcp__github__create_issue";
+        let list = ToolAllowlist::new(Some(vec![allowed_name.into()]));
+        let base = "create_issue";
+        let mut seed = 0x2545F4914F6CDD1Du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let alphabet: Vec<char> =
+            "abcdefghijklmnopqrstuvwxyz_*-. ABCDEFGHIJ\u{0430}\u{0435}\u{200b}\u{ff3f}"
+                .chars()
+                .collect();
+        for _ in 0..20_000 {
+            let mut chars: Vec<char> = base.chars().collect();
+            for _ in 0..=(next() % 3) {
+                let i = (next() as usize) % (chars.len() + 1);
+                let c = alphabet[(next() as usize) % alphabet.len()];
+                match next() % 3 {
+                    0 => chars.insert(i, c),
+                    1 if i < chars.len() => chars[i] = c,
+                    _ if i < chars.len() && chars.len() > 1 => {
+                        chars.remove(i);
+                    }
+                    _ => chars.push(c),
+                }
+            }
+            let mutated: String = chars.into_iter().collect();
+            let ok = allowed(&list, "github", &tool(&mutated, None));
+            assert_eq!(ok, mutated == base, "{mutated:?}");
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Arguments are checked against the tool's `inputSchema` before they are forwarded.
+//!
+//! Validators are compiled once per distinct schema and cached. A failure lists every failing
+//! path with what was expected there, and the tool's one-line signature, so the code's author
+//! can fix the call without another round trip to `getToolSchema`.
+
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::Tool;
+use serde_json::{Map, Value};
+
+/// Most failing paths listed in one error; more are summarised as a count.
+const MAX_LISTED_ERRORS: usize = 10;
+/// Compiled validators kept; beyond this the cache starts over (schemas rarely change).
+const MAX_CACHED_VALIDATORS: usize = 4096;
+
+/// Compiled input-schema validators, shared by every execution.
+#[derive(Default)]
+pub struct Validators {
+    cache: Mutex<HashMap<u64, Option<Arc<jsonschema::Validator>>>>,
+}
+
+impl Validators {
+    /// `Ok` when `args` fit `tool`'s input schema (or the schema cannot be compiled, in which
+    /// case the upstream judges the arguments itself); otherwise the error text.
+    pub fn check(
+        &self,
+        server: &str,
+        tool: &Tool,
+        args: &Map<String, Value>,
+    ) -> Result<(), String> {
+        let schema = Value::Object((*tool.input_schema).clone());
+        let Some(validator) = self.validator(&schema) else {
+            return Ok(());
+        };
+        let instance = Value::Object(args.clone());
+        let errors: Vec<String> = validator
+            .iter_errors(&instance)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                let at = if path.is_empty() {
+                    "arguments".to_string()
+                } else {
+                    format!("arguments{path}")
+                };
+                format!("{at}: {e}")
+            })
+            .collect();
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let mut listed: Vec<String> = errors.iter().take(MAX_LISTED_ERRORS).cloned().collect();
+        if errors.len() > MAX_LISTED_ERRORS {
+            listed.push(format!("... and {} more", errors.len() - MAX_LISTED_ERRORS));
+        }
+        Err(format!(
+            "invalid arguments for mcp__{server}__{}:\n  {}\nexpected: {}",
+            tool.name,
+            listed.join("\n  "),
+            signature(tool)
+        ))
+    }
+
+    fn validator(&self, schema: &Value) -> Option<Arc<jsonschema::Validator>> {
+        let mut h = DefaultHasher::new();
+        schema.to_string().hash(&mut h);
+        let key = h.finish();
+        if let Ok(cache) = self.cache.lock()
+            && let Some(v) = cache.get(&key)
+        {
+            return v.clone();
+        }
+        let compiled = match jsonschema::validator_for(schema) {
+            Ok(v) => Some(Arc::new(v)),
+            Err(e) => {
+                tracing::warn!(
+                    "an upstream input schema does not compile ({e}); its arguments are not checked"
+                );
+                None
+            }
+        };
+        if let Ok(mut cache) = self.cache.lock() {
+            if cache.len() >= MAX_CACHED_VALIDATORS {
+                cache.clear();
+            }
+            cache.insert(key, compiled.clone());
+        }
+        compiled
+    }
+}
+
+/// `name({a: number, b?: string})`: the top level of the input schema on one line.
+pub fn signature(tool: &Tool) -> String {
+    let schema = &tool.input_schema;
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let props: Vec<String> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.iter()
+                .map(|(k, v)| {
+                    let opt = if required.contains(&k.as_str()) {
+                        ""
+                    } else {
+                        "?"
+                    };
+                    format!("{k}{opt}: {}", type_name(v))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    format!("{}({{{}}})", tool.name, props.join(", "))
+}
+
+fn type_name(schema: &Value) -> String {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        return values
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(" | ");
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "array" => {
+            let item = schema.get("items").map_or("unknown".to_string(), type_name);
+            format!("{item}[]")
+        }
+        Some(Value::String(t)) if t == "integer" => "number".into(),
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" | "),
+        _ if schema.get("$ref").is_some() => "object".into(),
+        _ => "unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool() -> Tool {
+        serde_json::from_value(json!({
+            "name": "create_issue",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "labels": {"type": "array", "items": {"type": "string"}},
+                    "priority": {"enum": ["low", "high"]},
+                    "count": {"type": "integer", "minimum": 1}
+                },
+                "required": ["title"],
+                "additionalProperties": false
+            }
+        }))
+        .unwrap()
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn valid_arguments_pass() {
+        let v = Validators::default();
+        assert_eq!(
+            v.check(
+                "gh",
+                &tool(),
+                &args(json!({"title": "x", "labels": ["a"], "count": 2}))
+            ),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn every_failing_path_is_listed_with_the_signature() {
+        let v = Validators::default();
+        let err = v
+            .check(
+                "gh",
+                &tool(),
+                &args(json!({"labels": [1], "priority": "urgent", "count": 0, "extra": true})),
+            )
+            .unwrap_err();
+        assert!(
+            err.starts_with("invalid arguments for mcp__gh__create_issue:"),
+            "{err}"
+        );
+        for needle in [
+            "\"title\" is a required property",
+            "arguments/labels/0",
+            "arguments/priority",
+            "arguments/count",
+            "extra",
+        ] {
+            assert!(err.contains(needle), "{needle} missing in {err}");
+        }
+        assert!(err.ends_with("expected: create_issue({title: string, labels?: string[], priority?: \"low\" | \"high\", count?: number})"), "{err}");
+    }
+
+    #[test]
+    fn validators_are_compiled_once_per_schema() {
+        let v = Validators::default();
+        for _ in 0..3 {
+            let _ = v.check("gh", &tool(), &args(json!({"title": "x"})));
+        }
+        assert_eq!(v.cache.lock().unwrap().len(), 1);
+    }
+}
