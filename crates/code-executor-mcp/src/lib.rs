@@ -27,7 +27,8 @@ use catalog::Catalog;
 use config::Config;
 use runtime::Runtime;
 use runtime::pool::Pool;
-use runtime::worker::{Language, WorkerSpawner};
+use runtime::python::{PythonOptions, PythonRuntime};
+use runtime::worker::WorkerSpawner;
 use upstream::Upstreams;
 
 /// First argument of the binary re-entered as a worker: `code-executor-mcp __worker js`.
@@ -38,6 +39,9 @@ pub const DEMO_SERVER_ARG: &str = "__demo-server";
 /// Default number of pre-started JavaScript workers: one request in flight and one spare
 /// covers an agent's sequential use; each idle worker costs a few MB.
 pub const DEFAULT_POOL_SIZE: usize = 2;
+/// Default number of pre-started Python workers, for the same reason; an idle CPython with
+/// the shim loaded costs about 15 MB.
+pub const DEFAULT_PYTHON_POOL_SIZE: usize = 2;
 
 /// How the core is started.
 #[derive(Debug, Clone)]
@@ -46,6 +50,7 @@ pub struct CoreOptions {
     pub exe: PathBuf,
     pub pool_size: usize,
     pub sandbox: sandbox::SandboxMode,
+    pub python: PythonOptions,
 }
 
 /// Everything an execution needs, shared by the MCP handler and the command line.
@@ -63,16 +68,15 @@ impl Core {
     pub fn start(config: &Config, options: CoreOptions) -> Arc<Core> {
         let upstreams = Arc::new(Upstreams::new(config));
         let catalog = Catalog::new(upstreams);
-        let spawner = WorkerSpawner {
-            exe: options.exe.clone(),
-            language: Language::JavaScript,
-            policy: worker_policy(options.sandbox, &options.exe),
-        };
+        let policy = worker_policy(options.sandbox, &options.exe);
+        let spawner = WorkerSpawner::javascript(&options.exe, policy.clone());
         let pool = Pool::start(spawner, options.pool_size);
+        let python = PythonRuntime::start(options.python.clone(), policy);
         Arc::new(Core {
             runtime: Runtime::new(
                 catalog.clone(),
                 pool,
+                python,
                 options.sandbox == sandbox::SandboxMode::Disabled,
             ),
             catalog,
@@ -91,7 +95,11 @@ impl Core {
             "pools": self.runtime.pool_stats().await,
             "servers": self.catalog.upstreams().status().await,
             "configWarnings": self.config_warnings,
-            "engines": {"javascript": "QuickJS-NG via rquickjs 0.14", "typescript": "oxc 0.146 (types stripped)"},
+            "engines": {
+                "javascript": "QuickJS-NG via rquickjs 0.14",
+                "typescript": "oxc 0.146 (types stripped)",
+                "python": self.runtime.python().install().map(|i| format!("CPython {} ({})", i.version, i.executable.display())),
+            },
         })
     }
 }
