@@ -10,6 +10,13 @@
 //! `attacks_succeed_without_the_sandbox` runs some of the same attack code with
 //! `--sandbox none` and asserts that it escapes: the suite can fail.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "tests fail loudly and print what each attack or case did"
+)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -28,8 +35,7 @@ impl Temp {
     fn new(tag: &str) -> Self {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("cem-escape-{tag}-{}-{n}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("cem-escape-{tag}-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         set_mode(&dir, 0o755);
         Temp(dir)
@@ -283,7 +289,11 @@ for d in ['/tmp', '/', '/usr/lib', '/dev', '/dev/shm', '/proc', '/var/tmp', os.g
         home = py_str(&t.home.0.display().to_string()),
     ))
     .await;
-    assert!(!host_tmp.exists(), "{} appeared on the host", host_tmp.display());
+    assert!(
+        !host_tmp.exists(),
+        "{} appeared on the host",
+        host_tmp.display()
+    );
     assert!(!t.home.0.join(&marker).exists());
 }
 
@@ -327,7 +337,10 @@ async fn connect_to_a_canary_listener_on_localhost_v4_and_v6() {
             None
         }
     };
-    let mut targets = vec![format!("('127.0.0.1', {})", v4.local_addr().unwrap().port())];
+    let mut targets = vec![format!(
+        "('127.0.0.1', {})",
+        v4.local_addr().unwrap().port()
+    )];
     if let Some(l) = &v6 {
         l.set_nonblocking(true).unwrap();
         targets.push(format!("('::1', {})", l.local_addr().unwrap().port()));
@@ -347,7 +360,10 @@ for addr in [{targets}]:
         targets = targets.join(", ")
     ))
     .await;
-    assert!(v4.accept().is_err(), "the 127.0.0.1 canary got a connection");
+    assert!(
+        v4.accept().is_err(),
+        "the 127.0.0.1 canary got a connection"
+    );
     if let Some(l) = v6 {
         assert!(l.accept().is_err(), "the ::1 canary got a connection");
     }
@@ -467,9 +483,7 @@ async fn os_fork_loops() {
     // The classic bomb: every process forks forever. It must end (error or deadline) and
     // leave nothing behind.
     let started = Instant::now();
-    let (v, _) = t
-        .run("import os\nwhile True:\n    os.fork()", 3_000)
-        .await;
+    let (v, _) = t.run("import os\nwhile True:\n    os.fork()", 3_000).await;
     assert!(started.elapsed() < Duration::from_secs(15), "{v}");
     t.assert_alive().await;
     t.assert_no_leftovers(1).await;
@@ -758,7 +772,10 @@ except OSError as e:
     assert!(!is_error, "{v}");
     let text = v.to_string();
     assert!(!text.contains(CANARY), "the canary leaked: {text}");
-    assert!(!text.contains(UPSTREAM_TOKEN), "the upstream token leaked: {text}");
+    assert!(
+        !text.contains(UPSTREAM_TOKEN),
+        "the upstream token leaked: {text}"
+    );
     assert_eq!(v["result"][0], json!(["LANG"]), "{v}");
     t.assert_alive().await;
 }

@@ -4,6 +4,13 @@
 //! Every case runs in both languages against one server, then checks that the server still
 //! answers in both. One test per case (named after it), so a failure names the scenario.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "tests fail loudly and print what each attack or case did"
+)]
+
 use serde_json::{Value, json};
 use test_support::{Harness, fixture_entry};
 
@@ -89,7 +96,17 @@ i = tools['other-server']['whoami']()
                 r[3] = Value::Null;
                 assert_eq!(
                     r,
-                    json!(["Echo: one", "Echo: two", "Echo: three", null, "page", "page", "dash", "other", "other"])
+                    json!([
+                        "Echo: one",
+                        "Echo: two",
+                        "Echo: three",
+                        null,
+                        "page",
+                        "page",
+                        "dash",
+                        "other",
+                        "other"
+                    ])
                 );
                 assert_eq!(v["toolCalls"], json!(9));
             }),
@@ -216,7 +233,10 @@ r
                     stack.contains(lang.pick("code.ts:4", "\"code.py\", line 4")),
                     "{stack}"
                 );
-                assert!(!stack.contains("prelude") && !stack.contains("shim"), "{stack}");
+                assert!(
+                    !stack.contains("prelude") && !stack.contains("shim"),
+                    "{stack}"
+                );
             }),
         },
         Case {
@@ -393,7 +413,11 @@ async fn run_case(name: &str) {
             }
             Expect::Error { name: n, message } => {
                 assert!(is_error, "{name} [{lang:?}]: {v}");
-                assert_eq!(v["error"]["name"], lang.pick(n.0, n.1), "{name} [{lang:?}]: {v}");
+                assert_eq!(
+                    v["error"]["name"],
+                    lang.pick(n.0, n.1),
+                    "{name} [{lang:?}]: {v}"
+                );
                 let msg = v["error"]["message"].as_str().unwrap_or("");
                 assert!(
                     msg.contains(lang.pick(message.0, message.1)),
@@ -405,9 +429,15 @@ async fn run_case(name: &str) {
     }
     // Whatever the case did, the server still answers in both languages.
     let (v, is_error) = h.exec("return 1 + 1").await;
-    assert!(!is_error && v["result"] == 2, "{name}: TS after the case: {v}");
+    assert!(
+        !is_error && v["result"] == 2,
+        "{name}: TS after the case: {v}"
+    );
     let (v, is_error) = h.exec_python("1 + 1").await;
-    assert!(!is_error && v["result"] == 2, "{name}: Python after the case: {v}");
+    assert!(
+        !is_error && v["result"] == 2,
+        "{name}: Python after the case: {v}"
+    );
 }
 
 macro_rules! case_tests {

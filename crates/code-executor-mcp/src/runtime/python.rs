@@ -144,17 +144,20 @@ fn probe(candidate: &Path) -> Result<PythonInstall, String> {
         ));
     }
     if answer.executable.is_empty() {
-        return Err("the interpreter cannot tell its own executable (sys.executable is empty)".into());
+        return Err(
+            "the interpreter cannot tell its own executable (sys.executable is empty)".into(),
+        );
     }
     let executable = std::fs::canonicalize(&answer.executable)
         .map_err(|e| format!("{}: {e}", answer.executable))?;
     let existing = |paths: Vec<Option<String>>| -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = Vec::new();
         for p in paths.into_iter().flatten() {
-            if let Ok(p) = std::fs::canonicalize(p) {
-                if p.is_dir() && !out.contains(&p) {
-                    out.push(p);
-                }
+            if let Ok(p) = std::fs::canonicalize(p)
+                && p.is_dir()
+                && !out.contains(&p)
+            {
+                out.push(p);
             }
         }
         out
@@ -221,7 +224,9 @@ pub fn spawner(
     site_packages: bool,
 ) -> WorkerSpawner {
     policy.limits.max_processes = PYTHON_MAX_PROCESSES;
-    policy.read_only_paths.extend(install.library_dirs.iter().cloned());
+    policy
+        .read_only_paths
+        .extend(install.library_dirs.iter().cloned());
     let mut args: Vec<OsString> = ["-I", "-S", "-B", "-c", BOOTSTRAP, SHIM]
         .iter()
         .map(OsString::from)
@@ -230,7 +235,12 @@ pub fn spawner(
         policy
             .read_only_paths
             .extend(install.site_packages.iter().cloned());
-        args.extend(install.site_packages.iter().map(|p| p.as_os_str().to_owned()));
+        args.extend(
+            install
+                .site_packages
+                .iter()
+                .map(|p| p.as_os_str().to_owned()),
+        );
     }
     WorkerSpawner {
         language: Language::Python,
@@ -280,9 +290,10 @@ impl PythonRuntime {
         let configured = self.inner.options.interpreter.clone();
         let uid_other = self.inner.policy.mode == sandbox::SandboxMode::Enforce
             && nix::unistd::geteuid().is_root();
-        let install = tokio::task::spawn_blocking(move || resolve(configured.as_deref(), uid_other))
-            .await
-            .map_err(|e| format!("interpreter lookup failed: {e}"))??;
+        let install =
+            tokio::task::spawn_blocking(move || resolve(configured.as_deref(), uid_other))
+                .await
+                .map_err(|e| format!("interpreter lookup failed: {e}"))??;
         tracing::info!(
             python = %install.executable.display(),
             version = %install.version,
@@ -356,7 +367,10 @@ mod tests {
         };
         assert!(install.executable.is_file(), "{install:?}");
         assert!(
-            install.library_dirs.iter().any(|d| d.join("os.py").is_file()),
+            install
+                .library_dirs
+                .iter()
+                .any(|d| d.join("os.py").is_file()),
             "{install:?}"
         );
     }
