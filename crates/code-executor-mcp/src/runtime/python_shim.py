@@ -26,13 +26,10 @@ os.dup2(2, 1)
 os.close(_null)
 
 import ast  # noqa: E402
-import asyncio  # noqa: E402
 import base64  # noqa: E402
 import builtins  # noqa: E402
 import collections.abc  # noqa: E402
 import dataclasses  # noqa: E402
-import datetime  # noqa: E402
-import decimal  # noqa: E402
 import enum  # noqa: E402
 import io  # noqa: E402
 import itertools  # noqa: E402
@@ -41,14 +38,25 @@ import keyword  # noqa: E402
 import linecache  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
-import pathlib  # noqa: E402
 import queue  # noqa: E402
 import re  # noqa: E402
 import struct  # noqa: E402
 import threading  # noqa: E402
 import traceback  # noqa: E402
-import uuid  # noqa: E402
 import warnings  # noqa: E402
+
+# asyncio is imported here so pooled workers are warm for top-level await. It would also import
+# ssl, which is useless without a network: keep it out of asyncio (which then runs without TLS)
+# and let user code import ssl normally later if it wants to.
+_saved_ssl = sys.modules.get("ssl")
+sys.modules["ssl"] = None
+try:
+    import asyncio  # noqa: E402
+finally:
+    if _saved_ssl is None:
+        del sys.modules["ssl"]
+    else:
+        sys.modules["ssl"] = _saved_ssl
 
 try:
     import resource
@@ -297,11 +305,15 @@ def _container(v, depth, path):
         return [_jsonable(x, depth, path) for x in items]
     if isinstance(v, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(v)).decode("ascii")
-    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
-        return v.isoformat()
-    if isinstance(v, datetime.timedelta):
-        return v.total_seconds()
-    if isinstance(v, (decimal.Decimal, uuid.UUID, pathlib.PurePath, complex)):
+    # Modules the user's value could come from are looked up, not imported: a value of one of
+    # their types means the module is loaded already, and workers start faster without them.
+    datetime = sys.modules.get("datetime")
+    if datetime is not None:
+        if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+            return v.isoformat()
+        if isinstance(v, datetime.timedelta):
+            return v.total_seconds()
+    if isinstance(v, complex) or type(v).__name__ in ("Decimal", "UUID") or _is_path(v):
         return str(v)
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return {f.name: _jsonable(getattr(v, f.name), depth, path) for f in dataclasses.fields(v)}
@@ -317,6 +329,11 @@ def _container(v, depth, path):
                 except Exception:  # noqa: BLE001
                     break
     return _repr(v)
+
+
+def _is_path(v):
+    pathlib = sys.modules.get("pathlib")
+    return pathlib is not None and isinstance(v, pathlib.PurePath)
 
 
 def _repr(v):
