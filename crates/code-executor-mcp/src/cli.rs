@@ -15,8 +15,10 @@ use rmcp::ServiceExt;
 use crate::config::sources::Places;
 use crate::config::{Config, LoadOptions, Settings};
 use crate::runtime::ExecRequest;
+use crate::runtime::python::{PYTHON_ENV, PythonOptions, SITE_PACKAGES_ENV};
+use crate::runtime::worker::Language;
 use crate::server::{CodeExecutorServer, render_text};
-use crate::{Core, CoreOptions, DEFAULT_POOL_SIZE};
+use crate::{Core, CoreOptions, DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -37,6 +39,17 @@ pub struct Cli {
     /// Worker confinement. `none` runs code unconfined, for development only.
     #[arg(long, global = true, value_enum, default_value_t = SandboxArg::Enforce)]
     sandbox: SandboxArg,
+    /// Python interpreter for execute_python (default: the first usable of python3 on PATH,
+    /// /usr/bin/python3, /usr/local/bin/python3).
+    #[arg(long, global = true, value_name = "PATH", env = PYTHON_ENV)]
+    python: Option<PathBuf>,
+    /// Pre-started Python workers.
+    #[arg(long, global = true, default_value_t = DEFAULT_PYTHON_POOL_SIZE, value_name = "N")]
+    python_pool_size: usize,
+    /// Let Python code import the interpreter's site-packages (mounted read-only; see
+    /// docs/python.md).
+    #[arg(long, global = true, env = SITE_PACKAGES_ENV)]
+    python_site_packages: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -47,13 +60,24 @@ enum SandboxArg {
     None,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LangArg {
+    #[value(alias = "ts", alias = "js", alias = "javascript")]
+    Typescript,
+    #[value(alias = "py")]
+    Python,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve MCP over stdio (the default).
     Serve,
-    /// Run a TypeScript/JavaScript file (or - for stdin) against the configured servers.
+    /// Run a TypeScript/JavaScript or Python file (or - for stdin) against the configured servers.
     Exec {
         file: PathBuf,
+        /// Language of the code (default: python for *.py files, else typescript).
+        #[arg(long, value_enum)]
+        lang: Option<LangArg>,
         #[arg(long, value_name = "MS")]
         timeout_ms: Option<u64>,
         /// Print the whole structured result as JSON.
@@ -150,6 +174,11 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
         exe,
         pool_size: cli.pool_size.unwrap_or(DEFAULT_POOL_SIZE),
         sandbox,
+        python: PythonOptions {
+            interpreter: cli.python.clone(),
+            pool_size: cli.python_pool_size,
+            site_packages: cli.python_site_packages,
+        },
     })
 }
 
@@ -178,9 +207,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Exec {
             file,
+            lang,
             timeout_ms,
             json,
         }) => {
+            let language = match lang {
+                Some(LangArg::Python) => Language::Python,
+                Some(LangArg::Typescript) => Language::JavaScript,
+                None if file.extension().is_some_and(|e| e == "py") => Language::Python,
+                None => Language::JavaScript,
+            };
             let code = if file.as_os_str() == "-" {
                 let mut s = String::new();
                 std::io::stdin()
@@ -193,7 +229,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let core = start_core(&cli)?;
             let outcome = core
-                .execute_typescript(
+                .execute(
+                    language,
                     ExecRequest {
                         code,
                         timeout_ms: *timeout_ms,
@@ -287,6 +324,10 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
         &Settings::default(),
         CoreOptions {
             pool_size: 0,
+            python: PythonOptions {
+                pool_size: 0,
+                ..opts.python.clone()
+            },
             ..opts
         },
     );
@@ -305,6 +346,29 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
         Some(e) => {
             healthy = false;
             say(&format!("js worker: FAILED: {}: {}", e.name, e.message));
+        }
+    }
+    let outcome = core
+        .runtime
+        .execute_python(ExecRequest {
+            code: "1 + 1".into(),
+            ..ExecRequest::default()
+        })
+        .await;
+    let python = core
+        .runtime
+        .python()
+        .install()
+        .map(|i| format!("CPython {} at {}", i.version, i.executable.display()))
+        .unwrap_or_default();
+    match &outcome.error {
+        None => say(&format!(
+            "python worker: ok, {python} (1 + 1 -> {} in {} ms)",
+            outcome.result, outcome.duration_ms
+        )),
+        Some(e) => {
+            healthy = false;
+            say(&format!("python worker: FAILED: {}: {}", e.name, e.message));
         }
     }
     Ok(if healthy {

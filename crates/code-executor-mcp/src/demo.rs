@@ -341,7 +341,8 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
     );
     say(&format!("--- program (TypeScript) ---\n{DEMO_CODE}"));
     let outcome = core
-        .execute_typescript(
+        .execute(
+            crate::runtime::worker::Language::JavaScript,
             ExecRequest {
                 code: DEMO_CODE.into(),
                 ..ExecRequest::default()

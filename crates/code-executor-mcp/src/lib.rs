@@ -28,6 +28,7 @@ use config::Config;
 use policy::Policy;
 use policy::audit::{AuditEvent, sha256_hex};
 use runtime::pool::Pool;
+use runtime::python::{PythonOptions, PythonRuntime};
 use runtime::worker::{Language, WorkerSpawner};
 use runtime::{ExecOutcome, ExecRequest, Runtime};
 use upstream::Upstreams;
@@ -40,6 +41,9 @@ pub const DEMO_SERVER_ARG: &str = "__demo-server";
 /// Default number of pre-started JavaScript workers: one request in flight and one spare
 /// covers an agent's sequential use; each idle worker costs a few MB.
 pub const DEFAULT_POOL_SIZE: usize = 2;
+/// Default number of pre-started Python workers, for the same reason; an idle CPython with
+/// the shim loaded costs about 15 MB.
+pub const DEFAULT_PYTHON_POOL_SIZE: usize = 2;
 
 /// How the core is started.
 #[derive(Debug, Clone)]
@@ -48,6 +52,7 @@ pub struct CoreOptions {
     pub exe: PathBuf,
     pub pool_size: usize,
     pub sandbox: sandbox::SandboxMode,
+    pub python: PythonOptions,
 }
 
 /// Everything an execution needs, shared by the MCP handler and the command line.
@@ -68,16 +73,15 @@ impl Core {
         upstreams.connect_eagerly();
         let policy = Arc::new(Policy::new(settings));
         let catalog = Catalog::new(upstreams);
-        let spawner = WorkerSpawner {
-            exe: options.exe.clone(),
-            language: Language::JavaScript,
-            policy: worker_policy(options.sandbox, &options.exe),
-        };
+        let sandbox_policy = worker_policy(options.sandbox, &options.exe);
+        let spawner = WorkerSpawner::javascript(&options.exe, sandbox_policy.clone());
         let pool = Pool::start(spawner, options.pool_size);
+        let python = PythonRuntime::start(options.python.clone(), sandbox_policy);
         Arc::new(Core {
             runtime: Runtime::new(
                 catalog.clone(),
                 pool,
+                python,
                 options.sandbox == sandbox::SandboxMode::Disabled,
                 policy.clone(),
             ),
@@ -89,9 +93,14 @@ impl Core {
         })
     }
 
-    /// Runs TypeScript for `client`: admission (concurrency, queue, rate), then the run, with
-    /// its start and end in the audit log. Never fails: a refusal is an outcome with `error`.
-    pub async fn execute_typescript(&self, mut req: ExecRequest, client: &str) -> ExecOutcome {
+    /// Runs code for `client`: admission (concurrency, queue, rate), then the run, with its
+    /// start and end in the audit log. Never fails: a refusal is an outcome with `error`.
+    pub async fn execute(
+        &self,
+        language: Language,
+        mut req: ExecRequest,
+        client: &str,
+    ) -> ExecOutcome {
         let admitted = match self.policy.admission.admit(client).await {
             Ok(a) => a,
             Err(reason) => {
@@ -107,13 +116,16 @@ impl Core {
         self.policy.audit.record(AuditEvent::RunStart {
             execution: req.execution.clone(),
             client: client.to_string(),
-            language: "typescript",
+            language: match language {
+                Language::JavaScript => "typescript",
+                Language::Python => "python",
+            },
             code_sha256: sha256_hex(req.code.as_bytes()),
             code_bytes: req.code.len(),
             allowed_tools: req.allowed_tools.clone(),
         });
         let execution = req.execution.clone();
-        let outcome = self.runtime.execute_typescript(req).await;
+        let outcome = self.runtime.execute(language, req).await;
         self.policy.audit.record(AuditEvent::RunEnd {
             execution,
             outcome: if outcome.error.is_none() {
@@ -140,7 +152,11 @@ impl Core {
             "pools": self.runtime.pool_stats().await,
             "servers": self.catalog.upstreams().status().await,
             "configWarnings": self.config_warnings,
-            "engines": {"javascript": "QuickJS-NG via rquickjs 0.14", "typescript": "oxc 0.146 (types stripped)"},
+            "engines": {
+                "javascript": "QuickJS-NG via rquickjs 0.14",
+                "typescript": "oxc 0.146 (types stripped)",
+                "python": self.runtime.python().install().map(|i| format!("CPython {} ({})", i.version, i.executable.display())),
+            },
         })
     }
 }

@@ -19,34 +19,43 @@ use serde_json::{Value, json};
 
 use crate::Core;
 use crate::policy::ToolAllowlist;
+use crate::runtime::worker::Language;
 use crate::runtime::{ExecOutcome, ExecRequest};
 
 /// The tools we offer, exactly as `tools/list` returns them.
 pub fn tool_definitions() -> Vec<Tool> {
+    let exec_input = json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string"},
+            "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 300000, "description": "default 30000"},
+            "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool patterns, * wildcard; default all"}
+        },
+        "required": ["code"]
+    });
+    let exec_output = json!({
+        "type": "object",
+        "properties": {
+            "result": {},
+            "logs": {"type": "array", "items": {"type": "object", "properties": {"level": {"type": "string"}, "text": {"type": "string"}}}},
+            "error": {"type": "object", "properties": {"name": {"type": "string"}, "message": {"type": "string"}, "stack": {"type": "string"}}},
+            "toolCalls": {"type": "integer"},
+            "durationMs": {"type": "number"}
+        },
+        "required": ["result", "logs", "toolCalls", "durationMs"]
+    });
     let defs = json!([
         {
             "name": "execute_typescript",
             "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools with `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs calls in parallel. Also searchTools(query), getToolSchema(name), listServers(). Tool failures throw ToolError; console output is captured. Filter data in code and return only what you need.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "code": {"type": "string"},
-                    "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 300000, "description": "default 30000"},
-                    "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool patterns, * wildcard; default all"}
-                },
-                "required": ["code"]
-            },
-            "outputSchema": {
-                "type": "object",
-                "properties": {
-                    "result": {},
-                    "logs": {"type": "array", "items": {"type": "object", "properties": {"level": {"type": "string"}, "text": {"type": "string"}}}},
-                    "error": {"type": "object", "properties": {"name": {"type": "string"}, "message": {"type": "string"}, "stack": {"type": "string"}}},
-                    "toolCalls": {"type": "integer"},
-                    "durationMs": {"type": "number"}
-                },
-                "required": ["result", "logs", "toolCalls", "durationMs"]
-            }
+            "inputSchema": exec_input,
+            "outputSchema": exec_output
+        },
+        {
+            "name": "execute_python",
+            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args); in parallel: await asyncio.gather(acall_mcp_tool(...), ...). Also search_tools, get_tool_schema, list_servers. Tool failures raise ToolError; print/logging are captured.",
+            "inputSchema": exec_input,
+            "outputSchema": exec_output
         },
         {
             "name": "search_tools",
@@ -132,11 +141,17 @@ impl CodeExecutorServer {
         client: &str,
     ) -> Result<CallToolResult, McpError> {
         match name {
-            "execute_typescript" => {
+            "execute_typescript" | "execute_python" => {
                 let a: ExecuteArgs = parse(args)?;
+                let language = if name == "execute_python" {
+                    Language::Python
+                } else {
+                    Language::JavaScript
+                };
                 let outcome = self
                     .core
-                    .execute_typescript(
+                    .execute(
+                        language,
                         ExecRequest {
                             code: a.code,
                             timeout_ms: a.timeout_ms,
@@ -172,7 +187,7 @@ impl CodeExecutorServer {
             other => Err(McpError::invalid_params(
                 format!(
                     "unknown tool \"{other}\"; this server offers execute_typescript, \
-                     search_tools, get_tool_schema, list_servers and health"
+                     execute_python, search_tools, get_tool_schema, list_servers and health"
                 ),
                 None,
             )),

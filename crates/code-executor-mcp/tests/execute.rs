@@ -452,6 +452,7 @@ async fn our_tools_list_fits_the_token_budget() {
         names,
         [
             "execute_typescript",
+            "execute_python",
             "search_tools",
             "get_tool_schema",
             "list_servers",

@@ -152,10 +152,29 @@ impl Harness {
     }
 
     pub async fn exec_with(&self, args: Value) -> (Value, bool) {
-        let r = self.call("execute_typescript", args).await;
+        self.run_tool("execute_typescript", args).await
+    }
+
+    /// Runs Python and returns (structuredContent, isError).
+    pub async fn exec_python(&self, code: &str) -> (Value, bool) {
+        self.exec_python_with(json!({ "code": code })).await
+    }
+
+    pub async fn exec_python_with(&self, args: Value) -> (Value, bool) {
+        self.run_tool("execute_python", args).await
+    }
+
+    /// Calls an execution tool and returns (structuredContent, isError).
+    pub async fn run_tool(&self, tool: &str, args: Value) -> (Value, bool) {
+        let r = self.call(tool, args).await;
         (
             r.structured_content.unwrap_or(Value::Null),
             r.is_error == Some(true),
         )
+    }
+
+    /// The MCP config file the server was started with.
+    pub fn config_path(&self) -> Option<&Path> {
+        self._config.as_ref().map(|c| c.path.as_path())
     }
 }

@@ -64,6 +64,10 @@ pub const MAX_TIMEOUT_MS: u64 = 300_000;
 pub const MAX_CODE_BYTES: usize = 512 * 1024;
 /// Engine heap limit of the JS worker: plenty for filtering large tool results.
 pub const JS_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
+/// Memory a Python execution may add to what the interpreter already uses (enforced by the shim
+/// as a soft address-space limit, below the sandbox's hard one): past it the code gets a
+/// MemoryError instead of a killed worker.
+pub const PYTHON_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
 /// Engine stack limit: deep recursion ends with a RangeError instead of a crash.
 pub const JS_STACK_BYTES: u64 = 1024 * 1024;
 /// Captured console output per execution; beyond it output is dropped and a marker says so.

@@ -1,12 +1,18 @@
 //! Runs code: prepare it, hand it to a warm worker, serve the worker's requests, enforce the
 //! deadline from outside, and collect the result.
 //!
+//! Both languages share one path ([`Runtime::execute`]): prepare the code (TypeScript is
+//! stripped here; Python is compiled in the worker), take a warm worker from that language's
+//! pool, drive it, and turn what it reports into an [`ExecOutcome`].
+//!
 //! - [`worker`]: one worker process and its frames;
 //! - [`pool`]: pre-started workers;
+//! - [`python`]: finding the host's CPython and starting it with the embedded shim;
 //! - [`bridge`]: every request from code passes here (policy, then upstream).
 
 pub mod bridge;
 pub mod pool;
+pub mod python;
 pub mod worker;
 
 use std::sync::Arc;
@@ -22,9 +28,11 @@ use worker_protocol::{
 };
 
 use crate::catalog::Catalog;
-use crate::policy::{Decision, Limits, MAX_CODE_BYTES, Policy, ToolAllowlist};
+use crate::policy::{Decision, Limits, MAX_CODE_BYTES, PYTHON_MEMORY_BYTES, Policy, ToolAllowlist};
 use bridge::RunScope;
 use pool::{Pool, PoolStats};
+use python::PythonRuntime;
+use worker::Language;
 
 /// One captured line of output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -78,12 +86,20 @@ pub struct ExecRequest {
     pub tool_rate: Option<Arc<governor::DefaultDirectRateLimiter>>,
 }
 
-/// Runs JavaScript and TypeScript executions.
+/// Runs TypeScript, JavaScript and Python executions.
 pub struct Runtime {
     catalog: Catalog,
     js_pool: Pool,
+    python: PythonRuntime,
     unconfined: bool,
     policy: Arc<Policy>,
+}
+
+/// Code ready for a worker, and how to map its error positions back to the user's code.
+struct Prepared {
+    code: String,
+    /// TypeScript: the line map of the stripped JavaScript.
+    stripped: Option<js_worker::Stripped>,
 }
 
 fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
@@ -95,21 +111,71 @@ fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
 }
 
 impl Runtime {
-    pub fn new(catalog: Catalog, js_pool: Pool, unconfined: bool, policy: Arc<Policy>) -> Self {
+    pub fn new(
+        catalog: Catalog,
+        js_pool: Pool,
+        python: PythonRuntime,
+        unconfined: bool,
+        policy: Arc<Policy>,
+    ) -> Self {
         Runtime {
             catalog,
             js_pool,
+            python,
             unconfined,
             policy,
         }
     }
 
     pub async fn pool_stats(&self) -> Vec<PoolStats> {
-        vec![self.js_pool.stats().await]
+        vec![self.js_pool.stats().await, self.python.stats().await]
+    }
+
+    pub fn python(&self) -> &PythonRuntime {
+        &self.python
     }
 
     /// Runs TypeScript or JavaScript. Never fails: every problem is an outcome with `error`.
     pub async fn execute_typescript(&self, req: ExecRequest) -> ExecOutcome {
+        self.execute(Language::JavaScript, req).await
+    }
+
+    /// Runs Python. Never fails: every problem is an outcome with `error`.
+    pub async fn execute_python(&self, req: ExecRequest) -> ExecOutcome {
+        self.execute(Language::Python, req).await
+    }
+
+    /// Strips TypeScript; Python goes to the worker as written (it compiles there, so syntax
+    /// errors come back from the worker with line and column).
+    fn prepare(language: Language, code: &str) -> Result<Prepared, ErrorInfo> {
+        match language {
+            Language::JavaScript => match js_worker::strip_types(code) {
+                Ok(stripped) => Ok(Prepared {
+                    code: stripped.code.clone(),
+                    stripped: Some(stripped),
+                }),
+                Err(e) => Err(error("SyntaxError", e.to_string())),
+            },
+            Language::Python => Ok(Prepared {
+                code: code.to_string(),
+                stripped: None,
+            }),
+        }
+    }
+
+    async fn pool(&self, language: Language) -> Result<&Pool, ErrorInfo> {
+        match language {
+            Language::JavaScript => Ok(&self.js_pool),
+            Language::Python => self
+                .python
+                .pool()
+                .await
+                .map_err(|e| error("PythonUnavailable", e)),
+        }
+    }
+
+    /// One execution in `language`. Never fails: every problem is an outcome with `error`.
+    pub async fn execute(&self, language: Language, req: ExecRequest) -> ExecOutcome {
         let started = Instant::now();
         let mut out = ExecOutcome {
             result: Value::Null,
@@ -124,6 +190,10 @@ impl Runtime {
             out
         };
         let limits = match Limits::for_request(req.timeout_ms) {
+            Ok(l) if language == Language::Python => Limits {
+                memory_bytes: PYTHON_MEMORY_BYTES,
+                ..l
+            },
             Ok(l) => l,
             Err(e) => {
                 out.error = Some(error("RangeError", e));
@@ -140,14 +210,17 @@ impl Runtime {
             ));
             return finish(out);
         }
-        let stripped = match js_worker::strip_types(&req.code) {
-            Ok(s) => s,
+        let prepared = match Self::prepare(language, &req.code) {
+            Ok(p) => p,
             Err(e) => {
-                out.error = Some(ErrorInfo {
-                    name: "SyntaxError".into(),
-                    message: e.to_string(),
-                    stack: None,
-                });
+                out.error = Some(e);
+                return finish(out);
+            }
+        };
+        let pool = match self.pool(language).await {
+            Ok(p) => p,
+            Err(e) => {
+                out.error = Some(e);
                 return finish(out);
             }
         };
@@ -160,7 +233,7 @@ impl Runtime {
         ));
         let tools = self.bindings(&scope.allow).await;
         let run = RunRequest {
-            code: stripped.code.clone(),
+            code: prepared.code,
             tools,
             limits: EngineLimits {
                 memory_bytes: limits.memory_bytes,
@@ -169,7 +242,7 @@ impl Runtime {
             },
         };
         let deadline = tokio::time::Instant::from_std(scope.deadline);
-        let mut worker = match tokio::time::timeout_at(deadline, self.js_pool.take()).await {
+        let mut worker = match tokio::time::timeout_at(deadline, pool.take()).await {
             Ok(Ok(w)) => w,
             Ok(Err(e)) => {
                 out.error = Some(error("SandboxError", e));
@@ -193,10 +266,10 @@ impl Runtime {
         match ended {
             Ok(Ok(RunOutcome::Ok { result })) => out.result = result,
             Ok(Ok(RunOutcome::Err { mut error })) => {
-                error.stack = error
-                    .stack
-                    .map(|s| map_stack(&s, &stripped))
-                    .filter(|s| !s.trim().is_empty());
+                if let Some(stripped) = &prepared.stripped {
+                    error.stack = error.stack.map(|s| map_stack(&s, stripped));
+                }
+                error.stack = error.stack.filter(|s| !s.trim().is_empty());
                 out.error = Some(error);
             }
             Ok(Err(Failure::Protocol(e))) => {

@@ -82,7 +82,7 @@ impl Pool {
     pub async fn stats(&self) -> PoolStats {
         let last_error = self.inner.last_error.lock().ok().and_then(|e| e.clone());
         PoolStats {
-            language: self.inner.spawner.language.worker_arg(),
+            language: self.inner.spawner.language.name(),
             ready: self.inner.ready.lock().await.len(),
             target: self.inner.target,
             started: self.inner.started.load(Ordering::Relaxed),

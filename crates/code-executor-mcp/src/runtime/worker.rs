@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,26 +22,33 @@ use worker_protocol::{
 pub const WORKER_READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Lines of a worker's stderr kept to explain a crash.
 const STDERR_TAIL_LINES: usize = 8;
+/// Longest stderr line kept; the rest of a longer line is read and dropped.
+const STDERR_LINE_BYTES: usize = 4096;
 
 /// Which engine a worker runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Language {
+    /// QuickJS in our own binary re-entered as `__worker js` (TypeScript is stripped first).
     JavaScript,
+    /// The host's CPython running the embedded shim.
+    Python,
 }
 
 impl Language {
-    pub fn worker_arg(self) -> &'static str {
+    /// Short name, as `health` reports pools.
+    pub fn name(self) -> &'static str {
         match self {
             Language::JavaScript => "js",
+            Language::Python => "python",
         }
     }
 }
 
-/// How to start workers: the binary to re-enter and the sandbox around it.
+/// How to start workers: the program and the sandbox around it.
 #[derive(Debug, Clone)]
 pub struct WorkerSpawner {
-    pub exe: PathBuf,
     pub language: Language,
+    pub command: sandbox::WorkerCommand,
     pub policy: sandbox::SandboxPolicy,
 }
 
@@ -57,19 +64,30 @@ pub struct WorkerProcess {
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
 }
 
+/// The whole environment of a worker: nothing of the host's (secrets live there).
+pub fn worker_env() -> Vec<(OsString, OsString)> {
+    vec![("LANG".into(), "C.UTF-8".into())]
+}
+
 impl WorkerSpawner {
+    /// JavaScript workers: our own binary re-entered as `__worker js`.
+    pub fn javascript(exe: &Path, policy: sandbox::SandboxPolicy) -> Self {
+        WorkerSpawner {
+            language: Language::JavaScript,
+            command: sandbox::WorkerCommand {
+                program: exe.to_path_buf(),
+                args: vec![OsString::from(crate::WORKER_ARG), OsString::from("js")],
+                env: worker_env(),
+                cwd: None,
+            },
+            policy,
+        }
+    }
+
     /// Starts a worker and waits for its `ready` frame.
     pub async fn spawn(&self) -> Result<WorkerProcess, String> {
-        let target = sandbox::WorkerCommand {
-            program: self.exe.clone(),
-            args: vec![
-                OsString::from(crate::WORKER_ARG),
-                OsString::from(self.language.worker_arg()),
-            ],
-            env: vec![("LANG".into(), "C.UTF-8".into())],
-            cwd: None,
-        };
-        let cmd = sandbox::command(&target, &self.policy).map_err(|e| e.to_string())?;
+        let program = self.command.program.display().to_string();
+        let cmd = sandbox::command(&self.command, &self.policy).map_err(|e| e.to_string())?;
         let mut cmd = tokio::process::Command::from(cmd);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -77,7 +95,7 @@ impl WorkerSpawner {
             .kill_on_drop(true);
         let mut child = cmd
             .spawn()
-            .map_err(|e| format!("cannot start worker {}: {e}", self.exe.display()))?;
+            .map_err(|e| format!("cannot start worker {program}: {e}"))?;
         let pid = child.id().unwrap_or(0);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -85,19 +103,7 @@ impl WorkerSpawner {
             return Err("worker started without its pipes".into());
         };
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        let tail = stderr_tail.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::debug!(target: "worker", pid, "{line}");
-                if let Ok(mut t) = tail.lock() {
-                    if t.len() == STDERR_TAIL_LINES {
-                        t.pop_front();
-                    }
-                    t.push_back(line);
-                }
-            }
-        });
+        tokio::spawn(read_stderr(stderr, pid, stderr_tail.clone()));
         let (tx, frames) = mpsc::channel(64);
         tokio::spawn(read_frames(stdout, tx));
         let mut worker = WorkerProcess {
@@ -121,6 +127,42 @@ impl WorkerSpawner {
                 "worker did not become ready within {}s",
                 WORKER_READY_TIMEOUT.as_secs()
             )),
+        }
+    }
+}
+
+/// Drains a worker's stderr into the debug log and a short tail. Lines are cut at
+/// [`STDERR_LINE_BYTES`]: the worker is untrusted, and a gigabyte without a newline must not
+/// become a gigabyte in the host.
+async fn read_stderr(
+    stderr: tokio::process::ChildStderr,
+    pid: u32,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    let mut r = BufReader::with_capacity(16 * 1024, stderr);
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let chunk = match r.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(chunk) => chunk,
+        };
+        let (used, end) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..used.min(room)]);
+        r.consume(used);
+        if end {
+            let text = String::from_utf8_lossy(&line).trim_end().to_string();
+            line.clear();
+            tracing::debug!(target: "worker", pid, "{text}");
+            if let Ok(mut t) = tail.lock() {
+                if t.len() == STDERR_TAIL_LINES {
+                    t.pop_front();
+                }
+                t.push_back(text);
+            }
         }
     }
 }

@@ -1,0 +1,407 @@
+//! Python workers: find the host's CPython once, check the sandbox can use it, and start it
+//! with the embedded shim (`python_shim.py`) inside the same confinement as JavaScript workers
+//! plus the interpreter's install, read-only.
+//!
+//! Finding the interpreter runs it once (to ask for its real executable and library paths), so
+//! it happens in the background after start: the first `tools/list` never waits for it, and a
+//! missing or unusable Python only affects `execute_python`, with the reason.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::sync::OnceCell;
+
+use super::pool::{Pool, PoolStats};
+use super::worker::{Language, WorkerSpawner, worker_env};
+
+/// Environment variable naming the interpreter (same as `--python`).
+pub const PYTHON_ENV: &str = "CODE_EXECUTOR_PYTHON";
+/// Environment variable that enables site-packages when set to `1` (same as `--python-site-packages`).
+pub const SITE_PACKAGES_ENV: &str = "CODE_EXECUTOR_PYTHON_SITE_PACKAGES";
+/// The shim, embedded in the binary.
+pub const SHIM: &str = include_str!("python_shim.py");
+/// `-c` program: compiles the shim (argv[1]) under its own file name, so tracebacks can tell
+/// its frames from the user's `code.py`.
+const BOOTSTRAP: &str = "import sys;s=sys.argv.pop(1);exec(compile(s,'<shim>','exec'))";
+/// Oldest CPython the shim supports (positional-only parameters, top-level await flag).
+const MIN_VERSION: (u32, u32) = (3, 8);
+/// Time the interpreter gets to answer the start-up question about its paths.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Processes and threads a Python worker may have: the interpreter, its protocol reader,
+/// asyncio's helper threads and a few subprocesses; bounds a fork bomb.
+pub const PYTHON_MAX_PROCESSES: u64 = 16;
+/// Candidates tried in order when no interpreter is configured.
+const DEFAULT_CANDIDATES: &[&str] = &["python3", "/usr/bin/python3", "/usr/local/bin/python3"];
+/// Asked of each candidate: where its executable, standard library and site-packages are.
+const PROBE: &str = r#"import json, site, sys, sysconfig
+p = sysconfig.get_paths()
+shared = sysconfig.get_config_var("Py_ENABLE_SHARED")
+print(json.dumps({
+    "executable": sys.executable,
+    "version": [sys.version_info[0], sys.version_info[1], sys.version_info[2]],
+    "stdlib": [p.get("stdlib"), p.get("platstdlib")],
+    "libdir": sysconfig.get_config_var("LIBDIR") if shared else None,
+    "site": list(dict.fromkeys(site.getsitepackages() + [p.get("purelib"), p.get("platlib")])),
+}))"#;
+
+/// How Python executions are configured.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PythonOptions {
+    /// The interpreter (`--python` / `CODE_EXECUTOR_PYTHON`); else the first usable candidate.
+    pub interpreter: Option<PathBuf>,
+    /// Pre-started Python workers.
+    pub pool_size: usize,
+    /// Make the interpreter's site-packages importable (read-only).
+    pub site_packages: bool,
+}
+
+/// A usable interpreter, resolved once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PythonInstall {
+    /// The real executable (symlinks resolved).
+    pub executable: PathBuf,
+    pub version: String,
+    /// Standard library and shared-library directories the worker must read.
+    pub library_dirs: Vec<PathBuf>,
+    /// Existing site-packages directories of the interpreter.
+    pub site_packages: Vec<PathBuf>,
+}
+
+#[derive(Deserialize)]
+struct ProbeAnswer {
+    executable: String,
+    version: (u32, u32, u32),
+    stdlib: Vec<Option<String>>,
+    libdir: Option<String>,
+    site: Vec<Option<String>>,
+}
+
+/// Finds the interpreter: the configured one, or the first usable default candidate. With
+/// `sandbox_uid_other` (the host runs as root and the sandbox drops to an unprivileged uid), every
+/// path must be readable by others, or the sandbox could not use it.
+pub fn resolve(
+    configured: Option<&Path>,
+    sandbox_uid_other: bool,
+) -> Result<PythonInstall, String> {
+    let candidates: Vec<PathBuf> = match configured {
+        Some(p) => vec![p.to_path_buf()],
+        None => DEFAULT_CANDIDATES.iter().map(PathBuf::from).collect(),
+    };
+    let mut reasons = Vec::new();
+    for candidate in &candidates {
+        match probe(candidate).and_then(|i| check_access(i, sandbox_uid_other)) {
+            Ok(install) => return Ok(install),
+            Err(e) => reasons.push(format!("{}: {e}", candidate.display())),
+        }
+    }
+    Err(format!(
+        "no usable Python interpreter ({}); install python3 or pass --python PATH (or set {PYTHON_ENV})",
+        reasons.join("; ")
+    ))
+}
+
+fn probe(candidate: &Path) -> Result<PythonInstall, String> {
+    // Run with the server's environment: the interpreter is the user's choice, and launchers
+    // such as pyenv's shims need PATH and HOME to find the real executable.
+    let mut child = std::process::Command::new(candidate)
+        .args(["-I", "-S", "-c", PROBE])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run it: {e}"))?;
+    let started = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() > PROBE_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("no answer within {}s", PROBE_TIMEOUT.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "{}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let answer: ProbeAnswer = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("unexpected answer to the path probe: {e}"))?;
+    let (major, minor, patch) = answer.version;
+    if (major, minor) < MIN_VERSION {
+        return Err(format!(
+            "Python {major}.{minor} is too old; {}.{} or newer is needed",
+            MIN_VERSION.0, MIN_VERSION.1
+        ));
+    }
+    if answer.executable.is_empty() {
+        return Err(
+            "the interpreter cannot tell its own executable (sys.executable is empty)".into(),
+        );
+    }
+    let executable = std::fs::canonicalize(&answer.executable)
+        .map_err(|e| format!("{}: {e}", answer.executable))?;
+    let existing = |paths: Vec<Option<String>>| -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for p in paths.into_iter().flatten() {
+            if let Ok(p) = std::fs::canonicalize(p)
+                && p.is_dir()
+                && !out.contains(&p)
+            {
+                out.push(p);
+            }
+        }
+        out
+    };
+    let mut library_dirs = existing(answer.stdlib);
+    for dir in existing(vec![answer.libdir]) {
+        // The shared libpython lives in LIBDIR; only that file is needed, but its directory
+        // is what the loader searches. Skip it when the default view already holds it.
+        if !dir.starts_with("/usr/lib") && !library_dirs.contains(&dir) {
+            library_dirs.push(dir);
+        }
+    }
+    Ok(PythonInstall {
+        executable,
+        version: format!("{major}.{minor}.{patch}"),
+        library_dirs,
+        site_packages: existing(answer.site),
+    })
+}
+
+/// With the sandbox running code as an unprivileged uid, every directory on the way to the
+/// interpreter and its library must be searchable by others, and the files readable.
+fn check_access(install: PythonInstall, sandbox_uid_other: bool) -> Result<PythonInstall, String> {
+    if !sandbox_uid_other {
+        return Ok(install);
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mut paths = vec![install.executable.clone()];
+    paths.extend(install.library_dirs.iter().cloned());
+    for path in &paths {
+        for dir in path.ancestors().skip(1) {
+            let mode = std::fs::metadata(dir)
+                .map_err(|e| format!("{}: {e}", dir.display()))?
+                .permissions()
+                .mode();
+            if mode & 0o001 == 0 {
+                return Err(format!(
+                    "{} is not searchable by other users, and the sandbox runs code as an \
+                     unprivileged user (the server runs as root); use an interpreter outside it, \
+                     e.g. --python /usr/bin/python3",
+                    dir.display()
+                ));
+            }
+        }
+        let mode = std::fs::metadata(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .permissions()
+            .mode();
+        if mode & 0o004 == 0 {
+            return Err(format!(
+                "{} is not readable by other users, and the sandbox runs code as an \
+                 unprivileged user",
+                path.display()
+            ));
+        }
+    }
+    Ok(install)
+}
+
+/// The worker command and policy for `install`.
+pub fn spawner(
+    install: &PythonInstall,
+    mut policy: sandbox::SandboxPolicy,
+    site_packages: bool,
+) -> WorkerSpawner {
+    policy.limits.max_processes = PYTHON_MAX_PROCESSES;
+    policy
+        .read_only_paths
+        .extend(install.library_dirs.iter().cloned());
+    let mut args: Vec<OsString> = ["-I", "-S", "-B", "-c", BOOTSTRAP, SHIM]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    if site_packages {
+        policy
+            .read_only_paths
+            .extend(install.site_packages.iter().cloned());
+        args.extend(
+            install
+                .site_packages
+                .iter()
+                .map(|p| p.as_os_str().to_owned()),
+        );
+    }
+    WorkerSpawner {
+        language: Language::Python,
+        command: sandbox::WorkerCommand {
+            program: install.executable.clone(),
+            args,
+            env: worker_env(),
+            cwd: None,
+        },
+        policy,
+    }
+}
+
+/// The Python side of the runtime: the interpreter is resolved and the pool started in the
+/// background; executions wait for that once.
+#[derive(Clone)]
+pub struct PythonRuntime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: PythonOptions,
+    policy: sandbox::SandboxPolicy,
+    ready: OnceCell<Result<(PythonInstall, Pool), String>>,
+}
+
+impl PythonRuntime {
+    /// Starts resolving the interpreter and filling the pool (needs a tokio runtime).
+    pub fn start(options: PythonOptions, policy: sandbox::SandboxPolicy) -> Self {
+        let rt = PythonRuntime {
+            inner: Arc::new(Inner {
+                options,
+                policy,
+                ready: OnceCell::new(),
+            }),
+        };
+        let warm = rt.clone();
+        tokio::spawn(async move {
+            if let Err(e) = warm.pool().await {
+                tracing::warn!("Python executions are unavailable: {e}");
+            }
+        });
+        rt
+    }
+
+    async fn init(&self) -> Result<(PythonInstall, Pool), String> {
+        let configured = self.inner.options.interpreter.clone();
+        let uid_other = self.inner.policy.mode == sandbox::SandboxMode::Enforce
+            && nix::unistd::geteuid().is_root();
+        let install =
+            tokio::task::spawn_blocking(move || resolve(configured.as_deref(), uid_other))
+                .await
+                .map_err(|e| format!("interpreter lookup failed: {e}"))??;
+        tracing::info!(
+            python = %install.executable.display(),
+            version = %install.version,
+            "Python workers ready to start"
+        );
+        let spawner = spawner(
+            &install,
+            self.inner.policy.clone(),
+            self.inner.options.site_packages,
+        );
+        let pool = Pool::start(spawner, self.inner.options.pool_size);
+        Ok((install, pool))
+    }
+
+    /// The pool, once the interpreter is known; the reason when there is none.
+    pub async fn pool(&self) -> Result<&Pool, String> {
+        match self.inner.ready.get_or_init(|| self.init()).await {
+            Ok((_, pool)) => Ok(pool),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// The interpreter, if it has been resolved.
+    pub fn install(&self) -> Option<&PythonInstall> {
+        match self.inner.ready.get() {
+            Some(Ok((install, _))) => Some(install),
+            _ => None,
+        }
+    }
+
+    pub async fn stats(&self) -> PoolStats {
+        match self.inner.ready.get() {
+            Some(Ok((_, pool))) => pool.stats().await,
+            other => PoolStats {
+                language: Language::Python.name(),
+                ready: 0,
+                target: self.inner.options.pool_size,
+                started: 0,
+                start_failures: 0,
+                last_error: match other {
+                    Some(Err(e)) => Some(e.clone()),
+                    _ => Some("the interpreter is still being looked up".into()),
+                },
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_interpreter_is_refused_with_the_remedy() {
+        let err = resolve(Some(Path::new("/nonexistent/python3")), false).unwrap_err();
+        assert!(err.contains("/nonexistent/python3: cannot run it"), "{err}");
+        assert!(err.contains("--python PATH"), "{err}");
+    }
+
+    #[test]
+    fn a_non_python_program_is_refused() {
+        let err = resolve(Some(Path::new("/bin/true")), false).unwrap_err();
+        assert!(err.contains("unexpected answer"), "{err}");
+    }
+
+    #[test]
+    fn the_system_interpreter_resolves_to_a_real_file_with_its_stdlib() {
+        let Ok(install) = resolve(Some(Path::new("/usr/bin/python3")), true) else {
+            eprintln!("SKIP: no /usr/bin/python3 on this machine");
+            return;
+        };
+        assert!(install.executable.is_file(), "{install:?}");
+        assert!(
+            install
+                .library_dirs
+                .iter()
+                .any(|d| d.join("os.py").is_file()),
+            "{install:?}"
+        );
+    }
+
+    #[test]
+    fn site_packages_are_bound_and_passed_only_when_enabled() {
+        let install = PythonInstall {
+            executable: "/usr/bin/python3.11".into(),
+            version: "3.11.2".into(),
+            library_dirs: vec!["/opt/py/lib/python3.11".into()],
+            site_packages: vec!["/opt/py/lib/python3.11/site-packages".into()],
+        };
+        let policy = sandbox::SandboxPolicy::new(sandbox::SandboxMode::Enforce, None);
+        let off = spawner(&install, policy.clone(), false);
+        assert_eq!(
+            off.policy.read_only_paths,
+            [PathBuf::from("/opt/py/lib/python3.11")]
+        );
+        assert_eq!(off.command.args.len(), 6);
+        assert_eq!(off.policy.limits.max_processes, PYTHON_MAX_PROCESSES);
+        let on = spawner(&install, policy, true);
+        assert_eq!(
+            on.policy.read_only_paths,
+            [
+                PathBuf::from("/opt/py/lib/python3.11"),
+                PathBuf::from("/opt/py/lib/python3.11/site-packages")
+            ]
+        );
+        assert_eq!(
+            on.command.args.last(),
+            Some(&OsString::from("/opt/py/lib/python3.11/site-packages"))
+        );
+    }
+}

@@ -1,0 +1,826 @@
+# The Python side of the worker: speaks the worker protocol (crates/worker-protocol) over the
+# process's inherited pipes and runs the user's code with the in-sandbox API.
+#
+# Embedded in the host binary and started as `python -I -S -B -c BOOTSTRAP SHIM [SITE_DIR...]`,
+# already confined by the sandbox. Nothing here is a security boundary: the host checks every
+# request it receives, and the operating system confines the process.
+#
+# Frames: 4-byte big-endian length + UTF-8 JSON. The worker sends `ready` once warm, then for
+# each `run` it sends `call`, `log`, `logs_truncated` and finally `done`; the host answers each
+# `call` with a `reply` carrying the same id. A reader thread owns the input pipe and hands
+# replies to whoever waits for them (a blocked thread or an asyncio future), so calls made with
+# `asyncio.gather` really are in flight together on the host.
+
+import os
+import sys
+
+# 1. The protocol owns the original stdin/stdout. Keep private copies (os.dup makes them
+#    non-inheritable, so no child process gets them), then point fd 0 at /dev/null and fd 1 at
+#    stderr: a stray write from C code, a subprocess or os.write(1, ...) can never corrupt a
+#    frame; it lands in the host's debug log instead.
+_IN = os.dup(0)
+_OUT = os.dup(1)
+_null = os.open("/dev/null", os.O_RDWR)
+os.dup2(_null, 0)
+os.dup2(2, 1)
+os.close(_null)
+
+import ast  # noqa: E402
+import base64  # noqa: E402
+import builtins  # noqa: E402
+import collections.abc  # noqa: E402
+import dataclasses  # noqa: E402
+import enum  # noqa: E402
+import io  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import keyword  # noqa: E402
+import linecache  # noqa: E402
+import logging  # noqa: E402
+import math  # noqa: E402
+import queue  # noqa: E402
+import re  # noqa: E402
+import struct  # noqa: E402
+import threading  # noqa: E402
+import traceback  # noqa: E402
+import warnings  # noqa: E402
+
+# asyncio is imported here so pooled workers are warm for top-level await. It would also import
+# ssl, which is useless without a network: keep it out of asyncio (which then runs without TLS)
+# and let user code import ssl normally later if it wants to.
+_saved_ssl = sys.modules.get("ssl")
+sys.modules["ssl"] = None
+try:
+    import asyncio  # noqa: E402
+finally:
+    if _saved_ssl is None:
+        del sys.modules["ssl"]
+    else:
+        sys.modules["ssl"] = _saved_ssl
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - every Linux CPython has it
+    resource = None
+
+PROTOCOL_VERSION = 1
+SOURCE_NAME = "code.py"
+SHIM_NAME = "<shim>"
+# The host refuses worker frames above 16 MiB (worker_protocol::MAX_WORKER_FRAME_BYTES); a
+# result that would exceed it becomes an error that says so instead.
+MAX_FRAME_BYTES = 16 * 1024 * 1024 - 1024
+# An unterminated line is sent once it reaches this size, so a writer that never prints a
+# newline cannot grow the buffer without bound.
+MAX_PARTIAL_LINE = 64 * 1024
+# Nesting depth beyond which a result is shown as its repr.
+MAX_RESULT_DEPTH = 100
+_RESULT = "__code_executor_result__"
+
+_site_dirs = sys.argv[1:]
+sys.argv = [SOURCE_NAME]
+
+# ------------------------------------------------------------------------------- frames
+_send_lock = threading.Lock()
+
+
+def _encode(frame):
+    # Lone surrogates cannot be UTF-8: replace them rather than break the frame.
+    return json.dumps(frame, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode(
+        "utf-8", "replace"
+    )
+
+
+def _send_bytes(body):
+    data = memoryview(struct.pack(">I", len(body)) + body)
+    with _send_lock:
+        while data:
+            n = os.write(_OUT, data)
+            data = data[n:]
+
+
+def _send(frame):
+    _send_bytes(_encode(frame))
+
+
+def _read_exact(n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(_IN, n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+_runs = queue.Queue()
+_pending = {}
+_pending_lock = threading.Lock()
+_ids = itertools.count(1)
+
+
+def _reader():
+    try:
+        while True:
+            (length,) = struct.unpack(">I", _read_exact(4))
+            frame = json.loads(_read_exact(length))
+            kind = frame.get("type")
+            if kind == "run":
+                _runs.put(frame)
+            elif kind == "reply":
+                with _pending_lock:
+                    waiter = _pending.pop(frame.get("id"), None)
+                if waiter is not None:
+                    waiter.deliver(frame.get("outcome") or {})
+    except BaseException:  # noqa: BLE001 - EOF or a broken frame: the host is gone or gave up
+        pass
+    # The host closed our input: it no longer wants anything from this worker.
+    os._exit(0)
+
+
+# ------------------------------------------------------------------------ output capture
+class _State:
+    budget = 0
+    truncated = False
+    memory_bytes = 0
+
+
+def _clean(text):
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _log(level, text):
+    """Sends one captured line, or drops it once the run's output budget is spent."""
+    if _State.truncated:
+        return
+    text = _clean(str(text))
+    size = len(text.encode("utf-8"))
+    if size > _State.budget:
+        _State.truncated = True
+        _send({"type": "logs_truncated"})
+        return
+    _State.budget -= size
+    _send({"type": "log", "level": level, "text": text})
+
+
+class _Capture(io.TextIOBase):
+    """sys.stdout / sys.stderr: one log entry per line."""
+
+    def __init__(self, level, name):
+        super().__init__()
+        self._level = level
+        self._name = name
+        self._buf = ""
+        self._lock = threading.Lock()
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    @property
+    def name(self):
+        return self._name
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        with self._lock:
+            self._buf += s
+            if "\n" in self._buf:
+                *lines, self._buf = self._buf.split("\n")
+                for line in lines:
+                    _log(self._level, line)
+            if len(self._buf) >= MAX_PARTIAL_LINE:
+                line, self._buf = self._buf, ""
+                _log(self._level, line)
+        return len(s)
+
+    def finish(self):
+        with self._lock:
+            if self._buf:
+                line, self._buf = self._buf, ""
+                _log(self._level, line)
+
+
+_stdout = _Capture("log", "<stdout>")
+_stderr = _Capture("error", "<stderr>")
+sys.stdout = sys.__stdout__ = _stdout
+sys.stderr = sys.__stderr__ = _stderr
+
+
+class _LogHandler(logging.Handler):
+    """logging: every record is captured with its level (root logger at DEBUG)."""
+
+    def emit(self, record):
+        try:
+            text = self.format(record)
+        except Exception:  # noqa: BLE001
+            text = str(record.msg)
+        if record.name != "root":
+            text = "%s: %s" % (record.name, text)
+        if record.levelno >= logging.ERROR:
+            level = "error"
+        elif record.levelno >= logging.WARNING:
+            level = "warn"
+        elif record.levelno >= logging.INFO:
+            level = "info"
+        else:
+            level = "debug"
+        _log(level, text)
+
+
+_root_logger = logging.getLogger()
+_root_logger.handlers[:] = [_LogHandler()]
+_root_logger.setLevel(logging.DEBUG)
+# asyncio logs its selector choice at DEBUG on every new loop: noise, not the user's output.
+logging.getLogger("asyncio").setLevel(logging.WARNING)
+
+
+def _showwarning(message, category, filename, lineno, file=None, line=None):
+    _log("warn", "%s: %s (%s:%s)" % (category.__name__, message, filename, lineno))
+
+
+warnings.showwarning = _showwarning
+
+# ------------------------------------------------------------------------ JSON results
+
+
+def _json_key(k):
+    if isinstance(k, str):
+        return _clean(k)
+    if k is None or isinstance(k, (bool, int, float)):
+        return json.dumps(k)
+    return str(k)
+
+
+def _jsonable(v, depth=0, path=None):
+    """Converts a Python value to JSON. See docs/python.md for how each kind is shown."""
+    if v is None or v is True or v is False:
+        return v
+    if isinstance(v, enum.Enum):
+        return _jsonable(v.value, depth, path)
+    if isinstance(v, bool):
+        return bool(v)
+    if isinstance(v, int):
+        v = int(v)
+        return v if -(2**63) <= v < 2**64 else str(v)
+    if isinstance(v, float):
+        return float(v) if math.isfinite(v) else repr(float(v))
+    if isinstance(v, str):
+        return _clean(str(v))
+    if depth > MAX_RESULT_DEPTH:
+        return _repr(v)
+    if path is None:
+        path = set()
+    if id(v) in path:
+        return "[Circular]"
+    path.add(id(v))
+    try:
+        return _container(v, depth + 1, path)
+    finally:
+        path.discard(id(v))
+
+
+def _container(v, depth, path):
+    if isinstance(v, collections.abc.Mapping):
+        return {_json_key(k): _jsonable(x, depth, path) for k, x in v.items()}
+    if isinstance(v, tuple) and hasattr(v, "_asdict"):
+        return _jsonable(v._asdict(), depth, path)
+    if isinstance(v, (list, tuple, collections.deque)):
+        return [_jsonable(x, depth, path) for x in v]
+    if isinstance(v, (set, frozenset)):
+        try:
+            items = sorted(v)
+        except TypeError:
+            items = list(v)
+        return [_jsonable(x, depth, path) for x in items]
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(v)).decode("ascii")
+    # Modules the user's value could come from are looked up, not imported: a value of one of
+    # their types means the module is loaded already, and workers start faster without them.
+    datetime = sys.modules.get("datetime")
+    if datetime is not None:
+        if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+            return v.isoformat()
+        if isinstance(v, datetime.timedelta):
+            return v.total_seconds()
+    if isinstance(v, complex) or type(v).__name__ in ("Decimal", "UUID") or _is_path(v):
+        return str(v)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: _jsonable(getattr(v, f.name), depth, path) for f in dataclasses.fields(v)}
+    if isinstance(v, BaseException):
+        return {"name": type(v).__name__, "message": str(v)}
+    if not isinstance(v, type):
+        # pydantic models, numpy arrays and scalars, pandas objects.
+        for method in ("model_dump", "tolist", "to_dict"):
+            fn = getattr(v, method, None)
+            if callable(fn):
+                try:
+                    return _jsonable(fn(), depth, path)
+                except Exception:  # noqa: BLE001
+                    break
+    return _repr(v)
+
+
+def _is_path(v):
+    pathlib = sys.modules.get("pathlib")
+    return pathlib is not None and isinstance(v, pathlib.PurePath)
+
+
+def _repr(v):
+    try:
+        return _clean(repr(v))
+    except Exception:  # noqa: BLE001
+        return "<%s object>" % type(v).__name__
+
+
+# ---------------------------------------------------------------------- errors and calls
+class ToolError(Exception):
+    """An upstream tool failed, or the host refused the call; `str(e)` is the message."""
+
+    def __init__(self, message=""):
+        super().__init__(message)
+        self.message = message
+
+
+class PolicyError(ToolError):
+    """The call is not allowed for this execution (allowedTools)."""
+
+
+class LimitError(ToolError):
+    """A per-execution limit was reached (e.g. the number of tool calls)."""
+
+
+_ERRORS = {
+    "ToolError": ToolError,
+    "PolicyError": PolicyError,
+    "LimitError": LimitError,
+    "TypeError": TypeError,
+    "RangeError": ValueError,
+}
+
+
+def _make_error(info):
+    name = str(info.get("name") or "ToolError")
+    message = str(info.get("message") or "")
+    cls = _ERRORS.get(name)
+    if cls is None:
+        cls = ToolError
+        if name.isidentifier() and not keyword.iskeyword(name):
+            cls = _ERRORS[name] = type(name, (ToolError,), {})
+    return cls(message)
+
+
+def _result(outcome):
+    if outcome.get("status") == "ok":
+        return outcome.get("value")
+    raise _make_error(outcome.get("error") or {})
+
+
+class _Waiter:
+    __slots__ = ("event", "outcome")
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.outcome = None
+
+    def deliver(self, outcome):
+        self.outcome = outcome
+        self.event.set()
+
+
+class _FutureWaiter:
+    __slots__ = ("loop", "future")
+
+    def __init__(self, loop, future):
+        self.loop = loop
+        self.future = future
+
+    def deliver(self, outcome):
+        try:
+            self.loop.call_soon_threadsafe(_settle, self.future, outcome)
+        except RuntimeError:  # the loop was closed: nobody waits any more
+            pass
+
+
+def _settle(future, outcome):
+    if not future.done():
+        future.set_result(outcome)
+
+
+def _register(waiter, request):
+    call_id = next(_ids)
+    with _pending_lock:
+        _pending[call_id] = waiter
+    _send({"type": "call", "id": call_id, "request": request})
+
+
+def _request(request):
+    waiter = _Waiter()
+    _register(waiter, request)
+    waiter.event.wait()
+    return _result(waiter.outcome)
+
+
+async def _arequest(request):
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    _register(_FutureWaiter(loop, future), request)
+    return _result(await future)
+
+
+def _tool_request(fn, a, b, c, kwargs):
+    if isinstance(b, str):
+        server, name, args = a, b, c
+    else:
+        if c is not None:
+            raise TypeError("%s: use (name, args) or (server, tool, args)" % fn)
+        server, name, args = None, a, b
+    if args is None:
+        args = {}
+    if not isinstance(args, collections.abc.Mapping):
+        raise TypeError("%s: arguments must be a dict, got %s" % (fn, _repr(args)))
+    args = dict(args)
+    args.update(kwargs)
+    request = {"op": "tool", "name": str(name), "args": _jsonable(args)}
+    if server is not None:
+        request["server"] = str(server)
+    return request
+
+
+def call_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
+    """call_mcp_tool('mcp__server__tool', {...}) or call_mcp_tool('server', 'tool', {...});
+    keyword arguments are added to the arguments. Blocks until the tool answers."""
+    return _request(_tool_request("call_mcp_tool", name, args, tool_args, kwargs))
+
+
+async def acall_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
+    """Like call_mcp_tool, but awaitable: asyncio.gather(...) runs calls in parallel."""
+    return await _arequest(_tool_request("acall_mcp_tool", name, args, tool_args, kwargs))
+
+
+def list_servers():
+    """Configured upstream servers with status and tool counts."""
+    return _request({"op": "list_servers"})
+
+
+def _search_request(query, detail, server, limit):
+    request = {"op": "search_tools", "query": str(query)}
+    if detail is not None:
+        request["detail"] = str(detail)
+    if server is not None:
+        request["server"] = str(server)
+    if limit is not None:
+        request["limit"] = int(limit)
+    return request
+
+
+def search_tools(query, detail=None, server=None, limit=None):
+    """Ranked search over every upstream tool; detail: 'names', 'summary' or 'full'."""
+    return _request(_search_request(query, detail, server, limit))
+
+
+def get_tool_schema(name):
+    """Input and output JSON Schema of one tool, named mcp__server__tool."""
+    return _request({"op": "get_tool_schema", "name": str(name)})
+
+
+def discover_mcp_tools():
+    """Every visible tool with its schema."""
+    return _request({"op": "discover_tools"})
+
+
+# ------------------------------------------------------------------------- tool proxies
+def _ident(name):
+    """The identifier form of a name: every character that cannot be in an identifier becomes
+    `_`, a leading digit gets a `_` prefix, a keyword gets a `_` suffix."""
+    s = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if s[:1].isdigit():
+        s = "_" + s
+    if keyword.iskeyword(s):
+        s += "_"
+    return s
+
+
+class _Tool:
+    __slots__ = ("_server", "_tool", "_async")
+
+    def __init__(self, server, tool, is_async):
+        self._server = server
+        self._tool = tool
+        self._async = is_async
+
+    def __call__(self, *args, **kwargs):
+        if len(args) > 1:
+            raise TypeError(
+                "tools.%s.%s() takes keyword arguments or one dict" % (self._server, self._tool)
+            )
+        given = args[0] if args else None
+        if self._async:
+            return acall_mcp_tool(self._server, self._tool, given, **kwargs)
+        return call_mcp_tool(self._server, self._tool, given, **kwargs)
+
+    def __repr__(self):
+        return "<tool mcp__%s__%s>" % (self._server, self._tool)
+
+
+class _Server:
+    def __init__(self, name, tools, is_async):
+        self._name = name
+        self._async = is_async
+        # None: the server has not started yet, so any name is passed to the host to resolve.
+        self._known = None
+        if tools is not None:
+            self._known = {}
+            for tool in tools:
+                self._known[tool] = tool
+            for tool in tools:
+                self._known.setdefault(_ident(tool), tool)
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return self[attr]
+
+    def __getitem__(self, name):
+        if self._known is not None:
+            real = self._known.get(name)
+            if real is None:
+                raise AttributeError(
+                    "tools.%s has no tool %r; available: %s"
+                    % (self._name, name, ", ".join(sorted(self._known)))
+                )
+            name = real
+        return _Tool(self._name, name, self._async)
+
+    def __dir__(self):
+        return sorted(self._known or ())
+
+    def __repr__(self):
+        return "<server %s: %s>" % (self._name, ", ".join(self.__dir__()) or "tools not known yet")
+
+
+class _Tools:
+    def __init__(self, bindings, is_async):
+        tools = {}
+        for b in bindings:
+            server = b.get("server")
+            tool = b.get("tool")
+            tools.setdefault(server, None)
+            if tool is not None:
+                if tools[server] is None:
+                    tools[server] = []
+                tools[server].append(tool)
+        self._servers = {}
+        for server, names in tools.items():
+            proxy = _Server(server, names, is_async)
+            self._servers[server] = proxy
+        for server in list(tools):
+            self._servers.setdefault(_ident(server), self._servers[server])
+        self._names = list(tools)
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return self[attr]
+
+    def __getitem__(self, name):
+        proxy = self._servers.get(name)
+        if proxy is None:
+            raise AttributeError(
+                "no MCP server %r is configured; available: %s"
+                % (name, ", ".join(self._names) or "(none)")
+            )
+        return proxy
+
+    def __dir__(self):
+        return sorted(self._servers)
+
+    def __repr__(self):
+        return "<tools: %s>" % (", ".join(self._names) or "no servers")
+
+
+# -------------------------------------------------------------------------------- runs
+class _Return(BaseException):
+    """A top-level `return x` (allowed for symmetry with execute_typescript)."""
+
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+
+
+def _cem_return(value=None):
+    raise _Return(value)
+
+
+class _TopLevelReturn(ast.NodeTransformer):
+    """Turns `return x` outside any function into `__cem_return__(x)`."""
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_ClassDef = visit_FunctionDef
+    visit_Lambda = visit_FunctionDef
+
+    def visit_Return(self, node):
+        call = ast.Call(
+            func=ast.Name(id="__cem_return__", ctx=ast.Load()),
+            args=[node.value] if node.value is not None else [],
+            keywords=[],
+        )
+        return ast.copy_location(ast.Expr(value=call), node)
+
+
+def _compile(code):
+    flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = compile(code, SOURCE_NAME, "exec", flags=flags, dont_inherit=True)
+    tree = _TopLevelReturn().visit(tree)
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1]
+        assign = ast.Assign(targets=[ast.Name(id=_RESULT, ctx=ast.Store())], value=last.value)
+        tree.body[-1] = ast.copy_location(assign, last)
+    ast.fix_missing_locations(tree)
+    return compile(
+        tree, SOURCE_NAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+    )
+
+
+def _user_frames(tb):
+    frames = traceback.extract_tb(tb)
+    start = next((i for i, f in enumerate(frames) if f.filename == SOURCE_NAME), len(frames))
+    return [f for f in frames[start:] if f.filename != SHIM_NAME]
+
+
+def _describe(exc):
+    name = type(exc).__name__
+    if isinstance(exc, SyntaxError) and exc.filename == SOURCE_NAME:
+        lines = traceback.format_exception_only(type(exc), exc)
+        stack = "".join(lines[:-1]).rstrip("\n") or None
+        return {
+            "name": name,
+            "message": "%s (%s:%s:%s)" % (exc.msg, SOURCE_NAME, exc.lineno, exc.offset),
+            "stack": stack,
+        }
+    message = str(exc)
+    if isinstance(exc, MemoryError):
+        message = "out of memory: the engine's limit of %d MiB was reached%s" % (
+            _State.memory_bytes // (1024 * 1024),
+            " (%s)" % message if message else "",
+        )
+    frames = _user_frames(exc.__traceback__)
+    stack = None
+    if frames:
+        stack = "Traceback (most recent call last):\n" + "".join(
+            traceback.format_list(frames)
+        ).rstrip("\n")
+    return {"name": name, "message": _clean(message), "stack": stack}
+
+
+def _limit_memory(memory_bytes):
+    """The engine memory limit: address space now plus `memory_bytes`, below the sandbox's
+    hard limit, so a memory bomb ends in MemoryError rather than a killed process."""
+    if resource is None or memory_bytes <= 0:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    try:
+        with open("/proc/self/status") as f:
+            vm = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+    limit = vm + memory_bytes
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OSError):
+        return None
+    return soft, hard
+
+
+def _restore_memory(saved):
+    if saved is not None:
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, saved)
+        except (ValueError, OSError):
+            pass
+
+
+def _namespace(bindings):
+    ns = {
+        "__name__": "__main__",
+        "__builtins__": builtins,
+        "__cem_return__": _cem_return,
+        "call_mcp_tool": call_mcp_tool,
+        "acall_mcp_tool": acall_mcp_tool,
+        "tools": _Tools(bindings, False),
+        "atools": _Tools(bindings, True),
+        "list_servers": list_servers,
+        "search_tools": search_tools,
+        "get_tool_schema": get_tool_schema,
+        "discover_mcp_tools": discover_mcp_tools,
+        "ToolError": ToolError,
+        "PolicyError": PolicyError,
+        "LimitError": LimitError,
+    }
+    return ns
+
+
+def _execute(code, ns):
+    """Runs the code; returns the result value. Raises what the code raised."""
+    codeobj = _compile(code)
+    try:
+        if codeobj.co_flags & 0x80:  # CO_COROUTINE: the code awaits at top level
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(eval(codeobj, ns))
+            finally:
+                asyncio.set_event_loop(None)
+                loop.close()
+        else:
+            exec(codeobj, ns)
+    except _Return as r:
+        return r.value
+    return ns.get(_RESULT)
+
+
+def _run(frame):
+    limits = frame.get("limits") or {}
+    _State.budget = int(limits.get("max_log_bytes") or 1024 * 1024)
+    _State.truncated = False
+    _State.memory_bytes = int(limits.get("memory_bytes") or 0)
+    code = frame.get("code") or ""
+    linecache.cache[SOURCE_NAME] = (len(code), None, code.splitlines(True), SOURCE_NAME)
+    ns = _namespace(frame.get("tools") or [])
+    saved = _limit_memory(_State.memory_bytes)
+    outcome = None
+    try:
+        value = _execute(code, ns)
+        outcome = {"status": "ok", "result": value}
+    except SystemExit as e:
+        if e.code is None or e.code == 0:
+            outcome = {"status": "ok", "result": None}
+        else:
+            outcome = {"status": "err", "error": {"name": "SystemExit", "message": "exit code %s" % (e.code,)}}
+    except BaseException as e:  # noqa: BLE001 - everything the code raised is reported
+        outcome = {"status": "err", "error": _describe(e)}
+    finally:
+        ns.clear()
+        _restore_memory(saved)
+    _stdout.finish()
+    _stderr.finish()
+    if outcome["status"] == "ok":
+        try:
+            outcome["result"] = _jsonable(outcome["result"])
+        except BaseException as e:  # noqa: BLE001
+            outcome = {"status": "err", "error": _describe(e)}
+    body = _encode({"type": "done", "outcome": outcome})
+    if len(body) > MAX_FRAME_BYTES:
+        body = _encode(
+            {
+                "type": "done",
+                "outcome": {
+                    "status": "err",
+                    "error": {
+                        "name": "ValueError",
+                        "message": "the result is %.1f MiB as JSON; the limit is 16 MiB: "
+                        "filter or summarise it in code and return less" % (len(body) / 2**20),
+                    },
+                },
+            }
+        )
+    _send_bytes(body)
+
+
+def _main():
+    for d in _site_dirs:
+        try:
+            import site
+
+            site.addsitedir(d)
+        except Exception as e:  # noqa: BLE001
+            sys.__stderr__ = sys.stderr = _stderr
+            os.write(2, ("cannot add site dir %s: %s\n" % (d, e)).encode())
+    threading.Thread(target=_reader, name="protocol-reader", daemon=True).start()
+    _send(
+        {
+            "type": "ready",
+            "protocol": PROTOCOL_VERSION,
+            "engine": "CPython %s" % sys.version.split()[0],
+        }
+    )
+    while True:
+        _run(_runs.get())
+
+
+_main()
