@@ -97,12 +97,11 @@ impl ToolAllowlist {
                     "{qualified} is denied by the policy for server \"{server}\" (deny: {p})"
                 ));
             }
-            if rule.read_only
-                && !tool
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.read_only_hint == Some(true))
-            {
+            let annotated_read_only = tool
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.read_only_hint == Some(true));
+            if rule.read_only && !annotated_read_only {
                 return deny(format!(
                     "{qualified} is denied: server \"{server}\" is in read-only mode and the tool is not annotated readOnlyHint"
                 ));
