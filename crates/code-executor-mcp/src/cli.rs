@@ -95,12 +95,29 @@ enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Read the audit log.
+    Audit {
+        #[command(subcommand)]
+        action: AuditAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 enum ConfigAction {
     /// Every server with the file it came from, secrets masked; settings; warnings.
     Show,
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditAction {
+    /// The last lines of the audit log, one readable line each.
+    Tail {
+        #[arg(short = 'n', long, default_value_t = 20)]
+        lines: usize,
+        /// Print the raw JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Entry point after helper modes were ruled out.
@@ -256,6 +273,28 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::demo::run_demo(opts).await
         }
         Some(Command::Doctor) => doctor(&cli).await,
+        Some(Command::Audit {
+            action: AuditAction::Tail { lines, json },
+        }) => {
+            let (_, settings, _) = load(&cli)?;
+            let path = settings
+                .audit
+                .path
+                .clone()
+                .or_else(crate::policy::audit::default_path)
+                .context("no audit path: set audit.path in the settings or HOME")?;
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read the audit log {}", path.display()))?;
+            let all: Vec<&str> = text.lines().collect();
+            for line in &all[all.len().saturating_sub(*lines)..] {
+                say(&if *json {
+                    (*line).to_string()
+                } else {
+                    crate::policy::audit::pretty(line)
+                });
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Config {
             action: ConfigAction::Show,
         }) => {

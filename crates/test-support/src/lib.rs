@@ -106,24 +106,54 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// Starts `exe` with `--config` for `servers` plus `extra_args`, with `env` added.
+    /// Starts `exe` with `--config` for `servers` plus `extra_args`, with `env` added; the
+    /// server's log goes to our stderr.
     pub async fn start(
         exe: &Path,
         servers: Value,
         extra_args: &[&str],
         env: &[(&str, &str)],
     ) -> Self {
+        Self::start_inner(exe, servers, extra_args, env, false).await
+    }
+
+    /// Like [`Harness::start`], with the server's log kept in a file ([`Harness::server_log`]).
+    pub async fn start_capturing_log(
+        exe: &Path,
+        servers: Value,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
+        Self::start_inner(exe, servers, extra_args, env, true).await
+    }
+
+    async fn start_inner(
+        exe: &Path,
+        servers: Value,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+        capture: bool,
+    ) -> Self {
         let config = TempConfig::new(servers);
         let mut cmd = tokio::process::Command::new(exe);
+        // Hermetic: only the given config, never the config files of clients on this machine.
         cmd.arg("--config")
             .arg(&config.path)
+            .arg("--no-discover")
             .args(extra_args)
             .kill_on_drop(true);
+        // Hermetic audit log: under the temp dir unless the test names one.
+        cmd.env("XDG_STATE_HOME", config.dir.join("state"));
         for (k, v) in env {
             cmd.env(k, v);
         }
+        let stderr = if capture {
+            Stdio::from(std::fs::File::create(config.dir.join("server.log")).expect("log file"))
+        } else {
+            Stdio::inherit()
+        };
         let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn server");
         let pid = transport.id();
@@ -133,6 +163,22 @@ impl Harness {
             pid,
             _config: Some(config),
         }
+    }
+
+    /// The server's log so far (with [`Harness::start_capturing_log`]).
+    pub fn server_log(&self) -> String {
+        self._config
+            .as_ref()
+            .and_then(|c| std::fs::read_to_string(c.dir.join("server.log")).ok())
+            .unwrap_or_default()
+    }
+
+    /// The default audit log of this server (under its temporary XDG_STATE_HOME).
+    pub fn audit_path(&self) -> PathBuf {
+        self._config
+            .as_ref()
+            .map(|c| c.dir.join("state/code-executor-mcp/audit.jsonl"))
+            .unwrap_or_default()
     }
 
     pub async fn call(&self, tool: &str, args: Value) -> CallToolResult {

@@ -156,9 +156,7 @@ async fn call_tool(
         audit("deny", Some(reason.clone()), None, 0);
         err(name, reason)
     };
-    if let Decision::Deny { reason } = scope.allow.check(&server, &tool) {
-        return deny("PolicyError", reason);
-    }
+    // Every attempt counts, allowed or not: a loop of denied calls is capped too.
     let n = scope.tool_calls.fetch_add(1, Ordering::Relaxed) + 1;
     if n > scope.limits.max_tool_calls {
         return deny(
@@ -168,6 +166,9 @@ async fn call_tool(
                 scope.limits.max_tool_calls
             ),
         );
+    }
+    if let Decision::Deny { reason } = scope.allow.check(&server, &tool) {
+        return deny("PolicyError", reason);
     }
     if let Some(rate) = &scope.tool_rate
         && rate.check().is_err()

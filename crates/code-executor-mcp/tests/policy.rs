@@ -1,0 +1,222 @@
+//! Policy, limits and audit, through the built binary: configured rules deny with the rule's
+//! name, arguments are validated against the tool's schema, the server refuses work beyond
+//! its limits as busy, and the audit log holds exactly one line per attempt and no secret.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "tests fail loudly and say why"
+)]
+
+use serde_json::{Value, json};
+use test_support::{Harness, TempConfig, fixture_entry};
+
+const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
+
+/// A server whose settings file holds `settings`.
+async fn with_settings(settings: Value, servers: Value, capture: bool) -> (Harness, TempConfig) {
+    let dir = TempConfig::new(json!({}));
+    let path = dir.dir.join("settings.json");
+    std::fs::write(&path, settings.to_string()).unwrap();
+    let env = [("CODE_EXECUTOR_CONFIG_PATH", path.to_str().unwrap())];
+    let h = if capture {
+        Harness::start_capturing_log(EXE.as_ref(), servers, &[], &env).await
+    } else {
+        Harness::start(EXE.as_ref(), servers, &[], &env).await
+    };
+    (h, dir)
+}
+
+fn audit_lines(h: &Harness) -> Vec<Value> {
+    std::fs::read_to_string(h.audit_path())
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn configured_rules_deny_and_name_the_rule() {
+    let (h, _d) = with_settings(
+        json!({"policy": {"servers": {"fx": {"deny": ["ad*"]}, "ro": {"readOnly": true}}}}),
+        json!({"fx": fixture_entry("fx"), "ro": fixture_entry("ro")}),
+        false,
+    )
+    .await;
+    let (v, is_error) = h
+        .exec(
+            r#"
+            const out = [await tools.fx.echo({ message: 'ok' })];
+            for (const f of [() => tools.fx.add({ a: 1, b: 2 }), () => tools.ro.echo({ message: 'x' })]) {
+              try { await f(); out.push('allowed'); } catch (e) { out.push(e.name + ': ' + e.message); }
+            }
+            return out;
+            "#,
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(
+        v["result"],
+        json!([
+            "Echo: ok",
+            "PolicyError: mcp__fx__add is denied by the policy for server \"fx\" (deny: ad*)",
+            "PolicyError: mcp__ro__echo is denied: server \"ro\" is in read-only mode and the tool is not annotated readOnlyHint"
+        ])
+    );
+    // Denied tools are not visible to discovery either.
+    let (v, _) = h.exec("return (await searchTools('add numbers', { server: 'fx', detail: 'names' })).tools.map(t => t.name);").await;
+    assert!(
+        !v["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "mcp__fx__add"),
+        "{v}"
+    );
+}
+
+#[tokio::test]
+async fn arguments_are_validated_against_the_schema_before_forwarding() {
+    let h = Harness::start(EXE.as_ref(), json!({"fx": fixture_entry("fx")}), &[], &[]).await;
+    let (v, _) = h
+        .exec("try { await tools.fx.add({ a: 'one' }); } catch (e) { return [e.name, e.message]; }")
+        .await;
+    let msg = v["result"][1].as_str().unwrap();
+    assert_eq!(v["result"][0], "TypeError", "{v}");
+    assert!(
+        msg.starts_with("invalid arguments for mcp__fx__add:"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("arguments/a: \"one\" is not of type \"number\""),
+        "{msg}"
+    );
+    assert!(msg.contains("\"b\" is a required property"), "{msg}");
+    assert!(
+        msg.ends_with("expected: add({a: number, b: number})"),
+        "{msg}"
+    );
+    // Python sees the same check.
+    let (v, _) = h
+        .exec_python("try:\n    tools.fx.add(a='one')\nexcept Exception as e:\n    r = [type(e).__name__, str(e)]\nr")
+        .await;
+    assert!(
+        v["result"][1]
+            .as_str()
+            .unwrap()
+            .contains("invalid arguments for mcp__fx__add"),
+        "{v}"
+    );
+}
+
+#[tokio::test]
+async fn exactly_one_audit_line_per_attempt_and_no_secret_anywhere() {
+    const SECRET_IN_CONFIG: &str = "sk-upstream-secret-9f8e7d";
+    const SECRET_IN_ARGS: &str = "pw-argument-secret-1a2b3c";
+    let (h, _d) = with_settings(
+        json!({"policy": {"servers": {"fx": {"deny": ["fail"]}}}}),
+        json!({"fx": {"command": test_support::workspace_bin("fixture-server"), "args": ["fx"], "env": {"API_TOKEN": SECRET_IN_CONFIG}}}),
+        true,
+    )
+    .await;
+    let code = format!(
+        r#"
+        let n = 0;
+        for (let i = 0; i < 20; i++) {{ await tools.fx.echo({{ message: '{SECRET_IN_ARGS}' }}); n++; }}
+        for (let i = 0; i < 3; i++) {{ try {{ await tools.fx.fail({{ message: 'x' }}); }} catch {{}} }}
+        for (let i = 0; i < 2; i++) {{ try {{ await tools.fx.add({{ a: 'bad' }}); }} catch {{}} }}
+        return n;
+        "#
+    );
+    let (v, is_error) = h.exec(&code).await;
+    assert!(!is_error, "{v}");
+    let lines = audit_lines(&h);
+    let starts: Vec<&Value> = lines.iter().filter(|l| l["event"] == "run.start").collect();
+    assert_eq!(starts.len(), 1, "{lines:?}");
+    let exec = starts[0]["execution"].as_str().unwrap();
+    let calls: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "tool.call" && l["execution"] == exec)
+        .collect();
+    assert_eq!(calls.len(), 25, "one line per attempt");
+    assert_eq!(
+        calls.iter().filter(|c| c["decision"] == "allow").count(),
+        20
+    );
+    assert_eq!(calls.iter().filter(|c| c["decision"] == "deny").count(), 5);
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["v"] == 1 && c["argsSha256"].as_str().unwrap().len() == 64)
+    );
+    let end: Vec<&Value> = lines.iter().filter(|l| l["event"] == "run.end").collect();
+    assert_eq!(end.len(), 1);
+    assert_eq!(end[0]["toolCalls"], json!(25));
+    assert_eq!(starts[0]["codeSha256"].as_str().unwrap().len(), 64);
+    let audit_text = std::fs::read_to_string(h.audit_path()).unwrap();
+    let log = h.server_log();
+    for secret in [SECRET_IN_CONFIG, SECRET_IN_ARGS] {
+        assert!(!audit_text.contains(secret), "{secret} is in the audit log");
+        assert!(!log.contains(secret), "{secret} is in the server log");
+    }
+}
+
+#[tokio::test]
+async fn beyond_the_concurrency_limit_and_queue_the_answer_is_busy() {
+    let (h, _d) = with_settings(
+        json!({"limits": {"maxConcurrentExecutions": 1, "queue": 0}}),
+        json!({"fx": fixture_entry("fx")}),
+        false,
+    )
+    .await;
+    let h = std::sync::Arc::new(h);
+    let first = {
+        let h = h.clone();
+        tokio::spawn(async move {
+            h.exec("await tools.fx.sleep({ ms: 1500 }); return 'first';")
+                .await
+        })
+    };
+    // Wait until the first execution holds the only slot (its upstream call is running).
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let (v, is_error) = h.exec("return 'second';").await;
+    assert!(is_error, "{v}");
+    assert_eq!(v["error"]["name"], "BusyError", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("busy: 1 executions are running"),
+        "{v}"
+    );
+    let (v, is_error) = first.await.unwrap();
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], "first");
+    let (v, _) = h.exec("return 'after';").await;
+    assert_eq!(v["result"], "after");
+}
+
+#[tokio::test]
+async fn a_typo_in_the_settings_is_an_error_naming_the_key() {
+    let dir = TempConfig::new(json!({}));
+    let path = dir.dir.join("settings.json");
+    std::fs::write(&path, r#"{"policy": {"servers": {"fx": {"dney": ["x"]}}}}"#).unwrap();
+    let out = std::process::Command::new(EXE)
+        .args([
+            "--config",
+            dir.path.to_str().unwrap(),
+            "--no-discover",
+            "config",
+            "show",
+        ])
+        .env("CODE_EXECUTOR_CONFIG_PATH", &path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("settings.json") && err.contains("dney"),
+        "{err}"
+    );
+}
