@@ -5,8 +5,6 @@
 //! can fix the call without another round trip to `getToolSchema`.
 
 use std::collections::HashMap;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::Tool;
@@ -17,10 +15,14 @@ const MAX_LISTED_ERRORS: usize = 10;
 /// Compiled validators kept; beyond this the cache starts over (schemas rarely change).
 const MAX_CACHED_VALIDATORS: usize = 4096;
 
-/// Compiled input-schema validators, shared by every execution.
+type Compiled = Option<Arc<jsonschema::Validator>>;
+
+/// Compiled input-schema validators, shared by every execution. Keyed by the schema's
+/// allocation (a tool list is fetched once and shared), so the hot path neither serializes
+/// nor hashes the schema; the cached `Arc` keeps that allocation, and so the key, alive.
 #[derive(Default)]
 pub struct Validators {
-    cache: Mutex<HashMap<u64, Option<Arc<jsonschema::Validator>>>>,
+    cache: Mutex<HashMap<usize, (Arc<Map<String, Value>>, Compiled)>>,
 }
 
 impl Validators {
@@ -32,8 +34,7 @@ impl Validators {
         tool: &Tool,
         args: &Map<String, Value>,
     ) -> Result<(), String> {
-        let schema = Value::Object((*tool.input_schema).clone());
-        let Some(validator) = self.validator(&schema) else {
+        let Some(validator) = self.validator(&tool.input_schema) else {
             return Ok(());
         };
         let instance = Value::Object(args.clone());
@@ -64,16 +65,14 @@ impl Validators {
         ))
     }
 
-    fn validator(&self, schema: &Value) -> Option<Arc<jsonschema::Validator>> {
-        let mut h = DefaultHasher::new();
-        schema.to_string().hash(&mut h);
-        let key = h.finish();
+    fn validator(&self, schema: &Arc<Map<String, Value>>) -> Compiled {
+        let key = Arc::as_ptr(schema) as usize;
         if let Ok(cache) = self.cache.lock()
-            && let Some(v) = cache.get(&key)
+            && let Some((_, v)) = cache.get(&key)
         {
             return v.clone();
         }
-        let compiled = match jsonschema::validator_for(schema) {
+        let compiled = match jsonschema::validator_for(&Value::Object((**schema).clone())) {
             Ok(v) => Some(Arc::new(v)),
             Err(e) => {
                 tracing::warn!(
@@ -86,7 +85,7 @@ impl Validators {
             if cache.len() >= MAX_CACHED_VALIDATORS {
                 cache.clear();
             }
-            cache.insert(key, compiled.clone());
+            cache.insert(key, (schema.clone(), compiled.clone()));
         }
         compiled
     }
@@ -213,8 +212,9 @@ mod tests {
     #[test]
     fn validators_are_compiled_once_per_schema() {
         let v = Validators::default();
+        let t = tool();
         for _ in 0..3 {
-            let _ = v.check("gh", &tool(), &args(json!({"title": "x"})));
+            let _ = v.check("gh", &t, &args(json!({"title": "x"})));
         }
         assert_eq!(v.cache.lock().unwrap().len(), 1);
     }
