@@ -16,13 +16,15 @@ const MAX_LISTED_ERRORS: usize = 10;
 const MAX_CACHED_VALIDATORS: usize = 4096;
 
 type Compiled = Option<Arc<jsonschema::Validator>>;
+/// A schema's allocation kept alive with what it compiled to.
+type Entry = (Arc<Map<String, Value>>, Compiled);
 
 /// Compiled input-schema validators, shared by every execution. Keyed by the schema's
 /// allocation (a tool list is fetched once and shared), so the hot path neither serializes
 /// nor hashes the schema; the cached `Arc` keeps that allocation, and so the key, alive.
 #[derive(Default)]
 pub struct Validators {
-    cache: Mutex<HashMap<usize, (Arc<Map<String, Value>>, Compiled)>>,
+    cache: Mutex<HashMap<usize, Entry>>,
 }
 
 impl Validators {
