@@ -376,3 +376,17 @@ async fn a_server_that_hangs_at_start_times_out_and_is_named() {
     let (v, _) = h.exec("return await tools.fx.whoami();").await;
     assert_eq!(v["result"], "fx");
 }
+
+#[tokio::test]
+async fn concurrent_tool_calls_of_one_execution_are_capped() {
+    let h = harness().await;
+    // 33 calls that each wait for 33 to be in flight together: with the cap of 32 they never
+    // meet, so the rendezvous reports that only 32 arrived.
+    let (v, _) = h
+        .exec("const r = await Promise.allSettled(Array.from({ length: 33 }, () => tools.fx.rendezvous({ key: 'cap', n: 33 }))); return r.filter(x => x.status === 'rejected').map(x => x.reason.message)[0];")
+        .await;
+    assert!(
+        v["result"].as_str().unwrap_or("").contains("only 32 of 33"),
+        "{v}"
+    );
+}

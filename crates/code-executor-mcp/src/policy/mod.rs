@@ -72,6 +72,9 @@ pub const PYTHON_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
 pub const JS_STACK_BYTES: u64 = 1024 * 1024;
 /// Captured console output per execution; beyond it output is dropped and a marker says so.
 pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
+/// Tool calls of one execution in flight at once: `Promise.all` over a thousand items must not
+/// open a thousand upstream requests; the rest wait their turn.
+pub const MAX_CONCURRENT_TOOL_CALLS: usize = 32;
 /// Tool calls one execution may make, so a runaway loop cannot hammer an upstream.
 pub const MAX_TOOL_CALLS: u32 = 1_000;
 /// Deadline of one upstream call when the execution's own deadline is longer.
@@ -87,6 +90,7 @@ pub struct Limits {
     pub stack_bytes: u64,
     pub max_log_bytes: u64,
     pub max_tool_calls: u32,
+    pub max_concurrent_tool_calls: usize,
 }
 
 impl Limits {
@@ -104,6 +108,7 @@ impl Limits {
             stack_bytes: JS_STACK_BYTES,
             max_log_bytes: MAX_LOG_BYTES,
             max_tool_calls: MAX_TOOL_CALLS,
+            max_concurrent_tool_calls: MAX_CONCURRENT_TOOL_CALLS,
         })
     }
 }

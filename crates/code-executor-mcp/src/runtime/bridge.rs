@@ -28,6 +28,8 @@ pub struct RunScope {
     pub limits: Limits,
     pub deadline: Instant,
     pub tool_calls: AtomicU32,
+    /// Upstream calls of this execution in flight at once.
+    pub in_flight: tokio::sync::Semaphore,
     pub policy: Arc<Policy>,
     /// The client's tool-call rate, shared by its executions.
     pub tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
@@ -47,6 +49,7 @@ impl RunScope {
             limits,
             deadline: Instant::now() + limits.timeout,
             tool_calls: AtomicU32::new(0),
+            in_flight: tokio::sync::Semaphore::new(limits.max_concurrent_tool_calls.max(1)),
             policy,
             tool_rate,
         }
@@ -191,6 +194,7 @@ async fn call_tool(
     if let Err(e) = scope.policy.validators.check(&server, &tool, &args) {
         return deny("TypeError", e);
     }
+    let _permit = scope.in_flight.acquire().await;
     let remaining = scope.deadline.saturating_duration_since(Instant::now());
     let timeout = remaining.min(UPSTREAM_CALL_TIMEOUT);
     match catalog
