@@ -62,7 +62,7 @@ impl Core {
     /// background. Needs a tokio runtime.
     pub fn start(config: &Config, options: CoreOptions) -> Arc<Core> {
         let upstreams = Arc::new(Upstreams::new(config));
-        let catalog = Catalog::new(upstreams);
+        let catalog = Catalog::with_cache(upstreams, catalog::cache::ToolCache::for_config(config));
         let spawner = WorkerSpawner {
             exe: options.exe.clone(),
             language: Language::JavaScript,

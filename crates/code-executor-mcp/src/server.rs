@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::Core;
+use crate::catalog::SearchParams;
 use crate::policy::ToolAllowlist;
 use crate::runtime::{ExecOutcome, ExecRequest};
 
@@ -57,13 +58,14 @@ pub fn tool_definitions() -> Vec<Tool> {
                     "query": {"type": "string"},
                     "detail": {"enum": ["names", "summary", "full"]},
                     "server": {"type": "string"},
-                    "limit": {"type": "integer", "minimum": 1}
+                    "limit": {"type": "integer", "minimum": 1},
+                    "cursor": {"type": "string", "description": "nextCursor of the previous page"}
                 },
                 "required": ["query"]
             },
             "outputSchema": {
                 "type": "object",
-                "properties": {"tools": {"type": "array", "items": {"type": "object"}}, "unavailable": {"type": "array", "items": {"type": "string"}}},
+                "properties": {"tools": {"type": "array", "items": {"type": "object"}}, "total": {"type": "integer"}, "nextCursor": {"type": "string"}, "unavailable": {"type": "array", "items": {"type": "string"}}},
                 "required": ["tools"]
             }
         },
@@ -107,6 +109,7 @@ struct SearchArgs {
     detail: Option<String>,
     server: Option<String>,
     limit: Option<u32>,
+    cursor: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -146,10 +149,13 @@ impl CodeExecutorServer {
                     .core
                     .catalog
                     .search(
-                        &a.query,
-                        a.detail.as_deref(),
-                        a.server.as_deref(),
-                        a.limit,
+                        &SearchParams {
+                            query: &a.query,
+                            detail: a.detail.as_deref(),
+                            server: a.server.as_deref(),
+                            limit: a.limit,
+                            cursor: a.cursor.as_deref(),
+                        },
                         &ToolAllowlist::allow_all(),
                     )
                     .await;

@@ -6,28 +6,116 @@
 //! (`my-server` -> `my_server`, `get.page` -> `get_page`); an identifier form that fits two
 //! names is an error naming both.
 
-use std::sync::Arc;
+pub mod cache;
+pub mod eval;
+pub mod search;
+pub mod synthetic;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::Tool;
 use serde_json::{Value, json};
+use tokio::sync::OnceCell;
 
 use crate::policy::{Decision, ToolAllowlist};
 use crate::upstream::{UpstreamError, Upstreams};
+use cache::ToolCache;
+use search::Index;
 
 /// Discovery over the configured upstreams: what `search_tools`, `get_tool_schema` and
 /// `list_servers` answer, both as MCP tools and inside the sandbox.
 #[derive(Clone)]
 pub struct Catalog {
     upstreams: Arc<Upstreams>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    cache: ToolCache,
+    /// The last tool list known for each server: from the disk cache until the server
+    /// connects, then from the server. Loaded on first use, never at start.
+    known: OnceCell<Mutex<BTreeMap<String, Arc<Vec<Tool>>>>>,
+    /// The index over the lists last searched; rebuilt when one of them changes.
+    index: Mutex<Option<Arc<Index>>>,
+}
+
+/// What a search asks for.
+#[derive(Debug, Clone, Default)]
+pub struct SearchParams<'a> {
+    pub query: &'a str,
+    pub detail: Option<&'a str>,
+    pub server: Option<&'a str>,
+    pub limit: Option<u32>,
+    /// `nextCursor` of the previous page.
+    pub cursor: Option<&'a str>,
 }
 
 impl Catalog {
+    /// A catalog without a disk cache.
     pub fn new(upstreams: Arc<Upstreams>) -> Self {
-        Catalog { upstreams }
+        Catalog::with_cache(upstreams, ToolCache::disabled())
+    }
+
+    pub fn with_cache(upstreams: Arc<Upstreams>, cache: ToolCache) -> Self {
+        Catalog {
+            upstreams,
+            shared: Arc::new(Shared {
+                cache,
+                known: OnceCell::new(),
+                index: Mutex::new(None),
+            }),
+        }
     }
 
     pub fn upstreams(&self) -> &Arc<Upstreams> {
         &self.upstreams
+    }
+
+    /// The known tool lists, loading the disk cache on first use (off the async threads).
+    async fn known(&self) -> &Mutex<BTreeMap<String, Arc<Vec<Tool>>>> {
+        self.shared
+            .known
+            .get_or_init(|| async {
+                let cache = self.shared.cache.clone();
+                let loaded = tokio::task::spawn_blocking(move || cache.load_all())
+                    .await
+                    .unwrap_or_default();
+                Mutex::new(loaded)
+            })
+            .await
+    }
+
+    /// Records the list a connected server reported; a list that differs from the cached
+    /// one is written to the disk cache in the background.
+    async fn observe(&self, server: &str, tools: &Arc<Vec<Tool>>) {
+        let known = self.known().await;
+        let changed = {
+            let Ok(mut known) = known.lock() else { return };
+            match known.get(server) {
+                Some(old) if Arc::ptr_eq(old, tools) => false,
+                Some(old) if **old == **tools => {
+                    known.insert(server.to_string(), tools.clone());
+                    false
+                }
+                _ => {
+                    known.insert(server.to_string(), tools.clone());
+                    true
+                }
+            }
+        };
+        if changed {
+            let cache = self.shared.cache.clone();
+            let (server, tools) = (server.to_string(), tools.clone());
+            tokio::task::spawn_blocking(move || cache.store(&server, &tools));
+        }
+    }
+
+    /// The tools of `server`, connecting it if needed, recorded in the cache.
+    async fn connected_tools(&self, server: &str) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        let tools = self.upstreams.tools(server).await?;
+        self.observe(server, &tools).await;
+        Ok(tools)
     }
 
     /// Resolves a call target to canonical (server, tool) names and the tool's definition.
@@ -45,8 +133,7 @@ impl Catalog {
             None => split_qualified(self.upstreams.names(), name)?,
         };
         let tools = self
-            .upstreams
-            .tools(&server)
+            .connected_tools(&server)
             .await
             .map_err(|e| e.to_string())?;
         let found = pick(
@@ -74,7 +161,7 @@ impl Catalog {
             None => self.upstreams.names().map(str::to_string).collect(),
         };
         let lists =
-            futures::future::join_all(servers.iter().map(|s| self.upstreams.tools(s))).await;
+            futures::future::join_all(servers.iter().map(|s| self.connected_tools(s))).await;
         let mut out = Vec::new();
         let mut errors = Vec::new();
         for (s, list) in servers.iter().zip(lists) {
@@ -91,27 +178,112 @@ impl Catalog {
         Ok((out, errors))
     }
 
-    /// `search_tools`: ranked matches plus the servers that could not be searched.
+    /// The tool lists a search covers. Connected servers give their live list; a server
+    /// that is named by the `server` filter or in the query, or whose tools are not cached,
+    /// is connected; the others are searched from the cache without starting them.
+    async fn search_lists(
+        &self,
+        server: Option<&str>,
+        query: &str,
+    ) -> Result<(Vec<(String, Arc<Vec<Tool>>)>, Vec<UpstreamError>), String> {
+        let servers: Vec<String> = match server {
+            Some(s) => vec![pick(self.upstreams.names(), s, "server")?.to_string()],
+            None => self.upstreams.names().map(str::to_string).collect(),
+        };
+        let query_words = search::words(query);
+        let known = self.known().await;
+        let mut lists: Vec<(String, Option<Arc<Vec<Tool>>>)> = Vec::new();
+        for s in servers {
+            let live = self.upstreams.tools_if_connected(&s).await;
+            if let Some(live) = &live {
+                self.observe(&s, live).await;
+            }
+            let named = server.is_some() || {
+                let w = search::words(&s);
+                !w.is_empty() && w.iter().all(|x| query_words.contains(x))
+            };
+            let cached = known.lock().ok().and_then(|k| k.get(&s).cloned());
+            let list = match live {
+                Some(l) => Some(l),
+                None if named => None,
+                None => cached,
+            };
+            lists.push((s, list));
+        }
+        let fetched = futures::future::join_all(lists.iter().map(|(s, l)| async move {
+            match l {
+                Some(l) => Ok(l.clone()),
+                None => self.connected_tools(s).await,
+            }
+        }))
+        .await;
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        for ((s, _), r) in lists.into_iter().zip(fetched) {
+            match r {
+                Ok(l) => out.push((s, l)),
+                Err(e) => errors.push(e),
+            }
+        }
+        Ok((out, errors))
+    }
+
+    /// The index over `lists`, reusing the last one when no list changed.
+    fn index(&self, lists: Vec<(String, Arc<Vec<Tool>>)>) -> Arc<Index> {
+        let Ok(mut slot) = self.shared.index.lock() else {
+            return Arc::new(Index::build(lists));
+        };
+        if let Some(ix) = &*slot {
+            let same = ix.lists().len() == lists.len()
+                && ix
+                    .lists()
+                    .iter()
+                    .zip(&lists)
+                    .all(|((a, x), (b, y))| a == b && Arc::ptr_eq(x, y));
+            if same {
+                return ix.clone();
+            }
+        }
+        let ix = Arc::new(Index::build(lists));
+        *slot = Some(ix.clone());
+        ix
+    }
+
+    /// `search_tools`: a page of ranked matches, the number of matches, the cursor of the
+    /// next page, and the servers that could not be searched.
     pub async fn search(
         &self,
-        query: &str,
-        detail: Option<&str>,
-        server: Option<&str>,
-        limit: Option<u32>,
+        params: &SearchParams<'_>,
         allow: &ToolAllowlist,
     ) -> Result<Value, String> {
-        let detail = Detail::parse(detail)?;
-        let limit = limit.map_or(DEFAULT_SEARCH_LIMIT, |l| {
+        let detail = Detail::parse(params.detail)?;
+        let limit = params.limit.map_or(DEFAULT_SEARCH_LIMIT, |l| {
             (l as usize).clamp(1, MAX_SEARCH_LIMIT)
         });
-        let (tools, errors) = self.tools(server, allow).await?;
-        let hits = search(
-            tools.iter().map(|(s, t)| (s.as_str(), t)),
-            query,
-            limit,
-            detail,
-        );
-        let mut out = json!({ "tools": hits });
+        let offset = match params.cursor {
+            None | Some("") => 0,
+            Some(c) => c.parse::<usize>().map_err(|_| {
+                format!("invalid cursor \"{c}\"; pass the nextCursor of a previous answer")
+            })?,
+        };
+        let (lists, errors) = self.search_lists(params.server, params.query).await?;
+        let index = self.index(lists);
+        let hits = index.search(params.query, |s, t| {
+            allow.check(s, &t.name) == Decision::Allow
+        });
+        let page: Vec<Value> = hits
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .map(|h| {
+                let (s, t) = index.doc(h.doc);
+                describe(s, t, detail)
+            })
+            .collect();
+        let mut out = json!({ "tools": page, "total": hits.len() });
+        if offset + limit < hits.len() {
+            out["nextCursor"] = Value::String((offset + limit).to_string());
+        }
         if !errors.is_empty() {
             out["unavailable"] = errors
                 .iter()
@@ -242,65 +414,6 @@ impl Detail {
 pub const DEFAULT_SEARCH_LIMIT: usize = 10;
 pub const MAX_SEARCH_LIMIT: usize = 200;
 
-/// Splits a name into lowercase words at `_`, `-`, `.`, spaces and camelCase boundaries.
-fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for c in text.chars() {
-        if !c.is_alphanumeric() {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            prev_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && prev_lower && !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
-        }
-        prev_lower = c.is_lowercase() || c.is_ascii_digit();
-        cur.extend(c.to_lowercase());
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
-}
-
-/// Scores a tool against query words: name words weigh most, then the description and the
-/// server name. Zero means no match.
-fn score(server: &str, tool: &Tool, query: &[String]) -> u32 {
-    let name_words = words(&tool.name);
-    let desc = tool.description.as_deref().unwrap_or("").to_lowercase();
-    let desc_words = words(&desc);
-    let server_words = words(server);
-    let mut total = 0;
-    for q in query {
-        let mut s = 0;
-        if name_words.iter().any(|w| w == q) {
-            s += 6;
-        } else if name_words
-            .iter()
-            .any(|w| w.starts_with(q.as_str()) || q.starts_with(w.as_str()) && w.len() >= 3)
-        {
-            s += 3;
-        }
-        if server_words.iter().any(|w| w == q) {
-            s += 2;
-        }
-        if desc_words.iter().any(|w| w == q) {
-            s += 2;
-        } else if q.len() >= 3 && desc.contains(q.as_str()) {
-            s += 1;
-        }
-        total += s;
-    }
-    if query.len() > 1 && tool.name.to_lowercase() == query.join("_") {
-        total += 10;
-    }
-    total
-}
-
 /// Renders one tool at a detail level.
 pub fn describe(server: &str, tool: &Tool, detail: Detail) -> Value {
     let mut v = json!({
@@ -345,40 +458,9 @@ fn summary(desc: &str) -> String {
     }
 }
 
-/// Ranks `(server, tool)` pairs for `query`; an empty query lists everything.
-pub fn search<'a>(
-    tools: impl Iterator<Item = (&'a str, &'a Tool)>,
-    query: &str,
-    limit: usize,
-    detail: Detail,
-) -> Vec<Value> {
-    let q = words(query);
-    let mut scored: Vec<(u32, &str, &Tool)> = tools
-        .map(|(s, t)| (if q.is_empty() { 1 } else { score(s, t, &q) }, s, t))
-        .filter(|(sc, _, _)| *sc > 0)
-        .collect();
-    scored.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then_with(|| a.1.cmp(b.1))
-            .then_with(|| a.2.name.cmp(&b.2.name))
-    });
-    scored
-        .into_iter()
-        .take(limit)
-        .map(|(_, s, t)| describe(s, t, detail))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn tool(name: &str, desc: &str) -> Tool {
-        serde_json::from_value(
-            json!({"name": name, "description": desc, "inputSchema": {"type": "object"}}),
-        )
-        .unwrap()
-    }
 
     #[test]
     fn identifier_forms() {
@@ -428,48 +510,5 @@ mod tests {
         assert!(split_qualified(servers.iter().copied(), "mcp__FS__read_file").is_err());
         assert!(split_qualified(servers.iter().copied(), "fs__read_file").is_err());
         assert!(split_qualified(servers.iter().copied(), "mcp__fs__").is_err());
-    }
-
-    #[test]
-    fn search_ranks_name_matches_first() {
-        let tools = [
-            ("fs", tool("read_file", "Read a file from disk")),
-            ("fs", tool("write_file", "Write a file")),
-            ("git", tool("git_log", "Show commit logs; can read history")),
-            (
-                "mem",
-                tool("createEntities", "Create entities in the graph"),
-            ),
-        ];
-        let hits = search(
-            tools.iter().map(|(s, t)| (*s, t)),
-            "read file",
-            10,
-            Detail::Names,
-        );
-        let names: Vec<&str> = hits.iter().map(|h| h["name"].as_str().unwrap()).collect();
-        assert_eq!(names[0], "mcp__fs__read_file");
-        assert!(names.contains(&"mcp__fs__write_file"));
-        let hits = search(
-            tools.iter().map(|(s, t)| (*s, t)),
-            "entities",
-            10,
-            Detail::Summary,
-        );
-        assert_eq!(hits.len(), 1);
-        assert_eq!(hits[0]["description"], "Create entities in the graph");
-        assert_eq!(
-            search(tools.iter().map(|(s, t)| (*s, t)), "", 2, Detail::Names).len(),
-            2
-        );
-    }
-
-    #[test]
-    fn words_split_camel_snake_kebab() {
-        assert_eq!(words("getFileInfo"), ["get", "file", "info"]);
-        assert_eq!(
-            words("read_multiple-files.v2"),
-            ["read", "multiple", "files", "v2"]
-        );
     }
 }
