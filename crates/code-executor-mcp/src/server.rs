@@ -51,7 +51,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         },
         {
             "name": "search_tools",
-            "description": "Search the tools of all upstream MCP servers. detail: names, summary (default) or full (with JSON Schemas).",
+            "description": "Ranked search over the tools of all upstream MCP servers. detail: names, summary (default) or full (JSON Schemas + TypeScript signature).",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -71,11 +71,11 @@ pub fn tool_definitions() -> Vec<Tool> {
         },
         {
             "name": "get_tool_schema",
-            "description": "Input and output JSON Schema of one upstream tool, named mcp__server__tool.",
+            "description": "Input/output JSON Schema and TypeScript signature of one upstream tool, named mcp__server__tool.",
             "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
             "outputSchema": {
                 "type": "object",
-                "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+                "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}, "signature": {"type": "string"}, "typescript": {"type": "string"}},
                 "required": ["name", "inputSchema"]
             }
         },

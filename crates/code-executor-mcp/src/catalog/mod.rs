@@ -8,6 +8,9 @@
 
 pub mod cache;
 pub mod eval;
+pub mod schema;
+pub mod schema_py;
+pub mod schema_ts;
 pub mod search;
 pub mod synthetic;
 
@@ -435,6 +438,9 @@ pub fn describe(server: &str, tool: &Tool, detail: Detail) -> Value {
         if let Some(out) = &tool.output_schema {
             v["outputSchema"] = Value::Object((**out).clone());
         }
+        let ts = schema_ts::render(tool);
+        v["signature"] = Value::String(ts.signature(server, &tool.name));
+        v["typescript"] = Value::String(ts.declarations(&tool.name));
     }
     v
 }
