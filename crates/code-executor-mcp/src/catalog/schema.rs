@@ -127,18 +127,13 @@ pub fn required(schema: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// Documentation lines of a schema: its title (when there is no description), description,
-/// default, format, bounds, pattern and deprecation.
+/// Documentation lines of a schema: its description, default, format, bounds, pattern and deprecation.
 pub fn doc_lines(schema: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let s = |k: &str| schema.get(k);
-    match (
-        s("description").and_then(Value::as_str),
-        s("title").and_then(Value::as_str),
-    ) {
-        (Some(d), _) => out.extend(d.trim().lines().map(|l| l.trim_end().to_string())),
-        (None, Some(t)) => out.push(t.trim().to_string()),
-        _ => {}
+    // Titles are left out: generators (pydantic) set them to the key or class name.
+    if let Some(d) = s("description").and_then(Value::as_str) {
+        out.extend(d.trim().lines().map(|l| l.trim_end().to_string()));
     }
     for (key, tag) in [
         ("default", "default"),
