@@ -1,4 +1,4 @@
-//! The command line: serve (default), exec, demo, bench, doctor.
+//! The command line: serve (default), exec, demo, bench, doctor, tools search/show, wrappers.
 //!
 //! In serve mode stdout belongs to the MCP protocol; logs go to stderr through `tracing`.
 //! The other commands are for people at a terminal and print to stdout.
@@ -12,6 +12,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use rmcp::ServiceExt;
 
+use crate::catalog::Catalog;
+use crate::catalog::commands::{self, Lang};
 use crate::config::Config;
 use crate::runtime::ExecRequest;
 use crate::server::{CodeExecutorServer, render_text};
@@ -62,6 +64,43 @@ enum Command {
     Bench(crate::bench::BenchArgs),
     /// Check the sandbox layer by layer, the configuration and the JS worker.
     Doctor,
+    /// Search and inspect the tools of the configured servers.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+    /// Write a typed wrapper file per upstream tool, a folder per server, with indexes.
+    Wrappers {
+        #[arg(long, value_enum, default_value_t = Lang::Ts)]
+        lang: Lang,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolsCommand {
+    /// Ranked search, as the search_tools MCP tool answers it.
+    Search {
+        query: String,
+        #[arg(long, value_parser = ["names", "summary", "full"])]
+        detail: Option<String>,
+        #[arg(long)]
+        server: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One tool's signature and types (NAME is mcp__server__tool).
+    Show {
+        name: String,
+        #[arg(long, value_enum, default_value_t = Lang::Ts)]
+        lang: Lang,
+        /// The whole get_tool_schema answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Entry point after helper modes were ruled out.
@@ -115,6 +154,17 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
         pool_size: cli.pool_size,
         sandbox,
     })
+}
+
+/// The catalog alone (no workers), for the discovery commands.
+fn catalog(cli: &Cli) -> anyhow::Result<Catalog> {
+    let exe = std::env::current_exe().context("cannot locate our own binary")?;
+    let config = Config::load(cli.config.as_deref(), Some(&exe))?;
+    let cache = crate::catalog::cache::ToolCache::for_config(&config);
+    Ok(Catalog::with_cache(
+        Arc::new(crate::upstream::Upstreams::new(&config)),
+        cache,
+    ))
 }
 
 fn start_core(cli: &Cli) -> anyhow::Result<Arc<Core>> {
@@ -182,6 +232,33 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::demo::run_demo(opts).await
         }
         Some(Command::Doctor) => doctor(&cli).await,
+        Some(Command::Tools(ToolsCommand::Search {
+            query,
+            detail,
+            server,
+            limit,
+            cursor,
+            json,
+        })) => {
+            let catalog = catalog(&cli)?;
+            let params = crate::catalog::SearchParams {
+                query,
+                detail: detail.as_deref(),
+                server: server.as_deref(),
+                limit: *limit,
+                cursor: cursor.as_deref(),
+            };
+            say(&commands::search(&catalog, &params, *json).await?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Tools(ToolsCommand::Show { name, lang, json })) => {
+            say(&commands::show(&catalog(&cli)?, name, *lang, *json).await?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Wrappers { lang, out }) => {
+            say(&commands::wrappers(&catalog(&cli)?, *lang, out).await?);
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Bench(args)) => {
             let opts = options(&cli)?;
             crate::bench::run_bench(opts, args).await

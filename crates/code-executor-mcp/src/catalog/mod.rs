@@ -7,6 +7,7 @@
 //! names is an error naming both.
 
 pub mod cache;
+pub mod commands;
 pub mod eval;
 pub mod schema;
 pub mod schema_py;

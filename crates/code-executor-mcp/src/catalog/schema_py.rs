@@ -103,6 +103,9 @@ pub fn render(tool: &Tool) -> PyTool {
     }
 }
 
+/// An object's properties (in order) and its required keys.
+type Shape<'a> = (Vec<(&'a str, &'a Value)>, Vec<&'a str>);
+
 struct Renderer<'a> {
     reg: Registry<'a>,
     out: Vec<String>,
@@ -126,11 +129,7 @@ impl<'a> Renderer<'a> {
 
     /// The properties and required keys of an object schema with declared properties,
     /// merging `allOf` members; `None` for anything else.
-    fn object_shape(
-        &self,
-        schema: &'a Value,
-        root: usize,
-    ) -> Option<(Vec<(&'a str, &'a Value)>, Vec<&'a str>)> {
+    fn object_shape(&self, schema: &'a Value, root: usize) -> Option<Shape<'a>> {
         let mut props: Vec<(&'a str, &'a Value)> = Vec::new();
         let mut req: Vec<&'a str> = Vec::new();
         let mut add = |s: &'a Value| {
@@ -182,7 +181,7 @@ impl<'a> Renderer<'a> {
         &mut self,
         name: &str,
         schema: &'a Value,
-        (props, req): &(Vec<(&'a str, &'a Value)>, Vec<&'a str>),
+        (props, req): &Shape<'a>,
         root: usize,
         depth: usize,
     ) {

@@ -110,7 +110,7 @@ pub fn render(tool: &Tool) -> TsTool {
             &tool
                 .description
                 .as_deref()
-                .map(|d| d.trim().lines().map(str::to_string).collect())
+                .map(|d| d.trim().lines().map(str::to_string).collect::<Vec<_>>())
                 .unwrap_or_default(),
             "",
         ),
@@ -381,7 +381,7 @@ fn is_ident(s: &str) -> bool {
 }
 
 /// A JSDoc comment from lines, indented by `pad`; empty for no lines.
-fn jsdoc(lines: &Vec<String>, pad: &str) -> String {
+fn jsdoc(lines: &[String], pad: &str) -> String {
     if lines.is_empty() {
         return String::new();
     }

@@ -201,8 +201,8 @@ impl Index {
             }
         }
         let n = index.docs.len().max(1) as f64;
-        for f in 0..FIELDS {
-            index.avg_len[f] = ((totals[f] / n) as f32).max(1.0);
+        for (avg, total) in index.avg_len.iter_mut().zip(totals) {
+            *avg = ((total / n) as f32).max(1.0);
         }
         let mut sorted: Vec<(String, u32)> = index
             .term_ids
