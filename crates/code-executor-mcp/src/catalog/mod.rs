@@ -226,7 +226,13 @@ impl Catalog {
         for ((s, _), r) in lists.into_iter().zip(fetched) {
             match r {
                 Ok(l) => out.push((s, l)),
-                Err(e) => errors.push(e),
+                Err(e) => {
+                    // A server that failed to start is still searched from the cache.
+                    if let Some(cached) = known.lock().ok().and_then(|k| k.get(&s).cloned()) {
+                        out.push((s, cached));
+                    }
+                    errors.push(e);
+                }
             }
         }
         Ok((out, errors))
@@ -272,20 +278,21 @@ impl Catalog {
         };
         let (lists, errors) = self.search_lists(params.server, params.query).await?;
         let index = self.index(lists);
-        let hits = index.search(params.query, |s, t| {
-            allow.check(s, &t.name) == Decision::Allow
-        });
+        let (hits, total) = index.search_top(
+            params.query,
+            |s, t| allow.check(s, &t.name) == Decision::Allow,
+            offset.saturating_add(limit),
+        );
         let page: Vec<Value> = hits
             .iter()
             .skip(offset)
-            .take(limit)
             .map(|h| {
                 let (s, t) = index.doc(h.doc);
                 describe(s, t, detail)
             })
             .collect();
-        let mut out = json!({ "tools": page, "total": hits.len() });
-        if offset + limit < hits.len() {
+        let mut out = json!({ "tools": page, "total": total });
+        if offset + limit < total {
             out["nextCursor"] = Value::String((offset + limit).to_string());
         }
         if !errors.is_empty() {
@@ -517,5 +524,125 @@ mod tests {
         assert!(split_qualified(servers.iter().copied(), "mcp__FS__read_file").is_err());
         assert!(split_qualified(servers.iter().copied(), "fs__read_file").is_err());
         assert!(split_qualified(servers.iter().copied(), "mcp__fs__").is_err());
+    }
+
+    /// The disk cache makes a server's tools searchable before it is started (here: never
+    /// startable), and a search that names it tries to start it and says it failed.
+    #[tokio::test]
+    async fn cached_tools_are_searchable_without_starting_the_server() {
+        let dir = std::env::temp_dir().join(format!("cem-catalog-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let text = json!({"mcpServers": {"weather": {"command": "/nonexistent/weather-server"}}});
+        let config = crate::config::Config::parse(
+            &text.to_string(),
+            std::path::Path::new("/x/mcp.json"),
+            None,
+        )
+        .unwrap();
+        let cache = ToolCache::in_dir(Some(dir.clone()), &config);
+        let tools: Vec<Tool> = serde_json::from_value(json!([
+            {"name": "get_forecast", "description": "Weather forecast for a city", "inputSchema": {"type": "object"}},
+            {"name": "get_alerts", "description": "Weather alerts for a region", "inputSchema": {"type": "object"}},
+            {"name": "get_radar", "description": "Weather radar image", "inputSchema": {"type": "object"}}
+        ]))
+        .unwrap();
+        cache.store("weather", &tools);
+        let catalog = Catalog::with_cache(Arc::new(Upstreams::new(&config)), cache);
+        let allow = ToolAllowlist::allow_all();
+        let found = catalog
+            .search(
+                &SearchParams {
+                    query: "forecast for paris",
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            found["tools"][0]["name"], "mcp__weather__get_forecast",
+            "{found}"
+        );
+        assert!(found.get("unavailable").is_none(), "{found}");
+        let named = catalog
+            .search(
+                &SearchParams {
+                    query: "weather forecast",
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            named["tools"][0]["name"], "mcp__weather__get_forecast",
+            "{named}"
+        );
+        assert!(
+            named["unavailable"][0]
+                .as_str()
+                .unwrap()
+                .contains("weather"),
+            "{named}"
+        );
+        let first = catalog
+            .search(
+                &SearchParams {
+                    query: "",
+                    limit: Some(2),
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (first["total"].clone(), first["nextCursor"].clone()),
+            (json!(3), json!("2")),
+            "{first}"
+        );
+        let second = catalog
+            .search(
+                &SearchParams {
+                    query: "",
+                    limit: Some(2),
+                    cursor: Some("2"),
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await
+            .unwrap();
+        assert_eq!(second["tools"].as_array().unwrap().len(), 1, "{second}");
+        assert!(second.get("nextCursor").is_none(), "{second}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn pages_follow_the_cursor() {
+        let catalog = Catalog::new(Arc::new(Upstreams::new(&crate::config::Config::default())));
+        let allow = ToolAllowlist::allow_all();
+        let bad = catalog
+            .search(
+                &SearchParams {
+                    query: "x",
+                    cursor: Some("zz"),
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await;
+        assert!(bad.unwrap_err().contains("invalid cursor"));
+        let none = catalog
+            .search(
+                &SearchParams {
+                    query: "x",
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await
+            .unwrap();
+        assert_eq!(none, json!({"tools": [], "total": 0}));
     }
 }

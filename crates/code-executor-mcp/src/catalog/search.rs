@@ -130,6 +130,8 @@ type Postings = Vec<(u32, [u16; FIELDS])>;
 pub struct Index {
     lists: Vec<(String, Arc<Vec<Tool>>)>,
     docs: Vec<DocRef>,
+    /// Each document's name as terms joined by spaces.
+    name_terms: Vec<String>,
     /// Length of each document's fields, in terms.
     lens: Vec<[u16; FIELDS]>,
     avg_len: [f32; FIELDS],
@@ -157,6 +159,7 @@ impl Index {
         let mut index = Index {
             lists,
             docs: Vec::new(),
+            name_terms: Vec::new(),
             lens: Vec::new(),
             avg_len: [0.0; FIELDS],
             term_ids: HashMap::new(),
@@ -178,6 +181,7 @@ impl Index {
                 });
                 let mut fields: [Vec<String>; FIELDS] = Default::default();
                 fields[NAME] = terms(&tool.name);
+                index.name_terms.push(fields[NAME].join(" "));
                 fields[SERVER] = server_terms.clone();
                 fields[DESC] = terms(tool.description.as_deref().unwrap_or(""));
                 fields[PARAMS] = param_terms(&tool.input_schema);
@@ -253,9 +257,19 @@ impl Index {
         &self.lists
     }
 
-    /// Every document that matches `query` and passes `keep`, best first (ties by server,
-    /// then tool name). An empty query matches everything, in that order.
+    /// Every document that matches `query` and passes `keep`, best first (ties in index
+    /// order: by server, then the server's own order). An empty query matches everything.
     pub fn search(&self, query: &str, keep: impl Fn(&str, &Tool) -> bool) -> Vec<Hit> {
+        self.search_top(query, keep, usize::MAX).0
+    }
+
+    /// The best `k` matches, in order, and the number of all matches.
+    pub fn search_top(
+        &self,
+        query: &str,
+        keep: impl Fn(&str, &Tool) -> bool,
+        k: usize,
+    ) -> (Vec<Hit>, usize) {
         let q = query_terms(query);
         let mut hits: Vec<Hit> = if q.is_empty() {
             (0..self.docs.len())
@@ -268,14 +282,14 @@ impl Index {
             let (s, t) = self.doc(h.doc);
             keep(s, t)
         });
-        hits.sort_by(|a, b| {
-            b.score.total_cmp(&a.score).then_with(|| {
-                let (sa, ta) = self.doc(a.doc);
-                let (sb, tb) = self.doc(b.doc);
-                sa.cmp(sb).then_with(|| ta.name.cmp(&tb.name))
-            })
-        });
-        hits
+        let total = hits.len();
+        let order = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc));
+        if k < hits.len() {
+            hits.select_nth_unstable_by(k, order);
+            hits.truncate(k);
+        }
+        hits.sort_unstable_by(order);
+        (hits, total)
     }
 
     fn idf(&self, term: u32) -> f32 {
@@ -391,8 +405,7 @@ impl Index {
                 let coverage = matched[d] as f32 / qn;
                 let mut score = total[d] * (0.3 + 0.7 * coverage * coverage);
                 // The query is the tool's name, in words: nothing can be more relevant.
-                let (_, tool) = self.doc(d);
-                if terms(&tool.name).join(" ") == joined {
+                if self.name_terms[d] == joined {
                     score *= 1.5;
                 }
                 Hit { doc: d, score }
