@@ -31,6 +31,9 @@ pub struct BenchArgs {
     /// Samples per measurement.
     #[arg(long, default_value_t = 50)]
     iterations: usize,
+    /// Only the tool-search section (needs no upstream server).
+    #[arg(long)]
+    search_only: bool,
 }
 
 type Client = RunningService<RoleClient, ()>;
@@ -134,7 +137,50 @@ async fn cold_start(program: &str, args: &[String]) -> anyhow::Result<(f64, Clie
     Ok((t.elapsed().as_secs_f64() * 1e3, client, pid))
 }
 
+/// Tool search: index build time and per-query latency over 10,000 tools, and the
+/// evaluation set's recall@1, recall@5 and MRR (over the 2,000-tool evaluation catalog and
+/// over the 10,000-tool one).
+pub fn search_report() -> Value {
+    use crate::catalog::{eval, search::Index, synthetic};
+    const BIG: usize = 10_000;
+    let queries = eval::queries();
+    let t = Instant::now();
+    let big = Index::build(eval::catalog(BIG));
+    let build_ms = t.elapsed().as_secs_f64() * 1e3;
+    // Warm up, then time every query several times.
+    for q in &queries {
+        big.search_top(&q.query, |_, _| true, 10);
+    }
+    let mut ms = Vec::new();
+    for _ in 0..5 {
+        for q in &queries {
+            let t = Instant::now();
+            // What search_tools does: rank everything, keep the first page (10).
+            let hits = big.search_top(&q.query, |_, _| true, 10);
+            std::hint::black_box(hits.0.first());
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    ms.sort_by(f64::total_cmp);
+    let pick = |q: f64| round(ms[((ms.len() - 1) as f64 * q).round() as usize]);
+    let small = Index::build(eval::catalog(synthetic::base_size()));
+    json!({
+        "tools": big.len(),
+        "index_build_ms": round(build_ms),
+        "query_ms": {"median": pick(0.5), "p95": pick(0.95), "max": pick(1.0), "n": ms.len()},
+        "eval": eval::evaluate(&small, &queries),
+        "eval_10k": eval::evaluate(&big, &queries),
+        "targets": {"query_ms.median": "< 2", "eval.recall_at_5": ">= 0.95"},
+    })
+}
+
 pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.search_only {
+        say(&serde_json::to_string_pretty(
+            &json!({"search": search_report()}),
+        )?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let everything = args
         .everything
         .clone()
@@ -262,6 +308,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let _ = std::fs::remove_dir_all(&dir);
     let d = median(&direct_echo);
     let report = json!({
+        "search": search_report(),
         "baseline": {
             "direct_echo_ms": direct_echo,
             "direct_20_sequential_echo_ms": direct_20,

@@ -1,4 +1,4 @@
-//! The command line: serve (default), exec, demo, bench, doctor.
+//! The command line: serve (default), exec, demo, bench, doctor, tools search/show, wrappers.
 //!
 //! In serve mode stdout belongs to the MCP protocol; logs go to stderr through `tracing`.
 //! The other commands are for people at a terminal and print to stdout.
@@ -12,6 +12,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use rmcp::ServiceExt;
 
+use crate::catalog::Catalog;
+use crate::catalog::commands::{self, Lang};
 use crate::config::sources::Places;
 use crate::config::{Config, LoadOptions, Settings};
 use crate::runtime::ExecRequest;
@@ -100,6 +102,16 @@ enum Command {
         #[command(subcommand)]
         action: AuditAction,
     },
+    /// Search and inspect the tools of the configured servers.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+    /// Write a typed wrapper file per upstream tool, a folder per server, with indexes.
+    Wrappers {
+        #[arg(long, value_enum, default_value_t = Lang::Ts)]
+        lang: Lang,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -115,6 +127,33 @@ enum AuditAction {
         #[arg(short = 'n', long, default_value_t = 20)]
         lines: usize,
         /// Print the raw JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolsCommand {
+    /// Ranked search, as the search_tools MCP tool answers it.
+    Search {
+        query: String,
+        #[arg(long, value_parser = ["names", "summary", "full"])]
+        detail: Option<String>,
+        #[arg(long)]
+        server: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One tool's signature and types (NAME is mcp__server__tool).
+    Show {
+        name: String,
+        #[arg(long, value_enum, default_value_t = Lang::Ts)]
+        lang: Lang,
+        /// The whole get_tool_schema answer as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -197,6 +236,16 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
             site_packages: cli.python_site_packages,
         },
     })
+}
+
+/// The catalog alone (no workers), for the discovery commands.
+fn catalog(cli: &Cli) -> anyhow::Result<Catalog> {
+    let (config, settings, _) = load(cli)?;
+    let cache = crate::catalog::cache::ToolCache::for_config(&config);
+    Ok(Catalog::with_cache(
+        Arc::new(crate::upstream::Upstreams::new(&config, &settings)),
+        cache,
+    ))
 }
 
 fn start_core(cli: &Cli) -> anyhow::Result<Arc<Core>> {
@@ -309,6 +358,33 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "maxResultBytes": settings.max_result_bytes,
             });
             say(&serde_json::to_string_pretty(&shown)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Tools(ToolsCommand::Search {
+            query,
+            detail,
+            server,
+            limit,
+            cursor,
+            json,
+        })) => {
+            let catalog = catalog(&cli)?;
+            let params = crate::catalog::SearchParams {
+                query,
+                detail: detail.as_deref(),
+                server: server.as_deref(),
+                limit: *limit,
+                cursor: cursor.as_deref(),
+            };
+            say(&commands::search(&catalog, &params, *json).await?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Tools(ToolsCommand::Show { name, lang, json })) => {
+            say(&commands::show(&catalog(&cli)?, name, *lang, *json).await?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Wrappers { lang, out }) => {
+            say(&commands::wrappers(&catalog(&cli)?, *lang, out).await?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => {

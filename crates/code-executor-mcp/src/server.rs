@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::Core;
+use crate::catalog::SearchParams;
 use crate::policy::ToolAllowlist;
 use crate::runtime::worker::Language;
 use crate::runtime::{ExecOutcome, ExecRequest};
@@ -59,30 +60,31 @@ pub fn tool_definitions() -> Vec<Tool> {
         },
         {
             "name": "search_tools",
-            "description": "Search the tools of all upstream MCP servers. detail: names, summary (default) or full (with JSON Schemas).",
+            "description": "Ranked search over the tools of all upstream MCP servers. detail: names, summary (default) or full (JSON Schemas + TypeScript signature).",
             "inputSchema": {
                 "type": "object",
                 "properties": {
                     "query": {"type": "string"},
                     "detail": {"enum": ["names", "summary", "full"]},
                     "server": {"type": "string"},
-                    "limit": {"type": "integer", "minimum": 1}
+                    "limit": {"type": "integer", "minimum": 1},
+                    "cursor": {"type": "string", "description": "nextCursor of the previous page"}
                 },
                 "required": ["query"]
             },
             "outputSchema": {
                 "type": "object",
-                "properties": {"tools": {"type": "array", "items": {"type": "object"}}, "unavailable": {"type": "array", "items": {"type": "string"}}},
+                "properties": {"tools": {"type": "array", "items": {"type": "object"}}, "total": {"type": "integer"}, "nextCursor": {"type": "string"}, "unavailable": {"type": "array", "items": {"type": "string"}}},
                 "required": ["tools"]
             }
         },
         {
             "name": "get_tool_schema",
-            "description": "Input and output JSON Schema of one upstream tool, named mcp__server__tool.",
+            "description": "Input/output JSON Schema and TypeScript signature of one upstream tool, named mcp__server__tool.",
             "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
             "outputSchema": {
                 "type": "object",
-                "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+                "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}, "signature": {"type": "string"}, "typescript": {"type": "string"}},
                 "required": ["name", "inputSchema"]
             }
         },
@@ -116,6 +118,7 @@ struct SearchArgs {
     detail: Option<String>,
     server: Option<String>,
     limit: Option<u32>,
+    cursor: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -169,10 +172,13 @@ impl CodeExecutorServer {
                     .core
                     .catalog
                     .search(
-                        &a.query,
-                        a.detail.as_deref(),
-                        a.server.as_deref(),
-                        a.limit,
+                        &SearchParams {
+                            query: &a.query,
+                            detail: a.detail.as_deref(),
+                            server: a.server.as_deref(),
+                            limit: a.limit,
+                            cursor: a.cursor.as_deref(),
+                        },
                         &ToolAllowlist::allow_all(),
                     )
                     .await;

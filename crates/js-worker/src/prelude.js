@@ -523,7 +523,7 @@
   const listServers = () => hostCall({ op: 'list_servers' });
   function searchTools(query, options = {}) {
     const o = typeof options === 'object' && options !== null ? options : {};
-    return hostCall({ op: 'search_tools', query: String(query ?? ''), detail: o.detail, server: o.server, limit: o.limit });
+    return hostCall({ op: 'search_tools', query: String(query ?? ''), detail: o.detail, server: o.server, limit: o.limit, cursor: o.cursor });
   }
   const getToolSchema = (name) => hostCall({ op: 'get_tool_schema', name: String(name) });
   const discoverMCPTools = () => hostCall({ op: 'discover_tools' });

@@ -144,6 +144,8 @@ impl Harness {
             .kill_on_drop(true);
         // Hermetic audit log: under the temp dir unless the test names one.
         cmd.env("XDG_STATE_HOME", config.dir.join("state"));
+        // Hermetic tool cache too: no test sees tools another run cached.
+        cmd.env("CODE_EXECUTOR_CACHE_DIR", config.dir.join("cache"));
         for (k, v) in env {
             cmd.env(k, v);
         }

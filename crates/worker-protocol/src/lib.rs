@@ -103,6 +103,9 @@ pub enum CallRequest {
         server: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<u32>,
+        /// `nextCursor` of a previous page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<String>,
     },
     GetToolSchema {
         name: String,

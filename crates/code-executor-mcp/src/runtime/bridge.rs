@@ -16,7 +16,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 use worker_protocol::{CallOutcome, CallRequest, ErrorInfo};
 
-use crate::catalog::{Catalog, Detail, describe};
+use crate::catalog::{Catalog, Detail, SearchParams, describe};
 use crate::policy::audit::{AuditEvent, sha256_hex};
 use crate::policy::{Decision, Limits, Policy, ToolAllowlist, UPSTREAM_CALL_TIMEOUT};
 
@@ -82,12 +82,16 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
             detail,
             server,
             limit,
+            cursor,
         } => match catalog
             .search(
-                &query,
-                detail.as_deref(),
-                server.as_deref(),
-                limit,
+                &SearchParams {
+                    query: &query,
+                    detail: detail.as_deref(),
+                    server: server.as_deref(),
+                    limit,
+                    cursor: cursor.as_deref(),
+                },
                 &scope.allow,
             )
             .await

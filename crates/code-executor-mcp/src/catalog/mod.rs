@@ -1,0 +1,654 @@
+//! Every upstream tool under one naming scheme, with search and schema lookup.
+//!
+//! An upstream tool is named `mcp__server__tool` (qualified) or by the pair (server, tool).
+//! Inside the sandbox, `tools.server.tool` also accepts identifier forms of both names, in
+//! which every character that is not valid in an identifier is written `_`
+//! (`my-server` -> `my_server`, `get.page` -> `get_page`); an identifier form that fits two
+//! names is an error naming both.
+
+pub mod cache;
+pub mod commands;
+pub mod eval;
+pub mod schema;
+pub mod schema_py;
+pub mod schema_ts;
+pub mod search;
+pub mod synthetic;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::Tool;
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+use crate::policy::{Decision, ToolAllowlist};
+use crate::upstream::{UpstreamError, Upstreams};
+use cache::ToolCache;
+use search::Index;
+
+/// Discovery over the configured upstreams: what `search_tools`, `get_tool_schema` and
+/// `list_servers` answer, both as MCP tools and inside the sandbox.
+#[derive(Clone)]
+pub struct Catalog {
+    upstreams: Arc<Upstreams>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    cache: ToolCache,
+    /// The last tool list known for each server: from the disk cache until the server
+    /// connects, then from the server. Loaded on first use, never at start.
+    known: OnceCell<Mutex<BTreeMap<String, Arc<Vec<Tool>>>>>,
+    /// The index over the lists last searched; rebuilt when one of them changes.
+    index: Mutex<Option<Arc<Index>>>,
+}
+
+/// What a search asks for.
+#[derive(Debug, Clone, Default)]
+pub struct SearchParams<'a> {
+    pub query: &'a str,
+    pub detail: Option<&'a str>,
+    pub server: Option<&'a str>,
+    pub limit: Option<u32>,
+    /// `nextCursor` of the previous page.
+    pub cursor: Option<&'a str>,
+}
+
+impl Catalog {
+    /// A catalog without a disk cache.
+    pub fn new(upstreams: Arc<Upstreams>) -> Self {
+        Catalog::with_cache(upstreams, ToolCache::disabled())
+    }
+
+    pub fn with_cache(upstreams: Arc<Upstreams>, cache: ToolCache) -> Self {
+        Catalog {
+            upstreams,
+            shared: Arc::new(Shared {
+                cache,
+                known: OnceCell::new(),
+                index: Mutex::new(None),
+            }),
+        }
+    }
+
+    pub fn upstreams(&self) -> &Arc<Upstreams> {
+        &self.upstreams
+    }
+
+    /// The known tool lists, loading the disk cache on first use (off the async threads).
+    async fn known(&self) -> &Mutex<BTreeMap<String, Arc<Vec<Tool>>>> {
+        self.shared
+            .known
+            .get_or_init(|| async {
+                let cache = self.shared.cache.clone();
+                let loaded = tokio::task::spawn_blocking(move || cache.load_all())
+                    .await
+                    .unwrap_or_default();
+                Mutex::new(loaded)
+            })
+            .await
+    }
+
+    /// Records the list a connected server reported; a list that differs from the cached
+    /// one is written to the disk cache in the background.
+    async fn observe(&self, server: &str, tools: &Arc<Vec<Tool>>) {
+        let known = self.known().await;
+        let changed = {
+            let Ok(mut known) = known.lock() else { return };
+            match known.get(server) {
+                Some(old) if Arc::ptr_eq(old, tools) => false,
+                Some(old) if **old == **tools => {
+                    known.insert(server.to_string(), tools.clone());
+                    false
+                }
+                _ => {
+                    known.insert(server.to_string(), tools.clone());
+                    true
+                }
+            }
+        };
+        if changed {
+            let cache = self.shared.cache.clone();
+            let (server, tools) = (server.to_string(), tools.clone());
+            tokio::task::spawn_blocking(move || cache.store(&server, &tools));
+        }
+    }
+
+    /// The tools of `server`, connecting it if needed, recorded in the cache.
+    async fn connected_tools(&self, server: &str) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        let tools = self.upstreams.tools(server).await?;
+        self.observe(server, &tools).await;
+        Ok(tools)
+    }
+
+    /// Resolves a call target to canonical (server, tool) names and the tool's definition.
+    /// `server` given: `name` is a tool of it. Otherwise `name` is `mcp__server__tool`.
+    pub async fn resolve(
+        &self,
+        server: Option<&str>,
+        name: &str,
+    ) -> Result<(String, Tool), String> {
+        let (server, tool) = match server {
+            Some(s) => (
+                pick(self.upstreams.names(), s, "server")?.to_string(),
+                name.to_string(),
+            ),
+            None => split_qualified(self.upstreams.names(), name)?,
+        };
+        let tools = self
+            .connected_tools(&server)
+            .await
+            .map_err(|e| e.to_string())?;
+        let found = pick(
+            tools.iter().map(|t| &*t.name),
+            &tool,
+            &format!("tool of server \"{server}\""),
+        )?;
+        let def = tools
+            .iter()
+            .find(|t| t.name == found)
+            .cloned()
+            .ok_or_else(|| format!("tool {found} vanished"))?;
+        Ok((server, def))
+    }
+
+    /// Tools of `server` (or of every server), connecting them as needed, that `allow` permits.
+    /// Servers that fail to start are skipped; their errors come back alongside.
+    pub async fn tools(
+        &self,
+        server: Option<&str>,
+        allow: &ToolAllowlist,
+    ) -> Result<(Vec<(String, Tool)>, Vec<UpstreamError>), String> {
+        let servers: Vec<String> = match server {
+            Some(s) => vec![pick(self.upstreams.names(), s, "server")?.to_string()],
+            None => self.upstreams.names().map(str::to_string).collect(),
+        };
+        let lists =
+            futures::future::join_all(servers.iter().map(|s| self.connected_tools(s))).await;
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        for (s, list) in servers.iter().zip(lists) {
+            match list {
+                Ok(tools) => out.extend(
+                    tools
+                        .iter()
+                        .filter(|t| allow.check(s, t) == Decision::Allow)
+                        .map(|t| (s.clone(), t.clone())),
+                ),
+                Err(e) => errors.push(e),
+            }
+        }
+        Ok((out, errors))
+    }
+
+    /// The tool lists a search covers. Connected servers give their live list; a server
+    /// that is named by the `server` filter or in the query, or whose tools are not cached,
+    /// is connected; the others are searched from the cache without starting them.
+    async fn search_lists(
+        &self,
+        server: Option<&str>,
+        query: &str,
+    ) -> Result<(Vec<(String, Arc<Vec<Tool>>)>, Vec<UpstreamError>), String> {
+        let servers: Vec<String> = match server {
+            Some(s) => vec![pick(self.upstreams.names(), s, "server")?.to_string()],
+            None => self.upstreams.names().map(str::to_string).collect(),
+        };
+        let query_words = search::words(query);
+        let known = self.known().await;
+        let mut lists: Vec<(String, Option<Arc<Vec<Tool>>>)> = Vec::new();
+        for s in servers {
+            let live = self.upstreams.tools_if_connected(&s).await;
+            if let Some(live) = &live {
+                self.observe(&s, live).await;
+            }
+            let named = server.is_some() || {
+                let w = search::words(&s);
+                !w.is_empty() && w.iter().all(|x| query_words.contains(x))
+            };
+            let cached = known.lock().ok().and_then(|k| k.get(&s).cloned());
+            let list = match live {
+                Some(l) => Some(l),
+                None if named => None,
+                None => cached,
+            };
+            lists.push((s, list));
+        }
+        let fetched = futures::future::join_all(lists.iter().map(|(s, l)| async move {
+            match l {
+                Some(l) => Ok(l.clone()),
+                None => self.connected_tools(s).await,
+            }
+        }))
+        .await;
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        for ((s, _), r) in lists.into_iter().zip(fetched) {
+            match r {
+                Ok(l) => out.push((s, l)),
+                Err(e) => {
+                    // A server that failed to start is still searched from the cache.
+                    if let Some(cached) = known.lock().ok().and_then(|k| k.get(&s).cloned()) {
+                        out.push((s, cached));
+                    }
+                    errors.push(e);
+                }
+            }
+        }
+        Ok((out, errors))
+    }
+
+    /// The index over `lists`, reusing the last one when no list changed.
+    fn index(&self, lists: Vec<(String, Arc<Vec<Tool>>)>) -> Arc<Index> {
+        let Ok(mut slot) = self.shared.index.lock() else {
+            return Arc::new(Index::build(lists));
+        };
+        if let Some(ix) = &*slot {
+            let same = ix.lists().len() == lists.len()
+                && ix
+                    .lists()
+                    .iter()
+                    .zip(&lists)
+                    .all(|((a, x), (b, y))| a == b && Arc::ptr_eq(x, y));
+            if same {
+                return ix.clone();
+            }
+        }
+        let ix = Arc::new(Index::build(lists));
+        *slot = Some(ix.clone());
+        ix
+    }
+
+    /// `search_tools`: a page of ranked matches, the number of matches, the cursor of the
+    /// next page, and the servers that could not be searched.
+    pub async fn search(
+        &self,
+        params: &SearchParams<'_>,
+        allow: &ToolAllowlist,
+    ) -> Result<Value, String> {
+        let detail = Detail::parse(params.detail)?;
+        let limit = params.limit.map_or(DEFAULT_SEARCH_LIMIT, |l| {
+            (l as usize).clamp(1, MAX_SEARCH_LIMIT)
+        });
+        let offset = match params.cursor {
+            None | Some("") => 0,
+            Some(c) => c.parse::<usize>().map_err(|_| {
+                format!("invalid cursor \"{c}\"; pass the nextCursor of a previous answer")
+            })?,
+        };
+        let (lists, errors) = self.search_lists(params.server, params.query).await?;
+        let index = self.index(lists);
+        let (hits, total) = index.search_top(
+            params.query,
+            |s, t| allow.check(s, t) == Decision::Allow,
+            offset.saturating_add(limit),
+        );
+        let page: Vec<Value> = hits
+            .iter()
+            .skip(offset)
+            .map(|h| {
+                let (s, t) = index.doc(h.doc);
+                describe(s, t, detail)
+            })
+            .collect();
+        let mut out = json!({ "tools": page, "total": total });
+        if offset + limit < total {
+            out["nextCursor"] = Value::String((offset + limit).to_string());
+        }
+        if !errors.is_empty() {
+            out["unavailable"] = errors
+                .iter()
+                .map(|e| Value::String(e.to_string()))
+                .collect();
+        }
+        Ok(out)
+    }
+
+    /// `get_tool_schema`: one tool in full, by qualified name.
+    pub async fn schema(&self, name: &str) -> Result<Value, String> {
+        let (server, tool) = self.resolve(None, name).await?;
+        Ok(describe(&server, &tool, Detail::Full))
+    }
+
+    /// `list_servers`.
+    pub async fn servers(&self) -> Value {
+        json!({ "servers": self.upstreams.status().await })
+    }
+}
+
+/// The identifier form of a server or tool name (see the module docs).
+pub fn ident(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, '_');
+    }
+    s
+}
+
+/// Picks the one name in `names` that is `wanted` exactly, or else whose identifier form is.
+pub fn pick<'a>(
+    names: impl Iterator<Item = &'a str> + Clone,
+    wanted: &str,
+    what: &str,
+) -> Result<&'a str, String> {
+    if let Some(n) = names.clone().find(|n| *n == wanted) {
+        return Ok(n);
+    }
+    let matches: Vec<&str> = names.clone().filter(|n| ident(n) == wanted).collect();
+    match matches.as_slice() {
+        [one] => Ok(one),
+        [] => {
+            let all: Vec<&str> = names.collect();
+            Err(format!(
+                "no {what} named \"{wanted}\"; available: {}",
+                if all.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    all.join(", ")
+                }
+            ))
+        }
+        many => Err(format!(
+            "\"{wanted}\" could mean the {what}s {}; use the exact name",
+            many.join(" or ")
+        )),
+    }
+}
+
+/// Splits a qualified `mcp__server__tool` against the configured server names. A name that
+/// can be read two ways (servers `a` and `a__b`) is an error naming both readings.
+pub fn split_qualified<'a>(
+    servers: impl Iterator<Item = &'a str>,
+    qualified: &str,
+) -> Result<(String, String), String> {
+    let Some(rest) = qualified.strip_prefix("mcp__") else {
+        return Err(format!(
+            "\"{qualified}\" is not a qualified tool name; write mcp__<server>__<tool>, or pass \
+             the server and the tool separately: callMCPTool(server, tool, args)"
+        ));
+    };
+    let readings: Vec<(String, String)> = servers
+        .filter_map(|s| {
+            rest.strip_prefix(s)
+                .and_then(|r| r.strip_prefix("__"))
+                .filter(|tool| !tool.is_empty())
+                .map(|tool| (s.to_string(), tool.to_string()))
+        })
+        .collect();
+    match readings.len() {
+        1 => Ok(readings.into_iter().next().unwrap_or_default()),
+        0 => Err(format!(
+            "\"{qualified}\" names no configured server; call listServers() to see them"
+        )),
+        _ => Err(format!(
+            "\"{qualified}\" is ambiguous: {}; use callMCPTool(server, tool, args)",
+            readings
+                .iter()
+                .map(|(s, t)| format!("server \"{s}\" tool \"{t}\""))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )),
+    }
+}
+
+/// How much of each tool a search returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    Names,
+    Summary,
+    Full,
+}
+
+impl Detail {
+    pub fn parse(s: Option<&str>) -> Result<Detail, String> {
+        match s {
+            None | Some("summary") => Ok(Detail::Summary),
+            Some("names") => Ok(Detail::Names),
+            Some("full") => Ok(Detail::Full),
+            Some(other) => Err(format!(
+                "detail must be \"names\", \"summary\" or \"full\", not \"{other}\""
+            )),
+        }
+    }
+}
+
+/// Default and largest number of search results.
+pub const DEFAULT_SEARCH_LIMIT: usize = 10;
+pub const MAX_SEARCH_LIMIT: usize = 200;
+
+/// Renders one tool at a detail level.
+pub fn describe(server: &str, tool: &Tool, detail: Detail) -> Value {
+    let mut v = json!({
+        "name": crate::policy::qualified_name(server, &tool.name),
+        "server": server,
+        "tool": tool.name,
+    });
+    if detail != Detail::Names
+        && let Some(desc) = &tool.description
+    {
+        v["description"] = Value::String(if detail == Detail::Summary {
+            summary(desc)
+        } else {
+            desc.to_string()
+        });
+    }
+    if detail == Detail::Full {
+        v["inputSchema"] = Value::Object((*tool.input_schema).clone());
+        if let Some(out) = &tool.output_schema {
+            v["outputSchema"] = Value::Object((**out).clone());
+        }
+        let ts = schema_ts::render(tool);
+        v["signature"] = Value::String(ts.signature(server, &tool.name));
+        v["typescript"] = Value::String(ts.declarations(&tool.name));
+    }
+    v
+}
+
+/// The first sentence of a description, at most 200 characters.
+fn summary(desc: &str) -> String {
+    const MAX: usize = 200;
+    let first = desc
+        .split_inclusive(". ")
+        .next()
+        .unwrap_or(desc)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim();
+    if first.chars().count() > MAX {
+        let cut: String = first.chars().take(MAX - 1).collect();
+        format!("{cut}…")
+    } else {
+        first.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifier_forms() {
+        assert_eq!(ident("my-server"), "my_server");
+        assert_eq!(ident("get.page"), "get_page");
+        assert_eq!(ident("9lives"), "_9lives");
+        assert_eq!(ident("ok_name$"), "ok_name$");
+    }
+
+    #[test]
+    fn pick_prefers_exact_then_unique_identifier_form() {
+        let names = ["get-page", "get_page", "read.file"];
+        assert_eq!(
+            pick(names.iter().copied(), "get_page", "tool"),
+            Ok("get_page")
+        );
+        assert_eq!(
+            pick(names.iter().copied(), "read_file", "tool"),
+            Ok("read.file")
+        );
+        let err = pick(["a-b", "a.b"].iter().copied(), "a_b", "tool").unwrap_err();
+        assert!(err.contains("a-b or a.b"), "{err}");
+        let err = pick(names.iter().copied(), "nope", "tool").unwrap_err();
+        assert!(
+            err.contains("available: get-page, get_page, read.file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn qualified_names_split_against_servers_and_ambiguity_names_both() {
+        let servers = ["fs", "git", "a", "a__b"];
+        assert_eq!(
+            split_qualified(servers.iter().copied(), "mcp__fs__read_file"),
+            Ok(("fs".into(), "read_file".into()))
+        );
+        assert_eq!(
+            split_qualified(servers.iter().copied(), "mcp__git__git__log"),
+            Ok(("git".into(), "git__log".into()))
+        );
+        let err = split_qualified(servers.iter().copied(), "mcp__a__b__c").unwrap_err();
+        assert!(
+            err.contains("server \"a\" tool \"b__c\"")
+                && err.contains("server \"a__b\" tool \"c\""),
+            "{err}"
+        );
+        assert!(split_qualified(servers.iter().copied(), "mcp__FS__read_file").is_err());
+        assert!(split_qualified(servers.iter().copied(), "fs__read_file").is_err());
+        assert!(split_qualified(servers.iter().copied(), "mcp__fs__").is_err());
+    }
+
+    /// The disk cache makes a server's tools searchable before it is started (here: never
+    /// startable), and a search that names it tries to start it and says it failed.
+    #[tokio::test]
+    async fn cached_tools_are_searchable_without_starting_the_server() {
+        let dir = std::env::temp_dir().join(format!("cem-catalog-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let text = json!({"mcpServers": {"weather": {"command": "/nonexistent/weather-server"}}});
+        let config = crate::config::Config::parse(
+            &text.to_string(),
+            std::path::Path::new("/x/mcp.json"),
+            None,
+        )
+        .unwrap();
+        let cache = ToolCache::in_dir(Some(dir.clone()), &config);
+        let tools: Vec<Tool> = serde_json::from_value(json!([
+            {"name": "get_forecast", "description": "Weather forecast for a city", "inputSchema": {"type": "object"}},
+            {"name": "get_alerts", "description": "Weather alerts for a region", "inputSchema": {"type": "object"}},
+            {"name": "get_radar", "description": "Weather radar image", "inputSchema": {"type": "object"}}
+        ]))
+        .unwrap();
+        cache.store("weather", &tools);
+        let catalog = Catalog::with_cache(
+            Arc::new(Upstreams::new(&config, &crate::config::Settings::default())),
+            cache,
+        );
+        let allow = ToolAllowlist::allow_all();
+        let found = catalog
+            .search(
+                &SearchParams {
+                    query: "forecast for paris",
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            found["tools"][0]["name"], "mcp__weather__get_forecast",
+            "{found}"
+        );
+        assert!(found.get("unavailable").is_none(), "{found}");
+        let named = catalog
+            .search(
+                &SearchParams {
+                    query: "weather forecast",
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            named["tools"][0]["name"], "mcp__weather__get_forecast",
+            "{named}"
+        );
+        assert!(
+            named["unavailable"][0]
+                .as_str()
+                .unwrap()
+                .contains("weather"),
+            "{named}"
+        );
+        let first = catalog
+            .search(
+                &SearchParams {
+                    query: "",
+                    limit: Some(2),
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (first["total"].clone(), first["nextCursor"].clone()),
+            (json!(3), json!("2")),
+            "{first}"
+        );
+        let second = catalog
+            .search(
+                &SearchParams {
+                    query: "",
+                    limit: Some(2),
+                    cursor: Some("2"),
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await
+            .unwrap();
+        assert_eq!(second["tools"].as_array().unwrap().len(), 1, "{second}");
+        assert!(second.get("nextCursor").is_none(), "{second}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn pages_follow_the_cursor() {
+        let catalog = Catalog::new(Arc::new(Upstreams::new(
+            &crate::config::Config::default(),
+            &crate::config::Settings::default(),
+        )));
+        let allow = ToolAllowlist::allow_all();
+        let bad = catalog
+            .search(
+                &SearchParams {
+                    query: "x",
+                    cursor: Some("zz"),
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await;
+        assert!(bad.unwrap_err().contains("invalid cursor"));
+        let none = catalog
+            .search(
+                &SearchParams {
+                    query: "x",
+                    ..Default::default()
+                },
+                &allow,
+            )
+            .await
+            .unwrap();
+        assert_eq!(none, json!({"tools": [], "total": 0}));
+    }
+}
