@@ -199,8 +199,11 @@ async fn call_tool(
         return deny("TypeError", e);
     }
     let _permit = scope.in_flight.acquire().await;
+    // When the execution's deadline comes first, it governs (a TimeoutError for the whole
+    // run, which cancels this call); the grace keeps the two from racing.
+    const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
     let remaining = scope.deadline.saturating_duration_since(Instant::now());
-    let timeout = remaining.min(UPSTREAM_CALL_TIMEOUT);
+    let timeout = (remaining + DEADLINE_GRACE).min(UPSTREAM_CALL_TIMEOUT);
     match catalog
         .upstreams()
         .call(&server, &tool.name, args, timeout)
