@@ -284,7 +284,10 @@ impl Runtime {
                 out.error = Some(timeout_error(&limits));
             }
         }
-        worker.finish().await;
+        // Reaping the worker and starting its replacement happen after the answer, off the
+        // request path.
+        tokio::spawn(worker.finish());
+        pool.replenish();
         out.logs = logs.finish();
         finish(out)
     }

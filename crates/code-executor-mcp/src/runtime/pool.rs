@@ -64,10 +64,18 @@ impl Pool {
     }
 
     /// A ready worker: a pooled one if any is alive, else a new one.
+    /// Starting a replacement costs a few milliseconds of CPU; while a spare is left, that
+    /// start waits for [`Pool::replenish`] (after the execution), so it does not compete with
+    /// the execution for the CPU. An empty pool refills at once.
     pub async fn take(&self) -> Result<WorkerProcess, String> {
         loop {
-            let pooled = self.inner.ready.lock().await.pop_front();
-            self.inner.wake.notify_one();
+            let (pooled, left) = {
+                let mut ready = self.inner.ready.lock().await;
+                (ready.pop_front(), ready.len())
+            };
+            if left == 0 {
+                self.inner.wake.notify_one();
+            }
             match pooled {
                 Some(mut w) => {
                     if w.is_alive() {
@@ -77,6 +85,11 @@ impl Pool {
                 None => return spawn_counted(&self.inner).await,
             }
         }
+    }
+
+    /// Tops the pool up in the background (call when an execution has ended).
+    pub fn replenish(&self) {
+        self.inner.wake.notify_one();
     }
 
     pub async fn stats(&self) -> PoolStats {
