@@ -273,34 +273,47 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
         exec_py("1 + 1").await?;
         exec_py(py_seq20).await?;
     }
-    let trivial = sample(n, || exec("return 1 + 1")).await?;
-    let seq = sample(n.min(20), || exec(seq20)).await?;
-    let par = sample(n.min(20), || exec(par20)).await?;
-    let one_call = sample(n, || {
-        exec("return await tools.everything.echo({ message: 'hello' })")
-    })
-    .await?;
-    // Python, warm pool: each sample starts once the pool is full again (not timed).
+    // Warm pool: each sample starts once its language's pool is full again (not timed), as
+    // between an agent's calls; back-to-back samples are reported beside them.
     let mut refill_ms = Vec::new();
-    let mut py_trivial_ms = Vec::new();
-    let mut py_seq_ms = Vec::new();
-    let mut py_par_ms = Vec::new();
-    for (code, out, count) in [
-        ("1 + 1", &mut py_trivial_ms, n),
-        (py_seq20, &mut py_seq_ms, n.min(20)),
-        (py_par20, &mut py_par_ms, n.min(20)),
-    ] {
-        for _ in 0..count {
-            refill_ms.push(wait_for_pool(&ours, "python").await?.as_secs_f64() * 1e3);
-            let t = Instant::now();
-            exec_py(code).await?;
-            out.push(t.elapsed().as_secs_f64() * 1e3);
+    let warm = |tool: &'static str, language: &'static str, code: &'static str, count: usize| {
+        let ours = &ours;
+        async move {
+            let mut waits = Vec::with_capacity(count);
+            let mut times = Vec::with_capacity(count);
+            for _ in 0..count {
+                waits.push(wait_for_pool(ours, language).await?.as_secs_f64() * 1e3);
+                let t = Instant::now();
+                call(ours, tool, json!({ "code": code })).await?;
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            Ok::<_, anyhow::Error>((summarize(times), waits))
         }
+    };
+    let mut measured = Vec::new();
+    for (tool, language, code, count) in [
+        ("execute_typescript", "js", "return 1 + 1", n),
+        (
+            "execute_typescript",
+            "js",
+            "return await tools.everything.echo({ message: 'hello' })",
+            n,
+        ),
+        ("execute_typescript", "js", seq20, n.min(20)),
+        ("execute_typescript", "js", par20, n.min(20)),
+        ("execute_python", "python", "1 + 1", n),
+        ("execute_python", "python", py_seq20, n.min(20)),
+        ("execute_python", "python", py_par20, n.min(20)),
+    ] {
+        let (summary, waits) = warm(tool, language, code, count).await?;
+        measured.push(summary);
+        refill_ms.extend(waits);
     }
-    let py_trivial = summarize(py_trivial_ms);
-    let py_seq = summarize(py_seq_ms);
-    let py_par = summarize(py_par_ms);
+    let [trivial, one_call, seq, par, py_trivial, py_seq, py_par]: [Value; 7] = measured
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("measurement count"))?;
     let refill = summarize(refill_ms);
+    let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle_rss = our_pid.and_then(rss_kib);
@@ -319,6 +332,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
             "one_upstream_call_execution_ms": one_call,
             "20_sequential_calls_execution_ms": seq,
             "20_parallel_calls_execution_ms": par,
+            "trivial_execution_back_to_back_ms": trivial_back_to_back,
             "cold_start_to_tools_list_ms": round(ours_cold_ms),
             "cold_start_to_tools_list_with_5_upstreams_ms": round(ours_cold_five_ms),
             "idle_rss_kib": idle_rss,
@@ -328,7 +342,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
             "trivial_execution_ms": py_trivial,
             "20_sequential_calls_execution_ms": py_seq,
             "20_parallel_calls_execution_ms": py_par,
-            "wait_for_a_full_pool_before_each_sample_ms": refill,
+            "wait_for_a_full_pool_before_each_sample_ms (both languages)": refill,
             "trivial_execution_back_to_back_ms": py_trivial_back_to_back,
         },
         "ratios": {

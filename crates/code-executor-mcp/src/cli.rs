@@ -164,8 +164,11 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let quiet = !matches!(cli.command, None | Some(Command::Serve));
     init_tracing(quiet);
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread drives everything: a request's path crosses several tasks (worker frames,
+    // bridge, upstream client), and on a current-thread runtime those hand-offs are function
+    // calls rather than cross-thread wake-ups. Nothing on it blocks: engines run in their own
+    // processes, file work goes to the blocking pool.
+    let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

@@ -14,6 +14,9 @@ use tokio::sync::{Mutex, Notify};
 
 use super::worker::{WorkerProcess, WorkerSpawner};
 
+/// Pause between a wake-up and starting replacements, so the response of the execution that
+/// used a worker is written before the refill takes the CPU.
+const REFILL_DELAY: Duration = Duration::from_millis(3);
 /// Pause after a failed start before the refill tries again, so a broken setup does not spin.
 const REFILL_BACKOFF: Duration = Duration::from_secs(2);
 
@@ -126,6 +129,10 @@ async fn refill(weak: Weak<Inner>) {
     loop {
         let Some(inner) = weak.upgrade() else { return };
         let missing = inner.target.saturating_sub(inner.ready.lock().await.len());
+        if missing > 0 {
+            // Let the answer that woke us go out first.
+            tokio::time::sleep(REFILL_DELAY).await;
+        }
         let mut failed = false;
         for _ in 0..missing {
             match spawn_counted(&inner).await {

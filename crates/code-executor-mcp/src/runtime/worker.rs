@@ -93,8 +93,11 @@ impl WorkerSpawner {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
+        // fork/exec of a large process blocks for a millisecond or more: keep it off the
+        // runtime thread, which is answering requests meanwhile.
+        let mut child = tokio::task::spawn_blocking(move || cmd.spawn())
+            .await
+            .map_err(|e| format!("cannot start worker {program}: {e}"))?
             .map_err(|e| format!("cannot start worker {program}: {e}"))?;
         let pid = child.id().unwrap_or(0);
         let (Some(stdin), Some(stdout), Some(stderr)) =
