@@ -12,6 +12,39 @@ pub const MAX_DEPTH: usize = 12;
 pub const MAX_NAMED: usize = 64;
 
 /// `get-current_time` -> `GetCurrentTime`; a leading digit gets `T`.
+/// A tool's schemas as rendering roots: its input as `<Name>Args` and, when it declares one,
+/// its output as `<Name>Result`.
+pub struct Roots {
+    pub input: Value,
+    pub output: Option<Value>,
+    pub args_name: String,
+    pub result_name: String,
+}
+
+impl Roots {
+    pub fn of(tool: &rmcp::model::Tool) -> Roots {
+        let base = pascal(&tool.name);
+        Roots {
+            input: Value::Object((*tool.input_schema).clone()),
+            output: tool
+                .output_schema
+                .as_ref()
+                .map(|o| Value::Object((**o).clone())),
+            args_name: format!("{base}Args"),
+            result_name: format!("{base}Result"),
+        }
+    }
+
+    /// The roots a [`Registry`] starts from.
+    pub fn list(&self) -> Vec<(&Value, String)> {
+        let mut roots = vec![(&self.input, self.args_name.clone())];
+        if let Some(o) = &self.output {
+            roots.push((o, self.result_name.clone()));
+        }
+        roots
+    }
+}
+
 pub fn pascal(name: &str) -> String {
     let mut out = String::new();
     for w in super::search::words(name) {

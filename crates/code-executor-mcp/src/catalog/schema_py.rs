@@ -12,6 +12,7 @@ use rmcp::model::Tool;
 use serde_json::Value;
 
 use super::ident;
+use super::schema::Roots;
 use super::schema::{
     MAX_DEPTH, Registry, doc_lines, looks_like_object, nullable, pascal, required, types,
 };
@@ -65,24 +66,20 @@ impl PyTool {
 
 /// Renders one tool.
 pub fn render(tool: &Tool) -> PyTool {
-    let base = pascal(&tool.name);
-    let input = Value::Object((*tool.input_schema).clone());
-    let output = tool
-        .output_schema
-        .as_ref()
-        .map(|o| Value::Object((**o).clone()));
-    let args_name = format!("{base}Args");
-    let result_name = format!("{base}Result");
-    let mut roots = vec![(&input, args_name.clone())];
-    if let Some(o) = &output {
-        roots.push((o, result_name.clone()));
-    }
+    let roots = Roots::of(tool);
+    let Roots {
+        input,
+        output,
+        args_name,
+        result_name,
+    } = &roots;
+    let (args_name, result_name) = (args_name.clone(), result_name.clone());
     let mut r = Renderer {
-        reg: Registry::new(roots),
+        reg: Registry::new(roots.list()),
         out: Vec::new(),
     };
-    r.define(&args_name, &input, 0);
-    let result_type = match &output {
+    r.define(&args_name, input, 0);
+    let result_type = match output {
         Some(o) => {
             r.define(&result_name, o, 1);
             result_name

@@ -12,9 +12,8 @@ use rmcp::model::Tool;
 use serde_json::Value;
 
 use super::ident;
-use super::schema::{
-    MAX_DEPTH, Registry, doc_lines, looks_like_object, nullable, pascal, required, types,
-};
+use super::schema::Roots;
+use super::schema::{MAX_DEPTH, Registry, doc_lines, looks_like_object, nullable, required, types};
 
 /// The TypeScript rendering of one tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,24 +73,20 @@ pub fn proxy_path(server: &str, tool: &str) -> String {
 
 /// Renders one tool.
 pub fn render(tool: &Tool) -> TsTool {
-    let base = pascal(&tool.name);
-    let input = Value::Object((*tool.input_schema).clone());
-    let output = tool
-        .output_schema
-        .as_ref()
-        .map(|o| Value::Object((**o).clone()));
-    let args_name = format!("{base}Args");
-    let result_name = format!("{base}Result");
-    let mut roots = vec![(&input, args_name.clone())];
-    if let Some(o) = &output {
-        roots.push((o, result_name.clone()));
-    }
+    let roots = Roots::of(tool);
+    let Roots {
+        input,
+        output,
+        args_name,
+        result_name,
+    } = &roots;
+    let (args_name, result_name) = (args_name.clone(), result_name.clone());
     let mut r = Renderer {
-        reg: Registry::new(roots),
+        reg: Registry::new(roots.list()),
     };
     let mut types = Vec::new();
-    types.push(r.declaration(&args_name, &input, 0));
-    let result_type = match &output {
+    types.push(r.declaration(&args_name, input, 0));
+    let result_type = match output {
         Some(o) => {
             types.push(r.declaration(&result_name, o, 1));
             result_name
