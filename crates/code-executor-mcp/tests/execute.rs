@@ -390,3 +390,27 @@ async fn concurrent_tool_calls_of_one_execution_are_capped() {
         "{v}"
     );
 }
+
+#[tokio::test]
+async fn a_server_that_hangs_at_start_is_named_within_the_execution_deadline() {
+    let h = Harness::start(
+        EXE.as_ref(),
+        json!({ "hangs": {"command": test_support::workspace_bin("fixture-server"), "env": {"FIXTURE_HANG_AT_START": "1"}} }),
+        &[],
+        &[],
+    )
+    .await;
+    let (v, _) = h
+        .exec_with(json!({
+            "code": "try { await tools.hangs.echo({message: 'x'}); } catch (e) { return e.message; }",
+            "timeoutMs": 1000
+        }))
+        .await;
+    assert!(
+        v["result"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("hangs: the MCP server did not start"),
+        "{v}"
+    );
+}

@@ -134,9 +134,26 @@ async fn call_tool(
     args: Value,
 ) -> CallOutcome {
     let started = Instant::now();
-    let (server, tool) = match catalog.resolve(server, name).await {
-        Ok(r) => r,
-        Err(e) => return err("ToolError", e),
+    // Resolving may start the server. If it cannot answer before the execution's deadline,
+    // the code gets an error naming that server (and can catch it) instead of a bare timeout.
+    const NAME_THE_SERVER_MARGIN: std::time::Duration = std::time::Duration::from_millis(100);
+    let budget = scope
+        .deadline
+        .saturating_duration_since(Instant::now())
+        .saturating_sub(NAME_THE_SERVER_MARGIN);
+    let (server, tool) = match tokio::time::timeout(budget, catalog.resolve(server, name)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return err("ToolError", e),
+        Err(_) => {
+            return err(
+                "ToolError",
+                format!(
+                    "{}: the MCP server did not start and list its tools within this execution's \
+                     deadline; it is retried on next use",
+                    server.unwrap_or(name)
+                ),
+            );
+        }
     };
     let args_json = serde_json::to_vec(&args).unwrap_or_default();
     let logged_args = scope.policy.audit.log_arguments().then(|| args.clone());
