@@ -220,3 +220,51 @@ async fn a_typo_in_the_settings_is_an_error_naming_the_key() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn execution_limits_come_from_the_settings() {
+    let (h, _d) = with_settings(
+        json!({"executionLimits": {"maxToolCalls": 3, "maxTimeoutMs": 2000, "maxCodeBytes": 200}}),
+        json!({"fx": fixture_entry("fx")}),
+        false,
+    )
+    .await;
+    let (v, _) = h
+        .exec("let n = 0; try { for (;;) { await tools.fx.echo({ message: 'x' }); n++; } } catch (e) { return [n, e.name]; }")
+        .await;
+    assert_eq!(v["result"], json!([3, "LimitError"]), "{v}");
+    let (v, is_error) = h
+        .exec_with(json!({"code": "return 1", "timeoutMs": 5000}))
+        .await;
+    assert!(is_error);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("between 1 and 2000"),
+        "{v}"
+    );
+    let (v, is_error) = h.exec(&format!("return '{}'", "x".repeat(300))).await;
+    assert!(is_error);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the limit is 200"),
+        "{v}"
+    );
+    let dir = TempConfig::new(json!({}));
+    let bad = dir.dir.join("bad.json");
+    std::fs::write(&bad, r#"{"executionLimits": {"memoryMb": 4096}}"#).unwrap();
+    let out = std::process::Command::new(EXE)
+        .args(["--no-discover", "config", "show"])
+        .env("CODE_EXECUTOR_CONFIG_PATH", &bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("executionLimits.memoryMb"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::policy::admission::AdmissionSettings;
 use crate::policy::audit::AuditSettings;
-use crate::policy::{ToolPolicy, UPSTREAM_CALL_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT};
+use crate::policy::{ExecutionLimits, ToolPolicy, UPSTREAM_CALL_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT};
 
 /// Names the settings file explicitly.
 pub const SETTINGS_PATH_ENV: &str = "CODE_EXECUTOR_CONFIG_PATH";
@@ -37,6 +37,7 @@ struct RawSettings {
     max_result_bytes: Option<usize>,
     policy: Option<ToolPolicy>,
     limits: Option<AdmissionSettings>,
+    execution_limits: Option<ExecutionLimits>,
     audit: Option<AuditSettings>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
@@ -59,6 +60,8 @@ pub struct Settings {
     pub policy: ToolPolicy,
     /// Concurrency, queue and rates.
     pub limits: AdmissionSettings,
+    /// Per-execution limits (deadline, memory, output, tool calls, code size).
+    pub execution_limits: ExecutionLimits,
     pub audit: AuditSettings,
     /// The file the settings came from, if any.
     pub source: Option<PathBuf>,
@@ -75,6 +78,7 @@ impl Default for Settings {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             policy: ToolPolicy::default(),
             limits: AdmissionSettings::default(),
+            execution_limits: ExecutionLimits::default(),
             audit: AuditSettings::default(),
             source: None,
         }
@@ -132,6 +136,7 @@ impl Settings {
             max_result_bytes: raw.max_result_bytes.unwrap_or(d.max_result_bytes),
             policy: raw.policy.unwrap_or_default(),
             limits: raw.limits.unwrap_or_default(),
+            execution_limits: raw.execution_limits.unwrap_or_default().validate()?,
             audit: raw.audit.unwrap_or_default(),
             source: None,
         })

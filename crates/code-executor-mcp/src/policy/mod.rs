@@ -18,6 +18,7 @@ use std::time::Duration;
 /// Everything the server enforces on every execution, built once from the settings.
 pub struct Policy {
     pub rules: Arc<ToolPolicy>,
+    pub execution: ExecutionLimits,
     pub validators: validate::Validators,
     pub audit: audit::AuditLog,
     pub admission: admission::Admission,
@@ -32,6 +33,7 @@ impl Policy {
         });
         Policy {
             rules: Arc::new(settings.policy.clone()),
+            execution: settings.execution_limits,
             validators: validate::Validators::default(),
             audit,
             admission: admission::Admission::new(settings.limits),
@@ -42,6 +44,7 @@ impl Policy {
     pub fn permissive() -> Policy {
         Policy {
             rules: Arc::default(),
+            execution: ExecutionLimits::default(),
             validators: validate::Validators::default(),
             audit: audit::AuditLog::disabled(),
             admission: admission::Admission::new(admission::AdmissionSettings::default()),
@@ -64,10 +67,6 @@ pub const MAX_TIMEOUT_MS: u64 = 300_000;
 pub const MAX_CODE_BYTES: usize = 512 * 1024;
 /// Engine heap limit of the JS worker: plenty for filtering large tool results.
 pub const JS_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
-/// Memory a Python execution may add to what the interpreter already uses (enforced by the shim
-/// as a soft address-space limit, below the sandbox's hard one): past it the code gets a
-/// MemoryError instead of a killed worker.
-pub const PYTHON_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
 /// Engine stack limit: deep recursion ends with a RangeError instead of a crash.
 pub const JS_STACK_BYTES: u64 = 1024 * 1024;
 /// Captured console output per execution; beyond it output is dropped and a marker says so.
@@ -93,22 +92,89 @@ pub struct Limits {
     pub max_concurrent_tool_calls: usize,
 }
 
+/// Per-execution limits in the settings (`executionLimits`), each bounded by the constant
+/// above it: a configuration can tighten a limit, or loosen it up to what the sandbox holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ExecutionLimits {
+    pub default_timeout_ms: u64,
+    pub max_timeout_ms: u64,
+    /// Engine heap (JavaScript), or the address space a Python execution may add to what the
+    /// interpreter already uses (a soft limit the shim sets below the sandbox's hard one, so
+    /// the code gets a MemoryError instead of a killed worker), in MiB.
+    pub memory_mb: u64,
+    pub max_log_bytes: u64,
+    pub max_tool_calls: u32,
+    pub max_concurrent_tool_calls: usize,
+    pub max_code_bytes: usize,
+}
+
+/// The sandbox's address-space limit is 1 GiB; an engine heap must stay below it.
+const MAX_MEMORY_MB: u64 = 768;
+
+impl Default for ExecutionLimits {
+    fn default() -> Self {
+        ExecutionLimits {
+            default_timeout_ms: DEFAULT_TIMEOUT_MS,
+            max_timeout_ms: MAX_TIMEOUT_MS,
+            memory_mb: JS_MEMORY_BYTES / (1024 * 1024),
+            max_log_bytes: MAX_LOG_BYTES,
+            max_tool_calls: MAX_TOOL_CALLS,
+            max_concurrent_tool_calls: MAX_CONCURRENT_TOOL_CALLS,
+            max_code_bytes: MAX_CODE_BYTES,
+        }
+    }
+}
+
+impl ExecutionLimits {
+    /// Checks the bounds; the error names the setting. A default deadline above a lowered
+    /// maximum is lowered to it.
+    pub fn validate(mut self) -> Result<Self, String> {
+        let e = |what: &str| Err(format!("executionLimits.{what}"));
+        if self.max_timeout_ms == 0 || self.max_timeout_ms > MAX_TIMEOUT_MS {
+            return e(&format!(
+                "maxTimeoutMs must be between 1 and {MAX_TIMEOUT_MS}"
+            ));
+        }
+        self.default_timeout_ms = self.default_timeout_ms.min(self.max_timeout_ms);
+        if self.default_timeout_ms == 0 {
+            return e("defaultTimeoutMs must be at least 1");
+        }
+        if self.memory_mb < 16 || self.memory_mb > MAX_MEMORY_MB {
+            return e(&format!("memoryMb must be between 16 and {MAX_MEMORY_MB}"));
+        }
+        if self.max_tool_calls == 0 || self.max_concurrent_tool_calls == 0 {
+            return e("maxToolCalls and maxConcurrentToolCalls must be at least 1");
+        }
+        if self.max_code_bytes == 0 || self.max_code_bytes > 16 * 1024 * 1024 {
+            return e("maxCodeBytes must be between 1 and 16 MiB (the frame limit)");
+        }
+        Ok(self)
+    }
+}
+
 impl Limits {
-    /// Limits for a request that asked for `timeout_ms` (clamped to [1, MAX_TIMEOUT_MS]).
+    /// Limits for a request that asked for `timeout_ms` (within [1, max_timeout_ms]).
     pub fn for_request(timeout_ms: Option<u64>) -> Result<Limits, String> {
-        let ms = timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-        if ms == 0 || ms > MAX_TIMEOUT_MS {
+        Limits::configured(&ExecutionLimits::default(), timeout_ms)
+    }
+
+    /// Limits from the configured ones for a request that asked for `timeout_ms`.
+    pub fn configured(cfg: &ExecutionLimits, timeout_ms: Option<u64>) -> Result<Limits, String> {
+        let ms = timeout_ms.unwrap_or(cfg.default_timeout_ms);
+        if ms == 0 || ms > cfg.max_timeout_ms {
             return Err(format!(
-                "timeoutMs must be between 1 and {MAX_TIMEOUT_MS} (got {ms})"
+                "timeoutMs must be between 1 and {} (got {ms})",
+                cfg.max_timeout_ms
             ));
         }
         Ok(Limits {
             timeout: Duration::from_millis(ms),
-            memory_bytes: JS_MEMORY_BYTES,
+            memory_bytes: cfg.memory_mb * 1024 * 1024,
             stack_bytes: JS_STACK_BYTES,
-            max_log_bytes: MAX_LOG_BYTES,
-            max_tool_calls: MAX_TOOL_CALLS,
-            max_concurrent_tool_calls: MAX_CONCURRENT_TOOL_CALLS,
+            max_log_bytes: cfg.max_log_bytes,
+            max_tool_calls: cfg.max_tool_calls,
+            max_concurrent_tool_calls: cfg.max_concurrent_tool_calls,
         })
     }
 }

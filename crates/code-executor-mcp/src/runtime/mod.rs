@@ -28,7 +28,7 @@ use worker_protocol::{
 };
 
 use crate::catalog::Catalog;
-use crate::policy::{Decision, Limits, MAX_CODE_BYTES, PYTHON_MEMORY_BYTES, Policy, ToolAllowlist};
+use crate::policy::{Decision, Limits, Policy, ToolAllowlist};
 use bridge::RunScope;
 use pool::{Pool, PoolStats};
 use python::PythonRuntime;
@@ -189,22 +189,19 @@ impl Runtime {
             out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
             out
         };
-        let limits = match Limits::for_request(req.timeout_ms) {
-            Ok(l) if language == Language::Python => Limits {
-                memory_bytes: PYTHON_MEMORY_BYTES,
-                ..l
-            },
+        let limits = match Limits::configured(&self.policy.execution, req.timeout_ms) {
             Ok(l) => l,
             Err(e) => {
                 out.error = Some(error("RangeError", e));
                 return finish(out);
             }
         };
-        if req.code.len() > MAX_CODE_BYTES {
+        let max_code_bytes = self.policy.execution.max_code_bytes;
+        if req.code.len() > max_code_bytes {
             out.error = Some(error(
                 "RangeError",
                 format!(
-                    "the code is {} bytes; the limit is {MAX_CODE_BYTES}",
+                    "the code is {} bytes; the limit is {max_code_bytes}",
                     req.code.len()
                 ),
             ));
