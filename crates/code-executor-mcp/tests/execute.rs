@@ -414,3 +414,33 @@ async fn a_server_that_hangs_at_start_is_named_within_the_execution_deadline() {
         "{v}"
     );
 }
+
+#[tokio::test]
+async fn proxies_carry_typed_declarations_in_both_languages() {
+    let h = harness().await;
+    // Bindings list the tools of servers already connected: connect fx first.
+    let (v, _) = h
+        .exec("return await tools.fx.echo({ message: 'warm' });")
+        .await;
+    assert_eq!(v["result"], "Echo: warm");
+    let (v, is_error) = h
+        .exec("return [tools.fx.add.signature, String(tools.fx.get_page)];")
+        .await;
+    assert!(!is_error, "{v}");
+    let ts = v["result"][0].as_str().unwrap();
+    assert!(
+        ts.contains("a: number") && ts.contains("tools.fx.add(args: AddArgs): Promise<AddResult>"),
+        "{ts}"
+    );
+    assert!(
+        v["result"][1].as_str().unwrap().contains("tools.fx["),
+        "{v}"
+    );
+    let (v, is_error) = h.exec_python("tools.fx.add.signature").await;
+    assert!(!is_error, "{v}");
+    let py = v["result"].as_str().unwrap();
+    assert!(
+        py.contains("class AddArgs(TypedDict") && py.contains("a: float"),
+        "{py}"
+    );
+}

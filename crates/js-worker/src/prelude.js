@@ -538,13 +538,18 @@
   const PASS = new Set(['then', 'toJSON', 'constructor', 'inspect', 'valueOf', 'toString']);
   function buildTools(bindings) {
     const byServer = new Map(); // server -> object of tool functions, or null if not known yet
-    for (const { server, tool } of bindings) {
+    for (const { server, tool, signature } of bindings) {
       if (!byServer.has(server)) byServer.set(server, null);
       if (tool == null) continue;
       if (byServer.get(server) === null) byServer.set(server, {});
       const obj = byServer.get(server);
       const fn = (args) => callMCPTool(server, tool, args);
       Object.defineProperty(fn, 'name', { value: tool });
+      if (signature) {
+        // The tool's TypeScript declaration, from its JSON Schemas: `tools.s.t.signature`.
+        Object.defineProperty(fn, 'signature', { value: signature });
+        Object.defineProperty(fn, 'toString', { value: () => signature });
+      }
       obj[tool] = fn;
       const id = toIdent(tool);
       if (!(id in obj)) obj[id] = fn;

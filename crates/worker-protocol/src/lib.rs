@@ -52,6 +52,10 @@ pub struct ToolBinding {
     pub server: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// The tool's typed declaration in the execution's language (types from its JSON Schemas
+    /// and the call's signature), exposed on the proxy as `signature`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// Limits the engine applies from inside (memory, stack); the host applies the rest.

@@ -512,12 +512,14 @@ def _ident(name):
 
 
 class _Tool:
-    __slots__ = ("_server", "_tool", "_async")
+    __slots__ = ("_server", "_tool", "_async", "signature")
 
-    def __init__(self, server, tool, is_async):
+    def __init__(self, server, tool, is_async, signature=None):
         self._server = server
         self._tool = tool
         self._async = is_async
+        # The tool's Python declaration (TypedDicts from its JSON Schemas and a stub).
+        self.signature = signature
 
     def __call__(self, *args, **kwargs):
         if len(args) > 1:
@@ -534,9 +536,10 @@ class _Tool:
 
 
 class _Server:
-    def __init__(self, name, tools, is_async):
+    def __init__(self, name, tools, is_async, signatures=None):
         self._name = name
         self._async = is_async
+        self._signatures = signatures or {}
         # None: the server has not started yet, so any name is passed to the host to resolve.
         self._known = None
         if tools is not None:
@@ -560,7 +563,7 @@ class _Server:
                     % (self._name, name, ", ".join(sorted(self._known)))
                 )
             name = real
-        return _Tool(self._name, name, self._async)
+        return _Tool(self._name, name, self._async, self._signatures.get(name))
 
     def __dir__(self):
         return sorted(self._known or ())
@@ -572,9 +575,12 @@ class _Server:
 class _Tools:
     def __init__(self, bindings, is_async):
         tools = {}
+        signatures = {}
         for b in bindings:
             server = b.get("server")
             tool = b.get("tool")
+            if tool is not None and b.get("signature"):
+                signatures.setdefault(server, {})[tool] = b["signature"]
             tools.setdefault(server, None)
             if tool is not None:
                 if tools[server] is None:
@@ -582,7 +588,7 @@ class _Tools:
                 tools[server].append(tool)
         self._servers = {}
         for server, names in tools.items():
-            proxy = _Server(server, names, is_async)
+            proxy = _Server(server, names, is_async, signatures.get(server))
             self._servers[server] = proxy
         for server in list(tools):
             self._servers.setdefault(_ident(server), self._servers[server])

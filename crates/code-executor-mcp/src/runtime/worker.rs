@@ -26,7 +26,7 @@ const STDERR_TAIL_LINES: usize = 8;
 const STDERR_LINE_BYTES: usize = 4096;
 
 /// Which engine a worker runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Language {
     /// QuickJS in our own binary re-entered as `__worker js` (TypeScript is stripped first).
     JavaScript,
