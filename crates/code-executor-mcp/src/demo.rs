@@ -371,7 +371,8 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
             json_map(json!({"status": "open"})),
             crate::policy::UPSTREAM_CALL_TIMEOUT,
         )
-        .await?;
+        .await?
+        .0;
     direct_results.push_str(&serde_json::to_string(&orders.content)?);
     for row in outcome.result.as_array().into_iter().flatten() {
         let id = row["order"].as_str().unwrap_or_default();
@@ -390,7 +391,8 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
                 json_map(json!({"id": customer})),
                 crate::policy::UPSTREAM_CALL_TIMEOUT,
             )
-            .await?;
+            .await?
+            .0;
         direct_results.push_str(&serde_json::to_string(&r.content)?);
     }
     let ours = serde_json::to_string(&tool_definitions())?;

@@ -226,8 +226,7 @@ async fn call_tool(
         .call(&server, &tool.name, args, timeout)
         .await
     {
-        Ok(result) => {
-            let bytes = serde_json::to_vec(&result).map_or(0, |v| v.len());
+        Ok((result, bytes)) => {
             let outcome = unwrap_result(result);
             let label = if matches!(outcome, CallOutcome::Ok { .. }) {
                 "ok"

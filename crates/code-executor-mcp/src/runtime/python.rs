@@ -184,16 +184,17 @@ fn check_access(install: PythonInstall, sandbox_uid_other: bool) -> Result<Pytho
     if !sandbox_uid_other {
         return Ok(install);
     }
-    use std::os::unix::fs::PermissionsExt;
+    let mode_of = |p: &Path| -> Result<u32, String> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p)
+            .map(|m| m.permissions().mode())
+            .map_err(|e| format!("{}: {e}", p.display()))
+    };
     let mut paths = vec![install.executable.clone()];
     paths.extend(install.library_dirs.iter().cloned());
     for path in &paths {
         for dir in path.ancestors().skip(1) {
-            let mode = std::fs::metadata(dir)
-                .map_err(|e| format!("{}: {e}", dir.display()))?
-                .permissions()
-                .mode();
-            if mode & 0o001 == 0 {
+            if mode_of(dir)? & 0o001 == 0 {
                 return Err(format!(
                     "{} is not searchable by other users, and the sandbox runs code as an \
                      unprivileged user (the server runs as root); use an interpreter outside it, \
@@ -202,11 +203,7 @@ fn check_access(install: PythonInstall, sandbox_uid_other: bool) -> Result<Pytho
                 ));
             }
         }
-        let mode = std::fs::metadata(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?
-            .permissions()
-            .mode();
-        if mode & 0o004 == 0 {
+        if mode_of(path)? & 0o004 == 0 {
             return Err(format!(
                 "{} is not readable by other users, and the sandbox runs code as an \
                  unprivileged user",

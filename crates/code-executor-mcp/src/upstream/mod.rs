@@ -242,15 +242,16 @@ impl Upstreams {
         out
     }
 
-    /// Calls one tool with a deadline (at most the configured upstream call timeout). The call
-    /// is cancelled upstream (`notifications/cancelled`) if this future is dropped.
+    /// Calls one tool with a deadline (at most the configured upstream call timeout), returning
+    /// its result (capped) and its size in bytes. The call is cancelled upstream
+    /// (`notifications/cancelled`) if this future is dropped.
     pub async fn call(
         &self,
         server: &str,
         tool: &str,
         args: serde_json::Map<String, serde_json::Value>,
         timeout: Duration,
-    ) -> Result<CallToolResult, UpstreamError> {
+    ) -> Result<(CallToolResult, usize), UpstreamError> {
         let timeout = timeout.min(self.settings.upstream_call_timeout);
         let conn = self.connection(server).await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
@@ -335,10 +336,11 @@ fn retry_pause(failures: u32) -> Duration {
 }
 
 /// Cuts a result larger than `max` bytes down to a text that says so and keeps the start.
-pub fn cap_result(result: CallToolResult, max: usize) -> CallToolResult {
+/// Also returns the result's size as received, so nobody serializes it again to measure it.
+pub fn cap_result(result: CallToolResult, max: usize) -> (CallToolResult, usize) {
     let size = serde_json::to_vec(&result).map_or(0, |v| v.len());
     if size <= max {
-        return result;
+        return (result, size);
     }
     let text: String = result
         .content
@@ -357,7 +359,7 @@ pub fn cap_result(result: CallToolResult, max: usize) -> CallToolResult {
         ContentBlock::text(&text[..cut]),
     ]);
     r.is_error = result.is_error;
-    r
+    (r, size)
 }
 
 /// The environment an upstream child gets: basics from ours, then its entry's `env`.
@@ -535,7 +537,8 @@ mod tests {
     #[test]
     fn oversized_results_are_cut_and_say_so() {
         let r = CallToolResult::success(vec![ContentBlock::text("é".repeat(100))]);
-        let capped = cap_result(r.clone(), 50);
+        let (capped, size) = cap_result(r.clone(), 50);
+        assert!(size > 200);
         let texts: Vec<&str> = capped
             .content
             .iter()
@@ -543,6 +546,6 @@ mod tests {
             .collect();
         assert!(texts[0].starts_with("[result truncated:"), "{texts:?}");
         assert!(texts[1].len() <= 50 && texts[1].chars().all(|c| c == 'é'));
-        assert_eq!(cap_result(r.clone(), 1 << 20), r);
+        assert_eq!(cap_result(r.clone(), 1 << 20).0, r);
     }
 }
