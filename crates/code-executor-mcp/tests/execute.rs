@@ -331,6 +331,52 @@ async fn a_changed_upstream_tool_list_is_picked_up() {
 }
 
 #[tokio::test]
+async fn an_execution_keeps_the_tool_list_it_started_with() {
+    let h = harness().await;
+    // Inside one run: the list changes upstream, the run's view does not.
+    let (v, is_error) = h
+        .exec(
+            "await tools.fx.add_surprise_tool();
+             await new Promise(r => setTimeout(r, 600));
+             const names = (await searchTools('surprise', { server: 'fx', detail: 'names' })).tools.map(t => t.name);
+             const all = (await discoverMCPTools()).tools.map(t => t.name);
+             let call;
+             try { await callMCPTool('fx', 'surprise', {}); call = 'called'; } catch (e) { call = e.name + ': ' + e.message; }
+             let schema;
+             try { await getToolSchema('mcp__fx__surprise'); schema = 'found'; } catch (e) { schema = e.message; }
+             return { names, seen: all.includes('mcp__fx__surprise'), call, schema };",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    let r = &v["result"];
+    assert!(
+        !r["names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "mcp__fx__surprise"),
+        "{v}"
+    );
+    assert_eq!(r["seen"], false, "{v}");
+    assert!(
+        r["call"].as_str().unwrap().contains("surprise") && r["call"] != "called",
+        "{v}"
+    );
+    assert_ne!(r["schema"], "found", "{v}");
+    // The next run sees the new list.
+    let mut answer = json!(null);
+    for _ in 0..20 {
+        let (v, _) = h.exec("return await tools.fx.surprise();").await;
+        answer = v["result"].clone();
+        if answer == "surprise!" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(answer, "surprise!");
+}
+
+#[tokio::test]
 async fn a_thousand_tools_arrive_through_pagination() {
     let h = Harness::start(
         EXE.as_ref(),

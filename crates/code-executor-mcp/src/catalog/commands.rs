@@ -103,7 +103,11 @@ pub async fn show(catalog: &Catalog, name: &str, lang: Lang, json: bool) -> anyh
 /// Returns the number of files written.
 pub async fn wrappers(catalog: &Catalog, lang: Lang, out: &Path) -> anyhow::Result<String> {
     let (tools, errors) = catalog
-        .tools(None, &ToolAllowlist::allow_all())
+        .tools(
+            &super::ToolView::default(),
+            None,
+            &ToolAllowlist::allow_all(),
+        )
         .await
         .map_err(anyhow::Error::msg)?;
     let mut servers: Vec<(String, Vec<Tool>)> = Vec::new();

@@ -15,7 +15,7 @@ pub mod schema_ts;
 pub mod search;
 pub mod synthetic;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::Tool;
@@ -53,6 +53,31 @@ pub struct SearchParams<'a> {
     pub limit: Option<u32>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<&'a str>,
+}
+
+/// The tool lists one execution sees. The first list an execution sees of a server (at its
+/// start for connected servers, or when it starts one) is the list it keeps until it ends:
+/// a `tools/list_changed` during a run changes nothing that run can call or validate against.
+/// Outside executions a fresh view per request gives the live lists.
+#[derive(Default)]
+pub struct ToolView {
+    lists: Mutex<HashMap<String, Arc<Vec<Tool>>>>,
+}
+
+impl ToolView {
+    /// The list this view holds for `server`, if it has seen one.
+    pub fn get(&self, server: &str) -> Option<Arc<Vec<Tool>>> {
+        self.lists.lock().ok()?.get(server).cloned()
+    }
+
+    /// Keeps `tools` as the list of `server` unless the view already holds one; returns the
+    /// list the view holds.
+    pub fn freeze(&self, server: &str, tools: Arc<Vec<Tool>>) -> Arc<Vec<Tool>> {
+        match self.lists.lock() {
+            Ok(mut lists) => lists.entry(server.to_string()).or_insert(tools).clone(),
+            Err(_) => tools,
+        }
+    }
 }
 
 impl Catalog {
@@ -122,10 +147,34 @@ impl Catalog {
         Ok(tools)
     }
 
+    /// The tools of `server` as `view` sees them: the list it froze, or the server's (connected
+    /// now if needed), which the view then keeps.
+    async fn view_tools(
+        &self,
+        view: &ToolView,
+        server: &str,
+    ) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        if let Some(tools) = view.get(server) {
+            return Ok(tools);
+        }
+        let tools = self.connected_tools(server).await?;
+        Ok(view.freeze(server, tools))
+    }
+
     /// Resolves a call target to canonical (server, tool) names and the tool's definition.
     /// `server` given: `name` is a tool of it. Otherwise `name` is `mcp__server__tool`.
     pub async fn resolve(
         &self,
+        server: Option<&str>,
+        name: &str,
+    ) -> Result<(String, Tool), String> {
+        self.resolve_in(&ToolView::default(), server, name).await
+    }
+
+    /// [`Catalog::resolve`] among the tools `view` sees.
+    pub async fn resolve_in(
+        &self,
+        view: &ToolView,
         server: Option<&str>,
         name: &str,
     ) -> Result<(String, Tool), String> {
@@ -137,7 +186,7 @@ impl Catalog {
             None => split_qualified(self.upstreams.names(), name)?,
         };
         let tools = self
-            .connected_tools(&server)
+            .view_tools(view, &server)
             .await
             .map_err(|e| e.to_string())?;
         let found = pick(
@@ -157,6 +206,7 @@ impl Catalog {
     /// Servers that fail to start are skipped; their errors come back alongside.
     pub async fn tools(
         &self,
+        view: &ToolView,
         server: Option<&str>,
         allow: &ToolAllowlist,
     ) -> Result<(Vec<(String, Tool)>, Vec<UpstreamError>), String> {
@@ -165,7 +215,7 @@ impl Catalog {
             None => self.upstreams.names().map(str::to_string).collect(),
         };
         let lists =
-            futures::future::join_all(servers.iter().map(|s| self.connected_tools(s))).await;
+            futures::future::join_all(servers.iter().map(|s| self.view_tools(view, s))).await;
         let mut out = Vec::new();
         let mut errors = Vec::new();
         for (s, list) in servers.iter().zip(lists) {
@@ -187,6 +237,7 @@ impl Catalog {
     /// is connected; the others are searched from the cache without starting them.
     async fn search_lists(
         &self,
+        view: &ToolView,
         server: Option<&str>,
         query: &str,
     ) -> Result<(Vec<(String, Arc<Vec<Tool>>)>, Vec<UpstreamError>), String> {
@@ -198,10 +249,16 @@ impl Catalog {
         let known = self.known().await;
         let mut lists: Vec<(String, Option<Arc<Vec<Tool>>>)> = Vec::new();
         for s in servers {
-            let live = self.upstreams.tools_if_connected(&s).await;
-            if let Some(live) = &live {
-                self.observe(&s, live).await;
-            }
+            let live = match view.get(&s) {
+                Some(seen) => Some(seen),
+                None => match self.upstreams.tools_if_connected(&s).await {
+                    Some(live) => {
+                        self.observe(&s, &live).await;
+                        Some(view.freeze(&s, live))
+                    }
+                    None => None,
+                },
+            };
             let named = server.is_some() || {
                 let w = search::words(&s);
                 !w.is_empty() && w.iter().all(|x| query_words.contains(x))
@@ -217,7 +274,7 @@ impl Catalog {
         let fetched = futures::future::join_all(lists.iter().map(|(s, l)| async move {
             match l {
                 Some(l) => Ok(l.clone()),
-                None => self.connected_tools(s).await,
+                None => self.view_tools(view, s).await,
             }
         }))
         .await;
@@ -266,6 +323,16 @@ impl Catalog {
         params: &SearchParams<'_>,
         allow: &ToolAllowlist,
     ) -> Result<Value, String> {
+        self.search_in(&ToolView::default(), params, allow).await
+    }
+
+    /// [`Catalog::search`] over the lists `view` sees (for servers it has seen).
+    pub async fn search_in(
+        &self,
+        view: &ToolView,
+        params: &SearchParams<'_>,
+        allow: &ToolAllowlist,
+    ) -> Result<Value, String> {
         let detail = Detail::parse(params.detail)?;
         let limit = params.limit.map_or(DEFAULT_SEARCH_LIMIT, |l| {
             (l as usize).clamp(1, MAX_SEARCH_LIMIT)
@@ -276,7 +343,7 @@ impl Catalog {
                 format!("invalid cursor \"{c}\"; pass the nextCursor of a previous answer")
             })?,
         };
-        let (lists, errors) = self.search_lists(params.server, params.query).await?;
+        let (lists, errors) = self.search_lists(view, params.server, params.query).await?;
         let index = self.index(lists);
         let (hits, total) = index.search_top(
             params.query,

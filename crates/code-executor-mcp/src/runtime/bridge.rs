@@ -16,7 +16,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 use worker_protocol::{CallOutcome, CallRequest, ErrorInfo};
 
-use crate::catalog::{Catalog, Detail, SearchParams, describe};
+use crate::catalog::{Catalog, Detail, SearchParams, ToolView, describe};
 use crate::policy::audit::{AuditEvent, sha256_hex};
 use crate::policy::{Decision, Limits, Policy, ToolAllowlist, UPSTREAM_CALL_TIMEOUT};
 
@@ -25,6 +25,8 @@ pub struct RunScope {
     /// The execution's id in the audit log.
     pub execution: String,
     pub allow: ToolAllowlist,
+    /// The tool lists this execution sees, frozen when first seen.
+    pub view: ToolView,
     pub limits: Limits,
     pub deadline: Instant,
     pub tool_calls: AtomicU32,
@@ -46,6 +48,7 @@ impl RunScope {
         RunScope {
             execution,
             allow,
+            view: ToolView::default(),
             limits,
             deadline: Instant::now() + limits.timeout,
             tool_calls: AtomicU32::new(0),
@@ -84,7 +87,8 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
             limit,
             cursor,
         } => match catalog
-            .search(
+            .search_in(
+                &scope.view,
                 &SearchParams {
                     query: &query,
                     detail: detail.as_deref(),
@@ -99,14 +103,16 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
             Ok(v) => ok(v),
             Err(e) => err("TypeError", e),
         },
-        CallRequest::GetToolSchema { name } => match catalog.resolve(None, &name).await {
-            Err(e) => err("TypeError", e),
-            Ok((server, tool)) => match scope.allow.check(&server, &tool) {
-                Decision::Allow => ok(describe(&server, &tool, Detail::Full)),
-                Decision::Deny { reason } => err("PolicyError", reason),
-            },
-        },
-        CallRequest::DiscoverTools => match catalog.tools(None, &scope.allow).await {
+        CallRequest::GetToolSchema { name } => {
+            match catalog.resolve_in(&scope.view, None, &name).await {
+                Err(e) => err("TypeError", e),
+                Ok((server, tool)) => match scope.allow.check(&server, &tool) {
+                    Decision::Allow => ok(describe(&server, &tool, Detail::Full)),
+                    Decision::Deny { reason } => err("PolicyError", reason),
+                },
+            }
+        }
+        CallRequest::DiscoverTools => match catalog.tools(&scope.view, None, &scope.allow).await {
             Ok((tools, errors)) => {
                 let list: Vec<Value> = tools
                     .iter()
@@ -141,7 +147,8 @@ async fn call_tool(
         .deadline
         .saturating_duration_since(Instant::now())
         .saturating_sub(NAME_THE_SERVER_MARGIN);
-    let (server, tool) = match tokio::time::timeout(budget, catalog.resolve(server, name)).await {
+    let resolving = catalog.resolve_in(&scope.view, server, name);
+    let (server, tool) = match tokio::time::timeout(budget, resolving).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => return err("ToolError", e),
         Err(_) => {

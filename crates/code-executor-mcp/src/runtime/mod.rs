@@ -30,7 +30,7 @@ use worker_protocol::{
 };
 
 use crate::catalog::Catalog;
-use crate::policy::{Decision, Limits, Policy, ToolAllowlist};
+use crate::policy::{Decision, Limits, Policy};
 use bridge::RunScope;
 use pool::{Pool, PoolStats};
 use python::PythonRuntime;
@@ -235,7 +235,7 @@ impl Runtime {
             self.policy.clone(),
             req.tool_rate,
         ));
-        let tools = self.bindings(&scope.allow, language).await;
+        let tools = self.bindings(&scope, language).await;
         let run = RunRequest {
             code: prepared.code,
             tools,
@@ -296,15 +296,18 @@ impl Runtime {
         finish(out)
     }
 
-    /// The tools of already-connected servers, for enumerable `tools.server` proxies.
-    /// Servers not started yet are still callable through the proxies; starting them here
-    /// would make every execution wait for every upstream.
-    async fn bindings(&self, allow: &ToolAllowlist, language: Language) -> Vec<ToolBinding> {
+    /// The tools of already-connected servers, for enumerable `tools.server` proxies; their
+    /// lists are frozen in the execution's view. Servers not started yet are still callable
+    /// through the proxies; starting them here would make every execution wait for every
+    /// upstream.
+    async fn bindings(&self, scope: &RunScope, language: Language) -> Vec<ToolBinding> {
         let upstreams = self.catalog.upstreams();
+        let allow = &scope.allow;
         let mut out = Vec::new();
         for server in upstreams.names() {
             match upstreams.tools_if_connected(server).await {
                 Some(tools) => {
+                    let tools = scope.view.freeze(server, tools);
                     let signatures = self.signatures(server, &tools, language);
                     out.extend(
                         tools
