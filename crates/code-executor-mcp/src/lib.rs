@@ -124,21 +124,14 @@ impl Core {
             code_bytes: req.code.len(),
             allowed_tools: req.allowed_tools.clone(),
         });
-        let execution = req.execution.clone();
+        let mut end = RunEnd {
+            audit: &self.policy.audit,
+            execution: Some(req.execution.clone()),
+            started: Instant::now(),
+            tool_calls: req.tool_calls.clone(),
+        };
         let outcome = self.runtime.execute(language, req).await;
-        self.policy.audit.record(AuditEvent::RunEnd {
-            execution,
-            outcome: if outcome.error.is_none() {
-                "ok"
-            } else {
-                "error"
-            },
-            error: outcome.error.as_ref().map(|e| e.name.clone()),
-            duration_ms: outcome.duration_ms,
-            tool_calls: outcome.tool_calls,
-            result_bytes: outcome.result.to_string().len(),
-            log_bytes: outcome.logs.iter().map(|l| l.text.len()).sum(),
-        });
+        end.write(&outcome);
         drop(admitted);
         outcome
     }
@@ -158,6 +151,57 @@ impl Core {
                 "python": self.runtime.python().install().map(|i| format!("CPython {} ({})", i.version, i.executable.display())),
             },
         })
+    }
+}
+
+/// The `run.end` line of an execution. Written with the outcome when the run finishes; an
+/// execution abandoned before that (the client cancelled the request, the server is shutting
+/// down) is recorded as `cancelled` when it is dropped, so every `run.start` has its end.
+struct RunEnd<'a> {
+    audit: &'a policy::audit::AuditLog,
+    /// Taken when the line is written.
+    execution: Option<String>,
+    started: Instant,
+    tool_calls: Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl RunEnd<'_> {
+    fn write(&mut self, outcome: &ExecOutcome) {
+        let Some(execution) = self.execution.take() else {
+            return;
+        };
+        self.audit.record(AuditEvent::RunEnd {
+            execution,
+            outcome: if outcome.error.is_none() {
+                "ok"
+            } else {
+                "error"
+            },
+            error: outcome.error.as_ref().map(|e| e.name.clone()),
+            duration_ms: outcome.duration_ms,
+            tool_calls: outcome.tool_calls,
+            result_bytes: outcome.result.to_string().len(),
+            log_bytes: outcome.logs.iter().map(|l| l.text.len()).sum(),
+            memory_peak_bytes: outcome.memory_peak_bytes,
+        });
+    }
+}
+
+impl Drop for RunEnd<'_> {
+    fn drop(&mut self) {
+        let Some(execution) = self.execution.take() else {
+            return;
+        };
+        self.audit.record(AuditEvent::RunEnd {
+            execution,
+            outcome: "cancelled",
+            error: None,
+            duration_ms: (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+            tool_calls: self.tool_calls.load(std::sync::atomic::Ordering::Relaxed),
+            result_bytes: 0,
+            log_bytes: 0,
+            memory_peak_bytes: None,
+        });
     }
 }
 

@@ -268,3 +268,95 @@ async fn execution_limits_come_from_the_settings() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Polls the audit log until `done` holds (lines are written after the answer, or when an
+/// abandoned run is torn down).
+async fn audit_until(h: &Harness, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let mut lines = Vec::new();
+    for _ in 0..50 {
+        lines = audit_lines(h);
+        if done(&lines) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    lines
+}
+
+#[tokio::test]
+async fn every_run_and_attempt_has_its_end_even_when_cut_short() {
+    let (h, _d) = with_settings(json!({}), json!({"fx": fixture_entry("fx")}), false).await;
+
+    // 1. The deadline cuts off a call in flight: its line says cancelled, the run's end says
+    //    why, and the worker's peak memory is measured from outside.
+    let (v, is_error) = h
+        .exec_with(json!({
+            "code": "const big = 'x'.repeat(32 * 1024 * 1024); await tools.fx.sleep({ ms: 20000 }); return big.length;",
+            "timeoutMs": 1500,
+        }))
+        .await;
+    assert!(is_error, "{v}");
+    assert_eq!(v["error"]["name"], "TimeoutError", "{v}");
+    let lines = audit_until(&h, |l| {
+        l.iter()
+            .any(|x| x["event"] == "tool.call" && x["outcome"] == "cancelled")
+    })
+    .await;
+    let first = lines[0]["execution"].clone();
+    let call: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "tool.call" && l["execution"] == first)
+        .collect();
+    assert_eq!(call.len(), 1, "{lines:?}");
+    assert_eq!(
+        (call[0]["decision"].clone(), call[0]["outcome"].clone()),
+        (json!("allow"), json!("cancelled")),
+        "{lines:?}"
+    );
+    let end: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "run.end" && l["execution"] == first)
+        .collect();
+    assert_eq!(end.len(), 1, "{lines:?}");
+    assert_eq!(end[0]["error"], "TimeoutError", "{lines:?}");
+    let peak = end[0]["memoryPeakBytes"].as_u64().unwrap_or(0);
+    assert!(
+        peak > 32 * 1024 * 1024,
+        "peak memory {peak} does not show the 32 MiB string: {lines:?}"
+    );
+
+    // 2. The client gives up on the request (notifications/cancelled): the run still gets
+    //    its end, and its call in flight a cancelled line.
+    let abandoned = tokio::time::timeout(
+        std::time::Duration::from_millis(800),
+        h.exec("await tools.fx.sleep({ ms: 20000 }); return 1;"),
+    )
+    .await;
+    assert!(abandoned.is_err(), "the run should still be going");
+    let lines = audit_until(&h, |l| {
+        l.iter()
+            .any(|x| x["event"] == "run.end" && x["outcome"] == "cancelled")
+    })
+    .await;
+    let starts: Vec<&Value> = lines.iter().filter(|l| l["event"] == "run.start").collect();
+    assert_eq!(starts.len(), 2, "{lines:?}");
+    let second = starts[1]["execution"].clone();
+    let end: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "run.end" && l["execution"] == second)
+        .collect();
+    assert_eq!(end.len(), 1, "{lines:?}");
+    assert_eq!(end[0]["outcome"], "cancelled", "{lines:?}");
+    assert_eq!(end[0]["toolCalls"], 1, "{lines:?}");
+    let call: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "tool.call" && l["execution"] == second)
+        .collect();
+    assert_eq!(call.len(), 1, "{lines:?}");
+    assert_eq!(call[0]["outcome"], "cancelled", "{lines:?}");
+
+    // The server still serves, with a full pool.
+    let (v, is_error) = h.exec("return 2;").await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], 2);
+}

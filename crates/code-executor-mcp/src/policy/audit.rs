@@ -89,6 +89,9 @@ pub enum AuditEvent {
         tool_calls: u32,
         result_bytes: usize,
         log_bytes: usize,
+        /// Peak resident memory of the worker process, when it could be measured.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        memory_peak_bytes: Option<u64>,
     },
     #[serde(rename = "tool.call", rename_all = "camelCase")]
     ToolCall {

@@ -29,7 +29,8 @@ pub struct RunScope {
     pub view: ToolView,
     pub limits: Limits,
     pub deadline: Instant,
-    pub tool_calls: AtomicU32,
+    /// Tool-call attempts so far (shared with whoever records the run's end).
+    pub tool_calls: Arc<AtomicU32>,
     /// Upstream calls of this execution in flight at once.
     pub in_flight: tokio::sync::Semaphore,
     pub policy: Arc<Policy>,
@@ -44,6 +45,7 @@ impl RunScope {
         limits: Limits,
         policy: Arc<Policy>,
         tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
+        tool_calls: Arc<AtomicU32>,
     ) -> Self {
         RunScope {
             execution,
@@ -51,7 +53,7 @@ impl RunScope {
             view: ToolView::default(),
             limits,
             deadline: Instant::now() + limits.timeout,
-            tool_calls: AtomicU32::new(0),
+            tool_calls,
             in_flight: tokio::sync::Semaphore::new(limits.max_concurrent_tool_calls.max(1)),
             policy,
             tool_rate,
@@ -163,28 +165,19 @@ async fn call_tool(
         }
     };
     let args_json = serde_json::to_vec(&args).unwrap_or_default();
-    let logged_args = scope.policy.audit.log_arguments().then(|| args.clone());
-    let audit = |decision: &'static str,
-                 reason: Option<String>,
-                 outcome: Option<&'static str>,
-                 result_bytes: usize| {
-        scope.policy.audit.record(AuditEvent::ToolCall {
-            execution: scope.execution.clone(),
-            server: server.clone(),
-            tool: tool.name.to_string(),
-            decision,
-            reason,
-            outcome,
-            duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
-            args_sha256: sha256_hex(&args_json),
-            args_bytes: args_json.len(),
-            args: logged_args.clone(),
-            result_bytes,
-        });
+    let mut record = CallRecord {
+        scope,
+        server: server.clone(),
+        tool: tool.name.to_string(),
+        started,
+        args_sha256: sha256_hex(&args_json),
+        args_bytes: args_json.len(),
+        args: scope.policy.audit.log_arguments().then(|| args.clone()),
+        forwarded: false,
     };
-    let deny = |name: &str, reason: String| {
+    let mut deny = |name: &str, reason: String| {
         tracing::info!(server, tool = %tool.name, "tool call denied: {reason}");
-        audit("deny", Some(reason.clone()), None, 0);
+        record.write("deny", Some(reason.clone()), None, 0);
         err(name, reason)
     };
     // Every attempt counts, allowed or not: a loop of denied calls is capped too.
@@ -223,6 +216,7 @@ async fn call_tool(
         return deny("TypeError", e);
     }
     let _permit = scope.in_flight.acquire().await;
+    record.forwarded = true;
     // When the execution's deadline comes first, it governs (a TimeoutError for the whole
     // run, which cancels this call); the grace keeps the two from racing.
     const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
@@ -240,7 +234,7 @@ async fn call_tool(
             } else {
                 "tool_error"
             };
-            audit("allow", None, Some(label), bytes);
+            record.write("allow", None, Some(label), bytes);
             outcome
         }
         Err(e) => {
@@ -249,8 +243,64 @@ async fn call_tool(
             } else {
                 "failed"
             };
-            audit("allow", Some(e.to_string()), Some(label), 0);
+            record.write("allow", Some(e.to_string()), Some(label), 0);
             err("ToolError", e.to_string())
+        }
+    }
+}
+
+/// The audit line of one call attempt. A call forwarded upstream whose answer never came
+/// (its execution ended or timed out, which cancels it) is recorded as `cancelled` when the
+/// call is dropped, so every attempt has exactly one line.
+struct CallRecord<'a> {
+    scope: &'a RunScope,
+    server: String,
+    tool: String,
+    started: Instant,
+    args_sha256: String,
+    args_bytes: usize,
+    args: Option<Value>,
+    /// Forwarded upstream and not yet recorded.
+    forwarded: bool,
+}
+
+impl CallRecord<'_> {
+    fn write(
+        &mut self,
+        decision: &'static str,
+        reason: Option<String>,
+        outcome: Option<&'static str>,
+        result_bytes: usize,
+    ) {
+        self.forwarded = false;
+        self.scope.policy.audit.record(AuditEvent::ToolCall {
+            execution: self.scope.execution.clone(),
+            server: self.server.clone(),
+            tool: self.tool.clone(),
+            decision,
+            reason,
+            outcome,
+            duration_ms: (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+            args_sha256: std::mem::take(&mut self.args_sha256),
+            args_bytes: self.args_bytes,
+            args: self.args.take(),
+            result_bytes,
+        });
+    }
+}
+
+impl Drop for CallRecord<'_> {
+    fn drop(&mut self) {
+        if self.forwarded {
+            self.write(
+                "allow",
+                Some(
+                    "the execution ended before the upstream answered; the call was cancelled"
+                        .into(),
+                ),
+                Some("cancelled"),
+                0,
+            );
         }
     }
 }

@@ -56,6 +56,9 @@ pub struct ExecOutcome {
     /// Set when code ran without confinement (`--sandbox=none`), so every result says so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// Peak resident memory of the worker, for the audit log (not part of the answer).
+    #[serde(skip)]
+    pub memory_peak_bytes: Option<u64>,
 }
 
 impl ExecOutcome {
@@ -68,6 +71,7 @@ impl ExecOutcome {
             tool_calls: 0,
             duration_ms: 0.0,
             warning: None,
+            memory_peak_bytes: None,
         }
     }
 }
@@ -86,6 +90,8 @@ pub struct ExecRequest {
     pub execution: String,
     /// The client's tool-call rate limiter, from admission.
     pub tool_rate: Option<Arc<governor::DefaultDirectRateLimiter>>,
+    /// Counts the execution's tool-call attempts, readable even if the run is abandoned.
+    pub tool_calls: Arc<std::sync::atomic::AtomicU32>,
 }
 
 /// Runs TypeScript, JavaScript and Python executions.
@@ -191,6 +197,7 @@ impl Runtime {
             tool_calls: 0,
             duration_ms: 0.0,
             warning: self.unconfined.then(|| UNSANDBOXED_WARNING.to_string()),
+            memory_peak_bytes: None,
         };
         let finish = |mut out: ExecOutcome| {
             out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
@@ -234,6 +241,7 @@ impl Runtime {
             limits,
             self.policy.clone(),
             req.tool_rate,
+            req.tool_calls,
         ));
         let tools = self.bindings(&scope, language).await;
         let run = RunRequest {
@@ -257,12 +265,15 @@ impl Runtime {
                 return finish(out);
             }
         };
+        // However the run ends (even abandoned by its client), the pool gets a replacement.
+        let _refill = Refill(pool);
         let mut logs = LogCollector::new(limits.max_log_bytes);
         let ended = tokio::time::timeout_at(
             deadline,
             drive(&mut worker, run, &self.catalog, &scope, &mut logs),
         )
         .await;
+        out.memory_peak_bytes = worker.memory_peak();
         out.tool_calls = scope
             .tool_calls
             .load(Ordering::Relaxed)
@@ -291,7 +302,6 @@ impl Runtime {
         // Reaping the worker and starting its replacement happen after the answer, off the
         // request path.
         tokio::spawn(worker.finish());
-        pool.replenish();
         out.logs = logs.finish();
         finish(out)
     }
@@ -366,6 +376,15 @@ impl Runtime {
             cache.insert(key, (tools.clone(), sigs.clone()));
         }
         sigs
+    }
+}
+
+/// Tops its pool up when dropped, which happens after the answer is ready.
+struct Refill<'a>(&'a Pool);
+
+impl Drop for Refill<'_> {
+    fn drop(&mut self) {
+        self.0.replenish();
     }
 }
 

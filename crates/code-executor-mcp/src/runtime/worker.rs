@@ -222,6 +222,39 @@ impl WorkerProcess {
         self.frames.recv().await
     }
 
+    /// Peak resident memory (`VmHWM`) of the largest process in the worker's tree: the
+    /// sandbox helpers and the engine they run, plus anything the code started. Read from the
+    /// host's `/proc`, so the worker cannot misreport it; `None` when it is already gone.
+    pub fn memory_peak(&self) -> Option<u64> {
+        let mut peak = None;
+        let mut stack = vec![self.pid];
+        // A worker has at most a few dozen processes (its RLIMIT_NPROC); the bound only
+        // guards against a pid reused mid-walk.
+        let mut budget = 256;
+        while let Some(pid) = stack.pop() {
+            budget -= 1;
+            if budget == 0 {
+                break;
+            }
+            if let Some(kib) = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .ok()
+                .and_then(|s| status_kib(&s, "VmHWM:"))
+            {
+                peak = peak.max(Some(kib * 1024));
+            }
+            if let Ok(children) =
+                std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            {
+                stack.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+        peak
+    }
+
     /// Kills the worker and everything it started (its whole process group).
     pub fn kill(&mut self) {
         sandbox::kill_group(self.pid);
@@ -260,6 +293,12 @@ impl WorkerProcess {
             format!("the worker process exited unexpectedly ({status}): {tail}")
         }
     }
+}
+
+/// A `KEY:   123 kB` field of `/proc/PID/status`, in KiB.
+fn status_kib(status: &str, key: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..].split_whitespace().next()?.parse().ok()
 }
 
 impl Drop for WorkerProcess {
