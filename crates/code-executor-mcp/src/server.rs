@@ -29,8 +29,9 @@ pub fn tool_definitions() -> Vec<Tool> {
         "type": "object",
         "properties": {
             "code": {"type": "string"},
-            "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 300000, "description": "default 30000"},
-            "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool patterns, * wildcard; default all"}
+            "timeoutMs": {"type": "integer", "maximum": 300000, "description": "default 30000"},
+            "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool patterns, * wildcard; default all"},
+            "limits": {"type": "object", "description": "tighten: maxToolCalls, maxConcurrentToolCalls, maxLogBytes, memoryMb"}
         },
         "required": ["code"]
     });
@@ -38,10 +39,11 @@ pub fn tool_definitions() -> Vec<Tool> {
         "type": "object",
         "properties": {
             "result": {},
-            "logs": {"type": "array", "items": {"type": "object", "properties": {"level": {"type": "string"}, "text": {"type": "string"}}}},
-            "error": {"type": "object", "properties": {"name": {"type": "string"}, "message": {"type": "string"}, "stack": {"type": "string"}}},
+            "logs": {"type": "array", "items": {"type": "object", "description": "{level, text}"}},
+            "error": {"type": "object", "description": "{name, message, stack?}"},
             "toolCalls": {"type": "integer"},
-            "durationMs": {"type": "number"}
+            "durationMs": {"type": "number"},
+            "outputFile": {"type": "string"}
         },
         "required": ["result", "logs", "toolCalls", "durationMs"]
     });
@@ -68,7 +70,7 @@ pub fn tool_definitions() -> Vec<Tool> {
                     "detail": {"enum": ["names", "summary", "full"]},
                     "server": {"type": "string"},
                     "limit": {"type": "integer", "minimum": 1},
-                    "cursor": {"type": "string", "description": "nextCursor of the previous page"}
+                    "cursor": {"type": "string", "description": "a nextCursor"}
                 },
                 "required": ["query"]
             },
@@ -110,6 +112,8 @@ struct ExecuteArgs {
     code: String,
     timeout_ms: Option<u64>,
     allowed_tools: Option<Vec<String>>,
+    #[serde(default)]
+    limits: crate::policy::RequestLimits,
 }
 
 #[derive(Deserialize)]
@@ -159,6 +163,7 @@ impl CodeExecutorServer {
                             code: a.code,
                             timeout_ms: a.timeout_ms,
                             allowed_tools: a.allowed_tools,
+                            limits: a.limits,
                             ..ExecRequest::default()
                         },
                         client,

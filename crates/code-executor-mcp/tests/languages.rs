@@ -308,6 +308,12 @@ r
                     .sum();
                 assert!(kept <= 1024 * 1024, "{kept}");
                 assert!(logs.len() > 1000, "{}", logs.len());
+                // The whole output is kept in the execution's scratch directory.
+                let file = v["outputFile"].as_str().expect("outputFile");
+                assert!(last["text"].as_str().unwrap().contains(file), "{last}");
+                let full = std::fs::read_to_string(file).unwrap();
+                assert_eq!(full.lines().count(), 5000);
+                assert!(full.lines().all(|l| l == "y".repeat(1000)));
             }),
         },
         Case {

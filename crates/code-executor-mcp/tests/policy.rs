@@ -269,6 +269,79 @@ async fn execution_limits_come_from_the_settings() {
     );
 }
 
+#[tokio::test]
+async fn a_request_can_tighten_its_own_limits_but_not_loosen_them() {
+    let (h, _d) = with_settings(
+        json!({"executionLimits": {"maxToolCalls": 5}}),
+        json!({"fx": fixture_entry("fx")}),
+        false,
+    )
+    .await;
+    let count_calls = "let n = 0; try { for (;;) { await tools.fx.echo({ message: 'x' }); n++; } } catch (e) { return [n, e.name]; }";
+    let (v, _) = h
+        .exec_with(json!({"code": count_calls, "limits": {"maxToolCalls": 2}}))
+        .await;
+    assert_eq!(v["result"], json!([2, "LimitError"]), "{v}");
+    let (v, _) = h
+        .run_tool(
+            "execute_python",
+            json!({"code": "n = 0\ntry:\n    while True:\n        tools.fx.echo(message='x')\n        n += 1\nexcept Exception as e:\n    r = [n, type(e).__name__]\nr", "limits": {"maxToolCalls": 1}}),
+        )
+        .await;
+    assert_eq!(v["result"], json!([1, "LimitError"]), "{v}");
+    let (v, _) = h
+        .exec_with(json!({"code": "for (let i = 0; i < 10; i++) console.log('0123456789'); return 1;", "limits": {"maxLogBytes": 25}}))
+        .await;
+    let logs = v["logs"].as_array().unwrap();
+    assert_eq!(logs.len(), 3, "{v}");
+    assert!(
+        logs[2]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("[output truncated at the 25 bytes limit"),
+        "{v}"
+    );
+    for (limits, field) in [
+        (
+            json!({"maxToolCalls": 6}),
+            "limits.maxToolCalls must be between 1 and 5",
+        ),
+        (
+            json!({"maxToolCalls": 0}),
+            "limits.maxToolCalls must be between 1 and 5",
+        ),
+        (
+            json!({"memoryMb": 100000}),
+            "limits.memoryMb must be between 16 and 256",
+        ),
+    ] {
+        let (v, is_error) = h
+            .exec_with(json!({"code": "return 1", "limits": limits}))
+            .await;
+        assert!(is_error, "{v}");
+        assert_eq!(v["error"]["name"], "RangeError", "{v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(field),
+            "{v}"
+        );
+    }
+    // A misspelt limit is refused, naming the fields that exist.
+    let r = h
+        .client
+        .peer()
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("execute_typescript").with_arguments(
+                json!({"code": "return 1", "limits": {"maxToolCall": 1}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await;
+    let message = format!("{r:?}");
+    assert!(message.contains("maxToolCalls"), "{message}");
+}
+
 /// Polls the audit log until `done` holds (lines are written after the answer, or when an
 /// abandoned run is torn down).
 async fn audit_until(h: &Harness, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {

@@ -58,12 +58,17 @@ impl Default for AuditSettings {
     }
 }
 
-/// The default audit file.
-pub fn default_path() -> Option<PathBuf> {
+/// Our state directory: `$XDG_STATE_HOME/code-executor-mcp`, else `~/.local/state/...`.
+pub fn state_dir() -> Option<PathBuf> {
     std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .map(|d| d.join("code-executor-mcp/audit.jsonl"))
+        .map(|d| d.join("code-executor-mcp"))
+}
+
+/// The default audit file.
+pub fn default_path() -> Option<PathBuf> {
+    state_dir().map(|d| d.join("audit.jsonl"))
 }
 
 /// One thing worth recording.

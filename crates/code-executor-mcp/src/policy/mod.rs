@@ -22,6 +22,8 @@ pub struct Policy {
     pub validators: validate::Validators,
     pub audit: audit::AuditLog,
     pub admission: admission::Admission,
+    /// Root of the executions' scratch directories (overflowing output); `None`: none kept.
+    pub scratch: Option<std::path::PathBuf>,
 }
 
 impl Policy {
@@ -37,6 +39,7 @@ impl Policy {
             validators: validate::Validators::default(),
             audit,
             admission: admission::Admission::new(settings.limits),
+            scratch: crate::runtime::output::default_scratch_root(),
         }
     }
 
@@ -48,6 +51,7 @@ impl Policy {
             validators: validate::Validators::default(),
             audit: audit::AuditLog::disabled(),
             admission: admission::Admission::new(admission::AdmissionSettings::default()),
+            scratch: None,
         }
     }
 
@@ -71,6 +75,10 @@ pub const JS_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
 pub const JS_STACK_BYTES: u64 = 1024 * 1024;
 /// Captured console output per execution; beyond it output is dropped and a marker says so.
 pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
+/// Output kept in the scratch file when the answer's cap cuts it (see `runtime::output`).
+pub const MAX_OUTPUT_FILE_BYTES: u64 = 8 * 1024 * 1024;
+/// Largest configurable output file: it crosses the worker pipe and lands on disk.
+const MAX_OUTPUT_FILE_LIMIT: u64 = 256 * 1024 * 1024;
 /// Tool calls of one execution in flight at once: `Promise.all` over a thousand items must not
 /// open a thousand upstream requests; the rest wait their turn.
 pub const MAX_CONCURRENT_TOOL_CALLS: usize = 32;
@@ -88,6 +96,8 @@ pub struct Limits {
     pub memory_bytes: u64,
     pub stack_bytes: u64,
     pub max_log_bytes: u64,
+    /// Output kept on disk when `max_log_bytes` cuts the answer's (0: none).
+    pub max_output_file_bytes: u64,
     pub max_tool_calls: u32,
     pub max_concurrent_tool_calls: usize,
 }
@@ -104,6 +114,9 @@ pub struct ExecutionLimits {
     /// the code gets a MemoryError instead of a killed worker), in MiB.
     pub memory_mb: u64,
     pub max_log_bytes: u64,
+    /// Output kept in the execution's scratch directory when `maxLogBytes` cuts the answer's;
+    /// 0 keeps none.
+    pub max_output_file_bytes: u64,
     pub max_tool_calls: u32,
     pub max_concurrent_tool_calls: usize,
     pub max_code_bytes: usize,
@@ -119,6 +132,7 @@ impl Default for ExecutionLimits {
             max_timeout_ms: MAX_TIMEOUT_MS,
             memory_mb: JS_MEMORY_BYTES / (1024 * 1024),
             max_log_bytes: MAX_LOG_BYTES,
+            max_output_file_bytes: MAX_OUTPUT_FILE_BYTES,
             max_tool_calls: MAX_TOOL_CALLS,
             max_concurrent_tool_calls: MAX_CONCURRENT_TOOL_CALLS,
             max_code_bytes: MAX_CODE_BYTES,
@@ -146,6 +160,11 @@ impl ExecutionLimits {
         if self.max_tool_calls == 0 || self.max_concurrent_tool_calls == 0 {
             return e("maxToolCalls and maxConcurrentToolCalls must be at least 1");
         }
+        if self.max_output_file_bytes > MAX_OUTPUT_FILE_LIMIT {
+            return e(&format!(
+                "maxOutputFileBytes must be at most {MAX_OUTPUT_FILE_LIMIT} (0 keeps no file)"
+            ));
+        }
         if self.max_code_bytes == 0 || self.max_code_bytes > 16 * 1024 * 1024 {
             return e("maxCodeBytes must be between 1 and 16 MiB (the frame limit)");
         }
@@ -153,7 +172,55 @@ impl ExecutionLimits {
     }
 }
 
+/// Limits a request sets for itself (`limits` of `execute_*`): each may tighten the
+/// configured one, never loosen it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestLimits {
+    pub max_tool_calls: Option<u32>,
+    pub max_concurrent_tool_calls: Option<usize>,
+    pub max_log_bytes: Option<u64>,
+    pub memory_mb: Option<u64>,
+}
+
 impl Limits {
+    /// These limits tightened by a request's own; a value outside `[minimum, configured]` is
+    /// an error naming the field and its bounds.
+    pub fn narrowed(mut self, req: &RequestLimits) -> Result<Limits, String> {
+        fn within<T: PartialOrd + std::fmt::Display + Copy>(
+            name: &str,
+            asked: Option<T>,
+            min: T,
+            max: T,
+        ) -> Result<Option<T>, String> {
+            match asked {
+                Some(v) if v < min || v > max => Err(format!(
+                    "limits.{name} must be between {min} and {max} (the configured limit); got {v}"
+                )),
+                other => Ok(other),
+            }
+        }
+        if let Some(v) = within("maxToolCalls", req.max_tool_calls, 1, self.max_tool_calls)? {
+            self.max_tool_calls = v;
+        }
+        if let Some(v) = within(
+            "maxConcurrentToolCalls",
+            req.max_concurrent_tool_calls,
+            1,
+            self.max_concurrent_tool_calls,
+        )? {
+            self.max_concurrent_tool_calls = v;
+        }
+        if let Some(v) = within("maxLogBytes", req.max_log_bytes, 1, self.max_log_bytes)? {
+            self.max_log_bytes = v;
+        }
+        let memory_mb = self.memory_bytes / (1024 * 1024);
+        if let Some(v) = within("memoryMb", req.memory_mb, 16.min(memory_mb), memory_mb)? {
+            self.memory_bytes = v * 1024 * 1024;
+        }
+        Ok(self)
+    }
+
     /// Limits for a request that asked for `timeout_ms` (within [1, max_timeout_ms]).
     pub fn for_request(timeout_ms: Option<u64>) -> Result<Limits, String> {
         Limits::configured(&ExecutionLimits::default(), timeout_ms)
@@ -173,6 +240,7 @@ impl Limits {
             memory_bytes: cfg.memory_mb * 1024 * 1024,
             stack_bytes: JS_STACK_BYTES,
             max_log_bytes: cfg.max_log_bytes,
+            max_output_file_bytes: cfg.max_output_file_bytes,
             max_tool_calls: cfg.max_tool_calls,
             max_concurrent_tool_calls: cfg.max_concurrent_tool_calls,
         })

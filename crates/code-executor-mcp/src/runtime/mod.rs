@@ -11,6 +11,7 @@
 //! - [`bridge`]: every request from code passes here (policy, then upstream).
 
 pub mod bridge;
+pub mod output;
 pub mod pool;
 pub mod python;
 pub mod worker;
@@ -25,13 +26,14 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use worker_protocol::{
-    CallOutcome, EngineLimits, ErrorInfo, HostFrame, LogLevel, RunOutcome, RunRequest, ToolBinding,
+    CallOutcome, EngineLimits, ErrorInfo, HostFrame, RunOutcome, RunRequest, ToolBinding,
     WorkerFrame,
 };
 
 use crate::catalog::Catalog;
-use crate::policy::{Decision, Limits, Policy};
+use crate::policy::{Decision, Limits, Policy, RequestLimits};
 use bridge::RunScope;
+use output::{LogCollector, Spill};
 use pool::{Pool, PoolStats};
 use python::PythonRuntime;
 use worker::Language;
@@ -56,6 +58,9 @@ pub struct ExecOutcome {
     /// Set when code ran without confinement (`--sandbox=none`), so every result says so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// The full output, when it was cut and kept in the execution's scratch directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_file: Option<String>,
     /// Peak resident memory of the worker, for the audit log (not part of the answer).
     #[serde(skip)]
     pub memory_peak_bytes: Option<u64>,
@@ -71,6 +76,7 @@ impl ExecOutcome {
             tool_calls: 0,
             duration_ms: 0.0,
             warning: None,
+            output_file: None,
             memory_peak_bytes: None,
         }
     }
@@ -86,6 +92,8 @@ pub struct ExecRequest {
     pub code: String,
     pub timeout_ms: Option<u64>,
     pub allowed_tools: Option<Vec<String>>,
+    /// Limits the request tightens for itself.
+    pub limits: RequestLimits,
     /// The execution's id in the audit log (empty: unaudited one-off).
     pub execution: String,
     /// The client's tool-call rate limiter, from admission.
@@ -197,13 +205,16 @@ impl Runtime {
             tool_calls: 0,
             duration_ms: 0.0,
             warning: self.unconfined.then(|| UNSANDBOXED_WARNING.to_string()),
+            output_file: None,
             memory_peak_bytes: None,
         };
         let finish = |mut out: ExecOutcome| {
             out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
             out
         };
-        let limits = match Limits::configured(&self.policy.execution, req.timeout_ms) {
+        let limits = match Limits::configured(&self.policy.execution, req.timeout_ms)
+            .and_then(|l| l.narrowed(&req.limits))
+        {
             Ok(l) => l,
             Err(e) => {
                 out.error = Some(error("RangeError", e));
@@ -244,13 +255,28 @@ impl Runtime {
             req.tool_calls,
         ));
         let tools = self.bindings(&scope, language).await;
+        // Output past the answer's cap is still wanted, up to the file's own cap, when it
+        // can be kept.
+        let spill = self
+            .policy
+            .scratch
+            .as_ref()
+            .filter(|_| limits.max_output_file_bytes > 0)
+            .map(|root| Spill {
+                dir: root.join(scratch_name(&scope.execution)),
+                max_bytes: limits.max_output_file_bytes,
+            });
+        let worker_log_bytes = match &spill {
+            Some(s) => limits.max_log_bytes.max(s.max_bytes),
+            None => limits.max_log_bytes,
+        };
         let run = RunRequest {
             code: prepared.code,
             tools,
             limits: EngineLimits {
                 memory_bytes: limits.memory_bytes,
                 stack_bytes: limits.stack_bytes,
-                max_log_bytes: limits.max_log_bytes,
+                max_log_bytes: worker_log_bytes,
             },
         };
         let deadline = tokio::time::Instant::from_std(scope.deadline);
@@ -267,7 +293,7 @@ impl Runtime {
         };
         // However the run ends (even abandoned by its client), the pool gets a replacement.
         let _refill = Refill(pool);
-        let mut logs = LogCollector::new(limits.max_log_bytes);
+        let mut logs = LogCollector::new(limits.max_log_bytes, spill);
         let ended = tokio::time::timeout_at(
             deadline,
             drive(&mut worker, run, &self.catalog, &scope, &mut logs),
@@ -302,7 +328,9 @@ impl Runtime {
         // Reaping the worker and starting its replacement happen after the answer, off the
         // request path.
         tokio::spawn(worker.finish());
-        out.logs = logs.finish();
+        let captured = logs.finish();
+        out.logs = captured.logs;
+        out.output_file = captured.file.map(|p| p.display().to_string());
         finish(out)
     }
 
@@ -379,6 +407,18 @@ impl Runtime {
     }
 }
 
+/// The scratch directory name of an execution: its audit id, or a fresh one for unaudited
+/// runs.
+fn scratch_name(execution: &str) -> String {
+    if !execution.is_empty() && execution.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return execution.to_string();
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("run-{}-{}", std::process::id(), t.as_nanos())
+}
+
 /// Tops its pool up when dropped, which happens after the answer is ready.
 struct Refill<'a>(&'a Pool);
 
@@ -452,63 +492,6 @@ async fn drive(
     }
 }
 
-/// Captured output with a byte cap; past the cap a marker says how much was dropped.
-struct LogCollector {
-    entries: Vec<LogEntry>,
-    budget: u64,
-    cap: u64,
-    dropped_bytes: u64,
-    truncated: bool,
-}
-
-impl LogCollector {
-    fn new(cap: u64) -> Self {
-        LogCollector {
-            entries: Vec::new(),
-            budget: cap,
-            cap,
-            dropped_bytes: 0,
-            truncated: false,
-        }
-    }
-
-    fn push(&mut self, level: LogLevel, text: String) {
-        let len = text.len() as u64;
-        if self.truncated || len > self.budget {
-            self.truncated = true;
-            self.dropped_bytes += len;
-            return;
-        }
-        self.budget -= len;
-        self.entries.push(LogEntry {
-            level: level.as_str(),
-            text,
-        });
-    }
-
-    fn truncated_by_worker(&mut self) {
-        self.truncated = true;
-    }
-
-    fn finish(mut self) -> Vec<LogEntry> {
-        if self.truncated {
-            let dropped = if self.dropped_bytes > 0 {
-                format!("{} further bytes were dropped", self.dropped_bytes)
-            } else {
-                "later output was dropped".to_string()
-            };
-            self.entries.push(LogEntry {
-                level: "warn",
-                text: format!(
-                    "[output truncated at the {} KiB limit; {dropped}]",
-                    self.cap / 1024
-                ),
-            });
-        }
-        self.entries
-    }
-}
-
 /// Rewrites `code.ts:LINE:COL` positions of the generated JavaScript to the user's lines and
 /// drops frames of our own prelude, which mean nothing to the user.
 fn map_stack(stack: &str, stripped: &js_worker::Stripped) -> String {
@@ -546,33 +529,6 @@ fn map_stack(stack: &str, stripped: &js_worker::Stripped) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn log_cap_keeps_whole_lines_and_adds_a_marker() {
-        let mut logs = LogCollector::new(10);
-        logs.push(LogLevel::Log, "12345".into());
-        logs.push(LogLevel::Warn, "123456".into());
-        logs.push(LogLevel::Log, "1".into());
-        let entries = logs.finish();
-        assert_eq!(entries.len(), 2);
-        assert_eq!(
-            entries[0],
-            LogEntry {
-                level: "log",
-                text: "12345".into()
-            }
-        );
-        assert!(
-            entries[1].text.starts_with("[output truncated"),
-            "{:?}",
-            entries[1]
-        );
-        assert!(
-            entries[1].text.contains("7 further bytes were dropped"),
-            "{:?}",
-            entries[1]
-        );
-    }
 
     #[test]
     fn stack_lines_are_mapped_to_user_lines() {
