@@ -173,7 +173,7 @@ async fn call_tool(
         args_sha256: sha256_hex(&args_json),
         args_bytes: args_json.len(),
         args: scope.policy.audit.log_arguments().then(|| args.clone()),
-        forwarded: false,
+        allowed: false,
     };
     let mut deny = |name: &str, reason: String| {
         tracing::info!(server, tool = %tool.name, "tool call denied: {reason}");
@@ -215,8 +215,8 @@ async fn call_tool(
     if let Err(e) = scope.policy.validators.check(&server, &tool, &args) {
         return deny("TypeError", e);
     }
+    record.allowed = true;
     let _permit = scope.in_flight.acquire().await;
-    record.forwarded = true;
     // When the execution's deadline comes first, it governs (a TimeoutError for the whole
     // run, which cancels this call); the grace keeps the two from racing.
     const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
@@ -249,9 +249,9 @@ async fn call_tool(
     }
 }
 
-/// The audit line of one call attempt. A call forwarded upstream whose answer never came
-/// (its execution ended or timed out, which cancels it) is recorded as `cancelled` when the
-/// call is dropped, so every attempt has exactly one line.
+/// The audit line of one call attempt. An allowed call that never finished (its execution
+/// ended or timed out while it waited for a slot or for the upstream, which cancels it) is
+/// recorded as `cancelled` when it is dropped, so every attempt has exactly one line.
 struct CallRecord<'a> {
     scope: &'a RunScope,
     server: String,
@@ -260,8 +260,8 @@ struct CallRecord<'a> {
     args_sha256: String,
     args_bytes: usize,
     args: Option<Value>,
-    /// Forwarded upstream and not yet recorded.
-    forwarded: bool,
+    /// Allowed and not yet recorded.
+    allowed: bool,
 }
 
 impl CallRecord<'_> {
@@ -272,7 +272,7 @@ impl CallRecord<'_> {
         outcome: Option<&'static str>,
         result_bytes: usize,
     ) {
-        self.forwarded = false;
+        self.allowed = false;
         self.scope.policy.audit.record(AuditEvent::ToolCall {
             execution: self.scope.execution.clone(),
             server: self.server.clone(),
@@ -291,13 +291,10 @@ impl CallRecord<'_> {
 
 impl Drop for CallRecord<'_> {
     fn drop(&mut self) {
-        if self.forwarded {
+        if self.allowed {
             self.write(
                 "allow",
-                Some(
-                    "the execution ended before the upstream answered; the call was cancelled"
-                        .into(),
-                ),
+                Some("the execution ended before the call finished; it was cancelled".into()),
                 Some("cancelled"),
                 0,
             );
