@@ -435,3 +435,51 @@ async fn every_run_and_attempt_has_its_end_even_when_cut_short() {
     assert!(!is_error, "{v}");
     assert_eq!(v["result"], 2);
 }
+
+#[tokio::test]
+async fn an_oversized_upstream_result_is_cut_or_refused_at_once() {
+    let (h, _d) = with_settings(
+        json!({"maxResultBytes": 100000}),
+        json!({"fx": fixture_entry("fx")}),
+        false,
+    )
+    .await;
+    // A little over the cap: cut, with its start kept and a note saying so.
+    let (v, is_error) = h
+        .exec("const r = await tools.fx.big({ bytes: 300000 }); return [r[0].slice(0, 60), r[1].length];")
+        .await;
+    assert!(!is_error, "{v}");
+    assert!(
+        v["result"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("[result truncated: "),
+        "{v}"
+    );
+    assert_eq!(v["result"][1], 100000, "{v}");
+    // Far over it (past the per-message bound): an error at once, not a wait for the
+    // timeout, and never buffered whole.
+    let started = std::time::Instant::now();
+    let (v, _) = h
+        .exec_with(json!({
+            "code": "try { await tools.fx.big({ bytes: 5000000 }); return 'returned'; } catch (e) { return e.name + ': ' + e.message; }",
+            "timeoutMs": 20000,
+        }))
+        .await;
+    let message = v["result"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("ToolError") && message.contains("maxResultBytes"),
+        "{v}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    // The connection is still good.
+    let (v, is_error) = h
+        .exec("return await tools.fx.echo({ message: 'after' });")
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], "Echo: after");
+}

@@ -8,7 +8,8 @@
 //! next use tries again, with a growing pause after repeated failures; the others keep
 //! working. `notifications/tools/list_changed` marks a server's tool list stale, and the next
 //! look refetches it. Requests an upstream sends us (sampling, elicitation) are refused; roots
-//! are an empty list.
+//! are an empty list. A result over `maxResultBytes` is cut with a note; a stdio message over
+//! twice that is dropped as it arrives and its call answered with an error ([`bounded`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
@@ -23,8 +24,9 @@ use rmcp::model::{
     Implementation, Tool,
 };
 use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde::Serialize;
 use tokio::io::AsyncBufReadExt;
@@ -32,6 +34,7 @@ use tokio::sync::Mutex;
 
 use crate::config::{Config, INHERITED_ENV, ServerSpec, Settings, Transport};
 
+mod bounded;
 mod sse;
 
 /// Longest pause between start attempts of a server that keeps failing.
@@ -304,7 +307,7 @@ impl Upstreams {
             }
             State::Idle => {}
         }
-        match connect(&up.spec, self.settings.connect_timeout).await {
+        match connect(&up.spec, &self.settings).await {
             Ok(conn) => {
                 let conn = Arc::new(conn);
                 *state = State::Connected(conn.clone());
@@ -409,7 +412,8 @@ fn resolve_program(
         })
 }
 
-async fn connect(spec: &ServerSpec, timeout: Duration) -> Result<Connection, String> {
+async fn connect(spec: &ServerSpec, settings: &Settings) -> Result<Connection, String> {
+    let timeout = settings.connect_timeout;
     let stale = Arc::new(AtomicBool::new(false));
     let handler = Handler {
         stale: stale.clone(),
@@ -422,7 +426,11 @@ async fn connect(spec: &ServerSpec, timeout: Duration) -> Result<Connection, Str
                 env,
                 cwd,
             } => {
-                let transport = spawn_stdio(&spec.name, command, args, env, cwd.as_deref())?;
+                // One message may be up to twice the result cap: a result a little over the
+                // cap is still cut with its start kept; a larger one is an error at once.
+                let max_message = settings.max_result_bytes.saturating_mul(2).max(1 << 20);
+                let transport =
+                    spawn_stdio(&spec.name, command, args, env, cwd.as_deref(), max_message)?;
                 handler.serve(transport).await.map_err(|e| e.to_string())?
             }
             Transport::Http { url, headers } => {
@@ -476,13 +484,25 @@ async fn connect(spec: &ServerSpec, timeout: Duration) -> Result<Connection, Str
     }
 }
 
+/// The transport to a stdio child: its stdout bounded per message ([`bounded`]), its stdin
+/// closed when the connection is dropped.
+type StdioTransport = AsyncRwTransport<
+    RoleClient,
+    bounded::BoundedLines<tokio::process::ChildStdout>,
+    CloseNotice<tokio::process::ChildStdin>,
+>;
+
+/// Time a stdio server gets to exit after its stdin is closed before it is killed.
+const STDIO_EXIT_GRACE: Duration = Duration::from_secs(2);
+
 fn spawn_stdio(
     name: &str,
     command: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
     cwd: Option<&Path>,
-) -> Result<TokioChildProcess, String> {
+    max_message: usize,
+) -> Result<StdioTransport, String> {
     let env = child_env(env);
     let target = sandbox::WorkerCommand {
         program: resolve_program(command, &env, cwd)?,
@@ -498,21 +518,96 @@ fn spawn_stdio(
     )
     .map_err(|e| e.to_string())?;
     let mut cmd = tokio::process::Command::from(cmd);
-    cmd.kill_on_drop(true);
-    let (transport, stderr) = TokioChildProcess::builder(cmd)
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot run `{command}`: {e}"))?;
-    if let Some(stderr) = stderr {
-        let name = name.to_string();
-        tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::info!(target: "upstream", server = %name, "{line}");
-            }
-        });
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(format!("`{command}` started without its pipes"));
+    };
+    let server = name.to_string();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::info!(target: "upstream", server = %server, "{line}");
+        }
+    });
+    // The child's keeper: logs how it ended; once the connection is gone (its stdin closed),
+    // gives it a moment to exit on its own, then kills it.
+    let (closed_tx, closed) = tokio::sync::oneshot::channel();
+    let server = name.to_string();
+    let pid = child.id();
+    tokio::spawn(async move {
+        let status = tokio::select! {
+            status = child.wait() => status,
+            _ = closed => match tokio::time::timeout(STDIO_EXIT_GRACE, child.wait()).await {
+                Ok(status) => status,
+                Err(_) => {
+                    if let Some(pid) = pid {
+                        sandbox::kill_group(pid);
+                    }
+                    let _ = child.start_kill();
+                    child.wait().await
+                }
+            },
+        };
+        match status {
+            Ok(s) => tracing::debug!(server = %server, "upstream process ended: {s}"),
+            Err(e) => tracing::debug!(server = %server, "upstream process: {e}"),
+        }
+    });
+    Ok(AsyncRwTransport::new_client(
+        bounded::BoundedLines::new(stdout, max_message),
+        CloseNotice {
+            inner: stdin,
+            closed: Some(closed_tx),
+        },
+    )
+    // Never reached: the bounded reader cuts first, and answers.
+    .with_max_line_length(max_message.saturating_add(2)))
+}
+
+/// A writer that says when it is dropped.
+pub struct CloseNotice<W> {
+    inner: W,
+    closed: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl<W> Drop for CloseNotice<W> {
+    fn drop(&mut self) {
+        if let Some(tx) = self.closed.take() {
+            let _ = tx.send(());
+        }
     }
-    Ok(transport)
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for CloseNotice<W> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 /// TLS for HTTPS upstreams uses rustls with the ring provider (lighter to build than
