@@ -1,19 +1,21 @@
 //! The QuickJS worker process: one runtime, the prelude, and a loop that runs code.
 //!
-//! The worker owns its process. It reads [`HostFrame`]s from stdin on a reader thread and
-//! writes [`WorkerFrame`]s to stdout from the engine thread; nothing else is ever written to
+//! The worker owns its process. It reads [`HostFrame`]s from stdin and writes [`WorkerFrame`]s
+//! to stdout, both on the engine thread; nothing else is ever written to
 //! stdout. It never decides policy: every request it makes is checked by the host, and the
 //! host kills the whole process group at the deadline.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, BufReader, Write};
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime, Value};
@@ -47,55 +49,78 @@ enum Event {
     Closed(Option<FrameError>),
 }
 
-fn run_worker() -> Result<(), String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::Builder::new()
-        .name("host-reader".into())
-        .spawn(move || {
-            let mut stdin = io::stdin().lock();
-            loop {
-                match read_frame::<_, HostFrame>(&mut stdin, MAX_HOST_FRAME_BYTES) {
-                    Ok(frame) => {
-                        if tx.send(Event::Frame(frame)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(FrameError::Eof) => {
-                        let _ = tx.send(Event::Closed(None));
-                        return;
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Event::Closed(Some(e)));
-                        return;
-                    }
-                }
-            }
-        })
-        .map_err(|e| format!("cannot start reader thread: {e}"))?;
+/// Bytes from the host, read on the engine thread itself: a reply wakes the thread that runs
+/// the code directly, with no reader thread and channel in between.
+struct Input {
+    reader: BufReader<File>,
+}
 
+impl Input {
+    fn stdin() -> Result<Self, String> {
+        let fd = io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| format!("cannot open stdin: {e}"))?;
+        Ok(Input {
+            reader: BufReader::with_capacity(64 * 1024, File::from(fd)),
+        })
+    }
+
+    /// The next frame, or `None` when `wait` passed first (`None`: wait for as long as it takes).
+    fn next(&mut self, wait: Option<Duration>) -> Option<Event> {
+        if let Some(wait) = wait
+            && self.reader.buffer().is_empty()
+        {
+            // Whole milliseconds, rounded up: a timer fires at most a millisecond late.
+            let ms = wait.as_micros().div_ceil(1000);
+            let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+            let mut fds = [PollFd::new(
+                self.reader.get_ref().as_fd(),
+                PollFlags::POLLIN,
+            )];
+            match poll(&mut fds, timeout) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => return None,
+                Err(e) => return Some(Event::Closed(Some(FrameError::Io(e.into())))),
+            }
+        }
+        Some(
+            match read_frame::<_, HostFrame>(&mut self.reader, MAX_HOST_FRAME_BYTES) {
+                Ok(frame) => Event::Frame(frame),
+                Err(FrameError::Eof) => Event::Closed(None),
+                Err(e) => Event::Closed(Some(e)),
+            },
+        )
+    }
+}
+
+fn run_worker() -> Result<(), String> {
+    let mut input = Input::stdin()?;
     let engine = Engine::new().map_err(|e| format!("engine start failed: {e}"))?;
     engine.send(&WorkerFrame::Ready {
         protocol: PROTOCOL_VERSION,
         engine: format!("quickjs-ng (rquickjs {})", env!("CARGO_PKG_VERSION")),
     })?;
     loop {
-        match rx.recv() {
-            Ok(Event::Frame(HostFrame::Run(req))) => {
-                let outcome = engine.run(req, &rx)?;
+        match input.next(None) {
+            Some(Event::Frame(HostFrame::Run(req))) => {
+                let outcome = engine.run(req, &mut input)?;
                 engine.send(&WorkerFrame::Done { outcome })?;
             }
-            Ok(Event::Frame(HostFrame::Reply { id, .. })) => {
+            Some(Event::Frame(HostFrame::Reply { id, .. })) => {
                 return Err(format!("reply {id} arrived while no code was running"));
             }
-            Ok(Event::Closed(None)) | Err(_) => return Ok(()),
-            Ok(Event::Closed(Some(e))) => return Err(format!("bad frame from host: {e}")),
+            Some(Event::Closed(None)) | None => return Ok(()),
+            Some(Event::Closed(Some(e))) => return Err(format!("bad frame from host: {e}")),
         }
     }
 }
 
 /// State shared by the host functions the prelude receives.
 struct Shared {
-    out: io::Stdout,
+    /// Our own handle on stdout: a frame is one `write`, with no line buffering in between.
+    out: File,
     started: Instant,
     outstanding: HashSet<u64>,
     timers: BinaryHeap<Reverse<(Instant, u64)>>,
@@ -123,11 +148,19 @@ struct Engine {
 }
 
 impl Engine {
-    fn new() -> rquickjs::Result<Self> {
+    fn new() -> Result<Self, String> {
+        let out = io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| format!("cannot open stdout: {e}"))?;
+        Self::with_output(File::from(out)).map_err(|e| e.to_string())
+    }
+
+    fn with_output(out: File) -> rquickjs::Result<Self> {
         let rt = Runtime::new()?;
         let ctx = Context::full(&rt)?;
         let shared = Rc::new(RefCell::new(Shared {
-            out: io::stdout(),
+            out,
             started: Instant::now(),
             outstanding: HashSet::new(),
             timers: BinaryHeap::new(),
@@ -170,7 +203,7 @@ impl Engine {
     }
 
     /// Runs one request to completion (or until the host goes away).
-    fn run(&self, req: RunRequest, rx: &mpsc::Receiver<Event>) -> Result<RunOutcome, String> {
+    fn run(&self, req: RunRequest, input: &mut Input) -> Result<RunOutcome, String> {
         self.apply_limits(&req.limits);
         let bindings = serde_json::to_string(&req.tools).map_err(|e| e.to_string())?;
         let memory_limit = req.limits.memory_bytes;
@@ -194,7 +227,7 @@ impl Engine {
                 Ok(p) => p,
                 Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit)),
             };
-            self.drive(&ctx, &entry, &promise, rx, memory_limit)
+            self.drive(&ctx, &entry, &promise, input, memory_limit)
         })
     }
 
@@ -204,7 +237,7 @@ impl Engine {
         ctx: &Ctx<'js>,
         entry: &Object<'js>,
         promise: &Promise<'js>,
-        rx: &mpsc::Receiver<Event>,
+        input: &mut Input,
         memory_limit: u64,
     ) -> Result<RunOutcome, String> {
         let deliver: Function = entry.get("deliver").map_err(|e| e.to_string())?;
@@ -285,13 +318,9 @@ impl Engine {
                     },
                 });
             }
-            let event = match next_timer {
-                Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
-                    Ok(ev) => ev,
-                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                    Err(mpsc::RecvTimeoutError::Disconnected) => Event::Closed(None),
-                },
-                None => rx.recv().unwrap_or(Event::Closed(None)),
+            let wait = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
+            let Some(event) = input.next(wait) else {
+                continue; // a timer is due
             };
             match event {
                 Event::Frame(HostFrame::Reply { id, outcome }) => {

@@ -21,13 +21,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use rmcp::model::Tool;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::io::AsyncWriteExt;
 use worker_protocol::{
-    CallOutcome, EngineLimits, ErrorInfo, HostFrame, RunOutcome, RunRequest, ToolBinding,
-    WorkerFrame,
+    EngineLimits, ErrorInfo, HostFrame, RunOutcome, RunRequest, ToolBinding, WorkerFrame, encode,
 };
 
 use crate::catalog::Catalog;
@@ -448,6 +449,10 @@ enum Failure {
 }
 
 /// Sends the run, then serves the worker's requests until it is done.
+///
+/// Calls are futures polled by this loop (no task per call); replies go into an outbox that is
+/// written as the worker's stdin takes it. Reading never waits for a write: a worker blocked
+/// on writing a frame while the host waits to hand it a large reply would otherwise be stuck.
 async fn drive(
     worker: &mut worker::WorkerProcess,
     run: RunRequest,
@@ -459,35 +464,41 @@ async fn drive(
         tracing::warn!("{e}");
         return Err(Failure::Exited);
     }
-    let (reply_tx, mut replies) = mpsc::unbounded_channel::<(u64, CallOutcome)>();
-    let mut calls = tokio::task::JoinSet::new();
+    let mut calls = FuturesUnordered::new();
+    let mut outbox: Vec<u8> = Vec::new();
+    let (frames, stdin) = worker.io();
     loop {
         tokio::select! {
-            frame = worker.recv() => match frame {
+            biased;
+            written = stdin.write(&outbox), if !outbox.is_empty() => match written {
+                Ok(n) if n > 0 => {
+                    outbox.drain(..n);
+                }
+                Ok(_) => return Err(Failure::Exited),
+                Err(e) => {
+                    tracing::debug!("cannot write to worker: {e}");
+                    return Err(Failure::Exited);
+                }
+            },
+            Some((id, outcome)) = calls.next(), if !calls.is_empty() => {
+                match encode(&HostFrame::Reply { id, outcome }) {
+                    Ok(bytes) => outbox.extend_from_slice(&bytes),
+                    Err(e) => return Err(Failure::Protocol(format!("cannot encode a reply: {e}"))),
+                }
+            }
+            frame = frames.recv() => match frame {
                 None => return Err(Failure::Exited),
                 Some(Err(e)) => return Err(Failure::Protocol(e)),
                 Some(Ok(WorkerFrame::Log { level, text })) => logs.push(level, text),
                 Some(Ok(WorkerFrame::LogsTruncated)) => logs.truncated_by_worker(),
                 Some(Ok(WorkerFrame::Done { outcome })) => return Ok(outcome),
                 Some(Ok(WorkerFrame::Call { id, request })) => {
-                    let catalog = catalog.clone();
-                    let scope = scope.clone();
-                    let tx = reply_tx.clone();
-                    calls.spawn(async move {
-                        let outcome = bridge::handle(&catalog, &scope, request).await;
-                        let _ = tx.send((id, outcome));
-                    });
+                    calls.push(async move { (id, bridge::handle(catalog, scope, request).await) });
                 }
                 Some(Ok(WorkerFrame::Ready { .. })) => {
                     return Err(Failure::Protocol("worker sent a second ready frame".into()));
                 }
             },
-            Some((id, outcome)) = replies.recv() => {
-                if let Err(e) = worker.send(&HostFrame::Reply { id, outcome }).await {
-                    tracing::debug!("{e}");
-                    return Err(Failure::Exited);
-                }
-            }
         }
     }
 }

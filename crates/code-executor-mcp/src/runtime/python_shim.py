@@ -7,9 +7,10 @@
 #
 # Frames: 4-byte big-endian length + UTF-8 JSON. The worker sends `ready` once warm, then for
 # each `run` it sends `call`, `log`, `logs_truncated` and finally `done`; the host answers each
-# `call` with a `reply` carrying the same id. A reader thread owns the input pipe and hands
-# replies to whoever waits for them (a blocked thread or an asyncio future), so calls made with
-# `asyncio.gather` really are in flight together on the host.
+# `call` with a `reply` carrying the same id. A thread waiting for a reply reads the input pipe
+# itself and hands other replies to whoever waits for them (a blocked thread or an asyncio
+# future, for which a background thread reads), so calls made with `asyncio.gather` really are
+# in flight together on the host.
 
 import os
 import sys
@@ -83,11 +84,14 @@ sys.argv = [SOURCE_NAME]
 _send_lock = threading.Lock()
 
 
+# One encoder and decoder for every frame (json.dumps with options builds a new one per call).
+_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_decoder = json.JSONDecoder()
+
+
 def _encode(frame):
     # Lone surrogates cannot be UTF-8: replace them rather than break the frame.
-    return json.dumps(frame, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode(
-        "utf-8", "replace"
-    )
+    return _encoder.encode(frame).encode("utf-8", "replace")
 
 
 def _send_bytes(body):
@@ -102,14 +106,22 @@ def _send(frame):
     _send_bytes(_encode(frame))
 
 
-def _read_exact(n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(_IN, n - len(buf))
+_inbuf = bytearray()
+
+
+def _read_frame():
+    """Reads one frame from the host. Only the thread holding `_rlock` calls this."""
+    while True:
+        if len(_inbuf) >= 4:
+            (length,) = struct.unpack_from(">I", _inbuf)
+            if len(_inbuf) >= 4 + length:
+                body = _inbuf[4 : 4 + length].decode("utf-8")
+                del _inbuf[: 4 + length]
+                return _decoder.decode(body)
+        chunk = os.read(_IN, max(65536, 4 + (len(_inbuf) >= 4 and length) - len(_inbuf)))
         if not chunk:
             raise EOFError
-        buf += chunk
-    return bytes(buf)
+        _inbuf.extend(chunk)
 
 
 _runs = queue.Queue()
@@ -117,24 +129,72 @@ _pending = {}
 _pending_lock = threading.Lock()
 _ids = itertools.count(1)
 
+# Whoever waits for a frame reads it: a thread blocked in call_mcp_tool reads its own reply
+# from the pipe, with no reader thread and hand-off in between. One thread at a time holds
+# `_rlock` and reads, delivering every frame to its waiter; the others wait on their event.
+# A reader that leaves, and a waiter that leaves while nobody reads, nudge one remaining
+# waiter to take over. A background thread reads while asyncio calls are in flight.
+_rlock = threading.Lock()
+_waiting = set()
+_waiting_lock = threading.Lock()
+_async = threading.Condition()
+_async_pending = [0]
 
-def _reader():
+
+def _dispatch(frame):
+    kind = frame.get("type")
+    if kind == "run":
+        _runs.put(frame)
+        _run_waiter.event.set()
+    elif kind == "reply":
+        with _pending_lock:
+            waiter = _pending.pop(frame.get("id"), None)
+        if waiter is not None:
+            waiter.deliver(frame.get("outcome") or {})
+
+
+def _nudge():
+    """Wakes one waiting thread to take over reading, when nobody reads."""
+    if _rlock.locked():
+        return
+    with _waiting_lock:
+        other = next(iter(_waiting), None)
+    if other is not None:
+        other.event.set()
+
+
+def _await_frames(done, waiter):
+    """Blocks until `done()`, reading and delivering frames itself when no other thread does."""
+    with _waiting_lock:
+        _waiting.add(waiter)
     try:
-        while True:
-            (length,) = struct.unpack(">I", _read_exact(4))
-            frame = json.loads(_read_exact(length))
-            kind = frame.get("type")
-            if kind == "run":
-                _runs.put(frame)
-            elif kind == "reply":
-                with _pending_lock:
-                    waiter = _pending.pop(frame.get("id"), None)
-                if waiter is not None:
-                    waiter.deliver(frame.get("outcome") or {})
-    except BaseException:  # noqa: BLE001 - EOF or a broken frame: the host is gone or gave up
-        pass
-    # The host closed our input: it no longer wants anything from this worker.
-    os._exit(0)
+        while not done():
+            if _rlock.acquire(blocking=False):
+                try:
+                    while not done():
+                        _dispatch(_read_frame())
+                except BaseException:  # noqa: BLE001 - EOF or a broken frame: the host is gone
+                    # The host closed our input: it no longer wants anything from this worker.
+                    os._exit(0)
+                finally:
+                    _rlock.release()
+                break
+            waiter.event.wait()
+            waiter.event.clear()
+    finally:
+        with _waiting_lock:
+            _waiting.discard(waiter)
+        _nudge()
+
+
+def _background_reader():
+    """Reads for asyncio calls, whose event loop cannot block on the pipe."""
+    waiter = _Waiter()
+    while True:
+        with _async:
+            while not _async_pending[0]:
+                _async.wait()
+        _await_frames(lambda: not _async_pending[0], waiter)
 
 
 # ------------------------------------------------------------------------ output capture
@@ -398,6 +458,14 @@ class _Waiter:
         self.event.set()
 
 
+_run_waiter = _Waiter()
+
+
+def _async_done():
+    with _async:
+        _async_pending[0] -= 1
+
+
 class _FutureWaiter:
     __slots__ = ("loop", "future")
 
@@ -406,6 +474,7 @@ class _FutureWaiter:
         self.future = future
 
     def deliver(self, outcome):
+        _async_done()
         try:
             self.loop.call_soon_threadsafe(_settle, self.future, outcome)
         except RuntimeError:  # the loop was closed: nobody waits any more
@@ -427,15 +496,29 @@ def _register(waiter, request):
 def _request(request):
     waiter = _Waiter()
     _register(waiter, request)
-    waiter.event.wait()
+    _await_frames(lambda: waiter.outcome is not None, waiter)
     return _result(waiter.outcome)
 
 
 async def _arequest(request):
     loop = asyncio.get_running_loop()
     future = loop.create_future()
-    _register(_FutureWaiter(loop, future), request)
-    return _result(await future)
+    with _async:
+        _async_pending[0] += 1
+        _async.notify()
+    call_id = next(_ids)
+    waiter = _FutureWaiter(loop, future)
+    with _pending_lock:
+        _pending[call_id] = waiter
+    try:
+        _send({"type": "call", "id": call_id, "request": request})
+        return _result(await future)
+    finally:
+        # A call abandoned before its reply (cancelled) no longer keeps the reader busy.
+        with _pending_lock:
+            abandoned = _pending.pop(call_id, None) is not None
+        if abandoned:
+            _async_done()
 
 
 def _tool_request(fn, a, b, c, kwargs):
@@ -817,7 +900,7 @@ def _main():
         except Exception as e:  # noqa: BLE001
             sys.__stderr__ = sys.stderr = _stderr
             os.write(2, ("cannot add site dir %s: %s\n" % (d, e)).encode())
-    threading.Thread(target=_reader, name="protocol-reader", daemon=True).start()
+    threading.Thread(target=_background_reader, name="protocol-reader", daemon=True).start()
     _send(
         {
             "type": "ready",
@@ -826,7 +909,8 @@ def _main():
         }
     )
     while True:
-        _run(_runs.get())
+        _await_frames(lambda: not _runs.empty(), _run_waiter)
+        _run(_runs.get_nowait())
 
 
 _main()

@@ -1,8 +1,9 @@
 //! One worker process seen from the host: spawn it confined, speak frames, kill it.
 //!
 //! Every frame from a worker is untrusted: its length is capped before the body is read, and
-//! a frame that does not decode ends that worker. Frames are read by a task of their own, so
-//! the run loop can wait on frames and on tool results at once.
+//! a frame that does not decode ends that worker. Frames are read by the run loop itself
+//! ([`FrameReader::recv`] is cancel-safe), so it can wait on frames, tool results and writes at
+//! once without a task and a channel in between.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -12,8 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin};
-use tokio::sync::mpsc;
+use tokio::process::{Child, ChildStdin, ChildStdout};
 use worker_protocol::{
     HostFrame, MAX_WORKER_FRAME_BYTES, PROTOCOL_VERSION, WorkerFrame, check_len, encode,
 };
@@ -60,8 +60,97 @@ pub struct WorkerProcess {
     child: Child,
     pid: u32,
     stdin: ChildStdin,
-    frames: mpsc::Receiver<FrameResult>,
+    frames: FrameReader,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// Smallest read from a worker's stdout.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Frames from a worker's stdout, decoded from a buffer the reads fill.
+pub struct FrameReader {
+    stdout: ChildStdout,
+    buf: Vec<u8>,
+    /// Start of the bytes not yet decoded.
+    pos: usize,
+    /// The stream ended or broke the protocol: nothing more is read.
+    done: bool,
+}
+
+impl FrameReader {
+    fn new(stdout: ChildStdout) -> Self {
+        FrameReader {
+            stdout,
+            buf: Vec::new(),
+            pos: 0,
+            done: false,
+        }
+    }
+
+    /// A complete frame from the buffer, if there is one. The length is checked against the
+    /// cap as soon as the header is in, before any of the body is waited for.
+    fn take(&mut self) -> Option<FrameResult> {
+        let avail = &self.buf[self.pos..];
+        let header: [u8; 4] = avail.get(..4)?.try_into().ok()?;
+        let len = match check_len(header, MAX_WORKER_FRAME_BYTES) {
+            Ok(len) => len,
+            Err(e) => {
+                self.done = true;
+                return Some(Err(format!("worker broke the protocol: {e}")));
+            }
+        };
+        let body = avail.get(4..4 + len)?;
+        let frame = serde_json::from_slice::<WorkerFrame>(body)
+            .map_err(|e| format!("worker broke the protocol: malformed frame: {e}"));
+        self.pos += 4 + len;
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        }
+        if frame.is_err() {
+            self.done = true;
+        }
+        Some(frame)
+    }
+
+    /// The next frame; `None` when the worker has exited. Cancel-safe: a frame is either
+    /// returned or stays buffered.
+    pub async fn recv(&mut self) -> Option<FrameResult> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(frame) = self.take() {
+                return Some(frame);
+            }
+            if self.pos > 0 {
+                self.buf.drain(..self.pos);
+                self.pos = 0;
+            }
+            // Room for the rest of the frame whose header is in (its length is capped), or
+            // for a chunk.
+            let want = match self.buf.get(..4).and_then(|h| <[u8; 4]>::try_from(h).ok()) {
+                Some(h) => (u32::from_be_bytes(h) as usize + 4)
+                    .saturating_sub(self.buf.len())
+                    .max(READ_CHUNK),
+                None => READ_CHUNK,
+            };
+            self.buf.reserve(want);
+            match self.stdout.read_buf(&mut self.buf).await {
+                Ok(0) => {
+                    self.done = true;
+                    // EOF: the worker exited; inside a frame that is worth saying.
+                    return (!self.buf.is_empty())
+                        .then(|| Err("worker output ended inside a frame".to_string()));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(format!("cannot read from worker: {e}")));
+                }
+            }
+        }
+    }
 }
 
 /// The whole environment of a worker: nothing of the host's (secrets live there).
@@ -107,13 +196,11 @@ impl WorkerSpawner {
         };
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         tokio::spawn(read_stderr(stderr, pid, stderr_tail.clone()));
-        let (tx, frames) = mpsc::channel(64);
-        tokio::spawn(read_frames(stdout, tx));
         let mut worker = WorkerProcess {
             child,
             pid,
             stdin,
-            frames,
+            frames: FrameReader::new(stdout),
             stderr_tail,
         };
         match tokio::time::timeout(WORKER_READY_TIMEOUT, worker.frames.recv()).await {
@@ -166,31 +253,6 @@ async fn read_stderr(
                 }
                 t.push_back(text);
             }
-        }
-    }
-}
-
-async fn read_frames(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<FrameResult>) {
-    let mut r = BufReader::with_capacity(64 * 1024, stdout);
-    loop {
-        let mut header = [0u8; 4];
-        if r.read_exact(&mut header).await.is_err() {
-            return; // EOF: the worker exited; the receiver sees the channel close.
-        }
-        let frame = match check_len(header, MAX_WORKER_FRAME_BYTES) {
-            Err(e) => Err(format!("worker broke the protocol: {e}")),
-            Ok(len) => {
-                let mut body = vec![0u8; len];
-                match r.read_exact(&mut body).await {
-                    Err(e) => Err(format!("worker output ended inside a frame: {e}")),
-                    Ok(_) => serde_json::from_slice::<WorkerFrame>(&body)
-                        .map_err(|e| format!("worker broke the protocol: malformed frame: {e}")),
-                }
-            }
-        };
-        let fatal = frame.is_err();
-        if tx.send(frame).await.is_err() || fatal {
-            return;
         }
     }
 }
@@ -253,6 +315,11 @@ impl WorkerProcess {
             }
         }
         peak
+    }
+
+    /// The frame reader and the worker's stdin apart, to read and write at once.
+    pub fn io(&mut self) -> (&mut FrameReader, &mut ChildStdin) {
+        (&mut self.frames, &mut self.stdin)
     }
 
     /// Kills the worker and everything it started (its whole process group).
