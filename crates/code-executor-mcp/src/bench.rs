@@ -313,6 +313,34 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
         .try_into()
         .map_err(|_| anyhow::anyhow!("measurement count"))?;
     let refill = summarize(refill_ms);
+    // Paired rounds: 20 direct calls, then the same 20 from TypeScript and from Python, back
+    // to back in each round, each execution on a full pool. Load from elsewhere on the machine
+    // then hits both sides of a ratio alike; the per-round ratios' median is the robust figure.
+    let (mut pair_direct, mut pair_ts, mut pair_py) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pair_ratio_ts, mut pair_ratio_py) = (Vec::new(), Vec::new());
+    for _ in 0..n.min(20) {
+        wait_for_pool(&ours, "js").await?;
+        wait_for_pool(&ours, "python").await?;
+        let t = Instant::now();
+        for _ in 0..20 {
+            call(&direct, "echo", echo()).await?;
+        }
+        let d = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        exec(seq20).await?;
+        let ts = t.elapsed().as_secs_f64() * 1e3;
+        wait_for_pool(&ours, "js").await?;
+        let t = Instant::now();
+        exec_py(py_seq20).await?;
+        let py = t.elapsed().as_secs_f64() * 1e3;
+        pair_direct.push(d);
+        pair_ts.push(ts);
+        pair_py.push(py);
+        pair_ratio_ts.push(ts / d);
+        pair_ratio_py.push(py / d);
+    }
+    let paired_ts_ratio = summarize(pair_ratio_ts);
+    let paired_py_ratio = summarize(pair_ratio_py);
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -345,6 +373,13 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
             "wait_for_a_full_pool_before_each_sample_ms (both languages)": refill,
             "trivial_execution_back_to_back_ms": py_trivial_back_to_back,
         },
+        "paired_20_sequential_calls": {
+            "direct_ms": summarize(pair_direct),
+            "typescript_ms": summarize(pair_ts),
+            "python_ms": summarize(pair_py),
+            "typescript_vs_direct_per_round": paired_ts_ratio,
+            "python_vs_direct_per_round": paired_py_ratio,
+        },
         "ratios": {
             "trivial_vs_direct_echo": round(median(&trivial) / d),
             "seq20_vs_direct_seq20": round(median(&seq) / median(&direct_20)),
@@ -366,6 +401,8 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
             "python_trivial_execution_median_ms": "< 10",
             "python_trivial_vs_direct_echo": "<= 5",
             "python_seq20_vs_direct_seq20": "<= 1.3",
+            "seq20_vs_direct_seq20_paired": "<= 1.3",
+            "python_seq20_vs_direct_seq20_paired": "<= 1.3",
         },
     });
     say(&serde_json::to_string_pretty(&report)?);
