@@ -1,7 +1,9 @@
-//! The command line: serve (default), exec, demo, bench, doctor, tools search/show, wrappers.
+//! The command line: serve (default), exec, demo, bench, doctor, tools search/show, wrappers,
+//! login/logout.
 //!
 //! In serve mode stdout belongs to the MCP protocol; logs go to stderr through `tracing`.
-//! The other commands are for people at a terminal and print to stdout.
+//! The other commands are for people at a terminal and print to stdout; `login` talks to
+//! the person on stderr while it waits.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -112,6 +114,17 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Log in to an HTTP or SSE server that uses OAuth: prints a URL to open in a browser,
+    /// waits for the redirect, stores the token (0600, in the user config dir).
+    Login {
+        /// The server's name in the merged config (see `config show`).
+        server: String,
+        /// Seconds to wait for the browser's redirect.
+        #[arg(long, value_name = "SECS", default_value_t = crate::oauth::login::DEFAULT_TIMEOUT.as_secs())]
+        timeout: u64,
+    },
+    /// Forget the stored OAuth login of a server (every URL it had).
+    Logout { server: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -352,6 +365,24 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }) => {
             let (config, settings, _) = load(&cli)?;
             let mut shown = config.describe();
+            // Whether a login is stored; never anything of the token itself.
+            if let Some(list) = shown["servers"].as_array_mut() {
+                for entry in list {
+                    let spec = entry["name"].as_str().and_then(|n| config.servers.get(n));
+                    if let Some(spec) = spec
+                        && crate::oauth::server_url(spec).is_some()
+                    {
+                        entry["oauthLogin"] = serde_json::json!(if crate::oauth::has_login(
+                            spec,
+                            config.token_dir.as_deref()
+                        ) {
+                            "stored"
+                        } else {
+                            "none"
+                        });
+                    }
+                }
+            }
             shown["settings"] = serde_json::json!({
                 "source": settings.source,
                 "poolSize": settings.pool_size,
@@ -393,6 +424,67 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Bench(args)) => {
             let opts = options(&cli)?;
             crate::bench::run_bench(opts, args).await
+        }
+        Some(Command::Login { server, timeout }) => {
+            let (config, _, _) = load(&cli)?;
+            let spec = config.servers.get(server).with_context(|| {
+                format!(
+                    "no MCP server named \"{server}\" is configured (`code-executor-mcp config show` lists them)"
+                )
+            })?;
+            let dir = config
+                .token_dir
+                .clone()
+                .context("no user config dir to keep the token in: set HOME or XDG_CONFIG_HOME")?;
+            let outcome = crate::oauth::login::login(
+                spec,
+                &dir,
+                std::time::Duration::from_secs(*timeout),
+                &tell,
+            )
+            .await?;
+            let expiry = match (outcome.expires_in, outcome.refreshable) {
+                (Some(s), true) => {
+                    format!("; the access token lasts {s} s and is refreshed automatically")
+                }
+                (Some(s), false) => {
+                    format!("; the access token lasts {s} s (no refresh token: log in again then)")
+                }
+                (None, _) => String::new(),
+            };
+            say(&format!(
+                "Logged in to \"{server}\"{}. Token stored in {}{expiry}.",
+                if outcome.scopes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (scopes: {})", outcome.scopes.join(" "))
+                },
+                outcome.token_file.display()
+            ));
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Logout { server }) => {
+            let cwd = std::env::current_dir().context("cannot read the working directory")?;
+            let dir = Places::from_env(cwd)
+                .config_dir
+                .map(|d| crate::config::token_dir_in(&d))
+                .context("no user config dir: set HOME or XDG_CONFIG_HOME")?;
+            let removed = crate::oauth::store::remove_server(&dir, server)
+                .with_context(|| format!("cannot remove tokens under {}", dir.display()))?;
+            if removed.is_empty() {
+                say(&format!(
+                    "No stored login for \"{server}\" in {}.",
+                    dir.display()
+                ));
+            } else {
+                for p in &removed {
+                    say(&format!("Removed {}", p.display()));
+                }
+                say(&format!(
+                    "Logged out of \"{server}\" (the tokens were deleted here; the authorization server may still list the grant)."
+                ));
+            }
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
@@ -494,6 +586,16 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// What `login` tells the person while stdout stays for its result (never used in serve
+/// mode).
+#[expect(
+    clippy::print_stderr,
+    reason = "login shows the URL to open and what it waits for"
+)]
+pub fn tell(text: &str) {
+    eprintln!("{text}");
 }
 
 /// Terminal output of the people-facing commands (never used in serve mode).

@@ -320,6 +320,7 @@ pub fn demo_config(exe: &std::path::Path) -> Config {
         disabled: false,
         source: "(built-in demo)".into(),
         client: "demo",
+        oauth: None,
     };
     Config {
         servers: BTreeMap::from([("shop".to_string(), spec)]),

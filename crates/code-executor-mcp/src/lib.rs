@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod oauth;
 pub mod policy;
 pub mod runtime;
 pub mod server;

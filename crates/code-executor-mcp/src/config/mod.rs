@@ -62,6 +62,37 @@ pub struct ServerSpec {
     /// The file this entry came from, and the client that owns that file.
     pub source: PathBuf,
     pub client: &'static str,
+    /// OAuth client settings (`"oauth": {...}`), for HTTP and SSE servers; `None` means
+    /// defaults (dynamic client registration, the scopes the server asks for).
+    pub oauth: Option<OAuthConfig>,
+}
+
+/// An entry's `oauth` object: how `code-executor-mcp login` presents itself to the server's
+/// authorization server. Every field is optional; without a client id the client registers
+/// itself (RFC 7591). The secret is a credential: write it as `${VAR}`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct OAuthConfig {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// Scopes to ask for; empty means those the server advertises.
+    pub scopes: Vec<String>,
+    /// A fixed port for the loopback redirect (`http://127.0.0.1:PORT/callback`), for
+    /// pre-registered clients whose authorization server does not accept any loopback port.
+    pub callback_port: Option<u16>,
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[masked]"),
+            )
+            .field("scopes", &self.scopes)
+            .field("callback_port", &self.callback_port)
+            .finish()
+    }
 }
 
 /// Everything the server needs to know about its upstreams.
@@ -73,6 +104,9 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// The files read, in precedence order (lowest first).
     pub sources: Vec<PathBuf>,
+    /// Where OAuth tokens live (`<user config dir>/code-executor-mcp/oauth`); `None` when
+    /// there is no user config dir (then no stored login is used).
+    pub token_dir: Option<PathBuf>,
 }
 
 /// Where and how to load from.
@@ -118,6 +152,24 @@ struct RawServer {
     disabled: bool,
     /// Codex writes `enabled = false`.
     enabled: Option<bool>,
+    /// OAuth client settings (ours; Claude Code and Gemini CLI write a similar object).
+    oauth: Option<RawOAuth>,
+}
+
+/// The `oauth` object as written; unknown keys (Gemini's `enabled`, `redirectUri`, ...) are
+/// ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawOAuth {
+    #[serde(alias = "client_id")]
+    client_id: Option<String>,
+    #[serde(alias = "client_secret")]
+    client_secret: Option<String>,
+    /// A list, or one space-separated string.
+    #[serde(alias = "scope")]
+    scopes: Option<Value>,
+    #[serde(alias = "callback_port")]
+    callback_port: Option<u16>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -159,7 +211,10 @@ impl Config {
             });
         }
         let lookup = |k: &str| std::env::var(k).ok();
-        let mut config = Config::default();
+        let mut config = Config {
+            token_dir: opts.places.config_dir.as_ref().map(|d| token_dir_in(d)),
+            ..Config::default()
+        };
         for source in &list {
             match sources::read_entries(source) {
                 Ok(entries) => config.merge(source, entries, opts.self_exe.as_deref(), &lookup),
@@ -261,6 +316,14 @@ impl Config {
                         "headers": headers.iter().map(|(k, v)| (k.clone(), Value::String(mask(k, v)))).collect::<serde_json::Map<_, _>>(),
                     }),
                 };
+                if let Some(o) = &s.oauth {
+                    v["oauth"] = json!({
+                        "clientId": o.client_id,
+                        "clientSecret": o.client_secret.as_ref().map(|c| mask("clientSecret", c)),
+                        "scopes": o.scopes,
+                        "callbackPort": o.callback_port,
+                    });
+                }
                 v["name"] = json!(s.name);
                 v["source"] = json!(s.source);
                 v["client"] = json!(s.client);
@@ -272,6 +335,11 @@ impl Config {
             .collect();
         json!({ "servers": servers, "sources": self.sources, "warnings": self.warnings })
     }
+}
+
+/// The token directory under a user config dir.
+pub fn token_dir_in(config_dir: &Path) -> PathBuf {
+    config_dir.join("code-executor-mcp").join("oauth")
 }
 
 /// Shows a value only when its name says it cannot be a secret; otherwise keeps its length
@@ -408,13 +476,54 @@ fn validate(
             return Err(format!("transport type \"{other}\" needs a \"url\""));
         }
     };
+    let oauth = match (&transport, raw.oauth) {
+        (Transport::Http { .. } | Transport::Sse { .. }, Some(o)) => {
+            Some(validate_oauth(o, &ex).map_err(|e| format!("oauth: {e}"))?)
+        }
+        // A stdio server authenticates however its command does; the object means nothing.
+        _ => None,
+    };
     Ok(Some(ServerSpec {
         name: name.to_string(),
         transport,
         disabled: raw.disabled || raw.enabled == Some(false),
         source: source.path.clone(),
         client: source.client,
+        oauth,
     }))
+}
+
+fn validate_oauth(
+    raw: RawOAuth,
+    ex: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<OAuthConfig, String> {
+    let non_empty = |v: Option<String>, key: &str| -> Result<Option<String>, String> {
+        match v {
+            None => Ok(None),
+            Some(v) => {
+                let v = ex(&v).map_err(|e| format!("{key}: {e}"))?;
+                Ok((!v.trim().is_empty()).then_some(v))
+            }
+        }
+    };
+    let scopes = match raw.scopes {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) if !s.trim().is_empty() && !s.contains(' ') => Ok(s),
+                other => Err(format!("scopes: {other} is not a scope name")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => return Err(format!("scopes: expected a list of strings, got {other}")),
+    };
+    Ok(OAuthConfig {
+        client_id: non_empty(raw.client_id, "clientId")?,
+        client_secret: non_empty(raw.client_secret, "clientSecret")?,
+        scopes,
+        callback_port: raw.callback_port,
+    })
 }
 
 /// Whether an entry would start this very server (which would recurse).

@@ -30,6 +30,7 @@ fn reads_stdio_entries_and_resolves_relative_cwd() {
             disabled: false,
             source: PathBuf::from("/cfg/mcp.json"),
             client: "explicit",
+            oauth: None,
         }
     );
     assert!(c.warnings.is_empty());
@@ -387,4 +388,44 @@ fn config_show_masks_secrets() {
     assert!(!shown.contains("token=abc"), "{shown}");
     assert!(shown.contains("/usr/bin"), "{shown}");
     assert!(shown.contains("sk…(14 chars, masked)"), "{shown}");
+}
+
+#[test]
+fn oauth_objects_are_read_in_either_spelling_and_their_secret_masked() {
+    let c = parse(
+        r#"{"mcpServers": {
+            "a": {"type": "http", "url": "https://a.example/mcp",
+                  "oauth": {"clientId": "cid", "clientSecret": "s3cr3t-value", "scopes": ["read", "write"], "callbackPort": 8765}},
+            "b": {"type": "sse", "url": "https://b.example/sse", "oauth": {"client_id": "x", "scope": "one two", "enabled": true}},
+            "c": {"url": "https://c.example/mcp"},
+            "s": {"command": "srv", "oauth": {"clientId": "ignored"}},
+            "bad": {"url": "https://d.example/mcp", "oauth": {"scopes": [3]}}
+        }}"#,
+    );
+    assert_eq!(
+        c.servers["a"].oauth,
+        Some(OAuthConfig {
+            client_id: Some("cid".into()),
+            client_secret: Some("s3cr3t-value".into()),
+            scopes: vec!["read".into(), "write".into()],
+            callback_port: Some(8765),
+        })
+    );
+    let b = c.servers["b"].oauth.clone().unwrap();
+    assert_eq!(b.client_id.as_deref(), Some("x"));
+    assert_eq!(b.scopes, ["one", "two"]);
+    assert_eq!(c.servers["c"].oauth, None);
+    assert_eq!(c.servers["s"].oauth, None);
+    assert!(!c.servers.contains_key("bad"));
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.contains("bad") && w.contains("oauth")),
+        "{:?}",
+        c.warnings
+    );
+    let shown = c.describe().to_string();
+    assert!(!shown.contains("s3cr3t-value"), "{shown}");
+    assert!(shown.contains("\"clientId\":\"cid\""), "{shown}");
+    assert!(!format!("{:?}", c.servers["a"]).contains("s3cr3t"));
 }

@@ -4,11 +4,14 @@
 //! settings' `connectedServers` connect in the background at start. A stdio child gets a
 //! curated environment (its entry's `env` plus a few basics, never ours), its own process
 //! group, dies with us, and its stderr goes to our log. Streamable HTTP and legacy SSE
-//! servers get their configured headers. A server that fails to start or crashes gives an error naming it; the
-//! next use tries again, with a growing pause after repeated failures; the others keep
-//! working. `notifications/tools/list_changed` marks a server's tool list stale, and the next
-//! look refetches it. Requests an upstream sends us (sampling, elicitation) are refused; roots
-//! are an empty list. A result over `maxResultBytes` is cut with a note; a stdio message over
+//! servers get their configured headers, and the OAuth token of a stored login
+//! ([`crate::oauth`]), refreshed as needed. A server that fails to start or crashes gives an
+//! error naming it; the next use tries again, with a growing pause after repeated failures
+//! (none after an authorization failure, so a new login is used at once); the others keep
+//! working. A server that refuses us for want of a login gives an error saying which
+//! `login` to run. `notifications/tools/list_changed` marks a server's tool list stale, and
+//! the next look refetches it. Requests an upstream sends us (sampling, elicitation) are
+//! refused; roots are an empty list. A result over `maxResultBytes` is cut with a note; a stdio message over
 //! twice that is dropped as it arrives and its call answered with an error ([`bounded`]).
 
 use std::collections::{BTreeMap, HashMap};
@@ -33,6 +36,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::Mutex;
 
 use crate::config::{Config, INHERITED_ENV, ServerSpec, Settings, Transport};
+use crate::oauth::{self, AuthWatch, PrepareError};
 
 mod bounded;
 mod sse;
@@ -59,6 +63,12 @@ pub enum UpstreamError {
         tool: String,
         reason: String,
     },
+    /// The server wants a (new) OAuth login.
+    #[error(
+        "MCP server \"{server}\" needs a login: {reason}; {}",
+        oauth::login_hint(server)
+    )]
+    Unauthorized { server: String, reason: String },
 }
 
 /// Connection state of one server, as `list_servers` shows it.
@@ -98,6 +108,8 @@ struct Connection {
     service: RunningService<RoleClient, Handler>,
     tools: std::sync::Mutex<Arc<Vec<Tool>>>,
     stale: Arc<AtomicBool>,
+    /// HTTP and SSE connections: why the server last refused our authorization.
+    auth: Option<Arc<AuthWatch>>,
 }
 
 impl Connection {
@@ -108,6 +120,10 @@ impl Connection {
 
     fn tools(&self) -> Arc<Vec<Tool>> {
         self.tools.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    fn auth_failure(&self) -> Option<String> {
+        self.auth.as_ref().and_then(|w| w.failure())
     }
 
     /// Refetches the tool list if the server announced a change.
@@ -137,6 +153,8 @@ enum State {
         reason: String,
         at: Instant,
         attempts: u32,
+        /// The server refused our authorization: only a login helps, so no pause.
+        auth: bool,
     },
 }
 
@@ -149,6 +167,7 @@ struct Upstream {
 pub struct Upstreams {
     servers: BTreeMap<String, Arc<Upstream>>,
     settings: Settings,
+    token_dir: Option<PathBuf>,
 }
 
 impl Upstreams {
@@ -169,6 +188,7 @@ impl Upstreams {
         Upstreams {
             servers,
             settings: settings.clone(),
+            token_dir: config.token_dir.clone(),
         }
     }
 
@@ -229,10 +249,23 @@ impl Upstreams {
                 State::Idle => ("available", None, None),
                 State::Connected(c) if !c.alive() => (
                     "failed",
-                    Some("the server exited; it restarts on next use".to_string()),
+                    Some(match c.auth_failure() {
+                        Some(why) => format!("needs a login: {why}; {}", oauth::login_hint(name)),
+                        None => "the server exited; it restarts on next use".to_string(),
+                    }),
                     None,
                 ),
                 State::Connected(c) => ("connected", None, Some(c.tools().len())),
+                State::Failed {
+                    reason, auth: true, ..
+                } => (
+                    "failed",
+                    Some(format!(
+                        "needs a login: {reason}; {}",
+                        oauth::login_hint(name)
+                    )),
+                    None,
+                ),
                 State::Failed { reason, .. } => ("failed", Some(reason.clone()), None),
             };
             out.push(ServerStatus {
@@ -260,13 +293,19 @@ impl Upstreams {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         match tokio::time::timeout(timeout, conn.service.peer().call_tool(params)).await {
             Ok(Ok(result)) => Ok(cap_result(result, self.settings.max_result_bytes)),
-            Ok(Err(e)) => Err(UpstreamError::Call {
-                server: server.to_string(),
-                tool: tool.to_string(),
-                reason: if conn.alive() {
-                    e.to_string()
-                } else {
-                    format!("{e} (the server exited; it restarts on next use)")
+            Ok(Err(e)) => Err(match conn.auth_failure() {
+                Some(reason) => UpstreamError::Unauthorized {
+                    server: server.to_string(),
+                    reason,
+                },
+                None => UpstreamError::Call {
+                    server: server.to_string(),
+                    tool: tool.to_string(),
+                    reason: if conn.alive() {
+                        e.to_string()
+                    } else {
+                        format!("{e} (the server exited; it restarts on next use)")
+                    },
                 },
             }),
             Err(_) => Err(UpstreamError::Timeout {
@@ -288,10 +327,12 @@ impl Upstreams {
         match &*state {
             State::Connected(c) if c.alive() => return Ok(c.clone()),
             State::Connected(_) => tracing::warn!(server, "upstream server exited; restarting it"),
+            State::Failed { auth: true, .. } => {}
             State::Failed {
                 reason,
                 at,
                 attempts: n,
+                ..
             } => {
                 let pause = retry_pause(*n);
                 if at.elapsed() < pause {
@@ -307,18 +348,36 @@ impl Upstreams {
             }
             State::Idle => {}
         }
-        match connect(&up.spec, &self.settings).await {
+        match connect(&up.spec, &self.settings, self.token_dir.as_deref()).await {
             Ok(conn) => {
                 let conn = Arc::new(conn);
                 *state = State::Connected(conn.clone());
                 Ok(conn)
             }
-            Err(reason) => {
+            Err(ConnectError::NeedsLogin(reason)) => {
+                tracing::warn!(
+                    server,
+                    "upstream needs a login: {reason}; {}",
+                    oauth::login_hint(server)
+                );
+                *state = State::Failed {
+                    reason: reason.clone(),
+                    at: Instant::now(),
+                    attempts: attempts + 1,
+                    auth: true,
+                };
+                Err(UpstreamError::Unauthorized {
+                    server: server.to_string(),
+                    reason,
+                })
+            }
+            Err(ConnectError::Other(reason)) => {
                 tracing::warn!(server, "upstream failed to start: {reason}");
                 *state = State::Failed {
                     reason: reason.clone(),
                     at: Instant::now(),
                     attempts: attempts + 1,
+                    auth: false,
                 };
                 Err(UpstreamError::Start {
                     server: server.to_string(),
@@ -412,11 +471,54 @@ fn resolve_program(
         })
 }
 
-async fn connect(spec: &ServerSpec, settings: &Settings) -> Result<Connection, String> {
+/// Why a connection could not be made.
+enum ConnectError {
+    /// The server refused our authorization (or the stored login cannot be used).
+    NeedsLogin(String),
+    Other(String),
+}
+
+impl From<String> for ConnectError {
+    fn from(s: String) -> Self {
+        ConnectError::Other(s)
+    }
+}
+
+/// The authorization manager of a stored login for an HTTP/SSE server, unless its entry
+/// sets a static `Authorization` header (which then wins).
+async fn stored_login(
+    spec: &ServerSpec,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    token_dir: Option<&Path>,
+) -> Result<Option<rmcp::transport::auth::AuthorizationManager>, ConnectError> {
+    if headers
+        .keys()
+        .any(|k| k.eq_ignore_ascii_case("authorization"))
+    {
+        return Ok(None);
+    }
+    oauth::prepare(spec, url, token_dir)
+        .await
+        .map_err(|e| match e {
+            PrepareError::NeedsLogin(why) => ConnectError::NeedsLogin(why),
+            PrepareError::Other(why) => ConnectError::Other(why),
+        })
+}
+
+async fn connect(
+    spec: &ServerSpec,
+    settings: &Settings,
+    token_dir: Option<&Path>,
+) -> Result<Connection, ConnectError> {
     let timeout = settings.connect_timeout;
     let stale = Arc::new(AtomicBool::new(false));
     let handler = Handler {
         stale: stale.clone(),
+    };
+    let watch = match spec.transport {
+        Transport::Stdio { .. } => None,
+        Transport::Http { .. } | Transport::Sse { .. } => Some(Arc::new(AuthWatch::default())),
     };
     let start = async {
         let service = match &spec.transport {
@@ -435,6 +537,7 @@ async fn connect(spec: &ServerSpec, settings: &Settings) -> Result<Connection, S
             }
             Transport::Http { url, headers } => {
                 install_tls_provider();
+                let manager = stored_login(spec, url, headers, token_dir).await?;
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 let mut custom = HashMap::new();
                 for (k, v) in headers {
@@ -450,13 +553,22 @@ async fn connect(spec: &ServerSpec, settings: &Settings) -> Result<Connection, S
                         http::HeaderValue::from_str(v).map_err(|e| format!("header {k}: {e}"))?;
                     custom.insert(name, value);
                 }
-                let transport =
-                    StreamableHttpClientTransport::from_config(config.custom_headers(custom));
+                let client = oauth::HttpClient::new(
+                    reqwest::Client::new(),
+                    manager,
+                    watch.clone().unwrap_or_default(),
+                );
+                let transport = StreamableHttpClientTransport::with_client(
+                    client,
+                    config.custom_headers(custom),
+                );
                 handler.serve(transport).await.map_err(|e| e.to_string())?
             }
             Transport::Sse { url, headers } => {
                 install_tls_provider();
-                let transport = sse::connect(url, headers).await?;
+                let manager = stored_login(spec, url, headers, token_dir).await?;
+                let auth = oauth::SseAuth::new(manager, watch.clone().unwrap_or_default());
+                let transport = sse::connect(url, headers, auth).await?;
                 handler.serve(transport).await.map_err(|e| e.to_string())?
             }
         };
@@ -465,22 +577,31 @@ async fn connect(spec: &ServerSpec, settings: &Settings) -> Result<Connection, S
             .list_all_tools()
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
-        Ok::<_, String>(Connection {
+        Ok::<_, ConnectError>(Connection {
             service,
             tools: std::sync::Mutex::new(Arc::new(tools)),
             stale,
+            auth: watch.clone(),
         })
     };
-    match tokio::time::timeout(timeout, start).await {
-        Ok(Ok(conn)) => {
+    let result = match tokio::time::timeout(timeout, start).await {
+        Ok(r) => r,
+        Err(_) => Err(ConnectError::Other(format!(
+            "no answer to initialize/tools/list within {} ms (connectTimeoutMs)",
+            timeout.as_millis()
+        ))),
+    };
+    match result {
+        Ok(conn) => {
             tracing::info!(server = %spec.name, tools = conn.tools().len(), "upstream connected");
             Ok(conn)
         }
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(format!(
-            "no answer to initialize/tools/list within {} ms (connectTimeoutMs)",
-            timeout.as_millis()
-        )),
+        // Whatever the transport made of it, a refused authorization is what to report.
+        Err(ConnectError::Other(reason)) => match watch.as_ref().and_then(|w| w.failure()) {
+            Some(why) => Err(ConnectError::NeedsLogin(why)),
+            None => Err(ConnectError::Other(reason)),
+        },
+        Err(e) => Err(e),
     }
 }
 
@@ -612,7 +733,7 @@ impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for CloseNotice<W> 
 
 /// TLS for HTTPS upstreams uses rustls with the ring provider (lighter to build than
 /// aws-lc); installed once, on first use.
-fn install_tls_provider() {
+pub(crate) fn install_tls_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -1,13 +1,17 @@
 //! The legacy HTTP+SSE transport (MCP 2024-11-05), for servers that only speak that: a GET
 //! opens an event stream whose first `endpoint` event names the URL to POST messages to;
-//! answers arrive as `message` events on the stream.
+//! answers arrive as `message` events on the stream. Every request carries the stored OAuth
+//! token, if any ([`SseAuth`]).
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures::{Sink, Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use sse_stream::SseStream;
+
+use crate::oauth::SseAuth;
 
 /// Why the SSE transport failed.
 #[derive(Debug, thiserror::Error)]
@@ -34,16 +38,24 @@ fn header_map(headers: &BTreeMap<String, String>) -> Result<reqwest::header::Hea
 pub async fn connect(
     url: &str,
     headers: &BTreeMap<String, String>,
+    auth: SseAuth,
 ) -> Result<(SseSink, SseMessages), String> {
     let headers = header_map(headers)?;
+    let auth = Arc::new(auth);
     let client = reqwest::Client::builder()
         .build()
         .map_err(|e| format!("HTTP client: {e}"))?;
-    let response = client
-        .get(url)
-        .headers(headers.clone())
-        .header(reqwest::header::ACCEPT, "text/event-stream")
-        .send()
+    let response = auth
+        .send(|token| {
+            let r = client
+                .get(url)
+                .headers(headers.clone())
+                .header(reqwest::header::ACCEPT, "text/event-stream");
+            match token {
+                Some(t) => r.bearer_auth(t),
+                None => r,
+            }
+        })
         .await
         .map_err(|e| format!("GET {url}: {e}"))?
         .error_for_status()
@@ -84,17 +96,23 @@ pub async fn connect(
         }
     });
     let sink = futures::sink::unfold(
-        (client, post_url, headers),
-        |(client, url, headers), message: ClientJsonRpcMessage| async move {
-            client
-                .post(url.clone())
-                .headers(headers.clone())
-                .json(&message)
-                .send()
-                .await
-                .and_then(|r| r.error_for_status())
-                .map_err(|e| SseError(format!("POST {url}: {e}")))?;
-            Ok::<_, SseError>((client, url, headers))
+        (client, post_url, headers, auth),
+        |(client, url, headers, auth), message: ClientJsonRpcMessage| async move {
+            auth.send(|token| {
+                let r = client
+                    .post(url.clone())
+                    .headers(headers.clone())
+                    .json(&message);
+                match token {
+                    Some(t) => r.bearer_auth(t),
+                    None => r,
+                }
+            })
+            .await
+            .map_err(|e| SseError(format!("POST {url}: {e}")))?
+            .error_for_status()
+            .map_err(|e| SseError(format!("POST {url}: {e}")))?;
+            Ok::<_, SseError>((client, url, headers, auth))
         },
     );
     Ok((Box::pin(sink), Box::pin(messages)))

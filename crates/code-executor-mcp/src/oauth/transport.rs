@@ -1,0 +1,354 @@
+//! Bearer tokens on upstream connections: the HTTP client under rmcp's streamable HTTP
+//! transport, and the helper the legacy SSE transport sends its requests through. Both
+//! record an authorization failure nothing could fix in the connection's [`AuthWatch`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::auth::{AuthClient, AuthError, AuthorizationManager};
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use sse_stream::{Error as SseError, Sse};
+
+use super::{AuthWatch, SharedManager, needs_login};
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+#[derive(Clone)]
+enum Inner {
+    /// No stored login: requests go out as configured (maybe with a static header).
+    Plain(reqwest::Client),
+    /// A stored login: rmcp's client adds the token, refreshes it when expired and once
+    /// after a 401.
+    OAuth(AuthClient<reqwest::Client>),
+}
+
+/// The streamable HTTP client of one upstream connection.
+#[derive(Clone)]
+pub struct HttpClient {
+    inner: Inner,
+    watch: Arc<AuthWatch>,
+}
+
+impl HttpClient {
+    pub fn new(
+        client: reqwest::Client,
+        manager: Option<AuthorizationManager>,
+        watch: Arc<AuthWatch>,
+    ) -> HttpClient {
+        let inner = match manager {
+            Some(m) => Inner::OAuth(AuthClient::new(client, m)),
+            None => Inner::Plain(client),
+        };
+        HttpClient { inner, watch }
+    }
+
+    /// Notes an error that only a new login can fix.
+    fn observe<T>(&self, result: Result<T, HttpError>) -> Result<T, HttpError> {
+        if let Err(e) = &result
+            && let Some(why) = self.auth_failure(e)
+        {
+            self.watch.record(why);
+        }
+        result
+    }
+
+    fn auth_failure(&self, e: &HttpError) -> Option<String> {
+        let with_token = matches!(self.inner, Inner::OAuth(_));
+        let refused = || {
+            if with_token {
+                "the server refused the stored token (HTTP 401) and refreshing it did not help"
+                    .to_string()
+            } else {
+                "the server requires authorization (HTTP 401) and no login is stored for it"
+                    .to_string()
+            }
+        };
+        match e {
+            StreamableHttpError::AuthRequired(_) => Some(refused()),
+            StreamableHttpError::Client(e)
+                if e.status() == Some(reqwest::StatusCode::UNAUTHORIZED) =>
+            {
+                Some(refused())
+            }
+            StreamableHttpError::InsufficientScope(s) => Some(format!(
+                "the token lacks a scope the server requires (HTTP 403{})",
+                s.get_required_scope()
+                    .map(|s| format!(", scope \"{s}\""))
+                    .unwrap_or_default()
+            )),
+            StreamableHttpError::Auth(a) => needs_login(a).map(str::to_string),
+            _ => None,
+        }
+    }
+}
+
+impl StreamableHttpClient for HttpClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let r = match &self.inner {
+            Inner::Plain(c) => {
+                c.post_message(uri, message, session_id, auth_header, custom_headers)
+                    .await
+            }
+            Inner::OAuth(c) => {
+                c.post_message(uri, message, session_id, auth_header, custom_headers)
+                    .await
+            }
+        };
+        if r.is_ok() {
+            self.watch.clear();
+        }
+        self.observe(r)
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let r = match &self.inner {
+            Inner::Plain(c) => {
+                c.post_message_with_max_sse_event_size(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await
+            }
+            Inner::OAuth(c) => {
+                c.post_message_with_max_sse_event_size(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await
+            }
+        };
+        if r.is_ok() {
+            self.watch.clear();
+        }
+        self.observe(r)
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let r = match &self.inner {
+            Inner::Plain(c) => {
+                c.post_message_with_response_limits(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    limits,
+                )
+                .await
+            }
+            Inner::OAuth(c) => {
+                c.post_message_with_response_limits(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    limits,
+                )
+                .await
+            }
+        };
+        if r.is_ok() {
+            self.watch.clear();
+        }
+        self.observe(r)
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), HttpError> {
+        // Closing a session is best effort; its failure says nothing about later calls.
+        match &self.inner {
+            Inner::Plain(c) => {
+                c.delete_session(uri, session_id, auth_header, custom_headers)
+                    .await
+            }
+            Inner::OAuth(c) => {
+                c.delete_session(uri, session_id, auth_header, custom_headers)
+                    .await
+            }
+        }
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
+        let r = match &self.inner {
+            Inner::Plain(c) => {
+                c.get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+                    .await
+            }
+            Inner::OAuth(c) => {
+                c.get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+                    .await
+            }
+        };
+        self.observe(r)
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
+        let r = match &self.inner {
+            Inner::Plain(c) => {
+                c.get_stream_with_max_sse_event_size(
+                    uri,
+                    session_id,
+                    last_event_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await
+            }
+            Inner::OAuth(c) => {
+                c.get_stream_with_max_sse_event_size(
+                    uri,
+                    session_id,
+                    last_event_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await
+            }
+        };
+        self.observe(r)
+    }
+}
+
+/// Authorization for the legacy SSE transport's requests (the event-stream GET and each
+/// message POST).
+pub struct SseAuth {
+    manager: Option<SharedManager>,
+    watch: Arc<AuthWatch>,
+}
+
+impl SseAuth {
+    pub fn new(manager: Option<AuthorizationManager>, watch: Arc<AuthWatch>) -> SseAuth {
+        SseAuth {
+            manager: manager.map(|m| Arc::new(tokio::sync::Mutex::new(m))),
+            watch,
+        }
+    }
+
+    /// Sends the request `make` builds, with the stored token when there is one (refreshed
+    /// first if it expired); after a 401, refreshes once and sends it again. A 401 that
+    /// remains is recorded and returned as an error.
+    pub async fn send(
+        &self,
+        make: impl Fn(Option<&str>) -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, String> {
+        let token = match &self.manager {
+            None => None,
+            Some(m) => {
+                let got = m.lock().await.get_access_token().await;
+                match got {
+                    Ok(t) => Some(t),
+                    Err(e) => return Err(self.fail(&e)),
+                }
+            }
+        };
+        let response = make(token.as_deref())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+            self.watch.clear();
+            return Ok(response);
+        }
+        if let (Some(m), Some(sent)) = (&self.manager, token) {
+            let refreshed = m.lock().await.refresh_token().await;
+            match refreshed {
+                Ok(_) => {
+                    let fresh = m.lock().await.get_access_token().await;
+                    match fresh {
+                        Ok(fresh) if fresh != sent => {
+                            let again =
+                                make(Some(&fresh)).send().await.map_err(|e| e.to_string())?;
+                            if again.status() != reqwest::StatusCode::UNAUTHORIZED {
+                                self.watch.clear();
+                                return Ok(again);
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(e) => return Err(self.fail(&e)),
+                    }
+                }
+                Err(e) if needs_login(&e).is_some() => return Err(self.fail(&e)),
+                Err(e) => return Err(format!("OAuth token refresh failed: {e}")),
+            }
+            let why =
+                "the server refused the stored token (HTTP 401) and refreshing it did not help";
+            self.watch.record(why);
+            return Err(why.into());
+        }
+        let why = "the server requires authorization (HTTP 401) and no login is stored for it";
+        self.watch.record(why);
+        Err(why.into())
+    }
+
+    fn fail(&self, e: &AuthError) -> String {
+        match needs_login(e) {
+            Some(why) => {
+                self.watch.record(why);
+                why.to_string()
+            }
+            None => e.to_string(),
+        }
+    }
+}
