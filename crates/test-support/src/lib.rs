@@ -3,7 +3,9 @@
 //! - [`fixture`]: an MCP server with one tool per behaviour under test (the
 //!   `fixture-server` binary serves it on stdio);
 //! - [`Harness`]: starts the built `code-executor-mcp` binary with a config and talks to it
-//!   as a real MCP client (rmcp) over stdio.
+//!   as a real MCP client (rmcp) over stdio;
+//! - [`oauth`]: a mock OAuth authorization server and an MCP server it protects, on
+//!   loopback, for the login and refresh flows.
 
 #![allow(
     clippy::expect_used,
@@ -13,6 +15,7 @@
 )]
 
 pub mod fixture;
+pub mod oauth;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -59,6 +62,14 @@ pub fn workspace_bin(name: &str) -> PathBuf {
         );
     }
     path
+}
+
+/// HTTP clients here use rustls with the ring provider, as the server does.
+pub fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 /// An MCP config file in a temporary directory.

@@ -291,6 +291,39 @@ impl Upstreams {
         let timeout = timeout.min(self.settings.upstream_call_timeout);
         let conn = self.connection(server).await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let result = self.call_on(&conn, server, tool, params, timeout).await;
+        if let Err(UpstreamError::Unauthorized { reason, .. }) = &result {
+            self.drop_unauthorized(server, &conn, reason).await;
+        }
+        result
+    }
+
+    /// A connection the server stopped authorizing is closed and its server marked as
+    /// needing a login (for `list_servers`); the next use connects again, at once, with
+    /// whatever login is stored by then.
+    async fn drop_unauthorized(&self, server: &str, conn: &Arc<Connection>, reason: &str) {
+        let Some(up) = self.servers.get(server) else {
+            return;
+        };
+        let mut state = up.state.lock().await;
+        if matches!(&*state, State::Connected(c) if Arc::ptr_eq(c, conn)) {
+            *state = State::Failed {
+                reason: reason.to_string(),
+                at: Instant::now(),
+                attempts: 1,
+                auth: true,
+            };
+        }
+    }
+
+    async fn call_on(
+        &self,
+        conn: &Connection,
+        server: &str,
+        tool: &str,
+        params: CallToolRequestParams,
+        timeout: Duration,
+    ) -> Result<(CallToolResult, usize), UpstreamError> {
         match tokio::time::timeout(timeout, conn.service.peer().call_tool(params)).await {
             Ok(Ok(result)) => Ok(cap_result(result, self.settings.max_result_bytes)),
             Ok(Err(e)) => Err(match conn.auth_failure() {

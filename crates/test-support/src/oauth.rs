@@ -1,0 +1,662 @@
+//! A mock OAuth 2.1 authorization server and an MCP server (streamable HTTP) that it
+//! protects, both on loopback, in the test's own process.
+//!
+//! The authorization server publishes RFC 8414 metadata, registers clients (RFC 7591),
+//! answers `/authorize` at once with a redirect to the registered `redirect_uri` carrying a
+//! code and the `state` (what a browser does after the user consents), and at `/token`
+//! checks what a real one checks: the code is single use and bound to its client, redirect
+//! URI and PKCE challenge (the verifier must hash to it, S256), a confidential client's
+//! secret, and refresh tokens (rotated on use). Access tokens expire after
+//! [`MockOptions::access_ttl`].
+//!
+//! The protected resource publishes RFC 9728 metadata and answers every MCP request without
+//! a valid bearer token with 401 and a `WWW-Authenticate` challenge naming that metadata.
+//! Behind it runs the [`Fixture`](crate::fixture::Fixture) MCP server.
+//!
+//! Tests steer it: [`MockOAuth::revoke_access_tokens`] (a 401 that a refresh fixes),
+//! [`MockOAuth::revoke_all`] (only a new login fixes it), and read what happened in
+//! [`MockOAuth::events`].
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+
+use crate::fixture::Fixture;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// How the mock behaves.
+#[derive(Debug, Clone)]
+pub struct MockOptions {
+    /// Lifetime of an access token.
+    pub access_ttl: Duration,
+    /// Issue refresh tokens.
+    pub refresh_tokens: bool,
+    /// Accept dynamic client registration.
+    pub registration: bool,
+    /// A pre-registered client: id and, for a confidential client, its secret.
+    pub preregistered: Option<(String, Option<String>)>,
+    /// Scopes the protected resource asks for.
+    pub scopes: Vec<String>,
+}
+
+impl Default for MockOptions {
+    fn default() -> Self {
+        MockOptions {
+            access_ttl: Duration::from_secs(3600),
+            refresh_tokens: true,
+            registration: true,
+            preregistered: None,
+            scopes: vec!["mcp:tools".into()],
+        }
+    }
+}
+
+struct ClientReg {
+    secret: Option<String>,
+    redirect_uris: Vec<String>,
+}
+
+struct CodeGrant {
+    client_id: String,
+    redirect_uri: String,
+    challenge: String,
+    scope: String,
+}
+
+struct AccessGrant {
+    expires: Instant,
+}
+
+#[derive(Default)]
+struct AuthState {
+    clients: HashMap<String, ClientReg>,
+    codes: HashMap<String, CodeGrant>,
+    access: HashMap<String, AccessGrant>,
+    /// Refresh token -> (client id, scope).
+    refresh: HashMap<String, (String, String)>,
+    events: Vec<String>,
+    accepted: Vec<String>,
+    next: u64,
+}
+
+impl AuthState {
+    fn token(&mut self, kind: &str) -> String {
+        self.next += 1;
+        let mut r = [0u8; 12];
+        for (i, b) in r.iter_mut().enumerate() {
+            *b = (std::process::id() as u64)
+                .wrapping_mul(31)
+                .wrapping_add(self.next * 7919 + i as u64 * 104_729) as u8;
+        }
+        format!(
+            "{kind}-{}-{}",
+            self.next,
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r)
+        )
+    }
+}
+
+struct Ctx {
+    opts: MockOptions,
+    issuer: String,
+    resource: String,
+    resource_metadata: String,
+    state: Mutex<AuthState>,
+    mcp: StreamableHttpService<Fixture, LocalSessionManager>,
+}
+
+/// The running mock; its servers stop when it is dropped.
+pub struct MockOAuth {
+    /// The authorization server's issuer URL (`http://127.0.0.1:PORT`).
+    pub issuer: String,
+    /// The protected MCP endpoint (`http://127.0.0.1:PORT/mcp`).
+    pub resource: String,
+    ctx: Arc<Ctx>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for MockOAuth {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl MockOAuth {
+    /// Starts both servers on ephemeral loopback ports.
+    pub async fn start(opts: MockOptions) -> MockOAuth {
+        let auth = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let rs = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let issuer = format!(
+            "http://127.0.0.1:{}",
+            auth.local_addr().expect("addr").port()
+        );
+        let rs_base = format!("http://127.0.0.1:{}", rs.local_addr().expect("addr").port());
+        let mut state = AuthState::default();
+        if let Some((id, secret)) = &opts.preregistered {
+            state.clients.insert(
+                id.clone(),
+                ClientReg {
+                    secret: secret.clone(),
+                    // Any loopback redirect (RFC 8252 §7.3).
+                    redirect_uris: Vec::new(),
+                },
+            );
+        }
+        let mcp = StreamableHttpService::new(
+            || Ok(Fixture::new("secure")),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        let ctx = Arc::new(Ctx {
+            opts,
+            issuer: issuer.clone(),
+            resource: format!("{rs_base}/mcp"),
+            resource_metadata: format!("{rs_base}/.well-known/oauth-protected-resource/mcp"),
+            state: Mutex::new(state),
+            mcp,
+        });
+        let tasks = vec![
+            tokio::spawn(serve(auth, ctx.clone(), Role::AuthorizationServer)),
+            tokio::spawn(serve(rs, ctx.clone(), Role::Resource)),
+        ];
+        MockOAuth {
+            issuer,
+            resource: ctx.resource.clone(),
+            ctx,
+            tasks,
+        }
+    }
+
+    /// What happened, in order: `register`, `authorize`, `token:authorization_code`,
+    /// `token:refresh_token`, `rejected:<why>`, `mcp:401`.
+    pub fn events(&self) -> Vec<String> {
+        self.ctx.state.lock().expect("state").events.clone()
+    }
+
+    /// How many events equal `event`.
+    pub fn count(&self, event: &str) -> usize {
+        self.events().iter().filter(|e| *e == event).count()
+    }
+
+    /// Access tokens the protected resource accepted, in order (one per distinct token).
+    pub fn accepted_tokens(&self) -> Vec<String> {
+        self.ctx.state.lock().expect("state").accepted.clone()
+    }
+
+    /// Every access token stops working; refresh tokens still work.
+    pub fn revoke_access_tokens(&self) {
+        self.ctx.state.lock().expect("state").access.clear();
+    }
+
+    /// Every access and refresh token stops working: only a new login helps.
+    pub fn revoke_all(&self) {
+        let mut s = self.ctx.state.lock().expect("state");
+        s.access.clear();
+        s.refresh.clear();
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Role {
+    AuthorizationServer,
+    Resource,
+}
+
+async fn serve(listener: TcpListener, ctx: Arc<Ctx>, role: Role) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            return;
+        };
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let ctx = ctx.clone();
+                async move {
+                    Ok::<_, Infallible>(match role {
+                        Role::AuthorizationServer => authorization_server(&ctx, req).await,
+                        Role::Resource => resource(&ctx, req).await,
+                    })
+                }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+fn reply(status: StatusCode, body: Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .header("cache-control", "no-store")
+        .body(Full::new(Bytes::from(body.to_string())).boxed())
+        .expect("response")
+}
+
+fn oauth_error(ctx: &Ctx, status: StatusCode, error: &str, why: &str) -> Response<Body> {
+    ctx.state
+        .lock()
+        .expect("state")
+        .events
+        .push(format!("rejected:{why}"));
+    reply(status, json!({ "error": error, "error_description": why }))
+}
+
+fn query_pairs(q: Option<&str>) -> HashMap<String, String> {
+    url::form_urlencoded::parse(q.unwrap_or("").as_bytes())
+        .into_owned()
+        .collect()
+}
+
+fn is_loopback_redirect(uri: &str) -> bool {
+    url::Url::parse(uri).is_ok_and(|u| {
+        u.scheme() == "http" && matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
+    })
+}
+
+async fn authorization_server(ctx: &Ctx, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path().to_string();
+    match (req.method().as_str(), path.as_str()) {
+        ("GET", "/.well-known/oauth-authorization-server") => reply(
+            StatusCode::OK,
+            json!({
+                "issuer": ctx.issuer,
+                "authorization_endpoint": format!("{}/authorize", ctx.issuer),
+                "token_endpoint": format!("{}/token", ctx.issuer),
+                "registration_endpoint": if ctx.opts.registration { json!(format!("{}/register", ctx.issuer)) } else { Value::Null },
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
+                "scopes_supported": ctx.opts.scopes.iter().cloned().chain(["offline_access".to_string()]).collect::<Vec<_>>(),
+                "authorization_response_iss_parameter_supported": true,
+            }),
+        ),
+        ("POST", "/register") if ctx.opts.registration => {
+            let body = req.into_body().collect().await.map(|b| b.to_bytes());
+            let Ok(Ok(meta)) = body.map(|b| serde_json::from_slice::<Value>(&b)) else {
+                return oauth_error(
+                    ctx,
+                    StatusCode::BAD_REQUEST,
+                    "invalid_client_metadata",
+                    "body",
+                );
+            };
+            let uris: Vec<String> = meta["redirect_uris"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if uris.is_empty() || !uris.iter().all(|u| is_loopback_redirect(u)) {
+                return oauth_error(
+                    ctx,
+                    StatusCode::BAD_REQUEST,
+                    "invalid_redirect_uri",
+                    "redirect_uris",
+                );
+            }
+            let mut s = ctx.state.lock().expect("state");
+            let id = s.token("client");
+            s.clients.insert(
+                id.clone(),
+                ClientReg {
+                    secret: None,
+                    redirect_uris: uris.clone(),
+                },
+            );
+            s.events.push("register".into());
+            reply(
+                StatusCode::CREATED,
+                json!({
+                    "client_id": id, "redirect_uris": uris,
+                    "token_endpoint_auth_method": "none",
+                    "grant_types": ["authorization_code", "refresh_token"],
+                    "response_types": ["code"],
+                    "client_name": meta["client_name"],
+                }),
+            )
+        }
+        ("GET", "/authorize") => authorize(ctx, req.uri().query()),
+        ("POST", "/token") => {
+            let basic = req
+                .headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Basic "))
+                .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+                .and_then(|b| String::from_utf8(b).ok())
+                .and_then(|s| {
+                    s.split_once(':').map(|(a, b)| {
+                        let dec = |x: &str| {
+                            url::form_urlencoded::parse(format!("x={x}").as_bytes())
+                                .next()
+                                .map(|(_, v)| v.into_owned())
+                                .unwrap_or_default()
+                        };
+                        (dec(a), dec(b))
+                    })
+                });
+            let body = req
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            let form: HashMap<String, String> =
+                url::form_urlencoded::parse(&body).into_owned().collect();
+            token(ctx, &form, basic)
+        }
+        _ => reply(StatusCode::NOT_FOUND, json!({"error": "not_found"})),
+    }
+}
+
+fn authorize(ctx: &Ctx, query: Option<&str>) -> Response<Body> {
+    let q = query_pairs(query);
+    let get = |k: &str| q.get(k).cloned().unwrap_or_default();
+    let (client_id, redirect_uri, state) = (get("client_id"), get("redirect_uri"), get("state"));
+    let known = {
+        let s = ctx.state.lock().expect("state");
+        s.clients.get(&client_id).map(|c| {
+            if c.redirect_uris.is_empty() {
+                is_loopback_redirect(&redirect_uri)
+            } else {
+                c.redirect_uris.contains(&redirect_uri)
+            }
+        })
+    };
+    // Errors about the client or its redirect URI are never redirected (RFC 6749 §4.1.2.1).
+    match known {
+        None => {
+            return oauth_error(
+                ctx,
+                StatusCode::BAD_REQUEST,
+                "invalid_client",
+                "unknown client",
+            );
+        }
+        Some(false) => {
+            return oauth_error(
+                ctx,
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "redirect_uri",
+            );
+        }
+        Some(true) => {}
+    }
+    if get("response_type") != "code"
+        || get("code_challenge_method") != "S256"
+        || get("code_challenge").len() < 43
+        || state.is_empty()
+    {
+        return oauth_error(
+            ctx,
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "authorize parameters (PKCE S256 and state required)",
+        );
+    }
+    let mut s = ctx.state.lock().expect("state");
+    let code = s.token("code");
+    s.codes.insert(
+        code.clone(),
+        CodeGrant {
+            client_id,
+            redirect_uri: redirect_uri.clone(),
+            challenge: get("code_challenge"),
+            scope: get("scope"),
+        },
+    );
+    s.events.push("authorize".into());
+    let mut location = url::Url::parse(&redirect_uri).expect("checked above");
+    location
+        .query_pairs_mut()
+        .append_pair("code", &code)
+        .append_pair("state", &state)
+        .append_pair("iss", &ctx.issuer);
+    Response::builder()
+        .status(StatusCode::FOUND)
+        .header("location", location.as_str())
+        .body(Full::new(Bytes::new()).boxed())
+        .expect("response")
+}
+
+fn token(
+    ctx: &Ctx,
+    form: &HashMap<String, String>,
+    basic: Option<(String, String)>,
+) -> Response<Body> {
+    let get = |k: &str| form.get(k).cloned().unwrap_or_default();
+    let client_id = basic
+        .as_ref()
+        .map(|(id, _)| id.clone())
+        .unwrap_or_else(|| get("client_id"));
+    let presented_secret = basic
+        .map(|(_, s)| s)
+        .or_else(|| form.get("client_secret").cloned());
+    let secret_ok = {
+        let s = ctx.state.lock().expect("state");
+        s.clients.get(&client_id).map(|c| match &c.secret {
+            None => true,
+            Some(want) => presented_secret.as_deref() == Some(want.as_str()),
+        })
+    };
+    match secret_ok {
+        None => {
+            return oauth_error(
+                ctx,
+                StatusCode::UNAUTHORIZED,
+                "invalid_client",
+                "unknown client",
+            );
+        }
+        Some(false) => {
+            return oauth_error(
+                ctx,
+                StatusCode::UNAUTHORIZED,
+                "invalid_client",
+                "client secret",
+            );
+        }
+        Some(true) => {}
+    }
+    let grant_type = get("grant_type");
+    let scope = match grant_type.as_str() {
+        "authorization_code" => {
+            // Single use: the code is gone whatever happens next.
+            let grant = ctx.state.lock().expect("state").codes.remove(&get("code"));
+            let Some(grant) = grant else {
+                return oauth_error(ctx, StatusCode::BAD_REQUEST, "invalid_grant", "code");
+            };
+            if grant.client_id != client_id || grant.redirect_uri != get("redirect_uri") {
+                return oauth_error(
+                    ctx,
+                    StatusCode::BAD_REQUEST,
+                    "invalid_grant",
+                    "code client or redirect_uri",
+                );
+            }
+            let verifier = get("code_verifier");
+            let hashed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(Sha256::digest(verifier.as_bytes()));
+            if verifier.len() < 43 || hashed != grant.challenge {
+                return oauth_error(ctx, StatusCode::BAD_REQUEST, "invalid_grant", "pkce");
+            }
+            grant.scope
+        }
+        "refresh_token" => {
+            let found = ctx
+                .state
+                .lock()
+                .expect("state")
+                .refresh
+                .remove(&get("refresh_token"));
+            match found {
+                Some((owner, scope)) if owner == client_id => scope,
+                _ => {
+                    return oauth_error(
+                        ctx,
+                        StatusCode::BAD_REQUEST,
+                        "invalid_grant",
+                        "refresh_token",
+                    );
+                }
+            }
+        }
+        _ => {
+            return oauth_error(
+                ctx,
+                StatusCode::BAD_REQUEST,
+                "unsupported_grant_type",
+                "grant_type",
+            );
+        }
+    };
+    let mut s = ctx.state.lock().expect("state");
+    let access = s.token("access");
+    s.access.insert(
+        access.clone(),
+        AccessGrant {
+            expires: Instant::now() + ctx.opts.access_ttl,
+        },
+    );
+    let mut body = json!({
+        "access_token": access,
+        "token_type": "Bearer",
+        "expires_in": ctx.opts.access_ttl.as_secs(),
+        "scope": scope,
+    });
+    if ctx.opts.refresh_tokens {
+        let refresh = s.token("refresh");
+        s.refresh
+            .insert(refresh.clone(), (client_id.clone(), scope.clone()));
+        body["refresh_token"] = json!(refresh);
+    }
+    s.events.push(format!("token:{grant_type}"));
+    reply(StatusCode::OK, body)
+}
+
+async fn resource(ctx: &Ctx, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path().to_string();
+    if req.method() == "GET"
+        && (path == "/.well-known/oauth-protected-resource/mcp"
+            || path == "/.well-known/oauth-protected-resource")
+    {
+        return reply(
+            StatusCode::OK,
+            json!({
+                "resource": ctx.resource,
+                "authorization_servers": [ctx.issuer],
+                "scopes_supported": ctx.opts.scopes,
+                "bearer_methods_supported": ["header"],
+            }),
+        );
+    }
+    if path != "/mcp" {
+        return reply(StatusCode::NOT_FOUND, json!({"error": "not_found"}));
+    }
+    let token = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_string);
+    let valid = {
+        let mut s = ctx.state.lock().expect("state");
+        let ok = token
+            .as_ref()
+            .and_then(|t| s.access.get(t))
+            .is_some_and(|g| g.expires > Instant::now());
+        if ok {
+            let t = token.clone().unwrap_or_default();
+            if !s.accepted.contains(&t) {
+                s.accepted.push(t);
+            }
+        } else {
+            s.events.push("mcp:401".into());
+        }
+        ok
+    };
+    if !valid {
+        let error = if token.is_some() {
+            ", error=\"invalid_token\""
+        } else {
+            ""
+        };
+        return Response::builder()
+            .status(StatusCode::UNAUTHORIZED)
+            .header(
+                "www-authenticate",
+                format!(
+                    "Bearer resource_metadata=\"{}\", scope=\"{}\"{error}",
+                    ctx.resource_metadata,
+                    ctx.opts.scopes.join(" ")
+                ),
+            )
+            .body(Full::new(Bytes::new()).boxed())
+            .expect("response");
+    }
+    let mut mcp = ctx.mcp.clone();
+    match tower_service::Service::call(&mut mcp, req).await {
+        Ok(r) => r,
+        Err(never) => match never {},
+    }
+}
+
+/// What a browser does with the authorization URL: follows it (the mock redirects at once
+/// to the loopback redirect URI) and returns the final status and page.
+pub async fn browse(url: &str) -> (u16, String) {
+    crate::install_tls_provider();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client");
+    let r = client.get(url).send().await.expect("GET");
+    let status = r.status().as_u16();
+    (status, r.text().await.unwrap_or_default())
+}
+
+/// GETs `url` without following a redirect; returns the `Location` header (or panics).
+pub async fn location_of(url: &str) -> String {
+    crate::install_tls_provider();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client");
+    let r = client.get(url).send().await.expect("GET");
+    assert_eq!(r.status().as_u16(), 302, "{url}");
+    r.headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .expect("location")
+        .to_string()
+}
+
+/// An S256 PKCE pair a test chooses: (verifier, challenge).
+pub fn pkce_pair(seed: &str) -> (String, String) {
+    let verifier = format!("{seed:-<50}");
+    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(Sha256::digest(verifier.as_bytes()));
+    (verifier, challenge)
+}
