@@ -664,3 +664,53 @@ async fn login_refuses_what_it_cannot_do_and_says_why() {
     assert!(err.contains("code-executor-mcp login secure"), "{err}");
     assert!(user.token_files().is_empty());
 }
+
+#[tokio::test]
+async fn legacy_sse_servers_get_the_token_refresh_and_the_login_message_too() {
+    let mock = MockOAuth::start(MockOptions {
+        access_ttl: Duration::from_secs(2),
+        ..MockOptions::default()
+    })
+    .await;
+    let user = User::new(json!({ "secure": { "type": "sse", "url": mock.sse } }));
+    {
+        // Before the login: the event-stream GET is refused and the error says what to do.
+        let h = user.harness(false, &[]).await;
+        let (v, is_error) = echo(&h, "x").await;
+        assert!(is_error);
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("run `code-executor-mcp login secure`"),
+            "{v}"
+        );
+    }
+    user.login("secure").await;
+    let h = user.harness(false, &[]).await;
+    let (v, is_error) = echo(&h, "over sse").await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], "Echo: over sse");
+    // The message POSTs carry a refreshed token once the first one expired.
+    let first = user.access_token();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let (v, is_error) = echo(&h, "later").await;
+    assert!(!is_error, "{v}");
+    assert_ne!(user.access_token(), first);
+    assert!(mock.count("token:refresh_token") >= 1);
+    // A 401 on a POST: one refresh, then the POST goes through.
+    mock.revoke_access_tokens();
+    let (v, is_error) = echo(&h, "after 401").await;
+    assert!(!is_error, "{v}");
+    // Nothing fixes a revoked grant.
+    mock.revoke_all();
+    let (v, is_error) = echo(&h, "revoked").await;
+    assert!(is_error, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("needs a login"),
+        "{v}"
+    );
+}
