@@ -514,8 +514,17 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
                 config.servers.len()
             ));
             for (name, spec) in &config.servers {
+                let login = match crate::oauth::server_url(spec) {
+                    None => String::new(),
+                    Some(_) if crate::oauth::has_login(spec, config.token_dir.as_deref()) => {
+                        "; OAuth login stored".to_string()
+                    }
+                    Some(_) => format!(
+                        "; no OAuth login stored (if it asks for one: code-executor-mcp login {name})"
+                    ),
+                };
                 say(&format!(
-                    "  {name} ({}, from {})",
+                    "  {name} ({}, from {}{login})",
                     spec.client,
                     spec.source.display()
                 ));

@@ -477,6 +477,28 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn refreshes_are_serialized_across_stores_by_a_file_lock() {
+        let dir = temp_dir("lock");
+        let a = TokenStore::new(&dir, "s", "u");
+        let b = TokenStore::new(&dir, "s", "u");
+        let held = a.acquire_refresh_guard().await.unwrap();
+        // While one holds the lock (another process, say), the other waits...
+        let waiting = tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            b.acquire_refresh_guard(),
+        )
+        .await;
+        assert!(waiting.is_err(), "the second refresh did not wait");
+        // ...and gets it once the first is done.
+        drop(held);
+        let got =
+            tokio::time::timeout(std::time::Duration::from_secs(5), b.acquire_refresh_guard())
+                .await;
+        assert!(matches!(got, Ok(Ok(Some(_)))));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
     async fn a_rejected_refresh_token_empties_the_stored_tokens() {
         let dir = temp_dir("reject");
         let s = TokenStore::new(&dir, "s", "u");
