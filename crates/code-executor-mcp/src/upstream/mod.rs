@@ -11,8 +11,9 @@
 //! working. A server that refuses us for want of a login gives an error saying which
 //! `login` to run. `notifications/tools/list_changed` marks a server's tool list stale, and
 //! the next look refetches it. Requests an upstream sends us (sampling, elicitation) are
-//! refused; roots are an empty list. A result over `maxResultBytes` is cut with a note; a stdio message over
-//! twice that is dropped as it arrives and its call answered with an error ([`bounded`]).
+//! refused; roots are an empty list. A result over `maxResultBytes` is cut with a note; a
+//! stdio message over twice that is dropped as it arrives and its call answered with an
+//! error ([`bounded`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
