@@ -277,14 +277,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 servers = core.catalog.upstreams().names().count(),
                 "serving MCP on stdio"
             );
-            let service = CodeExecutorServer::new(core)
+            let service = CodeExecutorServer::new(core.clone())
                 .serve(rmcp::transport::stdio_pipes())
                 .await
                 .context("MCP initialization failed")?;
-            service
-                .waiting()
-                .await
-                .context("MCP service ended abnormally")?;
+            let ended = service.waiting().await;
+            // Lines of runs cut off by the end are written before we exit.
+            core.policy.audit.flush();
+            ended.context("MCP service ended abnormally")?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Exec {

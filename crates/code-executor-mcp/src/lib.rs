@@ -105,7 +105,7 @@ impl Core {
         let admitted = match self.policy.admission.admit(client).await {
             Ok(a) => a,
             Err(reason) => {
-                self.policy.audit.record(AuditEvent::RunRefused {
+                self.policy.audit.record_now(AuditEvent::RunRefused {
                     client: client.to_string(),
                     reason: reason.clone(),
                 });
@@ -171,7 +171,7 @@ impl RunEnd<'_> {
         let Some(execution) = self.execution.take() else {
             return;
         };
-        self.audit.record(AuditEvent::RunEnd {
+        self.audit.record_now(AuditEvent::RunEnd {
             execution,
             outcome: if outcome.error.is_none() {
                 "ok"

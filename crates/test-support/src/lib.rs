@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 pub fn workspace_bin(name: &str) -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
     BUILT.call_once(|| {
-        let status = std::process::Command::new(env!("CARGO"))
+        let status = nested_cargo()
             .args(["build", "--quiet", "-p", "test-support", "--bins"])
             .status();
         assert!(
@@ -53,7 +53,7 @@ pub fn workspace_bin(name: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("target/debug"));
     let path = dir.join(name);
     if !path.exists() {
-        let status = std::process::Command::new(env!("CARGO"))
+        let status = nested_cargo()
             .args(["build", "-p", "test-support", "--bins"])
             .status();
         assert!(
@@ -62,6 +62,32 @@ pub fn workspace_bin(name: &str) -> PathBuf {
         );
     }
     path
+}
+
+/// Cargo, run from a test, without the variables `cargo test` set for the test itself
+/// (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...). Build scripts watch some of them (ring's
+/// does, through `rerun-if-env-changed`): inherited, they would make this build and the outer
+/// one rebuild half the dependency tree for each other, every time.
+fn nested_cargo() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO"));
+    const SET_FOR_TESTS: &[&str] = &[
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_BIN_",
+        "CARGO_CRATE_",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+        "OUT_DIR",
+    ];
+    for (key, _) in std::env::vars_os() {
+        if let Some(k) = key.to_str()
+            && SET_FOR_TESTS.iter().any(|p| k.starts_with(p))
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd
 }
 
 /// HTTP clients here use rustls with the ring provider, as the server does.

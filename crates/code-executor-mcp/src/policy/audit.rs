@@ -9,11 +9,10 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Version of the line format; bumped on any incompatible change.
@@ -132,24 +131,45 @@ struct Sink {
     written: u64,
 }
 
-/// The audit sink. Writes are serialized; a failing disk is logged, never fatal.
+/// The audit sink. Lines are formatted by the caller and written, in order, by a thread of
+/// their own, so a tool call never waits on the disk; [`AuditLog::record_now`] waits until
+/// everything recorded so far is written (a run's end, before its answer goes out). A
+/// failing disk is logged, never fatal.
 pub struct AuditLog {
-    sink: Mutex<Option<Sink>>,
-    max_bytes: u64,
+    writer: Option<std::sync::mpsc::Sender<Msg>>,
+    path: Option<PathBuf>,
     log_arguments: bool,
+}
+
+enum Msg {
+    Line(String),
+    /// Answered once every line sent before it is written.
+    Flush(std::sync::mpsc::SyncSender<()>),
+}
+
+/// Longest wait in [`AuditLog::record_now`] for the writer (a stuck disk must not stall runs).
+const FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// One line of the file: the schema version and time, then the event's fields.
+#[derive(Serialize)]
+struct Line<'a> {
+    v: u32,
+    ts: String,
+    #[serde(flatten)]
+    event: &'a AuditEvent,
 }
 
 impl AuditLog {
     /// An audit log that writes nothing.
     pub fn disabled() -> Self {
         AuditLog {
-            sink: Mutex::new(None),
-            max_bytes: DEFAULT_MAX_BYTES,
+            writer: None,
+            path: None,
             log_arguments: false,
         }
     }
 
-    /// Opens (creating, 0600) the file the settings name.
+    /// Opens (creating, 0600) the file the settings name, and starts its writer.
     pub fn open(settings: &AuditSettings) -> Result<Self, String> {
         if !settings.enabled {
             return Ok(AuditLog::disabled());
@@ -159,48 +179,79 @@ impl AuditLog {
             .clone()
             .or_else(default_path)
             .ok_or("no audit path: set audit.path or HOME")?;
-        let sink = open_sink(&path)?;
+        let mut sink = open_sink(&path)?;
+        let max_bytes = settings.max_bytes.max(4096);
+        let (tx, rx) = std::sync::mpsc::channel::<Msg>();
+        std::thread::Builder::new()
+            .name("audit-writer".into())
+            .spawn(move || {
+                for msg in rx {
+                    match msg {
+                        Msg::Line(line) => write_line(&mut sink, max_bytes, &line),
+                        Msg::Flush(done) => {
+                            let _ = done.send(());
+                        }
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the audit writer: {e}"))?;
         Ok(AuditLog {
-            sink: Mutex::new(Some(sink)),
-            max_bytes: settings.max_bytes.max(4096),
+            writer: Some(tx),
+            path: Some(path),
             log_arguments: settings.log_arguments,
         })
     }
 
     pub fn path(&self) -> Option<PathBuf> {
-        self.sink.lock().ok()?.as_ref().map(|s| s.path.clone())
+        self.path.clone()
     }
 
     pub fn log_arguments(&self) -> bool {
         self.log_arguments
     }
 
-    /// Appends one line.
+    /// Appends one line (written shortly after, in order).
     pub fn record(&self, event: AuditEvent) {
-        let Ok(mut guard) = self.sink.lock() else {
-            return;
+        let Some(writer) = &self.writer else { return };
+        let line = Line {
+            v: AUDIT_SCHEMA_VERSION,
+            ts: rfc3339_now(),
+            event: &event,
         };
-        let Some(sink) = guard.as_mut() else { return };
-        let mut line = match serde_json::to_value(&event) {
-            Ok(Value::Object(m)) => {
-                let mut out = serde_json::Map::new();
-                out.insert("v".into(), json!(AUDIT_SCHEMA_VERSION));
-                out.insert("ts".into(), json!(rfc3339_now()));
-                out.extend(m);
-                Value::Object(out).to_string()
+        match serde_json::to_string(&line) {
+            Ok(mut line) => {
+                line.push('\n');
+                let _ = writer.send(Msg::Line(line));
             }
-            _ => return,
-        };
-        line.push('\n');
-        if sink.written + line.len() as u64 > self.max_bytes
-            && let Err(e) = rotate(sink)
-        {
-            tracing::warn!("audit log rotation failed: {e}");
+            Err(e) => tracing::warn!("audit line not written: {e}"),
         }
-        match sink.file.write_all(line.as_bytes()) {
-            Ok(()) => sink.written += line.len() as u64,
-            Err(e) => tracing::warn!("audit log write failed ({}): {e}", sink.path.display()),
+    }
+
+    /// Appends one line and waits until it, and every line before it, is written.
+    pub fn record_now(&self, event: AuditEvent) {
+        self.record(event);
+        self.flush();
+    }
+
+    /// Waits until every line recorded so far is written.
+    pub fn flush(&self) {
+        let Some(writer) = &self.writer else { return };
+        let (done, written) = std::sync::mpsc::sync_channel(1);
+        if writer.send(Msg::Flush(done)).is_ok() && written.recv_timeout(FLUSH_WAIT).is_err() {
+            tracing::warn!("the audit log did not catch up within {FLUSH_WAIT:?}");
         }
+    }
+}
+
+fn write_line(sink: &mut Sink, max_bytes: u64, line: &str) {
+    if sink.written + line.len() as u64 > max_bytes
+        && let Err(e) = rotate(sink)
+    {
+        tracing::warn!("audit log rotation failed: {e}");
+    }
+    match sink.file.write_all(line.as_bytes()) {
+        Ok(()) => sink.written += line.len() as u64,
+        Err(e) => tracing::warn!("audit log write failed ({}): {e}", sink.path.display()),
     }
 }
 
@@ -348,6 +399,7 @@ mod tests {
                 reason: "x".repeat(100),
             });
         }
+        log.flush();
         let text = std::fs::read_to_string(&path).unwrap();
         let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         assert_eq!(first["v"], 1);
