@@ -555,6 +555,9 @@ async fn connect(
         Transport::Http { .. } | Transport::Sse { .. } => Some(Arc::new(AuthWatch::default())),
     };
     let start = async {
+        // One message may be up to twice the result cap: a result a little over the cap is
+        // still cut with its start kept; a larger one is an error at once.
+        let max_message = settings.max_result_bytes.saturating_mul(2).max(1 << 20);
         let service = match &spec.transport {
             Transport::Stdio {
                 command,
@@ -562,9 +565,6 @@ async fn connect(
                 env,
                 cwd,
             } => {
-                // One message may be up to twice the result cap: a result a little over the
-                // cap is still cut with its start kept; a larger one is an error at once.
-                let max_message = settings.max_result_bytes.saturating_mul(2).max(1 << 20);
                 let transport =
                     spawn_stdio(&spec.name, command, args, env, cwd.as_deref(), max_message)?;
                 handler.serve(transport).await.map_err(|e| e.to_string())?
@@ -572,7 +572,9 @@ async fn connect(
             Transport::Http { url, headers } => {
                 install_tls_provider();
                 let manager = stored_login(spec, url, headers, token_dir).await?;
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .max_json_response_size(max_message)
+                    .max_sse_event_size(max_message);
                 let mut custom = HashMap::new();
                 for (k, v) in headers {
                     if k.eq_ignore_ascii_case("authorization")
