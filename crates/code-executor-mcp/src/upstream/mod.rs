@@ -604,7 +604,7 @@ async fn connect(
                 install_tls_provider();
                 let manager = stored_login(spec, url, headers, token_dir).await?;
                 let auth = oauth::SseAuth::new(manager, watch.clone().unwrap_or_default());
-                let transport = sse::connect(url, headers, auth).await?;
+                let transport = sse::connect(url, headers, auth, max_message).await?;
                 handler.serve(transport).await.map_err(|e| e.to_string())?
             }
         };

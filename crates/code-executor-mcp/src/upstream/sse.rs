@@ -33,12 +33,60 @@ fn header_map(headers: &BTreeMap<String, String>) -> Result<reqwest::header::Hea
     Ok(map)
 }
 
+/// Ends the byte stream with an error once one event grows past `max` bytes, so a server
+/// cannot make us buffer without bound; the session then ends and its calls fail.
+fn bounded<S, D, E>(stream: S, max: usize) -> impl Stream<Item = Result<D, SseError>> + Send
+where
+    S: Stream<Item = Result<D, E>> + Send + 'static,
+    D: AsRef<[u8]> + Send + 'static,
+    E: std::fmt::Display,
+{
+    // (bytes in the current event, the last byte ended a line, failed)
+    stream
+        .scan(
+            (0usize, false, false),
+            move |(size, at_line_end, failed), chunk| {
+                if *failed {
+                    return futures::future::ready(None);
+                }
+                let item = match chunk {
+                    Err(e) => Err(SseError(format!("event stream: {e}"))),
+                    Ok(data) => {
+                        for &b in data.as_ref() {
+                            match b {
+                                b'\r' => {}
+                                b'\n' if *at_line_end => *size = 0, // a blank line ends the event
+                                b'\n' => *at_line_end = true,
+                                _ => {
+                                    *at_line_end = false;
+                                    *size += 1;
+                                }
+                            }
+                        }
+                        if *size > max {
+                            *failed = true;
+                            Err(SseError(format!(
+                                "an event from the server is over the {max}-byte limit (twice \
+                             maxResultBytes); the connection was closed"
+                            )))
+                        } else {
+                            Ok(data)
+                        }
+                    }
+                };
+                futures::future::ready(Some(item))
+            },
+        )
+        .boxed()
+}
+
 /// Opens the event stream, waits for the `endpoint` event, and returns the message sink and
 /// stream that rmcp runs a client session over.
 pub async fn connect(
     url: &str,
     headers: &BTreeMap<String, String>,
     auth: SseAuth,
+    max_event: usize,
 ) -> Result<(SseSink, SseMessages), String> {
     let headers = header_map(headers)?;
     let auth = Arc::new(auth);
@@ -61,7 +109,7 @@ pub async fn connect(
         .error_for_status()
         .map_err(|e| format!("GET {url}: {e}"))?;
     let base = response.url().clone();
-    let mut events = SseStream::from_bytes_stream(response.bytes_stream());
+    let mut events = SseStream::from_bytes_stream(bounded(response.bytes_stream(), max_event));
     let endpoint = loop {
         match events.next().await {
             Some(Ok(e)) if e.event.as_deref() == Some("endpoint") => {
@@ -116,4 +164,31 @@ pub async fn connect(
         },
     );
     Ok((Box::pin(sink), Box::pin(messages)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn run(chunks: &[&'static str], max: usize) -> Vec<Result<String, String>> {
+        let chunks: Vec<Result<&'static [u8], SseError>> =
+            chunks.iter().map(|c| Ok(c.as_bytes())).collect();
+        bounded(futures::stream::iter(chunks), max)
+            .map(|r| {
+                r.map(|d| String::from_utf8_lossy(d).into_owned())
+                    .map_err(|e| e.to_string())
+            })
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn events_within_the_limit_pass_and_a_larger_one_ends_the_stream() {
+        let ok = run(&["data: 12345\n\n", "data: 1234", "5\r\n\r\n"], 12).await;
+        assert_eq!(ok.len(), 3);
+        assert!(ok.iter().all(Result::is_ok));
+        let over = run(&["data: 1234", "56789\n", "data: x\n\n", "data: y\n\n"], 12).await;
+        assert_eq!(over.len(), 2, "{over:?}");
+        assert!(over[1].as_ref().unwrap_err().contains("12-byte limit"));
+    }
 }
