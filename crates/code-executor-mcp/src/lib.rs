@@ -193,7 +193,7 @@ impl Drop for RunEnd<'_> {
         let Some(execution) = self.execution.take() else {
             return;
         };
-        self.audit.record(AuditEvent::RunEnd {
+        self.audit.record_now(AuditEvent::RunEnd {
             execution,
             outcome: "cancelled",
             error: None,

@@ -9,6 +9,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -131,24 +132,28 @@ struct Sink {
     written: u64,
 }
 
-/// The audit sink. Lines are formatted by the caller and written, in order, by a thread of
-/// their own, so a tool call never waits on the disk; [`AuditLog::record_now`] waits until
-/// everything recorded so far is written (a run's end, before its answer goes out). A
-/// failing disk is logged, never fatal.
+/// The audit sink. A tool call's line is formatted and queued in memory; queued lines are
+/// written, in order and in one write, by the next run end or refusal
+/// ([`AuditLog::record_now`], before the answer goes out), by any line once the queue is [`MAX_QUEUE_AGE`] old or
+/// [`MAX_QUEUE_BYTES`] long, and at exit. So a tool call does not wait on the disk, and a
+/// run's lines are all on disk when its answer is. A failing disk is logged, never fatal.
 pub struct AuditLog {
-    writer: Option<std::sync::mpsc::Sender<Msg>>,
+    sink: Mutex<Option<Queued>>,
     path: Option<PathBuf>,
     log_arguments: bool,
 }
 
-enum Msg {
-    Line(String),
-    /// Answered once every line sent before it is written.
-    Flush(std::sync::mpsc::SyncSender<()>),
+struct Queued {
+    sink: Sink,
+    max_bytes: u64,
+    queue: String,
+    since: Option<std::time::Instant>,
 }
 
-/// Longest wait in [`AuditLog::record_now`] for the writer (a stuck disk must not stall runs).
-const FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Queued lines are written at the latest with the next line after this long.
+const MAX_QUEUE_AGE: std::time::Duration = std::time::Duration::from_millis(200);
+/// Queued lines are written once they are this long.
+const MAX_QUEUE_BYTES: usize = 64 * 1024;
 
 /// One line of the file: the schema version and time, then the event's fields.
 #[derive(Serialize)]
@@ -163,13 +168,13 @@ impl AuditLog {
     /// An audit log that writes nothing.
     pub fn disabled() -> Self {
         AuditLog {
-            writer: None,
+            sink: Mutex::new(None),
             path: None,
             log_arguments: false,
         }
     }
 
-    /// Opens (creating, 0600) the file the settings name, and starts its writer.
+    /// Opens (creating, 0600) the file the settings name.
     pub fn open(settings: &AuditSettings) -> Result<Self, String> {
         if !settings.enabled {
             return Ok(AuditLog::disabled());
@@ -179,24 +184,14 @@ impl AuditLog {
             .clone()
             .or_else(default_path)
             .ok_or("no audit path: set audit.path or HOME")?;
-        let mut sink = open_sink(&path)?;
-        let max_bytes = settings.max_bytes.max(4096);
-        let (tx, rx) = std::sync::mpsc::channel::<Msg>();
-        std::thread::Builder::new()
-            .name("audit-writer".into())
-            .spawn(move || {
-                for msg in rx {
-                    match msg {
-                        Msg::Line(line) => write_line(&mut sink, max_bytes, &line),
-                        Msg::Flush(done) => {
-                            let _ = done.send(());
-                        }
-                    }
-                }
-            })
-            .map_err(|e| format!("cannot start the audit writer: {e}"))?;
+        let sink = open_sink(&path)?;
         Ok(AuditLog {
-            writer: Some(tx),
+            sink: Mutex::new(Some(Queued {
+                sink,
+                max_bytes: settings.max_bytes.max(4096),
+                queue: String::new(),
+                since: None,
+            })),
             path: Some(path),
             log_arguments: settings.log_arguments,
         })
@@ -210,36 +205,75 @@ impl AuditLog {
         self.log_arguments
     }
 
-    /// Appends one line (written shortly after, in order).
+    /// Queues one line (see the type's docs for when it is written).
     pub fn record(&self, event: AuditEvent) {
-        let Some(writer) = &self.writer else { return };
+        self.add(event, false);
+    }
+
+    /// Writes one line, and every queued line before it, now.
+    pub fn record_now(&self, event: AuditEvent) {
+        self.add(event, true);
+    }
+
+    /// Writes every queued line now.
+    pub fn flush(&self) {
+        if let Ok(mut guard) = self.sink.lock()
+            && let Some(q) = guard.as_mut()
+        {
+            q.write_queue();
+        }
+    }
+
+    fn add(&self, event: AuditEvent, now: bool) {
+        if self.path.is_none() {
+            return;
+        }
         let line = Line {
             v: AUDIT_SCHEMA_VERSION,
             ts: rfc3339_now(),
             event: &event,
         };
-        match serde_json::to_string(&line) {
-            Ok(mut line) => {
-                line.push('\n');
-                let _ = writer.send(Msg::Line(line));
+        let line = match serde_json::to_string(&line) {
+            Ok(line) => line,
+            Err(e) => {
+                tracing::warn!("audit line not written: {e}");
+                return;
             }
-            Err(e) => tracing::warn!("audit line not written: {e}"),
+        };
+        let Ok(mut guard) = self.sink.lock() else {
+            return;
+        };
+        let Some(q) = guard.as_mut() else { return };
+        q.queue.push_str(&line);
+        q.queue.push('\n');
+        let since = *q.since.get_or_insert_with(std::time::Instant::now);
+        if now || q.queue.len() >= MAX_QUEUE_BYTES || since.elapsed() >= MAX_QUEUE_AGE {
+            q.write_queue();
         }
     }
+}
 
-    /// Appends one line and waits until it, and every line before it, is written.
-    pub fn record_now(&self, event: AuditEvent) {
-        self.record(event);
+impl Queued {
+    fn write_queue(&mut self) {
+        if self.queue.is_empty() {
+            return;
+        }
+        let queue = std::mem::take(&mut self.queue);
+        self.since = None;
+        if self.sink.written + queue.len() as u64 <= self.max_bytes {
+            write_line(&mut self.sink, self.max_bytes, &queue);
+        } else {
+            // Line by line, so the file rotates between lines.
+            for line in queue.split_inclusive('\n') {
+                write_line(&mut self.sink, self.max_bytes, line);
+            }
+        }
+    }
+}
+
+impl Drop for AuditLog {
+    fn drop(&mut self) {
         self.flush();
-    }
-
-    /// Waits until every line recorded so far is written.
-    pub fn flush(&self) {
-        let Some(writer) = &self.writer else { return };
-        let (done, written) = std::sync::mpsc::sync_channel(1);
-        if writer.send(Msg::Flush(done)).is_ok() && written.recv_timeout(FLUSH_WAIT).is_err() {
-            tracing::warn!("the audit log did not catch up within {FLUSH_WAIT:?}");
-        }
     }
 }
 

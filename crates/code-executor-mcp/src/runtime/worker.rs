@@ -62,6 +62,8 @@ pub struct WorkerProcess {
     stdin: ChildStdin,
     frames: FrameReader,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// The engine process (under the sandbox's helpers), for its peak memory.
+    engine: Option<u32>,
 }
 
 /// Smallest read from a worker's stdout.
@@ -202,9 +204,11 @@ impl WorkerSpawner {
             stdin,
             frames: FrameReader::new(stdout),
             stderr_tail,
+            engine: None,
         };
         match tokio::time::timeout(WORKER_READY_TIMEOUT, worker.frames.recv()).await {
             Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) if protocol == PROTOCOL_VERSION => {
+                worker.engine = engine_pid(pid);
                 Ok(worker)
             }
             Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) => Err(format!(
@@ -284,37 +288,11 @@ impl WorkerProcess {
         self.frames.recv().await
     }
 
-    /// Peak resident memory (`VmHWM`) of the largest process in the worker's tree: the
-    /// sandbox helpers and the engine they run, plus anything the code started. Read from the
-    /// host's `/proc`, so the worker cannot misreport it; `None` when it is already gone.
+    /// Peak resident memory (`VmHWM`) of the engine process, read from the host's `/proc`,
+    /// so the worker cannot misreport it; `None` when it is already gone.
     pub fn memory_peak(&self) -> Option<u64> {
-        let mut peak = None;
-        let mut stack = vec![self.pid];
-        // A worker has at most a few dozen processes (its RLIMIT_NPROC); the bound only
-        // guards against a pid reused mid-walk.
-        let mut budget = 256;
-        while let Some(pid) = stack.pop() {
-            budget -= 1;
-            if budget == 0 {
-                break;
-            }
-            if let Some(kib) = std::fs::read_to_string(format!("/proc/{pid}/status"))
-                .ok()
-                .and_then(|s| status_kib(&s, "VmHWM:"))
-            {
-                peak = peak.max(Some(kib * 1024));
-            }
-            if let Ok(children) =
-                std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-            {
-                stack.extend(
-                    children
-                        .split_whitespace()
-                        .filter_map(|c| c.parse::<u32>().ok()),
-                );
-            }
-        }
-        peak
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.engine?)).ok()?;
+        status_kib(&status, "VmHWM:").map(|kib| kib * 1024)
     }
 
     /// The frame reader and the worker's stdin apart, to read and write at once.
@@ -360,6 +338,22 @@ impl WorkerProcess {
             format!("the worker process exited unexpectedly ({status}): {tail}")
         }
     }
+}
+
+/// The engine process under the sandbox's helpers: the first process without children,
+/// following the first child from `pid` (the helper, its init, then the engine). Found once
+/// the worker is ready, before it is used, so reading its peak later costs one file.
+fn engine_pid(pid: u32) -> Option<u32> {
+    let mut current = pid;
+    for _ in 0..8 {
+        let children =
+            std::fs::read_to_string(format!("/proc/{current}/task/{current}/children")).ok()?;
+        match children.split_whitespace().next() {
+            Some(child) => current = child.parse().ok()?,
+            None => return Some(current),
+        }
+    }
+    None
 }
 
 /// A `KEY:   123 kB` field of `/proc/PID/status`, in KiB.
