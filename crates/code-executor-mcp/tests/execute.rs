@@ -462,6 +462,51 @@ async fn a_server_that_hangs_at_start_is_named_within_the_execution_deadline() {
 }
 
 #[tokio::test]
+async fn tool_proxies_behave_as_plain_objects_of_functions() {
+    let h = harness().await;
+    let (v, _) = h
+        .exec("return await tools.fx.echo({ message: 'warm' });")
+        .await;
+    assert_eq!(v["result"], "Echo: warm");
+    // The proxies are made on first use; they must still enumerate, compare and fail as
+    // plain objects would.
+    let (v, is_error) = h
+        .exec(
+            "const fx = tools.fx;\n\
+             const keys = Object.keys(fx);\n\
+             let unknown;\n\
+             try { fx.nope; } catch (e) { unknown = `${e.name}: ${e.message}`; }\n\
+             fx.mine = 1;\n\
+             return {\n\
+               servers: Object.keys(tools).includes('fx'),\n\
+               dotted: keys.includes('get.page') && keys.includes('get_page'),\n\
+               same: fx['get.page'] === fx.get_page && fx.echo === fx.echo,\n\
+               has: 'echo' in fx && !('nope' in fx),\n\
+               entries: Object.entries(fx).filter(([, f]) => typeof f === 'function').length === keys.length,\n\
+               name: fx.get_page.name,\n\
+               unknown,\n\
+               mine: fx.mine,\n\
+               echoed: await fx['echo']({ message: 'again' }),\n\
+             };",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    let r = &v["result"];
+    for key in ["servers", "dotted", "same", "has", "entries"] {
+        assert_eq!(r[key], true, "{key}: {v}");
+    }
+    assert_eq!(r["name"], "get.page", "{v}");
+    assert_eq!(r["mine"], 1, "{v}");
+    assert_eq!(r["echoed"], "Echo: again", "{v}");
+    let unknown = r["unknown"].as_str().unwrap_or("");
+    assert!(
+        unknown.starts_with("TypeError: tools.fx has no tool \"nope\"")
+            && unknown.contains("get.page"),
+        "{v}"
+    );
+}
+
+#[tokio::test]
 async fn proxies_carry_typed_declarations_in_both_languages() {
     let h = harness().await;
     // Bindings list the tools of servers already connected: connect fx first.

@@ -21,11 +21,12 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime, Value};
 use worker_protocol::{
     CallOutcome, CallRequest, EngineLimits, ErrorInfo, FrameError, HostFrame, LogLevel,
-    MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RunOutcome, RunRequest, WorkerFrame, read_frame,
-    write_frame,
+    MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RunOutcome, RunRequest, ToolBinding, WorkerFrame,
+    read_frame, write_frame,
 };
 
 use crate::strip::SOURCE_NAME;
+use crate::tools::ToolIndex;
 
 const PRELUDE: &str = include_str!("prelude.js");
 
@@ -127,6 +128,17 @@ struct Shared {
     log_budget: u64,
     logs_truncated: bool,
     broken: Option<String>,
+    /// The run's upstream tools, until the prelude first asks about them.
+    tools: Vec<ToolBinding>,
+    tool_index: Option<ToolIndex>,
+}
+
+impl Shared {
+    fn tool_index(&mut self) -> &ToolIndex {
+        let tools = &mut self.tools;
+        self.tool_index
+            .get_or_insert_with(|| ToolIndex::new(std::mem::take(tools)))
+    }
 }
 
 impl Shared {
@@ -167,6 +179,8 @@ impl Engine {
             log_budget: u64::MAX,
             logs_truncated: false,
             broken: None,
+            tools: Vec::new(),
+            tool_index: None,
         }));
         let entry = ctx.with(|ctx| -> rquickjs::Result<_> {
             let host = host_object(&ctx, &shared)?;
@@ -205,7 +219,11 @@ impl Engine {
     /// Runs one request to completion (or until the host goes away).
     fn run(&self, req: RunRequest, input: &mut Input) -> Result<RunOutcome, String> {
         self.apply_limits(&req.limits);
-        let bindings = serde_json::to_string(&req.tools).map_err(|e| e.to_string())?;
+        {
+            let mut s = self.shared.borrow_mut();
+            s.tools = req.tools;
+            s.tool_index = None;
+        }
         let memory_limit = req.limits.memory_bytes;
         self.ctx.with(|ctx| {
             let entry = self
@@ -223,7 +241,7 @@ impl Engine {
                 Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit)),
             };
             let run: Function = entry.get("run").map_err(|e| e.to_string())?;
-            let promise: Promise = match run.call((func, bindings)) {
+            let promise: Promise = match run.call((func,)) {
                 Ok(p) => p,
                 Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit)),
             };
@@ -418,6 +436,52 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
         "now",
         Function::new(ctx.clone(), move || {
             s.borrow().started.elapsed().as_secs_f64() * 1000.0
+        })?,
+    )?;
+
+    // `tools.server.tool` proxies ask about names one at a time (see `tools.rs`).
+    let s = shared.clone();
+    host.set(
+        "servers",
+        Function::new(ctx.clone(), move || {
+            s.borrow_mut().tool_index().servers_json()
+        })?,
+    )?;
+    let s = shared.clone();
+    host.set(
+        "tool",
+        Function::new(ctx.clone(), move |server: f64, name: String| {
+            s.borrow_mut()
+                .tool_index()
+                .lookup(server as usize, &name)
+                .map_or(-1.0, |i| i as f64)
+        })?,
+    )?;
+    let s = shared.clone();
+    host.set(
+        "toolKeys",
+        Function::new(ctx.clone(), move |server: f64| {
+            s.borrow_mut().tool_index().keys(server as usize)
+        })?,
+    )?;
+    let s = shared.clone();
+    host.set(
+        "toolName",
+        Function::new(ctx.clone(), move |index: f64| {
+            s.borrow_mut()
+                .tool_index()
+                .binding(index as usize)
+                .and_then(|b| b.tool.clone())
+        })?,
+    )?;
+    let s = shared.clone();
+    host.set(
+        "signature",
+        Function::new(ctx.clone(), move |index: f64| {
+            s.borrow_mut()
+                .tool_index()
+                .binding(index as usize)
+                .and_then(|b| b.signature.clone())
         })?,
     )?;
 

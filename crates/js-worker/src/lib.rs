@@ -4,9 +4,11 @@
 //! - [`engine`]: the worker process itself (`code-executor-mcp __worker js`): a QuickJS-NG
 //!   runtime with the in-sandbox API and Web API shims (`prelude.js`), speaking
 //!   `worker-protocol` frames over stdin/stdout.
+//! - [`tools`]: the run's upstream tools, indexed for the `tools.server.tool` proxies.
 
 pub mod engine;
 pub mod strip;
+pub mod tools;
 
 pub use engine::worker_main;
 pub use strip::{SOURCE_NAME, Stripped, SyntaxError, strip_types};

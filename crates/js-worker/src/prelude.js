@@ -529,50 +529,70 @@
   const discoverMCPTools = () => hostCall({ op: 'discover_tools' });
 
   // `tools.server.tool(args)`: names with characters that are not valid in identifiers are
-  // reachable both as written (tools['my-server']['get.page']) and with each such character
-  // replaced by `_` (tools.my_server.get_page).
-  const toIdent = (name) => {
-    const s = name.replace(/[^A-Za-z0-9_$]/g, '_');
-    return /^[0-9]/.test(s) ? '_' + s : s;
-  };
+  // reachable both as written (tools['my-server']['get.page']) and in their identifier form,
+  // each such character replaced by `_` (tools.my_server.get_page); the worker computes those
+  // forms as the host does.
   const PASS = new Set(['then', 'toJSON', 'constructor', 'inspect', 'valueOf', 'toString']);
-  function buildTools(bindings) {
-    const byServer = new Map(); // server -> object of tool functions, or null if not known yet
-    for (const { server, tool, signature } of bindings) {
-      if (!byServer.has(server)) byServer.set(server, null);
-      if (tool == null) continue;
-      if (byServer.get(server) === null) byServer.set(server, {});
-      const obj = byServer.get(server);
-      const fn = (args) => callMCPTool(server, tool, args);
-      Object.defineProperty(fn, 'name', { value: tool });
-      if (signature) {
-        // The tool's TypeScript declaration, from its JSON Schemas: `tools.s.t.signature`.
-        Object.defineProperty(fn, 'signature', { value: signature });
-        Object.defineProperty(fn, 'toString', { value: () => signature });
-      }
-      obj[tool] = fn;
-      const id = toIdent(tool);
-      if (!(id in obj)) obj[id] = fn;
-    }
+  const own = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+
+  // One tool's function. `signature` is the tool's TypeScript declaration, from its JSON
+  // Schemas, fetched from the worker when read.
+  function toolFunction(server, index) {
+    const tool = host.toolName(index);
+    const fn = (args) => callMCPTool(server, tool, args);
+    const signature = () => host.signature(index) ?? `function ${tool}(args?: object): Promise<unknown>`;
+    Object.defineProperty(fn, 'name', { value: tool });
+    Object.defineProperty(fn, 'signature', { get: signature });
+    Object.defineProperty(fn, 'toString', { value: signature });
+    return fn;
+  }
+
+  // `tools.server`: its tools by name and identifier form, or, for a server that has not
+  // started yet (`known` false), any name, which the host resolves when the call arrives.
+  // Names are looked up in the worker one at a time, so a server with hundreds of tools costs
+  // nothing until one is used.
+  function serverProxy(server, at, known) {
+    const made = new Map(); // binding index -> its function
+    const tool = (prop) => {
+      if (typeof prop !== 'string') return undefined;
+      const index = host.tool(at, prop);
+      if (index < 0) return undefined;
+      if (!made.has(index)) made.set(index, toolFunction(server, index));
+      return made.get(index);
+    };
+    return new Proxy({}, {
+      get(t, prop, recv) {
+        if (typeof prop === 'symbol' || own(t, prop)) return Reflect.get(t, prop, recv);
+        const fn = tool(prop);
+        if (fn) return fn;
+        if (PASS.has(prop)) return Reflect.get(t, prop, recv);
+        if (known) {
+          throw new TypeError(`tools.${server} has no tool "${prop}"; available: ${host.toolKeys(at).join(', ')}`);
+        }
+        return (args) => callMCPTool(server, prop, args);
+      },
+      has: (t, prop) => own(t, prop) || tool(prop) !== undefined,
+      ownKeys: (t) => [...new Set([...host.toolKeys(at), ...Reflect.ownKeys(t)])],
+      getOwnPropertyDescriptor(t, prop) {
+        if (own(t, prop)) return Reflect.getOwnPropertyDescriptor(t, prop);
+        const fn = tool(prop);
+        return fn && { value: fn, writable: true, enumerable: true, configurable: true };
+      },
+    });
+  }
+
+  // The `tools` object, made when code first touches it.
+  function buildTools() {
+    const list = JSON.parse(host.servers());
     const servers = {};
-    for (const [server, known] of byServer) {
-      const target = known || {};
-      const proxy = new Proxy(target, {
-        get(t, prop, recv) {
-          if (typeof prop === 'symbol' || prop in t || PASS.has(prop)) return Reflect.get(t, prop, recv);
-          if (known) {
-            throw new TypeError(`tools.${server} has no tool "${prop}"; available: ${Object.keys(t).join(', ')}`);
-          }
-          // This server has not started yet, so its tools are not known here: the host
-          // resolves the name (exact or identifier form) when the call arrives.
-          return (args) => callMCPTool(server, prop, args);
-        },
-      });
-      servers[server] = proxy;
-      const id = toIdent(server);
-      if (!(id in servers)) servers[id] = proxy;
-    }
-    const names = [...byServer.keys()];
+    list.forEach(([server, id, known], at) => {
+      let proxy;
+      const get = () => proxy || (proxy = serverProxy(server, at, known));
+      for (const key of [server, id]) {
+        if (!own(servers, key)) Object.defineProperty(servers, key, { get, enumerable: true, configurable: true });
+      }
+    });
+    const names = list.map(([server]) => server);
     return new Proxy(servers, {
       get(t, prop, recv) {
         if (typeof prop === 'symbol' || prop in t || PASS.has(prop)) return Reflect.get(t, prop, recv);
@@ -602,14 +622,24 @@
   }
 
   // Runs the user's async function; always resolves to a JSON RunOutcome.
-  async function run(fn, bindingsJson) {
-    define(g, 'tools', buildTools(JSON.parse(bindingsJson)));
+  async function run(fn) {
+    // `tools` is made on first use; code that never touches it does not pay for it.
+    let tools;
+    Object.defineProperty(g, 'tools', {
+      get: () => tools || (tools = buildTools()),
+      set: (value) => define(g, 'tools', value),
+      configurable: true,
+      enumerable: false,
+    });
     try {
       const value = await fn();
       let result = value === undefined ? 'null' : jsonSafe(value);
       if (result === undefined) result = 'null';
       return `{"status":"ok","result":${result}}`;
     } catch (e) {
+      // QuickJS throws `null` when it runs out of memory even for its own error; the engine
+      // reports a rejected `null` as a MemoryError.
+      if (e === null) throw e;
       return JSON.stringify({ status: 'err', error: describe(e) });
     }
   }

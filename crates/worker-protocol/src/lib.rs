@@ -58,6 +58,27 @@ pub struct ToolBinding {
     pub signature: Option<String>,
 }
 
+/// The identifier form of a server or tool name, by which code can also reach it
+/// (`tools.my_server.get_page` for `my-server`'s `get.page`): every character that cannot be in
+/// an identifier becomes `_`, and a leading digit gets a `_` prefix. The host resolves calls by
+/// it, and the JavaScript worker names its proxies with it, so both agree.
+pub fn ident(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, '_');
+    }
+    s
+}
+
 /// Limits the engine applies from inside (memory, stack); the host applies the rest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EngineLimits {

@@ -384,22 +384,7 @@ impl Catalog {
 }
 
 /// The identifier form of a server or tool name (see the module docs).
-pub fn ident(name: &str) -> String {
-    let mut s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.starts_with(|c: char| c.is_ascii_digit()) {
-        s.insert(0, '_');
-    }
-    s
-}
+pub use worker_protocol::ident;
 
 /// Picks the one name in `names` that is `wanted` exactly, or else whose identifier form is.
 pub fn pick<'a>(

@@ -62,8 +62,10 @@ pub struct WorkerProcess {
     stdin: ChildStdin,
     frames: FrameReader,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
-    /// The engine process (under the sandbox's helpers), for its peak memory.
-    engine: Option<u32>,
+    /// `/proc/PID/status` of the engine process (under the sandbox's helpers), opened when
+    /// the worker is ready, for its peak memory. Held open, it always means that process, and
+    /// reading it at the end of a run costs one `pread`.
+    engine_status: Option<std::fs::File>,
 }
 
 /// Smallest read from a worker's stdout.
@@ -204,11 +206,12 @@ impl WorkerSpawner {
             stdin,
             frames: FrameReader::new(stdout),
             stderr_tail,
-            engine: None,
+            engine_status: None,
         };
         match tokio::time::timeout(WORKER_READY_TIMEOUT, worker.frames.recv()).await {
             Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) if protocol == PROTOCOL_VERSION => {
-                worker.engine = engine_pid(pid);
+                worker.engine_status = engine_pid(pid)
+                    .and_then(|p| std::fs::File::open(format!("/proc/{p}/status")).ok());
                 Ok(worker)
             }
             Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) => Err(format!(
@@ -291,8 +294,11 @@ impl WorkerProcess {
     /// Peak resident memory (`VmHWM`) of the engine process, read from the host's `/proc`,
     /// so the worker cannot misreport it; `None` when it is already gone.
     pub fn memory_peak(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.engine?)).ok()?;
-        status_kib(&status, "VmHWM:").map(|kib| kib * 1024)
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 4096];
+        let n = self.engine_status.as_ref()?.read_at(&mut buf, 0).ok()?;
+        let status = std::str::from_utf8(&buf[..n]).ok()?;
+        status_kib(status, "VmHWM:").map(|kib| kib * 1024)
     }
 
     /// The frame reader and the worker's stdin apart, to read and write at once.
