@@ -623,14 +623,21 @@ class _Server:
         self._name = name
         self._async = is_async
         self._signatures = signatures or {}
-        # None: the server has not started yet, so any name is passed to the host to resolve.
-        self._known = None
-        if tools is not None:
-            self._known = {}
-            for tool in tools:
-                self._known[tool] = tool
-            for tool in tools:
-                self._known.setdefault(_ident(tool), tool)
+        self._tools = tools
+        self._names = None
+
+    @property
+    def _known(self):
+        """Name and identifier form -> tool, made on first use; None: the server has not
+        started yet, so any name is passed to the host to resolve."""
+        if self._tools is not None and self._names is None:
+            known = {}
+            for tool in self._tools:
+                known[tool] = tool
+            for tool in self._tools:
+                known.setdefault(_ident(tool), tool)
+            self._names = known
+        return self._names
 
     def __getattr__(self, attr):
         if attr.startswith("__"):
@@ -655,27 +662,50 @@ class _Server:
         return "<server %s: %s>" % (self._name, ", ".join(self.__dir__()) or "tools not known yet")
 
 
+def _group(bindings):
+    """The run's tools by server, in the host's order: server -> (tool names or None when not
+    known yet, tool -> signature)."""
+    servers = {}
+    for b in bindings:
+        server = b.get("server")
+        tool = b.get("tool")
+        names, signatures = servers.setdefault(server, (None, {}))
+        if tool is not None:
+            if names is None:
+                names = []
+                servers[server] = (names, signatures)
+            names.append(tool)
+            if b.get("signature"):
+                signatures[tool] = b["signature"]
+    return servers
+
+
 class _Tools:
+    """`tools` (and `atools`): made when code first touches them, like each server's names,
+    so a run that does not use them pays nothing for them."""
+
     def __init__(self, bindings, is_async):
-        tools = {}
-        signatures = {}
-        for b in bindings:
-            server = b.get("server")
-            tool = b.get("tool")
-            if tool is not None and b.get("signature"):
-                signatures.setdefault(server, {})[tool] = b["signature"]
-            tools.setdefault(server, None)
-            if tool is not None:
-                if tools[server] is None:
-                    tools[server] = []
-                tools[server].append(tool)
-        self._servers = {}
-        for server, names in tools.items():
-            proxy = _Server(server, names, is_async, signatures.get(server))
-            self._servers[server] = proxy
-        for server in list(tools):
-            self._servers.setdefault(_ident(server), self._servers[server])
-        self._names = list(tools)
+        self._bindings = bindings
+        self._async = is_async
+        self._built = None
+
+    @property
+    def _servers(self):
+        if self._built is None:
+            grouped = _group(self._bindings)
+            servers = {}
+            for server, (names, signatures) in grouped.items():
+                servers[server] = _Server(server, names, self._async, signatures)
+            for server in grouped:
+                servers.setdefault(_ident(server), servers[server])
+            self._built = servers
+            self._list = list(grouped)
+        return self._built
+
+    @property
+    def _names(self):
+        self._servers
+        return self._list
 
     def __getattr__(self, attr):
         if attr.startswith("__"):
