@@ -486,6 +486,35 @@ case_tests!(
 );
 
 #[tokio::test]
+async fn python_threads_and_asyncio_call_tools_at_once() {
+    // Plain calls from several threads, alone and while asyncio calls are in flight: whichever
+    // thread reads the pipe must hand every reply to its caller.
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec_python(
+            r#"
+import asyncio, threading
+out = []
+def worker(i):
+    for j in range(5):
+        out.append(tools.fx.echo(message=f"{i}-{j}"))
+threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+late = threading.Thread(target=worker, args=(9,))
+late.start()
+gathered = await asyncio.gather(*[acall_mcp_tool('fx', 'echo', {'message': str(k)}) for k in range(10)])
+late.join()
+[sorted(out) == sorted(f"Echo: {i}-{j}" for i in [0, 1, 2, 3, 9] for j in range(5)), gathered == [f"Echo: {k}" for k in range(10)]]
+"#,
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!([true, true]), "{v}");
+    assert_eq!(v["toolCalls"], 35, "{v}");
+}
+
+#[tokio::test]
 async fn python_values_that_json_cannot_hold_are_documented_forms() {
     let h = harness().await;
     let (v, is_error) = h

@@ -145,7 +145,7 @@ def _dispatch(frame):
     kind = frame.get("type")
     if kind == "run":
         _runs.put(frame)
-        _run_waiter.event.set()
+        _run_waiter.wake()
     elif kind == "reply":
         with _pending_lock:
             waiter = _pending.pop(frame.get("id"), None)
@@ -160,13 +160,13 @@ def _nudge():
     with _waiting_lock:
         other = next(iter(_waiting), None)
     if other is not None:
-        other.event.set()
+        other.wake()
 
 
 def _await_frames(done, waiter):
-    """Blocks until `done()`, reading and delivering frames itself when no other thread does."""
-    with _waiting_lock:
-        _waiting.add(waiter)
+    """Blocks until `done()`, reading and delivering frames itself when no other thread does.
+    A lone caller takes the read lock at once; only a thread that must wait for another
+    reader gets an event and joins `_waiting`."""
     try:
         while not done():
             if _rlock.acquire(blocking=False):
@@ -179,11 +179,19 @@ def _await_frames(done, waiter):
                 finally:
                     _rlock.release()
                 break
-            waiter.event.wait()
-            waiter.event.clear()
+            if waiter.event is None:
+                waiter.event = threading.Event()
+            with _waiting_lock:
+                _waiting.add(waiter)
+            try:
+                # The reader may have left before this waiter was there to be nudged.
+                if _rlock.locked() and not done():
+                    waiter.event.wait()
+                waiter.event.clear()
+            finally:
+                with _waiting_lock:
+                    _waiting.discard(waiter)
     finally:
-        with _waiting_lock:
-            _waiting.discard(waiter)
         _nudge()
 
 
@@ -202,6 +210,7 @@ class _State:
     budget = 0
     truncated = False
     memory_bytes = 0
+    idle_vm = None
 
 
 def _clean(text):
@@ -450,12 +459,18 @@ class _Waiter:
     __slots__ = ("event", "outcome")
 
     def __init__(self):
-        self.event = threading.Event()
+        # Made only when this waiter has to wait for another thread's reading.
+        self.event = None
         self.outcome = None
+
+    def wake(self):
+        event = self.event
+        if event is not None:
+            event.set()
 
     def deliver(self, outcome):
         self.outcome = outcome
-        self.event.set()
+        self.wake()
 
 
 _run_waiter = _Waiter()
@@ -805,17 +820,23 @@ def _describe(exc):
     return {"name": name, "message": _clean(message), "stack": stack}
 
 
-def _limit_memory(memory_bytes):
-    """The engine memory limit: address space now plus `memory_bytes`, below the sandbox's
-    hard limit, so a memory bomb ends in MemoryError rather than a killed process."""
-    if resource is None or memory_bytes <= 0:
-        return None
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+def _address_space():
+    """The interpreter's address space (VmSize), or None."""
     try:
         with open("/proc/self/status") as f:
-            vm = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
+            return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
     except (OSError, StopIteration, ValueError):
         return None
+
+
+def _limit_memory(memory_bytes):
+    """The engine memory limit: address space at rest plus `memory_bytes`, below the sandbox's
+    hard limit, so a memory bomb ends in MemoryError rather than a killed process. The address
+    space is measured while the worker waits for its run (`_State.idle_vm`), off the run's path."""
+    vm = _State.idle_vm
+    if resource is None or memory_bytes <= 0 or vm is None:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = vm + memory_bytes
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
@@ -931,6 +952,7 @@ def _main():
             sys.__stderr__ = sys.stderr = _stderr
             os.write(2, ("cannot add site dir %s: %s\n" % (d, e)).encode())
     threading.Thread(target=_background_reader, name="protocol-reader", daemon=True).start()
+    _State.idle_vm = _address_space()
     _send(
         {
             "type": "ready",
