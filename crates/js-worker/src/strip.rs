@@ -8,6 +8,8 @@
 use std::path::Path;
 
 use oxc::allocator::Allocator;
+use oxc::ast::{AstKind, AstType};
+use oxc::ast_visit::Visit;
 use oxc::codegen::{Codegen, CodegenOptions};
 use oxc::parser::{ParseOptions, Parser};
 use oxc::semantic::SemanticBuilder;
@@ -80,6 +82,13 @@ pub fn strip_types(source: &str) -> Result<Stripped, SyntaxError> {
             column,
         });
     }
+    if is_plain_javascript(&program, source) {
+        // Nothing to strip: the code runs as written, and its lines are the user's.
+        return Ok(Stripped {
+            code: source.to_string(),
+            line_map: Vec::new(),
+        });
+    }
     let semantic = SemanticBuilder::new()
         .with_excess_capacity(2.0)
         .with_enum_eval(true)
@@ -132,6 +141,82 @@ pub fn strip_types(source: &str) -> Result<Stripped, SyntaxError> {
     })
 }
 
+/// Whether `program` (parsed as TypeScript from `source`) is plain JavaScript with the same
+/// meaning, so it can skip the transform (several times the parse's cost on a cold cache).
+/// It must have no TypeScript node, which also catches code that parses both ways with
+/// different meanings (`f<T>(x)`: a generic call, or two comparisons), and no TypeScript flag
+/// on a JavaScript node (`private x`, `f(x?)`, `declare let`, `abstract`); and `source` must
+/// parse as JavaScript too.
+fn is_plain_javascript(program: &oxc::ast::ast::Program<'_>, source: &str) -> bool {
+    let mut find = FindTypeScript(false);
+    find.visit_program(program);
+    if find.0 {
+        return false;
+    }
+    let allocator = Allocator::default();
+    let parsed = Parser::new(&allocator, source, SourceType::mjs())
+        .with_options(ParseOptions {
+            allow_return_outside_function: true,
+            ..ParseOptions::default()
+        })
+        .parse();
+    parsed.diagnostics.errors().next().is_none()
+}
+
+/// Finds TypeScript syntax: its own nodes, or its flags on JavaScript nodes.
+struct FindTypeScript(bool);
+
+impl<'a> Visit<'a> for FindTypeScript {
+    fn enter_node(&mut self, kind: AstKind<'a>) {
+        use oxc::ast::ast::{
+            AccessorPropertyType, FunctionType, MethodDefinitionType, PropertyDefinitionType,
+        };
+        let t = kind.ty() as u8;
+        let node = (AstType::TSThisParameter as u8..=AstType::TSInstantiationExpression as u8)
+            .contains(&t)
+            && t != AstType::Decorator as u8
+            || t >= AstType::JSDocNullableType as u8;
+        let flag = match kind {
+            AstKind::VariableDeclaration(d) => d.declare,
+            AstKind::VariableDeclarator(d) => d.definite,
+            AstKind::Function(f) => {
+                f.declare
+                    || !matches!(
+                        f.r#type,
+                        FunctionType::FunctionDeclaration | FunctionType::FunctionExpression
+                    )
+            }
+            AstKind::FormalParameter(p) => {
+                p.optional || p.accessibility.is_some() || p.readonly || p.r#override
+            }
+            AstKind::Class(c) => c.r#abstract || c.declare,
+            AstKind::MethodDefinition(m) => {
+                m.r#override
+                    || m.optional
+                    || m.accessibility.is_some()
+                    || m.r#type != MethodDefinitionType::MethodDefinition
+            }
+            AstKind::PropertyDefinition(p) => {
+                p.declare
+                    || p.r#override
+                    || p.optional
+                    || p.definite
+                    || p.readonly
+                    || p.accessibility.is_some()
+                    || p.r#type != PropertyDefinitionType::PropertyDefinition
+            }
+            AstKind::AccessorProperty(a) => {
+                a.r#override
+                    || a.definite
+                    || a.accessibility.is_some()
+                    || a.r#type != AccessorPropertyType::AccessorProperty
+            }
+            _ => false,
+        };
+        self.0 |= node || flag;
+    }
+}
+
 fn to_syntax_error(source: &str, err: &oxc::diagnostics::OxcDiagnostic) -> SyntaxError {
     let offset = err
         .labels
@@ -182,6 +267,58 @@ mod tests {
         assert!(!out.code.contains(": number"), "{}", out.code);
         assert!(out.code.contains("await Promise.resolve"), "{}", out.code);
         assert!(out.code.contains("return [r, Color.Green]"), "{}", out.code);
+    }
+
+    #[test]
+    fn plain_javascript_runs_as_written_and_typescript_is_stripped() {
+        for js in [
+            "return 1 + 1",
+            "const a = [1, 2].map((x) => x * 2);\nclass A { #p = 1; static s; get p() { return this.#p } }\nreturn a < b > c;",
+            "for await (const x of xs) { if (x?.y ?? false) break; }\nreturn `t${1}`;",
+        ] {
+            let out = strip_types(js).unwrap();
+            assert_eq!(out.code, js);
+            assert_eq!(out.original_line(2), 2);
+        }
+        // TypeScript as nodes, as flags of JavaScript nodes, and code that parses both ways
+        // with different meanings: all go through the transform.
+        for (ts, gone) in [
+            ("const a: number = 1; return a;", ": number"),
+            ("return f<string>(x);", "<string>"),
+            ("class A { private x = 1 }\nreturn new A();", "private"),
+            ("function f(x?) { return x }\nreturn f();", "x?"),
+            ("declare let d;\nreturn 1;", "declare"),
+            ("return (x as any).y!;", " as "),
+            ("enum E { A }\nreturn E.A;", "enum"),
+            (
+                "type T = { a: 1 };\nreturn 1 satisfies number;",
+                "satisfies",
+            ),
+            (
+                "class B { constructor(readonly r) {} }\nreturn 1;",
+                "readonly",
+            ),
+            (
+                "abstract class C { abstract m(): void }\nreturn 1;",
+                "abstract",
+            ),
+            (
+                "class D { x!: number; override y = 1; static z? = 2 }\nreturn 1;",
+                "!:",
+            ),
+            (
+                "let e!: number;\nfunction g(this: Window) {}\nreturn 1;",
+                "this:",
+            ),
+            (
+                "function h(a: string): void;\nfunction h(a) {}\nreturn h;",
+                "void",
+            ),
+            ("class F { protected m() {} }\nreturn 1;", "protected"),
+        ] {
+            let out = strip_types(ts).unwrap();
+            assert!(!out.code.contains(gone), "{ts} -> {}", out.code);
+        }
     }
 
     #[test]
