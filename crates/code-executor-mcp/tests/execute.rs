@@ -461,13 +461,20 @@ async fn a_server_that_hangs_at_start_is_named_within_the_execution_deadline() {
     );
 }
 
-#[tokio::test]
-async fn tool_proxies_behave_as_plain_objects_of_functions() {
+/// A harness whose `fx` server is connected, so runs receive its tools (bindings list the
+/// tools of servers already connected).
+async fn harness_with_fx_connected() -> Harness {
     let h = harness().await;
     let (v, _) = h
         .exec("return await tools.fx.echo({ message: 'warm' });")
         .await;
     assert_eq!(v["result"], "Echo: warm");
+    h
+}
+
+#[tokio::test]
+async fn tool_proxies_behave_as_plain_objects_of_functions() {
+    let h = harness_with_fx_connected().await;
     // The proxies are made on first use; they must still enumerate, compare and fail as
     // plain objects would.
     let (v, is_error) = h
@@ -508,12 +515,7 @@ async fn tool_proxies_behave_as_plain_objects_of_functions() {
 
 #[tokio::test]
 async fn proxies_carry_typed_declarations_in_both_languages() {
-    let h = harness().await;
-    // Bindings list the tools of servers already connected: connect fx first.
-    let (v, _) = h
-        .exec("return await tools.fx.echo({ message: 'warm' });")
-        .await;
-    assert_eq!(v["result"], "Echo: warm");
+    let h = harness_with_fx_connected().await;
     let (v, is_error) = h
         .exec("return [tools.fx.add.signature, String(tools.fx.get_page)];")
         .await;

@@ -466,22 +466,14 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
     )?;
     let s = shared.clone();
     host.set(
-        "toolName",
+        "binding",
         Function::new(ctx.clone(), move |index: f64| {
-            s.borrow_mut()
-                .tool_index()
-                .binding(index as usize)
-                .and_then(|b| b.tool.clone())
-        })?,
-    )?;
-    let s = shared.clone();
-    host.set(
-        "signature",
-        Function::new(ctx.clone(), move |index: f64| {
-            s.borrow_mut()
-                .tool_index()
-                .binding(index as usize)
-                .and_then(|b| b.signature.clone())
+            let mut s = s.borrow_mut();
+            let b = s.tool_index().binding(index as usize);
+            vec![
+                b.and_then(|b| b.tool.clone()),
+                b.and_then(|b| b.signature.clone()),
+            ]
         })?,
     )?;
 
