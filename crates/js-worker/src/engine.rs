@@ -139,9 +139,7 @@ impl Shared {
         self.tool_index
             .get_or_insert_with(|| ToolIndex::new(std::mem::take(tools)))
     }
-}
 
-impl Shared {
     fn send(&mut self, frame: &WorkerFrame) {
         if self.broken.is_some() {
             return;
