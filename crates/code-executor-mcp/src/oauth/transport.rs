@@ -88,6 +88,26 @@ impl HttpClient {
     }
 }
 
+/// The same call on whichever client is inside.
+macro_rules! on_inner {
+    ($self:ident, $c:ident => $call:expr) => {
+        match &$self.inner {
+            Inner::Plain($c) => $call.await,
+            Inner::OAuth($c) => $call.await,
+        }
+    };
+}
+
+impl HttpClient {
+    /// A message went through: any recorded authorization failure is over.
+    fn posted<T>(&self, result: Result<T, HttpError>) -> Result<T, HttpError> {
+        if result.is_ok() {
+            self.watch.clear();
+        }
+        self.observe(result)
+    }
+}
+
 impl StreamableHttpClient for HttpClient {
     type Error = reqwest::Error;
 
@@ -99,20 +119,8 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let r = match &self.inner {
-            Inner::Plain(c) => {
-                c.post_message(uri, message, session_id, auth_header, custom_headers)
-                    .await
-            }
-            Inner::OAuth(c) => {
-                c.post_message(uri, message, session_id, auth_header, custom_headers)
-                    .await
-            }
-        };
-        if r.is_ok() {
-            self.watch.clear();
-        }
-        self.observe(r)
+        let r = on_inner!(self, c => c.post_message(uri, message, session_id, auth_header, custom_headers));
+        self.posted(r)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -124,34 +132,15 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let r = match &self.inner {
-            Inner::Plain(c) => {
-                c.post_message_with_max_sse_event_size(
-                    uri,
-                    message,
-                    session_id,
-                    auth_header,
-                    custom_headers,
-                    max_sse_event_size,
-                )
-                .await
-            }
-            Inner::OAuth(c) => {
-                c.post_message_with_max_sse_event_size(
-                    uri,
-                    message,
-                    session_id,
-                    auth_header,
-                    custom_headers,
-                    max_sse_event_size,
-                )
-                .await
-            }
-        };
-        if r.is_ok() {
-            self.watch.clear();
-        }
-        self.observe(r)
+        let r = on_inner!(self, c => c.post_message_with_max_sse_event_size(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size,
+        ));
+        self.posted(r)
     }
 
     async fn post_message_with_response_limits(
@@ -163,34 +152,15 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let r = match &self.inner {
-            Inner::Plain(c) => {
-                c.post_message_with_response_limits(
-                    uri,
-                    message,
-                    session_id,
-                    auth_header,
-                    custom_headers,
-                    limits,
-                )
-                .await
-            }
-            Inner::OAuth(c) => {
-                c.post_message_with_response_limits(
-                    uri,
-                    message,
-                    session_id,
-                    auth_header,
-                    custom_headers,
-                    limits,
-                )
-                .await
-            }
-        };
-        if r.is_ok() {
-            self.watch.clear();
-        }
-        self.observe(r)
+        let r = on_inner!(self, c => c.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        ));
+        self.posted(r)
     }
 
     async fn delete_session(
@@ -201,16 +171,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
         // Closing a session is best effort; its failure says nothing about later calls.
-        match &self.inner {
-            Inner::Plain(c) => {
-                c.delete_session(uri, session_id, auth_header, custom_headers)
-                    .await
-            }
-            Inner::OAuth(c) => {
-                c.delete_session(uri, session_id, auth_header, custom_headers)
-                    .await
-            }
-        }
+        on_inner!(self, c => c.delete_session(uri, session_id, auth_header, custom_headers))
     }
 
     async fn get_stream(
@@ -221,16 +182,7 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        let r = match &self.inner {
-            Inner::Plain(c) => {
-                c.get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-                    .await
-            }
-            Inner::OAuth(c) => {
-                c.get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-                    .await
-            }
-        };
+        let r = on_inner!(self, c => c.get_stream(uri, session_id, last_event_id, auth_header, custom_headers));
         self.observe(r)
     }
 
@@ -243,30 +195,14 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        let r = match &self.inner {
-            Inner::Plain(c) => {
-                c.get_stream_with_max_sse_event_size(
-                    uri,
-                    session_id,
-                    last_event_id,
-                    auth_header,
-                    custom_headers,
-                    max_sse_event_size,
-                )
-                .await
-            }
-            Inner::OAuth(c) => {
-                c.get_stream_with_max_sse_event_size(
-                    uri,
-                    session_id,
-                    last_event_id,
-                    auth_header,
-                    custom_headers,
-                    max_sse_event_size,
-                )
-                .await
-            }
-        };
+        let r = on_inner!(self, c => c.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size,
+        ));
         self.observe(r)
     }
 }
