@@ -553,12 +553,15 @@
   // nothing until one is used.
   function serverProxy(server, at, known) {
     const made = new Map(); // binding index -> its function
+    const byName = new Map(); // name asked -> its function, or undefined for no tool
     const tool = (prop) => {
       if (typeof prop !== 'string') return undefined;
+      if (byName.has(prop)) return byName.get(prop);
       const index = host.tool(at, prop);
-      if (index < 0) return undefined;
-      if (!made.has(index)) made.set(index, toolFunction(server, index));
-      return made.get(index);
+      if (index >= 0 && !made.has(index)) made.set(index, toolFunction(server, index));
+      const fn = index >= 0 ? made.get(index) : undefined;
+      byName.set(prop, fn);
+      return fn;
     };
     return new Proxy({}, {
       get(t, prop, recv) {
