@@ -514,6 +514,44 @@ async fn tool_proxies_behave_as_plain_objects_of_functions() {
 }
 
 #[tokio::test]
+async fn declarations_are_asked_for_while_calls_are_in_flight() {
+    // A declaration is fetched from the host when read; replies to calls already in flight
+    // arrive while the worker waits for it and must still reach their callers.
+    let h = harness_with_fx_connected().await;
+    let (v, is_error) = h
+        .exec(
+            "const calls = Promise.all([1, 2, 3].map((i) => tools.fx.echo({ message: `m${i}` })));\n\
+             const until = Date.now() + 200;\n\
+             while (Date.now() < until) {} // let the replies reach the pipe first\n\
+             const sig = tools.fx.add.signature;\n\
+             return [sig.includes('AddArgs'), await calls, tools.fx.add.signature === sig];",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(
+        v["result"],
+        json!([true, ["Echo: m1", "Echo: m2", "Echo: m3"], true]),
+        "{v}"
+    );
+    let (v, is_error) = h
+        .exec_python(
+            "import asyncio\n\
+             calls = asyncio.gather(*[acall_mcp_tool('fx', 'echo', {'message': f'm{i}'}) for i in (1, 2, 3)])\n\
+             sig = tools.fx.add.signature\n\
+             ['AddArgs' in sig, await calls]",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(
+        v["result"],
+        json!([true, ["Echo: m1", "Echo: m2", "Echo: m3"]]),
+        "{v}"
+    );
+    // Reading a declaration is not a tool call.
+    assert_eq!(v["toolCalls"], 3, "{v}");
+}
+
+#[tokio::test]
 async fn proxies_carry_typed_declarations_in_both_languages() {
     let h = harness_with_fx_connected().await;
     let (v, is_error) = h

@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::fs::File;
 use std::io::{self, BufReader, Write};
 use std::os::fd::AsFd;
@@ -20,7 +20,7 @@ use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime, Value};
 use worker_protocol::{
-    CallOutcome, CallRequest, EngineLimits, ErrorInfo, FrameError, HostFrame, LogLevel,
+    CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FrameError, HostFrame, LogLevel,
     MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RunOutcome, RunRequest, ToolBinding, WorkerFrame,
     read_frame, write_frame,
 };
@@ -97,16 +97,17 @@ impl Input {
 }
 
 fn run_worker() -> Result<(), String> {
-    let mut input = Input::stdin()?;
-    let engine = Engine::new().map_err(|e| format!("engine start failed: {e}"))?;
+    let input = Input::stdin()?;
+    let engine = Engine::new(input).map_err(|e| format!("engine start failed: {e}"))?;
     engine.send(&WorkerFrame::Ready {
         protocol: PROTOCOL_VERSION,
         engine: format!("quickjs-ng (rquickjs {})", env!("CARGO_PKG_VERSION")),
     })?;
     loop {
-        match input.next(None) {
+        let next = engine.shared.borrow_mut().next_event(None);
+        match next {
             Some(Event::Frame(HostFrame::Run(req))) => {
-                let outcome = engine.run(req, &mut input)?;
+                let outcome = engine.run(req)?;
                 engine.send(&WorkerFrame::Done { outcome })?;
             }
             Some(Event::Frame(HostFrame::Reply { id, .. })) => {
@@ -131,9 +132,56 @@ struct Shared {
     /// The run's upstream tools, until the prelude first asks about them.
     tools: Vec<ToolBinding>,
     tool_index: Option<ToolIndex>,
+    /// Frames from the host, read here on the engine thread.
+    input: Input,
+    /// Frames that arrived while a host function waited for its own answer
+    /// ([`Shared::request_now`]), to be handled next.
+    deferred: VecDeque<HostFrame>,
+    /// Ids of requests made with [`Shared::request_now`], above any the prelude uses.
+    next_sync_id: u64,
 }
 
+/// The first id of [`Shared::request_now`]'s requests: the prelude numbers its calls from 1
+/// in JavaScript numbers, which stay below 2^53.
+const SYNC_IDS: u64 = 1 << 53;
+
 impl Shared {
+    /// The next frame from the host (deferred ones first), or `None` when `wait` passed.
+    fn next_event(&mut self, wait: Option<Duration>) -> Option<Event> {
+        match self.deferred.pop_front() {
+            Some(frame) => Some(Event::Frame(frame)),
+            None => self.input.next(wait),
+        }
+    }
+
+    /// Asks the host and waits for its answer, for a host function that must return a value
+    /// at once (a tool's declaration). Other frames arriving meanwhile are kept, in order.
+    fn request_now(&mut self, request: CallRequest) -> Result<CallOutcome, String> {
+        let id = SYNC_IDS + self.next_sync_id;
+        self.next_sync_id += 1;
+        self.send(&WorkerFrame::Call { id, request });
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
+        }
+        loop {
+            match self.input.next(None) {
+                Some(Event::Frame(HostFrame::Reply { id: got, outcome })) if got == id => {
+                    return Ok(outcome);
+                }
+                Some(Event::Frame(frame)) => self.deferred.push_back(frame),
+                Some(Event::Closed(e)) => {
+                    let e = match e {
+                        Some(e) => format!("bad frame from host: {e}"),
+                        None => "host closed the pipe".to_string(),
+                    };
+                    self.broken = Some(e.clone());
+                    return Err(e);
+                }
+                None => {}
+            }
+        }
+    }
+
     fn tool_index(&mut self) -> &ToolIndex {
         let tools = &mut self.tools;
         self.tool_index
@@ -158,15 +206,15 @@ struct Engine {
 }
 
 impl Engine {
-    fn new() -> Result<Self, String> {
+    fn new(input: Input) -> Result<Self, String> {
         let out = io::stdout()
             .as_fd()
             .try_clone_to_owned()
             .map_err(|e| format!("cannot open stdout: {e}"))?;
-        Self::with_output(File::from(out)).map_err(|e| e.to_string())
+        Self::with_io(input, File::from(out)).map_err(|e| e.to_string())
     }
 
-    fn with_output(out: File) -> rquickjs::Result<Self> {
+    fn with_io(input: Input, out: File) -> rquickjs::Result<Self> {
         let rt = Runtime::new()?;
         let ctx = Context::full(&rt)?;
         let shared = Rc::new(RefCell::new(Shared {
@@ -179,6 +227,9 @@ impl Engine {
             broken: None,
             tools: Vec::new(),
             tool_index: None,
+            input,
+            deferred: VecDeque::new(),
+            next_sync_id: 0,
         }));
         let entry = ctx.with(|ctx| -> rquickjs::Result<_> {
             let host = host_object(&ctx, &shared)?;
@@ -215,7 +266,7 @@ impl Engine {
     }
 
     /// Runs one request to completion (or until the host goes away).
-    fn run(&self, req: RunRequest, input: &mut Input) -> Result<RunOutcome, String> {
+    fn run(&self, req: RunRequest) -> Result<RunOutcome, String> {
         self.apply_limits(&req.limits);
         {
             let mut s = self.shared.borrow_mut();
@@ -243,7 +294,7 @@ impl Engine {
                 Ok(p) => p,
                 Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit)),
             };
-            self.drive(&ctx, &entry, &promise, input, memory_limit)
+            self.drive(&ctx, &entry, &promise, memory_limit)
         })
     }
 
@@ -253,7 +304,6 @@ impl Engine {
         ctx: &Ctx<'js>,
         entry: &Object<'js>,
         promise: &Promise<'js>,
-        input: &mut Input,
         memory_limit: u64,
     ) -> Result<RunOutcome, String> {
         let deliver: Function = entry.get("deliver").map_err(|e| e.to_string())?;
@@ -335,7 +385,8 @@ impl Engine {
                 });
             }
             let wait = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
-            let Some(event) = input.next(wait) else {
+            let next = self.shared.borrow_mut().next_event(wait);
+            let Some(event) = next else {
                 continue; // a timer is due
             };
             match event {
@@ -464,14 +515,28 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
     )?;
     let s = shared.clone();
     host.set(
-        "binding",
+        "toolName",
         Function::new(ctx.clone(), move |index: f64| {
             let mut s = s.borrow_mut();
-            let b = s.tool_index().binding(index as usize);
-            vec![
-                b.and_then(|b| b.tool.clone()),
-                b.and_then(|b| b.signature.clone()),
-            ]
+            s.tool_index()
+                .binding(index as usize)
+                .and_then(|b| b.tool.clone())
+        })?,
+    )?;
+    // A tool's declaration, asked of the host when code reads it.
+    let s = shared.clone();
+    host.set(
+        "signature",
+        Function::new(ctx.clone(), move |server: String, tool: String| {
+            let request = CallRequest::Signature {
+                server,
+                tool,
+                language: Dialect::Typescript,
+            };
+            match s.borrow_mut().request_now(request) {
+                Ok(CallOutcome::Ok { value }) => value.as_str().map(str::to_string),
+                Ok(CallOutcome::Err { .. }) | Err(_) => None,
+            }
         })?,
     )?;
 

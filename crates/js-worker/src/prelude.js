@@ -535,15 +535,17 @@
   const PASS = new Set(['then', 'toJSON', 'constructor', 'inspect', 'valueOf', 'toString']);
   const own = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
 
-  // One tool's function, with `signature`: the tool's TypeScript declaration, from its JSON
-  // Schemas.
+  // One tool's function. `signature` is the tool's TypeScript declaration, from its JSON
+  // Schemas, asked of the host when first read.
   function toolFunction(server, index) {
-    const [tool, declared] = host.binding(index);
-    const signature = declared ?? `function ${tool}(args?: object): Promise<unknown>`;
+    const tool = host.toolName(index);
+    let declared;
+    const signature = () =>
+      declared ??= host.signature(server, tool) ?? `function ${tool}(args?: object): Promise<unknown>`;
     const fn = (args) => callMCPTool(server, tool, args);
     Object.defineProperty(fn, 'name', { value: tool });
-    Object.defineProperty(fn, 'signature', { value: signature });
-    Object.defineProperty(fn, 'toString', { value: () => signature });
+    Object.defineProperty(fn, 'signature', { get: signature });
+    Object.defineProperty(fn, 'toString', { value: signature });
     return fn;
   }
 

@@ -136,7 +136,6 @@ mod tests {
         ToolBinding {
             server: server.into(),
             tool: Some(tool.into()),
-            signature: None,
         }
     }
 
@@ -151,7 +150,6 @@ mod tests {
             ToolBinding {
                 server: "later".into(),
                 tool: None,
-                signature: None,
             },
         ]);
         assert_eq!(

@@ -46,16 +46,14 @@ pub struct RunRequest {
 }
 
 /// One upstream tool the code may call through a `tools.server.tool(...)` proxy, or, with
-/// `tool` absent, a server whose tools are not known yet (it starts on first use).
+/// `tool` absent, a server whose tools are not known yet (it starts on first use). A tool's
+/// typed declaration is asked for ([`CallRequest::Signature`]) when code reads it, so a run
+/// frame stays small however many tools there are.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolBinding {
     pub server: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
-    /// The tool's typed declaration in the execution's language (types from its JSON Schemas
-    /// and the call's signature), exposed on the proxy as `signature`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<String>,
 }
 
 /// The identifier form of a server or tool name, by which code can also reach it
@@ -137,6 +135,21 @@ pub enum CallRequest {
     },
     /// Every visible tool with its schema, grouped by server.
     DiscoverTools,
+    /// A tool's typed declaration in `language` (types from its JSON Schemas and the call's
+    /// signature), answered as a string: what `tools.server.tool.signature` shows.
+    Signature {
+        server: String,
+        tool: String,
+        language: Dialect,
+    },
+}
+
+/// The language a declaration is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dialect {
+    Typescript,
+    Python,
 }
 
 /// The answer to a [`CallRequest`].

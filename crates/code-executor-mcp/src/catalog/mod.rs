@@ -383,6 +383,22 @@ impl Catalog {
     }
 }
 
+/// A tool's typed declaration in `dialect`: the types from its JSON Schemas, its description
+/// and the call's signature, as `tools.server.tool.signature` shows it.
+pub fn declaration(server: &str, tool: &Tool, dialect: worker_protocol::Dialect) -> String {
+    match dialect {
+        worker_protocol::Dialect::Typescript => {
+            let ts = schema_ts::render(tool);
+            let mut s = ts.types.join("\n");
+            s.push('\n');
+            s.push_str(&ts.doc);
+            s.push_str(&ts.signature(server, &tool.name));
+            s
+        }
+        worker_protocol::Dialect::Python => schema_py::render(tool).declarations(&tool.name),
+    }
+}
+
 /// The identifier form of a server or tool name (see the module docs).
 pub use worker_protocol::ident;
 

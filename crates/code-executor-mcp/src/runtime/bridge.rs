@@ -114,6 +114,19 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
                 },
             }
         }
+        CallRequest::Signature {
+            server,
+            tool,
+            language,
+        } => match catalog.resolve_in(&scope.view, Some(&server), &tool).await {
+            Err(e) => err("TypeError", e),
+            Ok((server, tool)) => match scope.allow.check(&server, &tool) {
+                Decision::Allow => ok(Value::String(crate::catalog::declaration(
+                    &server, &tool, language,
+                ))),
+                Decision::Deny { reason } => err("PolicyError", reason),
+            },
+        },
         CallRequest::DiscoverTools => match catalog.tools(&scope.view, None, &scope.allow).await {
             Ok((tools, errors)) => {
                 let list: Vec<Value> = tools

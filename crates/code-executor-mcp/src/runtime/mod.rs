@@ -16,14 +16,12 @@ pub mod pool;
 pub mod python;
 pub mod worker;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use rmcp::model::Tool;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -104,12 +102,8 @@ pub struct ExecRequest {
 }
 
 /// Runs TypeScript, JavaScript and Python executions.
-type SignatureCache = HashMap<(usize, Language), (Arc<Vec<Tool>>, Arc<Vec<String>>)>;
-
 pub struct Runtime {
     catalog: Catalog,
-    /// Rendered tool declarations per tool list and language (see [`Runtime::signatures`]).
-    signatures: std::sync::Mutex<SignatureCache>,
     js_pool: Pool,
     python: PythonRuntime,
     unconfined: bool,
@@ -141,7 +135,6 @@ impl Runtime {
     ) -> Self {
         Runtime {
             catalog,
-            signatures: std::sync::Mutex::default(),
             js_pool,
             python,
             unconfined,
@@ -255,7 +248,7 @@ impl Runtime {
             req.tool_rate,
             req.tool_calls,
         ));
-        let tools = self.bindings(&scope, language).await;
+        let tools = self.bindings(&scope).await;
         // Output past the answer's cap is still wanted, up to the file's own cap, when it
         // can be kept.
         let spill = self
@@ -338,8 +331,8 @@ impl Runtime {
     /// The tools of already-connected servers, for enumerable `tools.server` proxies; their
     /// lists are frozen in the execution's view. Servers not started yet are still callable
     /// through the proxies; starting them here would make every execution wait for every
-    /// upstream.
-    async fn bindings(&self, scope: &RunScope, language: Language) -> Vec<ToolBinding> {
+    /// upstream. Declarations are not sent: the worker asks for one when code reads it.
+    async fn bindings(&self, scope: &RunScope) -> Vec<ToolBinding> {
         let upstreams = self.catalog.upstreams();
         let allow = &scope.allow;
         let mut out = Vec::new();
@@ -347,64 +340,23 @@ impl Runtime {
             match upstreams.tools_if_connected(server).await {
                 Some(tools) => {
                     let tools = scope.view.freeze(server, tools);
-                    let signatures = self.signatures(server, &tools, language);
                     out.extend(
                         tools
                             .iter()
-                            .zip(signatures.iter())
-                            .filter(|(t, _)| allow.check(server, t) == Decision::Allow)
-                            .map(|(t, sig)| ToolBinding {
+                            .filter(|t| allow.check(server, t) == Decision::Allow)
+                            .map(|t| ToolBinding {
                                 server: server.to_string(),
                                 tool: Some(t.name.to_string()),
-                                signature: Some(sig.clone()),
                             }),
                     )
                 }
                 None => out.push(ToolBinding {
                     server: server.to_string(),
                     tool: None,
-                    signature: None,
                 }),
             }
         }
         out
-    }
-
-    /// Typed declarations of a server's tools in `language`, rendered once per tool list.
-    fn signatures(
-        &self,
-        server: &str,
-        tools: &Arc<Vec<Tool>>,
-        language: Language,
-    ) -> Arc<Vec<String>> {
-        let key = (Arc::as_ptr(tools) as usize, language);
-        if let Ok(cache) = self.signatures.lock()
-            && let Some((_, sigs)) = cache.get(&key)
-        {
-            return sigs.clone();
-        }
-        let sigs: Arc<Vec<String>> = Arc::new(
-            tools
-                .iter()
-                .map(|t| match language {
-                    Language::JavaScript => {
-                        let ts = crate::catalog::schema_ts::render(t);
-                        let mut s = ts.types.join("\n");
-                        s.push('\n');
-                        s.push_str(&ts.doc);
-                        s.push_str(&ts.signature(server, &t.name));
-                        s
-                    }
-                    Language::Python => crate::catalog::schema_py::render(t).declarations(&t.name),
-                })
-                .collect(),
-        );
-        if let Ok(mut cache) = self.signatures.lock() {
-            // Entries keep their tool list alive, so a key is never reused while cached.
-            cache.retain(|_, (list, _)| Arc::strong_count(list) > 1);
-            cache.insert(key, (tools.clone(), sigs.clone()));
-        }
-        sigs
     }
 }
 

@@ -610,14 +610,23 @@ def _ident(name):
 
 
 class _Tool:
-    __slots__ = ("_server", "_tool", "_async", "signature")
+    __slots__ = ("_server", "_tool", "_async")
 
-    def __init__(self, server, tool, is_async, signature=None):
+    def __init__(self, server, tool, is_async):
         self._server = server
         self._tool = tool
         self._async = is_async
-        # The tool's Python declaration (TypedDicts from its JSON Schemas and a stub).
-        self.signature = signature
+
+    @property
+    def signature(self):
+        """The tool's Python declaration (TypedDicts from its JSON Schemas and a stub), asked
+        of the host when read."""
+        try:
+            return _request(
+                {"op": "signature", "server": self._server, "tool": self._tool, "language": "python"}
+            )
+        except Exception:  # noqa: BLE001 - a tool not known (yet) has no declaration to show
+            return None
 
     def __call__(self, *args, **kwargs):
         if len(args) > 1:
@@ -634,10 +643,9 @@ class _Tool:
 
 
 class _Server:
-    def __init__(self, name, tools, is_async, signatures=None):
+    def __init__(self, name, tools, is_async):
         self._name = name
         self._async = is_async
-        self._signatures = signatures or {}
         self._tools = tools
         self._names = None
 
@@ -668,7 +676,7 @@ class _Server:
                     % (self._name, name, ", ".join(sorted(self._known)))
                 )
             name = real
-        return _Tool(self._name, name, self._async, self._signatures.get(name))
+        return _Tool(self._name, name, self._async)
 
     def __dir__(self):
         return sorted(self._known or ())
@@ -678,20 +686,17 @@ class _Server:
 
 
 def _group(bindings):
-    """The run's tools by server, in the host's order: server -> (tool names or None when not
-    known yet, tool -> signature)."""
+    """The run's tools by server, in the host's order: server -> tool names, or None when not
+    known yet."""
     servers = {}
     for b in bindings:
         server = b.get("server")
         tool = b.get("tool")
-        names, signatures = servers.setdefault(server, (None, {}))
+        names = servers.setdefault(server, None)
         if tool is not None:
             if names is None:
-                names = []
-                servers[server] = (names, signatures)
+                names = servers[server] = []
             names.append(tool)
-            if b.get("signature"):
-                signatures[tool] = b["signature"]
     return servers
 
 
@@ -709,8 +714,8 @@ class _Tools:
         if self._built is None:
             grouped = _group(self._bindings)
             servers = {}
-            for server, (names, signatures) in grouped.items():
-                servers[server] = _Server(server, names, self._async, signatures)
+            for server, names in grouped.items():
+                servers[server] = _Server(server, names, self._async)
             for server in grouped:
                 servers.setdefault(_ident(server), servers[server])
             self._built = servers
