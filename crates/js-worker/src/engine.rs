@@ -114,8 +114,16 @@ fn run_worker() -> Result<(), String> {
                 return Err(format!("reply {id} arrived while no code was running"));
             }
             Some(Event::Closed(None)) | None => return Ok(()),
-            Some(Event::Closed(Some(e))) => return Err(format!("bad frame from host: {e}")),
+            Some(Event::Closed(e)) => return Err(closed(e)),
         }
+    }
+}
+
+/// Why the host's frames stopped: a broken frame, or the pipe closed.
+fn closed(e: Option<FrameError>) -> String {
+    match e {
+        Some(e) => format!("bad frame from host: {e}"),
+        None => "host closed the pipe".to_string(),
     }
 }
 
@@ -170,10 +178,7 @@ impl Shared {
                 }
                 Some(Event::Frame(frame)) => self.deferred.push_back(frame),
                 Some(Event::Closed(e)) => {
-                    let e = match e {
-                        Some(e) => format!("bad frame from host: {e}"),
-                        None => "host closed the pipe".to_string(),
-                    };
+                    let e = closed(e);
                     self.broken = Some(e.clone());
                     return Err(e);
                 }
@@ -406,8 +411,7 @@ impl Engine {
                 Event::Frame(HostFrame::Run(_)) => {
                     return Err("a second run arrived while one was in progress".into());
                 }
-                Event::Closed(None) => return Err("host closed the pipe".into()),
-                Event::Closed(Some(e)) => return Err(format!("bad frame from host: {e}")),
+                Event::Closed(e) => return Err(closed(e)),
             }
         }
     }

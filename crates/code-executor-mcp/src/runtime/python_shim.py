@@ -709,23 +709,23 @@ class _Tools:
         self._async = is_async
         self._built = None
 
-    @property
-    def _servers(self):
+    def _build(self):
+        """(proxy by name and identifier form, server names in the host's order)."""
         if self._built is None:
             grouped = _group(self._bindings)
-            servers = {}
-            for server, names in grouped.items():
-                servers[server] = _Server(server, names, self._async)
+            servers = {s: _Server(s, names, self._async) for s, names in grouped.items()}
             for server in grouped:
                 servers.setdefault(_ident(server), servers[server])
-            self._built = servers
-            self._list = list(grouped)
+            self._built = (servers, list(grouped))
         return self._built
 
     @property
+    def _servers(self):
+        return self._build()[0]
+
+    @property
     def _names(self):
-        self._servers
-        return self._list
+        return self._build()[1]
 
     def __getattr__(self, attr):
         if attr.startswith("__"):
@@ -837,7 +837,7 @@ def _address_space():
 def _limit_memory(memory_bytes):
     """The engine memory limit: address space at rest plus `memory_bytes`, below the sandbox's
     hard limit, so a memory bomb ends in MemoryError rather than a killed process. The address
-    space is measured while the worker waits for its run (`_State.idle_vm`), off the run's path."""
+    space is measured before the worker reports ready (`_State.idle_vm`), off the run's path."""
     vm = _State.idle_vm
     if resource is None or memory_bytes <= 0 or vm is None:
         return None
