@@ -125,6 +125,27 @@ await asyncio.gather(*calls)
             expect: Expect::Result(json!(["met", "met", "met", "met", "met"])),
         },
         Case {
+            name: "large_results_reach_code_whole",
+            // Replies of ~200 KB span many pipe reads and split multi-byte characters; the
+            // parallel ones arrive back to back.
+            ts: r#"
+                const m = ('é'.repeat(1000) + '🦀').repeat(100);
+                const r = await tools.fx.echo({ message: m });
+                const rs = await Promise.all([0, 1, 2].map((i) => tools.fx.echo({ message: m + i })));
+                return [r.length, r === 'Echo: ' + m, rs.map((x, i) => x === 'Echo: ' + m + i)];
+            "#,
+            py: r#"
+import asyncio
+m = ('é' * 1000 + '🦀') * 100
+r = call_mcp_tool('fx', 'echo', {'message': m})
+rs = await asyncio.gather(*[acall_mcp_tool('fx', 'echo', {'message': m + str(i)}) for i in range(3)])
+[len(r.encode('utf-16-le')) // 2, r == 'Echo: ' + m, [x == 'Echo: ' + m + str(i) for i, x in enumerate(rs)]]
+"#,
+            args: json!({}),
+            // JavaScript counts UTF-16 units: 6 + 100 * (1000 + 2).
+            expect: Expect::Result(json!([100_206, true, [true, true, true]])),
+        },
+        Case {
             name: "tool_error_is_catchable_with_the_upstream_message",
             ts: "try { await tools.fx.fail({ message: 'disk on fire' }); } catch (e) { return [e instanceof ToolError, e.name, e.message]; }",
             py: r#"
@@ -467,6 +488,7 @@ macro_rules! case_tests {
 case_tests!(
     tool_calls_in_every_form,
     parallel_calls_are_in_flight_together_on_the_host,
+    large_results_reach_code_whole,
     tool_error_is_catchable_with_the_upstream_message,
     uncaught_tool_error_fails_the_execution,
     tools_outside_allowed_tools_raise_a_policy_error,

@@ -84,49 +84,82 @@ sys.argv = [SOURCE_NAME]
 _send_lock = threading.Lock()
 
 
-# One encoder and decoder for every frame (json.dumps with options builds a new one per call).
+# One encoder and decoder for every frame, made once. Frames hold only values `_jsonable` made
+# (no cycles, nesting bounded), so the C encoder runs without cycle markers, and the host's
+# frames are compact JSON objects, which the C scanner reads from offset 0.
 _encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 _decoder = json.JSONDecoder()
+if json.encoder.c_make_encoder is not None:
+    _c_encode = json.encoder.c_make_encoder(
+        None, None, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+
+    def _to_json(frame):
+        return "".join(_c_encode(frame, 0))
+
+else:  # pragma: no cover - an interpreter built without the _json accelerator
+    _to_json = _encoder.encode
 
 
 def _encode(frame):
     # Lone surrogates cannot be UTF-8: replace them rather than break the frame.
-    return _encoder.encode(frame).encode("utf-8", "replace")
+    return _to_json(frame).encode("utf-8", "replace")
+
+
+def _decode(body):
+    return _decoder.scan_once(body, 0)[0]
 
 
 def _send_bytes(body):
-    data = memoryview(struct.pack(">I", len(body)) + body)
+    data = len(body).to_bytes(4, "big") + body
     with _send_lock:
-        while data:
-            n = os.write(_OUT, data)
-            data = data[n:]
+        n = os.write(_OUT, data)
+        if n < len(data):
+            data = memoryview(data)[n:]
+            while data:
+                data = data[os.write(_OUT, data) :]
 
 
 def _send(frame):
     _send_bytes(_encode(frame))
 
 
-_inbuf = bytearray()
+_inbuf = bytearray()  # read from the host and not yet taken as frames
+_chunk = bytearray(65536)  # one read's buffer, reused: reading allocates nothing
+_chunk_view = memoryview(_chunk)
 
 
 def _read_frame():
     """Reads one frame from the host. Only the thread holding `_rlock` calls this."""
     while True:
-        if len(_inbuf) >= 4:
+        have = len(_inbuf)
+        if have >= 4:
             (length,) = struct.unpack_from(">I", _inbuf)
-            if len(_inbuf) >= 4 + length:
-                body = _inbuf[4 : 4 + length].decode("utf-8")
-                del _inbuf[: 4 + length]
-                return _decoder.decode(body)
-        chunk = os.read(_IN, max(65536, 4 + (len(_inbuf) >= 4 and length) - len(_inbuf)))
-        if not chunk:
+            end = 4 + length
+            if have >= end:
+                body = _inbuf[4:end].decode("utf-8")
+                del _inbuf[:end]
+                return _decode(body)
+            if end - have > len(_chunk):
+                # A large frame: read the rest of it straight into place.
+                _inbuf.extend(bytes(end - have))
+                with memoryview(_inbuf) as view:
+                    while have < end:
+                        n = os.readv(_IN, (view[have:end],))
+                        if not n:
+                            raise EOFError
+                        have += n
+                continue
+        n = os.readv(_IN, (_chunk,))
+        if not n:
             raise EOFError
-        _inbuf.extend(chunk)
+        _inbuf.extend(_chunk_view[:n])
 
 
 _runs = queue.Queue()
+# Call id -> waiter. Setting and popping one key are atomic (the GIL; per-object locks on
+# free-threaded builds), so no lock guards it.
 _pending = {}
-_pending_lock = threading.Lock()
 _ids = itertools.count(1)
 
 # Whoever waits for a frame reads it: a thread blocked in call_mcp_tool reads its own reply
@@ -147,15 +180,14 @@ def _dispatch(frame):
         _runs.put(frame)
         _run_waiter.wake()
     elif kind == "reply":
-        with _pending_lock:
-            waiter = _pending.pop(frame.get("id"), None)
+        waiter = _pending.pop(frame.get("id"), None)
         if waiter is not None:
             waiter.deliver(frame.get("outcome") or {})
 
 
 def _nudge():
     """Wakes one waiting thread to take over reading, when nobody reads."""
-    if _rlock.locked():
+    if not _waiting or _rlock.locked():
         return
     with _waiting_lock:
         other = next(iter(_waiting), None)
@@ -214,6 +246,8 @@ class _State:
 
 
 def _clean(text):
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
         return text
@@ -335,17 +369,26 @@ def _jsonable(v, depth=0, path=None):
     """Converts a Python value to JSON. See docs/python.md for how each kind is shown."""
     if v is None or v is True or v is False:
         return v
-    if isinstance(v, enum.Enum):
-        return _jsonable(v.value, depth, path)
-    if isinstance(v, bool):
-        return bool(v)
-    if isinstance(v, int):
-        v = int(v)
+    # The plain types first; their subclasses (enums among them) take the longer way below.
+    t = type(v)
+    if t is str:
+        return _clean(v)
+    if t is int:
         return v if -(2**63) <= v < 2**64 else str(v)
-    if isinstance(v, float):
-        return float(v) if math.isfinite(v) else repr(float(v))
-    if isinstance(v, str):
-        return _clean(str(v))
+    if t is float:
+        return v if math.isfinite(v) else repr(v)
+    if t is not dict and t is not list:
+        if isinstance(v, enum.Enum):
+            return _jsonable(v.value, depth, path)
+        if isinstance(v, bool):
+            return bool(v)
+        if isinstance(v, int):
+            v = int(v)
+            return v if -(2**63) <= v < 2**64 else str(v)
+        if isinstance(v, float):
+            return float(v) if math.isfinite(v) else repr(float(v))
+        if isinstance(v, str):
+            return _clean(str(v))
     if depth > MAX_RESULT_DEPTH:
         return _repr(v)
     if path is None:
@@ -360,8 +403,14 @@ def _jsonable(v, depth=0, path=None):
 
 
 def _container(v, depth, path):
-    if isinstance(v, collections.abc.Mapping):
-        return {_json_key(k): _jsonable(x, depth, path) for k, x in v.items()}
+    if type(v) is dict or isinstance(v, collections.abc.Mapping):
+        # Plain string keys and values are taken as they are, without a call each.
+        return {
+            (k if type(k) is str and k.isascii() else _json_key(k)): (
+                x if type(x) is str and x.isascii() else _jsonable(x, depth, path)
+            )
+            for k, x in v.items()
+        }
     if isinstance(v, tuple) and hasattr(v, "_asdict"):
         return _jsonable(v._asdict(), depth, path)
     if isinstance(v, (list, tuple, collections.deque)):
@@ -501,17 +550,24 @@ def _settle(future, outcome):
         future.set_result(outcome)
 
 
-def _register(waiter, request):
-    call_id = next(_ids)
-    with _pending_lock:
-        _pending[call_id] = waiter
-    _send({"type": "call", "id": call_id, "request": request})
-
-
 def _request(request):
+    """Sends one request and blocks until its reply. The thread reads the reply itself when no
+    other thread is reading (the common case: one caller, no lambda or event involved)."""
     waiter = _Waiter()
-    _register(waiter, request)
-    _await_frames(lambda: waiter.outcome is not None, waiter)
+    call_id = next(_ids)
+    _pending[call_id] = waiter
+    _send({"type": "call", "id": call_id, "request": request})
+    if _rlock.acquire(blocking=False):
+        try:
+            while waiter.outcome is None:
+                _dispatch(_read_frame())
+        except BaseException:  # noqa: BLE001 - EOF or a broken frame: the host is gone
+            os._exit(0)
+        finally:
+            _rlock.release()
+            _nudge()
+    else:
+        _await_frames(lambda: waiter.outcome is not None, waiter)
     return _result(waiter.outcome)
 
 
@@ -523,16 +579,13 @@ async def _arequest(request):
         _async.notify()
     call_id = next(_ids)
     waiter = _FutureWaiter(loop, future)
-    with _pending_lock:
-        _pending[call_id] = waiter
+    _pending[call_id] = waiter
     try:
         _send({"type": "call", "id": call_id, "request": request})
         return _result(await future)
     finally:
         # A call abandoned before its reply (cancelled) no longer keeps the reader busy.
-        with _pending_lock:
-            abandoned = _pending.pop(call_id, None) is not None
-        if abandoned:
+        if _pending.pop(call_id, None) is not None:
             _async_done()
 
 
@@ -545,10 +598,10 @@ def _tool_request(fn, a, b, c, kwargs):
         server, name, args = None, a, b
     if args is None:
         args = {}
-    if not isinstance(args, collections.abc.Mapping):
+    elif type(args) is not dict and not isinstance(args, collections.abc.Mapping):
         raise TypeError("%s: arguments must be a dict, got %s" % (fn, _repr(args)))
-    args = dict(args)
-    args.update(kwargs)
+    if kwargs:
+        args = {**args, **kwargs}
     request = {"op": "tool", "name": str(name), "args": _jsonable(args)}
     if server is not None:
         request["server"] = str(server)
