@@ -552,23 +552,12 @@ def _settle(future, outcome):
 
 
 def _request(request):
-    """Sends one request and blocks until its reply. The thread reads the reply itself when no
-    other thread is reading (the common case: one caller, no lambda or event involved)."""
+    """Sends one request and blocks until its reply (see `_await_frames` for who reads it)."""
     waiter = _Waiter()
     call_id = next(_ids)
     _pending[call_id] = waiter
     _send({"type": "call", "id": call_id, "request": request})
-    if _rlock.acquire(blocking=False):
-        try:
-            while waiter.outcome is None:
-                _dispatch(_read_frame())
-        except BaseException:  # noqa: BLE001 - EOF or a broken frame: the host is gone
-            os._exit(0)
-        finally:
-            _rlock.release()
-            _nudge()
-    else:
-        _await_frames(lambda: waiter.outcome is not None, waiter)
+    _await_frames(lambda: waiter.outcome is not None, waiter)
     return _result(waiter.outcome)
 
 
