@@ -1,8 +1,9 @@
 # The Python side of the worker: speaks the worker protocol (crates/worker-protocol) over the
 # process's inherited pipes and runs the user's code with the in-sandbox API.
 #
-# Embedded in the host binary and started as `python -I -S -B -c BOOTSTRAP SHIM [SITE_DIR...]`,
-# already confined by the sandbox. Nothing here is a security boundary: the host checks every
+# Embedded in the host binary and started as
+# `python -I -S -B -c BOOTSTRAP COMPILED_SHIM SHIM [SITE_DIR...]` (runtime/python.rs), already
+# confined by the sandbox. Nothing here is a security boundary: the host checks every
 # request it receives, and the operating system confines the process.
 #
 # Frames: 4-byte big-endian length + UTF-8 JSON. The worker sends `ready` once warm, then for
