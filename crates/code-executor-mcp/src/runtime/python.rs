@@ -45,7 +45,10 @@ const DEFAULT_CANDIDATES: &[&str] = &["python3", "/usr/bin/python3", "/usr/local
 const PROBE: &str = r#"import binascii, json, marshal, site, sys, sysconfig
 import _frozen_importlib_external as f
 p = sysconfig.get_paths()
-code = f.MAGIC_NUMBER + marshal.dumps(compile(sys.argv[1], "<shim>", "exec"))
+try:
+    code = f.MAGIC_NUMBER + marshal.dumps(compile(sys.argv[1], "<shim>", "exec"))
+except SyntaxError:  # too old for the shim: the version check below says so
+    code = b""
 shared = sysconfig.get_config_var("Py_ENABLE_SHARED")
 print(json.dumps({
     "executable": sys.executable,
