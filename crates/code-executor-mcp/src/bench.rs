@@ -110,9 +110,7 @@ where
 {
     let mut ms = Vec::with_capacity(n);
     for _ in 0..n {
-        let t = Instant::now();
-        f().await?;
-        ms.push(t.elapsed().as_secs_f64() * 1e3);
+        ms.push(timed(f()).await?);
     }
     Ok(summarize(ms))
 }
@@ -307,9 +305,10 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
             let mut times = Vec::with_capacity(count);
             for _ in 0..count {
                 waits.push(wait_for_pool(ours, language).await?.as_secs_f64() * 1e3);
-                let t = Instant::now();
-                call(ours, tool, json!({ "code": code })).await?;
-                times.push(t.elapsed().as_secs_f64() * 1e3);
+                times.push(
+                    timed(async { call(ours, tool, json!({ "code": code })).await.map(|_| ()) })
+                        .await?,
+                );
             }
             Ok::<_, anyhow::Error>((summarize(times), waits))
         }

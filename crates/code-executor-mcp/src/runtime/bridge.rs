@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use governor::DefaultDirectRateLimiter;
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::{Map, Value};
 use worker_protocol::{CallOutcome, CallRequest, ErrorInfo};
 
@@ -106,26 +106,20 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
             Err(e) => err("TypeError", e),
         },
         CallRequest::GetToolSchema { name } => {
-            match catalog.resolve_in(&scope.view, None, &name).await {
-                Err(e) => err("TypeError", e),
-                Ok((server, tool)) => match scope.allow.check(&server, &tool) {
-                    Decision::Allow => ok(describe(&server, &tool, Detail::Full)),
-                    Decision::Deny { reason } => err("PolicyError", reason),
-                },
+            match visible_tool(catalog, scope, None, &name).await {
+                Ok((server, tool)) => ok(describe(&server, &tool, Detail::Full)),
+                Err(e) => e,
             }
         }
         CallRequest::Signature {
             server,
             tool,
             language,
-        } => match catalog.resolve_in(&scope.view, Some(&server), &tool).await {
-            Err(e) => err("TypeError", e),
-            Ok((server, tool)) => match scope.allow.check(&server, &tool) {
-                Decision::Allow => ok(Value::String(crate::catalog::declaration(
-                    &server, &tool, language,
-                ))),
-                Decision::Deny { reason } => err("PolicyError", reason),
-            },
+        } => match visible_tool(catalog, scope, Some(&server), &tool).await {
+            Ok((server, tool)) => ok(Value::String(crate::catalog::declaration(
+                &server, &tool, language,
+            ))),
+            Err(e) => e,
         },
         CallRequest::DiscoverTools => match catalog.tools(&scope.view, None, &scope.allow).await {
             Ok((tools, errors)) => {
@@ -144,6 +138,24 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
             }
             Err(e) => err("TypeError", e),
         },
+    }
+}
+
+/// A tool this execution may see, for a description of it: resolved in its view (a
+/// `TypeError` when unknown) and allowed by its allowlist (a `PolicyError` when not).
+async fn visible_tool(
+    catalog: &Catalog,
+    scope: &RunScope,
+    server: Option<&str>,
+    name: &str,
+) -> Result<(String, Tool), CallOutcome> {
+    let (server, tool) = catalog
+        .resolve_in(&scope.view, server, name)
+        .await
+        .map_err(|e| err("TypeError", e))?;
+    match scope.allow.check(&server, &tool) {
+        Decision::Allow => Ok((server, tool)),
+        Decision::Deny { reason } => Err(err("PolicyError", reason)),
     }
 }
 

@@ -129,17 +129,8 @@ fn probe(candidate: &Path) -> Result<PythonInstall, String> {
         .spawn()
         .map_err(|e| format!("cannot run it: {e}"))?;
     // The answer (with the compiled shim) outgrows a pipe's buffer: read while waiting.
-    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
     let started = std::time::Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -203,6 +194,17 @@ fn probe(candidate: &Path) -> Result<PythonInstall, String> {
         library_dirs,
         site_packages: existing(answer.site),
         compiled_shim: answer.shim,
+    })
+}
+
+/// Reads a child's pipe to its end on a thread of its own.
+fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
     })
 }
 
