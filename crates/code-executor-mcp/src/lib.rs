@@ -9,6 +9,7 @@
 
 pub mod bench;
 pub mod catalog;
+mod child;
 pub mod cli;
 pub mod config;
 pub mod demo;

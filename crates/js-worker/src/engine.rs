@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
@@ -22,7 +23,7 @@ use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, R
 use worker_protocol::{
     CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FrameError, HostFrame, LogLevel,
     MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RunOutcome, RunRequest, ToolBinding, WorkerFrame,
-    read_frame, write_frame,
+    encode, read_frame,
 };
 
 use crate::strip::SOURCE_NAME;
@@ -197,9 +198,47 @@ impl Shared {
         if self.broken.is_some() {
             return;
         }
-        if let Err(e) = write_frame(&mut self.out, frame) {
+        let written = encode(frame)
+            .map_err(io::Error::other)
+            .and_then(|bytes| self.write_reading(&bytes));
+        if let Err(e) = written {
             self.broken = Some(format!("cannot write to host: {e}"));
         }
+    }
+
+    /// Writes `bytes` to the host. While the pipe is full, frames from the host are read and
+    /// kept for later ([`Shared::deferred`]): the host stops reading requests while its
+    /// replies go unread, so a worker that only wrote would wait on the host forever.
+    fn write_reading(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            match (&self.out).write(bytes) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => bytes = &bytes[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let readable = !self.input.reader.buffer().is_empty() || {
+                        let mut fds = [
+                            PollFd::new(self.out.as_fd(), PollFlags::POLLOUT),
+                            PollFd::new(self.input.reader.get_ref().as_fd(), PollFlags::POLLIN),
+                        ];
+                        match poll(&mut fds, PollTimeout::NONE) {
+                            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                        fds[1].any().unwrap_or(false)
+                    };
+                    if readable {
+                        match self.input.next(None) {
+                            Some(Event::Frame(frame)) => self.deferred.push_back(frame),
+                            Some(Event::Closed(e)) => return Err(io::Error::other(closed(e))),
+                            None => {}
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -216,6 +255,11 @@ impl Engine {
             .as_fd()
             .try_clone_to_owned()
             .map_err(|e| format!("cannot open stdout: {e}"))?;
+        // Writes that would block return at once, so the worker can read while it waits
+        // ([`Shared::write_reading`]). Nothing else writes to stdout.
+        let flags = fcntl(&out, FcntlArg::F_GETFL).map_err(|e| format!("stdout flags: {e}"))?;
+        let flags = OFlag::from_bits_retain(flags) | OFlag::O_NONBLOCK;
+        fcntl(&out, FcntlArg::F_SETFL(flags)).map_err(|e| format!("stdout flags: {e}"))?;
         Self::with_io(input, File::from(out)).map_err(|e| e.to_string())
     }
 

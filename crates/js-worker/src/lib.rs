@@ -1,14 +1,16 @@
 //! The JavaScript side of code-executor-mcp.
 //!
 //! - [`strip`]: TypeScript to JavaScript with oxc, run in the host before a worker is involved.
+//! - [`nesting`]: a bound on how deeply code nests, checked before it is parsed.
 //! - [`engine`]: the worker process itself (`code-executor-mcp __worker js`): a QuickJS-NG
 //!   runtime with the in-sandbox API and Web API shims (`prelude.js`), speaking
 //!   `worker-protocol` frames over stdin/stdout.
 //! - [`tools`]: the run's upstream tools, indexed for the `tools.server.tool` proxies.
 
 pub mod engine;
+pub mod nesting;
 pub mod strip;
 pub mod tools;
 
 pub use engine::worker_main;
-pub use strip::{SOURCE_NAME, Stripped, SyntaxError, strip_types};
+pub use strip::{SOURCE_NAME, STRIP_STACK_BYTES, Stripped, SyntaxError, strip_types};

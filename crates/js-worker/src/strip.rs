@@ -16,6 +16,14 @@ use oxc::semantic::SemanticBuilder;
 use oxc::span::SourceType;
 use oxc::transformer::{TransformOptions, Transformer};
 
+use crate::nesting::{self, MAX_NESTING};
+
+/// Stack for a thread that runs [`strip_types`]: eight times what the deepest code within the
+/// nesting limit needed (2 MiB or less for each of 24 shapes at the limit, in release and debug
+/// builds; see the `deepest_code_within_the_limit_strips_on_a_quarter_of_the_stack` test).
+/// Only the pages a parse touches are ever committed.
+pub const STRIP_STACK_BYTES: usize = 16 << 20;
+
 /// File name the code carries in stack traces and diagnostics.
 pub const SOURCE_NAME: &str = "code.ts";
 
@@ -58,7 +66,23 @@ impl std::fmt::Display for SyntaxError {
 }
 
 /// Strips TypeScript syntax from `source`, returning plain JavaScript.
+///
+/// Code that nests deeper than [`MAX_NESTING`] is refused before it is parsed (see
+/// [`crate::nesting`]); below that, parsing needs at most [`STRIP_STACK_BYTES`] of stack, so
+/// call this on a thread with at least that much.
 pub fn strip_types(source: &str) -> Result<Stripped, SyntaxError> {
+    if let Err(deep) = nesting::check(source, MAX_NESTING) {
+        let (line, column) = line_col(source, u32::try_from(deep.offset).unwrap_or(u32::MAX));
+        return Err(SyntaxError {
+            message: format!(
+                "the code nests more than {MAX_NESTING} levels deep (brackets, or chains of \
+                 operators without a `;` or `,`); split it into smaller statements or build \
+                 deep data in a loop"
+            ),
+            line,
+            column,
+        });
+    }
     let allocator = Allocator::default();
     let source_type = SourceType::ts().with_module(true);
     let parsed = Parser::new(&allocator, source, source_type)
@@ -318,6 +342,56 @@ mod tests {
         ] {
             let out = strip_types(ts).unwrap();
             assert!(!out.code.contains(gone), "{ts} -> {}", out.code);
+        }
+    }
+
+    /// Runs `strip_types` on a thread with `stack` bytes of stack, as the host does.
+    fn strip_on(stack: usize, src: String) -> Result<Stripped, SyntaxError> {
+        std::thread::Builder::new()
+            .stack_size(stack)
+            .spawn(move || strip_types(&src))
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    #[test]
+    fn deepest_code_within_the_limit_strips_on_a_quarter_of_the_stack() {
+        for (name, _) in crate::nesting::hostile_shapes(1) {
+            // The deepest `n` of this shape that the bound lets through.
+            let shape = |n| {
+                crate::nesting::hostile_shapes(n)
+                    .into_iter()
+                    .find(|(s, _)| *s == name)
+                    .unwrap()
+                    .1
+            };
+            let (mut lo, mut hi) = (1, 2 * MAX_NESTING);
+            while lo < hi {
+                let mid = (lo + hi).div_ceil(2);
+                if crate::nesting::check(&shape(mid), MAX_NESTING).is_ok() {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            assert!(lo >= MAX_NESTING / 5, "{name}: only {lo} levels pass");
+            let out = strip_on(STRIP_STACK_BYTES / 4, shape(lo));
+            assert!(out.is_ok(), "{name} at {lo}: {out:?}");
+        }
+    }
+
+    #[test]
+    fn code_nested_past_the_limit_is_a_syntax_error_naming_where() {
+        // 100,000 levels: far past what any stack holds, and within the code-size limit.
+        for (name, src) in crate::nesting::hostile_shapes(100_000) {
+            let err = strip_on(STRIP_STACK_BYTES, src).unwrap_err();
+            assert!(
+                err.message
+                    .starts_with("the code nests more than 1000 levels deep"),
+                "{name}: {err}"
+            );
+            assert!(err.line >= 1 && err.column >= 1, "{name}: {err}");
         }
     }
 

@@ -17,6 +17,7 @@
 
 mod cgroup;
 mod config;
+mod forker;
 mod helper;
 mod landlock;
 mod limits;
@@ -31,6 +32,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;
 
+pub use forker::on_forker_thread;
 pub use report::{LayerStatus, SandboxReport, layer};
 
 /// `argv[1]` that makes the host binary act as the sandbox helper: the host's `main` calls
@@ -151,7 +153,9 @@ pub enum SandboxError {
 }
 
 /// Builds the command that starts `target` under `policy`. The caller sets stdio and spawns it
-/// (e.g. through `tokio::process::Command::from`). The child leads its own session and process
+/// (e.g. through `tokio::process::Command::from`) on the thread [`on_forker_thread`] runs: the
+/// child's parent-death signal follows the thread that forks it, so a child spawned on a
+/// thread that later exits is killed then. The child leads its own session and process
 /// group, so [`kill_group`] with its pid ends every process of the sandbox.
 ///
 /// In [`SandboxMode::Enforce`] this only checks what is cheap to check (paths, the kernel's

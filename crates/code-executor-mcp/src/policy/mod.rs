@@ -84,6 +84,12 @@ const MAX_OUTPUT_FILE_LIMIT: u64 = 256 * 1024 * 1024;
 pub const MAX_CONCURRENT_TOOL_CALLS: usize = 32;
 /// Tool calls one execution may make, so a runaway loop cannot hammer an upstream.
 pub const MAX_TOOL_CALLS: u32 = 1_000;
+/// Discovery requests (`searchTools`, `listServers`, `getToolSchema`, `discoverMCPTools`, a
+/// tool's `.signature`) one execution may make: each answer is built and held by the host, so
+/// a loop of them that never reads its answers must end, not grow the server's memory.
+pub const MAX_DISCOVERY_CALLS: u32 = 2_000;
+/// Largest configurable number of discovery requests per execution.
+const MAX_DISCOVERY_CALLS_LIMIT: u32 = 100_000;
 /// Deadline of one upstream call when the execution's own deadline is longer.
 pub const UPSTREAM_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Time an upstream server gets to start and answer `initialize` and `tools/list`.
@@ -100,6 +106,7 @@ pub struct Limits {
     pub max_output_file_bytes: u64,
     pub max_tool_calls: u32,
     pub max_concurrent_tool_calls: usize,
+    pub max_discovery_calls: u32,
 }
 
 /// Per-execution limits in the settings (`executionLimits`), each bounded by the constant
@@ -119,6 +126,7 @@ pub struct ExecutionLimits {
     pub max_output_file_bytes: u64,
     pub max_tool_calls: u32,
     pub max_concurrent_tool_calls: usize,
+    pub max_discovery_calls: u32,
     pub max_code_bytes: usize,
 }
 
@@ -135,6 +143,7 @@ impl Default for ExecutionLimits {
             max_output_file_bytes: MAX_OUTPUT_FILE_BYTES,
             max_tool_calls: MAX_TOOL_CALLS,
             max_concurrent_tool_calls: MAX_CONCURRENT_TOOL_CALLS,
+            max_discovery_calls: MAX_DISCOVERY_CALLS,
             max_code_bytes: MAX_CODE_BYTES,
         }
     }
@@ -160,6 +169,11 @@ impl ExecutionLimits {
         if self.max_tool_calls == 0 || self.max_concurrent_tool_calls == 0 {
             return e("maxToolCalls and maxConcurrentToolCalls must be at least 1");
         }
+        if self.max_discovery_calls == 0 || self.max_discovery_calls > MAX_DISCOVERY_CALLS_LIMIT {
+            return e(&format!(
+                "maxDiscoveryCalls must be between 1 and {MAX_DISCOVERY_CALLS_LIMIT}"
+            ));
+        }
         if self.max_output_file_bytes > MAX_OUTPUT_FILE_LIMIT {
             return e(&format!(
                 "maxOutputFileBytes must be at most {MAX_OUTPUT_FILE_LIMIT} (0 keeps no file)"
@@ -179,6 +193,7 @@ impl ExecutionLimits {
 pub struct RequestLimits {
     pub max_tool_calls: Option<u32>,
     pub max_concurrent_tool_calls: Option<usize>,
+    pub max_discovery_calls: Option<u32>,
     pub max_log_bytes: Option<u64>,
     pub memory_mb: Option<u64>,
 }
@@ -210,6 +225,14 @@ impl Limits {
             self.max_concurrent_tool_calls,
         )? {
             self.max_concurrent_tool_calls = v;
+        }
+        if let Some(v) = within(
+            "maxDiscoveryCalls",
+            req.max_discovery_calls,
+            1,
+            self.max_discovery_calls,
+        )? {
+            self.max_discovery_calls = v;
         }
         if let Some(v) = within("maxLogBytes", req.max_log_bytes, 1, self.max_log_bytes)? {
             self.max_log_bytes = v;
@@ -243,6 +266,7 @@ impl Limits {
             max_output_file_bytes: cfg.max_output_file_bytes,
             max_tool_calls: cfg.max_tool_calls,
             max_concurrent_tool_calls: cfg.max_concurrent_tool_calls,
+            max_discovery_calls: cfg.max_discovery_calls,
         })
     }
 }

@@ -31,6 +31,8 @@ pub struct RunScope {
     pub deadline: Instant,
     /// Tool-call attempts so far (shared with whoever records the run's end).
     pub tool_calls: Arc<AtomicU32>,
+    /// Discovery requests so far (capped by `limits.max_discovery_calls`).
+    pub discovery_calls: AtomicU32,
     /// Upstream calls of this execution in flight at once.
     pub in_flight: tokio::sync::Semaphore,
     pub policy: Arc<Policy>,
@@ -46,14 +48,16 @@ impl RunScope {
         policy: Arc<Policy>,
         tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
         tool_calls: Arc<AtomicU32>,
+        deadline: Instant,
     ) -> Self {
         RunScope {
             execution,
             allow,
             view: ToolView::default(),
             limits,
-            deadline: Instant::now() + limits.timeout,
+            deadline,
             tool_calls,
+            discovery_calls: AtomicU32::new(0),
             in_flight: tokio::sync::Semaphore::new(limits.max_concurrent_tool_calls.max(1)),
             policy,
             tool_rate,
@@ -77,10 +81,25 @@ fn ok(value: Value) -> CallOutcome {
 
 /// Answers one request from a worker.
 pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> CallOutcome {
+    if let CallRequest::Tool { server, name, args } = request {
+        return call_tool(catalog, scope, server.as_deref(), &name, args).await;
+    }
+    // Every discovery answer is built and held by the host: a loop of them is capped like
+    // tool calls are.
+    let n = scope.discovery_calls.fetch_add(1, Ordering::Relaxed) + 1;
+    if n > scope.limits.max_discovery_calls {
+        return err(
+            "LimitError",
+            format!(
+                "this execution reached its limit of {} discovery requests (searchTools, \
+                 listServers, getToolSchema, discoverMCPTools, signatures); keep the answers \
+                 of the first ones instead of asking again",
+                scope.limits.max_discovery_calls
+            ),
+        );
+    }
     match request {
-        CallRequest::Tool { server, name, args } => {
-            call_tool(catalog, scope, server.as_deref(), &name, args).await
-        }
+        CallRequest::Tool { .. } => err("InternalError", "a tool call reached discovery"),
         CallRequest::ListServers => ok(catalog.servers().await),
         CallRequest::SearchTools {
             query,

@@ -13,6 +13,7 @@
 pub mod bridge;
 pub mod output;
 pub mod pool;
+mod prepare;
 pub mod python;
 pub mod worker;
 
@@ -34,6 +35,7 @@ use crate::policy::{Decision, Limits, Policy, RequestLimits};
 use bridge::RunScope;
 use output::{LogCollector, Spill};
 use pool::{Pool, PoolStats};
+use prepare::NotPrepared;
 use python::PythonRuntime;
 use worker::Language;
 
@@ -110,13 +112,6 @@ pub struct Runtime {
     policy: Arc<Policy>,
 }
 
-/// Code ready for a worker, and how to map its error positions back to the user's code.
-struct Prepared {
-    code: String,
-    /// TypeScript: the line map of the stripped JavaScript.
-    stripped: Option<js_worker::Stripped>,
-}
-
 fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
     ErrorInfo {
         name: name.into(),
@@ -158,24 +153,6 @@ impl Runtime {
     /// Runs Python. Never fails: every problem is an outcome with `error`.
     pub async fn execute_python(&self, req: ExecRequest) -> ExecOutcome {
         self.execute(Language::Python, req).await
-    }
-
-    /// Strips TypeScript; Python goes to the worker as written (it compiles there, so syntax
-    /// errors come back from the worker with line and column).
-    fn prepare(language: Language, code: &str) -> Result<Prepared, ErrorInfo> {
-        match language {
-            Language::JavaScript => match js_worker::strip_types(code) {
-                Ok(stripped) => Ok(Prepared {
-                    code: stripped.code.clone(),
-                    stripped: Some(stripped),
-                }),
-                Err(e) => Err(error("SyntaxError", e.to_string())),
-            },
-            Language::Python => Ok(Prepared {
-                code: code.to_string(),
-                stripped: None,
-            }),
-        }
     }
 
     async fn pool(&self, language: Language) -> Result<&Pool, ErrorInfo> {
@@ -226,10 +203,16 @@ impl Runtime {
             ));
             return finish(out);
         }
-        let prepared = match Self::prepare(language, &req.code) {
+        // The deadline runs from here: preparing the code counts against it.
+        let deadline = tokio::time::Instant::now() + limits.timeout;
+        let prepared = match prepare::prepare(language, &req.code, deadline).await {
             Ok(p) => p,
-            Err(e) => {
+            Err(NotPrepared::Invalid(e)) => {
                 out.error = Some(e);
+                return finish(out);
+            }
+            Err(NotPrepared::Deadline) => {
+                out.error = Some(timeout_error(&limits));
                 return finish(out);
             }
         };
@@ -247,6 +230,7 @@ impl Runtime {
             self.policy.clone(),
             req.tool_rate,
             req.tool_calls,
+            deadline.into_std(),
         ));
         let tools = self.bindings(&scope).await;
         // Output past the answer's cap is still wanted, up to the file's own cap, when it
@@ -273,8 +257,19 @@ impl Runtime {
                 max_log_bytes: worker_log_bytes,
             },
         };
-        let deadline = tokio::time::Instant::from_std(scope.deadline);
-        let mut worker = match tokio::time::timeout_at(deadline, pool.take()).await {
+        let run = match encode(&HostFrame::Run(run)) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                out.error = Some(error(
+                    "InternalError",
+                    format!("cannot encode the run: {e}"),
+                ));
+                return finish(out);
+            }
+        };
+        // However the run ends (even abandoned by its client), the pool gets a replacement.
+        let _refill = Refill(pool);
+        let mut worker = match tokio::time::timeout_at(deadline, hand_over(pool, &run)).await {
             Ok(Ok(w)) => w,
             Ok(Err(e)) => {
                 out.error = Some(error("SandboxError", e));
@@ -285,12 +280,10 @@ impl Runtime {
                 return finish(out);
             }
         };
-        // However the run ends (even abandoned by its client), the pool gets a replacement.
-        let _refill = Refill(pool);
         let mut logs = LogCollector::new(limits.max_log_bytes, spill);
         let ended = tokio::time::timeout_at(
             deadline,
-            drive(&mut worker, run, &self.catalog, &scope, &mut logs),
+            drive(&mut worker, &self.catalog, &scope, &mut logs),
         )
         .await;
         out.memory_peak_bytes = worker.memory_peak();
@@ -372,6 +365,25 @@ fn scratch_name(execution: &str) -> String {
     format!("run-{}-{}", std::process::id(), t.as_nanos())
 }
 
+/// A worker that has received the encoded `run`. A worker that died before it could take
+/// the code (a pooled one killed meanwhile) is replaced, a bounded number of times: nothing of
+/// the code ran, so the execution does not see it.
+async fn hand_over(pool: &Pool, run: &[u8]) -> Result<worker::WorkerProcess, String> {
+    let mut attempt = 1;
+    loop {
+        let mut worker = pool.take().await?;
+        match worker.send_encoded(run).await {
+            Ok(()) => return Ok(worker),
+            Err(e) if attempt < pool::START_ATTEMPTS => {
+                tracing::warn!("a worker died before it received the code ({e}); using another");
+                attempt += 1;
+                tokio::spawn(worker.finish());
+            }
+            Err(e) => return Err(format!("no worker took the code: {e}")),
+        }
+    }
+}
+
 /// Tops its pool up when dropped, which happens after the answer is ready.
 struct Refill<'a>(&'a Pool);
 
@@ -400,31 +412,47 @@ enum Failure {
     Exited,
 }
 
-/// Sends the run, then serves the worker's requests until it is done.
+/// Bytes of replies the worker has not read yet past which the host stops reading its
+/// requests (and stops producing answers): a worker that asks and never reads blocks itself,
+/// not the server's memory.
+const MAX_UNREAD_REPLY_BYTES: usize = 2 << 20;
+/// Bytes of requests the host may hold at once for one execution (each frame is at most
+/// `worker_protocol::MAX_WORKER_FRAME_BYTES`).
+const MAX_HELD_REQUEST_BYTES: usize = 8 << 20;
+/// Requests of one execution the host may hold at once; more wait in the worker's pipe.
+const MAX_HELD_REQUESTS: usize = 256;
+
+/// Serves the requests of a worker that received its run until it is done.
 ///
 /// Calls are futures polled by this loop (no task per call); replies go into an outbox that is
 /// written as the worker's stdin takes it. Reading never waits for a write: a worker blocked
 /// on writing a frame while the host waits to hand it a large reply would otherwise be stuck.
+/// What the host holds for an execution is bounded: past [`MAX_UNREAD_REPLY_BYTES`] of
+/// unread replies no call is finished and no request read, and past [`MAX_HELD_REQUESTS`]
+/// requests or [`MAX_HELD_REQUEST_BYTES`] of them no request is read, until the worker
+/// catches up (both workers read replies while they wait to write).
 async fn drive(
     worker: &mut worker::WorkerProcess,
-    run: RunRequest,
     catalog: &Catalog,
     scope: &Arc<RunScope>,
     logs: &mut LogCollector,
 ) -> Result<RunOutcome, Failure> {
-    if let Err(e) = worker.send(&HostFrame::Run(run)).await {
-        tracing::warn!("{e}");
-        return Err(Failure::Exited);
-    }
     let mut calls = FuturesUnordered::new();
     let mut outbox: Vec<u8> = Vec::new();
+    let mut held_bytes = 0usize;
     let (frames, stdin) = worker.io();
     loop {
+        let answering = outbox.len() < MAX_UNREAD_REPLY_BYTES;
+        let reading =
+            answering && calls.len() < MAX_HELD_REQUESTS && held_bytes < MAX_HELD_REQUEST_BYTES;
         tokio::select! {
             biased;
             written = stdin.write(&outbox), if !outbox.is_empty() => match written {
                 Ok(n) if n > 0 => {
                     outbox.drain(..n);
+                    if outbox.is_empty() && outbox.capacity() > MAX_UNREAD_REPLY_BYTES {
+                        outbox = Vec::new();
+                    }
                 }
                 Ok(_) => return Err(Failure::Exited),
                 Err(e) => {
@@ -432,20 +460,25 @@ async fn drive(
                     return Err(Failure::Exited);
                 }
             },
-            Some((id, outcome)) = calls.next(), if !calls.is_empty() => {
+            Some((id, outcome, len)) = calls.next(), if answering && !calls.is_empty() => {
+                held_bytes -= len;
                 match encode(&HostFrame::Reply { id, outcome }) {
                     Ok(bytes) => outbox.extend_from_slice(&bytes),
                     Err(e) => return Err(Failure::Protocol(format!("cannot encode a reply: {e}"))),
                 }
             }
-            frame = frames.recv() => match frame {
+            frame = frames.recv(), if reading => match frame {
                 None => return Err(Failure::Exited),
                 Some(Err(e)) => return Err(Failure::Protocol(e)),
                 Some(Ok(WorkerFrame::Log { level, text })) => logs.push(level, text),
                 Some(Ok(WorkerFrame::LogsTruncated)) => logs.truncated_by_worker(),
                 Some(Ok(WorkerFrame::Done { outcome })) => return Ok(outcome),
                 Some(Ok(WorkerFrame::Call { id, request })) => {
-                    calls.push(async move { (id, bridge::handle(catalog, scope, request).await) });
+                    let len = frames.last_len();
+                    held_bytes += len;
+                    calls.push(async move {
+                        (id, bridge::handle(catalog, scope, request).await, len)
+                    });
                 }
                 Some(Ok(WorkerFrame::Ready { .. })) => {
                     return Err(Failure::Protocol("worker sent a second ready frame".into()));

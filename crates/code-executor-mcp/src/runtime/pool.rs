@@ -19,6 +19,10 @@ use super::worker::{WorkerProcess, WorkerSpawner};
 const REFILL_DELAY: Duration = Duration::from_millis(3);
 /// Pause after a failed start before the refill tries again, so a broken setup does not spin.
 const REFILL_BACKOFF: Duration = Duration::from_secs(2);
+/// Starts a request makes before it reports that no worker could be started: a start that
+/// fails once in a while (a transient error of the machine's) is retried without the
+/// execution seeing it, while a broken setup still fails within a few attempts.
+pub const START_ATTEMPTS: u32 = 3;
 
 struct Inner {
     spawner: WorkerSpawner,
@@ -85,7 +89,25 @@ impl Pool {
                         return Ok(w);
                     }
                 }
-                None => return spawn_counted(&self.inner).await,
+                None => return self.start_now().await,
+            }
+        }
+    }
+
+    /// Starts a worker for a request, up to [`START_ATTEMPTS`] times; every failure is
+    /// logged and counted, and the last one is returned.
+    async fn start_now(&self) -> Result<WorkerProcess, String> {
+        let mut attempt = 1;
+        loop {
+            match spawn_counted(&self.inner).await {
+                Ok(w) => return Ok(w),
+                Err(e) if attempt >= START_ATTEMPTS => {
+                    return Err(format!(
+                        "no worker could be started ({START_ATTEMPTS} attempts); the last \
+                         said: {e}"
+                    ));
+                }
+                Err(_) => attempt += 1,
             }
         }
     }
@@ -99,7 +121,15 @@ impl Pool {
         let last_error = self.inner.last_error.lock().ok().and_then(|e| e.clone());
         PoolStats {
             language: self.inner.spawner.language.name(),
-            ready: self.inner.ready.lock().await.len(),
+            ready: self
+                .inner
+                .ready
+                .lock()
+                .await
+                .iter_mut()
+                .map(WorkerProcess::is_alive)
+                .filter(|alive| *alive)
+                .count(),
             target: self.inner.target,
             started: self.inner.started.load(Ordering::Relaxed),
             start_failures: self.inner.failures.load(Ordering::Relaxed),
@@ -116,7 +146,10 @@ async fn spawn_counted(inner: &Inner) -> Result<WorkerProcess, String> {
         }
         Err(e) => {
             inner.failures.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!("worker start failed: {e}");
+            tracing::warn!(
+                "{} worker start failed (retried by the next request or refill): {e}",
+                inner.spawner.language.name()
+            );
             if let Ok(mut last) = inner.last_error.lock() {
                 *last = Some(e.clone());
             }
@@ -128,7 +161,12 @@ async fn spawn_counted(inner: &Inner) -> Result<WorkerProcess, String> {
 async fn refill(weak: Weak<Inner>) {
     loop {
         let Some(inner) = weak.upgrade() else { return };
-        let missing = inner.target.saturating_sub(inner.ready.lock().await.len());
+        let missing = {
+            let mut ready = inner.ready.lock().await;
+            // A pooled worker that died (killed from outside, out of memory) is replaced.
+            ready.retain_mut(WorkerProcess::is_alive);
+            inner.target.saturating_sub(ready.len())
+        };
         if missing > 0 {
             // Let the answer that woke us go out first.
             tokio::time::sleep(REFILL_DELAY).await;

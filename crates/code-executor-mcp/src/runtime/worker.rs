@@ -79,6 +79,8 @@ pub struct FrameReader {
     pos: usize,
     /// The stream ended or broke the protocol: nothing more is read.
     done: bool,
+    /// Size in bytes of the last frame returned, for what the host holds on its behalf.
+    last_len: usize,
 }
 
 impl FrameReader {
@@ -88,6 +90,7 @@ impl FrameReader {
             buf: Vec::new(),
             pos: 0,
             done: false,
+            last_len: 0,
         }
     }
 
@@ -107,6 +110,7 @@ impl FrameReader {
         let frame = serde_json::from_slice::<WorkerFrame>(body)
             .map_err(|e| format!("worker broke the protocol: malformed frame: {e}"));
         self.pos += 4 + len;
+        self.last_len = 4 + len;
         if self.pos == self.buf.len() {
             self.buf.clear();
             self.pos = 0;
@@ -115,6 +119,11 @@ impl FrameReader {
             self.done = true;
         }
         Some(frame)
+    }
+
+    /// Size in bytes of the frame [`FrameReader::recv`] returned last.
+    pub fn last_len(&self) -> usize {
+        self.last_len
     }
 
     /// The next frame; `None` when the worker has exited. Cancel-safe: a frame is either
@@ -186,11 +195,11 @@ impl WorkerSpawner {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        // fork/exec of a large process blocks for a millisecond or more: keep it off the
-        // runtime thread, which is answering requests meanwhile.
-        let mut child = tokio::task::spawn_blocking(move || cmd.spawn())
+        // On the forker thread: off the runtime thread (fork/exec of a large process blocks
+        // for a millisecond or more), and on a thread that never exits, so the worker's
+        // parent-death signal means the server died.
+        let mut child = crate::child::spawn(cmd)
             .await
-            .map_err(|e| format!("cannot start worker {program}: {e}"))?
             .map_err(|e| format!("cannot start worker {program}: {e}"))?;
         let pid = child.id().unwrap_or(0);
         let (Some(stdin), Some(stdout), Some(stderr)) =
@@ -276,8 +285,13 @@ impl WorkerProcess {
 
     pub async fn send(&mut self, frame: &HostFrame) -> Result<(), String> {
         let bytes = encode(frame).map_err(|e| format!("cannot encode frame: {e}"))?;
+        self.send_encoded(&bytes).await
+    }
+
+    /// Sends a frame already encoded with [`worker_protocol::encode`].
+    pub async fn send_encoded(&mut self, bytes: &[u8]) -> Result<(), String> {
         self.stdin
-            .write_all(&bytes)
+            .write_all(bytes)
             .await
             .map_err(|e| format!("cannot write to worker: {e}"))?;
         self.stdin

@@ -566,7 +566,8 @@ async fn connect(
                 cwd,
             } => {
                 let transport =
-                    spawn_stdio(&spec.name, command, args, env, cwd.as_deref(), max_message)?;
+                    spawn_stdio(&spec.name, command, args, env, cwd.as_deref(), max_message)
+                        .await?;
                 handler.serve(transport).await.map_err(|e| e.to_string())?
             }
             Transport::Http { url, headers } => {

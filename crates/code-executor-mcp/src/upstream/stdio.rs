@@ -26,7 +26,7 @@ pub(super) type StdioTransport = AsyncRwTransport<
 /// Time a stdio server gets to exit after its stdin is closed before it is killed.
 const STDIO_EXIT_GRACE: Duration = Duration::from_secs(2);
 
-pub(super) fn spawn_stdio(
+pub(super) async fn spawn_stdio(
     name: &str,
     command: &str,
     args: &[String],
@@ -53,8 +53,8 @@ pub(super) fn spawn_stdio(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = cmd
-        .spawn()
+    let mut child = crate::child::spawn(cmd)
+        .await
         .map_err(|e| format!("cannot run `{command}`: {e}"))?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())

@@ -1,0 +1,234 @@
+//! The server under hostile or long-running use, through the built binary: runs of any length
+//! up to their deadline, pools idle for longer than a thread's keep-alive, code that nests
+//! too deeply to parse, and workers that flood the host with requests they never read.
+//! Nothing a request sends may crash, stall or bloat the server.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "tests fail loudly and say why"
+)]
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use test_support::{Harness, TempConfig, fixture_entry};
+
+const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
+
+/// A server with the fixture upstream and `settings` in its settings file.
+async fn server(settings: Value) -> (Harness, TempConfig) {
+    let dir = TempConfig::new(json!({}));
+    let path = dir.dir.join("settings.json");
+    std::fs::write(&path, settings.to_string()).unwrap();
+    let env = [("CODE_EXECUTOR_CONFIG_PATH", path.to_str().unwrap())];
+    let h = Harness::start(
+        EXE.as_ref(),
+        json!({ "fx": fixture_entry("fx") }),
+        &[],
+        &env,
+    )
+    .await;
+    (h, dir)
+}
+
+/// The server's peak resident memory so far, in MiB (`VmHWM` of its `/proc` status).
+fn server_peak_mib(h: &Harness) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", h.pid.unwrap())).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib / 1024
+}
+
+async fn pools(h: &Harness) -> Vec<Value> {
+    let (v, _) = h.run_tool("health", json!({})).await;
+    v["pools"].as_array().cloned().unwrap_or_default()
+}
+
+/// Waits until both pools hold as many live workers as they aim for (`health` counts only
+/// live ones), failing after 30 s.
+async fn wait_for_full_pools(h: &Harness) {
+    let full = |p: &[Value]| p.len() == 2 && p.iter().all(|p| p["ready"] == p["target"]);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = pools(h).await;
+        if full(&now) {
+            for pool in &now {
+                assert_eq!(pool["startFailures"], json!(0), "{now:?}");
+            }
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "pools never filled: {now:?}"
+        );
+        // Polling a condition, not waiting for time to pass.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The parent-death signal of a worker once followed the blocking-pool thread that forked it,
+/// which tokio retires after 10 s idle: every run longer than that died as `WorkerCrashed`,
+/// and so did pooled workers idle that long.
+#[tokio::test]
+async fn runs_past_ten_seconds_finish_and_pooled_workers_outlive_idle_threads() {
+    let (h, _dir) = server(json!({})).await;
+    wait_for_full_pools(&h).await;
+    let ts = h.exec_with(json!({
+        "code": "await new Promise(r => setTimeout(r, 12000)); return 'ts done';",
+        "timeoutMs": 20000,
+    }));
+    let py = h.exec_python_with(json!({
+        "code": "import time\ntime.sleep(12)\n'py done'",
+        "timeoutMs": 20000,
+    }));
+    let ((ts, ts_err), (py, py_err)) = tokio::join!(ts, py);
+    assert!(!ts_err && ts["result"] == "ts done", "{ts}");
+    assert!(!py_err && py["result"] == "py done", "{py}");
+    // The spare of each pool waited through the same 12 s: alive, so the pools are full
+    // again once the long runs' workers are replaced.
+    wait_for_full_pools(&h).await;
+    let (v, is_error) = h.exec("return 'still serving'").await;
+    assert!(!is_error && v["result"] == "still serving", "{v}");
+}
+
+/// Deeply nested code once overflowed the stack of the thread that strips TypeScript and
+/// aborted the server. Each shape, 10,000 and 100,000 levels deep (up to 500 KB), gets a SyntaxError naming the
+/// limit, while the server goes on serving.
+#[tokio::test]
+async fn deeply_nested_code_is_a_syntax_error_and_the_server_keeps_serving() {
+    let (h, _dir) = server(json!({})).await;
+    let shapes = |n: usize| {
+        let r = |s: &str| s.repeat(n);
+        vec![
+            format!("let x = {}1{};", r("["), r("]")),
+            format!("let x = {}1{};", r("("), r(")")),
+            format!("let x = {}1;", r("!")),
+            format!("{}{}", r("{"), r("}")),
+            format!("let f = {}1;", r("x=>")),
+            format!("let t = {}0;", r("a?b:")),
+            format!("let s = {}a;", r("a+")),
+            format!("let t = {}x{};", r("`${"), r("}`")),
+            format!("let g: {}number{} = 1;", r("A<"), r(">")),
+            format!("let o = {}1{};", r("{a:"), r("}")),
+            format!("{}x;", r("if(a)")),
+            format!("let m = a{};", r(".b")),
+        ]
+    };
+    for n in [10_000, 100_000] {
+        let runs = shapes(n).into_iter().map(|code| {
+            let h = &h;
+            async move { (h.exec(&code).await, code.len()) }
+        });
+        for ((v, is_error), len) in futures::future::join_all(runs).await {
+            assert!(is_error, "{len} bytes: {v}");
+            assert_eq!(v["error"]["name"], "SyntaxError", "{len} bytes: {v}");
+            let message = v["error"]["message"].as_str().unwrap();
+            assert!(message.contains("nests more than 1000 levels"), "{message}");
+        }
+    }
+    let (v, is_error) = h.exec("return [[[[1]]]].flat(3)[0] + 1").await;
+    assert!(!is_error && v["result"] == 2, "{v}");
+}
+
+/// A worker that sends discovery requests without ever reading the answers once made the host
+/// queue them without bound (here: +91 MiB of peak RSS from four such executions of 10 s;
+/// +10 MiB with the host's backpressure). Four at once, with the discovery cap raised out of
+/// the way, leave the server's memory bounded.
+#[tokio::test]
+async fn unread_discovery_floods_leave_server_memory_bounded() {
+    let (h, _dir) = server(json!({ "executionLimits": { "maxDiscoveryCalls": 100000 } })).await;
+    let (v, _) = h
+        .exec("return (await discoverMCPTools()).tools.length")
+        .await;
+    assert!(v["result"].as_u64().unwrap() > 5, "{v}");
+    let before = server_peak_mib(&h);
+    let flood = json!({
+        "code": "for (;;) { discoverMCPTools(); searchTools('echo', {detail: 'full'}); listServers(); }",
+        "timeoutMs": 10000,
+    });
+    let runs = (0..4).map(|_| h.exec_with(flood.clone()));
+    for (v, is_error) in futures::future::join_all(runs).await {
+        assert!(is_error, "{v}");
+        assert_eq!(v["error"]["name"], "TimeoutError", "{v}");
+    }
+    let after = server_peak_mib(&h);
+    eprintln!("server peak RSS: {before} MiB before the floods, {after} MiB after");
+    assert!(
+        after <= before + 40,
+        "peak RSS grew from {before} to {after} MiB"
+    );
+    let (v, is_error) = h.exec("return 'alive'").await;
+    assert!(!is_error && v["result"] == "alive", "{v}");
+}
+
+/// The discovery cap: a loop of awaited discovery requests ends with a LimitError at the
+/// configured count, in both languages.
+#[tokio::test]
+async fn discovery_requests_are_capped_per_execution_in_both_languages() {
+    let (h, _dir) = server(json!({ "executionLimits": { "maxDiscoveryCalls": 40 } })).await;
+    let (v, is_error) = h
+        .exec(
+            "let n = 0;\n\
+             try { for (;;) { await listServers(); n++; } }\n\
+             catch (e) { return [n, e.name, e.message]; }",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"][0], 40, "{v}");
+    assert_eq!(v["result"][1], "LimitError", "{v}");
+    assert!(
+        v["result"][2]
+            .as_str()
+            .unwrap()
+            .contains("limit of 40 discovery requests"),
+        "{v}"
+    );
+    let (v, is_error) = h
+        .exec_python(
+            "n = 0\n\
+             try:\n    while True:\n        search_tools('echo')\n        n += 1\n\
+             except Exception as e:\n    result = [n, type(e).__name__]\n\
+             result",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!([40, "LimitError"]), "{v}");
+    // A request may tighten the cap, never loosen it.
+    let (v, _) = h
+        .exec_with(json!({ "code": "return 1", "limits": { "maxDiscoveryCalls": 41 } }))
+        .await;
+    assert_eq!(v["error"]["name"], "RangeError", "{v}");
+}
+
+/// Large fan-outs must still work under the host's backpressure: 900 calls sent at once with
+/// 20 KB arguments and 20 KB answers (18 MB each way, more than the host holds unread) reach
+/// their callers whole, in both languages: the worker reads answers while it waits to write.
+#[tokio::test]
+async fn large_fan_outs_complete_under_backpressure_in_both_languages() {
+    let (h, _dir) = server(json!({})).await;
+    let (v, is_error) = h
+        .exec_with(json!({
+            "code": "const m = (i) => String(i).padStart(6, '0') + 'x'.repeat(20000);\n\
+                     const r = await Promise.all(Array.from({length: 900}, (_, i) => tools.fx.echo({message: m(i)})));\n\
+                     return r.every((x, i) => x === 'Echo: ' + m(i)) ? r.length : 'mismatch';",
+            "timeoutMs": 60000,
+        }))
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], 900, "{v}");
+    let (v, is_error) = h
+        .exec_python_with(json!({
+            "code": "import asyncio\n\
+                     def m(i): return str(i).zfill(6) + 'x' * 20000\n\
+                     async def main():\n    \
+                         r = await asyncio.gather(*[atools.fx.echo(message=m(i)) for i in range(900)])\n    \
+                         return len(r) if all(x == 'Echo: ' + m(i) for i, x in enumerate(r)) else 'mismatch'\n\
+                     asyncio.run(main())",
+            "timeoutMs": 60000,
+        }))
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], 900, "{v}");
+}

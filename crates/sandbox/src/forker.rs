@@ -1,0 +1,48 @@
+//! The one thread that forks every child of [`crate::command`].
+//!
+//! A parent-death signal (`PR_SET_PDEATHSIG`) fires when the *thread* that forked the child
+//! exits, not when its process does. A child forked on a short-lived thread (a blocking-pool
+//! thread that the async runtime retires after a few idle seconds, a test's thread) would be
+//! killed with that thread, in the middle of its work. Every child that should live exactly
+//! as long as the host is therefore forked on this thread, which is started once and never
+//! exits: its parent-death signal then means "the host process is gone".
+
+use std::sync::OnceLock;
+use std::sync::mpsc::{Sender, channel};
+
+use crate::SandboxError;
+
+/// Work for the forker thread: a closure that spawns a child and hands it back.
+type Job = Box<dyn FnOnce() + Send>;
+
+static FORKER: OnceLock<Result<Sender<Job>, String>> = OnceLock::new();
+
+fn start() -> Result<Sender<Job>, String> {
+    let (tx, rx) = channel::<Job>();
+    std::thread::Builder::new()
+        .name("sandbox-forker".into())
+        .spawn(move || {
+            // The thread ends only when every sender is gone, and the static holds one for
+            // the life of the process.
+            while let Ok(job) = rx.recv() {
+                job();
+            }
+        })
+        .map_err(|e| format!("cannot start the thread that starts workers: {e}"))?;
+    Ok(tx)
+}
+
+/// Runs `job` on the forker thread, which outlives every child it starts. `job` should spawn
+/// the [`std::process::Command`] built by [`crate::command`] and send the result back through
+/// a channel of the caller's; it must not block for long, since every spawn waits on it.
+pub fn on_forker_thread(job: impl FnOnce() + Send + 'static) -> Result<(), SandboxError> {
+    let sender = FORKER
+        .get_or_init(start)
+        .as_ref()
+        .map_err(|e| SandboxError::Io(std::io::Error::other(e.clone())))?;
+    sender.send(Box::new(job)).map_err(|_| {
+        SandboxError::Io(std::io::Error::other(
+            "the thread that starts workers has stopped",
+        ))
+    })
+}
