@@ -315,7 +315,7 @@ r
                 assert_eq!(v["result"], "done");
                 let logs = v["logs"].as_array().unwrap();
                 let last = logs.last().unwrap();
-                assert_eq!(last["level"], "warn");
+                assert_eq!(last["level"], "host");
                 assert!(
                     last["text"]
                         .as_str()

@@ -13,7 +13,9 @@
 //! new one is made.
 //!
 //! The file is written by the host from the frames it receives; the worker never sees the
-//! host's filesystem.
+//! host's filesystem. It holds the code's output only: whether it was cut is said by the
+//! marker, which code cannot forge. The marker's level is [`HOST_LEVEL`], a level no line of
+//! code's output has (theirs are `debug`, `info`, `log`, `warn` and `error`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -28,6 +30,9 @@ use super::LogEntry;
 pub const KEEP_SCRATCH_DIRS: usize = 32;
 /// Age after which a scratch directory is removed.
 pub const SCRATCH_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+/// The level of entries the host adds to an execution's logs; code's output never has it.
+pub const HOST_LEVEL: &str = "host";
+
 /// Name of the full output in a scratch directory.
 pub const OUTPUT_FILE: &str = "output.log";
 
@@ -201,19 +206,17 @@ impl LogCollector {
                 full,
                 ..
             } => {
+                // The file holds only what the code printed; that it was cut is said in the
+                // marker, where code cannot forge it.
                 let cut = full || self.worker_stopped;
-                if cut {
-                    let _ = writeln!(
-                        out,
-                        "[output file truncated at its {} limit (executionLimits.maxOutputFileBytes)]",
-                        size(max_bytes)
-                    );
-                }
                 match out.flush() {
                     Err(e) => format!("; the full output could not be kept: {e}"),
                     Ok(()) => {
                         let what = if cut {
-                            format!("the first {} of the output are", size(max_bytes))
+                            format!(
+                                "the first {} of the output (executionLimits.maxOutputFileBytes) are",
+                                size(max_bytes)
+                            )
                         } else {
                             "the full output is".to_string()
                         };
@@ -225,7 +228,7 @@ impl LogCollector {
             }
         };
         self.entries.push(LogEntry {
-            level: "warn",
+            level: HOST_LEVEL,
             text: format!(
                 "[output truncated at the {} limit; {dropped}{kept}]",
                 size(self.cap)
@@ -392,10 +395,7 @@ mod tests {
         }
         let out = logs.finish();
         let text = std::fs::read_to_string(out.file.unwrap()).unwrap();
-        assert!(
-            text.starts_with("abc\nabc\n[output file truncated"),
-            "{text}"
-        );
+        assert_eq!(text, "abc\nabc\n", "only what the code printed");
         assert!(
             out.logs.last().unwrap().text.contains("the first 8 bytes"),
             "{:?}",
