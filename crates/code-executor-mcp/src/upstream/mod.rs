@@ -13,7 +13,10 @@
 //! the next look refetches it. Requests an upstream sends us (sampling, elicitation) are
 //! refused; roots are an empty list. A result over `maxResultBytes` is cut with a note; a
 //! stdio message over twice that is dropped as it arrives and its call answered with an
-//! error ([`bounded`]).
+//! error ([`bounded`]). Tools the entry's client config hides (`crate::policy::filter`) are
+//! dropped from every list as it arrives, and a call to one is refused; a server its client
+//! would not start (`crate::config::trust`) is held back: listed with the reason, never
+//! started.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
