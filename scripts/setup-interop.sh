@@ -6,6 +6,8 @@
 #   - the official Python MCP SDK (the client our tests drive the server with)
 #   - the MCP conformance suite (0.1.13: the last release that runs on Node 20) and
 #     supergateway (conformance only speaks HTTP; it bridges our stdio server)
+#   - the MCP clients whose trust rules we follow (Claude Code, Gemini CLI, Codex; npm), to
+#     cross-check their `mcp list` against ours (tests/client_trust.rs)
 #   - fixtures the upstreams work on, and PREFIX/upstreams.json ({"mcpServers": ...})
 # Idempotent: what is already there is kept.
 set -euo pipefail
@@ -23,6 +25,9 @@ CONFORMANCE_VER="0.1.13"
 SUPERGATEWAY_VER="4.0.0"
 MCP_PY_VER="2.3.0"
 TIME_VER="2026.10.19"
+CLAUDE_CODE_VER="2.1.197"
+GEMINI_CLI_VER="0.61.0"
+CODEX_VER="0.169.0"
 GIT_VER="2026.10.19"
 
 log() { printf '[setup-interop] %s\n' "$*" >&2; }
@@ -38,6 +43,17 @@ if [ ! -f "$PREFIX/npm/node_modules/supergateway/package.json" ] \
       "@modelcontextprotocol/server-memory@$MEMORY_VER" \
       "@modelcontextprotocol/conformance@$CONFORMANCE_VER" \
       "supergateway@$SUPERGATEWAY_VER")
+fi
+
+mkdir -p "$PREFIX/clients"
+[ -f "$PREFIX/clients/package.json" ] || printf '{"name":"code-executor-clients","private":true}\n' > "$PREFIX/clients/package.json"
+if [ ! -x "$PREFIX/clients/node_modules/.bin/claude" ] || [ ! -x "$PREFIX/clients/node_modules/.bin/gemini" ] \
+   || [ ! -x "$PREFIX/clients/node_modules/.bin/codex" ]; then
+  log "npm install Claude Code, Gemini CLI, Codex (their mcp list cross-checks our trust rules)"
+  (cd "$PREFIX/clients" && npm install --no-audit --no-fund --loglevel=error \
+      "@anthropic-ai/claude-code@$CLAUDE_CODE_VER" \
+      "@google/gemini-cli@$GEMINI_CLI_VER" \
+      "@openai/codex@$CODEX_VER")
 fi
 
 if [ ! -x "$PREFIX/venv/bin/python" ]; then

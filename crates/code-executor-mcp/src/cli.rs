@@ -229,6 +229,7 @@ fn load(cli: &Cli) -> anyhow::Result<(Config, Settings, CoreOptions)> {
         discover: settings.discover && !cli.no_discover,
         places,
         self_exe: Some(opts.exe.clone()),
+        trusted_projects: settings.trusted_projects.clone(),
     })?;
     Ok((config, settings, opts))
 }
@@ -390,6 +391,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "discover": settings.discover && !cli.no_discover,
                 "upstreamCallTimeoutMs": settings.upstream_call_timeout.as_millis() as u64,
                 "maxResultBytes": settings.max_result_bytes,
+                "trustedProjects": settings.trusted_projects,
             });
             say(&serde_json::to_string_pretty(&shown)?);
             Ok(ExitCode::SUCCESS)
@@ -529,8 +531,22 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
                     spec.source.display()
                 ));
             }
+            for h in config.held_back.values() {
+                say(&format!(
+                    "  {} HELD BACK ({}, from {}): {}",
+                    h.name,
+                    h.client,
+                    h.source.display(),
+                    h.reason
+                ));
+            }
             for w in &config.warnings {
                 say(&format!("  warning: {w}"));
+            }
+            // A file that cannot be read drops every server in it: not healthy.
+            for u in &config.unreadable {
+                healthy = false;
+                say(&format!("config: FAILED: {u}"));
             }
         }
         Err(e) => {

@@ -321,6 +321,10 @@ pub fn demo_config(exe: &std::path::Path) -> Config {
         source: "(built-in demo)".into(),
         client: "demo",
         oauth: None,
+        tool_filter: None,
+        startup_timeout: None,
+        tool_timeout: None,
+        not_applied: Vec::new(),
     };
     Config {
         servers: BTreeMap::from([("shop".to_string(), spec)]),

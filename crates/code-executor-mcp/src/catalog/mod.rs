@@ -179,11 +179,9 @@ impl Catalog {
         name: &str,
     ) -> Result<(String, Tool), String> {
         let (server, tool) = match server {
-            Some(s) => (
-                pick(self.upstreams.names(), s, "server")?.to_string(),
-                name.to_string(),
-            ),
-            None => split_qualified(self.upstreams.names(), name)?,
+            Some(s) => (self.server_named(s)?, name.to_string()),
+            None => split_qualified(self.upstreams.names(), name)
+                .map_err(|e| self.refusal(None, name).unwrap_or(e))?,
         };
         let tools = self
             .view_tools(view, &server)
@@ -193,13 +191,51 @@ impl Catalog {
             tools.iter().map(|t| &*t.name),
             &tool,
             &format!("tool of server \"{server}\""),
-        )?;
+        )
+        .map_err(|e| self.upstreams.hidden(&server, &tool).unwrap_or(e))?;
         let def = tools
             .iter()
             .find(|t| t.name == found)
             .cloned()
             .ok_or_else(|| format!("tool {found} vanished"))?;
         Ok((server, def))
+    }
+
+    /// The configured server `wanted` names (exactly, or in identifier form); a held-back
+    /// server is an error saying why.
+    fn server_named(&self, wanted: &str) -> Result<String, String> {
+        pick(self.upstreams.names(), wanted, "server")
+            .map(str::to_string)
+            .map_err(|e| self.refusal(Some(wanted), "").unwrap_or(e))
+    }
+
+    /// Why a call target is refused by the user's client configs, when it is: its server is
+    /// held back (its client would not start it), or its tool is hidden by the server's own
+    /// tool filter. `server` given: `name` is a tool of it; otherwise `mcp__server__tool`.
+    pub fn refusal(&self, server: Option<&str>, name: &str) -> Option<String> {
+        let held = |s: &str| {
+            self.upstreams.held_back(s).map(|why| {
+                UpstreamError::HeldBack {
+                    server: s.to_string(),
+                    reason: why.to_string(),
+                }
+                .to_string()
+            })
+        };
+        match server {
+            Some(s) => held(s).or_else(|| self.upstreams.hidden(s, name)),
+            None => {
+                let rest = name.strip_prefix("mcp__")?;
+                if let Ok((s, tool)) = split_qualified(self.upstreams.names(), name) {
+                    return self.upstreams.hidden(&s, &tool);
+                }
+                let (s, _) = rest.split_once("__")?;
+                held(s).or_else(|| {
+                    // A held-back name may itself contain "__".
+                    rest.match_indices("__").find_map(|(i, _)| held(&rest[..i]))
+                })
+            }
+        }
     }
 
     /// Tools of `server` (or of every server), connecting them as needed, that `allow` permits.
@@ -211,7 +247,7 @@ impl Catalog {
         allow: &ToolAllowlist,
     ) -> Result<(Vec<(String, Tool)>, Vec<UpstreamError>), String> {
         let servers: Vec<String> = match server {
-            Some(s) => vec![pick(self.upstreams.names(), s, "server")?.to_string()],
+            Some(s) => vec![self.server_named(s)?],
             None => self.upstreams.names().map(str::to_string).collect(),
         };
         let lists =
@@ -242,7 +278,7 @@ impl Catalog {
         query: &str,
     ) -> Result<(Vec<(String, Arc<Vec<Tool>>)>, Vec<UpstreamError>), String> {
         let servers: Vec<String> = match server {
-            Some(s) => vec![pick(self.upstreams.names(), s, "server")?.to_string()],
+            Some(s) => vec![self.server_named(s)?],
             None => self.upstreams.names().map(str::to_string).collect(),
         };
         let query_words = search::words(query);

@@ -5,20 +5,27 @@
 //! client's dialect) and
 //! validated into a typed [`ServerSpec`], with `${VAR}` references expanded ([`expand`]). A
 //! broken file or entry is skipped with a warning that names the file and the key; the rest
-//! loads. An entry that would launch this server itself is skipped too.
+//! loads. An entry that would launch this server itself is skipped too. An entry its own
+//! client would not start (a project server not approved, a folder not trusted: [`trust`])
+//! is held back: not started, not callable, listed with the reason and how to allow it.
 
+mod entry;
 pub mod expand;
 pub mod settings;
 pub mod sources;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
+use crate::policy::filter::ToolFilter;
 pub use settings::Settings;
 use sources::{Format, Places, Scope, Source};
+use trust::{Gate, Trust};
 
 /// Environment variable naming the upstream config file when `--config` is not given.
 pub const CONFIG_PATH_ENV: &str = "MCP_CONFIG_PATH";
@@ -65,6 +72,26 @@ pub struct ServerSpec {
     /// OAuth client settings (`"oauth": {...}`), for HTTP and SSE servers; `None` means
     /// defaults (dynamic client registration, the scopes the server asks for).
     pub oauth: Option<OAuthConfig>,
+    /// The tools its client config hides (`includeTools`, `disabled_tools`, ...).
+    pub tool_filter: Option<ToolFilter>,
+    /// Time to start and list its tools (Codex `startup_timeout_sec`); `None`: the
+    /// `connectTimeoutMs` setting.
+    pub startup_timeout: Option<Duration>,
+    /// Time one tool call may take (Codex `tool_timeout_sec`, Gemini `timeout`); `None`: the
+    /// `upstreamCallTimeoutMs` setting.
+    pub tool_timeout: Option<Duration>,
+    /// Keys of the entry understood but without effect here, each with why.
+    pub not_applied: Vec<String>,
+}
+
+/// An entry its client would not start, so neither do we.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldBack {
+    pub name: String,
+    pub source: PathBuf,
+    pub client: &'static str,
+    /// Why, and how to allow it.
+    pub reason: String,
 }
 
 /// An entry's `oauth` object: how `code-executor-mcp login` presents itself to the server's
@@ -100,8 +127,13 @@ impl std::fmt::Debug for OAuthConfig {
 pub struct Config {
     /// By name, in a stable order.
     pub servers: BTreeMap<String, ServerSpec>,
-    /// Problems found while loading (skipped files and entries), for `list_servers`/`doctor`.
+    /// Entries their clients would not start, by name (only names no other file serves).
+    pub held_back: BTreeMap<String, HeldBack>,
+    /// Problems found while loading (skipped files and entries, keys not understood), for
+    /// `list_servers`/`doctor`.
     pub warnings: Vec<String>,
+    /// Files that could not be read at all (also among the warnings): `doctor` fails on them.
+    pub unreadable: Vec<String>,
     /// The files read, in precedence order (lowest first).
     pub sources: Vec<PathBuf>,
     /// Where OAuth tokens live (`<user config dir>/code-executor-mcp/oauth`); `None` when
@@ -119,57 +151,8 @@ pub struct LoadOptions {
     pub places: Places,
     /// Our own binary, to skip entries that would launch it.
     pub self_exe: Option<PathBuf>,
-}
-
-/// One entry as any client writes it. Fields a client adds that we do not use (autoApprove,
-/// timeout, ...) are ignored.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawServer {
-    command: Option<String>,
-    #[serde(default)]
-    args: Vec<String>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
-    cwd: Option<PathBuf>,
-    /// `stdio`, `http`, `streamable-http`, `streamableHttp`, `sse`.
-    #[serde(rename = "type", alias = "transport")]
-    kind: Option<String>,
-    url: Option<String>,
-    /// Gemini CLI: streamable HTTP.
-    http_url: Option<String>,
-    /// Windsurf.
-    server_url: Option<String>,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-    /// Codex.
-    #[serde(default, rename = "http_headers")]
-    http_headers: BTreeMap<String, String>,
-    /// Codex: the env var holding a bearer token.
-    #[serde(rename = "bearer_token_env_var")]
-    bearer_token_env_var: Option<String>,
-    #[serde(default)]
-    disabled: bool,
-    /// Codex writes `enabled = false`.
-    enabled: Option<bool>,
-    /// OAuth client settings (ours; Claude Code and Gemini CLI write a similar object).
-    oauth: Option<RawOAuth>,
-}
-
-/// The `oauth` object as written; unknown keys (Gemini's `enabled`, `redirectUri`, ...) are
-/// ignored.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawOAuth {
-    #[serde(alias = "client_id")]
-    client_id: Option<String>,
-    #[serde(alias = "client_secret")]
-    client_secret: Option<String>,
-    /// A list, or one space-separated string.
-    #[serde(alias = "scope")]
-    scopes: Option<Value>,
-    #[serde(alias = "callback_port")]
-    callback_port: Option<u16>,
+    /// The `trustedProjects` setting.
+    pub trusted_projects: Vec<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -215,20 +198,34 @@ impl Config {
             token_dir: opts.places.config_dir.as_ref().map(|d| token_dir_in(d)),
             ..Config::default()
         };
+        let trust = Trust::load(&opts.places, &opts.trusted_projects);
+        for w in &trust.warnings {
+            config.warn(w.clone());
+        }
         for source in &list {
             match sources::read_entries(source) {
-                Ok(entries) => config.merge(source, entries, opts.self_exe.as_deref(), &lookup),
+                Ok(entries) => config.merge(
+                    source,
+                    entries,
+                    opts.self_exe.as_deref(),
+                    &lookup,
+                    &|name| trust.gate(source, name),
+                ),
                 Err(reason) if source.scope == Scope::Explicit => {
                     return Err(ConfigError::Read {
                         path: source.path.clone(),
                         reason,
                     });
                 }
-                Err(reason) => config.warn(format!(
-                    "{} ({}) skipped: {reason}",
-                    source.path.display(),
-                    source.client
-                )),
+                Err(reason) => {
+                    let msg = format!(
+                        "{} ({}) skipped: {reason}",
+                        source.path.display(),
+                        source.client
+                    );
+                    config.unreadable.push(msg.clone());
+                    config.warn(msg);
+                }
             }
             config.sources.push(source.path.clone());
         }
@@ -249,7 +246,13 @@ impl Config {
                 reason,
             })?;
         let mut config = Config::default();
-        config.merge(&source, entries, self_exe, &|k| std::env::var(k).ok());
+        config.merge(
+            &source,
+            entries,
+            self_exe,
+            &|k| std::env::var(k).ok(),
+            &|_| Gate::Start,
+        );
         config.sources.push(path.to_path_buf());
         Ok(config)
     }
@@ -259,37 +262,76 @@ impl Config {
         self.warnings.push(msg);
     }
 
+    /// Adds one file's entries: a later file's entry replaces an earlier one of the same
+    /// name, except that an entry held back never displaces one that can start.
     fn merge(
         &mut self,
         source: &Source,
         entries: BTreeMap<String, Value>,
         self_exe: Option<&Path>,
         lookup: &dyn Fn(&str) -> Option<String>,
+        gate: &dyn Fn(&str) -> Gate,
     ) {
+        let section = entry::section(&source.format);
         for (name, value) in entries {
-            match validate(&name, value, source, self_exe, lookup) {
-                Ok(Some(spec)) => {
-                    if let Some(old) = self.servers.get(&name) {
-                        tracing::debug!(
-                            server = name,
-                            "{} overrides {}",
+            let mut unknown = Vec::new();
+            let result = entry::validate(&name, value, source, self_exe, lookup, &mut unknown);
+            for key in unknown {
+                self.warn(format!(
+                    "{}: {section}.{name}.{key} is not understood by code-executor-mcp and has no effect",
+                    source.path.display()
+                ));
+            }
+            let mut spec = match result {
+                Ok(Some(spec)) => spec,
+                Ok(None) => continue,
+                Err(reason) => {
+                    self.warn(format!(
+                        "{}: {section}.{name} skipped: {reason}",
+                        source.path.display()
+                    ));
+                    continue;
+                }
+            };
+            match gate(&name) {
+                Gate::Start => {}
+                Gate::Disabled(why) => {
+                    spec.disabled = true;
+                    spec.not_applied
+                        .push(format!("started on use although {why}"));
+                }
+                Gate::HeldBack(reason) => {
+                    tracing::info!(server = name, "held back: {reason}");
+                    if let Some(used) = self.servers.get(&name) {
+                        self.warn(format!(
+                            "{}: {section}.{name} is held back ({reason}); the entry of {} is used",
                             source.path.display(),
-                            old.source.display()
+                            used.source.display()
+                        ));
+                    } else {
+                        self.held_back.insert(
+                            name.clone(),
+                            HeldBack {
+                                name,
+                                source: source.path.clone(),
+                                client: source.client,
+                                reason,
+                            },
                         );
                     }
-                    self.servers.insert(name, spec);
+                    continue;
                 }
-                Ok(None) => {}
-                Err(reason) => self.warn(format!(
-                    "{}: {}.{name} skipped: {reason}",
-                    source.path.display(),
-                    match source.format {
-                        Format::VsCode => "servers",
-                        Format::CodexToml => "mcp_servers",
-                        _ => "mcpServers",
-                    }
-                )),
             }
+            if let Some(old) = self.servers.get(&name) {
+                tracing::debug!(
+                    server = name,
+                    "{} overrides {}",
+                    source.path.display(),
+                    old.source.display()
+                );
+            }
+            self.held_back.remove(&name);
+            self.servers.insert(name, spec);
         }
     }
 
@@ -330,10 +372,27 @@ impl Config {
                 if s.disabled {
                     v["disabled"] = json!(true);
                 }
+                if let Some(f) = &s.tool_filter {
+                    v["toolFilter"] = json!(f);
+                }
+                if let Some(t) = s.startup_timeout {
+                    v["startupTimeoutMs"] = json!(t.as_millis() as u64);
+                }
+                if let Some(t) = s.tool_timeout {
+                    v["toolTimeoutMs"] = json!(t.as_millis() as u64);
+                }
+                if !s.not_applied.is_empty() {
+                    v["notApplied"] = json!(s.not_applied);
+                }
                 v
             })
             .collect();
-        json!({ "servers": servers, "sources": self.sources, "warnings": self.warnings })
+        let held: Vec<Value> = self
+            .held_back
+            .values()
+            .map(|h| json!({"name": h.name, "source": h.source, "client": h.client, "reason": h.reason}))
+            .collect();
+        json!({ "servers": servers, "heldBack": held, "sources": self.sources, "warnings": self.warnings })
     }
 }
 
@@ -390,169 +449,7 @@ fn mask_url(url: &str) -> String {
     }
 }
 
-fn validate(
-    name: &str,
-    value: Value,
-    source: &Source,
-    self_exe: Option<&Path>,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<ServerSpec>, String> {
-    if name.is_empty() || name.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err(
-            "a server name must be non-empty and contain no spaces or control characters".into(),
-        );
-    }
-    let raw: RawServer = serde_json::from_value(value).map_err(|e| e.to_string())?;
-    let ex = |s: &str| expand::expand(s, lookup);
-    let ex_map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, String> {
-        m.iter()
-            .map(|(k, v)| Ok((k.clone(), ex(v).map_err(|e| format!("{k}: {e}"))?)))
-            .collect()
-    };
-    let kind = raw.kind.as_deref().map(str::to_ascii_lowercase);
-    let url = raw
-        .http_url
-        .clone()
-        .or(raw.url.clone())
-        .or(raw.server_url.clone());
-    let transport = match (kind.as_deref(), &raw.command, url) {
-        (Some("stdio") | None, Some(command), _) if !command.trim().is_empty() => {
-            let command = ex(command)?;
-            let args = raw
-                .args
-                .iter()
-                .map(|a| ex(a))
-                .collect::<Result<Vec<_>, _>>()?;
-            if launches_self(&command, &args, self_exe) {
-                tracing::info!(
-                    server = name,
-                    "skipped: this entry launches code-executor-mcp itself"
-                );
-                return Ok(None);
-            }
-            let cwd = raw.cwd.map(|c| {
-                if c.is_relative() {
-                    source.path.parent().unwrap_or(Path::new("/")).join(c)
-                } else {
-                    c
-                }
-            });
-            Transport::Stdio {
-                command,
-                args,
-                env: ex_map(&raw.env)?,
-                cwd,
-            }
-        }
-        (Some("stdio"), _, _) | (None, _, None) => return Err("\"command\" is missing".into()),
-        (kind, _, Some(url)) => {
-            let url = ex(&url)?;
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!("url \"{}\" is not an http(s) URL", mask_url(&url)));
-            }
-            let mut headers = ex_map(&raw.headers)?;
-            headers.extend(ex_map(&raw.http_headers)?);
-            if let Some(var) = &raw.bearer_token_env_var {
-                let token =
-                    lookup(var).ok_or_else(|| format!("environment variable {var} is not set"))?;
-                headers.insert("Authorization".into(), format!("Bearer {token}"));
-            }
-            // Gemini's `url` (without `httpUrl`) means SSE; so does an explicit type.
-            let sse = matches!(kind, Some("sse"))
-                || (raw.http_url.is_none() && source.client == "gemini" && raw.url.is_some());
-            match kind {
-                Some("sse")
-                | None
-                | Some("http" | "streamable-http" | "streamablehttp" | "streamable_http") => {}
-                Some(other) => return Err(format!("unknown transport type \"{other}\"")),
-            }
-            if sse {
-                Transport::Sse { url, headers }
-            } else {
-                Transport::Http { url, headers }
-            }
-        }
-        (Some(other), _, None) => {
-            return Err(format!("transport type \"{other}\" needs a \"url\""));
-        }
-    };
-    let oauth = match (&transport, raw.oauth) {
-        (Transport::Http { .. } | Transport::Sse { .. }, Some(o)) => {
-            Some(validate_oauth(o, &ex).map_err(|e| format!("oauth: {e}"))?)
-        }
-        // A stdio server authenticates however its command does; the object means nothing.
-        _ => None,
-    };
-    Ok(Some(ServerSpec {
-        name: name.to_string(),
-        transport,
-        disabled: raw.disabled || raw.enabled == Some(false),
-        source: source.path.clone(),
-        client: source.client,
-        oauth,
-    }))
-}
-
-fn validate_oauth(
-    raw: RawOAuth,
-    ex: &dyn Fn(&str) -> Result<String, String>,
-) -> Result<OAuthConfig, String> {
-    let non_empty = |v: Option<String>, key: &str| -> Result<Option<String>, String> {
-        match v {
-            None => Ok(None),
-            Some(v) => {
-                let v = ex(&v).map_err(|e| format!("{key}: {e}"))?;
-                Ok((!v.trim().is_empty()).then_some(v))
-            }
-        }
-    };
-    let scopes = match raw.scopes {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
-        Some(Value::Array(items)) => items
-            .into_iter()
-            .map(|v| match v {
-                Value::String(s) if !s.trim().is_empty() && !s.contains(' ') => Ok(s),
-                other => Err(format!("scopes: {other} is not a scope name")),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(other) => return Err(format!("scopes: expected a list of strings, got {other}")),
-    };
-    Ok(OAuthConfig {
-        client_id: non_empty(raw.client_id, "clientId")?,
-        client_secret: non_empty(raw.client_secret, "clientSecret")?,
-        scopes,
-        callback_port: raw.callback_port,
-    })
-}
-
-/// Whether an entry would start this very server (which would recurse).
-fn launches_self(command: &str, args: &[String], self_exe: Option<&Path>) -> bool {
-    const OUR_NAME: &str = "code-executor-mcp";
-    let file_name = |s: &str| {
-        Path::new(s)
-            .file_name()
-            .and_then(|f| f.to_str())
-            .map(str::to_string)
-            .unwrap_or_default()
-    };
-    if file_name(command) == OUR_NAME {
-        return true;
-    }
-    if let Some(exe) = self_exe {
-        let canon = |p: &Path| std::fs::canonicalize(p).ok();
-        if let (Some(a), Some(b)) = (canon(Path::new(command)), canon(exe))
-            && a == b
-        {
-            return true;
-        }
-    }
-    // npx code-executor-mcp, uvx code-executor-mcp, cargo run --bin code-executor-mcp ...
-    args.iter().any(|a| {
-        let base = file_name(a);
-        base == OUR_NAME || base.starts_with("code-executor-mcp@")
-    })
-}
-
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;

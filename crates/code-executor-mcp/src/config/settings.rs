@@ -21,6 +21,9 @@ pub const SETTINGS_PATH_ENV: &str = "CODE_EXECUTOR_CONFIG_PATH";
 pub const CONNECTED_SERVERS_ENV: &str = "CONNECTED_SERVERS";
 pub const POOL_SIZE_ENV: &str = "CODE_EXECUTOR_POOL_SIZE";
 pub const DISCOVER_ENV: &str = "CODE_EXECUTOR_DISCOVER";
+/// The settings key listing projects whose own server files are trusted (see
+/// [`super::trust`]); read only from a user settings file, never from a project's.
+pub const TRUST_SETTING: &str = "trustedProjects";
 
 /// Largest upstream result we keep, in bytes: a result beyond it is cut off and reported
 /// rather than handed whole to the sandbox (16 MiB matches the worker frame limit).
@@ -39,6 +42,7 @@ struct RawSettings {
     limits: Option<AdmissionSettings>,
     execution_limits: Option<ExecutionLimits>,
     audit: Option<AuditSettings>,
+    trusted_projects: Option<Vec<PathBuf>>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
 }
@@ -63,6 +67,10 @@ pub struct Settings {
     /// Per-execution limits (deadline, memory, output, tool calls, code size).
     pub execution_limits: ExecutionLimits,
     pub audit: AuditSettings,
+    /// Projects (and the directories under them) whose project files (`.mcp.json`,
+    /// `.gemini/settings.json`, `.codex/config.toml`, `.vscode/mcp.json`, `.cursor/mcp.json`)
+    /// are trusted although their clients have not approved them.
+    pub trusted_projects: Vec<PathBuf>,
     /// The file the settings came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -80,6 +88,7 @@ impl Default for Settings {
             limits: AdmissionSettings::default(),
             execution_limits: ExecutionLimits::default(),
             audit: AuditSettings::default(),
+            trusted_projects: Vec::new(),
             source: None,
         }
     }
@@ -107,6 +116,24 @@ impl Settings {
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
                 settings = Settings::parse(&text)
                     .map_err(|e| format!("settings file {}: {e}", path.display()))?;
+                // The working directory's file may come with a repository: it cannot vouch
+                // for that repository's servers.
+                if !(i == 0 && explicit)
+                    && path == cwd.join(".code-executor.json")
+                    && !settings.trusted_projects.is_empty()
+                {
+                    return Err(format!(
+                        "settings file {}: \"{TRUST_SETTING}\" is read only from the user settings file ({}) or ${SETTINGS_PATH_ENV}, never from a project's .code-executor.json; move it there",
+                        path.display(),
+                        config_dir.map_or(
+                            "~/.config/code-executor-mcp/config.json".to_string(),
+                            |d| d
+                                .join("code-executor-mcp/config.json")
+                                .display()
+                                .to_string()
+                        )
+                    ));
+                }
                 settings.source = Some(path);
                 break;
             }
@@ -138,6 +165,7 @@ impl Settings {
             limits: raw.limits.unwrap_or_default(),
             execution_limits: raw.execution_limits.unwrap_or_default().validate()?,
             audit: raw.audit.unwrap_or_default(),
+            trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
             source: None,
         })
     }
@@ -169,6 +197,16 @@ impl Settings {
             };
         }
         Ok(())
+    }
+}
+
+fn validate_trusted(list: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
+    match list.iter().find(|p| !p.is_absolute()) {
+        Some(p) => Err(format!(
+            "{TRUST_SETTING}: \"{}\" is not an absolute path",
+            p.display()
+        )),
+        None => Ok(list),
     }
 }
 

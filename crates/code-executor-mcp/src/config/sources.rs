@@ -5,7 +5,7 @@
 //! entry replaces an earlier one of the same name.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -124,24 +124,77 @@ pub fn discover(places: &Places) -> Vec<Source> {
         add("claude-code", home.join(".claude.json"), McpServers, Global);
     }
     let cwd = &places.cwd;
+    // Codex: every `.codex/config.toml` from the project root (the git root, else the
+    // working directory) down to the working directory, the deepest last.
+    if let Some(codex) = &places.codex_home {
+        let root = git_root(cwd).unwrap_or_else(|| cwd.clone());
+        let mut dirs: Vec<&Path> = cwd
+            .ancestors()
+            .take_while(|d| d.starts_with(&root))
+            .collect();
+        dirs.reverse();
+        let user = codex.join("config.toml");
+        for d in dirs {
+            let file = d.join(".codex/config.toml");
+            if !same_file(&file, &user) {
+                add("codex", file, CodexToml, Project);
+            }
+        }
+    }
     add("vscode", cwd.join(".vscode/mcp.json"), VsCode, Project);
     add("cursor", cwd.join(".cursor/mcp.json"), McpServers, Project);
-    add(
-        "gemini",
-        cwd.join(".gemini/settings.json"),
-        McpServers,
-        Project,
-    );
+    let gemini = cwd.join(".gemini/settings.json");
+    // In the home directory the workspace file is the user file (Gemini CLI reads it once).
+    if !places
+        .home
+        .as_ref()
+        .is_some_and(|h| same_file(&gemini, &h.join(".gemini/settings.json")))
+    {
+        add("gemini", gemini, McpServers, Project);
+    }
     add("claude-code", cwd.join(".mcp.json"), McpServers, Project);
     if let Some(home) = &places.home {
         add(
             "claude-code",
             home.join(".claude.json"),
-            ClaudeCodeProject(cwd.clone()),
+            ClaudeCodeProject(project_key(cwd)),
             Project,
         );
     }
     out
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// The root of the git work tree holding `dir` (the nearest ancestor with a `.git`).
+pub fn git_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
+        .map(Path::to_path_buf)
+}
+
+/// The key Claude Code files a project under in `~/.claude.json` `projects`: the git root
+/// (a linked worktree's main repository), else the directory itself.
+pub fn project_key(dir: &Path) -> PathBuf {
+    let Some(root) = git_root(dir) else {
+        return dir.to_path_buf();
+    };
+    // A worktree's `.git` is a file `gitdir: <main>/.git/worktrees/<name>`.
+    let main = std::fs::read_to_string(root.join(".git"))
+        .ok()
+        .and_then(|t| {
+            let gitdir = PathBuf::from(t.strip_prefix("gitdir:")?.trim());
+            let worktrees = gitdir.parent()?;
+            let dot_git = worktrees.parent()?;
+            (worktrees.file_name()? == "worktrees" && dot_git.file_name()? == ".git")
+                .then(|| dot_git.parent().map(Path::to_path_buf))?
+        });
+    main.unwrap_or(root)
 }
 
 /// The raw entries of one file, by name, or why the file cannot be read at all.
@@ -209,7 +262,7 @@ fn format_name(format: &Format) -> &'static str {
 }
 
 /// VS Code's mcp.json is JSON with comments and trailing commas; drop both (outside strings).
-fn strip_json_comments(text: &str) -> String {
+pub fn strip_json_comments(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     let mut in_string = false;

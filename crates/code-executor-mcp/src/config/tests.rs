@@ -31,6 +31,10 @@ fn reads_stdio_entries_and_resolves_relative_cwd() {
             source: PathBuf::from("/cfg/mcp.json"),
             client: "explicit",
             oauth: None,
+            tool_filter: None,
+            startup_timeout: None,
+            tool_timeout: None,
+            not_applied: Vec::new(),
         }
     );
     assert!(c.warnings.is_empty());
@@ -131,7 +135,7 @@ fn variable_references_are_expanded_in_env_args_url_and_headers() {
     )
     .unwrap();
     let mut c = Config::default();
-    c.merge(&source, entries, None, &lookup);
+    c.merge(&source, entries, None, &lookup, &|_| Gate::Start);
     assert_eq!(
         c.servers["s"].transport,
         Transport::Stdio {
@@ -253,6 +257,7 @@ fn every_clients_format_is_discovered_and_merged_by_precedence() {
         discover: true,
         places: m.places(),
         self_exe: None,
+        trusted_projects: vec![m.root.join("project")],
     })
     .unwrap();
     assert_eq!(
@@ -305,6 +310,7 @@ fn every_clients_format_is_discovered_and_merged_by_precedence() {
         discover: true,
         places: m.places(),
         self_exe: None,
+        trusted_projects: vec![m.root.join("project")],
     })
     .unwrap();
     assert_eq!(stdio(&c, "shared").0, "from-claude-local");
@@ -312,6 +318,7 @@ fn every_clients_format_is_discovered_and_merged_by_precedence() {
     let c = Config::load(&LoadOptions {
         discover: true,
         places: m.places(),
+        trusted_projects: vec![m.root.join("project")],
         ..LoadOptions::default()
     })
     .unwrap();
@@ -320,6 +327,7 @@ fn every_clients_format_is_discovered_and_merged_by_precedence() {
     let c = Config::load(&LoadOptions {
         discover: true,
         places: m.places(),
+        trusted_projects: vec![m.root.join("project")],
         ..LoadOptions::default()
     })
     .unwrap();
@@ -334,6 +342,7 @@ fn a_broken_discovered_file_is_a_warning_but_a_broken_explicit_file_is_an_error(
     let c = Config::load(&LoadOptions {
         discover: true,
         places,
+        trusted_projects: vec![m.root.join("project")],
         ..LoadOptions::default()
     })
     .unwrap();

@@ -1,4 +1,5 @@
-//! What an execution may do: limits, which upstream tools it may call ([`rules`]), whether its
+//! What an execution may do: limits, which upstream tools it may call ([`rules`]), which tools
+//! a server's own client config hides ([`filter`]), whether its
 //! arguments fit the tool's schema ([`validate`]), whether the server takes it now
 //! ([`admission`]), and the audit trail of every decision ([`audit`]).
 //!
@@ -7,6 +8,7 @@
 
 pub mod admission;
 pub mod audit;
+pub mod filter;
 pub mod rules;
 pub mod validate;
 

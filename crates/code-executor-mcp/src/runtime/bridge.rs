@@ -171,7 +171,11 @@ async fn visible_tool(
     let (server, tool) = catalog
         .resolve_in(&scope.view, server, name)
         .await
-        .map_err(|e| err("TypeError", e))?;
+        .map_err(|e| match catalog.refusal(server, name) {
+            // Held back or hidden by the user's client config: a policy decision.
+            Some(reason) => err("PolicyError", reason),
+            None => err("TypeError", e),
+        })?;
     match scope.allow.check(&server, &tool) {
         Decision::Allow => Ok((server, tool)),
         Decision::Deny { reason } => Err(err("PolicyError", reason)),
@@ -196,7 +200,13 @@ async fn call_tool(
     let resolving = catalog.resolve_in(&scope.view, server, name);
     let (server, tool) = match tokio::time::timeout(budget, resolving).await {
         Ok(Ok(r)) => r,
-        Ok(Err(e)) => return err("ToolError", e),
+        Ok(Err(e)) => {
+            return match catalog.refusal(server, name) {
+                // Held back or hidden by the user's client config: a policy decision.
+                Some(reason) => err("PolicyError", reason),
+                None => err("ToolError", e),
+            };
+        }
         Err(_) => {
             return err(
                 "ToolError",

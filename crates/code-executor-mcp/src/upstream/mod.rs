@@ -13,7 +13,10 @@
 //! the next look refetches it. Requests an upstream sends us (sampling, elicitation) are
 //! refused; roots are an empty list. A result over `maxResultBytes` is cut with a note; a
 //! stdio message over twice that is dropped as it arrives and its call answered with an
-//! error ([`bounded`]).
+//! error ([`bounded`]). Tools the entry's client config hides (`crate::policy::filter`) are
+//! dropped from every list as it arrives, and a call to one is refused; a server its client
+//! would not start (`crate::config::trust`) is held back: listed with the reason, never
+//! started.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
@@ -35,6 +38,8 @@ use tokio::sync::Mutex;
 
 use crate::config::{Config, INHERITED_ENV, ServerSpec, Settings, Transport};
 use crate::oauth::{self, AuthWatch, PrepareError};
+use crate::policy::Decision;
+use crate::policy::filter::{ToolFilter, retain_visible};
 
 mod bounded;
 mod sse;
@@ -50,6 +55,12 @@ const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
 pub enum UpstreamError {
     #[error("no MCP server named \"{0}\" is configured")]
     UnknownServer(String),
+    /// Configured, but its client would not start it (see `config::trust`).
+    #[error("MCP server \"{server}\" is held back: {reason}")]
+    HeldBack { server: String, reason: String },
+    /// The server's client config hides the tool (`policy::filter`).
+    #[error("{reason}")]
+    HiddenTool { reason: String },
     #[error("MCP server \"{server}\" failed to start: {reason}")]
     Start { server: String, reason: String },
     #[error("MCP server \"{server}\": tool {tool} did not answer within {}s", timeout.as_secs_f64())]
@@ -77,7 +88,8 @@ pub enum UpstreamError {
 #[serde(rename_all = "camelCase")]
 pub struct ServerStatus {
     pub name: String,
-    /// `connected`, `available` (configured, not started yet) or `failed`.
+    /// `connected`, `available` (configured, not started yet), `failed`, or `heldBack` (its
+    /// client would not start it; `reason` says why and how to allow it).
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -111,6 +123,8 @@ struct Connection {
     stale: Arc<AtomicBool>,
     /// HTTP and SSE connections: why the server last refused our authorization.
     auth: Option<Arc<AuthWatch>>,
+    /// The tools the entry's client config hides, dropped from every list as it arrives.
+    filter: Option<ToolFilter>,
 }
 
 impl Connection {
@@ -136,7 +150,7 @@ impl Connection {
             Ok(tools) => {
                 tracing::info!(server, tools = tools.len(), "upstream tool list changed");
                 if let Ok(mut t) = self.tools.lock() {
-                    *t = Arc::new(tools);
+                    *t = Arc::new(retain_visible(self.filter.as_ref(), server, tools));
                 }
             }
             Err(e) => {
@@ -167,6 +181,8 @@ struct Upstream {
 /// Every configured upstream server.
 pub struct Upstreams {
     servers: BTreeMap<String, Arc<Upstream>>,
+    /// Entries their clients would not start: name -> why.
+    held_back: BTreeMap<String, String>,
     settings: Settings,
     token_dir: Option<PathBuf>,
 }
@@ -188,6 +204,11 @@ impl Upstreams {
             .collect();
         Upstreams {
             servers,
+            held_back: config
+                .held_back
+                .iter()
+                .map(|(n, h)| (n.clone(), h.reason.clone()))
+                .collect(),
             settings: settings.clone(),
             token_dir: config.token_dir.clone(),
         }
@@ -200,6 +221,20 @@ impl Upstreams {
 
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// Why `server` is held back, if it is.
+    pub fn held_back(&self, server: &str) -> Option<&str> {
+        self.held_back.get(server).map(String::as_str)
+    }
+
+    /// Why `tool` of `server` is hidden by the server's client config, if it is.
+    pub fn hidden(&self, server: &str, tool: &str) -> Option<String> {
+        let filter = self.servers.get(server)?.spec.tool_filter.as_ref()?;
+        match filter.decide(server, tool) {
+            Decision::Allow => None,
+            Decision::Deny { reason } => Some(reason),
+        }
     }
 
     /// Starts the servers named in `connectedServers` in the background.
@@ -276,6 +311,14 @@ impl Upstreams {
                 tool_count,
             });
         }
+        for (name, reason) in &self.held_back {
+            out.push(ServerStatus {
+                name: name.clone(),
+                status: "heldBack",
+                reason: Some(reason.clone()),
+                tool_count: None,
+            });
+        }
         out
     }
 
@@ -289,7 +332,15 @@ impl Upstreams {
         args: serde_json::Map<String, serde_json::Value>,
         timeout: Duration,
     ) -> Result<(CallToolResult, usize), UpstreamError> {
-        let timeout = timeout.min(self.settings.upstream_call_timeout);
+        if let Some(reason) = self.hidden(server, tool) {
+            return Err(UpstreamError::HiddenTool { reason });
+        }
+        let own = self
+            .servers
+            .get(server)
+            .and_then(|u| u.spec.tool_timeout)
+            .unwrap_or(self.settings.upstream_call_timeout);
+        let timeout = timeout.min(own);
         let conn = self.connection(server).await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         let result = self.call_on(&conn, server, tool, params, timeout).await;
@@ -354,7 +405,13 @@ impl Upstreams {
         let up = self
             .servers
             .get(server)
-            .ok_or_else(|| UpstreamError::UnknownServer(server.to_string()))?;
+            .ok_or_else(|| match self.held_back(server) {
+                Some(reason) => UpstreamError::HeldBack {
+                    server: server.to_string(),
+                    reason: reason.to_string(),
+                },
+                None => UpstreamError::UnknownServer(server.to_string()),
+            })?;
         // One connect at a time per server: concurrent first calls wait for the same start.
         let mut state = up.state.lock().await;
         let mut attempts = 0;
@@ -545,7 +602,7 @@ async fn connect(
     settings: &Settings,
     token_dir: Option<&Path>,
 ) -> Result<Connection, ConnectError> {
-    let timeout = settings.connect_timeout;
+    let timeout = spec.startup_timeout.unwrap_or(settings.connect_timeout);
     let stale = Arc::new(AtomicBool::new(false));
     let handler = Handler {
         stale: stale.clone(),
@@ -616,9 +673,14 @@ async fn connect(
             .map_err(|e| format!("tools/list failed: {e}"))?;
         Ok::<_, ConnectError>(Connection {
             service,
-            tools: std::sync::Mutex::new(Arc::new(tools)),
+            tools: std::sync::Mutex::new(Arc::new(retain_visible(
+                spec.tool_filter.as_ref(),
+                &spec.name,
+                tools,
+            ))),
             stale,
             auth: watch.clone(),
+            filter: spec.tool_filter.clone(),
         })
     };
     let result = match tokio::time::timeout(timeout, start).await {
