@@ -187,6 +187,52 @@ r
             ])),
         },
         Case {
+            name: "errors_are_one_taxonomy_in_both_languages",
+            ts: r#"
+                const out = [];
+                const probe = async (f) => {
+                  try { await f(); out.push('no error'); }
+                  catch (e) { out.push([e.name, e instanceof ToolError, e instanceof TypeError, e instanceof PolicyError, e instanceof LimitError]); }
+                };
+                await probe(() => tools.fx.fail({ message: 'boom' }));
+                await probe(() => callMCPTool('fx', 'add', { a: 1, b: 2 }));
+                await probe(() => tools.fx.echo({ message: 5 }));
+                await probe(() => tools.fx.echo({ message: 'ok' }));
+                await probe(() => tools.fx.echo({ message: 'one too many' }));
+                return out;
+            "#,
+            py: r#"
+out = []
+def probe(f):
+    try:
+        f()
+        out.append('no error')
+    except Exception as e:
+        out.append([type(e).__name__, isinstance(e, ToolError), isinstance(e, TypeError), isinstance(e, PolicyError), isinstance(e, LimitError)])
+probe(lambda: tools.fx.fail(message='boom'))
+probe(lambda: call_mcp_tool('fx', 'add', {'a': 1, 'b': 2}))
+probe(lambda: tools.fx.echo(message=5))
+probe(lambda: tools.fx.echo(message='ok'))
+probe(lambda: tools.fx.echo(message='one too many'))
+out
+"#,
+            args: json!({"allowedTools": ["mcp__fx__fail", "mcp__fx__echo"], "limits": {"maxToolCalls": 4}}),
+            expect: Expect::Result(json!([
+                ["ToolError", true, false, false, false],
+                ["PolicyError", true, false, true, false],
+                ["TypeError", false, true, false, false],
+                "no error",
+                ["LimitError", true, false, false, true],
+            ])),
+        },
+        Case {
+            name: "signatures_of_servers_not_started_yet",
+            ts: "const s = tools.other_server.whoami.signature;\nreturn typeof s === 'string' && s.includes('whoami') && !s.includes('args?: object');",
+            py: "s = tools.other_server.whoami.signature\nisinstance(s, str) and 'whoami' in s",
+            args: json!({}),
+            expect: Expect::Result(json!(true)),
+        },
+        Case {
             name: "results_are_json",
             ts: "return { a: [1, 'x', null, true, 1.5], nested: { k: [] }, s: 'é😀' };",
             py: "{'a': [1, 'x', None, True, 1.5], 'nested': {'k': ()}, 's': 'é😀'}",
@@ -492,6 +538,8 @@ case_tests!(
     tool_error_is_catchable_with_the_upstream_message,
     uncaught_tool_error_fails_the_execution,
     tools_outside_allowed_tools_raise_a_policy_error,
+    errors_are_one_taxonomy_in_both_languages,
+    signatures_of_servers_not_started_yet,
     results_are_json,
     top_level_await_and_return,
     non_text_content_is_kept_as_objects,

@@ -588,6 +588,8 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
         })?,
     )?;
 
+    host.set("errorClasses", worker_protocol::CallError::table_json())?;
+
     host.set(
         "randomBytes",
         Function::new(ctx.clone(), |ctx: Ctx<'js>, n: usize| {

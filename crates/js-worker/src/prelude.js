@@ -11,18 +11,33 @@
     Object.defineProperty(obj, name, { value, writable: true, configurable: true, enumerable: false });
 
   // ------------------------------------------------------------------ errors
-  class ToolError extends Error {
-    constructor(message, options) {
-      super(message, options);
-      this.name = 'ToolError';
-    }
+  // The classes of failed requests, from the host's one table (worker_protocol::CallError),
+  // parents first: ours extend Error or each other; the rest are the language's own. A name
+  // the table does not have becomes a ToolError of that name, as in Python.
+  const errorClasses = new Map([['TypeError', TypeError], ['RangeError', RangeError], ['SyntaxError', SyntaxError]]);
+  const ourErrors = {};
+  const defineError = (name, Parent) => ({
+    [name]: class extends Parent {
+      constructor(message, options) {
+        super(message, options);
+        this.name = name;
+      }
+    },
+  })[name];
+  for (const row of JSON.parse(host.errorClasses)) {
+    const Cls = row.js ? g[row.js] : defineError(row.name, row.parent ? errorClasses.get(row.parent) : Error);
+    errorClasses.set(row.name, Cls);
+    if (!row.js) ourErrors[row.name] = Cls;
   }
-  const errorClasses = { ToolError, TypeError, RangeError, SyntaxError };
+  const ToolError = errorClasses.get('ToolError');
   function makeError(info) {
-    const Cls = errorClasses[info.name];
-    const err = Cls ? new Cls(info.message) : new Error(info.message);
-    if (!Cls) err.name = info.name;
-    return err;
+    const name = String(info.name);
+    let Cls = errorClasses.get(name);
+    if (!Cls) {
+      Cls = /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? defineError(name, ToolError) : ToolError;
+      errorClasses.set(name, Cls);
+    }
+    return new Cls(info.message);
   }
   class DOMException extends Error {
     constructor(message = '', name = 'Error') {
@@ -460,7 +475,7 @@
       else if (v instanceof Map) { out = new Map(); memo.set(v, out); for (const [k, x] of v) out.set(clone(k), clone(x)); return out; }
       else if (v instanceof Set) { out = new Set(); memo.set(v, out); for (const x of v) out.add(clone(x)); return out; }
       else if (v instanceof Error) {
-        const Cls = errorClasses[v.name] || Error;
+        const Cls = errorClasses.get(v.name) || Error;
         out = new Cls(v.message);
         out.name = v.name;
         if (v.stack) out.stack = v.stack;
@@ -536,9 +551,9 @@
   const own = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
 
   // One tool's function. `signature` is the tool's TypeScript declaration, from its JSON
-  // Schemas, asked of the host when first read.
-  function toolFunction(server, index) {
-    const tool = host.toolName(index);
+  // Schemas, asked of the host when first read (for a server not started yet, the host
+  // starts it to answer, as a call would).
+  function toolFunction(server, tool) {
     let declared;
     const signature = () =>
       declared ??= host.signature(server, tool) ?? `function ${tool}(args?: object): Promise<unknown>`;
@@ -556,11 +571,12 @@
   function serverProxy(server, at, known) {
     const made = new Map(); // binding index -> its function
     const byName = new Map(); // name asked -> its function, or undefined for no tool
+    const lazy = new Map(); // name asked of a server not started yet -> its function
     const tool = (prop) => {
       if (typeof prop !== 'string') return undefined;
       if (byName.has(prop)) return byName.get(prop);
       const index = host.tool(at, prop);
-      if (index >= 0 && !made.has(index)) made.set(index, toolFunction(server, index));
+      if (index >= 0 && !made.has(index)) made.set(index, toolFunction(server, host.toolName(index)));
       const fn = index >= 0 ? made.get(index) : undefined;
       byName.set(prop, fn);
       return fn;
@@ -574,7 +590,9 @@
         if (known) {
           throw new TypeError(`tools.${server} has no tool "${prop}"; available: ${host.toolKeys(at).join(', ')}`);
         }
-        return (args) => callMCPTool(server, prop, args);
+        // A server not started yet: any name, resolved by the host when used or described.
+        if (!lazy.has(prop)) lazy.set(prop, toolFunction(server, prop));
+        return lazy.get(prop);
       },
       has: (t, prop) => own(t, prop) || tool(prop) !== undefined,
       ownKeys: (t) => [...new Set([...host.toolKeys(at), ...Reflect.ownKeys(t)])],
@@ -611,7 +629,7 @@
     console, setTimeout: (fn, ms, ...a) => addTimer(fn, ms, a, false), clearTimeout: clearTimer,
     setInterval: (fn, ms, ...a) => addTimer(fn, ms, a, true), clearInterval: clearTimer,
     TextEncoder, TextDecoder, URL, URLSearchParams, atob, btoa, crypto, DOMException,
-    ToolError, callMCPTool, listServers, searchTools, getToolSchema, discoverMCPTools,
+    ...ourErrors, callMCPTool, listServers, searchTools, getToolSchema, discoverMCPTools,
   };
   if (typeof g.structuredClone !== 'function') globals.structuredClone = structuredClone;
   if (typeof g.queueMicrotask !== 'function') globals.queueMicrotask = (fn) => { Promise.resolve().then(fn); };

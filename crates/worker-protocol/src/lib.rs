@@ -7,7 +7,11 @@
 //! The host treats every byte from a worker as untrusted: [`MAX_WORKER_FRAME_BYTES`] caps a
 //! frame before its body is read, and a frame that does not decode ends that worker.
 
+mod errors;
+
 use std::io::{self, Read, Write};
+
+pub use errors::CallError;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

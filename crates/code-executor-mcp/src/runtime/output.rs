@@ -213,10 +213,7 @@ impl LogCollector {
                     Err(e) => format!("; the full output could not be kept: {e}"),
                     Ok(()) => {
                         let what = if cut {
-                            format!(
-                                "the first {} of the output (executionLimits.maxOutputFileBytes) are",
-                                size(max_bytes)
-                            )
+                            format!("the first {} of the output are", size(max_bytes))
                         } else {
                             "the full output is".to_string()
                         };

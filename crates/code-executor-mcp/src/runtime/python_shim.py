@@ -464,29 +464,29 @@ def _repr(v):
 
 
 # ---------------------------------------------------------------------- errors and calls
-class ToolError(Exception):
-    """An upstream tool failed, or the host refused the call; `str(e)` is the message."""
-
-    def __init__(self, message=""):
-        super().__init__(message)
-        self.message = message
+# The classes of failed requests, from the host's one table (worker_protocol::CallError),
+# parents first: ours extend Exception or each other; the rest are Python's own.
+_ERROR_TABLE = "__CALL_ERRORS__"
 
 
-class PolicyError(ToolError):
-    """The call is not allowed for this execution (allowedTools)."""
+def _error_init(self, message=""):
+    Exception.__init__(self, message)
+    self.message = message
 
 
-class LimitError(ToolError):
-    """A per-execution limit was reached (e.g. the number of tool calls)."""
-
-
-_ERRORS = {
-    "ToolError": ToolError,
-    "PolicyError": PolicyError,
-    "LimitError": LimitError,
-    "TypeError": TypeError,
-    "RangeError": ValueError,
-}
+_ERRORS = {}
+_OUR_ERRORS = {}
+for _row in json.loads(_ERROR_TABLE):
+    if _row["py"]:
+        _ERRORS[_row["name"]] = getattr(builtins, _row["py"])
+    else:
+        _parent = _ERRORS[_row["parent"]] if _row["parent"] else Exception
+        _ERRORS[_row["name"]] = _OUR_ERRORS[_row["name"]] = type(
+            _row["name"], (_parent,), {"__doc__": _row["doc"], "__init__": _error_init}
+        )
+ToolError = _ERRORS["ToolError"]
+PolicyError = _ERRORS["PolicyError"]
+LimitError = _ERRORS["LimitError"]
 
 
 def _make_error(info):
@@ -917,10 +917,8 @@ def _namespace(bindings):
         "search_tools": search_tools,
         "get_tool_schema": get_tool_schema,
         "discover_mcp_tools": discover_mcp_tools,
-        "ToolError": ToolError,
-        "PolicyError": PolicyError,
-        "LimitError": LimitError,
     }
+    ns.update(_OUR_ERRORS)
     return ns
 
 

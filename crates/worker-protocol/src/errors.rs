@@ -1,0 +1,140 @@
+//! The errors a request from code can end with, defined once for the host and both
+//! languages.
+//!
+//! The host names each failure by a [`CallError`]; the JavaScript prelude and the Python shim
+//! build their classes from [`CallError::table_json`], so that the same failure is the same
+//! class, with the same parent, in both languages: `PolicyError` and `LimitError` are
+//! `ToolError`s, an argument or name mistake is the language's own `TypeError`, and a value
+//! out of range is `RangeError` in JavaScript and `ValueError` in Python. A name the host
+//! sends that neither language knows becomes a subclass of `ToolError` of that name.
+
+/// Why a request from code failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallError {
+    /// The upstream tool failed, its server could not be reached, or the host could not
+    /// complete the call.
+    Tool,
+    /// The call is not allowed: a policy rule, the execution's `allowedTools`, a server held
+    /// back or a tool hidden by the user's configuration.
+    Policy,
+    /// A limit of the execution or the client was reached (tool calls, discovery requests,
+    /// rate).
+    Limit,
+    /// The code asked for something that does not exist or passed arguments that do not fit
+    /// the tool's schema.
+    Argument,
+    /// A value is outside what is accepted.
+    Range,
+}
+
+impl CallError {
+    /// Every kind, parents before children.
+    pub const ALL: [CallError; 5] = [
+        CallError::Tool,
+        CallError::Policy,
+        CallError::Limit,
+        CallError::Argument,
+        CallError::Range,
+    ];
+
+    /// The error's name, as the code sees it (`e.name`, `type(e).__name__`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CallError::Tool => "ToolError",
+            CallError::Policy => "PolicyError",
+            CallError::Limit => "LimitError",
+            CallError::Argument => "TypeError",
+            CallError::Range => "RangeError",
+        }
+    }
+
+    /// The class it extends, when it is one of ours.
+    pub fn parent(self) -> Option<CallError> {
+        match self {
+            CallError::Policy | CallError::Limit => Some(CallError::Tool),
+            CallError::Tool | CallError::Argument | CallError::Range => None,
+        }
+    }
+
+    /// The language's own class it is, when it is one (JavaScript, Python).
+    pub fn builtin(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            CallError::Argument => Some(("TypeError", "TypeError")),
+            CallError::Range => Some(("RangeError", "ValueError")),
+            CallError::Tool | CallError::Policy | CallError::Limit => None,
+        }
+    }
+
+    /// One line for the class's documentation.
+    pub fn doc(self) -> &'static str {
+        match self {
+            CallError::Tool => {
+                "An upstream tool failed or the host could not complete the call; message says why."
+            }
+            CallError::Policy => {
+                "The call is not allowed for this execution; message names the rule."
+            }
+            CallError::Limit => {
+                "A limit of this execution or client was reached; message names it."
+            }
+            CallError::Argument => {
+                "No such server or tool, or arguments that do not fit its schema."
+            }
+            CallError::Range => "A value outside what is accepted.",
+        }
+    }
+
+    /// The kind with this name, if it is one.
+    pub fn from_name(name: &str) -> Option<CallError> {
+        CallError::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The table both languages build their classes from: a JSON array of
+    /// `{"name", "parent", "js", "py", "doc"}`, parents first (`parent`, `js` and `py` are
+    /// `null` when they do not apply).
+    pub fn table_json() -> String {
+        let rows: Vec<serde_json::Value> = CallError::ALL
+            .into_iter()
+            .map(|e| {
+                serde_json::json!({
+                    "name": e.name(),
+                    "parent": e.parent().map(CallError::name),
+                    "js": e.builtin().map(|b| b.0),
+                    "py": e.builtin().map(|b| b.1),
+                    "doc": e.doc(),
+                })
+            })
+            .collect();
+        serde_json::Value::Array(rows).to_string()
+    }
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_come_first_and_names_round_trip() {
+        for (i, e) in CallError::ALL.into_iter().enumerate() {
+            assert_eq!(CallError::from_name(e.name()), Some(e));
+            if let Some(p) = e.parent() {
+                let at = CallError::ALL.iter().position(|x| *x == p).unwrap();
+                assert!(at < i, "{e} before its parent {p}");
+                assert!(
+                    e.builtin().is_none(),
+                    "{e}: one of ours or a builtin, not both"
+                );
+            }
+        }
+        let table: serde_json::Value = serde_json::from_str(&CallError::table_json()).unwrap();
+        assert_eq!(table[1]["name"], "PolicyError");
+        assert_eq!(table[1]["parent"], "ToolError");
+        assert_eq!(table[4]["py"], "ValueError");
+    }
+}
