@@ -34,6 +34,11 @@ pub struct BenchArgs {
     /// Only the tool-search section (needs no upstream server).
     #[arg(long)]
     search_only: bool,
+    /// Instead of the latency report: N executions back to back, alternating TypeScript and
+    /// Python, each calling server-everything's `echo` once, with the server's rate limits
+    /// raised out of the way; reports how many failed and why, and their latency.
+    #[arg(long, value_name = "N")]
+    soak: Option<usize>,
 }
 
 type Client = RunningService<RoleClient, ()>;
@@ -71,8 +76,19 @@ async fn wait_for_pool(client: &Client, language: &str) -> anyhow::Result<Durati
 }
 
 async fn spawn_client(program: &str, args: &[String]) -> anyhow::Result<(Client, Option<u32>)> {
+    spawn_client_with(program, args, &[]).await
+}
+
+async fn spawn_client_with(
+    program: &str,
+    args: &[String],
+    env: &[(&str, &std::path::Path)],
+) -> anyhow::Result<(Client, Option<u32>)> {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args).kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -266,6 +282,12 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     }
     let (ours_cold_ms, ours_cold_five_ms) =
         (median(&summarize(cold_one)), median(&summarize(cold_five)));
+    if let Some(runs) = args.soak {
+        let report = soak(&exe, &our_args, &dir, runs).await?;
+        say(&serde_json::to_string_pretty(&report)?);
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(ExitCode::SUCCESS);
+    }
     let (_, ours, our_pid) = cold_start(&exe, &our_args).await?;
 
     let exec = |code: &'static str| {
@@ -461,4 +483,79 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     });
     say(&serde_json::to_string_pretty(&report)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `runs` executions back to back against our server (started with `args`), alternating
+/// TypeScript and Python, each calling the upstream's `echo` once. Admission limits are
+/// raised for the run so that only failures of ours are counted.
+async fn soak(
+    exe: &str,
+    args: &[String],
+    dir: &std::path::Path,
+    runs: usize,
+) -> anyhow::Result<Value> {
+    let settings = dir.join("soak-settings.json");
+    let limits =
+        json!({"limits": {"executionsPerMinute": 1_000_000, "toolCallsPerMinute": 1_000_000}});
+    std::fs::write(&settings, serde_json::to_vec(&limits)?)?;
+    let (ours, _) =
+        spawn_client_with(exe, args, &[("CODE_EXECUTOR_CONFIG_PATH", &settings)]).await?;
+    let ts = "return await tools.everything.echo({ message: 'soak' });";
+    let py = "call_mcp_tool('everything', 'echo', {'message': 'soak'})";
+    let mut ms = [
+        Vec::with_capacity(runs / 2 + 1),
+        Vec::with_capacity(runs / 2 + 1),
+    ];
+    let mut failures: std::collections::BTreeMap<String, (usize, String)> = Default::default();
+    let started = Instant::now();
+    for i in 0..runs {
+        let (tool, code) = if i % 2 == 0 {
+            ("execute_typescript", ts)
+        } else {
+            ("execute_python", py)
+        };
+        let t = Instant::now();
+        let Value::Object(arguments) = json!({ "code": code }) else {
+            anyhow::bail!("arguments must be an object")
+        };
+        let outcome = ours
+            .peer()
+            .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+            .await;
+        ms[i % 2].push(t.elapsed().as_secs_f64() * 1e3);
+        let failure = match outcome {
+            Ok(r) if r.is_error != Some(true) => None,
+            Ok(r) => {
+                let v = r.structured_content.unwrap_or(Value::Null);
+                Some((
+                    format!("{tool}: {}", v["error"]["name"].as_str().unwrap_or("?")),
+                    v["error"]["message"].as_str().unwrap_or("").to_string(),
+                ))
+            }
+            Err(e) => Some((format!("{tool}: protocol error"), e.to_string())),
+        };
+        if let Some((kind, message)) = failure {
+            let entry = failures.entry(kind).or_insert((0, message));
+            entry.0 += 1;
+        }
+    }
+    let failed: usize = failures.values().map(|f| f.0).sum();
+    // Worker starts that failed and were retried (not seen by any execution).
+    let pools = call(&ours, "health", json!({}))
+        .await?
+        .structured_content
+        .map(|h| h["pools"].clone())
+        .unwrap_or(Value::Null);
+    let [ts_ms, py_ms] = ms;
+    Ok(json!({
+        "soak": {
+            "runs": runs,
+            "failed": failed,
+            "failures": failures.iter().map(|(k, (n, m))| json!({"kind": k, "count": n, "first_message": m})).collect::<Vec<_>>(),
+            "seconds": round(started.elapsed().as_secs_f64()),
+            "typescript_ms": summarize(ts_ms),
+            "python_ms": summarize(py_ms),
+            "pools": pools,
+        }
+    }))
 }
