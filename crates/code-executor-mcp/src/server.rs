@@ -150,6 +150,18 @@ impl CodeExecutorServer {
         match name {
             "execute_typescript" | "execute_python" => {
                 let a: ExecuteArgs = parse(args)?;
+                // A pattern that can match nothing is a mistake to name, not a silent denial.
+                if let Some(problem) = a
+                    .allowed_tools
+                    .iter()
+                    .flatten()
+                    .find_map(|p| crate::policy::pattern::problem(p))
+                {
+                    return Err(McpError::invalid_params(
+                        format!("allowedTools: {problem}"),
+                        None,
+                    ));
+                }
                 let language = if name == "execute_python" {
                     Language::Python
                 } else {
