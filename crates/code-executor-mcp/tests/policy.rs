@@ -171,15 +171,23 @@ async fn beyond_the_concurrency_limit_and_queue_the_answer_is_busy() {
     )
     .await;
     let h = std::sync::Arc::new(h);
+    // The first execution's upstream call connects to this socket when it runs, and returns
+    // when the test closes it: while it is connected, the first run holds the only slot.
+    let socket = std::env::temp_dir().join(format!("cem-busy-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&socket);
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     let first = {
         let h = h.clone();
-        tokio::spawn(async move {
-            h.exec("await tools.fx.sleep({ ms: 1500 }); return 'first';")
-                .await
-        })
+        let code = format!(
+            "await tools.fx.hold({{ socket: {:?} }}); return 'first';",
+            socket.display().to_string()
+        );
+        tokio::spawn(async move { h.exec(&code).await })
     };
-    // Wait until the first execution holds the only slot (its upstream call is running).
-    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let (held, _) = tokio::task::spawn_blocking(move || listener.accept())
+        .await
+        .unwrap()
+        .unwrap();
     let (v, is_error) = h.exec("return 'second';").await;
     assert!(is_error, "{v}");
     assert_eq!(v["error"]["name"], "BusyError", "{v}");
@@ -190,7 +198,9 @@ async fn beyond_the_concurrency_limit_and_queue_the_answer_is_busy() {
             .starts_with("busy: 1 executions are running"),
         "{v}"
     );
+    drop(held);
     let (v, is_error) = first.await.unwrap();
+    let _ = std::fs::remove_file(&socket);
     assert!(!is_error, "{v}");
     assert_eq!(v["result"], "first");
     let (v, _) = h.exec("return 'after';").await;
