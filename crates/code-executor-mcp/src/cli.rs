@@ -631,3 +631,44 @@ pub fn tell(text: &str) {
 pub fn say(text: &str) {
     println!("{text}");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// The README's command list names every subcommand (and every sub-subcommand) there is.
+    #[test]
+    fn the_readme_lists_every_command() {
+        let readme = include_str!("../../../README.md");
+        let mut missing = Vec::new();
+        for cmd in Cli::command().get_subcommands() {
+            let name = cmd.get_name();
+            if name == "help" {
+                continue;
+            }
+            let subs: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+            let lines: Vec<String> = if subs.is_empty() {
+                vec![format!("code-executor-mcp {name}")]
+            } else {
+                subs.iter()
+                    .filter(|s| **s != "help")
+                    .map(|s| format!("code-executor-mcp {name} {s}"))
+                    .collect()
+            };
+            for line in lines {
+                let listed = readme.contains(&format!("{line} "))
+                    || readme.contains(&format!("{line}\n"))
+                    || (name == "serve" && readme.contains("code-executor-mcp [serve]"));
+                if !listed {
+                    missing.push(line);
+                }
+            }
+        }
+        assert_eq!(
+            missing,
+            Vec::<String>::new(),
+            "commands missing from the README"
+        );
+    }
+}

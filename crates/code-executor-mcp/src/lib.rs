@@ -73,7 +73,7 @@ impl Core {
     pub fn start(config: &Config, settings: &config::Settings, options: CoreOptions) -> Arc<Core> {
         let upstreams = Arc::new(Upstreams::new(config, settings));
         upstreams.connect_eagerly();
-        let policy = Arc::new(Policy::new(settings));
+        let policy = Arc::new(Policy::new(settings).with_servers(config.servers.keys()));
         let catalog = Catalog::with_cache(upstreams, catalog::cache::ToolCache::for_config(config));
         let sandbox_policy = worker_policy(options.sandbox, &options.exe);
         let spawner = WorkerSpawner::javascript(&options.exe, sandbox_policy.clone());

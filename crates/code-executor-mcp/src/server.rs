@@ -30,7 +30,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         "properties": {
             "code": {"type": "string"},
             "timeoutMs": {"type": "integer", "maximum": 300000, "description": "default 30000"},
-            "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool patterns, * wildcard; default all"},
+            "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool patterns (* wildcard); default all"},
             "limits": {"type": "object", "description": "tighten: maxToolCalls, maxConcurrentToolCalls, maxLogBytes, memoryMb"}
         },
         "required": ["code"]
@@ -39,7 +39,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         "type": "object",
         "properties": {
             "result": {},
-            "logs": {"type": "array", "items": {"type": "object", "description": "{level, text}; level host: a note of the server's"}},
+            "logs": {"type": "array", "description": "[{level, text}]"},
             "error": {"type": "object", "description": "{name, message, stack?}"},
             "toolCalls": {"type": "integer"},
             "durationMs": {"type": "number"},
@@ -50,19 +50,22 @@ pub fn tool_definitions() -> Vec<Tool> {
     let defs = json!([
         {
             "name": "execute_typescript",
-            "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools with `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs calls in parallel. Also searchTools(query), getToolSchema(name), listServers(). Tool failures throw ToolError; console output is captured. Filter data in code and return only what you need.",
+            "annotations": {"title": "Run TypeScript", "readOnlyHint": false, "openWorldHint": true},
+            "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools: `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(). Failures throw ToolError; console output is captured. Filter data in code; return only what you need.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
         {
             "name": "execute_python",
-            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args); in parallel: await asyncio.gather(acall_mcp_tool(...), ...). Also search_tools, get_tool_schema, list_servers. Tool failures raise ToolError; print/logging are captured.",
+            "annotations": {"title": "Run Python", "readOnlyHint": false, "openWorldHint": true},
+            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers; in parallel: await asyncio.gather(acall_mcp_tool(...)). Failures raise ToolError; print/logging are captured.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
         {
             "name": "search_tools",
-            "description": "Ranked search over the tools of all upstream MCP servers. detail: names, summary (default) or full (JSON Schemas + TypeScript signature).",
+            "annotations": {"title": "Search tools", "readOnlyHint": true},
+            "description": "Ranked search over all upstream MCP servers' tools. detail: names, summary (default) or full (JSON Schemas, TypeScript signature).",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -76,28 +79,31 @@ pub fn tool_definitions() -> Vec<Tool> {
             },
             "outputSchema": {
                 "type": "object",
-                "properties": {"tools": {"type": "array", "items": {"type": "object"}}, "total": {"type": "integer"}, "nextCursor": {"type": "string"}, "unavailable": {"type": "array", "items": {"type": "string"}}},
+                "properties": {"tools": {"type": "array"}, "total": {"type": "integer"}, "nextCursor": {"type": "string"}, "unavailable": {"type": "array", "description": "servers skipped, and why"}},
                 "required": ["tools"]
             }
         },
         {
             "name": "get_tool_schema",
+            "annotations": {"title": "Tool schema", "readOnlyHint": true},
             "description": "Input/output JSON Schema and TypeScript signature of one upstream tool, named mcp__server__tool.",
             "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
             "outputSchema": {
                 "type": "object",
-                "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}, "signature": {"type": "string"}, "typescript": {"type": "string"}},
+                "properties": {"name": {"type": "string"}, "inputSchema": {"type": "object"}, "signature": {"type": "string"}, "typescript": {"type": "string"}},
                 "required": ["name", "inputSchema"]
             }
         },
         {
             "name": "list_servers",
-            "description": "Configured upstream MCP servers with status (connected, available, failed + reason) and tool counts.",
+            "annotations": {"title": "List servers", "readOnlyHint": true},
+            "description": "Configured upstream MCP servers: status (connected, starting, available, failed + reason), tool counts.",
             "inputSchema": {"type": "object", "properties": {}},
-            "outputSchema": {"type": "object", "properties": {"servers": {"type": "array", "items": {"type": "object"}}}, "required": ["servers"]}
+            "outputSchema": {"type": "object", "properties": {"servers": {"type": "array"}}, "required": ["servers"]}
         },
         {
             "name": "health",
+            "annotations": {"title": "Health", "readOnlyHint": true},
             "description": "Uptime, worker pools, sandbox, upstream state and versions.",
             "inputSchema": {"type": "object", "properties": {}},
             "outputSchema": {"type": "object", "properties": {"version": {"type": "string"}, "uptimeMs": {"type": "integer"}}, "required": ["version", "uptimeMs"]}
@@ -150,6 +156,18 @@ impl CodeExecutorServer {
         match name {
             "execute_typescript" | "execute_python" => {
                 let a: ExecuteArgs = parse(args)?;
+                // A pattern that can match nothing is a mistake to name, not a silent denial.
+                if let Some(problem) = a
+                    .allowed_tools
+                    .iter()
+                    .flatten()
+                    .find_map(|p| crate::policy::pattern::problem(p))
+                {
+                    return Err(McpError::invalid_params(
+                        format!("allowedTools: {problem}"),
+                        None,
+                    ));
+                }
                 let language = if name == "execute_python" {
                     Language::Python
                 } else {
@@ -212,10 +230,20 @@ fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, McpError> {
 }
 
 /// A discovery answer: the value as structured content, or a tool error with the message.
+/// Servers the answer could not cover (`unavailable`) are also said in a text block of their
+/// own, in plain words, after the JSON one.
 fn value_result(v: Result<Value, String>) -> CallToolResult {
     match v {
         Ok(v) => {
-            let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
+            let mut blocks = vec![ContentBlock::text(v.to_string())];
+            if let Some(skipped) = v["unavailable"].as_array().filter(|a| !a.is_empty()) {
+                let lines: Vec<&str> = skipped.iter().filter_map(Value::as_str).collect();
+                blocks.push(ContentBlock::text(format!(
+                    "Not covered by this answer:\n{}",
+                    lines.join("\n")
+                )));
+            }
+            let mut r = CallToolResult::success(blocks);
             r.structured_content = Some(v);
             r
         }
@@ -404,5 +432,32 @@ mod tests {
                 "a line code made starts like no line of ours: {line:?}\n{text}"
             );
         }
+    }
+
+    /// Clients decide from annotations what to run without asking: discovery is read-only,
+    /// running code is not, and reaches other servers.
+    #[test]
+    fn our_tools_are_annotated() {
+        let annotations: Vec<(String, Value)> = tool_definitions()
+            .into_iter()
+            .map(|t| {
+                let a = serde_json::to_value(&t.annotations).unwrap_or(Value::Null);
+                (t.name.to_string(), a)
+            })
+            .collect();
+        let exec =
+            |title: &str| json!({"title": title, "readOnlyHint": false, "openWorldHint": true});
+        let read = |title: &str| json!({"title": title, "readOnlyHint": true});
+        assert_eq!(
+            annotations,
+            [
+                ("execute_typescript".to_string(), exec("Run TypeScript")),
+                ("execute_python".to_string(), exec("Run Python")),
+                ("search_tools".to_string(), read("Search tools")),
+                ("get_tool_schema".to_string(), read("Tool schema")),
+                ("list_servers".to_string(), read("List servers")),
+                ("health".to_string(), read("Health")),
+            ]
+        );
     }
 }

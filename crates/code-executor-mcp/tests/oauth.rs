@@ -80,6 +80,18 @@ impl User {
         serde_json::from_slice(&std::fs::read(self.token_file()).unwrap()).unwrap()
     }
 
+    /// Makes the stored login look received longer ago than its token lives, as if that much
+    /// time had passed: the server reads the file again when it changes, so its next request
+    /// refreshes the token first. (No test waits for a token to expire by the clock.)
+    fn expire_stored_token(&self) {
+        let mut v = self.stored();
+        let creds = &mut v["credentials"];
+        let ttl = creds["token_response"]["expires_in"].as_u64().unwrap();
+        let received = creds["token_received_at"].as_u64().unwrap();
+        creds["token_received_at"] = json!(received - ttl - 60);
+        std::fs::write(self.token_file(), serde_json::to_vec(&v).unwrap()).unwrap();
+    }
+
     fn access_token(&self) -> String {
         self.stored()["credentials"]["token_response"]["access_token"]
             .as_str()
@@ -277,11 +289,7 @@ async fn login_stores_a_private_token_that_calls_then_use() {
 
 #[tokio::test]
 async fn an_expired_token_is_refreshed_before_the_call_and_after_a_401_and_persisted() {
-    let mock = MockOAuth::start(MockOptions {
-        access_ttl: Duration::from_secs(2),
-        ..MockOptions::default()
-    })
-    .await;
+    let mock = MockOAuth::start(MockOptions::default()).await;
     let user = User::for_mock(&mock);
     user.login("secure").await;
     let first = user.access_token();
@@ -291,7 +299,7 @@ async fn an_expired_token_is_refreshed_before_the_call_and_after_a_401_and_persi
     assert!(!is_error, "{v}");
 
     // Past its expiry the token is refreshed before the request is sent.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    user.expire_stored_token();
     let refreshes = mock.count("token:refresh_token");
     let (v, is_error) = echo(&h, "two").await;
     assert!(!is_error, "{v}");
@@ -533,7 +541,6 @@ async fn a_preregistered_confidential_client_from_the_config_is_used() {
     let mock = MockOAuth::start(MockOptions {
         registration: false,
         preregistered: Some(("cem-client".into(), Some("cem-secret-value".into()))),
-        access_ttl: Duration::from_secs(2),
         ..MockOptions::default()
     })
     .await;
@@ -568,7 +575,7 @@ async fn a_preregistered_confidential_client_from_the_config_is_used() {
     let h = user
         .harness(false, &[("CEM_TEST_SECRET", "cem-secret-value")])
         .await;
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    user.expire_stored_token();
     let (v, is_error) = echo(&h, "pre").await;
     assert!(!is_error, "{v}");
     assert!(
@@ -581,11 +588,7 @@ async fn a_preregistered_confidential_client_from_the_config_is_used() {
 
 #[tokio::test]
 async fn tokens_reach_no_log_no_audit_line_no_config_output_and_no_sandboxed_code() {
-    let mock = MockOAuth::start(MockOptions {
-        access_ttl: Duration::from_secs(2),
-        ..MockOptions::default()
-    })
-    .await;
+    let mock = MockOAuth::start(MockOptions::default()).await;
     let user = User::for_mock(&mock);
     user.login("secure").await;
     let planted = user.access_token();
@@ -618,7 +621,7 @@ found
     let seen = v.to_string();
     assert!(seen.contains("denied"), "{seen}");
     // A refresh happens too, so its request and answer are covered.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    user.expire_stored_token();
     let (v, is_error) = echo(&h, "after refresh").await;
     assert!(!is_error, "{v}");
     let refreshed = user.access_token();
@@ -667,11 +670,7 @@ async fn login_refuses_what_it_cannot_do_and_says_why() {
 
 #[tokio::test]
 async fn legacy_sse_servers_get_the_token_refresh_and_the_login_message_too() {
-    let mock = MockOAuth::start(MockOptions {
-        access_ttl: Duration::from_secs(2),
-        ..MockOptions::default()
-    })
-    .await;
+    let mock = MockOAuth::start(MockOptions::default()).await;
     let user = User::new(json!({ "secure": { "type": "sse", "url": mock.sse } }));
     {
         // Before the login: the event-stream GET is refused and the error says what to do.
@@ -693,7 +692,7 @@ async fn legacy_sse_servers_get_the_token_refresh_and_the_login_message_too() {
     assert_eq!(v["result"], "Echo: over sse");
     // The message POSTs carry a refreshed token once the first one expired.
     let first = user.access_token();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    user.expire_stored_token();
     let (v, is_error) = echo(&h, "later").await;
     assert!(!is_error, "{v}");
     assert_ne!(user.access_token(), first);

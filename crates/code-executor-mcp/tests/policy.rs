@@ -171,15 +171,23 @@ async fn beyond_the_concurrency_limit_and_queue_the_answer_is_busy() {
     )
     .await;
     let h = std::sync::Arc::new(h);
+    // The first execution's upstream call connects to this socket when it runs, and returns
+    // when the test closes it: while it is connected, the first run holds the only slot.
+    let socket = std::env::temp_dir().join(format!("cem-busy-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&socket);
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     let first = {
         let h = h.clone();
-        tokio::spawn(async move {
-            h.exec("await tools.fx.sleep({ ms: 1500 }); return 'first';")
-                .await
-        })
+        let code = format!(
+            "await tools.fx.hold({{ socket: {:?} }}); return 'first';",
+            socket.display().to_string()
+        );
+        tokio::spawn(async move { h.exec(&code).await })
     };
-    // Wait until the first execution holds the only slot (its upstream call is running).
-    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let (held, _) = tokio::task::spawn_blocking(move || listener.accept())
+        .await
+        .unwrap()
+        .unwrap();
     let (v, is_error) = h.exec("return 'second';").await;
     assert!(is_error, "{v}");
     assert_eq!(v["error"]["name"], "BusyError", "{v}");
@@ -190,7 +198,9 @@ async fn beyond_the_concurrency_limit_and_queue_the_answer_is_busy() {
             .starts_with("busy: 1 executions are running"),
         "{v}"
     );
+    drop(held);
     let (v, is_error) = first.await.unwrap();
+    let _ = std::fs::remove_file(&socket);
     assert!(!is_error, "{v}");
     assert_eq!(v["result"], "first");
     let (v, _) = h.exec("return 'after';").await;
@@ -482,4 +492,73 @@ async fn an_oversized_upstream_result_is_cut_or_refused_at_once() {
         .await;
     assert!(!is_error, "{v}");
     assert_eq!(v["result"], "Echo: after");
+}
+
+/// Servers `gh` and `gh__admin`: an execution allowed `mcp__gh__*`.
+async fn gh_and_gh_admin() -> Harness {
+    Harness::start(
+        EXE.as_ref(),
+        json!({"gh": fixture_entry("gh"), "gh__admin": fixture_entry("gh__admin")}),
+        &[],
+        &[],
+    )
+    .await
+}
+
+#[tokio::test]
+async fn allowed_tools_wildcard_cannot_call_a_server_whose_name_extends_the_pattern() {
+    let h = gh_and_gh_admin().await;
+    let (v, is_error) = h
+        .exec_with(json!({
+            "code": r#"
+            const out = [await tools.gh.whoami()];
+            for (const f of [() => tools.gh__admin.whoami(), () => callMCPTool('gh__admin', 'whoami', {})]) {
+              try { out.push(await f()); } catch (e) { out.push(e.name + ': ' + e.message); }
+            }
+            return out;
+            "#,
+            "allowedTools": ["mcp__gh__*"],
+        }))
+        .await;
+    assert!(!is_error, "{v}");
+    let denied =
+        "PolicyError: mcp__gh__admin__whoami is not in this execution's allowedTools (mcp__gh__*)";
+    assert_eq!(v["result"], json!(["gh", denied, denied]), "{v}");
+}
+
+#[tokio::test]
+async fn allowed_tools_wildcard_does_not_show_a_server_whose_name_extends_the_pattern() {
+    let h = gh_and_gh_admin().await;
+    let (v, is_error) = h
+        .exec_with(json!({
+            "code": "await tools.gh.whoami(); await tools.gh__admin.whoami().catch(() => 0); return [...new Set((await discoverMCPTools()).tools.map(t => t.server)), ...new Set((await searchTools('whoami', {detail: 'names', limit: 50})).tools.map(t => t.server))];",
+            "allowedTools": ["mcp__gh__*"],
+        }))
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!(["gh", "gh"]), "{v}");
+}
+
+#[tokio::test]
+async fn an_allowed_tools_pattern_that_can_match_nothing_is_refused_with_the_fix() {
+    let h = gh_and_gh_admin().await;
+    let r = h
+        .client
+        .peer()
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("execute_typescript").with_arguments(
+                json!({"code": "return 1", "allowedTools": ["mcp__gh"]})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await;
+    let message = format!("{r:?}");
+    assert!(
+        message.contains(
+            "allowedTools: \\\"mcp__gh\\\" names no tool: write mcp__gh__<tool>, or mcp__gh__* for all of its tools"
+        ),
+        "{message}"
+    );
 }

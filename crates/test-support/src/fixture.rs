@@ -44,6 +44,12 @@ pub struct MarkedSleepArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub struct HoldArgs {
+    /// A Unix socket the test listens on.
+    pub socket: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct NameArgs {
     /// Name of an environment variable.
     pub name: String,
@@ -148,6 +154,24 @@ impl Fixture {
     async fn sleep(&self, Parameters(a): Parameters<SleepArgs>) -> String {
         tokio::time::sleep(Duration::from_millis(a.ms)).await;
         format!("slept {} ms", a.ms)
+    }
+
+    #[tool(
+        description = "Connects to the test's Unix socket (so the test knows the call is running) and answers once the test closes it: a rendezvous without timing."
+    )]
+    async fn hold(&self, Parameters(a): Parameters<HoldArgs>) -> String {
+        let held = tokio::task::spawn_blocking(move || {
+            use std::io::Read;
+            let mut stream = std::os::unix::net::UnixStream::connect(&a.socket)?;
+            let mut rest = Vec::new();
+            stream.read_to_end(&mut rest)
+        })
+        .await;
+        match held {
+            Ok(Ok(_)) => "released".into(),
+            Ok(Err(e)) => format!("hold failed: {e}"),
+            Err(e) => format!("hold failed: {e}"),
+        }
     }
 
     #[tool(description = "The value of an environment variable of this server process, or null.")]

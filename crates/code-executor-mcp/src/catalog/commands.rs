@@ -66,7 +66,7 @@ pub async fn search(
 /// `tools show NAME`: the description and the declarations in `lang`, or the JSON answer.
 pub async fn show(catalog: &Catalog, name: &str, lang: Lang, json: bool) -> anyhow::Result<String> {
     let (server, tool) = catalog
-        .resolve(None, name)
+        .resolve(None, name, super::Asker::Person)
         .await
         .map_err(anyhow::Error::msg)?;
     if json {
@@ -107,6 +107,7 @@ pub async fn wrappers(catalog: &Catalog, lang: Lang, out: &Path) -> anyhow::Resu
             &super::ToolView::default(),
             None,
             &ToolAllowlist::allow_all(),
+            None,
         )
         .await
         .map_err(anyhow::Error::msg)?;

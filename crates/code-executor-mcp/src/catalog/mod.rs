@@ -17,13 +17,14 @@ pub mod synthetic;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::model::Tool;
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
 use crate::policy::{Decision, ToolAllowlist};
-use crate::upstream::{UpstreamError, Upstreams};
+use crate::upstream::{SEARCH_START_WAIT, UpstreamError, Upstreams};
 use cache::ToolCache;
 use search::Index;
 
@@ -140,24 +141,30 @@ impl Catalog {
         }
     }
 
-    /// The tools of `server`, connecting it if needed, recorded in the cache.
-    async fn connected_tools(&self, server: &str) -> Result<Arc<Vec<Tool>>, UpstreamError> {
-        let tools = self.upstreams.tools(server).await?;
+    /// The tools of `server`, connecting it if needed (waiting at most `wait` for a start),
+    /// recorded in the cache.
+    async fn connected_tools(
+        &self,
+        server: &str,
+        wait: Option<Duration>,
+    ) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        let tools = self.upstreams.tools_within(server, wait).await?;
         self.observe(server, &tools).await;
         Ok(tools)
     }
 
     /// The tools of `server` as `view` sees them: the list it froze, or the server's (connected
-    /// now if needed), which the view then keeps.
+    /// now if needed, waiting at most `wait` for a start), which the view then keeps.
     async fn view_tools(
         &self,
         view: &ToolView,
         server: &str,
+        wait: Option<Duration>,
     ) -> Result<Arc<Vec<Tool>>, UpstreamError> {
         if let Some(tools) = view.get(server) {
             return Ok(tools);
         }
-        let tools = self.connected_tools(server).await?;
+        let tools = self.connected_tools(server, wait).await?;
         Ok(view.freeze(server, tools))
     }
 
@@ -167,8 +174,10 @@ impl Catalog {
         &self,
         server: Option<&str>,
         name: &str,
+        asker: Asker,
     ) -> Result<(String, Tool), String> {
-        self.resolve_in(&ToolView::default(), server, name).await
+        self.resolve_in(&ToolView::default(), server, name, asker)
+            .await
     }
 
     /// [`Catalog::resolve`] among the tools `view` sees.
@@ -177,14 +186,15 @@ impl Catalog {
         view: &ToolView,
         server: Option<&str>,
         name: &str,
+        asker: Asker,
     ) -> Result<(String, Tool), String> {
         let (server, tool) = match server {
             Some(s) => (self.server_named(s)?, name.to_string()),
-            None => split_qualified(self.upstreams.names(), name)
+            None => split_qualified(self.upstreams.names(), name, asker)
                 .map_err(|e| self.refusal(None, name).unwrap_or(e))?,
         };
         let tools = self
-            .view_tools(view, &server)
+            .view_tools(view, &server, None)
             .await
             .map_err(|e| e.to_string())?;
         let found = pick(
@@ -226,7 +236,7 @@ impl Catalog {
             Some(s) => held(s).or_else(|| self.upstreams.hidden(s, name)),
             None => {
                 let rest = name.strip_prefix("mcp__")?;
-                if let Ok((s, tool)) = split_qualified(self.upstreams.names(), name) {
+                if let Ok((s, tool)) = split_qualified(self.upstreams.names(), name, Asker::Code) {
                     return self.upstreams.hidden(&s, &tool);
                 }
                 let (s, _) = rest.split_once("__")?;
@@ -238,20 +248,22 @@ impl Catalog {
         }
     }
 
-    /// Tools of `server` (or of every server), connecting them as needed, that `allow` permits.
-    /// Servers that fail to start are skipped; their errors come back alongside.
+    /// Tools of `server` (or of every server), connecting them as needed (waiting at most
+    /// `wait` for each start), that `allow` permits. Servers that fail to start, or are still
+    /// starting after `wait`, are skipped; their errors come back alongside.
     pub async fn tools(
         &self,
         view: &ToolView,
         server: Option<&str>,
         allow: &ToolAllowlist,
+        wait: Option<Duration>,
     ) -> Result<(Vec<(String, Tool)>, Vec<UpstreamError>), String> {
         let servers: Vec<String> = match server {
             Some(s) => vec![self.server_named(s)?],
             None => self.upstreams.names().map(str::to_string).collect(),
         };
         let lists =
-            futures::future::join_all(servers.iter().map(|s| self.view_tools(view, s))).await;
+            futures::future::join_all(servers.iter().map(|s| self.view_tools(view, s, wait))).await;
         let mut out = Vec::new();
         let mut errors = Vec::new();
         for (s, list) in servers.iter().zip(lists) {
@@ -270,7 +282,9 @@ impl Catalog {
 
     /// The tool lists a search covers. Connected servers give their live list; a server
     /// that is named by the `server` filter or in the query, or whose tools are not cached,
-    /// is connected; the others are searched from the cache without starting them.
+    /// is connected, waiting at most [`SEARCH_START_WAIT`] for it (a slow start is skipped,
+    /// named in the errors, and goes on in the background); the others are searched from the
+    /// cache without starting them.
     async fn search_lists(
         &self,
         view: &ToolView,
@@ -310,7 +324,7 @@ impl Catalog {
         let fetched = futures::future::join_all(lists.iter().map(|(s, l)| async move {
             match l {
                 Some(l) => Ok(l.clone()),
-                None => self.view_tools(view, s).await,
+                None => self.view_tools(view, s, Some(SEARCH_START_WAIT)).await,
             }
         }))
         .await;
@@ -409,7 +423,7 @@ impl Catalog {
 
     /// `get_tool_schema`: one tool in full, by qualified name.
     pub async fn schema(&self, name: &str) -> Result<Value, String> {
-        let (server, tool) = self.resolve(None, name).await?;
+        let (server, tool) = self.resolve(None, name, Asker::Agent).await?;
         Ok(describe(&server, &tool, Detail::Full))
     }
 
@@ -468,16 +482,51 @@ pub fn pick<'a>(
     }
 }
 
+/// Who asks to resolve a name, for the advice its errors give: code in the sandbox has the
+/// discovery functions, an agent has our top-level tools, a person has the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asker {
+    Code,
+    Agent,
+    Person,
+}
+
+impl Asker {
+    /// Where to look up the configured servers.
+    fn list_servers(self) -> &'static str {
+        match self {
+            Asker::Code => "call listServers() to see them",
+            Asker::Agent => "the list_servers tool lists them",
+            Asker::Person => "`code-executor-mcp config show` lists them",
+        }
+    }
+
+    /// How to name a tool without the qualified form.
+    fn separately(self) -> &'static str {
+        match self {
+            Asker::Code => {
+                "pass the server and the tool separately: callMCPTool(server, tool, args)"
+            }
+            Asker::Agent => {
+                "find it with the search_tools tool (its server argument and detail \"full\" give \
+                 its schema)"
+            }
+            Asker::Person => "find it with `code-executor-mcp tools search QUERY --server NAME`",
+        }
+    }
+}
+
 /// Splits a qualified `mcp__server__tool` against the configured server names. A name that
 /// can be read two ways (servers `a` and `a__b`) is an error naming both readings.
 pub fn split_qualified<'a>(
     servers: impl Iterator<Item = &'a str>,
     qualified: &str,
+    asker: Asker,
 ) -> Result<(String, String), String> {
     let Some(rest) = qualified.strip_prefix("mcp__") else {
         return Err(format!(
-            "\"{qualified}\" is not a qualified tool name; write mcp__<server>__<tool>, or pass \
-             the server and the tool separately: callMCPTool(server, tool, args)"
+            "\"{qualified}\" is not a qualified tool name; write mcp__<server>__<tool>, or {}",
+            asker.separately()
         ));
     };
     let readings: Vec<(String, String)> = servers
@@ -491,15 +540,17 @@ pub fn split_qualified<'a>(
     match readings.len() {
         1 => Ok(readings.into_iter().next().unwrap_or_default()),
         0 => Err(format!(
-            "\"{qualified}\" names no configured server; call listServers() to see them"
+            "\"{qualified}\" names no configured server; {}",
+            asker.list_servers()
         )),
         _ => Err(format!(
-            "\"{qualified}\" is ambiguous: {}; use callMCPTool(server, tool, args)",
+            "\"{qualified}\" is ambiguous: {}; {}",
             readings
                 .iter()
                 .map(|(s, t)| format!("server \"{s}\" tool \"{t}\""))
                 .collect::<Vec<_>>()
-                .join(" or ")
+                .join(" or "),
+            asker.separately()
         )),
     }
 }
@@ -612,22 +663,25 @@ mod tests {
     fn qualified_names_split_against_servers_and_ambiguity_names_both() {
         let servers = ["fs", "git", "a", "a__b"];
         assert_eq!(
-            split_qualified(servers.iter().copied(), "mcp__fs__read_file"),
+            split_qualified(servers.iter().copied(), "mcp__fs__read_file", Asker::Code),
             Ok(("fs".into(), "read_file".into()))
         );
         assert_eq!(
-            split_qualified(servers.iter().copied(), "mcp__git__git__log"),
+            split_qualified(servers.iter().copied(), "mcp__git__git__log", Asker::Code),
             Ok(("git".into(), "git__log".into()))
         );
-        let err = split_qualified(servers.iter().copied(), "mcp__a__b__c").unwrap_err();
+        let err =
+            split_qualified(servers.iter().copied(), "mcp__a__b__c", Asker::Code).unwrap_err();
         assert!(
             err.contains("server \"a\" tool \"b__c\"")
                 && err.contains("server \"a__b\" tool \"c\""),
             "{err}"
         );
-        assert!(split_qualified(servers.iter().copied(), "mcp__FS__read_file").is_err());
-        assert!(split_qualified(servers.iter().copied(), "fs__read_file").is_err());
-        assert!(split_qualified(servers.iter().copied(), "mcp__fs__").is_err());
+        assert!(
+            split_qualified(servers.iter().copied(), "mcp__FS__read_file", Asker::Code).is_err()
+        );
+        assert!(split_qualified(servers.iter().copied(), "fs__read_file", Asker::Code).is_err());
+        assert!(split_qualified(servers.iter().copied(), "mcp__fs__", Asker::Code).is_err());
     }
 
     /// The disk cache makes a server's tools searchable before it is started (here: never

@@ -533,7 +533,7 @@ async fn held_back_servers_are_listed_with_the_reason_and_refused() {
     assert_eq!(status[0].reason.as_ref(), Some(&c.held_back["repo"].reason));
     let catalog = crate::catalog::Catalog::new(ups);
     let err = catalog
-        .resolve(None, "mcp__repo__anything")
+        .resolve(None, "mcp__repo__anything", crate::catalog::Asker::Code)
         .await
         .unwrap_err();
     assert!(

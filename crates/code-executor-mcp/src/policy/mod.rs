@@ -9,6 +9,7 @@
 pub mod admission;
 pub mod audit;
 pub mod filter;
+pub mod pattern;
 pub mod rules;
 pub mod validate;
 
@@ -26,6 +27,8 @@ pub struct Policy {
     pub admission: admission::Admission,
     /// Root of the executions' scratch directories (overflowing output); `None`: none kept.
     pub scratch: Option<std::path::PathBuf>,
+    /// The configured server names, which `allowedTools` patterns resolve against.
+    pub servers: Arc<[String]>,
 }
 
 impl Policy {
@@ -42,7 +45,14 @@ impl Policy {
             audit,
             admission: admission::Admission::new(settings.limits),
             scratch: crate::runtime::output::default_scratch_root(),
+            servers: Arc::from([]),
         }
+    }
+
+    /// The same policy, knowing the configured server names (see [`pattern`]).
+    pub fn with_servers<'a>(mut self, names: impl IntoIterator<Item = &'a String>) -> Policy {
+        self.servers = names.into_iter().cloned().collect();
+        self
     }
 
     /// No rules, no audit file, default admission: for tests and one-off commands.
@@ -54,12 +64,13 @@ impl Policy {
             audit: audit::AuditLog::disabled(),
             admission: admission::Admission::new(admission::AdmissionSettings::default()),
             scratch: None,
+            servers: Arc::from([]),
         }
     }
 
     /// The allowlist of one execution: the configured rules plus its own patterns.
     pub fn allowlist(&self, patterns: Option<Vec<String>>) -> ToolAllowlist {
-        ToolAllowlist::with_rules(patterns, self.rules.clone())
+        ToolAllowlist::with_rules(patterns, self.rules.clone()).among(self.servers.clone())
     }
 }
 

@@ -4,7 +4,10 @@
 //! Every rule is evaluated and the strictest wins: one denial denies. The reason names the
 //! rule, so the error in the sandbox and the audit line say exactly what denied a call.
 //! Patterns use one syntax everywhere: `*` matches any run of characters, nothing else is
-//! special, and there is no case folding, trimming or normalisation.
+//! special, and there is no case folding, trimming or normalisation. Per-server rules match
+//! tool names; `allowedTools` patterns match qualified names with their server part resolved
+//! against the configured server names ([`super::pattern`]), so no wildcard crosses from one
+//! server into another.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,7 +15,7 @@ use std::sync::Arc;
 use rmcp::model::Tool;
 use serde::Deserialize;
 
-use super::{glob_match, qualified_name};
+use super::{glob_match, pattern, qualified_name};
 
 /// What happens to a tool no rule mentions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -59,6 +62,9 @@ pub enum Decision {
 pub struct ToolAllowlist {
     patterns: Option<Vec<String>>,
     rules: Arc<ToolPolicy>,
+    /// The configured server names the patterns' server parts resolve against (empty: only
+    /// the server being checked is known).
+    servers: Arc<[String]>,
 }
 
 impl ToolAllowlist {
@@ -69,15 +75,23 @@ impl ToolAllowlist {
 
     /// `allowedTools` patterns under no configured rules.
     pub fn new(patterns: Option<Vec<String>>) -> Self {
-        ToolAllowlist {
-            patterns,
-            rules: Arc::default(),
-        }
+        ToolAllowlist::with_rules(patterns, Arc::default())
     }
 
     /// `allowedTools` patterns under the configured rules.
     pub fn with_rules(patterns: Option<Vec<String>>, rules: Arc<ToolPolicy>) -> Self {
-        ToolAllowlist { patterns, rules }
+        ToolAllowlist {
+            patterns,
+            rules,
+            servers: Arc::from([]),
+        }
+    }
+
+    /// The same allowlist, resolving the patterns' server parts against `servers`, the
+    /// configured server names.
+    pub fn among(mut self, servers: Arc<[String]>) -> Self {
+        self.servers = servers;
+        self
     }
 
     pub fn patterns(&self) -> Option<&[String]> {
@@ -123,7 +137,9 @@ impl ToolAllowlist {
             }
         }
         if let Some(patterns) = &self.patterns
-            && !patterns.iter().any(|p| glob_match(p, &qualified))
+            && !patterns
+                .iter()
+                .any(|p| pattern::matches(p, self.servers.iter().map(String::as_str), server, name))
         {
             return deny(format!(
                 "{qualified} is not in this execution's allowedTools ({})",
@@ -238,6 +254,32 @@ mod tests {
                 allowed(&list, server, &tool(name, None)),
                 want,
                 "{server:?} {name:?}"
+            );
+        }
+    }
+
+    /// Issue 18: with servers `gh` and `gh__admin`, `mcp__gh__*` reached `gh__admin`.
+    #[test]
+    fn a_wildcard_for_one_server_does_not_reach_a_server_whose_name_extends_it() {
+        let servers: Arc<[String]> = ["gh", "gh__admin", "g", "gh_"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let list = ToolAllowlist::new(Some(vec!["mcp__gh__*".into()])).among(servers);
+        assert_eq!(list.check("gh", &tool("read", None)), Decision::Allow);
+        assert_eq!(
+            list.check("gh__admin", &tool("delete", None)),
+            Decision::Deny {
+                reason:
+                    "mcp__gh__admin__delete is not in this execution's allowedTools (mcp__gh__*)"
+                        .into()
+            }
+        );
+        for (server, name) in [("gh_", "x"), ("g", "h__x")] {
+            assert_ne!(
+                list.check(server, &tool(name, None)),
+                Decision::Allow,
+                "{server} {name}"
             );
         }
     }

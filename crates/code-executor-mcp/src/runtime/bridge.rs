@@ -16,7 +16,7 @@ use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::{Map, Value};
 use worker_protocol::{CallOutcome, CallRequest, ErrorInfo};
 
-use crate::catalog::{Catalog, Detail, SearchParams, ToolView, describe};
+use crate::catalog::{Asker, Catalog, Detail, SearchParams, ToolView, describe};
 use crate::policy::audit::{AuditEvent, sha256_hex};
 use crate::policy::{Decision, Limits, Policy, ToolAllowlist, UPSTREAM_CALL_TIMEOUT};
 
@@ -140,7 +140,15 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
             ))),
             Err(e) => e,
         },
-        CallRequest::DiscoverTools => match catalog.tools(&scope.view, None, &scope.allow).await {
+        CallRequest::DiscoverTools => match catalog
+            .tools(
+                &scope.view,
+                None,
+                &scope.allow,
+                Some(crate::upstream::SEARCH_START_WAIT),
+            )
+            .await
+        {
             Ok((tools, errors)) => {
                 let list: Vec<Value> = tools
                     .iter()
@@ -169,7 +177,7 @@ async fn visible_tool(
     name: &str,
 ) -> Result<(String, Tool), CallOutcome> {
     let (server, tool) = catalog
-        .resolve_in(&scope.view, server, name)
+        .resolve_in(&scope.view, server, name, Asker::Code)
         .await
         .map_err(|e| match catalog.refusal(server, name) {
             // Held back or hidden by the user's client config: a policy decision.
@@ -190,6 +198,34 @@ async fn call_tool(
     args: Value,
 ) -> CallOutcome {
     let started = Instant::now();
+    let args_json = serde_json::to_vec(&args).unwrap_or_default();
+    // Until the call is resolved, its audit line names what the code asked for.
+    let (asked_server, asked_tool) = match server {
+        Some(s) => (s.to_string(), name.to_string()),
+        None => crate::catalog::split_qualified(catalog.upstreams().names(), name, Asker::Code)
+            .unwrap_or_else(|_| (String::new(), name.to_string())),
+    };
+    let mut record = CallRecord {
+        scope,
+        server: asked_server,
+        tool: asked_tool,
+        started,
+        args_sha256: sha256_hex(&args_json),
+        args_bytes: args_json.len(),
+        args: scope.policy.audit.log_arguments().then(|| args.clone()),
+        allowed: false,
+    };
+    // Every attempt counts, allowed or not, resolved or not (a call to a server that failed
+    // to start, or to a name that does not exist): a loop of failing calls is capped too.
+    let n = scope.tool_calls.fetch_add(1, Ordering::Relaxed) + 1;
+    if n > scope.limits.max_tool_calls {
+        let reason = format!(
+            "this execution reached its limit of {} tool calls",
+            scope.limits.max_tool_calls
+        );
+        record.write("deny", Some(reason.clone()), None, 0);
+        return err("LimitError", reason);
+    }
     // Resolving may start the server. If it cannot answer before the execution's deadline,
     // the code gets an error naming that server (and can catch it) instead of a bare timeout.
     const NAME_THE_SERVER_MARGIN: std::time::Duration = std::time::Duration::from_millis(100);
@@ -197,54 +233,36 @@ async fn call_tool(
         .deadline
         .saturating_duration_since(Instant::now())
         .saturating_sub(NAME_THE_SERVER_MARGIN);
-    let resolving = catalog.resolve_in(&scope.view, server, name);
+    let resolving = catalog.resolve_in(&scope.view, server, name, Asker::Code);
     let (server, tool) = match tokio::time::timeout(budget, resolving).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
-            return match catalog.refusal(server, name) {
-                // Held back or hidden by the user's client config: a policy decision.
-                Some(reason) => err("PolicyError", reason),
-                None => err("ToolError", e),
+            // Held back or hidden by the user's client config: a policy decision.
+            let (name, reason) = match catalog.refusal(server, name) {
+                Some(reason) => ("PolicyError", reason),
+                None => ("ToolError", e),
             };
+            record.write("deny", Some(reason.clone()), None, 0);
+            return err(name, reason);
         }
         Err(_) => {
-            return err(
-                "ToolError",
-                format!(
-                    "{}: the MCP server did not start and list its tools within this execution's \
-                     deadline; it is retried on next use",
-                    server.unwrap_or(name)
-                ),
+            let reason = format!(
+                "{}: the MCP server did not start and list its tools within this execution's \
+                 deadline; its start goes on in the background, and later calls use it once it \
+                 answers",
+                server.unwrap_or(name)
             );
+            record.write("deny", Some(reason.clone()), None, 0);
+            return err("ToolError", reason);
         }
     };
-    let args_json = serde_json::to_vec(&args).unwrap_or_default();
-    let mut record = CallRecord {
-        scope,
-        server: server.clone(),
-        tool: tool.name.to_string(),
-        started,
-        args_sha256: sha256_hex(&args_json),
-        args_bytes: args_json.len(),
-        args: scope.policy.audit.log_arguments().then(|| args.clone()),
-        allowed: false,
-    };
+    record.server = server.clone();
+    record.tool = tool.name.to_string();
     let mut deny = |name: &str, reason: String| {
         tracing::info!(server, tool = %tool.name, "tool call denied: {reason}");
         record.write("deny", Some(reason.clone()), None, 0);
         err(name, reason)
     };
-    // Every attempt counts, allowed or not: a loop of denied calls is capped too.
-    let n = scope.tool_calls.fetch_add(1, Ordering::Relaxed) + 1;
-    if n > scope.limits.max_tool_calls {
-        return deny(
-            "LimitError",
-            format!(
-                "this execution reached its limit of {} tool calls",
-                scope.limits.max_tool_calls
-            ),
-        );
-    }
     if let Decision::Deny { reason } = scope.allow.check(&server, &tool) {
         return deny("PolicyError", reason);
     }

@@ -5,10 +5,13 @@
 //! curated environment (its entry's `env` plus a few basics, never ours), its own process
 //! group, dies with us, and its stderr goes to our log. Streamable HTTP and legacy SSE
 //! servers get their configured headers, and the OAuth token of a stored login
-//! ([`crate::oauth`]), refreshed as needed. A server that fails to start or crashes gives an
-//! error naming it; the next use tries again, with a growing pause after repeated failures
-//! (none after an authorization failure, so a new login is used at once); the others keep
-//! working. A server that refuses us for want of a login gives an error saying which
+//! ([`crate::oauth`]), refreshed as needed. A start runs as a task of its own: a caller that
+//! stops waiting (a search bounded by [`SEARCH_START_WAIT`], an execution at its deadline)
+//! leaves it running, and later callers join it instead of starting another. A server that
+//! fails to start (or does not answer within the connect timeout) or crashes gives an error
+//! naming it in plain words ([`start_error`]); the next use tries again after a pause that
+//! grows with repeated failures (none after an authorization failure, so a new login is used
+//! at once); the others keep working. A server that refuses us for want of a login gives an error saying which
 //! `login` to run. `notifications/tools/list_changed` marks a server's tool list stale, and
 //! the next look refetches it. Requests an upstream sends us (sampling, elicitation) are
 //! refused; roots are an empty list. A result over `maxResultBytes` is cut with a note; a
@@ -18,9 +21,8 @@
 //! would not start (`crate::config::trust`) is held back: listed with the reason, never
 //! started.
 
-use std::collections::{BTreeMap, HashMap};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -30,25 +32,36 @@ use rmcp::model::{
     Implementation, Tool,
 };
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient};
 use serde::Serialize;
 use tokio::sync::Mutex;
 
-use crate::config::{Config, INHERITED_ENV, ServerSpec, Settings, Transport};
-use crate::oauth::{self, AuthWatch, PrepareError};
+use crate::config::{Config, ServerSpec, Settings};
+use crate::oauth::{self, AuthWatch};
 use crate::policy::Decision;
 use crate::policy::filter::{ToolFilter, retain_visible};
 
 mod bounded;
+mod connect;
 mod sse;
+mod start_error;
 mod stdio;
 
-use stdio::spawn_stdio;
+pub(crate) use connect::install_tls_provider;
+use connect::{ConnectError, connect};
+pub use stdio::child_env;
 
 /// Longest pause between start attempts of a server that keeps failing.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
+/// Longest a discovery request (search, `discoverMCPTools`) waits for a server that is
+/// starting, counted from when its start began: enough for a local server to answer even
+/// when several start at once on a busy 2-core machine (Python reference servers took 3-5 s
+/// there), short enough that one hung server does not hold up the answer from all the others
+/// for the whole connect timeout. The start goes on in the background.
+pub const SEARCH_START_WAIT: Duration = Duration::from_secs(10);
+/// How long a failed start waits for the child's exit status and last stderr lines, which
+/// usually arrive a moment after its pipe closed.
+const POST_MORTEM_WAIT: Duration = Duration::from_millis(300);
 
 /// Why an upstream operation failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -75,6 +88,13 @@ pub enum UpstreamError {
         tool: String,
         reason: String,
     },
+    /// A discovery request stopped waiting for a start that is still under way.
+    #[error(
+        "MCP server \"{server}\" is still starting ({}s so far); it was skipped so that this \
+         answer does not wait for it; search again shortly",
+        waited.as_secs()
+    )]
+    Starting { server: String, waited: Duration },
     /// The server wants a (new) OAuth login.
     #[error(
         "MCP server \"{server}\" needs a login: {reason}; {}",
@@ -88,8 +108,8 @@ pub enum UpstreamError {
 #[serde(rename_all = "camelCase")]
 pub struct ServerStatus {
     pub name: String,
-    /// `connected`, `available` (configured, not started yet), `failed`, or `heldBack` (its
-    /// client would not start it; `reason` says why and how to allow it).
+    /// `connected`, `starting`, `available` (configured, not started yet), `failed`, or
+    /// `heldBack` (its client would not start it; `reason` says why and how to allow it).
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -161,13 +181,24 @@ impl Connection {
     }
 }
 
+/// The outcome of a start, as its waiters see it.
+type StartResult = Option<Result<Arc<Connection>, UpstreamError>>;
+
 enum State {
     Idle,
+    /// A start under way, in a task of its own; waiters watch for its outcome.
+    Starting {
+        since: Instant,
+        done: tokio::sync::watch::Receiver<StartResult>,
+        task: tokio::task::AbortHandle,
+    },
     Connected(Arc<Connection>),
     Failed {
         reason: String,
         at: Instant,
         attempts: u32,
+        /// Pause before the next attempt.
+        pause: Duration,
         /// The server refused our authorization: only a login helps, so no pause.
         auth: bool,
     },
@@ -176,6 +207,19 @@ enum State {
 struct Upstream {
     spec: ServerSpec,
     state: Mutex<State>,
+}
+
+impl Drop for Upstreams {
+    /// Starts still under way end with us (their child processes are killed on drop).
+    fn drop(&mut self) {
+        for up in self.servers.values() {
+            if let Ok(state) = up.state.try_lock()
+                && let State::Starting { task, .. } = &*state
+            {
+                task.abort();
+            }
+        }
+    }
 }
 
 /// Every configured upstream server.
@@ -256,7 +300,18 @@ impl Upstreams {
 
     /// The tools of `server`, connecting it first if needed.
     pub async fn tools(&self, server: &str) -> Result<Arc<Vec<Tool>>, UpstreamError> {
-        let conn = self.connection(server).await?;
+        self.tools_within(server, None).await
+    }
+
+    /// The tools of `server`, connecting it first if needed, waiting at most `wait` (counted
+    /// from the start of a start already under way) for it to start: past that, a
+    /// [`UpstreamError::Starting`] and the start goes on.
+    pub async fn tools_within(
+        &self,
+        server: &str,
+        wait: Option<Duration>,
+    ) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        let conn = self.connection_within(server, wait).await?;
         conn.refresh(server).await;
         Ok(conn.tools())
     }
@@ -283,6 +338,15 @@ impl Upstreams {
             let state = up.state.lock().await;
             let (status, reason, tool_count) = match &*state {
                 State::Idle => ("available", None, None),
+                State::Starting { since, .. } => (
+                    "starting",
+                    Some(format!(
+                        "starting for {}s (connectTimeoutMs: {} ms)",
+                        since.elapsed().as_secs(),
+                        self.settings.connect_timeout.as_millis()
+                    )),
+                    None,
+                ),
                 State::Connected(c) if !c.alive() => (
                     "failed",
                     Some(match c.auth_failure() {
@@ -302,7 +366,9 @@ impl Upstreams {
                     )),
                     None,
                 ),
-                State::Failed { reason, .. } => ("failed", Some(reason.clone()), None),
+                State::Failed {
+                    reason, at, pause, ..
+                } => ("failed", Some(with_next_attempt(reason, *at, *pause)), None),
             };
             out.push(ServerStatus {
                 name: name.clone(),
@@ -363,6 +429,7 @@ impl Upstreams {
                 reason: reason.to_string(),
                 at: Instant::now(),
                 attempts: 1,
+                pause: Duration::ZERO,
                 auth: true,
             };
         }
@@ -402,6 +469,16 @@ impl Upstreams {
     }
 
     async fn connection(&self, server: &str) -> Result<Arc<Connection>, UpstreamError> {
+        self.connection_within(server, None).await
+    }
+
+    /// The connection to `server`: the live one, or the outcome of a start (one at a time
+    /// per server: concurrent callers wait for the same start), waiting at most `wait` for it.
+    async fn connection_within(
+        &self,
+        server: &str,
+        mut wait: Option<Duration>,
+    ) -> Result<Arc<Connection>, UpstreamError> {
         let up = self
             .servers
             .get(server)
@@ -412,79 +489,167 @@ impl Upstreams {
                 },
                 None => UpstreamError::UnknownServer(server.to_string()),
             })?;
-        // One connect at a time per server: concurrent first calls wait for the same start.
-        let mut state = up.state.lock().await;
-        let mut attempts = 0;
-        match &*state {
-            State::Connected(c) if c.alive() => return Ok(c.clone()),
-            State::Connected(_) => tracing::warn!(server, "upstream server exited; restarting it"),
-            State::Failed { auth: true, .. } => {}
-            State::Failed {
-                reason,
-                at,
-                attempts: n,
-                ..
-            } => {
-                let pause = retry_pause(*n);
-                if at.elapsed() < pause {
-                    return Err(UpstreamError::Start {
-                        server: server.to_string(),
-                        reason: format!(
-                            "{reason} (next attempt in {:.0}s)",
-                            (pause - at.elapsed()).as_secs_f64().ceil()
-                        ),
-                    });
+        let (mut done, since) = {
+            let mut state = up.state.lock().await;
+            if let State::Starting { done, since, .. } = &*state {
+                (done.clone(), *since)
+            } else {
+                let attempts = match &*state {
+                    State::Connected(c) if c.alive() => return Ok(c.clone()),
+                    State::Connected(_) => {
+                        tracing::warn!(server, "upstream server exited; restarting it");
+                        0
+                    }
+                    State::Failed {
+                        reason,
+                        at,
+                        pause,
+                        auth: false,
+                        ..
+                    } if at.elapsed() < *pause => {
+                        return Err(UpstreamError::Start {
+                            server: server.to_string(),
+                            reason: with_next_attempt(reason, *at, *pause),
+                        });
+                    }
+                    State::Failed { attempts, .. } => *attempts,
+                    State::Idle | State::Starting { .. } => 0,
+                };
+                if attempts > 0 {
+                    // A server that failed before starts again in the background; a bounded
+                    // waiter (a search) does not wait for it again.
+                    wait = wait.map(|_| Duration::ZERO);
                 }
-                attempts = *n;
-            }
-            State::Idle => {}
-        }
-        match connect(&up.spec, &self.settings, self.token_dir.as_deref()).await {
-            Ok(conn) => {
-                let conn = Arc::new(conn);
-                *state = State::Connected(conn.clone());
-                Ok(conn)
-            }
-            Err(ConnectError::NeedsLogin(reason)) => {
-                tracing::warn!(
-                    server,
-                    "upstream needs a login: {reason}; {}",
-                    oauth::login_hint(server)
-                );
-                *state = State::Failed {
-                    reason: reason.clone(),
-                    at: Instant::now(),
-                    attempts: attempts + 1,
-                    auth: true,
+                let (done, task) = self.start(up, attempts);
+                let since = Instant::now();
+                *state = State::Starting {
+                    since,
+                    done: done.clone(),
+                    task,
                 };
-                Err(UpstreamError::Unauthorized {
-                    server: server.to_string(),
-                    reason,
-                })
+                (done, since)
             }
-            Err(ConnectError::Other(reason)) => {
-                tracing::warn!(server, "upstream failed to start: {reason}");
-                *state = State::Failed {
-                    reason: reason.clone(),
-                    at: Instant::now(),
-                    attempts: attempts + 1,
-                    auth: false,
-                };
-                Err(UpstreamError::Start {
-                    server: server.to_string(),
-                    reason,
-                })
+        };
+        let finished = done.wait_for(Option::is_some);
+        let outcome = match wait {
+            None => finished.await.map(|v| v.clone()),
+            Some(bound) => {
+                match tokio::time::timeout(bound.saturating_sub(since.elapsed()), finished).await {
+                    Ok(r) => r.map(|v| v.clone()),
+                    Err(_) => {
+                        return Err(UpstreamError::Starting {
+                            server: server.to_string(),
+                            waited: since.elapsed(),
+                        });
+                    }
+                }
             }
+        };
+        match outcome {
+            Ok(Some(result)) => result,
+            // The start task was dropped (we are shutting down).
+            Ok(None) | Err(_) => Err(UpstreamError::Start {
+                server: server.to_string(),
+                reason: "its start was abandoned".to_string(),
+            }),
         }
+    }
+
+    /// Starts `up` in a task of its own, which records the outcome in its state and tells the
+    /// waiters. `attempts`: failed starts before this one.
+    fn start(
+        &self,
+        up: &Arc<Upstream>,
+        attempts: u32,
+    ) -> (
+        tokio::sync::watch::Receiver<StartResult>,
+        tokio::task::AbortHandle,
+    ) {
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        let up = up.clone();
+        let settings = self.settings.clone();
+        let token_dir = self.token_dir.clone();
+        let task = tokio::spawn(async move {
+            let server = up.spec.name.clone();
+            let result = connect(&up.spec, &settings, token_dir.as_deref()).await;
+            let mut state = up.state.lock().await;
+            let (next, outcome) = match result {
+                Ok(conn) => {
+                    let conn = Arc::new(conn);
+                    (State::Connected(conn.clone()), Ok(conn))
+                }
+                Err(ConnectError::NeedsLogin(reason)) => {
+                    tracing::warn!(
+                        server,
+                        "upstream needs a login: {reason}; {}",
+                        oauth::login_hint(&server)
+                    );
+                    (
+                        State::Failed {
+                            reason: reason.clone(),
+                            at: Instant::now(),
+                            attempts: attempts + 1,
+                            pause: Duration::ZERO,
+                            auth: true,
+                        },
+                        Err(UpstreamError::Unauthorized {
+                            server: server.clone(),
+                            reason,
+                        }),
+                    )
+                }
+                Err(e @ (ConnectError::Other(_) | ConnectError::TimedOut(_))) => {
+                    // A start that hung may hang again: the longest pause at once.
+                    let (reason, pause) = match e {
+                        ConnectError::TimedOut(reason) => (reason, MAX_RETRY_PAUSE),
+                        ConnectError::Other(reason) | ConnectError::NeedsLogin(reason) => {
+                            (reason, retry_pause(attempts + 1))
+                        }
+                    };
+                    tracing::warn!(server, "upstream failed to start: {reason}");
+                    (
+                        State::Failed {
+                            reason: reason.clone(),
+                            at: Instant::now(),
+                            attempts: attempts + 1,
+                            pause,
+                            auth: false,
+                        },
+                        Err(UpstreamError::Start {
+                            server: server.clone(),
+                            reason: format!(
+                                "{reason} (next attempt in {}s)",
+                                pause.as_secs_f64().ceil()
+                            ),
+                        }),
+                    )
+                }
+            };
+            *state = next;
+            tx.send_replace(Some(outcome));
+        });
+        (rx, task.abort_handle())
     }
 }
 
-/// Pause before the next start after `failures` failed starts: none after the first failure
-/// (the user may just have fixed it), then 1 s, 2 s, 4 s ... up to [`MAX_RETRY_PAUSE`].
+/// `reason (next attempt in Ns)` while the pause lasts.
+fn with_next_attempt(reason: &str, at: Instant, pause: Duration) -> String {
+    match pause.checked_sub(at.elapsed()) {
+        Some(left) if !left.is_zero() => {
+            format!("{reason} (next attempt in {}s)", left.as_secs_f64().ceil())
+        }
+        _ => format!("{reason} (it is tried again on next use)"),
+    }
+}
+
+/// Pause before the next start after `failures` failed starts in a row (a start that did not
+/// answer within the connect timeout counts as one): 1 s, 2 s, 4 s ... up to
+/// [`MAX_RETRY_PAUSE`], so a server that hangs or dies at start is not started again by
+/// every request that looks at it.
 fn retry_pause(failures: u32) -> Duration {
     match failures {
-        0 | 1 => Duration::ZERO,
-        n => Duration::from_secs(1u64 << (n - 2).min(5)).min(MAX_RETRY_PAUSE),
+        0 => Duration::ZERO,
+        n => Duration::from_secs(1u64 << (n - 1).min(5)).min(MAX_RETRY_PAUSE),
     }
 }
 
@@ -515,204 +680,6 @@ pub fn cap_result(result: CallToolResult, max: usize) -> (CallToolResult, usize)
     (r, size)
 }
 
-/// The environment an upstream child gets: basics from ours, then its entry's `env`.
-pub fn child_env(env: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
-    let mut out: BTreeMap<OsString, OsString> = INHERITED_ENV
-        .iter()
-        .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
-        .collect();
-    for (k, v) in env {
-        out.insert(k.into(), v.into());
-    }
-    out.into_iter().collect()
-}
-
-/// Finds `command` the way a shell would, on the child's PATH; relative paths with a slash
-/// are taken from the server's working directory.
-fn resolve_program(
-    command: &str,
-    env: &[(OsString, OsString)],
-    cwd: Option<&Path>,
-) -> Result<PathBuf, String> {
-    if command.contains('/') {
-        let p = Path::new(command);
-        return Ok(match (p.is_absolute(), cwd) {
-            (true, _) => p.to_path_buf(),
-            (false, Some(cwd)) => cwd.join(p),
-            (false, None) => std::env::current_dir().map_err(|e| e.to_string())?.join(p),
-        });
-    }
-    let path = env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(command))
-        .find(|p| {
-            use std::os::unix::fs::PermissionsExt;
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-        .ok_or_else(|| {
-            format!(
-                "`{command}` was not found on PATH ({})",
-                path.to_string_lossy()
-            )
-        })
-}
-
-/// Why a connection could not be made.
-enum ConnectError {
-    /// The server refused our authorization (or the stored login cannot be used).
-    NeedsLogin(String),
-    Other(String),
-}
-
-impl From<String> for ConnectError {
-    fn from(s: String) -> Self {
-        ConnectError::Other(s)
-    }
-}
-
-/// The authorization manager of a stored login for an HTTP/SSE server, unless its entry
-/// sets a static `Authorization` header (which then wins).
-async fn stored_login(
-    spec: &ServerSpec,
-    url: &str,
-    headers: &BTreeMap<String, String>,
-    token_dir: Option<&Path>,
-) -> Result<Option<rmcp::transport::auth::AuthorizationManager>, ConnectError> {
-    if headers
-        .keys()
-        .any(|k| k.eq_ignore_ascii_case("authorization"))
-    {
-        return Ok(None);
-    }
-    oauth::prepare(spec, url, token_dir)
-        .await
-        .map_err(|e| match e {
-            PrepareError::NeedsLogin(why) => ConnectError::NeedsLogin(why),
-            PrepareError::Other(why) => ConnectError::Other(why),
-        })
-}
-
-async fn connect(
-    spec: &ServerSpec,
-    settings: &Settings,
-    token_dir: Option<&Path>,
-) -> Result<Connection, ConnectError> {
-    let timeout = spec.startup_timeout.unwrap_or(settings.connect_timeout);
-    let stale = Arc::new(AtomicBool::new(false));
-    let handler = Handler {
-        stale: stale.clone(),
-    };
-    let watch = match spec.transport {
-        Transport::Stdio { .. } => None,
-        Transport::Http { .. } | Transport::Sse { .. } => Some(Arc::new(AuthWatch::default())),
-    };
-    let start = async {
-        // One message may be up to twice the result cap: a result a little over the cap is
-        // still cut with its start kept; a larger one is an error at once.
-        let max_message = settings.max_result_bytes.saturating_mul(2).max(1 << 20);
-        let service = match &spec.transport {
-            Transport::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let transport =
-                    spawn_stdio(&spec.name, command, args, env, cwd.as_deref(), max_message)
-                        .await?;
-                handler.serve(transport).await.map_err(|e| e.to_string())?
-            }
-            Transport::Http { url, headers } => {
-                install_tls_provider();
-                let manager = stored_login(spec, url, headers, token_dir).await?;
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .max_json_response_size(max_message)
-                    .max_sse_event_size(max_message);
-                let mut custom = HashMap::new();
-                for (k, v) in headers {
-                    if k.eq_ignore_ascii_case("authorization")
-                        && let Some(token) = v.strip_prefix("Bearer ")
-                    {
-                        config = config.auth_header(token);
-                        continue;
-                    }
-                    let name = http::HeaderName::from_bytes(k.as_bytes())
-                        .map_err(|e| format!("header name {k:?}: {e}"))?;
-                    let value =
-                        http::HeaderValue::from_str(v).map_err(|e| format!("header {k}: {e}"))?;
-                    custom.insert(name, value);
-                }
-                let client = oauth::HttpClient::new(
-                    reqwest::Client::new(),
-                    manager,
-                    watch.clone().unwrap_or_default(),
-                );
-                let transport = StreamableHttpClientTransport::with_client(
-                    client,
-                    config.custom_headers(custom),
-                );
-                handler.serve(transport).await.map_err(|e| e.to_string())?
-            }
-            Transport::Sse { url, headers } => {
-                install_tls_provider();
-                let manager = stored_login(spec, url, headers, token_dir).await?;
-                let auth = oauth::SseAuth::new(manager, watch.clone().unwrap_or_default());
-                let transport = sse::connect(url, headers, auth, max_message).await?;
-                handler.serve(transport).await.map_err(|e| e.to_string())?
-            }
-        };
-        let tools = service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
-        Ok::<_, ConnectError>(Connection {
-            service,
-            tools: std::sync::Mutex::new(Arc::new(retain_visible(
-                spec.tool_filter.as_ref(),
-                &spec.name,
-                tools,
-            ))),
-            stale,
-            auth: watch.clone(),
-            filter: spec.tool_filter.clone(),
-        })
-    };
-    let result = match tokio::time::timeout(timeout, start).await {
-        Ok(r) => r,
-        Err(_) => Err(ConnectError::Other(format!(
-            "no answer to initialize/tools/list within {} ms (connectTimeoutMs)",
-            timeout.as_millis()
-        ))),
-    };
-    match result {
-        Ok(conn) => {
-            tracing::info!(server = %spec.name, tools = conn.tools().len(), "upstream connected");
-            Ok(conn)
-        }
-        // Whatever the transport made of it, a refused authorization is what to report.
-        Err(ConnectError::Other(reason)) => match watch.as_ref().and_then(|w| w.failure()) {
-            Some(why) => Err(ConnectError::NeedsLogin(why)),
-            None => Err(ConnectError::Other(reason)),
-        },
-        Err(e) => Err(e),
-    }
-}
-
-/// TLS for HTTPS upstreams uses rustls with the ring provider (lighter to build than
-/// aws-lc); installed once, on first use.
-pub(crate) fn install_tls_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -720,7 +687,7 @@ mod tests {
     #[test]
     fn retry_pauses_grow_and_stop_growing() {
         let pauses: Vec<u64> = (0..10).map(|n| retry_pause(n).as_secs()).collect();
-        assert_eq!(pauses, [0, 0, 1, 2, 4, 8, 16, 30, 30, 30]);
+        assert_eq!(pauses, [0, 1, 2, 4, 8, 16, 30, 30, 30, 30]);
     }
 
     #[test]

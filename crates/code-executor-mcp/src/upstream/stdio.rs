@@ -1,19 +1,21 @@
 //! Starting a stdio upstream: its process (curated environment, own process group, dies
-//! with us), its stderr into our log, and the transport rmcp speaks over its pipes, with each
-//! incoming message bounded ([`super::bounded`]) and a graceful close then kill when the
-//! connection is dropped.
+//! with us), its stderr into our log (its last lines also kept, to say why a start failed),
+//! and the transport rmcp speaks over its pipes, with each incoming message bounded
+//! ([`super::bounded`]) and a graceful close then kill when the connection is dropped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::AsyncBufReadExt;
 
-use super::{bounded, child_env, resolve_program};
+use super::bounded;
+use crate::config::INHERITED_ENV;
 
 /// The transport to a stdio child: its stdout bounded per message ([`bounded`]), its stdin
 /// closed when the connection is dropped.
@@ -25,6 +27,38 @@ pub(super) type StdioTransport = AsyncRwTransport<
 
 /// Time a stdio server gets to exit after its stdin is closed before it is killed.
 const STDIO_EXIT_GRACE: Duration = Duration::from_secs(2);
+/// Lines of a child's stderr kept to explain a failed start, and the longest kept line: the
+/// end of a stack trace or a usage message, not a whole log.
+const STDERR_TAIL_LINES: usize = 5;
+const STDERR_TAIL_LINE_CHARS: usize = 300;
+
+/// What a stdio child left behind: how it exited and the end of its stderr.
+#[derive(Clone)]
+pub(super) struct ChildWatch {
+    tail: Arc<Mutex<VecDeque<String>>>,
+    stderr_done: tokio::sync::watch::Receiver<bool>,
+    exit: tokio::sync::watch::Receiver<Option<String>>,
+}
+
+impl ChildWatch {
+    /// How the child exited (if it did within `wait`) and its last stderr lines (read to the
+    /// end if it closed them within `wait`).
+    pub(super) async fn post_mortem(&self, wait: Duration) -> (Option<String>, Vec<String>) {
+        let (mut done, mut exit) = (self.stderr_done.clone(), self.exit.clone());
+        let _ = tokio::time::timeout(wait, async {
+            let _ = done.wait_for(|d| *d).await;
+            let _ = exit.wait_for(Option::is_some).await;
+        })
+        .await;
+        let status = self.exit.borrow().clone();
+        let tail = self
+            .tail
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default();
+        (status, tail)
+    }
+}
 
 pub(super) async fn spawn_stdio(
     name: &str,
@@ -33,7 +67,7 @@ pub(super) async fn spawn_stdio(
     env: &BTreeMap<String, String>,
     cwd: Option<&Path>,
     max_message: usize,
-) -> Result<StdioTransport, String> {
+) -> Result<(StdioTransport, ChildWatch), String> {
     let env = child_env(env);
     let target = sandbox::WorkerCommand {
         program: resolve_program(command, &env, cwd)?,
@@ -62,11 +96,28 @@ pub(super) async fn spawn_stdio(
         return Err(format!("`{command}` started without its pipes"));
     };
     let server = name.to_string();
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let (done_tx, stderr_done) = tokio::sync::watch::channel(false);
+    let (exit_tx, exit) = tokio::sync::watch::channel(None);
+    let watch = ChildWatch {
+        tail: tail.clone(),
+        stderr_done,
+        exit,
+    };
     tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             tracing::info!(target: "upstream", server = %server, "{line}");
+            if !line.trim().is_empty()
+                && let Ok(mut t) = tail.lock()
+            {
+                if t.len() == STDERR_TAIL_LINES {
+                    t.pop_front();
+                }
+                t.push_back(line.chars().take(STDERR_TAIL_LINE_CHARS).collect());
+            }
         }
+        let _ = done_tx.send(true);
     });
     // The child's keeper: logs how it ended; once the connection is gone (its stdin closed),
     // gives it a moment to exit on its own, then kills it.
@@ -87,12 +138,20 @@ pub(super) async fn spawn_stdio(
                 }
             },
         };
-        match status {
+        match &status {
             Ok(s) => tracing::debug!(server = %server, "upstream process ended: {s}"),
             Err(e) => tracing::debug!(server = %server, "upstream process: {e}"),
         }
+        let _ = exit_tx.send(Some(match status {
+            Ok(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
+                (Some(code), _) => format!("with status {code}"),
+                (None, Some(sig)) => format!("killed by signal {sig}"),
+                _ => s.to_string(),
+            },
+            Err(e) => format!("(its status is unknown: {e})"),
+        }));
     });
-    Ok(AsyncRwTransport::new_client(
+    let transport = AsyncRwTransport::new_client(
         bounded::BoundedLines::new(stdout, max_message),
         CloseNotice {
             inner: stdin,
@@ -100,7 +159,55 @@ pub(super) async fn spawn_stdio(
         },
     )
     // Never reached: the bounded reader cuts first, and answers.
-    .with_max_line_length(max_message.saturating_add(2)))
+    .with_max_line_length(max_message.saturating_add(2));
+    Ok((transport, watch))
+}
+
+/// The environment an upstream child gets: basics from ours, then its entry's `env`.
+pub fn child_env(env: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
+    let mut out: BTreeMap<OsString, OsString> = INHERITED_ENV
+        .iter()
+        .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
+        .collect();
+    for (k, v) in env {
+        out.insert(k.into(), v.into());
+    }
+    out.into_iter().collect()
+}
+
+/// Finds `command` the way a shell would, on the child's PATH; relative paths with a slash
+/// are taken from the server's working directory.
+fn resolve_program(
+    command: &str,
+    env: &[(OsString, OsString)],
+    cwd: Option<&Path>,
+) -> Result<PathBuf, String> {
+    if command.contains('/') {
+        let p = Path::new(command);
+        return Ok(match (p.is_absolute(), cwd) {
+            (true, _) => p.to_path_buf(),
+            (false, Some(cwd)) => cwd.join(p),
+            (false, None) => std::env::current_dir().map_err(|e| e.to_string())?.join(p),
+        });
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(command))
+        .find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .ok_or_else(|| {
+            format!(
+                "`{command}` was not found on PATH ({})",
+                path.to_string_lossy()
+            )
+        })
 }
 
 /// A writer that says when it is dropped.

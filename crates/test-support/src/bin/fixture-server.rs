@@ -5,7 +5,23 @@ use rmcp::ServiceExt;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let name = std::env::args().nth(1).unwrap_or_else(|| "fixture".into());
+    if let Some(marker) = std::env::var_os("FIXTURE_START_MARKER") {
+        // One line per start, so a test can count how often this server was started.
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(marker)?;
+        writeln!(f, "start")?;
+    }
     if std::env::var_os("FIXTURE_FAIL_TO_START").is_some() {
+        #[expect(
+            clippy::print_stderr,
+            reason = "a failing server's last words, as real ones say them"
+        )]
+        {
+            eprintln!("fixture {name}: told to fail");
+        }
         anyhow::bail!("told to fail");
     }
     if std::env::var_os("FIXTURE_HANG_AT_START").is_some() {
