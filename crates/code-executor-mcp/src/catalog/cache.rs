@@ -17,10 +17,13 @@ use std::sync::Arc;
 use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
 
+use crate::config::read::{ReadError, read_bytes};
 use crate::config::{Config, ServerSpec};
 
 /// Environment variable overriding the cache directory (`off` disables the cache).
 pub const CACHE_DIR_ENV: &str = "CODE_EXECUTOR_CACHE_DIR";
+/// Largest cache file read: a tool list beyond it is listed afresh instead.
+const MAX_CACHE_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Bumped when the file format changes; older files are then ignored.
 const FORMAT_VERSION: u32 = 1;
 
@@ -87,11 +90,11 @@ impl ToolCache {
     /// One server's cached tools; `None` when there is no usable file.
     pub fn load(&self, server: &str) -> Option<Vec<Tool>> {
         let path = self.path(server)?;
-        let bytes = match std::fs::read(&path) {
+        let bytes = match read_bytes(&path, MAX_CACHE_FILE_BYTES) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(ReadError::NotFound) => return None,
             Err(e) => {
-                tracing::warn!(server, "ignoring the tool cache {}: {e}", path.display());
+                tracing::warn!(server, "ignoring the tool cache {}: it {e}", path.display());
                 return None;
             }
         };

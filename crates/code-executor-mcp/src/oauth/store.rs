@@ -26,6 +26,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::config::read::{MAX_CONFIG_BYTES, ReadError, read_bytes};
+
 /// Version of the file format; a file of another version is ignored (log in again).
 const FORMAT_VERSION: u32 = 1;
 
@@ -144,8 +146,14 @@ impl TokenStore {
                 self.0.path.display()
             );
         }
-        let text = std::fs::read(&self.0.path)
-            .map_err(|e| format!("cannot read {}: {e}", self.0.path.display()))?;
+        let text = match read_bytes(&self.0.path, MAX_CONFIG_BYTES) {
+            Ok(t) => t,
+            Err(ReadError::NotFound) => {
+                self.set_cache(None);
+                return Ok(None);
+            }
+            Err(e) => return Err(format!("{} {e}", self.0.path.display())),
+        };
         let value = match serde_json::from_slice::<TokenFile>(&text) {
             Ok(f) if f.version != FORMAT_VERSION => {
                 tracing::warn!(
@@ -333,7 +341,7 @@ pub fn remove_server(dir: &Path, server: &str) -> std::io::Result<Vec<PathBuf>> 
         // Only this server's files: the name inside must match (two names can share a
         // safe form).
         let path = entry.path();
-        let ours = std::fs::read(&path)
+        let ours = read_bytes(&path, MAX_CONFIG_BYTES)
             .ok()
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
             .is_some_and(|v| v.get("server").and_then(Value::as_str) == Some(server));
