@@ -218,6 +218,23 @@ mod tests {
         d
     }
 
+    /// Each hostile thing in place of a cache file: ignored (a warning), no hang.
+    #[test]
+    fn a_fifo_dev_zero_directory_or_huge_file_in_place_of_a_cache_file_is_ignored() {
+        let dir = tempdir("hostile");
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = ToolCache::in_dir(Some(dir.clone()), &config(&["1"]));
+        let path = c.path("my.srv").unwrap();
+        let shapes = crate::config::read::hostile_shapes(MAX_CACHE_FILE_BYTES);
+        for (shape, make) in shapes {
+            make(&path);
+            assert_eq!(c.load("my.srv"), None, "{shape}");
+            assert_eq!(c.load_all().len(), 0, "{shape}");
+            let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir(&path));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn round_trip_keyed_by_config_and_no_secrets_on_disk() {
         let dir = tempdir("rt");

@@ -98,6 +98,39 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
         .map_err(|e| ReadError::NotUtf8(e.utf8_error().valid_up_to()))
 }
 
+/// For tests of readers: each hostile thing to put in place of a file (named by the reason
+/// its reading gives), above `limit` for the huge one.
+#[cfg(test)]
+pub(crate) fn hostile_shapes(limit: u64) -> Vec<HostileShape> {
+    vec![
+        (
+            "is a FIFO (named pipe), not a regular file",
+            Box::new(|p| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap()),
+        ),
+        (
+            "is a character device, not a regular file",
+            Box::new(|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap()),
+        ),
+        (
+            "is a directory, not a regular file",
+            Box::new(|p| std::fs::create_dir(p).unwrap()),
+        ),
+        (
+            "bytes, more than the",
+            Box::new(move |p| {
+                std::fs::File::create(p)
+                    .unwrap()
+                    .set_len(limit + 1)
+                    .unwrap()
+            }),
+        ),
+    ]
+}
+
+/// The reason reading it gives, and how to make it at a path.
+#[cfg(test)]
+pub(crate) type HostileShape = (&'static str, Box<dyn Fn(&Path)>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -423,6 +423,31 @@ mod tests {
         StoredCredentials::new("client-1".into(), Some(token), vec![], Some(1))
     }
 
+    /// A FIFO, `/dev/zero`, a directory or a huge file in place of a token file: an error
+    /// naming the file, no hang; `logout` passes over it.
+    #[test]
+    fn a_hostile_thing_in_place_of_a_token_file_is_an_error_not_a_hang() {
+        let dir = temp_dir("hostile");
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = TokenStore::new(&dir, "gh", "https://a.example/mcp");
+        let path = store.path().to_path_buf();
+        let shapes = crate::config::read::hostile_shapes(MAX_CONFIG_BYTES);
+        for (why, make) in shapes {
+            make(&path);
+            let store = TokenStore::new(&dir, "gh", "https://a.example/mcp");
+            let Err(err) = store.read() else {
+                panic!("{why}: read a login")
+            };
+            assert!(
+                err.starts_with(&format!("{} is ", path.display())) && err.contains(why),
+                "{err}"
+            );
+            assert_eq!(remove_server(&dir, "gh").unwrap(), Vec::<PathBuf>::new());
+            let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir(&path));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn file_names_are_safe_and_keyed_by_name_and_url() {
         let a = file_name("github", "https://a.example/mcp");
