@@ -16,6 +16,7 @@ use rmcp::ServiceExt;
 
 use crate::catalog::Catalog;
 use crate::catalog::commands::{self, Lang};
+use crate::config::settings::ProjectSettings;
 use crate::config::sources::Places;
 use crate::config::{Config, LoadOptions, Settings};
 use crate::runtime::ExecRequest;
@@ -392,7 +393,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "upstreamCallTimeoutMs": settings.upstream_call_timeout.as_millis() as u64,
                 "maxResultBytes": settings.max_result_bytes,
                 "trustedProjects": settings.trusted_projects,
+                "projectFile": project_settings_json(settings.project.as_ref()),
             });
+            if let (Some(ProjectSettings::Ignored { path, reason }), Some(w)) =
+                (&settings.project, shown["warnings"].as_array_mut())
+            {
+                w.push(serde_json::json!(format!("{}: {reason}", path.display())));
+            }
             say(&serde_json::to_string_pretty(&shown)?);
             Ok(ExitCode::SUCCESS)
         }
@@ -511,6 +518,17 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
                     .as_ref()
                     .map_or("defaults".to_string(), |p| p.display().to_string())
             ));
+            match &settings.project {
+                Some(ProjectSettings::Applied { path, trusted_by }) => say(&format!(
+                    "  project settings {} applied over them (trusted: {} is in trustedProjects)",
+                    path.display(),
+                    trusted_by.display()
+                )),
+                Some(ProjectSettings::Ignored { path, reason }) => {
+                    say(&format!("  warning: {}: {reason}", path.display()));
+                }
+                None => {}
+            }
             say(&format!(
                 "upstream servers configured: {}",
                 config.servers.len()
@@ -611,6 +629,19 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `config show`'s account of the working directory's `.code-executor.json`.
+fn project_settings_json(project: Option<&ProjectSettings>) -> serde_json::Value {
+    match project {
+        None => serde_json::Value::Null,
+        Some(ProjectSettings::Applied { path, trusted_by }) => {
+            serde_json::json!({"path": path, "applied": true, "trustedBy": trusted_by})
+        }
+        Some(ProjectSettings::Ignored { path, reason }) => {
+            serde_json::json!({"path": path, "applied": false, "reason": reason})
+        }
+    }
 }
 
 /// What `login` tells the person while stdout stays for its result (never used in serve

@@ -17,10 +17,13 @@ use std::sync::Arc;
 use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
 
+use crate::config::read::{ReadError, read_bytes};
 use crate::config::{Config, ServerSpec};
 
 /// Environment variable overriding the cache directory (`off` disables the cache).
 pub const CACHE_DIR_ENV: &str = "CODE_EXECUTOR_CACHE_DIR";
+/// Largest cache file read: a tool list beyond it is listed afresh instead.
+const MAX_CACHE_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Bumped when the file format changes; older files are then ignored.
 const FORMAT_VERSION: u32 = 1;
 
@@ -87,11 +90,11 @@ impl ToolCache {
     /// One server's cached tools; `None` when there is no usable file.
     pub fn load(&self, server: &str) -> Option<Vec<Tool>> {
         let path = self.path(server)?;
-        let bytes = match std::fs::read(&path) {
+        let bytes = match read_bytes(&path, MAX_CACHE_FILE_BYTES) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(ReadError::NotFound) => return None,
             Err(e) => {
-                tracing::warn!(server, "ignoring the tool cache {}: {e}", path.display());
+                tracing::warn!(server, "ignoring the tool cache {}: it {e}", path.display());
                 return None;
             }
         };
@@ -213,6 +216,23 @@ mod tests {
         let d = std::env::temp_dir().join(format!("cem-cache-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
+    }
+
+    /// Each hostile thing in place of a cache file: ignored (a warning), no hang.
+    #[test]
+    fn a_fifo_dev_zero_directory_or_huge_file_in_place_of_a_cache_file_is_ignored() {
+        let dir = tempdir("hostile");
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = ToolCache::in_dir(Some(dir.clone()), &config(&["1"]));
+        let path = c.path("my.srv").unwrap();
+        let shapes = crate::config::read::hostile_shapes(MAX_CACHE_FILE_BYTES);
+        for (shape, make) in shapes {
+            make(&path);
+            assert_eq!(c.load("my.srv"), None, "{shape}");
+            assert_eq!(c.load_all().len(), 0, "{shape}");
+            let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir(&path));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

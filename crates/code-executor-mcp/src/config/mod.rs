@@ -11,6 +11,7 @@
 
 mod entry;
 pub mod expand;
+pub(crate) mod read;
 pub mod settings;
 pub mod sources;
 pub mod trust;
@@ -175,13 +176,8 @@ impl Config {
             .clone()
             .or_else(|| std::env::var_os(CONFIG_PATH_ENV).map(PathBuf::from));
         if let Some(path) = explicit {
+            // Read (and refused when missing or not a regular file) below.
             let path = std::path::absolute(&path).unwrap_or(path);
-            if !path.is_file() {
-                return Err(ConfigError::Read {
-                    path,
-                    reason: "no such file".into(),
-                });
-            }
             list.push(Source {
                 client: "explicit",
                 format: if path.extension().is_some_and(|e| e == "toml") {
@@ -449,6 +445,8 @@ fn mask_url(url: &str) -> String {
     }
 }
 
+#[cfg(test)]
+mod settings_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

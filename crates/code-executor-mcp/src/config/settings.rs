@@ -1,15 +1,23 @@
 //! Our own settings: pool size, which servers connect eagerly, discovery, upstream limits,
 //! the tool policy, admission limits and the audit log.
 //!
-//! Read from the first of `$CODE_EXECUTOR_CONFIG_PATH`, `./.code-executor.json` and
-//! `$XDG_CONFIG_HOME/code-executor-mcp/config.json` that exists, then overridden by environment
-//! variables, then by command-line flags. Parsed raw, validated into [`Settings`]; an unknown
-//! key is an error that names the file and the key, since a typo would silently do nothing.
+//! The user's file is `$CODE_EXECUTOR_CONFIG_PATH`, else
+//! `$XDG_CONFIG_HOME/code-executor-mcp/config.json`. The working directory's
+//! `.code-executor.json` may have come with a cloned repository, so it is applied only when
+//! the user's `trustedProjects` covers the working directory: then it is merged over the
+//! user's file (objects key by key, any other value replaced), else it is not even opened
+//! and [`ProjectSettings::Ignored`] says how to allow it. Environment variables override the
+//! files, command-line flags override both. Each file is parsed raw and validated into
+//! [`Settings`]; an unknown key is an error that names the file and the key, since a typo
+//! would silently do nothing.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use serde_json::Value;
+
+use super::read::{MAX_CONFIG_BYTES, ReadError, read_text};
 
 use crate::policy::admission::AdmissionSettings;
 use crate::policy::audit::AuditSettings;
@@ -24,6 +32,9 @@ pub const DISCOVER_ENV: &str = "CODE_EXECUTOR_DISCOVER";
 /// The settings key listing projects whose own server files are trusted (see
 /// [`super::trust`]); read only from a user settings file, never from a project's.
 pub const TRUST_SETTING: &str = "trustedProjects";
+
+/// The working directory's settings file.
+pub const PROJECT_SETTINGS_FILE: &str = ".code-executor.json";
 
 /// Largest upstream result we keep, in bytes: a result beyond it is cut off and reported
 /// rather than handed whole to the sandbox (16 MiB matches the worker frame limit).
@@ -71,8 +82,19 @@ pub struct Settings {
     /// `.gemini/settings.json`, `.codex/config.toml`, `.vscode/mcp.json`, `.cursor/mcp.json`)
     /// are trusted although their clients have not approved them.
     pub trusted_projects: Vec<PathBuf>,
-    /// The file the settings came from, if any.
+    /// The user's settings file, if there is one.
     pub source: Option<PathBuf>,
+    /// What became of the working directory's `.code-executor.json`, if there is one.
+    pub project: Option<ProjectSettings>,
+}
+
+/// The working directory's `.code-executor.json`: applied, or ignored and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProjectSettings {
+    /// Merged over the user's file: `trusted_by` (an entry of `trustedProjects`) covers it.
+    Applied { path: PathBuf, trusted_by: PathBuf },
+    /// Not read at all; `reason` says why and how to allow it.
+    Ignored { path: PathBuf, reason: String },
 }
 
 impl Default for Settings {
@@ -90,6 +112,7 @@ impl Default for Settings {
             audit: AuditSettings::default(),
             trusted_projects: Vec::new(),
             source: None,
+            project: None,
         }
     }
 }
@@ -97,54 +120,116 @@ impl Default for Settings {
 impl Settings {
     /// Loads settings from the usual places and the environment.
     pub fn load(cwd: &Path, config_dir: Option<&Path>) -> Result<Settings, String> {
-        let candidates = [
-            std::env::var_os(SETTINGS_PATH_ENV).map(PathBuf::from),
-            Some(cwd.join(".code-executor.json")),
-            config_dir.map(|d| d.join("code-executor-mcp/config.json")),
-        ];
-        let explicit = candidates[0].is_some();
-        let mut settings = Settings::default();
-        for (i, path) in candidates.into_iter().flatten().enumerate() {
-            if i == 0 && explicit && !path.is_file() {
-                return Err(format!(
-                    "{SETTINGS_PATH_ENV} names {}, which is not a file",
-                    path.display()
-                ));
-            }
-            if path.is_file() {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-                settings = Settings::parse(&text)
-                    .map_err(|e| format!("settings file {}: {e}", path.display()))?;
-                // The working directory's file may come with a repository: it cannot vouch
-                // for that repository's servers.
-                if !(i == 0 && explicit)
-                    && path == cwd.join(".code-executor.json")
-                    && !settings.trusted_projects.is_empty()
-                {
-                    return Err(format!(
-                        "settings file {}: \"{TRUST_SETTING}\" is read only from the user settings file ({}) or ${SETTINGS_PATH_ENV}, never from a project's .code-executor.json; move it there",
-                        path.display(),
-                        config_dir.map_or(
-                            "~/.config/code-executor-mcp/config.json".to_string(),
-                            |d| d
-                                .join("code-executor-mcp/config.json")
-                                .display()
-                                .to_string()
-                        )
-                    ));
-                }
-                settings.source = Some(path);
-                break;
-            }
-        }
+        let explicit = std::env::var_os(SETTINGS_PATH_ENV).map(PathBuf::from);
+        let mut settings = Settings::load_files(explicit.as_deref(), cwd, config_dir)?;
         settings.apply_env(&|k| std::env::var(k).ok())?;
         Ok(settings)
     }
 
+    /// The user's file (`explicit`, else the one under `config_dir`), with the working
+    /// directory's file merged over it when the user trusts the working directory.
+    pub(crate) fn load_files(
+        explicit: Option<&Path>,
+        cwd: &Path,
+        config_dir: Option<&Path>,
+    ) -> Result<Settings, String> {
+        let user_file = explicit
+            .map(Path::to_path_buf)
+            .or_else(|| config_dir.map(|d| d.join("code-executor-mcp/config.json")));
+        let mut user = (Settings::default(), Value::Object(serde_json::Map::new()));
+        let mut source = None;
+        if let Some(path) = &user_file {
+            match read_text(path, MAX_CONFIG_BYTES) {
+                Ok(text) => {
+                    user = Settings::parse_file(&text)
+                        .map_err(|e| format!("settings file {}: {e}", path.display()))?;
+                    source = Some(path.clone());
+                }
+                Err(ReadError::NotFound) if explicit.is_none() => {}
+                Err(ReadError::NotFound) => {
+                    return Err(format!(
+                        "{SETTINGS_PATH_ENV} names {}, which is not a file",
+                        path.display()
+                    ));
+                }
+                Err(e) => return Err(format!("settings file {} {e}", path.display())),
+            }
+        }
+        let (mut settings, user_value) = user;
+        settings.source = source;
+        let project_file = cwd.join(PROJECT_SETTINGS_FILE);
+        let is_user_file = user_file.as_ref().is_some_and(|u| {
+            u == &project_file
+                || matches!(
+                    (std::fs::canonicalize(u), std::fs::canonicalize(&project_file)),
+                    (Ok(a), Ok(b)) if a == b
+                )
+        });
+        if is_user_file || std::fs::symlink_metadata(&project_file).is_err() {
+            return Ok(settings);
+        }
+        let user_display = user_file.as_ref().map_or_else(
+            || "~/.config/code-executor-mcp/config.json".to_string(),
+            |p| p.display().to_string(),
+        );
+        let Some(trusted_by) = super::trust::trusted_by(&settings.trusted_projects, cwd) else {
+            let dir = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+            let reason = format!(
+                "not applied: this project is not trusted, and a project's {PROJECT_SETTINGS_FILE} may come with a cloned repository; to apply it, add \"{}\" to \"{TRUST_SETTING}\" in the user settings file ({user_display})",
+                dir.display()
+            );
+            tracing::warn!("{}: {reason}", project_file.display());
+            settings.project = Some(ProjectSettings::Ignored {
+                path: project_file,
+                reason,
+            });
+            return Ok(settings);
+        };
+        let in_project =
+            |e: &dyn std::fmt::Display| format!("settings file {}: {e}", project_file.display());
+        let text = read_text(&project_file, MAX_CONFIG_BYTES)
+            .map_err(|e| format!("settings file {} {e}", project_file.display()))?;
+        let (project, project_value) = Settings::parse_file(&text).map_err(|e| in_project(&e))?;
+        if !project.trusted_projects.is_empty() {
+            return Err(in_project(&format!(
+                "\"{TRUST_SETTING}\" is read only from the user settings file ({user_display}) or ${SETTINGS_PATH_ENV}, never from a project's {PROJECT_SETTINGS_FILE}; move it there"
+            )));
+        }
+        let mut merged = user_value;
+        merge_over(&mut merged, project_value);
+        let raw: RawSettings = serde_json::from_value(merged).map_err(|e| {
+            format!(
+                "settings files {user_display} and {} merged: {e}",
+                project_file.display()
+            )
+        })?;
+        let mut out = Settings::validate(raw).map_err(|e| {
+            format!(
+                "settings files {user_display} and {} merged: {e}",
+                project_file.display()
+            )
+        })?;
+        out.source = settings.source;
+        out.project = Some(ProjectSettings::Applied {
+            path: project_file,
+            trusted_by,
+        });
+        Ok(out)
+    }
+
     /// Parses a settings file's text.
     pub fn parse(text: &str) -> Result<Settings, String> {
+        Settings::parse_file(text).map(|(s, _)| s)
+    }
+
+    /// Parses and validates a file's text, also keeping it as JSON for merging.
+    fn parse_file(text: &str) -> Result<(Settings, Value), String> {
         let raw: RawSettings = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        Ok((Settings::validate(raw)?, value))
+    }
+
+    fn validate(raw: RawSettings) -> Result<Settings, String> {
         let d = Settings::default();
         let pool_size = raw.pool_size.unwrap_or(d.pool_size);
         if pool_size > 64 {
@@ -167,6 +252,7 @@ impl Settings {
             audit: raw.audit.unwrap_or_default(),
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
             source: None,
+            project: None,
         })
     }
 
@@ -197,6 +283,24 @@ impl Settings {
             };
         }
         Ok(())
+    }
+}
+
+/// A trusted project's file over the user's: objects merge key by key (recursively), any
+/// other value the project sets (a list, a number, a string) replaces the user's.
+fn merge_over(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(base), Value::Object(over)) => {
+            for (k, v) in over {
+                match base.get_mut(&k) {
+                    Some(slot) => merge_over(slot, v),
+                    None => {
+                        base.insert(k, v);
+                    }
+                }
+            }
+        }
+        (slot, v) => *slot = v,
     }
 }
 

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::read::{MAX_CLAUDE_JSON_BYTES, MAX_CONFIG_BYTES, ReadError, read_text};
+
 /// How a file lists its servers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Format {
@@ -75,8 +77,10 @@ impl Places {
 /// do not exist are left out.
 pub fn discover(places: &Places) -> Vec<Source> {
     let mut out = Vec::new();
+    // Anything at the path counts (a directory, a FIFO, a dangling link): reading it then
+    // says what is wrong, rather than the file being passed over in silence.
     let mut add = |client, path: PathBuf, format, scope| {
-        if path.is_file() {
+        if std::fs::symlink_metadata(&path).is_ok() {
             out.push(Source {
                 client,
                 path,
@@ -185,22 +189,76 @@ pub fn project_key(dir: &Path) -> PathBuf {
         return dir.to_path_buf();
     };
     // A worktree's `.git` is a file `gitdir: <main>/.git/worktrees/<name>`.
-    let main = std::fs::read_to_string(root.join(".git"))
-        .ok()
-        .and_then(|t| {
-            let gitdir = PathBuf::from(t.strip_prefix("gitdir:")?.trim());
-            let worktrees = gitdir.parent()?;
-            let dot_git = worktrees.parent()?;
-            (worktrees.file_name()? == "worktrees" && dot_git.file_name()? == ".git")
-                .then(|| dot_git.parent().map(Path::to_path_buf))?
-        });
+    let main = read_text(&root.join(".git"), 64 * 1024).ok().and_then(|t| {
+        let gitdir = PathBuf::from(t.strip_prefix("gitdir:")?.trim());
+        let worktrees = gitdir.parent()?;
+        let dot_git = worktrees.parent()?;
+        (worktrees.file_name()? == "worktrees" && dot_git.file_name()? == ".git")
+            .then(|| dot_git.parent().map(Path::to_path_buf))?
+    });
     main.unwrap_or(root)
 }
 
 /// The raw entries of one file, by name, or why the file cannot be read at all.
 pub fn read_entries(source: &Source) -> Result<BTreeMap<String, Value>, String> {
-    let text = std::fs::read_to_string(&source.path).map_err(|e| format!("cannot read: {e}"))?;
+    let text = read_config(&source.path).map_err(|e| e.to_string())?;
     parse_entries(&text, &source.format)
+}
+
+/// A client config file's text, bounded ([`read_text`]); Claude Code's `~/.claude.json`,
+/// which keeps history too, may be larger than the others.
+pub fn read_config(path: &Path) -> Result<String, ReadError> {
+    let limit = if path.file_name().is_some_and(|n| n == ".claude.json") {
+        MAX_CLAUDE_JSON_BYTES
+    } else {
+        MAX_CONFIG_BYTES
+    };
+    read_text(path, limit)
+}
+
+/// `projects[<key>]` of Claude Code's `~/.claude.json`, parsed without building the rest
+/// of the file (its history can reach 100 MB); `None` when the project has no entry.
+pub fn claude_project(text: &str, key: &str) -> Result<Option<Value>, serde_json::Error> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+    /// The top-level object (`projects` picked) or `projects` itself (`key` picked).
+    struct Pick<'a> {
+        key: &'a str,
+        top: bool,
+    }
+    impl<'de> DeserializeSeed<'de> for Pick<'_> {
+        type Value = Option<Value>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Value>, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Pick<'_> {
+        type Value = Option<Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Value>, A::Error> {
+            let mut found = None;
+            while let Some(k) = map.next_key::<String>()? {
+                match (self.top, k == "projects", k == self.key) {
+                    (true, true, _) => {
+                        found = map.next_value_seed(Pick {
+                            key: self.key,
+                            top: false,
+                        })?;
+                    }
+                    (false, _, true) => found = Some(map.next_value::<Value>()?),
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(found)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let found = Pick { key, top: true }.deserialize(&mut de)?;
+    de.end()?;
+    Ok(found)
 }
 
 /// Parses the text of a file of the given format into raw entries.
@@ -236,13 +294,10 @@ pub fn parse_entries(text: &str, format: &Format) -> Result<BTreeMap<String, Val
             Ok(f.mcp_servers.unwrap_or_default())
         }
         Format::ClaudeCodeProject(dir) => {
-            let v: Value = serde_json::from_str(text).map_err(|e| invalid(&e))?;
-            let key = dir.to_string_lossy();
-            let servers = v
-                .get("projects")
-                .and_then(|p| p.get(key.as_ref()))
-                .and_then(|p| p.get("mcpServers"))
-                .cloned()
+            let project =
+                claude_project(text, dir.to_string_lossy().as_ref()).map_err(|e| invalid(&e))?;
+            let servers = project
+                .and_then(|mut p| p.get_mut("mcpServers").map(Value::take))
                 .unwrap_or(Value::Null);
             if servers.is_null() {
                 return Ok(BTreeMap::new());
@@ -341,6 +396,83 @@ mod tests {
             entries["docs"],
             json!({"command": "npx", "args": ["-y", "docs-mcp"], "env": {"API_KEY": "k"}})
         );
+    }
+
+    /// 100,000 levels of each nesting shape of each format: a clean error, no overflow.
+    const DEPTH: usize = 100_000;
+
+    fn assert_too_deep(text: &str, format: &Format) {
+        let err = parse_entries(text, format).unwrap_err();
+        assert!(err.starts_with("not valid "), "{err}");
+    }
+
+    #[test]
+    fn deeply_nested_json_arrays_are_an_error() {
+        let text = format!(
+            "{{\"mcpServers\": {{\"a\": {}{}}}}}",
+            "[".repeat(DEPTH),
+            "]".repeat(DEPTH)
+        );
+        assert_too_deep(&text, &Format::McpServers);
+        assert_too_deep(&text.replace("mcpServers", "servers"), &Format::VsCode);
+    }
+
+    #[test]
+    fn deeply_nested_json_objects_are_an_error() {
+        let text = format!(
+            "{{\"projects\": {{\"/p\": {}1{}}}}}",
+            "{\"a\":".repeat(DEPTH),
+            "}".repeat(DEPTH)
+        );
+        assert_too_deep(&text, &Format::ClaudeCodeProject("/p".into()));
+        let text = format!(
+            "{{\"mcpServers\": {}1{}}}",
+            "{\"a\":".repeat(DEPTH),
+            "}".repeat(DEPTH)
+        );
+        assert_too_deep(&text, &Format::McpServers);
+        assert_too_deep(&text.replace("mcpServers", "servers"), &Format::VsCode);
+    }
+
+    #[test]
+    fn deep_nesting_in_parts_nobody_reads_is_skipped_without_overflow() {
+        // Another project's entry in ~/.claude.json is never built.
+        let text = format!(
+            "{{\"projects\": {{\"/other\": {}{}, \"/p\": {{\"mcpServers\": {{}}}}}}}}",
+            "[".repeat(DEPTH),
+            "]".repeat(DEPTH)
+        );
+        assert_eq!(
+            parse_entries(&text, &Format::ClaudeCodeProject("/p".into())),
+            Ok(BTreeMap::new())
+        );
+    }
+
+    #[test]
+    fn deeply_nested_toml_arrays_are_an_error() {
+        let text = format!(
+            "[mcp_servers.a]\nargs = {}{}\n",
+            "[".repeat(DEPTH),
+            "]".repeat(DEPTH)
+        );
+        assert_too_deep(&text, &Format::CodexToml);
+    }
+
+    #[test]
+    fn deeply_nested_toml_inline_tables_are_an_error() {
+        let text = format!(
+            "[mcp_servers.a]\nenv = {}1{}\n",
+            "{ a = ".repeat(DEPTH),
+            " }".repeat(DEPTH)
+        );
+        assert_too_deep(&text, &Format::CodexToml);
+    }
+
+    #[test]
+    fn deeply_dotted_toml_keys_are_an_error() {
+        let keys = vec!["k"; DEPTH].join(".");
+        assert_too_deep(&format!("{keys} = 1\n"), &Format::CodexToml);
+        assert_too_deep(&format!("[{keys}]\n"), &Format::CodexToml);
     }
 
     #[test]

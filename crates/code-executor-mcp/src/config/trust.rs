@@ -25,8 +25,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::read::ReadError;
 use super::settings::TRUST_SETTING;
-use super::sources::{Format, Places, Scope, Source, git_root, project_key, strip_json_comments};
+use super::sources::{
+    Format, Places, Scope, Source, claude_project, git_root, project_key, read_config,
+    strip_json_comments,
+};
 
 /// What happens to one entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,13 +58,10 @@ pub struct Trust {
 impl Trust {
     pub fn load(places: &Places, trusted_projects: &[PathBuf]) -> Trust {
         let cwd = canonical(&places.cwd);
-        let ours = trusted_projects
-            .iter()
-            .map(|p| canonical(p))
-            .find(|p| cwd.starts_with(p));
+        let ours = trusted_by(trusted_projects, &cwd);
         let mut warnings = Vec::new();
         Trust {
-            claude: Claude::load(places, &cwd),
+            claude: Claude::load(places, &cwd, &mut warnings),
             gemini: Gemini::load(places, &cwd, &mut warnings),
             codex: Codex::load(places),
             cwd,
@@ -168,13 +169,39 @@ impl Trust {
     }
 }
 
+/// The entry of `trustedProjects` that holds `dir` (both compared canonical), if any.
+pub fn trusted_by(trusted_projects: &[PathBuf], dir: &Path) -> Option<PathBuf> {
+    let dir = canonical(dir);
+    trusted_projects
+        .iter()
+        .map(|p| canonical(p))
+        .find(|p| dir.starts_with(p))
+}
+
 fn canonical(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-fn read_json(path: &Path) -> Option<Value> {
-    let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str(&strip_json_comments(&text)).ok()
+/// A client's JSON (with comments) settings file; a missing file is `None`. A file that
+/// cannot be read or parsed is `None` too, with a warning when `warnings` is given (files
+/// that are also server sources are reported by the config loader instead).
+fn read_json(path: &Path, warnings: Option<&mut Vec<String>>) -> Option<Value> {
+    let parsed = read_config(path).map_err(|e| (e == ReadError::NotFound, e.to_string()));
+    let parsed = parsed.and_then(|text| {
+        serde_json::from_str(&strip_json_comments(&text))
+            .map_err(|e| (false, format!("is not valid JSON: {e}")))
+    });
+    match parsed {
+        Ok(v) => Some(v),
+        Err((missing, why)) => {
+            if let Some(w) = warnings
+                && !missing
+            {
+                w.push(format!("{} ignored: {why}", path.display()));
+            }
+            None
+        }
+    }
 }
 
 fn strings(v: Option<&Value>) -> Option<Vec<String>> {
@@ -207,19 +234,15 @@ struct Claude {
 }
 
 impl Claude {
-    fn load(places: &Places, cwd: &Path) -> Claude {
+    fn load(places: &Places, cwd: &Path, warnings: &mut Vec<String>) -> Claude {
         let key = project_key(cwd);
-        let global = places
+        // Also a server source: the config loader reports it when it cannot be read.
+        let project = places
             .home
             .as_ref()
-            .and_then(|h| read_json(&h.join(".claude.json")));
-        let project = global
-            .as_ref()
-            .and_then(|g| {
-                g.get("projects")?
-                    .get(key.to_string_lossy().as_ref())
-                    .cloned()
-            })
+            .and_then(|h| read_config(&h.join(".claude.json")).ok())
+            .and_then(|text| claude_project(&text, key.to_string_lossy().as_ref()).ok())
+            .flatten()
             .unwrap_or(Value::Null);
         let trusted = project.get("hasTrustDialogAccepted") == Some(&Value::Bool(true));
         let user_file = places
@@ -243,17 +266,17 @@ impl Claude {
             add(home.join(".claude.json"), &project, true);
         }
         if let Some(f) = &user_file
-            && let Some(v) = read_json(f)
+            && let Some(v) = read_json(f, Some(warnings))
         {
             add(f.clone(), &v, true);
         }
-        if let Some(v) = read_json(&project_file) {
+        if let Some(v) = read_json(&project_file, Some(warnings)) {
             let same_as_user = user_file
                 .as_ref()
                 .is_some_and(|u| canonical(u) == canonical(&project_file));
             add(project_file, &v, trusted || same_as_user);
         }
-        if let Some(v) = read_json(&local_file) {
+        if let Some(v) = read_json(&local_file, Some(warnings)) {
             let counts = trusted || !local_settings_suspicious(cwd);
             add(local_file, &v, counts);
         }
@@ -354,7 +377,8 @@ impl Gemini {
     fn load(places: &Places, cwd: &Path, warnings: &mut Vec<String>) -> Gemini {
         let dir = places.home.clone().unwrap_or_default().join(".gemini");
         let user_file = dir.join("settings.json");
-        let user = read_json(&user_file).unwrap_or(Value::Null);
+        // Also a server source: the config loader reports it.
+        let user = read_json(&user_file, None).unwrap_or(Value::Null);
         let enabled = user.pointer("/security/folderTrust/enabled") != Some(&Value::Bool(false));
         let untrusted = if enabled {
             folder_untrusted(&dir.join("trustedFolders.json"), cwd, warnings)
@@ -365,7 +389,7 @@ impl Gemini {
         let ws_file = cwd.join(".gemini/settings.json");
         if untrusted.is_none()
             && canonical(&ws_file) != canonical(&user_file)
-            && let Some(v) = read_json(&ws_file)
+            && let Some(v) = read_json(&ws_file, None)
         {
             files.push((ws_file, v));
         }
@@ -392,7 +416,7 @@ impl Gemini {
             }
         }
         let enablement_file = dir.join("mcp-server-enablement.json");
-        let disabled = read_json(&enablement_file)
+        let disabled = read_json(&enablement_file, Some(warnings))
             .and_then(|v| v.as_object().cloned())
             .map(|m| {
                 m.into_iter()
@@ -446,8 +470,8 @@ fn gemini_normal(name: &str) -> String {
 /// Gemini CLI's folder trust: the longest rule of `trustedFolders.json` whose folder holds
 /// `cwd` (`TRUST_PARENT` names a folder by its child) decides; none means untrusted.
 fn folder_untrusted(file: &Path, cwd: &Path, warnings: &mut Vec<String>) -> Option<String> {
-    let rules = match std::fs::read_to_string(file) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::Map::new(),
+    let rules = match read_config(file) {
+        Err(ReadError::NotFound) => serde_json::Map::new(),
         Err(e) => return Some(unreadable(file, &e.to_string(), warnings)),
         Ok(text) => match serde_json::from_str::<Value>(&strip_json_comments(&text)) {
             Ok(Value::Object(m)) => m,
@@ -517,7 +541,8 @@ impl Codex {
         let projects = places
             .codex_home
             .as_ref()
-            .and_then(|h| std::fs::read_to_string(h.join("config.toml")).ok())
+            // Also a server source: the config loader reports it when it cannot be read.
+            .and_then(|h| read_config(&h.join("config.toml")).ok())
             .and_then(|t| toml::from_str::<File>(&t).ok())
             .map(|f| {
                 f.projects

@@ -369,10 +369,13 @@ fn a_project_settings_file_cannot_trust_its_own_project() {
         "project/.code-executor.json",
         &json!({"trustedProjects": [m.project()]}).to_string(),
     );
-    let err = Settings::load(&m.project(), Some(&m.root.join("home/.config"))).unwrap_err();
+    // Not trusted: the file is not applied at all.
+    let s = Settings::load(&m.project(), Some(&m.root.join("home/.config"))).unwrap();
+    assert!(s.trusted_projects.is_empty());
     assert!(
-        err.contains("\"trustedProjects\" is read only from the user settings file"),
-        "{err}"
+        matches!(s.project, Some(settings::ProjectSettings::Ignored { .. })),
+        "{:?}",
+        s.project
     );
     m.write(
         "home/.config/code-executor-mcp/config.json",

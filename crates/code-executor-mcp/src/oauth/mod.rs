@@ -98,6 +98,7 @@ pub fn has_login(spec: &ServerSpec, token_dir: Option<&Path>) -> bool {
     };
     TokenStore::new(dir, &spec.name, url)
         .read()
+        .inspect_err(|e| tracing::warn!(server = spec.name, "stored login ignored: {e}"))
         .ok()
         .flatten()
         .is_some_and(|s| s.credentials.token_response.is_some())

@@ -26,6 +26,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::config::read::{MAX_CONFIG_BYTES, ReadError, read_bytes};
+
 /// Version of the file format; a file of another version is ignored (log in again).
 const FORMAT_VERSION: u32 = 1;
 
@@ -144,8 +146,14 @@ impl TokenStore {
                 self.0.path.display()
             );
         }
-        let text = std::fs::read(&self.0.path)
-            .map_err(|e| format!("cannot read {}: {e}", self.0.path.display()))?;
+        let text = match read_bytes(&self.0.path, MAX_CONFIG_BYTES) {
+            Ok(t) => t,
+            Err(ReadError::NotFound) => {
+                self.set_cache(None);
+                return Ok(None);
+            }
+            Err(e) => return Err(format!("{} {e}", self.0.path.display())),
+        };
         let value = match serde_json::from_slice::<TokenFile>(&text) {
             Ok(f) if f.version != FORMAT_VERSION => {
                 tracing::warn!(
@@ -333,7 +341,7 @@ pub fn remove_server(dir: &Path, server: &str) -> std::io::Result<Vec<PathBuf>> 
         // Only this server's files: the name inside must match (two names can share a
         // safe form).
         let path = entry.path();
-        let ours = std::fs::read(&path)
+        let ours = read_bytes(&path, MAX_CONFIG_BYTES)
             .ok()
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
             .is_some_and(|v| v.get("server").and_then(Value::as_str) == Some(server));
@@ -413,6 +421,31 @@ mod tests {
         )
         .unwrap();
         StoredCredentials::new("client-1".into(), Some(token), vec![], Some(1))
+    }
+
+    /// A FIFO, `/dev/zero`, a directory or a huge file in place of a token file: an error
+    /// naming the file, no hang; `logout` passes over it.
+    #[test]
+    fn a_hostile_thing_in_place_of_a_token_file_is_an_error_not_a_hang() {
+        let dir = temp_dir("hostile");
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = TokenStore::new(&dir, "gh", "https://a.example/mcp");
+        let path = store.path().to_path_buf();
+        let shapes = crate::config::read::hostile_shapes(MAX_CONFIG_BYTES);
+        for (why, make) in shapes {
+            make(&path);
+            let store = TokenStore::new(&dir, "gh", "https://a.example/mcp");
+            let Err(err) = store.read() else {
+                panic!("{why}: read a login")
+            };
+            assert!(
+                err.starts_with(&format!("{} is ", path.display())) && err.contains(why),
+                "{err}"
+            );
+            assert_eq!(remove_server(&dir, "gh").unwrap(), Vec::<PathBuf>::new());
+            let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir(&path));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
