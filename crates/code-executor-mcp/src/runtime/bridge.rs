@@ -14,7 +14,7 @@ use governor::DefaultDirectRateLimiter;
 
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::{Map, Value};
-use worker_protocol::{CallOutcome, CallRequest, ErrorInfo};
+use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo};
 
 use crate::catalog::{Asker, Catalog, Detail, SearchParams, ToolView, describe};
 use crate::policy::audit::{AuditEvent, sha256_hex};
@@ -65,10 +65,11 @@ impl RunScope {
     }
 }
 
-fn err(name: &str, message: impl Into<String>) -> CallOutcome {
+/// A failed request, named by the taxonomy both languages share.
+fn err(kind: CallError, message: impl Into<String>) -> CallOutcome {
     CallOutcome::Err {
         error: ErrorInfo {
-            name: name.into(),
+            name: kind.name().into(),
             message: message.into(),
             stack: None,
         },
@@ -89,7 +90,7 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
     let n = scope.discovery_calls.fetch_add(1, Ordering::Relaxed) + 1;
     if n > scope.limits.max_discovery_calls {
         return err(
-            "LimitError",
+            CallError::Limit,
             format!(
                 "this execution reached its limit of {} discovery requests (searchTools, \
                  listServers, getToolSchema, discoverMCPTools, signatures); keep the answers \
@@ -99,7 +100,7 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
         );
     }
     match request {
-        CallRequest::Tool { .. } => err("InternalError", "a tool call reached discovery"),
+        CallRequest::Tool { .. } => err(CallError::Tool, "internal: a tool call reached discovery"),
         CallRequest::ListServers => ok(catalog.servers().await),
         CallRequest::SearchTools {
             query,
@@ -122,7 +123,7 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
             .await
         {
             Ok(v) => ok(v),
-            Err(e) => err("TypeError", e),
+            Err(e) => err(CallError::Argument, e),
         },
         CallRequest::GetToolSchema { name } => {
             match visible_tool(catalog, scope, None, &name).await {
@@ -163,7 +164,7 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
                 }
                 ok(v)
             }
-            Err(e) => err("TypeError", e),
+            Err(e) => err(CallError::Argument, e),
         },
     }
 }
@@ -181,12 +182,12 @@ async fn visible_tool(
         .await
         .map_err(|e| match catalog.refusal(server, name) {
             // Held back or hidden by the user's client config: a policy decision.
-            Some(reason) => err("PolicyError", reason),
-            None => err("TypeError", e),
+            Some(reason) => err(CallError::Policy, reason),
+            None => err(CallError::Argument, e),
         })?;
     match scope.allow.check(&server, &tool) {
         Decision::Allow => Ok((server, tool)),
-        Decision::Deny { reason } => Err(err("PolicyError", reason)),
+        Decision::Deny { reason } => Err(err(CallError::Policy, reason)),
     }
 }
 
@@ -224,7 +225,7 @@ async fn call_tool(
             scope.limits.max_tool_calls
         );
         record.write("deny", Some(reason.clone()), None, 0);
-        return err("LimitError", reason);
+        return err(CallError::Limit, reason);
     }
     // Resolving may start the server. If it cannot answer before the execution's deadline,
     // the code gets an error naming that server (and can catch it) instead of a bare timeout.
@@ -239,8 +240,8 @@ async fn call_tool(
         Ok(Err(e)) => {
             // Held back or hidden by the user's client config: a policy decision.
             let (name, reason) = match catalog.refusal(server, name) {
-                Some(reason) => ("PolicyError", reason),
-                None => ("ToolError", e),
+                Some(reason) => (CallError::Policy, reason),
+                None => (CallError::Tool, e),
             };
             record.write("deny", Some(reason.clone()), None, 0);
             return err(name, reason);
@@ -253,24 +254,24 @@ async fn call_tool(
                 server.unwrap_or(name)
             );
             record.write("deny", Some(reason.clone()), None, 0);
-            return err("ToolError", reason);
+            return err(CallError::Tool, reason);
         }
     };
     record.server = server.clone();
     record.tool = tool.name.to_string();
-    let mut deny = |name: &str, reason: String| {
+    let mut deny = |name: CallError, reason: String| {
         tracing::info!(server, tool = %tool.name, "tool call denied: {reason}");
         record.write("deny", Some(reason.clone()), None, 0);
         err(name, reason)
     };
     if let Decision::Deny { reason } = scope.allow.check(&server, &tool) {
-        return deny("PolicyError", reason);
+        return deny(CallError::Policy, reason);
     }
     if let Some(rate) = &scope.tool_rate
         && rate.check().is_err()
     {
         return deny(
-            "LimitError",
+            CallError::Limit,
             "this client is over its rate of tool calls per minute (limits.toolCallsPerMinute); slow down or retry shortly".into(),
         );
     }
@@ -279,13 +280,13 @@ async fn call_tool(
         Value::Null => Map::new(),
         other => {
             return deny(
-                "TypeError",
+                CallError::Argument,
                 format!("arguments of {} must be an object, not {other}", tool.name),
             );
         }
     };
     if let Err(e) = scope.policy.validators.check(&server, &tool, &args) {
-        return deny("TypeError", e);
+        return deny(CallError::Argument, e);
     }
     record.allowed = true;
     let _permit = scope.in_flight.acquire().await;
@@ -316,7 +317,7 @@ async fn call_tool(
                 "failed"
             };
             record.write("allow", Some(e.to_string()), Some(label), 0);
-            err("ToolError", e.to_string())
+            err(CallError::Tool, e.to_string())
         }
     }
 }
@@ -392,7 +393,7 @@ pub fn unwrap_result(result: CallToolResult) -> CallOutcome {
         } else {
             "the tool reported an error without a message".to_string()
         };
-        return err("ToolError", message);
+        return err(CallError::Tool, message);
     }
     if let Some(s) = result.structured_content {
         return ok(s);
@@ -449,7 +450,7 @@ mod tests {
             ),
             (
                 json!({"content": [{"type": "text", "text": "boom"}], "isError": true}),
-                err("ToolError", "boom"),
+                err(CallError::Tool, "boom"),
             ),
         ];
         for (input, want) in cases {
