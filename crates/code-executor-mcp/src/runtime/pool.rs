@@ -191,3 +191,83 @@ async fn refill(weak: Weak<Inner>) {
         let _ = tokio::time::timeout(Duration::from_secs(30), inner.wake.notified()).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    /// A spawner whose first `failures` starts fail as a broken sandbox would (exit 121 with a
+    /// message), after which a stand-in worker says `ready` and waits.
+    fn flaky(dir: &std::path::Path, failures: u32) -> WorkerSpawner {
+        let ready = serde_json::json!({
+            "type": "ready",
+            "protocol": worker_protocol::PROTOCOL_VERSION,
+            "engine": "stand-in",
+        })
+        .to_string();
+        let script = dir.join("worker.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "n=$(cat \"$COUNTER\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$COUNTER\"\n\
+                 if [ \"$n\" -lt {failures} ]; then echo \"make / read-only: Device or resource busy\" >&2; exit 121; fi\n\
+                 exec python3 -c 'import sys, struct; b = sys.argv[1].encode(); sys.stdout.buffer.write(struct.pack(\">I\", len(b)) + b); sys.stdout.flush(); sys.stdin.read()' '{ready}'\n"
+            ),
+        )
+        .unwrap();
+        WorkerSpawner {
+            language: super::super::worker::Language::JavaScript,
+            command: sandbox::WorkerCommand {
+                program: "/bin/sh".into(),
+                args: vec![script.into_os_string()],
+                env: vec![
+                    (OsString::from("PATH"), std::env::var_os("PATH").unwrap()),
+                    (
+                        OsString::from("COUNTER"),
+                        dir.join("count").into_os_string(),
+                    ),
+                ],
+                cwd: None,
+            },
+            policy: sandbox::SandboxPolicy::new(sandbox::SandboxMode::Disabled, None),
+        }
+    }
+
+    fn temp_dir(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("cem-pool-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[tokio::test]
+    async fn a_start_that_fails_now_and_then_is_retried_without_the_request_seeing_it() {
+        let dir = temp_dir("flaky");
+        let pool = Pool::start(flaky(&dir, 2), 0);
+        let mut worker = pool.take().await.expect("the third start works");
+        assert!(worker.is_alive());
+        let stats = pool.stats().await;
+        assert_eq!((stats.started, stats.start_failures), (1, 2), "{stats:?}");
+        assert!(
+            stats
+                .last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("Device or resource busy")),
+            "the failure is kept for health: {stats:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_start_that_keeps_failing_is_reported_after_a_bounded_number_of_attempts() {
+        let dir = temp_dir("broken");
+        let pool = Pool::start(flaky(&dir, u32::MAX), 0);
+        let err = pool.take().await.err().expect("every start fails");
+        assert!(
+            err.starts_with("no worker could be started (3 attempts); the last said:")
+                && err.contains("Device or resource busy"),
+            "{err}"
+        );
+        assert_eq!(pool.stats().await.start_failures, u64::from(START_ATTEMPTS));
+    }
+}

@@ -20,6 +20,9 @@ use worker_protocol::{
 
 /// Time a new worker gets to start its engine and say it is ready.
 pub const WORKER_READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the explanation of an exited worker waits for the rest of its stderr (a
+/// grandchild holding the pipe open must not hold the answer up).
+const STDERR_DRAIN_WAIT: Duration = Duration::from_millis(200);
 /// Lines of a worker's stderr kept to explain a crash.
 const STDERR_TAIL_LINES: usize = 8;
 /// Longest stderr line kept; the rest of a longer line is read and dropped.
@@ -62,6 +65,9 @@ pub struct WorkerProcess {
     stdin: ChildStdin,
     frames: FrameReader,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// The task reading stderr into `stderr_tail`: waited for (briefly) when the worker has
+    /// exited, so the explanation of a crash holds its last lines.
+    stderr_reader: tokio::task::JoinHandle<()>,
     /// `/proc/PID/status` of the engine process (under the sandbox's helpers), opened when
     /// the worker is ready, for its peak memory. Held open, it always means that process, and
     /// reading it at the end of a run costs one `pread`.
@@ -208,13 +214,14 @@ impl WorkerSpawner {
             return Err("worker started without its pipes".into());
         };
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        tokio::spawn(read_stderr(stderr, pid, stderr_tail.clone()));
+        let stderr_reader = tokio::spawn(read_stderr(stderr, pid, stderr_tail.clone()));
         let mut worker = WorkerProcess {
             child,
             pid,
             stdin,
             frames: FrameReader::new(stdout),
             stderr_tail,
+            stderr_reader,
             engine_status: None,
         };
         match tokio::time::timeout(WORKER_READY_TIMEOUT, worker.frames.recv()).await {
@@ -347,6 +354,8 @@ impl WorkerProcess {
             }
             _ => "unknown status".to_string(),
         };
+        // The process is gone; its last lines may still be on their way through the pipe.
+        let _ = tokio::time::timeout(STDERR_DRAIN_WAIT, &mut self.stderr_reader).await;
         let tail = self
             .stderr_tail
             .lock()
