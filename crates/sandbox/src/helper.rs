@@ -192,6 +192,12 @@ fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
     };
     let (alive_r, alive_w) = pipe("pipe")?;
     let (status_r, status_w) = pipe("pipe")?;
+    // Opened before the fork, while the host root is still ours: the init's `pivot_root`
+    // moves this process's root and working directory into the view being built, where a
+    // late `open("/dev/null")` could find the empty regular file that is the device's mount
+    // point, and a file of the view's root held open for writing makes step 6.7 (root
+    // read-only) fail with EBUSY. After the fork this process touches no path.
+    let null = open_null(cfg.probe)?;
     // SAFETY: the helper is single-threaded (started before any thread by the host's main), so
     // the child may do anything after fork. What can go wrong: the child inherits the parent's
     // memory, including the configuration; it contains nothing the payload may not see.
@@ -200,12 +206,13 @@ fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
         Ok(ForkResult::Child) => {
             drop(alive_w);
             drop(status_r);
+            drop(null);
             Ok(init(cfg, out, alive_r, status_w))
         }
         Ok(ForkResult::Parent { child }) => {
             drop(alive_r);
             drop(status_w);
-            detach_stdio(cfg.probe);
+            detach_stdio(null);
             Ok(supervise(child, status_r, alive_w))
         }
     }
@@ -227,12 +234,13 @@ fn supervise(init: Pid, status_r: OwnedFd, _alive_w: OwnedFd) -> ExitCode {
 
 /// Step 5 (second half) and 6, in the init (PID 1 of the new namespace); it forks step 7.
 fn init(cfg: &HelperConfig, out: &Reporter, alive_r: OwnedFd, status_w: OwnedFd) -> ExitCode {
-    match init_steps(cfg, out, &alive_r) {
+    // The view is complete (and read-only) before the init opens anything in it.
+    match init_steps(cfg, out, &alive_r).and_then(|()| open_null(cfg.probe)) {
         Err(e) => fail(out, &e),
         // SAFETY: the init is single-threaded, as the outer helper was, so the child may do
         // anything after fork. What can go wrong: a fork failure (e.g. RLIMIT_NPROC of the
         // host uid reached) is reported as a setup failure, never as a payload result.
-        Ok(()) => match unsafe { unistd::fork() } {
+        Ok(null) => match unsafe { unistd::fork() } {
             Err(e) => fail(
                 out,
                 &SetupError::new(layer::PID_NAMESPACE, format!("fork: {e}")),
@@ -240,11 +248,12 @@ fn init(cfg: &HelperConfig, out: &Reporter, alive_r: OwnedFd, status_w: OwnedFd)
             Ok(ForkResult::Child) => {
                 drop(alive_r);
                 drop(status_w);
+                drop(null);
                 payload(cfg, out)
             }
             Ok(ForkResult::Parent { child }) => {
                 drop(alive_r);
-                detach_stdio(cfg.probe);
+                detach_stdio(null);
                 forward_signals_to(child);
                 let status = reap_until(child);
                 let _ = unistd::write(&status_w, &encode_status(status));
@@ -383,18 +392,26 @@ impl ExecArgs {
     }
 }
 
-/// The helpers keep no end of the payload's stdin and stdout, so the host sees EOF as soon as
-/// the payload closes its stdout, and the payload sees EOF when the host closes stdin. stderr
-/// stays: setup errors go there. (In probe mode stdout carries the report.)
-fn detach_stdio(probe: bool) {
+/// `/dev/null`, for [`detach_stdio`]; none in probe mode (stdout carries the report there).
+fn open_null(probe: bool) -> Result<Option<OwnedFd>, SetupError> {
     if probe {
-        return;
+        return Ok(None);
     }
-    if let Ok(null) = nix::fcntl::open(
+    nix::fcntl::open(
         "/dev/null",
         OFlag::O_RDWR | OFlag::O_CLOEXEC,
         nix::sys::stat::Mode::empty(),
-    ) {
+    )
+    .map(Some)
+    .map_err(|e| SetupError::new(layer::SESSION, format!("open /dev/null: {e}")))
+}
+
+/// The helpers keep no end of the payload's stdin and stdout, so the host sees EOF as soon as
+/// the payload closes its stdout, and the payload sees EOF when the host closes stdin. stderr
+/// stays: setup errors go there. `null` is `/dev/null`, opened by the caller before its root
+/// could change (see [`outer`]); `None` in probe mode.
+fn detach_stdio(null: Option<OwnedFd>) {
+    if let Some(null) = null {
         let _ = unistd::dup2_stdin(&null);
         let _ = unistd::dup2_stdout(&null);
     }
