@@ -62,8 +62,9 @@ pub enum SandboxMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxPolicy {
     pub mode: SandboxMode,
-    /// Paths the worker may read and execute besides the payload program and the shared
-    /// libraries it links (found by [`shared_libraries`] and added by [`command`]), e.g. an
+    /// Paths the worker may read and execute besides the payload program, the shared
+    /// libraries it links (found by [`shared_libraries`] and added by [`command`]) and the
+    /// locale data its environment names (`LANG`, `LC_*`; also added by [`command`]), e.g. an
     /// interpreter's standard library. Nothing else of the host is in the view: no system
     /// library directory as a whole, so libraries loaded by anything but the program (an
     /// interpreter's extension modules) must be listed here too (see [`shared_libraries`]).

@@ -436,6 +436,58 @@ pub(crate) fn closure(objects: &[PathBuf], also: &[&str]) -> Vec<PathBuf> {
     found.into_iter().collect()
 }
 
+/// Where glibc keeps compiled locales.
+const LOCALE_DIR: &str = "/usr/lib/locale";
+
+/// The locale data a program started with `env` reads: for each locale named by `LC_ALL`,
+/// `LANG` or another `LC_*` variable (other than `C` and `POSIX`, which are built in), its
+/// directory under `/usr/lib/locale` as named and as glibc normalises the codeset
+/// (`C.UTF-8` -> `C.utf8`), else the locale archive. Without it `setlocale(LC_ALL, "")`
+/// fails inside the sandbox.
+pub(crate) fn locale_files(env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for (key, value) in env {
+        let key = key.as_bytes();
+        if key != b"LANG" && !key.starts_with(b"LC_") {
+            continue;
+        }
+        let Some(name) = value.to_str() else { continue };
+        if matches!(name, "" | "C" | "POSIX") || name.contains('/') || name.starts_with('.') {
+            continue;
+        }
+        let normalised = match name.split_once('.') {
+            Some((lang, codeset)) => {
+                let (codeset, modifier) = match codeset.split_once('@') {
+                    Some((c, m)) => (c, format!("@{m}")),
+                    None => (codeset, String::new()),
+                };
+                let codeset: String = codeset
+                    .chars()
+                    .filter(char::is_ascii_alphanumeric)
+                    .map(|c| c.to_ascii_lowercase())
+                    .collect();
+                format!("{lang}.{codeset}{modifier}")
+            }
+            None => name.to_owned(),
+        };
+        let mut found = false;
+        for candidate in [name, normalised.as_str()] {
+            let path = Path::new(LOCALE_DIR).join(candidate);
+            if path.is_dir() {
+                found = true;
+                if !out.contains(&path) {
+                    out.push(path);
+                }
+            }
+        }
+        let archive = Path::new(LOCALE_DIR).join("locale-archive");
+        if !found && archive.is_file() && !out.contains(&archive) {
+            out.push(archive);
+        }
+    }
+    out
+}
+
 /// [`closure`] of one payload program with [`RUNTIME_DLOPENED`], cached by the file's identity
 /// (device, inode, size, modification time): a replaced program is looked at again.
 pub(crate) fn of_program(program: &Path) -> Arc<Vec<PathBuf>> {
@@ -513,6 +565,21 @@ mod tests {
             Vec::<PathBuf>::new()
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn locales_named_by_the_environment_are_found_under_their_normalised_name() {
+        let env = |k: &str, v: &str| vec![(k.into(), v.into())];
+        assert_eq!(locale_files(&env("LANG", "C")), Vec::<PathBuf>::new());
+        assert_eq!(
+            locale_files(&env("LANG", "../../etc")),
+            Vec::<PathBuf>::new()
+        );
+        assert_eq!(locale_files(&env("PATH", "C.UTF-8")), Vec::<PathBuf>::new());
+        let c_utf8 = Path::new(LOCALE_DIR).join("C.utf8");
+        if c_utf8.is_dir() {
+            assert_eq!(locale_files(&env("LANG", "C.UTF-8")), [c_utf8]);
+        }
     }
 
     #[test]

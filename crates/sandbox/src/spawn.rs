@@ -96,8 +96,10 @@ fn confined(
         read_only: if probe {
             policy.read_only_paths.clone()
         } else {
-            // The program's own shared libraries (cached per program file), then the rest.
+            // The program's own shared libraries (cached per program file), the locale its
+            // environment names, then the rest.
             let mut paths = crate::libraries::of_program(&target.program).to_vec();
+            paths.extend(crate::libraries::locale_files(&target.env));
             paths.extend(policy.read_only_paths.iter().cloned());
             paths
         },

@@ -1,5 +1,5 @@
 //! The filesystem view holds exactly what was asked for: the program, the shared libraries it
-//! links, the read-only paths (minus hidden directories), devices, `/proc` and scratch. No
+//! links, the locale its environment names, the read-only paths (minus hidden directories), devices, `/proc` and scratch. No
 //! system library directory is mounted whole, so nothing installed beside the libraries (an
 //! interpreter's `dist-packages`, other programs' data) can be read.
 #![allow(
@@ -17,7 +17,7 @@ use common::*;
 use sandbox::SandboxMode::{Disabled, Enforce};
 
 #[test]
-fn every_file_in_the_view_is_a_library_the_stdlib_or_the_program() {
+fn every_file_in_the_view_is_a_library_the_stdlib_the_locale_or_the_program() {
     if skip_unless_sandbox_available() {
         return;
     }
@@ -25,7 +25,7 @@ fn every_file_in_the_view_is_a_library_the_stdlib_or_the_program() {
     let payload = python(&format!(
         "stray = []\n\
          for root, dirs, files in os.walk('/'):\n\
-         \x20   if root in ('/proc', '/dev') or root.startswith(('/proc/', {stdlib:?}, {scratch:?})):\n\
+         \x20   if root in ('/proc', '/dev') or root.startswith(('/proc/', '/usr/lib/locale', {stdlib:?}, {scratch:?})):\n\
          \x20       dirs[:] = []\n\
          \x20       continue\n\
          \x20   for f in files:\n\
