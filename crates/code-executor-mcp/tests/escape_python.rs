@@ -5,7 +5,8 @@
 //! `BLOCKED: ...`, never `ESCAPED: ...`, and leaves no trace on the host) AND that the server
 //! still answers. Several attacks defeat any in-language restriction on purpose (walking
 //! `object.__subclasses__()`, ctypes raw syscalls, writing `/proc/self/mem`): only the OS
-//! confinement can stop them. A missing kernel feature prints `SKIP: reason` loudly.
+//! confinement can stop them. A missing kernel feature prints `SKIP: reason` loudly, or fails
+//! the test when `CODE_EXECUTOR_REQUIRE_SANDBOX=1` (scripts/test.sh and CI set it).
 //!
 //! `attacks_succeed_without_the_sandbox` runs some of the same attack code with
 //! `--sandbox none` and asserts that it escapes: the suite can fail.
@@ -27,6 +28,22 @@ use test_support::Harness;
 const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
 const CANARY: &str = "canary-secret-7f3a9c";
 const UPSTREAM_TOKEN: &str = "upstream-token-55e1";
+
+/// Set to `1` to make a sandbox that cannot be set up a failure instead of a skip.
+const REQUIRE_SANDBOX: &str = "CODE_EXECUTOR_REQUIRE_SANDBOX";
+
+/// A loud SKIP for a machine fact unrelated to sandbox capability.
+fn skip_loudly(reason: &str) {
+    eprintln!("\n==================== SKIP: {reason} ====================\n");
+}
+
+/// A sandbox capability is missing: a failure under [`REQUIRE_SANDBOX`], else a loud SKIP.
+fn skip_or_fail_sandbox(reason: &str) {
+    if std::env::var_os(REQUIRE_SANDBOX).is_some_and(|v| v == "1") {
+        panic!("{reason} ({REQUIRE_SANDBOX}=1 makes this a failure)");
+    }
+    skip_loudly(reason);
+}
 
 /// A temporary directory removed on drop.
 struct Temp(PathBuf);
@@ -90,7 +107,9 @@ async fn target_with(sandbox: &str) -> Option<Target> {
     if is_error {
         let reason = format!("{}: {}", v["error"]["name"], v["error"]["message"]);
         if sandbox == "enforce" && reason.contains("refusing to run code") {
-            eprintln!("SKIP: the sandbox cannot be set up on this machine: {reason}");
+            skip_or_fail_sandbox(&format!(
+                "the sandbox cannot be set up on this machine: {reason}"
+            ));
             return None;
         }
         panic!("a trivial execution failed: {reason}");
@@ -126,6 +145,11 @@ impl Target {
             "the attack escaped: {r}"
         );
         assert!(!r.contains("ESCAPED"), "the attack escaped: {r}");
+        if let Some(reason) = r.strip_prefix("SKIP:") {
+            // The attack could not be tried inside the sandbox (e.g. a stdlib module missing
+            // from the view): as much a sandbox problem as a kernel that cannot confine.
+            skip_or_fail_sandbox(reason.trim());
+        }
         self.assert_alive().await;
         r
     }
@@ -333,7 +357,9 @@ async fn connect_to_a_canary_listener_on_localhost_v4_and_v6() {
     let v6 = match std::net::TcpListener::bind("[::1]:0") {
         Ok(l) => Some(l),
         Err(e) => {
-            eprintln!("SKIP: no IPv6 loopback on this host ({e}); testing 127.0.0.1 only");
+            skip_loudly(&format!(
+                "no IPv6 loopback on this host ({e}); testing 127.0.0.1 only"
+            ));
             None
         }
     };

@@ -22,6 +22,8 @@ pub(crate) struct HelperConfig {
     pub env: Vec<OsString>,
     pub cwd: Option<PathBuf>,
     pub read_only: Vec<PathBuf>,
+    /// Directories shown empty (see `SandboxPolicy::hidden_paths`).
+    pub hidden: Vec<PathBuf>,
     pub scratch: Option<PathBuf>,
     pub limits: ResourceLimits,
 }
@@ -53,6 +55,9 @@ impl HelperConfig {
         for path in &self.read_only {
             put("ro", path.as_os_str());
         }
+        for path in &self.hidden {
+            put("hide", path.as_os_str());
+        }
         if let Some(scratch) = &self.scratch {
             put("scratch", scratch.as_os_str());
         }
@@ -77,6 +82,7 @@ impl HelperConfig {
             env: Vec::new(),
             cwd: None,
             read_only: Vec::new(),
+            hidden: Vec::new(),
             scratch: None,
             limits: ResourceLimits::default(),
         };
@@ -102,6 +108,7 @@ impl HelperConfig {
                 b"env" => cfg.env.push(os()),
                 b"cwd" => cfg.cwd = Some(os().into()),
                 b"ro" => cfg.read_only.push(os().into()),
+                b"hide" => cfg.hidden.push(os().into()),
                 b"scratch" => cfg.scratch = Some(os().into()),
                 b"as" => cfg.limits.address_space_bytes = number()?,
                 b"cpu" => cfg.limits.cpu_seconds = number()?,
@@ -128,6 +135,7 @@ mod tests {
             env: vec!["PATH=/usr/bin".into(), "EMPTY=".into()],
             cwd: Some("/scratch dir".into()),
             read_only: vec!["/opt/a".into(), "/opt/b".into()],
+            hidden: vec!["/opt/a/site-packages".into()],
             scratch: Some("/tmp/x".into()),
             limits: ResourceLimits {
                 address_space_bytes: u64::MAX,

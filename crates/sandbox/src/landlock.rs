@@ -6,7 +6,7 @@
 //! the network namespace (step 4) already give the guarantee on their own, so a kernel without
 //! Landlock still runs sandboxed code, and `doctor` says Landlock is off.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus,
@@ -16,7 +16,7 @@ use landlock::{
 
 use crate::config::HelperConfig;
 use crate::helper::SetupError;
-use crate::mounts::{DEFAULT_READ_ONLY, DEVICES};
+use crate::mounts::DEVICES;
 use crate::report::layer;
 
 /// The newest ABI this code was written against; older kernels get what they support.
@@ -32,11 +32,6 @@ pub(crate) fn prepare(cfg: &HelperConfig) -> Result<RulesetCreated, SetupError> 
     // than EACCES on `ls /`; reading or executing files still needs one of the rules below.
     let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> =
         vec![("/".into(), AccessFs::ReadDir.into())];
-    for path in DEFAULT_READ_ONLY {
-        if Path::new(path).exists() {
-            rules.push((path.into(), read));
-        }
-    }
     if let Some(program) = &cfg.program {
         rules.push((program.clone(), read));
     }

@@ -20,6 +20,7 @@ mod config;
 mod forker;
 mod helper;
 mod landlock;
+mod libraries;
 mod limits;
 mod mounts;
 mod namespaces;
@@ -61,9 +62,19 @@ pub enum SandboxMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxPolicy {
     pub mode: SandboxMode,
-    /// Paths the worker may read and execute beyond the defaults (the payload program and the
-    /// system library directories `/lib*` and `/usr/lib*`), e.g. an interpreter's install.
+    /// Paths the worker may read and execute besides the payload program, the shared
+    /// libraries it links (found by [`shared_libraries`] and added by [`command`]) and the
+    /// locale data its environment names (`LANG`, `LC_*`; also added by [`command`]), e.g. an
+    /// interpreter's standard library. Nothing else of the host is in the view: no system
+    /// library directory as a whole, so libraries loaded by anything but the program (an
+    /// interpreter's extension modules) must be listed here too (see [`shared_libraries`]).
     pub read_only_paths: Vec<PathBuf>,
+    /// Directories inside `read_only_paths` that the worker sees empty (an empty read-only
+    /// tmpfs is mounted on each), e.g. an interpreter's `site-packages` inside its standard
+    /// library. A path that does not exist, is not a directory, or is not inside a read-only
+    /// path is not in the view anyway and is ignored. A path also listed in
+    /// `read_only_paths` stays visible.
+    pub hidden_paths: Vec<PathBuf>,
     /// The one directory the worker may write; it appears at the same path inside.
     pub scratch_dir: Option<PathBuf>,
     pub limits: ResourceLimits,
@@ -78,6 +89,7 @@ impl SandboxPolicy {
         Self {
             mode,
             read_only_paths: Vec::new(),
+            hidden_paths: Vec::new(),
             scratch_dir: None,
             limits: ResourceLimits::default(),
             helper_exe,
@@ -163,6 +175,20 @@ pub enum SandboxError {
 /// [`EXIT_SETUP_FAILED`] and a message on stderr. Call [`probe`] once at start to refuse early.
 pub fn command(target: &WorkerCommand, policy: &SandboxPolicy) -> Result<Command, SandboxError> {
     spawn::command(target, policy)
+}
+
+/// The shared libraries the ELF `objects` (executables, libraries, extension modules) load,
+/// transitively, as the host's dynamic loader would find them (`PT_INTERP`, `DT_NEEDED`
+/// through `DT_RPATH`/`DT_RUNPATH` with `$ORIGIN`, `/etc/ld.so.cache`, the default
+/// directories), plus `libgcc_s.so.1`, which glibc loads at run time for thread exit. The paths
+/// are those the loader opens (symlinks not resolved), in a stable order. Only headers are
+/// read; non-ELF files contribute nothing and names found nowhere are left out.
+///
+/// [`command`] adds the payload program's own libraries by itself; use this for what the
+/// program loads later (an interpreter's extension modules) and put the result in
+/// [`SandboxPolicy::read_only_paths`]. Computing it once, at start, is enough.
+pub fn shared_libraries(objects: &[PathBuf]) -> Vec<PathBuf> {
+    libraries::closure(objects, libraries::RUNTIME_DLOPENED)
 }
 
 /// Runs the sandbox helper. Call it first thing in `main` when `argv[1] == HELPER_ARG`, before

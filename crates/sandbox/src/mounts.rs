@@ -1,11 +1,13 @@
 //! The filesystem view (step 6): a read-only tmpfs root holding only what the payload needs.
 //!
-//! The plan is computed from the host view first ([`plan`]): every path the payload needs is
-//! resolved component by component, so the symlinks on the way (`/bin -> usr/bin`,
-//! `/lib64/ld-linux... -> ...`) are recreated as symlinks and only real files and directories
-//! are bind-mounted. Then [`build`] mounts a tmpfs, pivots into it, recreates the symlinks and
-//! directories, bind-mounts the plan read-only (scratch read-write), adds a small `/dev` and a
-//! fresh `/proc`, detaches the host root and makes the tmpfs root read-only.
+//! The plan is computed from the host view first ([`plan`]): every path the payload needs (the
+//! program, the shared libraries it links, the host's read-only paths) is resolved component
+//! by component, so the symlinks on the way (`/bin -> usr/bin`, `/lib64/ld-linux... -> ...`)
+//! are recreated as symlinks and only real files and directories are bind-mounted. No library
+//! directory is mounted as a whole. Then [`build`] mounts a tmpfs, pivots into it, recreates
+//! the symlinks and directories, bind-mounts the plan read-only (scratch read-write), covers
+//! hidden directories with an empty read-only tmpfs, adds a small `/dev` and a fresh `/proc`,
+//! detaches the host root and makes the tmpfs root read-only.
 
 use std::ffi::OsString;
 use std::fs;
@@ -21,19 +23,6 @@ use crate::helper::SetupError;
 use crate::report::layer;
 use crate::sys::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr};
 
-/// System library directories every dynamically linked payload needs; those that do not
-/// exist on this host are skipped.
-pub(crate) const DEFAULT_READ_ONLY: &[&str] = &[
-    "/lib",
-    "/lib64",
-    "/lib32",
-    "/libx32",
-    "/usr/lib",
-    "/usr/lib64",
-    "/usr/lib32",
-    "/usr/libx32",
-];
-
 /// The devices of the small `/dev`, bound from the host's.
 pub(crate) const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"];
 
@@ -47,6 +36,9 @@ const MAX_SYMLINKS: usize = 40;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Access {
+    /// A directory inside a read-only path, shown empty (an empty read-only tmpfs on it).
+    /// Least permissive: the same path with any other access stays visible.
+    Hidden,
     /// Read and execute, nothing else (nosuid, nodev).
     ReadOnly,
     /// A device node: read and write the node, no exec, no suid.
@@ -72,11 +64,6 @@ pub(crate) enum Step {
 /// Every step needed to make the configured paths resolve inside the view as on the host.
 pub(crate) fn plan(cfg: &HelperConfig) -> Result<Vec<Step>, SetupError> {
     let mut steps = Vec::new();
-    for path in DEFAULT_READ_ONLY {
-        if fs::symlink_metadata(path).is_ok() {
-            resolve(Path::new(path), Access::ReadOnly, &mut steps)?;
-        }
-    }
     if let Some(program) = &cfg.program {
         resolve(program, Access::ReadOnly, &mut steps)?;
     }
@@ -88,6 +75,20 @@ pub(crate) fn plan(cfg: &HelperConfig) -> Result<Vec<Step>, SetupError> {
     }
     if let Some(scratch) = &cfg.scratch {
         resolve(scratch, Access::ReadWrite, &mut steps)?;
+    }
+    // Hidden directories are named by their real path and add no directory or symlink of their
+    // own: one outside every read-only path is not in the view, and must not appear as an
+    // empty directory either.
+    for path in &cfg.hidden {
+        if let Ok(real) = fs::canonicalize(path)
+            && real.is_dir()
+        {
+            steps.push(Step::Bind {
+                path: real,
+                access: Access::Hidden,
+                is_dir: true,
+            });
+        }
     }
     Ok(steps)
 }
@@ -225,6 +226,24 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
     let mut applied: Vec<(&Path, Access)> = Vec::new();
     for (path, access, is_dir) in binds {
         let covering = applied.iter().rev().find(|(p, _)| path.starts_with(p));
+        if access == Access::Hidden {
+            // Only what a read-only bind shows needs covering; the mount point exists there.
+            if covering.is_some_and(|(_, a)| *a == Access::ReadOnly) {
+                mount(
+                    Some("tmpfs"),
+                    path,
+                    Some("tmpfs"),
+                    MsFlags::MS_RDONLY
+                        | MsFlags::MS_NOSUID
+                        | MsFlags::MS_NODEV
+                        | MsFlags::MS_NOEXEC,
+                    Some("mode=0555,size=4k,nr_inodes=1"),
+                )
+                .map_err(|e| err(format!("hide {}", path.display()), &e))?;
+                applied.push((path, access));
+            }
+            continue;
+        }
         if covering.is_some_and(|(_, a)| *a == access) {
             continue;
         }
@@ -254,6 +273,7 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
             Access::ReadOnly => ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV,
             Access::Device => ATTR_RDONLY | ATTR_NOSUID | ATTR_NOEXEC,
             Access::ReadWrite => ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
+            Access::Hidden => continue,
         };
         mount_setattr(path, true, attrs)
             .map_err(|e| err(format!("mount_setattr {}", path.display()), &e))?;
@@ -314,19 +334,27 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
         .filter(|(_, a)| *a == Access::ReadOnly)
         .map(|(p, _)| p.display().to_string())
         .collect();
-    let rw: Vec<String> = applied
-        .iter()
-        .filter(|(_, a)| *a == Access::ReadWrite)
-        .map(|(p, _)| p.display().to_string())
-        .collect();
-    Ok(format!(
-        "read-only tmpfs root; read-only: {}; read-write: {}; /dev: null zero urandom random; /proc: {proc_detail}",
-        ro.join(" "),
-        if rw.is_empty() {
+    let list = |access: Access| -> String {
+        let paths: Vec<String> = applied
+            .iter()
+            .filter(|(_, a)| *a == access)
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        if paths.is_empty() {
             "none".to_owned()
         } else {
-            rw.join(" ")
+            paths.join(" ")
+        }
+    };
+    Ok(format!(
+        "read-only tmpfs root; read-only: {}; hidden (empty): {}; read-write: {}; /dev: null zero urandom random; /proc: {proc_detail}",
+        if ro.is_empty() {
+            "none".to_owned()
+        } else {
+            ro.join(" ")
         },
+        list(Access::Hidden),
+        list(Access::ReadWrite),
     ))
 }
 

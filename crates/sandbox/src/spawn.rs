@@ -93,7 +93,17 @@ fn confined(
             })
             .collect(),
         cwd: target.cwd.clone(),
-        read_only: policy.read_only_paths.clone(),
+        read_only: if probe {
+            policy.read_only_paths.clone()
+        } else {
+            // The program's own shared libraries (cached per program file), the locale its
+            // environment names, then the rest.
+            let mut paths = crate::libraries::of_program(&target.program).to_vec();
+            paths.extend(crate::libraries::locale_files(&target.env));
+            paths.extend(policy.read_only_paths.iter().cloned());
+            paths
+        },
+        hidden: policy.hidden_paths.clone(),
         scratch: policy.scratch_dir.clone(),
         limits: policy.limits,
     };
@@ -176,6 +186,12 @@ fn validate(target: &WorkerCommand, policy: &SandboxPolicy) -> Result<(), Sandbo
                     path.display()
                 ));
             }
+        }
+        if let Some(path) = policy.hidden_paths.iter().find(|p| !absolute(p)) {
+            return invalid(format!(
+                "hidden path {} is not an absolute path",
+                path.display()
+            ));
         }
         if let Some(scratch) = &policy.scratch_dir
             && (!absolute(scratch) || !scratch.is_dir())

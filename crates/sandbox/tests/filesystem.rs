@@ -134,7 +134,7 @@ fn symlink_from_scratch_to_host_file() {
         "link = os.path.join(os.getcwd(), 'link')\n\
          attempt(lambda: os.symlink({secret:?}, link))\n\
          attempt(lambda: open(link).read())\n\
-         attempt(lambda: os.link('/usr/lib/os-release', os.path.join(os.getcwd(), 'hard')))"
+         attempt(lambda: os.link({PYTHON:?}, os.path.join(os.getcwd(), 'hard')))"
     ));
     let confined = run(&payload, &fx.policy(Enforce));
     // The link is made (scratch is writable) but points into nothing; hard links across mounts
@@ -255,7 +255,7 @@ fn unreachable_read_only_path_fails_closed() {
     )
     .unwrap();
     if nix::unistd::geteuid().as_raw() != 0 {
-        println!("SKIP: needs root to make a path the sandbox uid cannot traverse");
+        skip_loudly("needs root to make a path the sandbox uid cannot traverse");
         return;
     }
     let mut policy = fx.policy(Enforce);

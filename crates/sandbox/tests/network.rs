@@ -71,7 +71,7 @@ fn tcp_connect_to_ipv6_loopback_canary() {
         return;
     }
     let Ok(listener) = TcpListener::bind("[::1]:0") else {
-        println!("SKIP: this machine has no IPv6 loopback to listen on");
+        skip_loudly("this machine has no IPv6 loopback to listen on");
         return;
     };
     let fx = Fixture::new("tcp6");

@@ -1,6 +1,10 @@
 //! Python workers: find the host's CPython once, check the sandbox can use it, and start it
 //! with the embedded shim (`python_shim.py`) inside the same confinement as JavaScript workers
-//! plus the interpreter's install, read-only.
+//! plus exactly what the interpreter needs, read-only: its standard library (with
+//! `lib-dynload`) and the shared libraries of the interpreter and its extension modules. Its
+//! site-packages directories are in the view only with `--python-site-packages`; without it,
+//! those inside the standard library (a pyenv or source build keeps `site-packages` there) are
+//! shown empty.
 //!
 //! Finding the interpreter runs it once (to ask for its real executable and library paths), so
 //! it happens in the background after start: the first `tools/list` never waits for it, and a
@@ -45,24 +49,54 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const PYTHON_MAX_PROCESSES: u64 = 16;
 /// Candidates tried in order when no interpreter is configured.
 const DEFAULT_CANDIDATES: &[&str] = &["python3", "/usr/bin/python3", "/usr/local/bin/python3"];
-/// Asked of each candidate: where its executable, standard library and site-packages are.
-/// It also compiles the shim (argv[1]) for the workers' `BOOTSTRAP`.
-const PROBE: &str = r#"import binascii, json, marshal, site, sys, sysconfig
+/// Asked of each candidate (run as the workers run: `-I -S`): where its executable, standard
+/// library (`sys.path` without site: the stdlib and `lib-dynload`), shared libpython and
+/// site-packages (the interpreter's and the user's) are. A venv's python is its base
+/// interpreter plus the venv's site-packages (and the base's with
+/// `include-system-site-packages`), found from `pyvenv.cfg` as `site` would, without running
+/// `site` (which would run `.pth` files). It also compiles the shim (argv[1]) for the
+/// workers' `BOOTSTRAP`.
+const PROBE: &str = r#"import binascii, json, marshal, os, site, sys, sysconfig
 import _frozen_importlib_external as f
 p = sysconfig.get_paths()
+site_dirs = site.getsitepackages()
+exe_dir = os.path.dirname(os.path.abspath(sys.executable))
+for d in (exe_dir, os.path.dirname(exe_dir)):
+    cfg = os.path.join(d, "pyvenv.cfg")
+    if os.path.isfile(cfg):
+        venv, system = os.path.dirname(exe_dir), False
+        with open(cfg, encoding="utf-8") as fh:
+            for line in fh:
+                k, _, v = line.partition("=")
+                if k.strip().lower() == "include-system-site-packages":
+                    system = v.strip().lower() == "true"
+        scheme = "venv" if "venv" in sysconfig.get_scheme_names() else "posix_prefix"
+        v = sysconfig.get_paths(scheme, vars={"base": venv, "platbase": venv})
+        p = dict(p, purelib=v.get("purelib"), platlib=v.get("platlib"))
+        site_dirs = site.getsitepackages([venv]) + (site_dirs if system else [])
+        break
 try:
     code = f.MAGIC_NUMBER + marshal.dumps(compile(sys.argv[1], "<shim>", "exec"))
 except SyntaxError:  # too old for the shim: the version check below says so
     code = b""
 shared = sysconfig.get_config_var("Py_ENABLE_SHARED")
+try:
+    user = [site.getusersitepackages()]
+except Exception:
+    user = []
 print(json.dumps({
     "executable": sys.executable,
     "version": [sys.version_info[0], sys.version_info[1], sys.version_info[2]],
-    "stdlib": [p.get("stdlib"), p.get("platstdlib")],
+    "stdlib": [p.get("stdlib"), p.get("platstdlib")] + sys.path,
     "libdir": sysconfig.get_config_var("LIBDIR") if shared else None,
-    "site": list(dict.fromkeys(site.getsitepackages() + [p.get("purelib"), p.get("platlib")])),
+    "ldlibrary": sysconfig.get_config_var("LDLIBRARY") if shared else None,
+    "site": list(dict.fromkeys([p.get("purelib"), p.get("platlib")] + site_dirs)),
+    "user_site": user,
     "shim": binascii.b2a_base64(code, newline=False).decode(),
 }))"#;
+/// Files looked at, at most, when collecting the shared libraries of the extension modules in
+/// site-packages (`--python-site-packages` only; once, at start).
+const MAX_SITE_FILES: usize = 50_000;
 
 /// How Python executions are configured.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -81,10 +115,16 @@ pub struct PythonInstall {
     /// The real executable (symlinks resolved).
     pub executable: PathBuf,
     pub version: String,
-    /// Standard library and shared-library directories the worker must read.
+    /// Standard library directories the worker must read (the stdlib and `lib-dynload`).
     pub library_dirs: Vec<PathBuf>,
+    /// Shared libraries the interpreter and the extension modules of `library_dirs` load, as
+    /// the loader opens them (libpython, libc, libssl, libffi, ...).
+    pub shared_libraries: Vec<PathBuf>,
     /// Existing site-packages directories of the interpreter.
     pub site_packages: Vec<PathBuf>,
+    /// Existing user site-packages directory (`~/.local/lib/pythonX.Y/site-packages`), never
+    /// importable (workers run isolated) and hidden should it be inside the view.
+    pub user_site: Vec<PathBuf>,
     /// The shim compiled by this interpreter, as `BOOTSTRAP` takes it.
     pub compiled_shim: String,
 }
@@ -95,7 +135,10 @@ struct ProbeAnswer {
     version: (u32, u32, u32),
     stdlib: Vec<Option<String>>,
     libdir: Option<String>,
+    ldlibrary: Option<String>,
     site: Vec<Option<String>>,
+    #[serde(default)]
+    user_site: Vec<Option<String>>,
     shim: String,
 }
 
@@ -185,21 +228,91 @@ fn probe(candidate: &Path) -> Result<PythonInstall, String> {
         }
         out
     };
-    let mut library_dirs = existing(answer.stdlib);
-    for dir in existing(vec![answer.libdir]) {
-        // The shared libpython lives in LIBDIR; only that file is needed, but its directory
-        // is what the loader searches. Skip it when the default view already holds it.
-        if !dir.starts_with("/usr/lib") && !library_dirs.contains(&dir) {
-            library_dirs.push(dir);
-        }
+    let site_packages = existing(answer.site);
+    let user_site = existing(answer.user_site);
+    // The stdlib and sys.path without site (lib-dynload); never a site directory itself.
+    let library_dirs: Vec<PathBuf> = existing(answer.stdlib)
+        .into_iter()
+        .filter(|d| !site_packages.contains(d) && !user_site.contains(d))
+        .collect();
+    // The shared libpython, when there is one, is needed whichever way the loader finds it.
+    let libpython = match (answer.libdir, answer.ldlibrary) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(Path::new(&dir).join(name))
+            .ok()
+            .filter(|p| p.is_file()),
+        _ => None,
+    };
+    let mut objects = vec![executable.clone()];
+    objects.extend(libpython.iter().cloned());
+    objects.extend(extension_modules(&library_dirs));
+    let mut shared_libraries = sandbox::shared_libraries(&objects);
+    if let Some(lib) = libpython
+        && !shared_libraries.contains(&lib)
+    {
+        shared_libraries.push(lib);
     }
     Ok(PythonInstall {
         executable,
         version: format!("{major}.{minor}.{patch}"),
         library_dirs,
-        site_packages: existing(answer.site),
+        shared_libraries,
+        site_packages,
+        user_site,
         compiled_shim: answer.shim,
     })
+}
+
+/// The extension modules (`*.so`) directly in `dirs` (the stdlib keeps them in `lib-dynload`;
+/// subdirectories are not searched, which keeps site-packages inside the stdlib out).
+fn extension_modules(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "so") && path.is_file() {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The extension modules anywhere below `dirs` (site-packages), at most [`MAX_SITE_FILES`]
+/// files looked at; symlinked directories are not followed.
+fn extension_modules_below(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut pending: Vec<PathBuf> = dirs.to_vec();
+    let mut seen = 0usize;
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_SITE_FILES {
+                return out;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                pending.push(path);
+            } else if kind.is_file()
+                && path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(".so"))
+            {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Reads a child's pipe to its end on a thread of its own.
@@ -227,6 +340,7 @@ fn check_access(install: PythonInstall, sandbox_uid_other: bool) -> Result<Pytho
     };
     let mut paths = vec![install.executable.clone()];
     paths.extend(install.library_dirs.iter().cloned());
+    paths.extend(install.shared_libraries.iter().cloned());
     for path in &paths {
         for dir in path.ancestors().skip(1) {
             if mode_of(dir)? & 0o001 == 0 {
@@ -249,7 +363,10 @@ fn check_access(install: PythonInstall, sandbox_uid_other: bool) -> Result<Pytho
     Ok(install)
 }
 
-/// The worker command and policy for `install`.
+/// The worker command and policy for `install`: the view holds the standard library and the
+/// shared libraries; with `site_packages`, also the site-packages directories and the shared
+/// libraries their extension modules load (found here, once: this walks site-packages);
+/// without, site directories inside the standard library are shown empty.
 pub fn spawner(
     install: &PythonInstall,
     mut policy: sandbox::SandboxPolicy,
@@ -259,6 +376,12 @@ pub fn spawner(
     policy
         .read_only_paths
         .extend(install.library_dirs.iter().cloned());
+    policy
+        .read_only_paths
+        .extend(install.shared_libraries.iter().cloned());
+    policy
+        .hidden_paths
+        .extend(install.user_site.iter().cloned());
     let mut args: Vec<OsString> = [
         "-I",
         "-S",
@@ -275,12 +398,24 @@ pub fn spawner(
         policy
             .read_only_paths
             .extend(install.site_packages.iter().cloned());
+        let modules = extension_modules_below(&install.site_packages);
+        if !modules.is_empty() {
+            for lib in sandbox::shared_libraries(&modules) {
+                if !policy.read_only_paths.contains(&lib) {
+                    policy.read_only_paths.push(lib);
+                }
+            }
+        }
         args.extend(
             install
                 .site_packages
                 .iter()
                 .map(|p| p.as_os_str().to_owned()),
         );
+    } else {
+        policy
+            .hidden_paths
+            .extend(install.site_packages.iter().cloned());
     }
     WorkerSpawner {
         language: Language::Python,
@@ -339,11 +474,13 @@ impl PythonRuntime {
             version = %install.version,
             "Python workers ready to start"
         );
-        let spawner = spawner(
-            &install,
-            self.inner.policy.clone(),
-            self.inner.options.site_packages,
-        );
+        // With site-packages this walks them once (for their extension modules' libraries).
+        let (policy, site_packages) = (self.inner.policy.clone(), self.inner.options.site_packages);
+        let for_spawner = install.clone();
+        let spawner =
+            tokio::task::spawn_blocking(move || spawner(&for_spawner, policy, site_packages))
+                .await
+                .map_err(|e| format!("preparing the Python view failed: {e}"))?;
         let pool = Pool::start(spawner, self.inner.options.pool_size);
         Ok((install, pool))
     }
@@ -457,19 +594,31 @@ mod tests {
     }
 
     #[test]
-    fn site_packages_are_bound_and_passed_only_when_enabled() {
+    fn site_packages_are_bound_and_passed_only_when_enabled_and_hidden_otherwise() {
         let install = PythonInstall {
             executable: "/usr/bin/python3.11".into(),
             version: "3.11.2".into(),
             library_dirs: vec!["/opt/py/lib/python3.11".into()],
+            shared_libraries: vec!["/lib/x86_64-linux-gnu/libc.so.6".into()],
             site_packages: vec!["/opt/py/lib/python3.11/site-packages".into()],
+            user_site: vec!["/home/u/.local/lib/python3.11/site-packages".into()],
             compiled_shim: "AAAA".into(),
         };
         let policy = sandbox::SandboxPolicy::new(sandbox::SandboxMode::Enforce, None);
         let off = spawner(&install, policy.clone(), false);
         assert_eq!(
             off.policy.read_only_paths,
-            [PathBuf::from("/opt/py/lib/python3.11")]
+            [
+                PathBuf::from("/opt/py/lib/python3.11"),
+                PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6")
+            ]
+        );
+        assert_eq!(
+            off.policy.hidden_paths,
+            [
+                PathBuf::from("/home/u/.local/lib/python3.11/site-packages"),
+                PathBuf::from("/opt/py/lib/python3.11/site-packages")
+            ]
         );
         assert_eq!(off.command.args.len(), 7);
         assert_eq!(off.policy.limits.max_processes, PYTHON_MAX_PROCESSES);
@@ -478,12 +627,68 @@ mod tests {
             on.policy.read_only_paths,
             [
                 PathBuf::from("/opt/py/lib/python3.11"),
+                PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
                 PathBuf::from("/opt/py/lib/python3.11/site-packages")
             ]
+        );
+        assert_eq!(
+            on.policy.hidden_paths,
+            [PathBuf::from("/home/u/.local/lib/python3.11/site-packages")]
         );
         assert_eq!(
             on.command.args.last(),
             Some(&OsString::from("/opt/py/lib/python3.11/site-packages"))
         );
+    }
+
+    #[test]
+    fn the_view_of_the_system_interpreter_is_its_stdlib_and_libraries_without_site_packages() {
+        let Ok(install) = resolve(Some(Path::new("/usr/bin/python3")), false) else {
+            eprintln!("SKIP: no /usr/bin/python3 on this machine");
+            return;
+        };
+        // No site directory is a library directory, and none is below one unless hidden.
+        let off = spawner(
+            &install,
+            sandbox::SandboxPolicy::new(sandbox::SandboxMode::Enforce, None),
+            false,
+        );
+        for site in &install.site_packages {
+            assert!(!install.library_dirs.contains(site), "{install:?}");
+            if install.library_dirs.iter().any(|d| site.starts_with(d)) {
+                assert!(off.policy.hidden_paths.contains(site), "{install:?}");
+            }
+        }
+        // No directory of system libraries as a whole: libraries are files.
+        for dir in ["/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib"] {
+            assert!(
+                !off.policy.read_only_paths.contains(&PathBuf::from(dir)),
+                "{:?}",
+                off.policy.read_only_paths
+            );
+        }
+        let names: Vec<String> = install
+            .shared_libraries
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        assert!(names.iter().any(|n| n.starts_with("libc.so")), "{names:?}");
+        // lib-dynload's modules need more than the interpreter links (e.g. _ssl: libssl).
+        if install
+            .library_dirs
+            .iter()
+            .any(|d| d.join("lib-dynload").is_dir() || d.ends_with("lib-dynload"))
+            && extension_modules(&install.library_dirs)
+                .iter()
+                .any(|m| m.to_string_lossy().contains("_ssl."))
+        {
+            assert!(
+                names.iter().any(|n| n.starts_with("libssl.so")),
+                "{names:?}"
+            );
+        }
+        for lib in &install.shared_libraries {
+            assert!(lib.is_file(), "{lib:?}");
+        }
     }
 }

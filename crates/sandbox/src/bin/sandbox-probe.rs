@@ -2,8 +2,8 @@
 //! binary does, and otherwise:
 //!
 //! - `sandbox-probe [SCRATCH]`: prints the layer report (exit 1 if the minimum is not met);
-//! - `sandbox-probe run [--disabled] [--scratch DIR] [--ro PATH]... -- PROGRAM [ARGS]...`: runs
-//!   one payload with inherited stdio and exits as it did;
+//! - `sandbox-probe run [--disabled] [--scratch DIR] [--ro PATH]... [--hide DIR]... -- PROGRAM
+//!   [ARGS]...`: runs one payload with inherited stdio and exits as it did;
 //! - `sandbox-probe bench [N]`: median spawn-to-exit time of `/bin/true`, confined and not.
 
 use std::ffi::OsString;
@@ -61,6 +61,7 @@ fn run(args: &[OsString]) -> Result<ExitCode, String> {
             Some("--ro") => policy
                 .read_only_paths
                 .extend(rest.next().map(PathBuf::from)),
+            Some("--hide") => policy.hidden_paths.extend(rest.next().map(PathBuf::from)),
             Some("--") => break,
             _ => return Err(format!("unexpected argument {arg:?}")),
         }

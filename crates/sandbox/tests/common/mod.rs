@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 use sandbox::{ResourceLimits, SandboxMode, SandboxPolicy, WorkerCommand};
 
 pub const PYTHON: &str = "/usr/bin/python3.11";
+/// PYTHON's standard library (with `lib-dynload`, its extension modules).
+pub const PYTHON_STDLIB: &str = "/usr/lib/python3.11";
 pub const SH: &str = "/bin/sh";
 pub const HELPER: &str = env!("CARGO_BIN_EXE_sandbox-probe");
 /// Generous: the slowest payload here takes well under a second.
@@ -87,15 +89,34 @@ impl Fixture {
         }
     }
 
+    /// The payloads here are `sh` (which needs nothing but its own libraries, added by
+    /// `sandbox::command`) and [`PYTHON`], which also needs [`python_view`].
     pub fn policy(&self, mode: SandboxMode) -> SandboxPolicy {
         SandboxPolicy {
             mode,
-            read_only_paths: Vec::new(),
+            read_only_paths: python_view(),
+            hidden_paths: Vec::new(),
             scratch_dir: Some(self.scratch.path().to_owned()),
             limits: ResourceLimits::default(),
             helper_exe: Some(HELPER.into()),
         }
     }
+}
+
+/// What [`PYTHON`] reads besides itself: its standard library and the shared libraries of its
+/// extension modules (the host's server computes the same from the interpreter's paths).
+pub fn python_view() -> Vec<PathBuf> {
+    static VIEW: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    VIEW.get_or_init(|| {
+        let dynload = Path::new(PYTHON_STDLIB).join("lib-dynload");
+        let modules: Vec<PathBuf> = std::fs::read_dir(&dynload)
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        let mut view = vec![PathBuf::from(PYTHON_STDLIB)];
+        view.extend(sandbox::shared_libraries(&modules));
+        view
+    })
+    .clone()
 }
 
 pub fn python(code: &str) -> WorkerCommand {
@@ -188,8 +209,34 @@ pub fn run(cmd: &WorkerCommand, policy: &SandboxPolicy) -> Outcome {
     }
 }
 
+/// Set to `1` (scripts/test.sh and CI do) to make a missing sandbox capability a failure
+/// instead of a skip.
+pub const REQUIRE_SANDBOX: &str = "CODE_EXECUTOR_REQUIRE_SANDBOX";
+
+/// Whether [`REQUIRE_SANDBOX`] is set to `1`.
+pub fn sandbox_required() -> bool {
+    std::env::var_os(REQUIRE_SANDBOX).is_some_and(|v| v == "1")
+}
+
+/// A test that cannot run because of a machine fact unrelated to sandbox capability (no IPv6
+/// loopback, not root): a loud SKIP line on stdout and stderr, never a failure.
+pub fn skip_loudly(reason: &str) {
+    println!("\n==================== SKIP: {reason} ====================\n");
+    eprintln!("\n==================== SKIP: {reason} ====================\n");
+}
+
+/// A sandbox capability this test needs is missing: a failure under [`REQUIRE_SANDBOX`], else a
+/// loud SKIP.
+pub fn skip_or_fail_sandbox(reason: &str) {
+    if sandbox_required() {
+        panic!("{reason} ({REQUIRE_SANDBOX}=1 makes this a failure)");
+    }
+    skip_loudly(reason);
+}
+
 /// True (after printing a loud SKIP line) when this kernel cannot give the minimum guarantee;
-/// the caller returns. On a machine that can sandbox, this never skips.
+/// the caller returns. Panics instead under [`REQUIRE_SANDBOX`]. On a machine that can
+/// sandbox, this never skips.
 pub fn skip_unless_sandbox_available() -> bool {
     static REPORT: OnceLock<Option<String>> = OnceLock::new();
     let missing = REPORT.get_or_init(|| {
@@ -201,8 +248,7 @@ pub fn skip_unless_sandbox_available() -> bool {
     });
     match missing {
         Some(reason) => {
-            println!("SKIP: {reason}");
-            eprintln!("SKIP: {reason}");
+            skip_or_fail_sandbox(&format!("the sandbox cannot be set up: {reason}"));
             true
         }
         None => false,
@@ -214,8 +260,7 @@ pub fn skip_unless_exists(path: &str) -> bool {
     if Path::new(path).exists() {
         return false;
     }
-    println!("SKIP: {path} does not exist on this machine");
-    eprintln!("SKIP: {path} does not exist on this machine");
+    skip_loudly(&format!("{path} does not exist on this machine"));
     true
 }
 
