@@ -677,11 +677,20 @@ mod tests {
                 && err.contains("server \"a__b\" tool \"c\""),
             "{err}"
         );
-        assert!(
-            split_qualified(servers.iter().copied(), "mcp__FS__read_file", Asker::Code).is_err()
-        );
-        assert!(split_qualified(servers.iter().copied(), "fs__read_file", Asker::Code).is_err());
-        assert!(split_qualified(servers.iter().copied(), "mcp__fs__", Asker::Code).is_err());
+        for (name, says) in [
+            (
+                "mcp__FS__read_file",
+                "\"mcp__FS__read_file\" names no configured server",
+            ),
+            (
+                "fs__read_file",
+                "is not a qualified tool name; write mcp__<server>__<tool>",
+            ),
+            ("mcp__fs__", "\"mcp__fs__\" names no configured server"),
+        ] {
+            let err = split_qualified(servers.iter().copied(), name, Asker::Code).unwrap_err();
+            assert!(err.contains(says), "{name}: {err}");
+        }
     }
 
     /// The disk cache makes a server's tools searchable before it is started (here: never

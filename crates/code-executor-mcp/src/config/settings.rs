@@ -329,7 +329,8 @@ mod tests {
         );
         let err = Settings::parse(r#"{"poolsize": 4}"#).unwrap_err();
         assert!(err.contains("unknown field `poolsize`"), "{err}");
-        assert!(Settings::parse(r#"{"poolSize": 1000}"#).is_err());
+        let err = Settings::parse(r#"{"poolSize": 1000}"#).unwrap_err();
+        assert_eq!(err, "poolSize 1000 is above the maximum of 64");
     }
 
     #[test]
@@ -345,9 +346,9 @@ mod tests {
         assert_eq!(s.pool_size, 1);
         assert_eq!(s.connected_servers, ["a", "b"]);
         assert!(!s.discover);
-        assert!(
-            s.apply_env(&|k| (k == DISCOVER_ENV).then(|| "maybe".into()))
-                .is_err()
-        );
+        let err = s
+            .apply_env(&|k| (k == DISCOVER_ENV).then(|| "maybe".into()))
+            .unwrap_err();
+        assert!(err.contains("must be 1/0, true/false or yes/no"), "{err}");
     }
 }

@@ -360,13 +360,12 @@ fn a_broken_discovered_file_is_a_warning_but_a_broken_explicit_file_is_an_error(
     })
     .unwrap_err();
     assert!(err.to_string().contains("broken/.cursor/mcp.json"), "{err}");
-    assert!(
-        Config::load(&LoadOptions {
-            explicit: Some(m.root.join("nope.json")),
-            ..LoadOptions::default()
-        })
-        .is_err()
-    );
+    let err = Config::load(&LoadOptions {
+        explicit: Some(m.root.join("nope.json")),
+        ..LoadOptions::default()
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("nope.json: no such file"), "{err}");
 }
 
 #[test]

@@ -349,8 +349,13 @@ mod tests {
             Limits::for_request(None).unwrap().timeout,
             Duration::from_millis(DEFAULT_TIMEOUT_MS)
         );
-        assert!(Limits::for_request(Some(0)).is_err());
-        assert!(Limits::for_request(Some(MAX_TIMEOUT_MS + 1)).is_err());
+        for ms in [0, MAX_TIMEOUT_MS + 1] {
+            let err = Limits::for_request(Some(ms)).unwrap_err();
+            assert_eq!(
+                err,
+                format!("timeoutMs must be between 1 and {MAX_TIMEOUT_MS} (got {ms})")
+            );
+        }
         assert!(Limits::for_request(Some(MAX_TIMEOUT_MS)).is_ok());
     }
 }
