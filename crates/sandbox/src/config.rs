@@ -150,8 +150,17 @@ mod tests {
 
     #[test]
     fn rejects_truncated_input() {
-        assert!(HelperConfig::decode(b"program\0/bin/sh").is_err());
-        assert!(HelperConfig::decode(b"program\0").is_err());
-        assert!(HelperConfig::decode(b"nope\0x\0").is_err());
+        let errs: Vec<String> = [&b"program\0/bin/sh"[..], b"program\0", b"nope\0x\0"]
+            .iter()
+            .map(|b| HelperConfig::decode(b).err().unwrap())
+            .collect();
+        assert_eq!(
+            errs,
+            [
+                "configuration does not end with NUL",
+                "key \"program\" has no value",
+                "unknown key \"nope\"",
+            ]
+        );
     }
 }

@@ -397,7 +397,20 @@ mod tests {
     #[test]
     fn rejects_relative_and_missing_paths() {
         let mut steps = Vec::new();
-        assert!(resolve(Path::new("usr/lib"), Access::ReadOnly, &mut steps).is_err());
-        assert!(resolve(Path::new("/does/not/exist"), Access::ReadOnly, &mut steps).is_err());
+        let errs: Vec<String> = ["usr/lib", "/does/not/exist"]
+            .iter()
+            .map(|p| {
+                resolve(Path::new(p), Access::ReadOnly, &mut steps)
+                    .unwrap_err()
+                    .reason
+            })
+            .collect();
+        assert_eq!(
+            errs,
+            [
+                "usr/lib is not absolute",
+                "/does: No such file or directory (os error 2)",
+            ]
+        );
     }
 }

@@ -354,7 +354,12 @@ fn enforce_without_helper_is_refused() {
     assert!(err.to_string().contains("helper_exe"), "{err}");
     let report = sandbox::probe(&policy);
     assert!(!report.minimum_guarantee_met());
-    assert!(sandbox::ensure_available(&policy).is_err());
+    let err = sandbox::ensure_available(&policy).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("SandboxPolicy::helper_exe is required in Enforce mode"),
+        "{err}"
+    );
 }
 
 #[test]
