@@ -19,68 +19,27 @@
 )]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use test_support::Harness;
+use test_support::{Harness, TempDir, set_mode, skip_loudly, skip_or_fail_sandbox};
 
 const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
 const CANARY: &str = "canary-secret-7f3a9c";
 const UPSTREAM_TOKEN: &str = "upstream-token-55e1";
-
-/// Set to `1` to make a sandbox that cannot be set up a failure instead of a skip.
-const REQUIRE_SANDBOX: &str = "CODE_EXECUTOR_REQUIRE_SANDBOX";
-
-/// A loud SKIP for a machine fact unrelated to sandbox capability.
-fn skip_loudly(reason: &str) {
-    eprintln!("\n==================== SKIP: {reason} ====================\n");
-}
-
-/// A sandbox capability is missing: a failure under [`REQUIRE_SANDBOX`], else a loud SKIP.
-fn skip_or_fail_sandbox(reason: &str) {
-    if std::env::var_os(REQUIRE_SANDBOX).is_some_and(|v| v == "1") {
-        panic!("{reason} ({REQUIRE_SANDBOX}=1 makes this a failure)");
-    }
-    skip_loudly(reason);
-}
-
-/// A temporary directory removed on drop.
-struct Temp(PathBuf);
-
-impl Temp {
-    fn new(tag: &str) -> Self {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("cem-escape-{tag}-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        set_mode(&dir, 0o755);
-        Temp(dir)
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn set_mode(path: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
 
 /// The server under attack, with a home directory holding a planted key that everyone on the
 /// host could read (so only the sandbox's view can keep it out), a canary secret in its
 /// environment and an upstream token in its config file.
 struct Target {
     h: Harness,
-    home: Temp,
+    home: TempDir,
     key: PathBuf,
 }
 
 async fn target_with(sandbox: &str) -> Option<Target> {
-    let home = Temp::new("home");
+    let home = TempDir::new("home");
     let ssh = home.0.join(".ssh");
     std::fs::create_dir_all(&ssh).unwrap();
     set_mode(&ssh, 0o755);
@@ -443,7 +402,7 @@ for name, fam, kind, proto in tries:
 #[tokio::test]
 async fn connect_to_host_unix_sockets() {
     let Some(t) = target().await else { return };
-    let dir = Temp::new("unix");
+    let dir = TempDir::new("unix");
     let path = dir.0.join("canary.sock");
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     set_mode(&path, 0o777);

@@ -21,49 +21,11 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use test_support::Harness;
+use test_support::{Harness, TempDir, set_mode, skip_loudly, skip_or_fail_sandbox};
 
 const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
 const SYSTEM_PYTHON: &str = "/usr/bin/python3";
 const CANARY: &str = "canary-site-7b1e";
-
-fn skip_loudly(reason: &str) {
-    eprintln!("\n==================== SKIP: {reason} ====================\n");
-}
-
-/// A sandbox capability is missing: a failure under `CODE_EXECUTOR_REQUIRE_SANDBOX=1`.
-fn skip_or_fail_sandbox(reason: &str) {
-    if std::env::var_os("CODE_EXECUTOR_REQUIRE_SANDBOX").is_some_and(|v| v == "1") {
-        panic!("{reason} (CODE_EXECUTOR_REQUIRE_SANDBOX=1 makes this a failure)");
-    }
-    skip_loudly(reason);
-}
-
-/// A temporary directory (mode 0755, so the sandbox's uid can traverse it), removed on drop.
-struct Temp(PathBuf);
-
-impl Temp {
-    fn new(tag: &str) -> Self {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("cem-site-{tag}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        set_mode(&dir, 0o755);
-        Temp(dir)
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn set_mode(path: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
 
 fn mkdirs(path: &Path) {
     std::fs::create_dir_all(path).unwrap();
@@ -279,7 +241,7 @@ async fn import_a_package_from_usr_lib_python3_dist_packages() {
         skip_loudly(&format!("no pure-Python package in {DEBIAN_DIST_PACKAGES}"));
         return;
     };
-    let home = Temp::new("home");
+    let home = TempDir::new("home");
     let Some(h) = server(SYSTEM_PYTHON, false, &home.0).await else {
         return;
     };
@@ -293,7 +255,7 @@ async fn read_usr_lib_python3_dist_packages_with_open() {
         skip_loudly(&format!("no {DEBIAN_DIST_PACKAGES} on this machine"));
         return;
     }
-    let home = Temp::new("home");
+    let home = TempDir::new("home");
     let Some(h) = server(SYSTEM_PYTHON, false, &home.0).await else {
         return;
     };
@@ -314,7 +276,7 @@ async fn read_usr_local_lib_python_site_packages_with_open() {
         skip_loudly("no non-empty /usr/local/lib/python3.X/{dist,site}-packages here");
         return;
     };
-    let home = Temp::new("home");
+    let home = TempDir::new("home");
     let Some(h) = server(SYSTEM_PYTHON, false, &home.0).await else {
         return;
     };
@@ -328,7 +290,7 @@ async fn the_site_packages_flag_makes_usr_lib_python3_dist_packages_importable()
         skip_loudly(&format!("no pure-Python package in {DEBIAN_DIST_PACKAGES}"));
         return;
     };
-    let home = Temp::new("home");
+    let home = TempDir::new("home");
     let Some(h) = server(SYSTEM_PYTHON, true, &home.0).await else {
         return;
     };
@@ -349,7 +311,7 @@ async fn the_site_packages_flag_makes_usr_lib_python3_dist_packages_importable()
 
 #[tokio::test]
 async fn import_from_the_interpreter_prefixs_site_packages() {
-    let root = Temp::new("prefix");
+    let root = TempDir::new("prefix");
     let Some((python, site)) = prefix_install(&root.0) else {
         skip_loudly("no system interpreter to copy into a prefix");
         return;
@@ -363,7 +325,7 @@ async fn import_from_the_interpreter_prefixs_site_packages() {
 
 #[tokio::test]
 async fn read_the_interpreter_prefixs_site_packages_with_open() {
-    let root = Temp::new("prefix");
+    let root = TempDir::new("prefix");
     let Some((python, site)) = prefix_install(&root.0) else {
         skip_loudly("no system interpreter to copy into a prefix");
         return;
@@ -378,7 +340,7 @@ async fn read_the_interpreter_prefixs_site_packages_with_open() {
 
 #[tokio::test]
 async fn a_pth_file_in_the_prefixs_site_packages_through_addsitedir() {
-    let root = Temp::new("prefix");
+    let root = TempDir::new("prefix");
     let Some((python, site)) = prefix_install(&root.0) else {
         skip_loudly("no system interpreter to copy into a prefix");
         return;
@@ -406,7 +368,7 @@ ran = getattr(sys, 'canary_pth_ran', False)
 
 #[tokio::test]
 async fn the_site_packages_flag_makes_the_prefixs_packages_importable() {
-    let root = Temp::new("prefix");
+    let root = TempDir::new("prefix");
     let Some((python, site)) = prefix_install(&root.0) else {
         skip_loudly("no system interpreter to copy into a prefix");
         return;
@@ -450,7 +412,7 @@ fn venv(root: &Path) -> Option<(PathBuf, PathBuf)> {
 
 #[tokio::test]
 async fn import_from_a_venvs_site_packages() {
-    let root = Temp::new("venv");
+    let root = TempDir::new("venv");
     let Some((python, site)) = venv(&root.0) else {
         skip_loudly("cannot create a venv of the system interpreter here");
         return;
@@ -464,7 +426,7 @@ async fn import_from_a_venvs_site_packages() {
 
 #[tokio::test]
 async fn the_site_packages_flag_makes_a_venvs_packages_importable() {
-    let root = Temp::new("venv");
+    let root = TempDir::new("venv");
     let Some((python, _)) = venv(&root.0) else {
         skip_loudly("cannot create a venv of the system interpreter here");
         return;
@@ -478,7 +440,7 @@ async fn the_site_packages_flag_makes_a_venvs_packages_importable() {
 
 #[tokio::test]
 async fn import_from_the_user_site_packages() {
-    let home = Temp::new("home");
+    let home = TempDir::new("home");
     let out = std::process::Command::new(SYSTEM_PYTHON)
         .args(["-c", "import site; print(site.getusersitepackages())"])
         .env("HOME", &home.0)

@@ -263,3 +263,52 @@ impl Harness {
         self._config.as_ref().map(|c| c.path.as_path())
     }
 }
+
+/// Environment variable under which a sandbox or escape test that cannot run fails instead of
+/// skipping (`scripts/test.sh` and CI set it).
+pub const REQUIRE_SANDBOX: &str = "CODE_EXECUTOR_REQUIRE_SANDBOX";
+
+/// Says loudly that a test was skipped, and why.
+#[expect(
+    clippy::print_stderr,
+    reason = "a skipped test says so where the test output goes"
+)]
+pub fn skip_loudly(reason: &str) {
+    eprintln!("\n==================== SKIP: {reason} ====================\n");
+}
+
+/// A sandbox capability is missing: a failure under [`REQUIRE_SANDBOX`]`=1`, else a loud SKIP.
+pub fn skip_or_fail_sandbox(reason: &str) {
+    if std::env::var_os(REQUIRE_SANDBOX).is_some_and(|v| v == "1") {
+        panic!("{reason} ({REQUIRE_SANDBOX}=1 makes this a failure)");
+    }
+    skip_loudly(reason);
+}
+
+/// Sets a path's permission bits.
+pub fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// A fresh temporary directory of mode 0755 (the sandbox's uid can traverse it), removed on
+/// drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("cem-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        set_mode(&dir, 0o755);
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
