@@ -18,7 +18,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::CoreOptions;
-use crate::cli::say;
+use crate::console::say;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {

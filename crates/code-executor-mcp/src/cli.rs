@@ -19,6 +19,7 @@ use crate::catalog::commands::{self, Lang};
 use crate::config::settings::ProjectSettings;
 use crate::config::sources::Places;
 use crate::config::{Config, LoadOptions, Settings};
+use crate::console::{say, tell};
 use crate::runtime::ExecRequest;
 use crate::runtime::python::{PYTHON_ENV, PythonOptions, SITE_PACKAGES_ENV};
 use crate::runtime::worker::Language;
@@ -642,25 +643,6 @@ fn project_settings_json(project: Option<&ProjectSettings>) -> serde_json::Value
             serde_json::json!({"path": path, "applied": false, "reason": reason})
         }
     }
-}
-
-/// What `login` tells the person while stdout stays for its result (never used in serve
-/// mode).
-#[expect(
-    clippy::print_stderr,
-    reason = "login shows the URL to open and what it waits for"
-)]
-pub fn tell(text: &str) {
-    eprintln!("{text}");
-}
-
-/// Terminal output of the people-facing commands (never used in serve mode).
-#[expect(
-    clippy::print_stdout,
-    reason = "people-facing commands print their answer"
-)]
-pub fn say(text: &str) {
-    println!("{text}");
 }
 
 #[cfg(test)]

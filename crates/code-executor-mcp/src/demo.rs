@@ -13,8 +13,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::cli::say;
 use crate::config::{Config, ServerSpec, Settings, Transport};
+use crate::console::say;
 use crate::runtime::ExecRequest;
 use crate::server::{render_text, tool_definitions};
 use crate::{Core, CoreOptions, DEMO_SERVER_ARG};

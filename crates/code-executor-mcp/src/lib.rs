@@ -7,17 +7,19 @@
 //! over them, configured by [`config`]. [`cli`] is the command line; [`demo`] the built-in
 //! demo server and program.
 
-pub mod bench;
+pub(crate) mod bench;
 pub mod catalog;
 mod child;
 pub mod cli;
-pub mod config;
+mod config;
+mod console;
 pub mod demo;
-pub mod oauth;
-pub mod policy;
-pub mod runtime;
-pub mod server;
-pub mod upstream;
+pub(crate) mod oauth;
+pub(crate) mod policy;
+pub(crate) mod runtime;
+pub(crate) mod server;
+mod tls;
+pub(crate) mod upstream;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -73,7 +75,16 @@ impl Core {
     pub fn start(config: &Config, settings: &config::Settings, options: CoreOptions) -> Arc<Core> {
         let upstreams = Arc::new(Upstreams::new(config, settings));
         upstreams.connect_eagerly();
-        let policy = Arc::new(Policy::new(settings).with_servers(config.servers.keys()));
+        let policy = Arc::new(
+            Policy::new(
+                settings.policy.clone(),
+                settings.execution_limits,
+                &settings.audit,
+                settings.limits,
+                runtime::output::default_scratch_root(),
+            )
+            .with_servers(config.servers.keys()),
+        );
         let catalog = Catalog::with_cache(upstreams, catalog::cache::ToolCache::for_config(config));
         let sandbox_policy = worker_policy(options.sandbox, &options.exe);
         let spawner = WorkerSpawner::javascript(&options.exe, sandbox_policy.clone());

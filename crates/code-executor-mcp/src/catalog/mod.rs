@@ -6,15 +6,15 @@
 //! (`my-server` -> `my_server`, `get.page` -> `get_page`); an identifier form that fits two
 //! names is an error naming both.
 
-pub mod cache;
-pub mod commands;
+pub(crate) mod cache;
+pub(crate) mod commands;
 pub mod eval;
 mod names;
-pub mod schema;
+pub(crate) mod schema;
 pub mod schema_py;
 pub mod schema_ts;
 pub mod search;
-pub mod synthetic;
+pub(crate) mod synthetic;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

@@ -70,7 +70,7 @@ pub async fn login(
             spec.name
         ));
     }
-    crate::upstream::install_tls_provider();
+    crate::tls::install_tls_provider();
     let oauth = spec.oauth.clone().unwrap_or_default();
 
     let listener = TcpListener::bind(("127.0.0.1", oauth.callback_port.unwrap_or(0)))

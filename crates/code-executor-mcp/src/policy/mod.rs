@@ -32,19 +32,26 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// From the settings; an audit log that cannot be opened is reported and left off.
-    pub fn new(settings: &crate::config::Settings) -> Policy {
-        let audit = audit::AuditLog::open(&settings.audit).unwrap_or_else(|e| {
+    /// From the settings' parts (the composition root, `lib.rs`, takes them from
+    /// `config::Settings`); an audit log that cannot be opened is reported and left off.
+    pub fn new(
+        rules: ToolPolicy,
+        execution: ExecutionLimits,
+        audit: &audit::AuditSettings,
+        admission: admission::AdmissionSettings,
+        scratch: Option<std::path::PathBuf>,
+    ) -> Policy {
+        let audit = audit::AuditLog::open(audit).unwrap_or_else(|e| {
             tracing::warn!("audit log disabled: {e}");
             audit::AuditLog::disabled()
         });
         Policy {
-            rules: Arc::new(settings.policy.clone()),
-            execution: settings.execution_limits,
+            rules: Arc::new(rules),
+            execution,
             validators: validate::Validators::default(),
             audit,
-            admission: admission::Admission::new(settings.limits),
-            scratch: crate::runtime::output::default_scratch_root(),
+            admission: admission::Admission::new(admission),
+            scratch,
             servers: Arc::from([]),
         }
     }
@@ -257,11 +264,6 @@ impl Limits {
         Ok(self)
     }
 
-    /// Limits for a request that asked for `timeout_ms` (within [1, max_timeout_ms]).
-    pub fn for_request(timeout_ms: Option<u64>) -> Result<Limits, String> {
-        Limits::configured(&ExecutionLimits::default(), timeout_ms)
-    }
-
     /// Limits from the configured ones for a request that asked for `timeout_ms`.
     pub fn configured(cfg: &ExecutionLimits, timeout_ms: Option<u64>) -> Result<Limits, String> {
         let ms = timeout_ms.unwrap_or(cfg.default_timeout_ms);
@@ -346,16 +348,18 @@ mod tests {
     #[test]
     fn timeout_bounds() {
         assert_eq!(
-            Limits::for_request(None).unwrap().timeout,
+            Limits::configured(&ExecutionLimits::default(), None)
+                .unwrap()
+                .timeout,
             Duration::from_millis(DEFAULT_TIMEOUT_MS)
         );
         for ms in [0, MAX_TIMEOUT_MS + 1] {
-            let err = Limits::for_request(Some(ms)).unwrap_err();
+            let err = Limits::configured(&ExecutionLimits::default(), Some(ms)).unwrap_err();
             assert_eq!(
                 err,
                 format!("timeoutMs must be between 1 and {MAX_TIMEOUT_MS} (got {ms})")
             );
         }
-        assert!(Limits::for_request(Some(MAX_TIMEOUT_MS)).is_ok());
+        assert!(Limits::configured(&ExecutionLimits::default(), Some(MAX_TIMEOUT_MS)).is_ok());
     }
 }

@@ -17,6 +17,7 @@ use super::{Connection, Handler, POST_MORTEM_WAIT, sse};
 use crate::config::{ServerSpec, Settings, Transport};
 use crate::oauth::{self, AuthWatch, PrepareError};
 use crate::policy::filter::retain_visible;
+use crate::tls::install_tls_provider;
 
 /// Why a connection could not be made.
 pub(super) enum ConnectError {
@@ -193,13 +194,4 @@ async fn post_mortem(
         Some(w) => Some(w.post_mortem(wait).await),
         None => None,
     }
-}
-
-/// TLS for HTTPS upstreams uses rustls with the ring provider (lighter to build than
-/// aws-lc); installed once, on first use.
-pub(crate) fn install_tls_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
 }

@@ -47,9 +47,7 @@ mod sse;
 mod start_error;
 mod stdio;
 
-pub(crate) use connect::install_tls_provider;
 use connect::{ConnectError, connect};
-pub use stdio::child_env;
 
 /// Longest pause between start attempts of a server that keeps failing.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
