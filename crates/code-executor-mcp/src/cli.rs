@@ -20,7 +20,8 @@ use crate::config::settings::ProjectSettings;
 use crate::config::sources::Places;
 use crate::config::{Config, LoadOptions, Settings};
 use crate::console::{say, tell};
-use crate::runtime::ExecRequest;
+use crate::principal::Principal;
+use crate::runtime::execution::ExecRequest;
 use crate::runtime::python::{PYTHON_ENV, PythonOptions, SITE_PACKAGES_ENV};
 use crate::runtime::worker::Language;
 use crate::server::{CodeExecutorServer, render_text};
@@ -285,6 +286,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .context("MCP initialization failed")?;
             let ended = service.waiting().await;
+            core.runtime.sessions().end_all(&core.policy.audit);
             // Lines of runs cut off by the end are written before we exit.
             core.policy.audit.flush();
             ended.context("MCP service ended abnormally")?;
@@ -321,7 +323,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         timeout_ms: *timeout_ms,
                         ..ExecRequest::default()
                     },
-                    "cli",
+                    Principal::new("cli"),
                 )
                 .await;
             let text = if *json {
@@ -586,11 +588,14 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
         },
     );
     let outcome = core
-        .runtime
-        .execute_typescript(ExecRequest {
-            code: "return 1 + 1".into(),
-            ..ExecRequest::default()
-        })
+        .execute(
+            Language::JavaScript,
+            ExecRequest {
+                code: "return 1 + 1".into(),
+                ..ExecRequest::default()
+            },
+            Principal::new("doctor"),
+        )
         .await;
     match &outcome.error {
         None => say(&format!(
@@ -603,11 +608,14 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
         }
     }
     let outcome = core
-        .runtime
-        .execute_python(ExecRequest {
-            code: "1 + 1".into(),
-            ..ExecRequest::default()
-        })
+        .execute(
+            Language::Python,
+            ExecRequest {
+                code: "1 + 1".into(),
+                ..ExecRequest::default()
+            },
+            Principal::new("doctor"),
+        )
         .await;
     let python = core
         .runtime

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use crate::config::{Config, ServerSpec, Settings, Transport};
 use crate::console::say;
-use crate::runtime::ExecRequest;
+use crate::principal::Principal;
+use crate::runtime::execution::ExecRequest;
 use crate::server::{render_text, tool_definitions};
 use crate::{Core, CoreOptions, DEMO_SERVER_ARG};
 
@@ -352,7 +353,7 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
                 code: DEMO_CODE.into(),
                 ..ExecRequest::default()
             },
-            "demo",
+            Principal::new("demo"),
         )
         .await;
     say(&format!(

@@ -16,6 +16,7 @@ mod console;
 pub mod demo;
 pub(crate) mod oauth;
 pub(crate) mod policy;
+mod principal;
 pub(crate) mod runtime;
 pub(crate) mod server;
 mod tls;
@@ -30,11 +31,13 @@ use serde_json::{Value, json};
 use catalog::Catalog;
 use config::Config;
 use policy::Policy;
-use policy::audit::{AuditEvent, sha256_hex};
+use principal::Principal;
+use runtime::execution::{ExecContext, ExecRequest};
 use runtime::pool::Pool;
 use runtime::python::{PythonOptions, PythonRuntime};
+use runtime::session::Sessions;
 use runtime::worker::{Language, WorkerSpawner};
-use runtime::{ExecOutcome, ExecRequest, Runtime};
+use runtime::{ExecOutcome, Runtime};
 use upstream::Upstreams;
 
 /// First argument of the binary re-entered as a worker: `code-executor-mcp __worker js`.
@@ -62,7 +65,7 @@ pub struct CoreOptions {
 /// Everything an execution needs, shared by the MCP handler and the command line.
 pub struct Core {
     pub catalog: Catalog,
-    pub runtime: Runtime,
+    pub runtime: Arc<Runtime>,
     pub policy: Arc<Policy>,
     pub started: Instant,
     pub options: CoreOptions,
@@ -90,14 +93,18 @@ impl Core {
         let spawner = WorkerSpawner::javascript(&options.exe, sandbox_policy.clone());
         let pool = Pool::start(spawner, options.pool_size);
         let python = PythonRuntime::start(options.python.clone(), sandbox_policy);
+        let sessions = Sessions::new(settings.sessions, runtime::session::workspace_root());
+        let runtime = Arc::new(Runtime::new(
+            catalog.clone(),
+            pool,
+            python,
+            options.sandbox == sandbox::SandboxMode::Disabled,
+            policy.clone(),
+            sessions,
+        ));
+        runtime::session::end_idle_sessions(Arc::downgrade(&runtime));
         Arc::new(Core {
-            runtime: Runtime::new(
-                catalog.clone(),
-                pool,
-                python,
-                options.sandbox == sandbox::SandboxMode::Disabled,
-                policy.clone(),
-            ),
+            runtime,
             policy,
             catalog,
             started: Instant::now(),
@@ -106,56 +113,28 @@ impl Core {
         })
     }
 
-    /// Runs code for `client`: admission (concurrency, queue, rate), then the run, with its
-    /// start and end in the audit log. Never fails: a refusal is an outcome with `error`.
-    pub async fn execute(
+    /// Runs code for `principal` and waits for the outcome (see
+    /// [`runtime::execution`]). Never fails: a refusal is an outcome with `error`.
+    pub(crate) async fn execute(
         &self,
         language: Language,
-        mut req: ExecRequest,
-        client: &str,
+        req: ExecRequest,
+        principal: Principal,
     ) -> ExecOutcome {
-        let admitted = match self.policy.admission.admit(client).await {
-            Ok(a) => a,
-            Err(reason) => {
-                self.policy.audit.record_now(AuditEvent::RunRefused {
-                    client: client.to_string(),
-                    reason: reason.clone(),
-                });
-                return ExecOutcome::refused("BusyError", reason);
-            }
-        };
-        req.execution = new_execution_id();
-        req.tool_rate = Some(admitted.tool_calls.clone());
-        self.policy.audit.record(AuditEvent::RunStart {
-            execution: req.execution.clone(),
-            client: client.to_string(),
-            language: match language {
-                Language::JavaScript => "typescript",
-                Language::Python => "python",
-            },
-            code_sha256: sha256_hex(req.code.as_bytes()),
-            code_bytes: req.code.len(),
-            allowed_tools: req.allowed_tools.clone(),
-        });
-        let mut end = RunEnd {
-            audit: &self.policy.audit,
-            execution: Some(req.execution.clone()),
-            started: Instant::now(),
-            tool_calls: req.tool_calls.clone(),
-        };
-        let outcome = self.runtime.execute(language, req).await;
-        end.write(&outcome);
-        drop(admitted);
-        outcome
+        self.runtime
+            .start(language, req, ExecContext::new(principal))
+            .outcome()
+            .await
     }
 
-    /// What the `health` tool reports.
-    pub async fn health(&self) -> Value {
+    /// What the `health` tool reports; sessions are `principal`'s own (and a count of all).
+    pub(crate) async fn health(&self, principal: &Principal) -> Value {
         json!({
             "version": env!("CARGO_PKG_VERSION"),
             "uptimeMs": self.started.elapsed().as_millis() as u64,
             "sandbox": format!("{:?}", self.options.sandbox).to_lowercase(),
             "pools": self.runtime.pool_stats().await,
+            "sessions": self.runtime.sessions().report(principal),
             "servers": self.catalog.upstreams().status().await,
             "configWarnings": self.config_warnings,
             "engines": {
@@ -164,57 +143,6 @@ impl Core {
                 "python": self.runtime.python().install().map(|i| format!("CPython {} ({})", i.version, i.executable.display())),
             },
         })
-    }
-}
-
-/// The `run.end` line of an execution. Written with the outcome when the run finishes; an
-/// execution abandoned before that (the client cancelled the request, the server is shutting
-/// down) is recorded as `cancelled` when it is dropped, so every `run.start` has its end.
-struct RunEnd<'a> {
-    audit: &'a policy::audit::AuditLog,
-    /// Taken when the line is written.
-    execution: Option<String>,
-    started: Instant,
-    tool_calls: Arc<std::sync::atomic::AtomicU32>,
-}
-
-impl RunEnd<'_> {
-    fn write(&mut self, outcome: &ExecOutcome) {
-        let Some(execution) = self.execution.take() else {
-            return;
-        };
-        self.audit.record_now(AuditEvent::RunEnd {
-            execution,
-            outcome: if outcome.error.is_none() {
-                "ok"
-            } else {
-                "error"
-            },
-            error: outcome.error.as_ref().map(|e| e.name.clone()),
-            duration_ms: outcome.duration_ms,
-            tool_calls: outcome.tool_calls,
-            result_bytes: outcome.result.to_string().len(),
-            log_bytes: outcome.logs.iter().map(|l| l.text.len()).sum(),
-            memory_peak_bytes: outcome.memory_peak_bytes,
-        });
-    }
-}
-
-impl Drop for RunEnd<'_> {
-    fn drop(&mut self) {
-        let Some(execution) = self.execution.take() else {
-            return;
-        };
-        self.audit.record_now(AuditEvent::RunEnd {
-            execution,
-            outcome: "cancelled",
-            error: None,
-            duration_ms: (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
-            tool_calls: self.tool_calls.load(std::sync::atomic::Ordering::Relaxed),
-            result_bytes: 0,
-            log_bytes: 0,
-            memory_peak_bytes: None,
-        });
     }
 }
 
@@ -235,16 +163,4 @@ pub fn worker_policy(mode: sandbox::SandboxMode, exe: &std::path::Path) -> sandb
         ..sandbox::ResourceLimits::default()
     };
     policy
-}
-
-/// A fresh, unguessable execution id (16 hex digits).
-fn new_execution_id() -> String {
-    let mut b = [0u8; 8];
-    if getrandom::fill(&mut b).is_err() {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        b = (t.as_nanos() as u64).to_le_bytes();
-    }
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -20,8 +20,11 @@ use serde_json::{Value, json};
 use crate::Core;
 use crate::catalog::SearchParams;
 use crate::policy::ToolAllowlist;
+use crate::principal::Principal;
+use crate::runtime::ExecOutcome;
+use crate::runtime::execution::ExecRequest;
+use crate::runtime::session::SessionArg;
 use crate::runtime::worker::Language;
-use crate::runtime::{ExecOutcome, ExecRequest};
 
 /// The tools we offer, exactly as `tools/list` returns them.
 pub fn tool_definitions() -> Vec<Tool> {
@@ -31,7 +34,9 @@ pub fn tool_definitions() -> Vec<Tool> {
             "code": {"type": "string"},
             "timeoutMs": {"type": "integer", "maximum": 300000, "description": "default 30000"},
             "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool patterns (* wildcard); default all"},
-            "limits": {"type": "object", "description": "tighten: maxToolCalls, maxConcurrentToolCalls, maxLogBytes, memoryMb"}
+            "limits": {"type": "object", "description": "tighten: maxToolCalls, maxConcurrentToolCalls, maxLogBytes, memoryMb"},
+            "session": {"type": "string", "description": "\"new\" or a handle from result.session.id: keeps variables, store/load values and cwd files across calls"},
+            "reset": {"type": "boolean", "description": "end the session named by session"}
         },
         "required": ["code"]
     });
@@ -43,7 +48,8 @@ pub fn tool_definitions() -> Vec<Tool> {
             "error": {"type": "object", "description": "{name, message, stack?}"},
             "toolCalls": {"type": "integer"},
             "durationMs": {"type": "number"},
-            "outputFile": {"type": "string"}
+            "outputFile": {"type": "string"},
+            "session": {"type": "object", "description": "{id, created?, stateLost?, ended?}"}
         },
         "required": ["result", "logs", "toolCalls", "durationMs"]
     });
@@ -120,6 +126,9 @@ struct ExecuteArgs {
     allowed_tools: Option<Vec<String>>,
     #[serde(default)]
     limits: crate::policy::RequestLimits,
+    session: Option<String>,
+    #[serde(default)]
+    reset: bool,
 }
 
 #[derive(Deserialize)]
@@ -151,7 +160,7 @@ impl CodeExecutorServer {
         &self,
         name: &str,
         args: Value,
-        client: &str,
+        principal: Principal,
     ) -> Result<CallToolResult, McpError> {
         match name {
             "execute_typescript" | "execute_python" => {
@@ -182,9 +191,10 @@ impl CodeExecutorServer {
                             timeout_ms: a.timeout_ms,
                             allowed_tools: a.allowed_tools,
                             limits: a.limits,
-                            ..ExecRequest::default()
+                            session: a.session.as_deref().map(SessionArg::parse),
+                            reset: a.reset,
                         },
-                        client,
+                        principal,
                     )
                     .await;
                 Ok(execution_result(&outcome))
@@ -211,8 +221,12 @@ impl CodeExecutorServer {
                 let a: SchemaArgs = parse(args)?;
                 Ok(value_result(self.core.catalog.schema(&a.name).await))
             }
-            "list_servers" => Ok(value_result(Ok(self.core.catalog.servers().await))),
-            "health" => Ok(value_result(Ok(self.core.health().await))),
+            "list_servers" => {
+                let mut servers = self.core.catalog.servers().await;
+                servers["sessions"] = self.core.runtime.sessions().report(&principal);
+                Ok(value_result(Ok(servers)))
+            }
+            "health" => Ok(value_result(Ok(self.core.health(&principal).await))),
             other => Err(McpError::invalid_params(
                 format!(
                     "unknown tool \"{other}\"; this server offers execute_typescript, \
@@ -294,6 +308,19 @@ pub fn render_text(outcome: &ExecOutcome) -> String {
             push_indented(&mut s, &format!("[{}] ", l.level), &l.text);
         }
     }
+    if let Some(session) = &outcome.session {
+        s.push_str(&format!("session: {}", session.id));
+        if session.created {
+            s.push_str(" (new)");
+        }
+        if let Some(ended) = session.ended {
+            s.push_str(&format!(" (ended: {ended})"));
+        }
+        s.push('\n');
+        if let Some(lost) = &session.state_lost {
+            push_indented(&mut s, "session state lost: ", lost);
+        }
+    }
     s.push_str(&format!(
         "({} tool call{}, {} ms)",
         outcome.tool_calls,
@@ -348,15 +375,18 @@ impl ServerHandler for CodeExecutorServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        // The client's name (from initialize) keys its rate limits and audit lines.
-        let client = context
-            .peer
-            .peer_info()
-            .map_or_else(|| "unknown".to_string(), |p| p.client_info.name.clone());
+        // Over stdio the client is the one that initialized this connection; its name keys
+        // its rate limits, sessions and audit lines.
+        let principal = Principal::new(
+            &context
+                .peer
+                .peer_info()
+                .map_or_else(|| "unknown".to_string(), |p| p.client_info.name.clone()),
+        );
         // rmcp only signals a client's notifications/cancelled; dropping the work here is
         // what stops it (an execution's worker is killed when its future is dropped).
         tokio::select! {
-            result = self.dispatch(&request.name, args, &client) => result.map(Into::into),
+            result = self.dispatch(&request.name, args, principal) => result.map(Into::into),
             () = context.ct.cancelled() => Err(McpError::internal_error("the request was cancelled by the client", None)),
         }
     }
@@ -398,6 +428,7 @@ mod tests {
             duration_ms: 2.5,
             warning: None,
             output_file: None,
+            session: None,
             memory_peak_bytes: None,
         };
         let text = render_text(&outcome);

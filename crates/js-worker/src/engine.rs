@@ -321,6 +321,11 @@ impl Engine {
             let mut s = self.shared.borrow_mut();
             s.tools = req.tools;
             s.tool_index = None;
+            // A session's earlier run may have left timers and unanswered calls behind: they
+            // belong to a run that is over, and must neither fire into this one nor keep it
+            // waiting.
+            s.timers.clear();
+            s.outstanding.clear();
         }
         let memory_limit = req.limits.memory_bytes;
         self.ctx.with(|ctx| {

@@ -5,12 +5,15 @@
 //! - [`engine`]: the worker process itself (`code-executor-mcp __worker js`): a QuickJS-NG
 //!   runtime with the in-sandbox API and Web API shims (`prelude.js`), speaking
 //!   `worker-protocol` frames over stdin/stdout.
+//! - [`repl`]: top-level declarations of session code kept as globals for the next run.
 //! - [`tools`]: the run's upstream tools, indexed for the `tools.server.tool` proxies.
 
 pub mod engine;
 pub mod nesting;
+pub mod repl;
 pub mod strip;
 pub mod tools;
 
 pub use engine::worker_main;
+pub use repl::globalize;
 pub use strip::{SOURCE_NAME, STRIP_STACK_BYTES, Stripped, SyntaxError, strip_types};

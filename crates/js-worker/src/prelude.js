@@ -542,6 +542,17 @@
   }
   const getToolSchema = (name) => hostCall({ op: 'get_tool_schema', name: String(name) });
   const discoverMCPTools = () => hostCall({ op: 'discover_tools' });
+  // Values kept on the host for the session's later executions (they survive the worker).
+  function store(key, value) {
+    if (typeof key !== 'string') return Promise.reject(new TypeError(`store: the key must be a string, got ${inspect(key)}`));
+    if (value === undefined) return hostCall({ op: 'store', key, delete: true }).then(() => undefined);
+    const text = jsonSafe(value);
+    return hostCall({ op: 'store', key, value: text === undefined ? null : JSON.parse(text) }).then(() => undefined);
+  }
+  function load(key) {
+    if (typeof key !== 'string') return Promise.reject(new TypeError(`load: the key must be a string, got ${inspect(key)}`));
+    return hostCall({ op: 'load', key }).then((r) => (r.found ? r.value : undefined));
+  }
 
   // `tools.server.tool(args)`: names with characters that are not valid in identifiers are
   // reachable both as written (tools['my-server']['get.page']) and in their identifier form,
@@ -629,7 +640,7 @@
     console, setTimeout: (fn, ms, ...a) => addTimer(fn, ms, a, false), clearTimeout: clearTimer,
     setInterval: (fn, ms, ...a) => addTimer(fn, ms, a, true), clearInterval: clearTimer,
     TextEncoder, TextDecoder, URL, URLSearchParams, atob, btoa, crypto, DOMException,
-    ...ourErrors, callMCPTool, listServers, searchTools, getToolSchema, discoverMCPTools,
+    ...ourErrors, callMCPTool, listServers, searchTools, getToolSchema, discoverMCPTools, store, load,
   };
   if (typeof g.structuredClone !== 'function') globals.structuredClone = structuredClone;
   if (typeof g.queueMicrotask !== 'function') globals.queueMicrotask = (fn) => { Promise.resolve().then(fn); };

@@ -47,6 +47,10 @@ pub struct RunRequest {
     pub tools: Vec<ToolBinding>,
     /// Engine-side limits; the host enforces the deadline and output cap itself as well.
     pub limits: EngineLimits,
+    /// The run belongs to a session: the worker keeps what the code defined (Python: the
+    /// module namespace; JavaScript keeps its globals anyway) for the session's next run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub persist: bool,
 }
 
 /// One upstream tool the code may call through a `tools.server.tool(...)` proxy, or, with
@@ -145,6 +149,19 @@ pub enum CallRequest {
         server: String,
         tool: String,
         language: Dialect,
+    },
+    /// Keep `value` on the host under `key` for the session's later executions (`store`);
+    /// with `delete`, forget the key instead. Answered with `null`.
+    Store {
+        key: String,
+        #[serde(default)]
+        value: Value,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        delete: bool,
+    },
+    /// The value kept under `key` (`load`): answered with `{"found": bool, "value": ...}`.
+    Load {
+        key: String,
     },
 }
 

@@ -21,6 +21,7 @@ use super::read::{MAX_CONFIG_BYTES, ReadError, read_text};
 
 use crate::policy::admission::AdmissionSettings;
 use crate::policy::audit::AuditSettings;
+use crate::policy::session_limits::SessionLimits;
 use crate::policy::{ExecutionLimits, ToolPolicy, UPSTREAM_CALL_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT};
 
 /// Names the settings file explicitly.
@@ -53,6 +54,7 @@ struct RawSettings {
     limits: Option<AdmissionSettings>,
     execution_limits: Option<ExecutionLimits>,
     audit: Option<AuditSettings>,
+    sessions: Option<SessionLimits>,
     trusted_projects: Option<Vec<PathBuf>>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
@@ -78,6 +80,8 @@ pub struct Settings {
     /// Per-execution limits (deadline, memory, output, tool calls, code size).
     pub execution_limits: ExecutionLimits,
     pub audit: AuditSettings,
+    /// Sessions: how many, how long idle, what each may keep.
+    pub(crate) sessions: SessionLimits,
     /// Projects (and the directories under them) whose project files (`.mcp.json`,
     /// `.gemini/settings.json`, `.codex/config.toml`, `.vscode/mcp.json`, `.cursor/mcp.json`)
     /// are trusted although their clients have not approved them.
@@ -110,6 +114,7 @@ impl Default for Settings {
             limits: AdmissionSettings::default(),
             execution_limits: ExecutionLimits::default(),
             audit: AuditSettings::default(),
+            sessions: SessionLimits::default(),
             trusted_projects: Vec::new(),
             source: None,
             project: None,
@@ -250,6 +255,7 @@ impl Settings {
             limits: raw.limits.unwrap_or_default(),
             execution_limits: raw.execution_limits.unwrap_or_default().validate()?,
             audit: raw.audit.unwrap_or_default(),
+            sessions: raw.sessions.unwrap_or_default().validate()?,
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
             source: None,
             project: None,

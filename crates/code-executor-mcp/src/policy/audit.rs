@@ -83,6 +83,9 @@ pub enum AuditEvent {
         code_sha256: String,
         code_bytes: usize,
         allowed_tools: Option<Vec<String>>,
+        /// The session the execution ran in, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
     },
     #[serde(rename = "run.end", rename_all = "camelCase")]
     RunEnd {
@@ -114,6 +117,23 @@ pub enum AuditEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         args: Option<Value>,
         result_bytes: usize,
+    },
+    /// A session was created (`session: "new"`).
+    #[serde(rename = "session.start", rename_all = "camelCase")]
+    SessionStart {
+        session: String,
+        client: String,
+        language: &'static str,
+    },
+    /// A session ended: `reset` (asked for), `idle`, `evicted` (room for a newer one), or
+    /// `shutdown`.
+    #[serde(rename = "session.end", rename_all = "camelCase")]
+    SessionEnd {
+        session: String,
+        client: String,
+        reason: &'static str,
+        duration_ms: f64,
+        executions: u64,
     },
     /// A run refused before it started (busy, rate-limited).
     #[serde(rename = "run.refused", rename_all = "camelCase")]

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod filter;
 pub mod pattern;
 pub mod rules;
+pub(crate) mod session_limits;
 pub mod validate;
 
 pub use rules::{Decision, ToolAllowlist, ToolPolicy};

@@ -16,6 +16,11 @@ use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::{Map, Value};
 use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo};
 
+use futures::future::BoxFuture;
+
+use super::drive::Host;
+use super::execution::ExecContext;
+use super::session::Session;
 use crate::catalog::{Asker, Catalog, Detail, SearchParams, ToolView, describe};
 use crate::policy::audit::{AuditEvent, sha256_hex};
 use crate::policy::{Decision, Limits, Policy, ToolAllowlist, UPSTREAM_CALL_TIMEOUT};
@@ -38,18 +43,25 @@ pub struct RunScope {
     pub policy: Arc<Policy>,
     /// The client's tool-call rate, shared by its executions.
     pub tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
+    /// The session the execution runs in, whose values `store`/`load` reach.
+    pub session: Option<Arc<Session>>,
 }
 
 impl RunScope {
+    /// The scope of the execution `ctx` describes, with its allowlist and limits resolved.
     pub fn new(
-        execution: String,
+        ctx: &ExecContext,
         allow: ToolAllowlist,
         limits: Limits,
         policy: Arc<Policy>,
-        tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
-        tool_calls: Arc<AtomicU32>,
         deadline: Instant,
+        session: Option<Arc<Session>>,
     ) -> Self {
+        let (execution, tool_rate, tool_calls) = (
+            ctx.execution.clone(),
+            ctx.tool_rate.clone(),
+            ctx.tool_calls.clone(),
+        );
         RunScope {
             execution,
             allow,
@@ -61,7 +73,22 @@ impl RunScope {
             in_flight: tokio::sync::Semaphore::new(limits.max_concurrent_tool_calls.max(1)),
             policy,
             tool_rate,
+            session,
         }
+    }
+}
+
+/// The host side of every execution: the catalog (discovery), the upstreams behind it (tool
+/// calls), and the session's stored values.
+pub(crate) struct CatalogHost(pub Catalog);
+
+impl Host for CatalogHost {
+    fn handle<'a>(
+        &'a self,
+        scope: &'a Arc<RunScope>,
+        request: CallRequest,
+    ) -> BoxFuture<'a, CallOutcome> {
+        Box::pin(handle(&self.0, scope, request))
     }
 }
 
@@ -81,9 +108,30 @@ fn ok(value: Value) -> CallOutcome {
 }
 
 /// Answers one request from a worker.
-pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> CallOutcome {
-    if let CallRequest::Tool { server, name, args } = request {
-        return call_tool(catalog, scope, server.as_deref(), &name, args).await;
+async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> CallOutcome {
+    match request {
+        CallRequest::Tool { server, name, args } => {
+            return call_tool(catalog, scope, server.as_deref(), &name, args).await;
+        }
+        CallRequest::Store { key, value, delete } => {
+            return match &scope.session {
+                None => no_session("store"),
+                Some(s) => match s.store(key, (!delete).then_some(value)) {
+                    Ok(()) => ok(Value::Null),
+                    Err(e) => err(CallError::Limit, e),
+                },
+            };
+        }
+        CallRequest::Load { key } => {
+            return match &scope.session {
+                None => no_session("load"),
+                Some(s) => {
+                    let value = s.load(&key);
+                    ok(serde_json::json!({"found": value.is_some(), "value": value}))
+                }
+            };
+        }
+        _ => {}
     }
     // Every discovery answer is built and held by the host: a loop of them is capped like
     // tool calls are.
@@ -100,7 +148,10 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
         );
     }
     match request {
-        CallRequest::Tool { .. } => err(CallError::Tool, "internal: a tool call reached discovery"),
+        CallRequest::Tool { .. } | CallRequest::Store { .. } | CallRequest::Load { .. } => err(
+            CallError::Tool,
+            "internal: a tool call or stored value reached discovery",
+        ),
         CallRequest::ListServers => ok(catalog.servers().await),
         CallRequest::SearchTools {
             query,
@@ -167,6 +218,16 @@ pub async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -
             Err(e) => err(CallError::Argument, e),
         },
     }
+}
+
+fn no_session(what: &str) -> CallOutcome {
+    err(
+        CallError::Argument,
+        format!(
+            "{what}() keeps values for a session, and this execution has none: pass session: \"new\" \
+             to start one (its handle comes back in the result), then the handle in later calls"
+        ),
+    )
 }
 
 /// A tool this execution may see, for a description of it: resolved in its view (a

@@ -5,38 +5,46 @@
 //! stripped here; Python is compiled in the worker), take a warm worker from that language's
 //! pool, drive it, and turn what it reports into an [`ExecOutcome`].
 //!
+//! - [`execution`]: an execution as an owned object (a task with a handle): admission,
+//!   session, audit lines, cancellation;
+//! - [`session`]: workers, stored values and workspaces that outlive one execution;
+//! - [`drive`]: the loop that serves one run, through the [`drive::Host`] trait;
 //! - [`worker`]: one worker process and its frames;
 //! - [`pool`]: pre-started workers;
 //! - [`python`]: finding the host's CPython and starting it with the embedded shim;
 //! - [`bridge`]: every request from code passes here (policy, then upstream).
 
-pub mod bridge;
-pub mod output;
-pub mod pool;
+pub(crate) mod bridge;
+mod drive;
+pub(crate) mod execution;
+pub(crate) mod output;
+pub(crate) mod pool;
 mod prepare;
-pub mod python;
-pub mod worker;
+pub(crate) mod python;
+pub(crate) mod session;
+pub(crate) mod worker;
+mod workspace;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
 use worker_protocol::{
-    EngineLimits, ErrorInfo, HostFrame, RunOutcome, RunRequest, ToolBinding, WorkerFrame, encode,
+    EngineLimits, ErrorInfo, HostFrame, RunOutcome, RunRequest, ToolBinding, encode,
 };
 
 use crate::catalog::Catalog;
-use crate::policy::{Decision, Limits, Policy, RequestLimits};
-use bridge::RunScope;
+use crate::policy::{Decision, Limits, Policy};
+use bridge::{CatalogHost, RunScope};
+use drive::{Failure, Finished, Host, drive, map_stack};
+use execution::{ExecContext, ExecRequest};
 use output::{LogCollector, Spill};
 use pool::{Pool, PoolStats};
 use prepare::NotPrepared;
 use python::PythonRuntime;
+use session::{Session, Sessions, Slot};
 use worker::Language;
 
 /// One captured line of output.
@@ -62,9 +70,30 @@ pub struct ExecOutcome {
     /// The full output, when it was cut and kept in the execution's scratch directory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_file: Option<String>,
+    /// The session the execution ran in, and what became of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionInfo>,
     /// Peak resident memory of the worker, for the audit log (not part of the answer).
     #[serde(skip)]
     pub memory_peak_bytes: Option<u64>,
+}
+
+/// What an answer says about its session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    /// The handle to pass back as `session`.
+    pub id: String,
+    /// The session was created by this call.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub created: bool,
+    /// The session's worker was gone (and why): this run started in a fresh one, without the
+    /// variables of earlier runs; stored values and workspace files were kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_lost: Option<String>,
+    /// The session ended with this call (`reset`); the handle no longer works.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<&'static str>,
 }
 
 impl ExecOutcome {
@@ -78,6 +107,7 @@ impl ExecOutcome {
             duration_ms: 0.0,
             warning: None,
             output_file: None,
+            session: None,
             memory_peak_bytes: None,
         }
     }
@@ -87,29 +117,16 @@ impl ExecOutcome {
 pub const UNSANDBOXED_WARNING: &str =
     "UNSANDBOXED: this server runs with --sandbox=none; code ran without OS confinement";
 
-/// What to run.
-#[derive(Clone, Default)]
-pub struct ExecRequest {
-    pub code: String,
-    pub timeout_ms: Option<u64>,
-    pub allowed_tools: Option<Vec<String>>,
-    /// Limits the request tightens for itself.
-    pub limits: RequestLimits,
-    /// The execution's id in the audit log (empty: unaudited one-off).
-    pub execution: String,
-    /// The client's tool-call rate limiter, from admission.
-    pub tool_rate: Option<Arc<governor::DefaultDirectRateLimiter>>,
-    /// Counts the execution's tool-call attempts, readable even if the run is abandoned.
-    pub tool_calls: Arc<std::sync::atomic::AtomicU32>,
-}
-
 /// Runs TypeScript, JavaScript and Python executions.
 pub struct Runtime {
     catalog: Catalog,
+    /// What answers the requests of code (the catalog and upstreams behind it).
+    host: Arc<dyn Host>,
     js_pool: Pool,
     python: PythonRuntime,
     unconfined: bool,
     policy: Arc<Policy>,
+    sessions: Sessions,
 }
 
 fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
@@ -121,20 +138,31 @@ fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
 }
 
 impl Runtime {
-    pub fn new(
+    pub(crate) fn new(
         catalog: Catalog,
         js_pool: Pool,
         python: PythonRuntime,
         unconfined: bool,
         policy: Arc<Policy>,
+        sessions: Sessions,
     ) -> Self {
         Runtime {
+            host: Arc::new(CatalogHost(catalog.clone())),
             catalog,
             js_pool,
             python,
             unconfined,
             policy,
+            sessions,
         }
+    }
+
+    pub(crate) fn sessions(&self) -> &Sessions {
+        &self.sessions
+    }
+
+    pub(crate) fn policy(&self) -> &Arc<Policy> {
+        &self.policy
     }
 
     pub async fn pool_stats(&self) -> Vec<PoolStats> {
@@ -143,16 +171,6 @@ impl Runtime {
 
     pub fn python(&self) -> &PythonRuntime {
         &self.python
-    }
-
-    /// Runs TypeScript or JavaScript. Never fails: every problem is an outcome with `error`.
-    pub async fn execute_typescript(&self, req: ExecRequest) -> ExecOutcome {
-        self.execute(Language::JavaScript, req).await
-    }
-
-    /// Runs Python. Never fails: every problem is an outcome with `error`.
-    pub async fn execute_python(&self, req: ExecRequest) -> ExecOutcome {
-        self.execute(Language::Python, req).await
     }
 
     async fn pool(&self, language: Language) -> Result<&Pool, ErrorInfo> {
@@ -166,8 +184,15 @@ impl Runtime {
         }
     }
 
-    /// One execution in `language`. Never fails: every problem is an outcome with `error`.
-    pub async fn execute(&self, language: Language, req: ExecRequest) -> ExecOutcome {
+    /// One run in `language`, in a pooled worker or in `session`'s. Never fails: every problem
+    /// is an outcome with `error`. Dropping the future stops the run (its worker is killed).
+    pub(super) async fn execute(
+        &self,
+        language: Language,
+        req: &ExecRequest,
+        ctx: &ExecContext,
+        session: Option<&Arc<Session>>,
+    ) -> ExecOutcome {
         let started = Instant::now();
         let mut out = ExecOutcome {
             result: Value::Null,
@@ -177,6 +202,7 @@ impl Runtime {
             duration_ms: 0.0,
             warning: self.unconfined.then(|| UNSANDBOXED_WARNING.to_string()),
             output_file: None,
+            session: None,
             memory_peak_bytes: None,
         };
         let finish = |mut out: ExecOutcome| {
@@ -205,17 +231,18 @@ impl Runtime {
         }
         // The deadline runs from here: preparing the code counts against it.
         let deadline = tokio::time::Instant::now() + limits.timeout;
-        let prepared = match prepare::prepare(language, &req.code, deadline).await {
-            Ok(p) => p,
-            Err(NotPrepared::Invalid(e)) => {
-                out.error = Some(e);
-                return finish(out);
-            }
-            Err(NotPrepared::Deadline) => {
-                out.error = Some(timeout_error(&limits));
-                return finish(out);
-            }
-        };
+        let prepared =
+            match prepare::prepare(language, &req.code, deadline, session.is_some()).await {
+                Ok(p) => p,
+                Err(NotPrepared::Invalid(e)) => {
+                    out.error = Some(e);
+                    return finish(out);
+                }
+                Err(NotPrepared::Deadline) => {
+                    out.error = Some(timeout_error(&limits));
+                    return finish(out);
+                }
+            };
         let pool = match self.pool(language).await {
             Ok(p) => p,
             Err(e) => {
@@ -224,13 +251,12 @@ impl Runtime {
             }
         };
         let scope = Arc::new(RunScope::new(
-            req.execution,
-            self.policy.allowlist(req.allowed_tools),
+            ctx,
+            self.policy.allowlist(req.allowed_tools.clone()),
             limits,
             self.policy.clone(),
-            req.tool_rate,
-            req.tool_calls,
             deadline.into_std(),
+            session.cloned(),
         ));
         let tools = self.bindings(&scope).await;
         // Output past the answer's cap is still wanted, up to the file's own cap, when it
@@ -256,6 +282,7 @@ impl Runtime {
                 stack_bytes: limits.stack_bytes,
                 max_log_bytes: worker_log_bytes,
             },
+            persist: session.is_some(),
         };
         let run = match encode(&HostFrame::Run(run)) {
             Ok(bytes) => bytes,
@@ -267,10 +294,13 @@ impl Runtime {
                 return finish(out);
             }
         };
-        // However the run ends (even abandoned by its client), the pool gets a replacement.
-        let _refill = Refill(pool);
-        let mut worker = match tokio::time::timeout_at(deadline, hand_over(pool, &run)).await {
-            Ok(Ok(w)) => w,
+        let mut lease = match tokio::time::timeout_at(
+            deadline,
+            Lease::take(pool, session, &run, &self.sessions),
+        )
+        .await
+        {
+            Ok(Ok(lease)) => lease,
             Ok(Err(e)) => {
                 out.error = Some(error("SandboxError", e));
                 return finish(out);
@@ -280,25 +310,56 @@ impl Runtime {
                 return finish(out);
             }
         };
+        out.session = session.map(|s| SessionInfo {
+            id: s.id.clone(),
+            created: false,
+            state_lost: lease.state_lost.take(),
+            ended: None,
+        });
+        let before = match session {
+            Some(s) => workspace::measure(&s.workspace, self.sessions.limits()).await,
+            None => workspace::Usage {
+                bytes: 0,
+                entries: 0,
+            },
+        };
         let mut logs = LogCollector::new(limits.max_log_bytes, spill);
-        let ended = tokio::time::timeout_at(
-            deadline,
-            drive(&mut worker, &self.catalog, &scope, &mut logs),
-        )
-        .await;
+        let ended = {
+            let run = drive(&mut lease.worker, &*self.host, &scope, &mut logs);
+            match session {
+                None => tokio::time::timeout_at(deadline, run).await,
+                Some(s) => {
+                    let quota = workspace::watch(&s.workspace, self.sessions.limits(), before);
+                    tokio::time::timeout_at(deadline, async {
+                        tokio::select! {
+                            ended = run => ended,
+                            over = quota => Err(Failure::Quota(over)),
+                        }
+                    })
+                    .await
+                }
+            }
+        };
+        let worker = &mut lease.worker;
         out.memory_peak_bytes = worker.memory_peak();
         out.tool_calls = scope
             .tool_calls
             .load(Ordering::Relaxed)
             .min(limits.max_tool_calls);
+        let mut reusable = None;
         match ended {
-            Ok(Ok(RunOutcome::Ok { result })) => out.result = result,
-            Ok(Ok(RunOutcome::Err { mut error })) => {
-                if let Some(stripped) = &prepared.stripped {
-                    error.stack = error.stack.map(|s| map_stack(&s, stripped));
+            Ok(Ok(Finished { outcome, clean })) => {
+                match outcome {
+                    RunOutcome::Ok { result } => out.result = result,
+                    RunOutcome::Err { mut error } => {
+                        if let Some(stripped) = &prepared.stripped {
+                            error.stack = error.stack.map(|s| map_stack(&s, stripped));
+                        }
+                        error.stack = error.stack.filter(|s| !s.trim().is_empty());
+                        out.error = Some(error);
+                    }
                 }
-                error.stack = error.stack.filter(|s| !s.trim().is_empty());
-                out.error = Some(error);
+                reusable = Some(clean);
             }
             Ok(Err(Failure::Protocol(e))) => {
                 worker.kill();
@@ -307,14 +368,27 @@ impl Runtime {
             Ok(Err(Failure::Exited)) => {
                 out.error = Some(error("WorkerCrashed", worker.exit_description().await));
             }
+            Ok(Err(Failure::Quota(message))) => {
+                worker.kill();
+                out.error = Some(error("LimitError", message));
+            }
             Err(_) => {
                 worker.kill();
                 out.error = Some(timeout_error(&limits));
             }
         }
-        // Reaping the worker and starting its replacement happen after the answer, off the
-        // request path.
-        tokio::spawn(worker.finish());
+        // A session run that ended well may still leave its workspace over the quota.
+        if let (Some(s), Some(_)) = (session, reusable)
+            && let Some(over) = workspace::verdict(
+                workspace::measure(&s.workspace, self.sessions.limits()).await,
+                before,
+                self.sessions.limits(),
+            )
+        {
+            out.result = Value::Null;
+            out.error = Some(error("LimitError", over));
+        }
+        lease.give_back(reusable, &out, &self.sessions);
         let captured = logs.finish();
         out.logs = captured.logs;
         out.output_file = captured.file.map(|p| p.display().to_string());
@@ -365,6 +439,148 @@ fn scratch_name(execution: &str) -> String {
     format!("run-{}-{}", std::process::id(), t.as_nanos())
 }
 
+/// What a session's slot says while a run holds its worker: a run that never gives it back
+/// (its call was cancelled) leaves this for the next one.
+const CANCELLED: &str = "the session's last execution was cancelled before it finished, so its \
+                         worker was stopped";
+
+/// The worker of one run and where it goes afterwards.
+struct Lease<'a> {
+    worker: worker::WorkerProcess,
+    home: Home<'a>,
+    /// A session's worker was gone: why (the answer says so).
+    state_lost: Option<String>,
+}
+
+enum Home<'a> {
+    /// A pooled worker: it serves one execution, then dies, and the pool is topped up.
+    Pool(Refill<'a>),
+    /// A session's worker: back into its slot if the run left it usable.
+    Session {
+        session: &'a Arc<Session>,
+        slot: tokio::sync::MutexGuard<'a, Slot>,
+    },
+}
+
+impl<'a> Lease<'a> {
+    /// A worker that has received the encoded `run`: a pooled one, or the session's (waiting
+    /// for the session's earlier executions, in order; started afresh when it is gone).
+    async fn take(
+        pool: &'a Pool,
+        session: Option<&'a Arc<Session>>,
+        run: &[u8],
+        sessions: &Sessions,
+    ) -> Result<Lease<'a>, String> {
+        let Some(session) = session else {
+            // However the run ends (even abandoned by its client), the pool gets a replacement.
+            let refill = Refill(pool);
+            let worker = hand_over(pool, run).await?;
+            return Ok(Lease {
+                worker,
+                home: Home::Pool(refill),
+                state_lost: None,
+            });
+        };
+        let mut slot = session.slot.lock().await;
+        let mut state_lost = slot.lost.take();
+        let mut kept = slot.worker.take();
+        slot.lost = Some(CANCELLED.into());
+        let mut worker = None;
+        if let Some(mut w) = kept.take() {
+            match w.send_encoded(run).await {
+                Ok(()) => worker = Some(w),
+                Err(_) => {
+                    state_lost = Some(format!(
+                        "the session's worker was gone while idle ({})",
+                        w.exit_description().await
+                    ));
+                }
+            }
+        }
+        let worker = match worker {
+            Some(w) => w,
+            None => {
+                let mut w = start_session_worker(pool, session, sessions).await?;
+                w.send_encoded(run)
+                    .await
+                    .map_err(|e| format!("the session's new worker did not take the code: {e}"))?;
+                w
+            }
+        };
+        Ok(Lease {
+            worker,
+            home: Home::Session { session, slot },
+            state_lost,
+        })
+    }
+
+    /// After the run: a pooled worker is killed (off the request path); a session's worker
+    /// goes back to its slot if the run finished `reusable` (no reply left half-sent), the
+    /// session still lives and the worker's memory is within the session limit; otherwise
+    /// it is stopped and the slot says why for the next run.
+    fn give_back(self, reusable: Option<bool>, out: &ExecOutcome, sessions: &Sessions) {
+        let Lease { worker, home, .. } = self;
+        let (session, mut slot) = match home {
+            Home::Pool(_refill) => {
+                tokio::spawn(worker.finish());
+                return;
+            }
+            Home::Session { session, slot } => (session, slot),
+        };
+        let max_memory = sessions.limits().max_worker_memory_mb * 1024 * 1024;
+        let memory = worker.memory_now();
+        let lost = match reusable {
+            _ if session.ended().is_some() => None,
+            Some(true) if memory.is_some_and(|m| m > max_memory) => Some(format!(
+                "the session's worker held {} MiB after its last execution, more than \
+                 sessions.maxWorkerMemoryMb ({} MiB), so it was stopped",
+                memory.unwrap_or(0) >> 20,
+                max_memory >> 20
+            )),
+            Some(true) => {
+                session.set_memory(memory.unwrap_or(0));
+                slot.worker = Some(worker);
+                slot.lost = None;
+                return;
+            }
+            Some(false) => Some(
+                "the session's last execution ended with tool calls still unanswered, so its \
+                 worker was stopped"
+                    .into(),
+            ),
+            None => Some(match &out.error {
+                Some(e) => format!(
+                    "the session's last execution ended with {}: {}",
+                    e.name, e.message
+                ),
+                None => "the session's last execution ended its worker".into(),
+            }),
+        };
+        slot.lost = lost;
+        session.set_memory(0);
+        tokio::spawn(worker.finish());
+    }
+}
+
+/// Starts a worker for `session`: confined as a pooled one, plus the session's workspace as
+/// its one writable directory (and working directory), each file capped at the quota.
+async fn start_session_worker(
+    pool: &Pool,
+    session: &Session,
+    sessions: &Sessions,
+) -> Result<worker::WorkerProcess, String> {
+    let mut spawner = pool.spawner().clone();
+    spawner.policy.scratch_dir = Some(session.workspace.clone());
+    spawner.command.cwd = Some(session.workspace.clone());
+    let quota = sessions.limits().workspace_quota_bytes().max(1);
+    spawner.policy.limits.max_file_size_bytes =
+        spawner.policy.limits.max_file_size_bytes.min(quota);
+    spawner
+        .spawn()
+        .await
+        .map_err(|e| format!("cannot start the session's worker: {e}"))
+}
+
 /// A worker that has received the encoded `run`. A worker that died before it could take
 /// the code (a pooled one killed meanwhile) is replaced, a bounded number of times: nothing of
 /// the code ran, so the execution does not see it.
@@ -403,143 +619,4 @@ fn timeout_error(limits: &Limits) -> ErrorInfo {
             crate::policy::MAX_TIMEOUT_MS
         ),
     )
-}
-
-enum Failure {
-    /// The worker broke the protocol; it is killed.
-    Protocol(String),
-    /// The worker exited before finishing.
-    Exited,
-}
-
-/// Bytes of replies the worker has not read yet past which the host stops reading its
-/// requests (and stops producing answers): a worker that asks and never reads blocks itself,
-/// not the server's memory.
-const MAX_UNREAD_REPLY_BYTES: usize = 2 << 20;
-/// Bytes of requests the host may hold at once for one execution (each frame is at most
-/// `worker_protocol::MAX_WORKER_FRAME_BYTES`).
-const MAX_HELD_REQUEST_BYTES: usize = 8 << 20;
-/// Requests of one execution the host may hold at once; more wait in the worker's pipe.
-const MAX_HELD_REQUESTS: usize = 256;
-
-/// Serves the requests of a worker that received its run until it is done.
-///
-/// Calls are futures polled by this loop (no task per call); replies go into an outbox that is
-/// written as the worker's stdin takes it. Reading never waits for a write: a worker blocked
-/// on writing a frame while the host waits to hand it a large reply would otherwise be stuck.
-/// What the host holds for an execution is bounded: past [`MAX_UNREAD_REPLY_BYTES`] of
-/// unread replies no call is finished and no request read, and past [`MAX_HELD_REQUESTS`]
-/// requests or [`MAX_HELD_REQUEST_BYTES`] of them no request is read, until the worker
-/// catches up (both workers read replies while they wait to write).
-async fn drive(
-    worker: &mut worker::WorkerProcess,
-    catalog: &Catalog,
-    scope: &Arc<RunScope>,
-    logs: &mut LogCollector,
-) -> Result<RunOutcome, Failure> {
-    let mut calls = FuturesUnordered::new();
-    let mut outbox: Vec<u8> = Vec::new();
-    let mut held_bytes = 0usize;
-    let (frames, stdin) = worker.io();
-    loop {
-        let answering = outbox.len() < MAX_UNREAD_REPLY_BYTES;
-        let reading =
-            answering && calls.len() < MAX_HELD_REQUESTS && held_bytes < MAX_HELD_REQUEST_BYTES;
-        tokio::select! {
-            biased;
-            written = stdin.write(&outbox), if !outbox.is_empty() => match written {
-                Ok(n) if n > 0 => {
-                    outbox.drain(..n);
-                    if outbox.is_empty() && outbox.capacity() > MAX_UNREAD_REPLY_BYTES {
-                        outbox = Vec::new();
-                    }
-                }
-                Ok(_) => return Err(Failure::Exited),
-                Err(e) => {
-                    tracing::debug!("cannot write to worker: {e}");
-                    return Err(Failure::Exited);
-                }
-            },
-            Some((id, outcome, len)) = calls.next(), if answering && !calls.is_empty() => {
-                held_bytes -= len;
-                match encode(&HostFrame::Reply { id, outcome }) {
-                    Ok(bytes) => outbox.extend_from_slice(&bytes),
-                    Err(e) => return Err(Failure::Protocol(format!("cannot encode a reply: {e}"))),
-                }
-            }
-            frame = frames.recv(), if reading => match frame {
-                None => return Err(Failure::Exited),
-                Some(Err(e)) => return Err(Failure::Protocol(e)),
-                Some(Ok(WorkerFrame::Log { level, text })) => logs.push(level, text),
-                Some(Ok(WorkerFrame::LogsTruncated)) => logs.truncated_by_worker(),
-                Some(Ok(WorkerFrame::Done { outcome })) => return Ok(outcome),
-                Some(Ok(WorkerFrame::Call { id, request })) => {
-                    let len = frames.last_len();
-                    held_bytes += len;
-                    calls.push(async move {
-                        (id, bridge::handle(catalog, scope, request).await, len)
-                    });
-                }
-                Some(Ok(WorkerFrame::Ready { .. })) => {
-                    return Err(Failure::Protocol("worker sent a second ready frame".into()));
-                }
-            },
-        }
-    }
-}
-
-/// Rewrites `code.ts:LINE:COL` positions of the generated JavaScript to the user's lines and
-/// drops frames of our own prelude, which mean nothing to the user.
-fn map_stack(stack: &str, stripped: &js_worker::Stripped) -> String {
-    let stack: String = stack
-        .lines()
-        .filter(|l| !l.contains("(prelude.js:"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let stack = stack.as_str();
-    let needle = format!("{}:", js_worker::SOURCE_NAME);
-    let mut out = String::with_capacity(stack.len());
-    let mut rest = stack;
-    while let Some(i) = rest.find(&needle) {
-        let (before, after) = rest.split_at(i + needle.len());
-        out.push_str(before);
-        let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
-        match digits.parse::<u32>() {
-            Ok(line) => {
-                out.push_str(&stripped.original_line(line).to_string());
-                let after_line = &after[digits.len()..];
-                // The column refers to generated code; drop it rather than mislead.
-                let col_len = after_line
-                    .strip_prefix(':')
-                    .map(|r| 1 + r.chars().take_while(char::is_ascii_digit).count())
-                    .unwrap_or(0);
-                rest = &after_line[col_len..];
-            }
-            Err(_) => rest = after,
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stack_lines_are_mapped_to_user_lines() {
-        let stripped = js_worker::strip_types("type A = 1;\n\nthrow new Error('x');\n").unwrap();
-        let gen_line = stripped
-            .code
-            .lines()
-            .position(|l| l.contains("throw"))
-            .unwrap()
-            + 1;
-        let stack =
-            format!("    at <anonymous> (code.ts:{gen_line}:7)\n    at run (prelude.js:9:3)");
-        assert_eq!(
-            map_stack(&stack, &stripped),
-            "    at <anonymous> (code.ts:3)"
-        );
-    }
 }

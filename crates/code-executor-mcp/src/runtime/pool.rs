@@ -113,6 +113,12 @@ impl Pool {
     }
 
     /// Tops the pool up in the background (call when an execution has ended).
+    /// How this pool starts its workers (sessions start theirs the same way, confined
+    /// further).
+    pub fn spawner(&self) -> &WorkerSpawner {
+        &self.inner.spawner
+    }
+
     pub fn replenish(&self) {
         self.inner.wake.notify_one();
     }

@@ -64,11 +64,14 @@ fn start_strippers() -> Result<Sender<Job>, String> {
     Ok(tx)
 }
 
-/// Prepares `code` for a `language` worker, giving up at `deadline`.
+/// Prepares `code` for a `language` worker, giving up at `deadline`. Session code (`keep`)
+/// in JavaScript has its top-level declarations made globals, so the session's next run sees
+/// them (`js_worker::globalize`); Python keeps its namespace in the worker.
 pub(super) async fn prepare(
     language: Language,
     code: &str,
     deadline: tokio::time::Instant,
+    keep: bool,
 ) -> Result<Prepared, NotPrepared> {
     match language {
         Language::Python => Ok(Prepared {
@@ -76,7 +79,7 @@ pub(super) async fn prepare(
             stripped: None,
         }),
         Language::JavaScript => {
-            let stripped = tokio::time::timeout_at(deadline, strip(code.to_string()))
+            let stripped = tokio::time::timeout_at(deadline, strip(code.to_string(), keep))
                 .await
                 .map_err(|_| NotPrepared::Deadline)??;
             Ok(Prepared {
@@ -87,7 +90,7 @@ pub(super) async fn prepare(
     }
 }
 
-async fn strip(code: String) -> Result<js_worker::Stripped, NotPrepared> {
+async fn strip(code: String, keep: bool) -> Result<js_worker::Stripped, NotPrepared> {
     let unavailable = |e: String| NotPrepared::Invalid(error("InternalError", e));
     let sender = STRIPPERS
         .get_or_init(start_strippers)
@@ -96,7 +99,12 @@ async fn strip(code: String) -> Result<js_worker::Stripped, NotPrepared> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     sender
         .send(Box::new(move || {
-            let _ = tx.send(js_worker::strip_types(&code));
+            let _ = tx.send(js_worker::strip_types(&code).map(|mut s| {
+                if keep {
+                    s.code = js_worker::globalize(&s.code);
+                }
+                s
+            }));
         }))
         .map_err(|_| unavailable("the threads that strip TypeScript stopped".into()))?;
     match rx.await {

@@ -245,6 +245,8 @@ class _State:
     truncated = False
     memory_bytes = 0
     idle_vm = None
+    # The namespace a session's runs share (what the code defined stays for the next run).
+    session_ns = None
 
 
 def _clean(text):
@@ -641,6 +643,30 @@ def discover_mcp_tools():
     return _request({"op": "discover_tools"})
 
 
+_MISSING = object()
+
+
+def store(key, value=_MISSING):
+    """Keeps a JSON value on the host under `key` for this session's later executions (it
+    survives the worker); store(key) with no value forgets the key."""
+    if not isinstance(key, str):
+        raise TypeError("store: the key must be a string, got %s" % _repr(key))
+    request = {"op": "store", "key": key}
+    if value is _MISSING:
+        request["delete"] = True
+    else:
+        request["value"] = _jsonable(value)
+    _request(request)
+
+
+def load(key, default=None):
+    """The value stored under `key` in this session, or `default`."""
+    if not isinstance(key, str):
+        raise TypeError("load: the key must be a string, got %s" % _repr(key))
+    answer = _request({"op": "load", "key": key})
+    return answer.get("value") if answer.get("found") else default
+
+
 # ------------------------------------------------------------------------- tool proxies
 def _ident(name):
     """The identifier form of a name: every character that cannot be in an identifier becomes
@@ -904,8 +930,16 @@ def _restore_memory(saved):
             pass
 
 
-def _namespace(bindings):
-    ns = {
+def _namespace(bindings, persist):
+    """The run's globals: fresh, or in a session the namespace of its earlier runs with the
+    API refreshed (its tools are this run's)."""
+    ns = {}
+    if persist:
+        if _State.session_ns is None:
+            _State.session_ns = {}
+        ns = _State.session_ns
+        ns.pop(_RESULT, None)
+    ns.update({
         "__name__": "__main__",
         "__builtins__": builtins,
         "__cem_return__": _cem_return,
@@ -917,7 +951,9 @@ def _namespace(bindings):
         "search_tools": search_tools,
         "get_tool_schema": get_tool_schema,
         "discover_mcp_tools": discover_mcp_tools,
-    }
+        "store": store,
+        "load": load,
+    })
     ns.update(_OUR_ERRORS)
     return ns
 
@@ -948,7 +984,8 @@ def _run(frame):
     _State.memory_bytes = int(limits.get("memory_bytes") or 0)
     code = frame.get("code") or ""
     linecache.cache[SOURCE_NAME] = (len(code), None, code.splitlines(True), SOURCE_NAME)
-    ns = _namespace(frame.get("tools") or [])
+    persist = bool(frame.get("persist"))
+    ns = _namespace(frame.get("tools") or [], persist)
     saved = _limit_memory(_State.memory_bytes)
     outcome = None
     try:
@@ -962,7 +999,8 @@ def _run(frame):
     except BaseException as e:  # noqa: BLE001 - everything the code raised is reported
         outcome = {"status": "err", "error": _describe(e)}
     finally:
-        ns.clear()
+        if not persist:
+            ns.clear()
         _restore_memory(saved)
     _stdout.finish()
     _stderr.finish()

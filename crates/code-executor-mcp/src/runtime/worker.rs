@@ -38,6 +38,15 @@ pub enum Language {
 }
 
 impl Language {
+    /// The language of its tool (`execute_typescript`, `execute_python`), as the audit log
+    /// and session descriptions name it.
+    pub fn tool_language(self) -> &'static str {
+        match self {
+            Language::JavaScript => "typescript",
+            Language::Python => "python",
+        }
+    }
+
     /// Short name, as `health` reports pools.
     pub fn name(self) -> &'static str {
         match self {
@@ -315,11 +324,20 @@ impl WorkerProcess {
     /// Peak resident memory (`VmHWM`) of the engine process, read from the host's `/proc`,
     /// so the worker cannot misreport it; `None` when it is already gone.
     pub fn memory_peak(&self) -> Option<u64> {
+        self.engine_status_kib("VmHWM:").map(|kib| kib * 1024)
+    }
+
+    /// Resident memory (`VmRSS`) of the engine process now, read as [`Self::memory_peak`] is.
+    pub fn memory_now(&self) -> Option<u64> {
+        self.engine_status_kib("VmRSS:").map(|kib| kib * 1024)
+    }
+
+    fn engine_status_kib(&self, key: &str) -> Option<u64> {
         use std::os::unix::fs::FileExt;
         let mut buf = [0u8; 4096];
         let n = self.engine_status.as_ref()?.read_at(&mut buf, 0).ok()?;
         let status = std::str::from_utf8(&buf[..n]).ok()?;
-        status_kib(status, "VmHWM:").map(|kib| kib * 1024)
+        status_kib(status, key)
     }
 
     /// The frame reader and the worker's stdin apart, to read and write at once.

@@ -1,0 +1,180 @@
+//! The drive loop of one execution: the worker's frames in, the host's replies out, every
+//! request served through the [`Host`] the execution was given.
+//!
+//! The loop owns nothing: the execution's task lends it the worker, the run scope and the
+//! log collector, and gets back how the run ended. What answers a request from code is the
+//! [`Host`] trait, so that approvals, sampling or progress can wrap it without touching this
+//! loop; [`super::bridge::CatalogHost`] is the one that reaches the catalog and upstreams.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use tokio::io::AsyncWriteExt;
+use worker_protocol::{CallOutcome, CallRequest, HostFrame, RunOutcome, WorkerFrame, encode};
+
+use super::bridge::RunScope;
+use super::output::LogCollector;
+use super::worker;
+
+/// What serves the requests code makes of the host (tool calls, discovery, stored values).
+pub(crate) trait Host: Send + Sync {
+    /// Answers one request of the execution whose scope is `scope`. Never fails: a failure is
+    /// a [`CallOutcome::Err`] the code sees as an exception.
+    fn handle<'a>(
+        &'a self,
+        scope: &'a Arc<RunScope>,
+        request: CallRequest,
+    ) -> BoxFuture<'a, CallOutcome>;
+}
+
+/// How a run the worker finished ended.
+pub(super) struct Finished {
+    pub outcome: RunOutcome,
+    /// No reply was left half-written or unsent: the worker can take another run (sessions).
+    pub clean: bool,
+}
+
+pub(super) enum Failure {
+    /// The worker broke the protocol; it is killed.
+    Protocol(String),
+    /// The worker exited before finishing.
+    Exited,
+    /// The session's workspace grew past a limit (the reason); the worker is killed.
+    Quota(String),
+}
+
+/// Bytes of replies the worker has not read yet past which the host stops reading its
+/// requests (and stops producing answers): a worker that asks and never reads blocks itself,
+/// not the server's memory.
+const MAX_UNREAD_REPLY_BYTES: usize = 2 << 20;
+/// Bytes of requests the host may hold at once for one execution (each frame is at most
+/// `worker_protocol::MAX_WORKER_FRAME_BYTES`).
+const MAX_HELD_REQUEST_BYTES: usize = 8 << 20;
+/// Requests of one execution the host may hold at once; more wait in the worker's pipe.
+const MAX_HELD_REQUESTS: usize = 256;
+
+/// Serves the requests of a worker that received its run until it is done.
+///
+/// Calls are futures polled by this loop (no task per call); replies go into an outbox that is
+/// written as the worker's stdin takes it. Reading never waits for a write: a worker blocked
+/// on writing a frame while the host waits to hand it a large reply would otherwise be stuck.
+/// What the host holds for an execution is bounded: past [`MAX_UNREAD_REPLY_BYTES`] of
+/// unread replies no call is finished and no request read, and past [`MAX_HELD_REQUESTS`]
+/// requests or [`MAX_HELD_REQUEST_BYTES`] of them no request is read, until the worker
+/// catches up (both workers read replies while they wait to write).
+pub(super) async fn drive(
+    worker: &mut worker::WorkerProcess,
+    host: &dyn Host,
+    scope: &Arc<RunScope>,
+    logs: &mut LogCollector,
+) -> Result<Finished, Failure> {
+    let mut calls = FuturesUnordered::new();
+    let mut outbox: Vec<u8> = Vec::new();
+    let mut held_bytes = 0usize;
+    let (frames, stdin) = worker.io();
+    loop {
+        let answering = outbox.len() < MAX_UNREAD_REPLY_BYTES;
+        let reading =
+            answering && calls.len() < MAX_HELD_REQUESTS && held_bytes < MAX_HELD_REQUEST_BYTES;
+        tokio::select! {
+            biased;
+            written = stdin.write(&outbox), if !outbox.is_empty() => match written {
+                Ok(n) if n > 0 => {
+                    outbox.drain(..n);
+                    if outbox.is_empty() && outbox.capacity() > MAX_UNREAD_REPLY_BYTES {
+                        outbox = Vec::new();
+                    }
+                }
+                Ok(_) => return Err(Failure::Exited),
+                Err(e) => {
+                    tracing::debug!("cannot write to worker: {e}");
+                    return Err(Failure::Exited);
+                }
+            },
+            Some((id, outcome, len)) = calls.next(), if answering && !calls.is_empty() => {
+                held_bytes -= len;
+                match encode(&HostFrame::Reply { id, outcome }) {
+                    Ok(bytes) => outbox.extend_from_slice(&bytes),
+                    Err(e) => return Err(Failure::Protocol(format!("cannot encode a reply: {e}"))),
+                }
+            }
+            frame = frames.recv(), if reading => match frame {
+                None => return Err(Failure::Exited),
+                Some(Err(e)) => return Err(Failure::Protocol(e)),
+                Some(Ok(WorkerFrame::Log { level, text })) => logs.push(level, text),
+                Some(Ok(WorkerFrame::LogsTruncated)) => logs.truncated_by_worker(),
+                Some(Ok(WorkerFrame::Done { outcome })) => {
+                    return Ok(Finished { outcome, clean: outbox.is_empty() && calls.is_empty() });
+                }
+                Some(Ok(WorkerFrame::Call { id, request })) => {
+                    let len = frames.last_len();
+                    held_bytes += len;
+                    calls.push(async move {
+                        (id, host.handle(scope, request).await, len)
+                    });
+                }
+                Some(Ok(WorkerFrame::Ready { .. })) => {
+                    return Err(Failure::Protocol("worker sent a second ready frame".into()));
+                }
+            },
+        }
+    }
+}
+
+/// Rewrites `code.ts:LINE:COL` positions of the generated JavaScript to the user's lines and
+/// drops frames of our own prelude, which mean nothing to the user.
+pub(super) fn map_stack(stack: &str, stripped: &js_worker::Stripped) -> String {
+    let stack: String = stack
+        .lines()
+        .filter(|l| !l.contains("(prelude.js:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let stack = stack.as_str();
+    let needle = format!("{}:", js_worker::SOURCE_NAME);
+    let mut out = String::with_capacity(stack.len());
+    let mut rest = stack;
+    while let Some(i) = rest.find(&needle) {
+        let (before, after) = rest.split_at(i + needle.len());
+        out.push_str(before);
+        let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+        match digits.parse::<u32>() {
+            Ok(line) => {
+                out.push_str(&stripped.original_line(line).to_string());
+                let after_line = &after[digits.len()..];
+                // The column refers to generated code; drop it rather than mislead.
+                let col_len = after_line
+                    .strip_prefix(':')
+                    .map(|r| 1 + r.chars().take_while(char::is_ascii_digit).count())
+                    .unwrap_or(0);
+                rest = &after_line[col_len..];
+            }
+            Err(_) => rest = after,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stack_lines_are_mapped_to_user_lines() {
+        let stripped = js_worker::strip_types("type A = 1;\n\nthrow new Error('x');\n").unwrap();
+        let gen_line = stripped
+            .code
+            .lines()
+            .position(|l| l.contains("throw"))
+            .unwrap()
+            + 1;
+        let stack =
+            format!("    at <anonymous> (code.ts:{gen_line}:7)\n    at run (prelude.js:9:3)");
+        assert_eq!(
+            map_stack(&stack, &stripped),
+            "    at <anonymous> (code.ts:3)"
+        );
+    }
+}

@@ -1,0 +1,289 @@
+//! An execution as an owned object: [`Runtime::start`] returns a handle, and a task of its own
+//! owns everything the execution uses until it ends.
+//!
+//! What the client asked for ([`ExecRequest`]: code, limits, allowed tools, session) is kept
+//! apart from what the server attaches ([`ExecContext`]: execution id, principal, rate
+//! limiter, counters, cancellation). The task goes through these states:
+//!
+//! ```text
+//! Admitting --refused--> Done(error)
+//!     |  (admission: concurrency, queue, rates of the principal)
+//! Resolving session --unknown/ended/full--> Done(SessionError)
+//!     |  (none, "new", or a handle of this principal; `reset` ends it here)
+//! Running  (prepare, lease a worker, drive; see Runtime::execute)
+//!     |
+//! Done(outcome) -- the handle's `outcome()` returns it
+//! ```
+//!
+//! Every state can end in `Cancelled`: the handle was dropped or [`Execution::cancel`] was
+//! called (the client cancelled, the server is stopping). The task's future is then dropped,
+//! which kills the worker (a session's is stopped, and the session's next run says so), gives
+//! the admission slot back and writes `run.end` with outcome `cancelled`: every `run.start`
+//! has its end.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
+use std::time::Instant;
+
+use governor::DefaultDirectRateLimiter;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::session::{EndReason, Session, SessionArg};
+use super::worker::Language;
+use super::{ExecOutcome, Runtime, SessionInfo};
+use crate::policy::RequestLimits;
+use crate::policy::audit::{AuditEvent, AuditLog, sha256_hex};
+use crate::principal::Principal;
+
+/// What the client asked for.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ExecRequest {
+    pub code: String,
+    pub timeout_ms: Option<u64>,
+    pub allowed_tools: Option<Vec<String>>,
+    /// Limits the request tightens for itself.
+    pub limits: RequestLimits,
+    /// Run in a session: a new one, or one this principal holds.
+    pub session: Option<SessionArg>,
+    /// End the session named by `session` before the code runs (the code then runs in a
+    /// fresh worker outside any session).
+    pub reset: bool,
+}
+
+/// What the server attaches to an execution.
+pub(crate) struct ExecContext {
+    /// The execution's id in the audit log and in scratch directory names.
+    pub execution: String,
+    /// Who asked: owns the session, keys admission, rates and audit lines.
+    pub principal: Principal,
+    /// The principal's tool-call rate limiter, set at admission.
+    pub tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
+    /// Tool-call attempts, readable even after the run is abandoned.
+    pub tool_calls: Arc<AtomicU32>,
+    /// Cancels the execution (the client cancelled; the server is stopping).
+    pub cancel: CancellationToken,
+}
+
+impl ExecContext {
+    pub(crate) fn new(principal: Principal) -> ExecContext {
+        ExecContext {
+            execution: new_execution_id(),
+            principal,
+            tool_rate: None,
+            tool_calls: Arc::default(),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// The handle of a started execution. Dropping it cancels the execution.
+pub(crate) struct Execution {
+    done: tokio::sync::oneshot::Receiver<ExecOutcome>,
+    _cancel_on_drop: DropGuard,
+}
+
+impl Execution {
+    /// Waits for the outcome.
+    pub(crate) async fn outcome(mut self) -> ExecOutcome {
+        match (&mut self.done).await {
+            Ok(outcome) => outcome,
+            Err(_) => ExecOutcome::refused(
+                "CancelledError",
+                "the execution was cancelled before it finished".into(),
+            ),
+        }
+    }
+}
+
+impl Runtime {
+    /// Starts an execution of `req` in `language` for `ctx`: the returned handle yields its
+    /// outcome, and dropping the handle cancels it.
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        language: Language,
+        req: ExecRequest,
+        ctx: ExecContext,
+    ) -> Execution {
+        let (tx, done) = tokio::sync::oneshot::channel();
+        let cancel = ctx.cancel.clone();
+        let runtime = self.clone();
+        tokio::spawn(async move {
+            let token = ctx.cancel.clone();
+            tokio::select! {
+                outcome = runtime.run_task(language, req, ctx) => {
+                    let _ = tx.send(outcome);
+                }
+                () = token.cancelled() => {}
+            }
+        });
+        Execution {
+            done,
+            _cancel_on_drop: cancel.drop_guard(),
+        }
+    }
+
+    /// The whole life of one execution (see the module docs).
+    async fn run_task(
+        &self,
+        language: Language,
+        mut req: ExecRequest,
+        mut ctx: ExecContext,
+    ) -> ExecOutcome {
+        let audit = &self.policy().audit;
+        let client = ctx.principal.to_string();
+        let admitted = match self.policy().admission.admit(&client).await {
+            Ok(a) => a,
+            Err(reason) => {
+                audit.record_now(AuditEvent::RunRefused {
+                    client,
+                    reason: reason.clone(),
+                });
+                return ExecOutcome::refused("BusyError", reason);
+            }
+        };
+        ctx.tool_rate = Some(admitted.tool_calls.clone());
+        let (session, mut info) = match self.resolve_session(language, &mut req, &ctx) {
+            Ok(s) => s,
+            Err(message) => return ExecOutcome::refused("SessionError", message),
+        };
+        audit.record(AuditEvent::RunStart {
+            execution: ctx.execution.clone(),
+            client,
+            language: language.tool_language(),
+            code_sha256: sha256_hex(req.code.as_bytes()),
+            code_bytes: req.code.len(),
+            allowed_tools: req.allowed_tools.clone(),
+            session: session.as_ref().map(|s| s.id.clone()),
+        });
+        let mut end = RunEnd {
+            audit,
+            execution: Some(ctx.execution.clone()),
+            started: Instant::now(),
+            tool_calls: ctx.tool_calls.clone(),
+        };
+        let _in_use = session.as_ref().map(Session::in_use);
+        let mut outcome = self.execute(language, &req, &ctx, session.as_ref()).await;
+        if let Some(info) = info.as_mut() {
+            info.state_lost = outcome.session.take().and_then(|run| run.state_lost);
+            outcome.session = Some(info.clone());
+        }
+        end.write(&outcome);
+        drop(admitted);
+        outcome
+    }
+
+    /// The session `req` asked for, and what the answer says about it. `reset` ends the named
+    /// session here; the code then runs outside any session.
+    fn resolve_session(
+        &self,
+        language: Language,
+        req: &mut ExecRequest,
+        ctx: &ExecContext,
+    ) -> Result<(Option<Arc<Session>>, Option<SessionInfo>), String> {
+        let audit = &self.policy().audit;
+        let sessions = self.sessions();
+        match (req.session.take(), req.reset) {
+            (None, false) => Ok((None, None)),
+            (None | Some(SessionArg::New), true) => Err(
+                "reset ends a session: pass the session's handle as session, with reset: true"
+                    .into(),
+            ),
+            (Some(SessionArg::Existing(id)), true) => {
+                sessions
+                    .get(&ctx.principal, &id, language)
+                    .map_err(|e| e.to_string())?;
+                sessions.end(&id, EndReason::Reset, audit);
+                Ok((
+                    None,
+                    Some(SessionInfo {
+                        id,
+                        created: false,
+                        state_lost: None,
+                        ended: Some(EndReason::Reset.as_str()),
+                    }),
+                ))
+            }
+            (Some(SessionArg::New), false) => {
+                let s = sessions
+                    .create(&ctx.principal, language, audit)
+                    .map_err(|e| e.to_string())?;
+                let info = SessionInfo {
+                    id: s.id.clone(),
+                    created: true,
+                    state_lost: None,
+                    ended: None,
+                };
+                Ok((Some(s), Some(info)))
+            }
+            (Some(SessionArg::Existing(id)), false) => {
+                let s = sessions
+                    .get(&ctx.principal, &id, language)
+                    .map_err(|e| e.to_string())?;
+                Ok((Some(s), None))
+            }
+        }
+    }
+}
+
+/// The `run.end` line of an execution. Written with the outcome when the run finishes; an
+/// execution abandoned before that (cancelled, the server shutting down) is recorded as
+/// `cancelled` when it is dropped, so every `run.start` has its end.
+struct RunEnd<'a> {
+    audit: &'a AuditLog,
+    /// Taken when the line is written.
+    execution: Option<String>,
+    started: Instant,
+    tool_calls: Arc<AtomicU32>,
+}
+
+impl RunEnd<'_> {
+    fn write(&mut self, outcome: &ExecOutcome) {
+        let Some(execution) = self.execution.take() else {
+            return;
+        };
+        self.audit.record_now(AuditEvent::RunEnd {
+            execution,
+            outcome: if outcome.error.is_none() {
+                "ok"
+            } else {
+                "error"
+            },
+            error: outcome.error.as_ref().map(|e| e.name.clone()),
+            duration_ms: outcome.duration_ms,
+            tool_calls: outcome.tool_calls,
+            result_bytes: outcome.result.to_string().len(),
+            log_bytes: outcome.logs.iter().map(|l| l.text.len()).sum(),
+            memory_peak_bytes: outcome.memory_peak_bytes,
+        });
+    }
+}
+
+impl Drop for RunEnd<'_> {
+    fn drop(&mut self) {
+        let Some(execution) = self.execution.take() else {
+            return;
+        };
+        self.audit.record_now(AuditEvent::RunEnd {
+            execution,
+            outcome: "cancelled",
+            error: None,
+            duration_ms: (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+            tool_calls: self.tool_calls.load(std::sync::atomic::Ordering::Relaxed),
+            result_bytes: 0,
+            log_bytes: 0,
+            memory_peak_bytes: None,
+        });
+    }
+}
+
+/// A fresh, unguessable execution id (16 hex digits).
+fn new_execution_id() -> String {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        b = (t.as_nanos() as u64).to_le_bytes();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

@@ -1,0 +1,686 @@
+//! Sessions: a worker that outlives one execution, the values code stores on the host, and a
+//! workspace directory, owned by the principal that created them.
+//!
+//! `session: "new"` mints a handle (`s_` and 32 hex digits: 128 random bits) bound to the
+//! caller's principal; later calls pass it back. A handle another principal sends is refused
+//! exactly as one that never existed. Executions of one session run one at a time, in the
+//! order they arrive, in the session's own worker (never one from the pool), so what the code
+//! defined is there for the next one. Stored values and the workspace live on the host and
+//! survive that worker: when it dies (a crash, a deadline, a cancelled call, too much memory)
+//! the next execution starts a fresh worker and says what was lost.
+//!
+//! A session ends when asked (`reset`), when idle past `sessions.idleTimeoutS`, when it is
+//! evicted (the oldest idle one goes first when a client or the server is at its limit), or
+//! with the server; its worker is killed and its workspace deleted. Ended handles are
+//! remembered (a bounded number), so the next call with one says why it ended.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::worker::{Language, WorkerProcess};
+use crate::policy::audit::{AuditEvent, AuditLog};
+use crate::policy::session_limits::SessionLimits;
+use crate::principal::Principal;
+
+/// Ended sessions remembered so that their next call can say why they ended.
+const ENDED_KEPT: usize = 4096;
+
+/// What a request asked for with `session`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SessionArg {
+    New,
+    Existing(String),
+}
+
+impl SessionArg {
+    /// `"new"`, or a handle. Handles are 34 characters; a longer text cannot be one and is
+    /// cut (it is echoed in the error that says it is unknown).
+    pub(crate) fn parse(s: &str) -> SessionArg {
+        if s == "new" {
+            SessionArg::New
+        } else {
+            SessionArg::Existing(s.chars().take(64).collect())
+        }
+    }
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EndReason {
+    Reset,
+    Idle,
+    Evicted,
+    Shutdown,
+}
+
+impl EndReason {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Reset => "reset",
+            EndReason::Idle => "idle",
+            EndReason::Evicted => "evicted",
+            EndReason::Shutdown => "shutdown",
+        }
+    }
+
+    fn explain(self, limits: &SessionLimits) -> String {
+        match self {
+            EndReason::Reset => "it was ended with reset: true".into(),
+            EndReason::Idle => format!(
+                "it was idle for more than {} s (sessions.idleTimeoutS)",
+                limits.idle_timeout_s
+            ),
+            EndReason::Evicted => format!(
+                "it was evicted, being the oldest idle session, to make room for a newer one \
+                 (at most {} per client and {} on the server)",
+                limits.max_per_client, limits.max_workers
+            ),
+            EndReason::Shutdown => "the server shut down".into(),
+        }
+    }
+}
+
+/// Why a session could not be used or made.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub(crate) enum SessionError {
+    #[error(
+        "unknown session \"{0}\": no session of this client has that handle; start one with \
+         session: \"new\""
+    )]
+    Unknown(String),
+    #[error(
+        "session \"{id}\" has ended: {why}; its variables, stored values and workspace are \
+         gone; start a new one with session: \"new\""
+    )]
+    Ended { id: String, why: String },
+    #[error(
+        "session \"{id}\" is a {has} session; run {has} code in it, or start a {asked} \
+         session with session: \"new\""
+    )]
+    WrongLanguage {
+        id: String,
+        has: &'static str,
+        asked: &'static str,
+    },
+    #[error("sessions are turned off on this server (sessions.maxWorkers is 0)")]
+    Disabled,
+    #[error(
+        "{0}; every one is running an execution, so none can be evicted: wait for one to \
+         finish, or end one with reset: true"
+    )]
+    Full(String),
+    #[error("cannot create the session's workspace {path}: {reason}")]
+    Workspace { path: String, reason: String },
+}
+
+/// The worker of a session and what became of the last one.
+pub(crate) struct Slot {
+    pub worker: Option<WorkerProcess>,
+    /// Why the session has no worker (it died, was stopped or retired): the next execution
+    /// starts a fresh one and says so.
+    pub lost: Option<String>,
+}
+
+#[derive(Default)]
+struct Store {
+    values: BTreeMap<String, (Value, u64)>,
+    bytes: u64,
+}
+
+/// One session.
+pub(crate) struct Session {
+    pub id: String,
+    pub principal: Principal,
+    pub language: Language,
+    created: Instant,
+    last_used: Mutex<Instant>,
+    /// Executions holding or waiting for the worker: a session in use is never idle.
+    users: AtomicUsize,
+    executions: AtomicU64,
+    /// One execution at a time, in arrival order (tokio's mutex is fair).
+    pub slot: tokio::sync::Mutex<Slot>,
+    store: Mutex<Store>,
+    max_store_bytes: u64,
+    /// The only writable directory of the session's worker.
+    pub workspace: PathBuf,
+    /// Resident memory of the worker after its last execution.
+    memory: AtomicU64,
+    ended: Mutex<Option<EndReason>>,
+}
+
+/// Marks a session in use while it lives (an execution holds or awaits its worker).
+pub(crate) struct InUse(Arc<Session>);
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        if let Ok(mut t) = self.0.last_used.lock() {
+            *t = Instant::now();
+        }
+        self.0.users.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Session {
+    pub(crate) fn in_use(self: &Arc<Self>) -> InUse {
+        self.users.fetch_add(1, Ordering::AcqRel);
+        self.executions.fetch_add(1, Ordering::Relaxed);
+        InUse(self.clone())
+    }
+
+    pub(crate) fn ended(&self) -> Option<EndReason> {
+        self.ended.lock().ok().and_then(|e| *e)
+    }
+
+    fn idle_for(&self) -> Option<std::time::Duration> {
+        if self.users.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        self.last_used.lock().ok().map(|t| t.elapsed())
+    }
+
+    pub(crate) fn set_memory(&self, bytes: u64) {
+        self.memory.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Keeps `value` under `key`, or forgets the key (`None`). The store's bytes (keys plus
+    /// JSON values) stay within the session's cap.
+    pub(crate) fn store(&self, key: String, value: Option<Value>) -> Result<(), String> {
+        let mut store = self.store.lock().map_err(|_| "the store is unavailable")?;
+        let old = store.values.get(&key).map_or(0, |(_, n)| *n);
+        let Some(value) = value else {
+            if store.values.remove(&key).is_some() {
+                store.bytes -= old;
+            }
+            return Ok(());
+        };
+        let size = (key.len() + value.to_string().len()) as u64;
+        let total = store.bytes - old + size;
+        if total > self.max_store_bytes {
+            return Err(format!(
+                "storing {size} bytes under {key:?} would bring this session's stored values to \
+                 {total} bytes, past its limit of {} (sessions.maxStoreBytes); store less, or \
+                 forget keys with store(key) first",
+                self.max_store_bytes
+            ));
+        }
+        store.bytes = total;
+        store.values.insert(key, (value, size));
+        Ok(())
+    }
+
+    /// The value kept under `key`.
+    pub(crate) fn load(&self, key: &str) -> Option<Value> {
+        let store = self.store.lock().ok()?;
+        store.values.get(key).map(|(v, _)| v.clone())
+    }
+
+    fn describe(&self) -> Value {
+        let store = self.store.lock().map(|s| (s.values.len(), s.bytes));
+        let (keys, store_bytes) = store.unwrap_or((0, 0));
+        json!({
+            "session": self.id,
+            "language": self.language.tool_language(),
+            "ageMs": self.created.elapsed().as_millis() as u64,
+            "idleMs": self.idle_for().map(|d| d.as_millis() as u64),
+            "executions": self.executions.load(Ordering::Relaxed),
+            "memoryBytes": self.memory.load(Ordering::Relaxed),
+            "storedKeys": keys,
+            "storedBytes": store_bytes,
+        })
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // The last holder is gone (the table and every execution): the worker dies with the
+        // slot; the workspace goes with the session.
+        if let Err(e) = std::fs::remove_dir_all(&self.workspace)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(
+                "cannot delete the workspace {} of session {}: {e}",
+                self.workspace.display(),
+                self.id
+            );
+        }
+    }
+}
+
+struct Table {
+    live: HashMap<String, Arc<Session>>,
+    ended: VecDeque<(String, Principal, EndReason)>,
+}
+
+/// Every session of the server.
+pub(crate) struct Sessions {
+    limits: SessionLimits,
+    /// Where workspaces are made (one directory per session).
+    root: PathBuf,
+    table: Mutex<Table>,
+}
+
+impl Sessions {
+    pub(crate) fn new(limits: SessionLimits, root: PathBuf) -> Sessions {
+        Sessions {
+            limits,
+            root,
+            table: Mutex::new(Table {
+                live: HashMap::new(),
+                ended: VecDeque::new(),
+            }),
+        }
+    }
+
+    pub(crate) fn limits(&self) -> &SessionLimits {
+        &self.limits
+    }
+
+    /// A new session of `principal` in `language`, evicting the oldest idle session when the
+    /// client or the server is at its limit.
+    pub(crate) fn create(
+        &self,
+        principal: &Principal,
+        language: Language,
+        audit: &AuditLog,
+    ) -> Result<Arc<Session>, SessionError> {
+        if self.limits.max_workers == 0 {
+            return Err(SessionError::Disabled);
+        }
+        let id = new_handle();
+        let workspace = self.root.join(&id);
+        make_dir(&self.root, 0o711)
+            .and_then(|()| make_dir(&workspace, 0o700))
+            .map_err(|e| SessionError::Workspace {
+                path: workspace.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        let session = Arc::new(Session {
+            id: id.clone(),
+            principal: principal.clone(),
+            language,
+            created: Instant::now(),
+            last_used: Mutex::new(Instant::now()),
+            users: AtomicUsize::new(0),
+            executions: AtomicU64::new(0),
+            slot: tokio::sync::Mutex::new(Slot {
+                worker: None,
+                lost: None,
+            }),
+            store: Mutex::new(Store::default()),
+            max_store_bytes: self.limits.max_store_bytes,
+            workspace,
+            memory: AtomicU64::new(0),
+            ended: Mutex::new(None),
+        });
+        let mut evicted = Vec::new();
+        {
+            let mut table = self.lock();
+            let mine = |s: &&Arc<Session>| &s.principal == principal;
+            if table.live.values().filter(mine).count() >= self.limits.max_per_client {
+                let victim = oldest_idle(table.live.values().filter(mine)).ok_or_else(|| {
+                    SessionError::Full(format!(
+                        "this client already holds {} sessions (sessions.maxPerClient)",
+                        self.limits.max_per_client
+                    ))
+                })?;
+                evicted.push(self.remove(&mut table, &victim, EndReason::Evicted));
+            }
+            if table.live.len() >= self.limits.max_workers {
+                let victim = oldest_idle(table.live.values()).ok_or_else(|| {
+                    SessionError::Full(format!(
+                        "the server already holds {} sessions (sessions.maxWorkers)",
+                        self.limits.max_workers
+                    ))
+                })?;
+                evicted.push(self.remove(&mut table, &victim, EndReason::Evicted));
+            }
+            table.live.insert(id, session.clone());
+        }
+        for s in evicted {
+            end_audit(audit, &s, EndReason::Evicted);
+        }
+        audit.record(AuditEvent::SessionStart {
+            session: session.id.clone(),
+            client: principal.to_string(),
+            language: language.tool_language(),
+        });
+        Ok(session)
+    }
+
+    /// The live session `id` of `principal`, for `language`.
+    pub(crate) fn get(
+        &self,
+        principal: &Principal,
+        id: &str,
+        language: Language,
+    ) -> Result<Arc<Session>, SessionError> {
+        let table = self.lock();
+        if let Some(s) = table.live.get(id).filter(|s| &s.principal == principal) {
+            if s.language != language {
+                return Err(SessionError::WrongLanguage {
+                    id: id.to_string(),
+                    has: s.language.tool_language(),
+                    asked: language.tool_language(),
+                });
+            }
+            return Ok(s.clone());
+        }
+        match table
+            .ended
+            .iter()
+            .find(|(e, p, _)| e == id && p == principal)
+        {
+            Some((_, _, reason)) => Err(SessionError::Ended {
+                id: id.to_string(),
+                why: reason.explain(&self.limits),
+            }),
+            None => Err(SessionError::Unknown(id.to_string())),
+        }
+    }
+
+    /// Ends session `id` (if it is still live) for `reason`.
+    pub(crate) fn end(&self, id: &str, reason: EndReason, audit: &AuditLog) {
+        let removed = {
+            let mut table = self.lock();
+            table
+                .live
+                .get(id)
+                .cloned()
+                .map(|s| self.remove(&mut table, &s, reason))
+        };
+        if let Some(s) = removed {
+            end_audit(audit, &s, reason);
+        }
+    }
+
+    /// Ends the sessions idle past the timeout.
+    pub(crate) fn end_idle(&self, audit: &AuditLog) {
+        let timeout = self.limits.idle_timeout();
+        let idle: Vec<String> = self
+            .lock()
+            .live
+            .values()
+            .filter(|s| s.idle_for().is_some_and(|d| d >= timeout))
+            .map(|s| s.id.clone())
+            .collect();
+        for id in idle {
+            self.end(&id, EndReason::Idle, audit);
+        }
+    }
+
+    /// Ends every session (the server is stopping).
+    pub(crate) fn end_all(&self, audit: &AuditLog) {
+        let ids: Vec<String> = self.lock().live.keys().cloned().collect();
+        for id in ids {
+            self.end(&id, EndReason::Shutdown, audit);
+        }
+    }
+
+    /// What `health` shows: counts for the server, details of the caller's own sessions.
+    pub(crate) fn report(&self, principal: &Principal) -> Value {
+        let table = self.lock();
+        let mut mine: Vec<&Arc<Session>> = table
+            .live
+            .values()
+            .filter(|s| &s.principal == principal)
+            .collect();
+        mine.sort_by_key(|s| s.created);
+        json!({
+            "count": table.live.len(),
+            "maxWorkers": self.limits.max_workers,
+            "maxPerClient": self.limits.max_per_client,
+            "idleTimeoutS": self.limits.idle_timeout_s,
+            "mine": mine.iter().map(|s| s.describe()).collect::<Vec<_>>(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes `s` out of the table and marks it ended; its worker and workspace go when the
+    /// last execution holding it lets go.
+    fn remove(&self, table: &mut Table, s: &Arc<Session>, reason: EndReason) -> Arc<Session> {
+        let removed = table.live.remove(&s.id).unwrap_or_else(|| s.clone());
+        if let Ok(mut e) = removed.ended.lock() {
+            *e = Some(reason);
+        }
+        if table.ended.len() == ENDED_KEPT {
+            table.ended.pop_front();
+        }
+        table
+            .ended
+            .push_back((removed.id.clone(), removed.principal.clone(), reason));
+        // An idle session's worker is stopped now, not when the Arc goes.
+        if let Ok(mut slot) = removed.slot.try_lock() {
+            slot.worker = None;
+        }
+        removed
+    }
+}
+
+impl Drop for Sessions {
+    fn drop(&mut self) {
+        // Sessions still live hold their workspaces under the root; the server is going.
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// A fresh directory name for this server's session workspaces, under the temporary
+/// directory: random, so nobody can have made it first, and created (mode 0711, so the
+/// sandbox's uid can reach its own workspace, and nobody can list the others) when the first
+/// session starts.
+pub(crate) fn workspace_root() -> PathBuf {
+    let mut b = [0u8; 8];
+    let _ = getrandom::fill(&mut b);
+    let tag: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    std::env::temp_dir().join(format!(
+        "code-executor-mcp-sessions-{}-{tag}",
+        std::process::id()
+    ))
+}
+
+/// Ends idle sessions in the background, as long as the runtime lives.
+pub(crate) fn end_idle_sessions(runtime: std::sync::Weak<super::Runtime>) {
+    let Some(rt) = runtime.upgrade() else {
+        return;
+    };
+    let period = (rt.sessions().limits.idle_timeout() / 4).clamp(
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_secs(30),
+    );
+    drop(rt);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(rt) = runtime.upgrade() else {
+                return;
+            };
+            rt.sessions().end_idle(&rt.policy().audit);
+        }
+    });
+}
+
+fn end_audit(audit: &AuditLog, s: &Session, reason: EndReason) {
+    audit.record(AuditEvent::SessionEnd {
+        session: s.id.clone(),
+        client: s.principal.to_string(),
+        reason: reason.as_str(),
+        duration_ms: (s.created.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+        executions: s.executions.load(Ordering::Relaxed),
+    });
+}
+
+fn oldest_idle<'a>(sessions: impl Iterator<Item = &'a Arc<Session>>) -> Option<Arc<Session>> {
+    sessions
+        .filter_map(|s| s.idle_for().map(|d| (d, s)))
+        .max_by_key(|(d, _)| *d)
+        .map(|(_, s)| s.clone())
+}
+
+/// A fresh, unguessable session handle: `s_` and 128 random bits in hex.
+fn new_handle() -> String {
+    let mut b = [0u8; 16];
+    if getrandom::fill(&mut b).is_err() {
+        // No entropy source: a handle that cannot be guessed cannot be made either.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let mix = t.as_nanos() ^ (std::process::id() as u128) << 64;
+        b = mix.to_le_bytes();
+    }
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("s_{hex}")
+}
+
+/// Makes `path` (its parent exists) with `mode`, unless it is already there.
+fn make_dir(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().mode(mode).create(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
+        other => other,
+    }
+}
+
+/// Bytes and entries under `dir` (symlinks are counted, never followed), stopping at
+/// `max_entries + 1` entries.
+pub(crate) fn usage(dir: &Path, max_entries: u64) -> (u64, u64) {
+    let mut bytes = 0u64;
+    let mut entries = 0u64;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(read) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in read.flatten() {
+            entries += 1;
+            if entries > max_entries {
+                return (bytes, entries);
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            // The larger of the length and the blocks used: a sparse file counts for its
+            // length, a directory for its blocks.
+            use std::os::unix::fs::MetadataExt;
+            bytes += meta.len().max(meta.blocks() * 512);
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    (bytes, entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sessions(limits: SessionLimits) -> (Sessions, test_support::TempDir) {
+        let dir = test_support::TempDir::new("sessions");
+        (Sessions::new(limits, dir.0.clone()), dir)
+    }
+
+    #[test]
+    fn handles_are_unguessable_and_bound_to_their_principal() {
+        let (s, _d) = sessions(SessionLimits::default());
+        let audit = AuditLog::disabled();
+        let alice = Principal::new("alice");
+        let bob = Principal::new("bob");
+        let a = s.create(&alice, Language::Python, &audit).unwrap();
+        assert!(a.id.starts_with("s_") && a.id.len() == 34, "{}", a.id);
+        assert!(a.workspace.is_dir());
+        assert!(s.get(&alice, &a.id, Language::Python).is_ok());
+        assert_eq!(
+            s.get(&bob, &a.id, Language::Python).err(),
+            Some(SessionError::Unknown(a.id.clone()))
+        );
+        assert!(matches!(
+            s.get(&alice, &a.id, Language::JavaScript),
+            Err(SessionError::WrongLanguage { .. })
+        ));
+        let b = s.create(&alice, Language::Python, &audit).unwrap();
+        assert_ne!(a.id, b.id);
+    }
+
+    #[test]
+    fn the_oldest_idle_session_is_evicted_and_says_so() {
+        let limits = SessionLimits {
+            max_per_client: 2,
+            ..SessionLimits::default()
+        };
+        let (s, _d) = sessions(limits);
+        let audit = AuditLog::disabled();
+        let p = Principal::new("p");
+        let first = s.create(&p, Language::JavaScript, &audit).unwrap();
+        let second = s.create(&p, Language::JavaScript, &audit).unwrap();
+        // The first is busy: the second, although newer, is the one evicted.
+        let _busy = first.in_use();
+        let third = s.create(&p, Language::JavaScript, &audit).unwrap();
+        assert!(s.get(&p, &first.id, Language::JavaScript).is_ok());
+        assert!(s.get(&p, &third.id, Language::JavaScript).is_ok());
+        match s.get(&p, &second.id, Language::JavaScript) {
+            Err(SessionError::Ended { why, .. }) => assert!(why.contains("evicted"), "{why}"),
+            other => panic!("{:?}", other.err()),
+        }
+        // Both left are busy: no room, and the error says what to do.
+        let _busy3 = third.in_use();
+        match s.create(&p, Language::JavaScript, &audit) {
+            Err(SessionError::Full(m)) => assert!(m.contains("maxPerClient"), "{m}"),
+            other => panic!("{:?}", other.err()),
+        }
+    }
+
+    #[test]
+    fn the_store_is_capped_and_deletes_free_room() {
+        let limits = SessionLimits {
+            max_store_bytes: 100,
+            ..SessionLimits::default()
+        };
+        let (s, _d) = sessions(limits);
+        let a = s
+            .create(
+                &Principal::new("p"),
+                Language::Python,
+                &AuditLog::disabled(),
+            )
+            .unwrap();
+        a.store("k".into(), Some(json!("x".repeat(80)))).unwrap();
+        let err = a
+            .store("j".into(), Some(json!("y".repeat(30))))
+            .unwrap_err();
+        assert!(err.contains("maxStoreBytes"), "{err}");
+        // Replacing a key counts its new size only.
+        a.store("k".into(), Some(json!("z".repeat(60)))).unwrap();
+        assert_eq!(a.load("k"), Some(json!("z".repeat(60))));
+        a.store("k".into(), None).unwrap();
+        assert_eq!(a.load("k"), None);
+        a.store("j".into(), Some(json!("y".repeat(90)))).unwrap();
+    }
+
+    #[test]
+    fn an_ended_session_loses_its_workspace() {
+        let (s, _d) = sessions(SessionLimits::default());
+        let audit = AuditLog::disabled();
+        let p = Principal::new("p");
+        let a = s.create(&p, Language::Python, &audit).unwrap();
+        let ws = a.workspace.clone();
+        std::fs::write(ws.join("f.txt"), "data").unwrap();
+        s.end(&a.id, EndReason::Reset, &audit);
+        assert!(ws.is_dir(), "an execution still holds it");
+        let id = a.id.clone();
+        drop(a);
+        assert!(!ws.exists());
+        match s.get(&p, &id, Language::Python) {
+            Err(SessionError::Ended { why, .. }) => assert!(why.contains("reset"), "{why}"),
+            other => panic!("{:?}", other.err()),
+        }
+    }
+}
