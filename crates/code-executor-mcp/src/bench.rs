@@ -403,6 +403,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     }
     let [sbs_echo, sbs_seq, sbs_ts, sbs_ts_seq, sbs_py, sbs_py_seq] = rounds.map(summarize);
     let [r_ts, r_ts_seq, r_py, r_py_seq] = ratios.map(summarize);
+    let sessions = session_rounds(&direct, &ours, n.min(30)).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -435,6 +436,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
             "wait_for_a_full_pool_before_each_sample_ms (both languages)": refill,
             "trivial_execution_back_to_back_ms": py_trivial_back_to_back,
         },
+        "sessions": sessions,
         "side_by_side": {
             "rounds": sbs_echo["n"],
             "gap_before_each_ms": SIDE_BY_SIDE_GAP.as_millis() as u64,
@@ -483,6 +485,75 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     });
     say(&serde_json::to_string_pretty(&report)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// A trivial execution in an existing session (its worker kept, none taken from the pool)
+/// next to a direct `echo`, in alternating rounds after the same idle gap, both languages; and
+/// the memory of an idle session worker (as `health` reports it).
+async fn session_rounds(direct: &Client, ours: &Client, rounds: usize) -> anyhow::Result<Value> {
+    let mut handles = Vec::new();
+    for (tool, code) in [("execute_typescript", "return 1"), ("execute_python", "1")] {
+        let r = call(ours, tool, json!({"code": code, "session": "new"})).await?;
+        let id = r
+            .structured_content
+            .as_ref()
+            .and_then(|v| v["session"]["id"].as_str())
+            .context("a new session returns its handle")?
+            .to_string();
+        handles.push((tool, code, id));
+    }
+    let echo = || async {
+        call(direct, "echo", json!({"message": "hello"}))
+            .await
+            .map(|_| ())
+    };
+    let in_session = |i: usize| {
+        let (tool, code, id) = &handles[i];
+        async move {
+            call(ours, tool, json!({"code": code, "session": id}))
+                .await
+                .map(|_| ())
+        }
+    };
+    for i in 0..2 {
+        in_session(i).await?;
+    }
+    let (mut d, mut ts, mut py, mut r_ts, mut r_py) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+        let e = timed(echo()).await?;
+        tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+        let t = timed(in_session(0)).await?;
+        tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+        let p = timed(in_session(1)).await?;
+        d.push(e);
+        ts.push(t);
+        py.push(p);
+        r_ts.push(t / e);
+        r_py.push(p / e);
+    }
+    let health = call(ours, "health", json!({})).await?;
+    let memory: Vec<Value> = health
+        .structured_content
+        .as_ref()
+        .and_then(|v| v["sessions"]["mine"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .map(|s| json!({"language": s["language"], "memoryBytes": s["memoryBytes"]}))
+        .collect();
+    let (r_ts, r_py) = (summarize(r_ts), summarize(r_py));
+    Ok(json!({
+        "direct_echo_ms": summarize(d),
+        "typescript_trivial_in_session_ms": summarize(ts),
+        "python_trivial_in_session_ms": summarize(py),
+        "typescript_in_session_vs_direct_echo": median(&r_ts),
+        "python_in_session_vs_direct_echo": median(&r_py),
+        "typescript_in_session_vs_direct_echo_per_round": r_ts,
+        "python_in_session_vs_direct_echo_per_round": r_py,
+        "idle_session_worker_memory": memory,
+        "target": "in session vs direct echo <= 1.0",
+    }))
 }
 
 /// `runs` executions back to back against our server (started with `args`), alternating

@@ -33,10 +33,10 @@ pub fn tool_definitions() -> Vec<Tool> {
         "properties": {
             "code": {"type": "string"},
             "timeoutMs": {"type": "integer", "maximum": 300000, "description": "default 30000"},
-            "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool patterns (* wildcard); default all"},
-            "limits": {"type": "object", "description": "tighten: maxToolCalls, maxConcurrentToolCalls, maxLogBytes, memoryMb"},
-            "session": {"type": "string", "description": "\"new\" or a handle from result.session.id: keeps variables, store/load values and cwd files across calls"},
-            "reset": {"type": "boolean", "description": "end the session named by session"}
+            "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool globs; default all"},
+            "limits": {"type": "object", "description": "tighten maxToolCalls, maxConcurrentToolCalls, maxLogBytes, memoryMb"},
+            "session": {"type": "string", "description": "new|result.session.id; keeps globals, store/load, files"},
+            "reset": {"type": "boolean"}
         },
         "required": ["code"]
     });
@@ -44,12 +44,12 @@ pub fn tool_definitions() -> Vec<Tool> {
         "type": "object",
         "properties": {
             "result": {},
-            "logs": {"type": "array", "description": "[{level, text}]"},
-            "error": {"type": "object", "description": "{name, message, stack?}"},
+            "logs": {"type": "array"},
+            "error": {"type": "object"},
             "toolCalls": {"type": "integer"},
             "durationMs": {"type": "number"},
             "outputFile": {"type": "string"},
-            "session": {"type": "object", "description": "{id, created?, stateLost?, ended?}"}
+            "session": {"type": "object"}
         },
         "required": ["result", "logs", "toolCalls", "durationMs"]
     });
@@ -57,21 +57,21 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "execute_typescript",
             "annotations": {"title": "Run TypeScript", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools: `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(). Failures throw ToolError; console output is captured. Filter data in code; return only what you need.",
+            "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools: `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(). Failures throw ToolError; console output is captured. Filter in code; return only what you need.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
         {
             "name": "execute_python",
             "annotations": {"title": "Run Python", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers; in parallel: await asyncio.gather(acall_mcp_tool(...)). Failures raise ToolError; print/logging are captured.",
+            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers; in parallel: await asyncio.gather(acall_mcp_tool(...)); failures raise ToolError; print/logging captured.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
         {
             "name": "search_tools",
             "annotations": {"title": "Search tools", "readOnlyHint": true},
-            "description": "Ranked search over all upstream MCP servers' tools. detail: names, summary (default) or full (JSON Schemas, TypeScript signature).",
+            "description": "Ranked search over all upstream tools. detail: names, summary (default) or full (schemas, TypeScript signature).",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -79,20 +79,20 @@ pub fn tool_definitions() -> Vec<Tool> {
                     "detail": {"enum": ["names", "summary", "full"]},
                     "server": {"type": "string"},
                     "limit": {"type": "integer", "minimum": 1},
-                    "cursor": {"type": "string", "description": "a nextCursor"}
+                    "cursor": {"type": "string"}
                 },
                 "required": ["query"]
             },
             "outputSchema": {
                 "type": "object",
-                "properties": {"tools": {"type": "array"}, "total": {"type": "integer"}, "nextCursor": {"type": "string"}, "unavailable": {"type": "array", "description": "servers skipped, and why"}},
+                "properties": {"tools": {"type": "array"}, "total": {"type": "integer"}, "nextCursor": {"type": "string"}, "unavailable": {"type": "array"}},
                 "required": ["tools"]
             }
         },
         {
             "name": "get_tool_schema",
             "annotations": {"title": "Tool schema", "readOnlyHint": true},
-            "description": "Input/output JSON Schema and TypeScript signature of one upstream tool, named mcp__server__tool.",
+            "description": "Input/output JSON Schema and TypeScript signature of one upstream tool (mcp__server__tool).",
             "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
             "outputSchema": {
                 "type": "object",
@@ -103,14 +103,14 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "list_servers",
             "annotations": {"title": "List servers", "readOnlyHint": true},
-            "description": "Configured upstream MCP servers: status (connected, starting, available, failed + reason), tool counts.",
+            "description": "Upstream MCP servers: status (connected, starting, available, failed + why), tool counts; your sessions.",
             "inputSchema": {"type": "object", "properties": {}},
             "outputSchema": {"type": "object", "properties": {"servers": {"type": "array"}}, "required": ["servers"]}
         },
         {
             "name": "health",
             "annotations": {"title": "Health", "readOnlyHint": true},
-            "description": "Uptime, worker pools, sandbox, upstream state and versions.",
+            "description": "Uptime, pools, sessions, sandbox, upstreams, versions.",
             "inputSchema": {"type": "object", "properties": {}},
             "outputSchema": {"type": "object", "properties": {"version": {"type": "string"}, "uptimeMs": {"type": "integer"}}, "required": ["version", "uptimeMs"]}
         }

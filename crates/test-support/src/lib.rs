@@ -250,12 +250,29 @@ impl Harness {
     }
 
     /// Calls an execution tool and returns (structuredContent, isError).
-    pub async fn run_tool(&self, tool: &str, args: Value) -> (Value, bool) {
+    ///
+    /// With [`IN_SESSION`] set in the environment, every execution that names no session runs
+    /// in a new one, which is ended (`reset`) as soon as it answers: the same attacks and
+    /// cases then run in session workers, which must be as confined as pooled ones.
+    pub async fn run_tool(&self, tool: &str, mut args: Value) -> (Value, bool) {
+        let in_session = std::env::var_os(IN_SESSION).is_some()
+            && tool.starts_with("execute_")
+            && args.get("session").is_none();
+        if in_session {
+            args["session"] = json!("new");
+        }
         let r = self.call(tool, args).await;
-        (
-            r.structured_content.unwrap_or(Value::Null),
-            r.is_error == Some(true),
-        )
+        let mut v = r.structured_content.unwrap_or(Value::Null);
+        if in_session {
+            if let Some(id) = v["session"]["id"].as_str().map(str::to_string) {
+                self.call(tool, json!({"code": "", "session": id, "reset": true}))
+                    .await;
+            }
+            if let Some(o) = v.as_object_mut() {
+                o.remove("session");
+            }
+        }
+        (v, r.is_error == Some(true))
     }
 
     /// The MCP config file the server was started with.
@@ -263,6 +280,10 @@ impl Harness {
         self._config.as_ref().map(|c| c.path.as_path())
     }
 }
+
+/// Environment variable under which [`Harness`] runs every execution in a session of its own
+/// (`scripts/test.sh` runs the escape suites a second time with it).
+pub const IN_SESSION: &str = "CODE_EXECUTOR_TEST_IN_SESSION";
 
 /// Environment variable under which a sandbox or escape test that cannot run fails instead of
 /// skipping (`scripts/test.sh` and CI set it).
