@@ -80,6 +80,16 @@ async fn target() -> Option<Target> {
     target_with("enforce").await
 }
 
+/// Whether every execution runs in a session of its own (see `test_support::IN_SESSION`), as
+/// a Python literal.
+fn in_session() -> &'static str {
+    if std::env::var_os(test_support::IN_SESSION).is_some() {
+        "True"
+    } else {
+        "False"
+    }
+}
+
 impl Target {
     async fn run(&self, code: &str, timeout_ms: u64) -> (Value, bool) {
         self.h
@@ -259,7 +269,8 @@ async fn write_outside_scratch() {
         r#"
 import os
 wrote = []
-for d in ['/tmp', '/', '/usr/lib', '/dev', '/dev/shm', '/proc', '/var/tmp', os.getcwd(), {home}]:
+# In a session the working directory is its workspace, writable by design.
+for d in ['/tmp', '/', '/usr/lib', '/dev', '/dev/shm', '/proc', '/var/tmp', {home}] + ([] if {in_session} else [os.getcwd()]):
     try:
         with open(os.path.join(d, {m}), 'w') as f:
             f.write('x')
@@ -270,6 +281,7 @@ for d in ['/tmp', '/', '/usr/lib', '/dev', '/dev/shm', '/proc', '/var/tmp', os.g
 "#,
         m = py_str(&marker),
         home = py_str(&t.home.0.display().to_string()),
+        in_session = in_session(),
     ))
     .await;
     assert!(
@@ -283,11 +295,13 @@ for d in ['/tmp', '/', '/usr/lib', '/dev', '/dev/shm', '/proc', '/var/tmp', os.g
 #[tokio::test]
 async fn fill_the_disk() {
     let Some(t) = target().await else { return };
-    t.blocked(
+    // In a session the working directory is its workspace, writable up to its quota by design
+    // (sessions.rs holds the quota's tests).
+    t.blocked(&format!(
         r#"
 import os, tempfile
 total = 0
-for d in ['/tmp', '/', '/dev/shm', '/var/tmp', os.getcwd()]:
+for d in ['/tmp', '/', '/dev/shm', '/var/tmp'] + ([] if {} else [os.getcwd()]):
     try:
         with open(os.path.join(d, 'fill'), 'wb') as f:
             for _ in range(256):
@@ -296,13 +310,14 @@ for d in ['/tmp', '/', '/dev/shm', '/var/tmp', os.getcwd()]:
     except OSError:
         pass
 try:
-    tempfile.mkstemp()
+    tempfile.mkstemp(dir='/tmp')
     total += 1
 except OSError:
     pass
 'ESCAPED: wrote %d bytes' % total if total else 'BLOCKED: nothing could be written'
 "#,
-    )
+        in_session()
+    ))
     .await;
 }
 

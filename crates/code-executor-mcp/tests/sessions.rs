@@ -147,6 +147,12 @@ async fn state_persists_within_a_session_and_nowhere_else() {
     for lang in BOTH {
         let (id, v) = new_session(&h, lang, define(lang)).await;
         assert_eq!(v["result"], json!("defined"), "{lang:?}: {v}");
+        let (servers, _) = h.run_tool("list_servers", json!({})).await;
+        let mine = servers["sessions"]["mine"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(mine.iter().any(|s| s["session"] == json!(id)), "{servers}");
         let v = ok_in(&h, lang, &id, read_back(lang)).await;
         let expected = lang.pick(
             json!([[1, 2, 3], 11, 42, 7, "g", {"region": "eu", "n": 2}, null]),

@@ -294,9 +294,13 @@ impl Runtime {
                 return finish(out);
             }
         };
+        let mut before = workspace::Usage {
+            bytes: 0,
+            entries: 0,
+        };
         let mut lease = match tokio::time::timeout_at(
             deadline,
-            Lease::take(pool, session, &run, &self.sessions),
+            Lease::take(pool, session, &run, &self.sessions, &mut before),
         )
         .await
         {
@@ -316,13 +320,6 @@ impl Runtime {
             state_lost: lease.state_lost.take(),
             ended: None,
         });
-        let before = match session {
-            Some(s) => workspace::measure(&s.workspace, self.sessions.limits()).await,
-            None => workspace::Usage {
-                bytes: 0,
-                entries: 0,
-            },
-        };
         let mut logs = LogCollector::new(limits.max_log_bytes, spill);
         let ended = {
             let run = drive(&mut lease.worker, &*self.host, &scope, &mut logs);
@@ -464,12 +461,15 @@ enum Home<'a> {
 
 impl<'a> Lease<'a> {
     /// A worker that has received the encoded `run`: a pooled one, or the session's (waiting
-    /// for the session's earlier executions, in order; started afresh when it is gone).
+    /// for the session's earlier executions, in order; started afresh when it is gone). For a
+    /// session, `before` is set to its workspace's usage once the earlier runs are over and
+    /// before this one has the code (it starts at once).
     async fn take(
         pool: &'a Pool,
         session: Option<&'a Arc<Session>>,
         run: &[u8],
         sessions: &Sessions,
+        before: &mut workspace::Usage,
     ) -> Result<Lease<'a>, String> {
         let Some(session) = session else {
             // However the run ends (even abandoned by its client), the pool gets a replacement.
@@ -482,6 +482,7 @@ impl<'a> Lease<'a> {
             });
         };
         let mut slot = session.slot.lock().await;
+        *before = workspace::measure(&session.workspace, sessions.limits()).await;
         let mut state_lost = slot.lost.take();
         let mut kept = slot.worker.take();
         slot.lost = Some(CANCELLED.into());

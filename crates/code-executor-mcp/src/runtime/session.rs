@@ -611,6 +611,24 @@ mod tests {
     }
 
     #[test]
+    fn reports_show_only_the_callers_own_handles() {
+        let (s, _d) = sessions(SessionLimits::default());
+        let audit = AuditLog::disabled();
+        let (alice, bob) = (Principal::new("alice"), Principal::new("bob"));
+        let a = s.create(&alice, Language::Python, &audit).unwrap();
+        let b = s.create(&bob, Language::JavaScript, &audit).unwrap();
+        let report = s.report(&alice);
+        assert_eq!(report["count"], json!(2));
+        let text = report.to_string();
+        assert!(text.contains(&a.id), "{text}");
+        assert!(
+            !text.contains(&b.id),
+            "another client's handle leaked: {text}"
+        );
+        assert_eq!(report["mine"][0]["language"], json!("python"));
+    }
+
+    #[test]
     fn the_oldest_idle_session_is_evicted_and_says_so() {
         let limits = SessionLimits {
             max_per_client: 2,
