@@ -324,6 +324,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         ..ExecRequest::default()
                     },
                     Principal::new("cli"),
+                    None,
                 )
                 .await;
             let text = if *json {
@@ -595,6 +596,7 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
                 ..ExecRequest::default()
             },
             Principal::new("doctor"),
+            None,
         )
         .await;
     match &outcome.error {
@@ -615,6 +617,7 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
                 ..ExecRequest::default()
             },
             Principal::new("doctor"),
+            None,
         )
         .await;
     let python = core

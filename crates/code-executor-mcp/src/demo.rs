@@ -354,6 +354,7 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
                 ..ExecRequest::default()
             },
             Principal::new("demo"),
+            None,
         )
         .await;
     say(&format!(

@@ -32,7 +32,7 @@ use catalog::Catalog;
 use config::Config;
 use policy::Policy;
 use principal::Principal;
-use runtime::execution::{ExecContext, ExecRequest};
+use runtime::execution::{ClientLink, ExecContext, ExecRequest};
 use runtime::pool::Pool;
 use runtime::python::{PythonOptions, PythonRuntime};
 use runtime::session::Sessions;
@@ -120,11 +120,11 @@ impl Core {
         language: Language,
         req: ExecRequest,
         principal: Principal,
+        client: Option<ClientLink>,
     ) -> ExecOutcome {
-        self.runtime
-            .start(language, req, ExecContext::new(principal))
-            .outcome()
-            .await
+        let mut ctx = ExecContext::new(principal);
+        ctx.client = client;
+        self.runtime.start(language, req, ctx).outcome().await
     }
 
     /// What the `health` tool reports; sessions are `principal`'s own (and a count of all).

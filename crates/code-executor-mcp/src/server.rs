@@ -22,7 +22,7 @@ use crate::catalog::SearchParams;
 use crate::policy::ToolAllowlist;
 use crate::principal::Principal;
 use crate::runtime::ExecOutcome;
-use crate::runtime::execution::ExecRequest;
+use crate::runtime::execution::{ClientLink, ExecRequest};
 use crate::runtime::session::SessionArg;
 use crate::runtime::worker::Language;
 
@@ -161,6 +161,7 @@ impl CodeExecutorServer {
         name: &str,
         args: Value,
         principal: Principal,
+        client: ClientLink,
     ) -> Result<CallToolResult, McpError> {
         match name {
             "execute_typescript" | "execute_python" => {
@@ -195,6 +196,7 @@ impl CodeExecutorServer {
                             reset: a.reset,
                         },
                         principal,
+                        Some(client),
                     )
                     .await;
                 Ok(execution_result(&outcome))
@@ -386,7 +388,10 @@ impl ServerHandler for CodeExecutorServer {
         // rmcp only signals a client's notifications/cancelled; dropping the work here is
         // what stops it (an execution's worker is killed when its future is dropped).
         tokio::select! {
-            result = self.dispatch(&request.name, args, principal) => result.map(Into::into),
+            result = self.dispatch(&request.name, args, principal, ClientLink {
+                peer: context.peer.clone(),
+                progress_token: context.meta.get_progress_token(),
+            }) => result.map(Into::into),
             () = context.ct.cancelled() => Err(McpError::internal_error("the request was cancelled by the client", None)),
         }
     }

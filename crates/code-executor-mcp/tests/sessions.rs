@@ -552,3 +552,94 @@ async fn the_audit_log_records_sessions() {
     assert_eq!(end["reason"], json!("reset"));
     assert_eq!(end["executions"], json!(2));
 }
+
+/// A client that records the progress notifications it receives.
+#[derive(Clone, Default)]
+struct ProgressRecorder(
+    std::sync::Arc<std::sync::Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
+);
+
+impl rmcp::ClientHandler for ProgressRecorder {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params);
+    }
+}
+
+#[tokio::test]
+async fn a_call_waiting_for_its_session_tells_a_client_that_asked_for_progress() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ProgressToken, RequestMetaObject};
+    let config = TempConfig::new(json!({}));
+    let mut cmd = tokio::process::Command::new(EXE);
+    cmd.arg("--config")
+        .arg(&config.path)
+        .arg("--no-discover")
+        .env("XDG_STATE_HOME", config.dir.join("state"))
+        .kill_on_drop(true);
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let recorder = ProgressRecorder::default();
+    let client = recorder.clone().serve(transport).await.unwrap();
+    let call = |code: &str, session: &str, token: Option<&str>| {
+        let mut params = CallToolRequestParams::new("execute_typescript").with_arguments(
+            json!({"code": code, "session": session})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        if let Some(t) = token {
+            let mut meta = RequestMetaObject::default();
+            meta.set_progress_token(ProgressToken(rmcp::model::NumberOrString::String(t.into())));
+            params.meta = Some(meta);
+        }
+        client.peer().call_tool(params)
+    };
+    let first = call("return 1", "new", None).await.unwrap();
+    let id = first.structured_content.unwrap()["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The first holds the session until the second has asked; the second waits, and says so.
+    let slow = call(
+        "await new Promise(r => setTimeout(r, 1000)); return 'slow'",
+        &id,
+        None,
+    );
+    let waiting = async {
+        // Once the session is in use (the first call holds it), ask.
+        let start = Instant::now();
+        loop {
+            let health = client
+                .peer()
+                .call_tool(CallToolRequestParams::new("health"))
+                .await
+                .unwrap();
+            let s = health.structured_content.unwrap();
+            if s["sessions"]["mine"][0]["idleMs"].is_null() {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "{s}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        call("return 'second'", &id, Some("tok-1")).await
+    };
+    let (a, b) = tokio::join!(slow, waiting);
+    assert_eq!(
+        a.unwrap().structured_content.unwrap()["result"],
+        json!("slow")
+    );
+    assert_eq!(
+        b.unwrap().structured_content.unwrap()["result"],
+        json!("second")
+    );
+    let got = recorder.0.lock().unwrap().clone();
+    // (rmcp's client sends a token of its own in place of ours.)
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        got[0].message.as_deref(),
+        Some("waiting for the session's previous execution to finish")
+    );
+}

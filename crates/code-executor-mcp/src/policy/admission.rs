@@ -59,6 +59,15 @@ impl Default for AdmissionSettings {
     }
 }
 
+/// One place in the queue, given back when dropped.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 struct ClientLimits {
     executions: DefaultDirectRateLimiter,
     tool_calls: Arc<DefaultDirectRateLimiter>,
@@ -112,7 +121,9 @@ impl Admission {
     }
 
     /// Admits one execution of `client`, waiting in the queue for a slot if needed.
-    pub async fn admit(&self, client: &str) -> Result<Admitted, String> {
+    ///
+    /// `on_wait` is called when the execution has to wait in the queue.
+    pub async fn admit(&self, client: &str, on_wait: impl FnOnce()) -> Result<Admitted, String> {
         let limits = self.client(client);
         if limits.executions.check().is_err() {
             return Err(format!(
@@ -133,8 +144,10 @@ impl Admission {
                 self.settings.max_concurrent_executions, self.settings.queue
             ));
         }
+        // Counted out of the queue however the wait ends (a cancelled execution too).
+        let _waiting = Waiting(&self.waiting);
+        on_wait();
         let slot = self.slots.clone().acquire_owned().await;
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
         let slot = slot.map_err(|_| "the server is shutting down".to_string())?;
         Ok(Admitted {
             _slot: slot,
@@ -154,14 +167,14 @@ mod tests {
             queue: 1,
             ..AdmissionSettings::default()
         }));
-        let first = a.admit("c").await.unwrap();
+        let first = a.admit("c", || {}).await.unwrap();
         let a2 = a.clone();
-        let queued = tokio::spawn(async move { a2.admit("c").await.map(|_| ()) });
+        let queued = tokio::spawn(async move { a2.admit("c", || {}).await.map(|_| ()) });
         tokio::task::yield_now().await;
         while a.waiting.load(Ordering::Acquire) == 0 {
             tokio::task::yield_now().await;
         }
-        let err = a.admit("c").await.err().unwrap();
+        let err = a.admit("c", || {}).await.err().unwrap();
         assert!(
             err.starts_with("busy: 1 executions are running and 1 are queued"),
             "{err}"
@@ -176,13 +189,13 @@ mod tests {
             executions_per_minute: 2,
             ..AdmissionSettings::default()
         });
-        assert!(a.admit("a").await.is_ok());
-        assert!(a.admit("a").await.is_ok());
-        let err = a.admit("a").await.err().unwrap();
+        assert!(a.admit("a", || {}).await.is_ok());
+        assert!(a.admit("a", || {}).await.is_ok());
+        let err = a.admit("a", || {}).await.err().unwrap();
         assert!(
             err.contains("over its rate of 2 executions per minute"),
             "{err}"
         );
-        assert!(a.admit("b").await.is_ok());
+        assert!(a.admit("b", || {}).await.is_ok());
     }
 }

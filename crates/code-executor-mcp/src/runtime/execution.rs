@@ -62,6 +62,35 @@ pub(crate) struct ExecContext {
     pub tool_calls: Arc<AtomicU32>,
     /// Cancels the execution (the client cancelled; the server is stopping).
     pub cancel: CancellationToken,
+    /// The requesting client, while it is connected.
+    pub client: Option<ClientLink>,
+}
+
+/// The client that asked for an execution, reachable while it runs: notifications now
+/// (progress while the execution waits), requests to it (approvals, sampling) later.
+#[derive(Clone)]
+pub(crate) struct ClientLink {
+    pub peer: rmcp::Peer<rmcp::RoleServer>,
+    /// The request's `_meta.progressToken`: progress is sent only when the client asked.
+    pub progress_token: Option<rmcp::model::ProgressToken>,
+}
+
+impl ClientLink {
+    /// Tells the client, when it asked for progress, what the execution is waiting for. Sent
+    /// in the background: a slow client never holds the execution up.
+    pub(crate) fn waiting(&self, message: &str) {
+        let Some(token) = self.progress_token.clone() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let param = rmcp::model::ProgressNotificationParam::new(token, 0.0)
+            .with_message(message.to_string());
+        tokio::spawn(async move {
+            if let Err(e) = peer.notify_progress(param).await {
+                tracing::debug!("cannot send progress to the client: {e}");
+            }
+        });
+    }
 }
 
 impl ExecContext {
@@ -72,6 +101,7 @@ impl ExecContext {
             tool_rate: None,
             tool_calls: Arc::default(),
             cancel: CancellationToken::new(),
+            client: None,
         }
     }
 }
@@ -131,7 +161,13 @@ impl Runtime {
     ) -> ExecOutcome {
         let audit = &self.policy().audit;
         let client = ctx.principal.to_string();
-        let admitted = match self.policy().admission.admit(&client).await {
+        let link = ctx.client.clone();
+        let on_wait = move || {
+            if let Some(link) = link {
+                link.waiting("queued: the server is running its maximum of executions");
+            }
+        };
+        let admitted = match self.policy().admission.admit(&client, on_wait).await {
             Ok(a) => a,
             Err(reason) => {
                 audit.record_now(AuditEvent::RunRefused {

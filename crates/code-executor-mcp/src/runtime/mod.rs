@@ -300,7 +300,7 @@ impl Runtime {
         };
         let mut lease = match tokio::time::timeout_at(
             deadline,
-            Lease::take(pool, session, &run, &self.sessions, &mut before),
+            Lease::take(pool, session, &run, &self.sessions, ctx, &mut before),
         )
         .await
         {
@@ -469,6 +469,7 @@ impl<'a> Lease<'a> {
         session: Option<&'a Arc<Session>>,
         run: &[u8],
         sessions: &Sessions,
+        ctx: &ExecContext,
         before: &mut workspace::Usage,
     ) -> Result<Lease<'a>, String> {
         let Some(session) = session else {
@@ -481,7 +482,15 @@ impl<'a> Lease<'a> {
                 state_lost: None,
             });
         };
-        let mut slot = session.slot.lock().await;
+        let mut slot = match session.slot.try_lock() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if let Some(client) = &ctx.client {
+                    client.waiting("waiting for the session's previous execution to finish");
+                }
+                session.slot.lock().await
+            }
+        };
         *before = workspace::measure(&session.workspace, sessions.limits()).await;
         let mut state_lost = slot.lost.take();
         let mut kept = slot.worker.take();
