@@ -643,3 +643,50 @@ async fn a_call_waiting_for_its_session_tells_a_client_that_asked_for_progress()
         Some("waiting for the session's previous execution to finish")
     );
 }
+
+/// Polls `health` until the caller's only session has counted `n` executions (started or
+/// waiting).
+async fn wait_for_executions(h: &Harness, n: u64) {
+    wait_for_sessions(h, "executions counted", |s| {
+        s["mine"][0]["executions"].as_u64() == Some(n)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_call_waiting_for_a_session_that_ends_meanwhile_is_told_so() {
+    let (h, _d) = server(json!({})).await;
+    let (id, _) = new_session(&h, Lang::Ts, "return 1").await;
+    let slow = run(
+        &h,
+        Lang::Ts,
+        json!({"code": "await new Promise(r => setTimeout(r, 1500)); return 'slow'", "session": id}),
+    );
+    let rest = async {
+        wait_for_executions(&h, 2).await;
+        let waiting = run(
+            &h,
+            Lang::Ts,
+            json!({"code": "return 'late'", "session": id}),
+        );
+        let reset = async {
+            wait_for_executions(&h, 3).await;
+            run(
+                &h,
+                Lang::Ts,
+                json!({"code": "return 'reset'", "session": id, "reset": true}),
+            )
+            .await
+        };
+        tokio::join!(waiting, reset)
+    };
+    let ((slow, _), ((late, late_err), (reset, _))) = tokio::join!(slow, rest);
+    assert_eq!(slow["result"], json!("slow"), "{slow}");
+    assert_eq!(reset["session"]["ended"], json!("reset"), "{reset}");
+    assert!(late_err, "{late}");
+    assert_eq!(error_name(&late), "SessionError", "{late}");
+    assert!(
+        error_message(&late).contains("ended (reset) before this execution"),
+        "{late}"
+    );
+}

@@ -306,7 +306,7 @@ impl Runtime {
         {
             Ok(Ok(lease)) => lease,
             Ok(Err(e)) => {
-                out.error = Some(error("SandboxError", e));
+                out.error = Some(e);
                 return finish(out);
             }
             Err(_) => {
@@ -471,11 +471,13 @@ impl<'a> Lease<'a> {
         sessions: &Sessions,
         ctx: &ExecContext,
         before: &mut workspace::Usage,
-    ) -> Result<Lease<'a>, String> {
+    ) -> Result<Lease<'a>, ErrorInfo> {
         let Some(session) = session else {
             // However the run ends (even abandoned by its client), the pool gets a replacement.
             let refill = Refill(pool);
-            let worker = hand_over(pool, run).await?;
+            let worker = hand_over(pool, run)
+                .await
+                .map_err(|e| error("SandboxError", e))?;
             return Ok(Lease {
                 worker,
                 home: Home::Pool(refill),
@@ -491,6 +493,18 @@ impl<'a> Lease<'a> {
                 session.slot.lock().await
             }
         };
+        // Ended (reset, idle) while this execution waited for it.
+        if let Some(reason) = session.ended() {
+            return Err(error(
+                "SessionError",
+                format!(
+                    "session \"{}\" ended ({}) before this execution could start in it; start \
+                     a new one with session: \"new\"",
+                    session.id,
+                    reason.as_str()
+                ),
+            ));
+        }
         *before = workspace::measure(&session.workspace, sessions.limits()).await;
         let mut state_lost = slot.lost.take();
         let mut kept = slot.worker.take();
@@ -510,10 +524,15 @@ impl<'a> Lease<'a> {
         let worker = match worker {
             Some(w) => w,
             None => {
-                let mut w = start_session_worker(pool, session, sessions).await?;
-                w.send_encoded(run)
+                let mut w = start_session_worker(pool, session, sessions)
                     .await
-                    .map_err(|e| format!("the session's new worker did not take the code: {e}"))?;
+                    .map_err(|e| error("SandboxError", e))?;
+                w.send_encoded(run).await.map_err(|e| {
+                    error(
+                        "SandboxError",
+                        format!("the session's new worker did not take the code: {e}"),
+                    )
+                })?;
                 w
             }
         };
