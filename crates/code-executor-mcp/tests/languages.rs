@@ -12,31 +12,9 @@
 )]
 
 use serde_json::{Value, json};
-use test_support::{Harness, fixture_entry};
+use test_support::{Harness, Lang, fixture_entry};
 
 const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lang {
-    Ts,
-    Py,
-}
-
-impl Lang {
-    fn tool(self) -> &'static str {
-        match self {
-            Lang::Ts => "execute_typescript",
-            Lang::Py => "execute_python",
-        }
-    }
-
-    fn pick<T>(self, ts: T, py: T) -> T {
-        match self {
-            Lang::Ts => ts,
-            Lang::Py => py,
-        }
-    }
-}
 
 enum Expect {
     /// Succeeds with exactly this result.

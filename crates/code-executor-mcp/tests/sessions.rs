@@ -16,31 +16,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use test_support::{Harness, TempConfig, fixture_entry};
+use test_support::{Harness, Lang, TempConfig, fixture_entry};
 
 const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lang {
-    Ts,
-    Py,
-}
-
-impl Lang {
-    fn tool(self) -> &'static str {
-        match self {
-            Lang::Ts => "execute_typescript",
-            Lang::Py => "execute_python",
-        }
-    }
-
-    fn pick<T>(self, ts: T, py: T) -> T {
-        match self {
-            Lang::Ts => ts,
-            Lang::Py => py,
-        }
-    }
-}
 
 const BOTH: [Lang; 2] = [Lang::Ts, Lang::Py];
 

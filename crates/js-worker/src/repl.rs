@@ -30,6 +30,16 @@ struct Edit {
     text: String,
 }
 
+impl Edit {
+    fn insert(at: usize, text: &str) -> Edit {
+        Edit {
+            at,
+            len: 0,
+            text: text.into(),
+        }
+    }
+}
+
 /// `js` with its top-level declarations turned into globals (see the module docs). Code that
 /// does not parse is returned as it is, for the engine to report.
 pub fn globalize(js: &str) -> String {
@@ -71,36 +81,18 @@ pub fn globalize(js: &str) -> String {
                         names.push(ident.name.to_string());
                     }
                     let (s, e) = (d.span.start as usize, d.span.end as usize);
+                    let mut wrap = |after: &str| {
+                        edits.push(Edit::insert(s, "("));
+                        edits.push(Edit::insert(e, after));
+                    };
                     match (&d.init, decl.kind) {
-                        (Some(_), _) => {
-                            edits.push(Edit {
-                                at: s,
-                                len: 0,
-                                text: "(".into(),
-                            });
-                            edits.push(Edit {
-                                at: e,
-                                len: 0,
-                                text: ")".into(),
-                            });
-                        }
+                        (Some(_), _) => wrap(")"),
                         (None, VariableDeclarationKind::Var) => edits.push(Edit {
                             at: s,
                             len: e - s,
                             text: "void 0".into(),
                         }),
-                        (None, _) => {
-                            edits.push(Edit {
-                                at: s,
-                                len: 0,
-                                text: "(".into(),
-                            });
-                            edits.push(Edit {
-                                at: e,
-                                len: 0,
-                                text: " = undefined)".into(),
-                            });
-                        }
+                        (None, _) => wrap(" = undefined)"),
                     }
                 }
             }
@@ -112,16 +104,11 @@ pub fn globalize(js: &str) -> String {
             Statement::ClassDeclaration(c) => {
                 if let Some(id) = &c.id {
                     names.push(id.name.to_string());
-                    edits.push(Edit {
-                        at: c.span.start as usize,
-                        len: 0,
-                        text: format!(";{} = ", id.name),
-                    });
-                    edits.push(Edit {
-                        at: c.span.end as usize,
-                        len: 0,
-                        text: ";".into(),
-                    });
+                    edits.push(Edit::insert(
+                        c.span.start as usize,
+                        &format!(";{} = ", id.name),
+                    ));
+                    edits.push(Edit::insert(c.span.end as usize, ";"));
                 }
             }
             _ => {}

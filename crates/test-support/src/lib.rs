@@ -281,6 +281,31 @@ impl Harness {
     }
 }
 
+/// The two languages of the execute tools, for tests that run a case in both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    Ts,
+    Py,
+}
+
+impl Lang {
+    /// The tool that runs this language.
+    pub fn tool(self) -> &'static str {
+        match self {
+            Lang::Ts => "execute_typescript",
+            Lang::Py => "execute_python",
+        }
+    }
+
+    /// `ts` for TypeScript, `py` for Python.
+    pub fn pick<T>(self, ts: T, py: T) -> T {
+        match self {
+            Lang::Ts => ts,
+            Lang::Py => py,
+        }
+    }
+}
+
 /// Environment variable under which [`Harness`] runs every execution in a session of its own
 /// (`scripts/test.sh` runs the escape suites a second time with it).
 pub const IN_SESSION: &str = "CODE_EXECUTOR_TEST_IN_SESSION";
