@@ -377,7 +377,7 @@ impl Runtime {
         // A session run that ended well may still leave its workspace over the quota.
         if let (Some(s), Some(_)) = (session, reusable)
             && let Some(over) = workspace::verdict(
-                workspace::measure(&s.workspace, self.sessions.limits()).await,
+                workspace::measure(&s.workspace, self.sessions.limits(), Some(before)).await,
                 before,
                 self.sessions.limits(),
             )
@@ -505,7 +505,7 @@ impl<'a> Lease<'a> {
                 ),
             ));
         }
-        *before = workspace::measure(&session.workspace, sessions.limits()).await;
+        *before = workspace::measure(&session.workspace, sessions.limits(), Some(*before)).await;
         let mut state_lost = slot.lost.take();
         let mut kept = slot.worker.take();
         slot.lost = Some(CANCELLED.into());

@@ -21,10 +21,21 @@ pub(super) struct Usage {
     pub entries: u64,
 }
 
-/// Measures `dir` off the async threads.
-pub(super) async fn measure(dir: &Path, limits: &SessionLimits) -> Usage {
-    let dir: PathBuf = dir.to_path_buf();
+/// Entries up to which a workspace is measured on the calling thread: a few `lstat`s cost less
+/// than handing the walk to another thread and back.
+const INLINE_ENTRIES: u64 = 64;
+
+/// Measures `dir`: on this thread when it was small last time (`last`), else off the async
+/// threads.
+pub(super) async fn measure(dir: &Path, limits: &SessionLimits, last: Option<Usage>) -> Usage {
     let max = limits.workspace_max_entries;
+    if last.is_some_and(|u| u.entries <= INLINE_ENTRIES) {
+        let (bytes, entries) = super::session::usage(dir, INLINE_ENTRIES.min(max));
+        if entries <= INLINE_ENTRIES.min(max) {
+            return Usage { bytes, entries };
+        }
+    }
+    let dir: PathBuf = dir.to_path_buf();
     tokio::task::spawn_blocking(move || {
         let (bytes, entries) = super::session::usage(&dir, max);
         Usage { bytes, entries }
@@ -59,11 +70,13 @@ pub(super) fn verdict(now: Usage, before: Usage, limits: &SessionLimits) -> Opti
 
 /// Resolves (with the reason) when the workspace grows past a limit; never otherwise.
 pub(super) async fn watch(dir: &Path, limits: &SessionLimits, before: Usage) -> String {
-    let mut tick = tokio::time::interval(POLL);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + POLL, POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last = before;
     loop {
         tick.tick().await;
-        if let Some(over) = verdict(measure(dir, limits).await, before, limits) {
+        last = measure(dir, limits, Some(last)).await;
+        if let Some(over) = verdict(last, before, limits) {
             return over;
         }
     }
