@@ -853,12 +853,15 @@ class _TopLevelReturn(ast.NodeTransformer):
 def _compile(code):
     flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     tree = compile(code, SOURCE_NAME, "exec", flags=flags, dont_inherit=True)
-    tree = _TopLevelReturn().visit(tree)
+    if "return" in code:
+        # Only code that says `return` can have one at top level: the walk costs the rest.
+        tree = _TopLevelReturn().visit(tree)
+        ast.fix_missing_locations(tree)
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
-        assign = ast.Assign(targets=[ast.Name(id=_RESULT, ctx=ast.Store())], value=last.value)
+        target = ast.copy_location(ast.Name(id=_RESULT, ctx=ast.Store()), last)
+        assign = ast.Assign(targets=[target], value=last.value)
         tree.body[-1] = ast.copy_location(assign, last)
-    ast.fix_missing_locations(tree)
     return compile(
         tree, SOURCE_NAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
     )
