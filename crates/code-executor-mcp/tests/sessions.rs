@@ -668,3 +668,35 @@ async fn a_call_waiting_for_a_session_that_ends_meanwhile_is_told_so() {
         "{late}"
     );
 }
+
+/// Directories nested far past PATH_MAX (relative mkdir and chdir) can neither hide bytes from
+/// the quota nor make the server's deletion of the workspace overflow its stack.
+#[tokio::test]
+async fn a_workspace_nested_past_path_max_is_refused_and_still_deleted() {
+    let (h, _d) = server(json!({})).await;
+    let (id, v) = new_session(&h, Lang::Py, "import os\nos.getcwd()").await;
+    let workspace = v["result"].as_str().unwrap().to_string();
+    let (v, is_error) = run(
+        &h,
+        Lang::Py,
+        json!({"code": "import os\nfor _ in range(2000):\n    os.mkdir('d' * 200)\n    os.chdir('d' * 200)\nopen('hidden', 'wb').write(b'x' * 1000)", "session": id}),
+    )
+    .await;
+    assert!(is_error, "{v}");
+    assert_eq!(error_name(&v), "LimitError", "{v}");
+    assert!(error_message(&v).contains("levels deep"), "{v}");
+    let (v, _) = run(
+        &h,
+        Lang::Py,
+        json!({"code": "1", "session": id, "reset": true}),
+    )
+    .await;
+    assert_eq!(v["session"]["ended"], json!("reset"), "{v}");
+    assert!(
+        !std::path::Path::new(&workspace).exists(),
+        "the workspace {workspace} is deleted"
+    );
+    // And the server still serves.
+    let (v, is_error) = run(&h, Lang::Py, json!({"code": "2"})).await;
+    assert!(!is_error, "{v}");
+}

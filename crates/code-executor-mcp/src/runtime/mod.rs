@@ -9,6 +9,7 @@
 //!   session, audit lines, cancellation;
 //! - [`session`]: workers, stored values and workspaces that outlive one execution;
 //! - [`drive`]: the loop that serves one run, through the [`drive::Host`] trait;
+//! - [`tree`]: directory trees code wrote, measured and deleted by descriptor;
 //! - [`worker`]: one worker process and its frames;
 //! - [`pool`]: pre-started workers;
 //! - [`python`]: finding the host's CPython and starting it with the embedded shim;
@@ -22,6 +23,7 @@ pub(crate) mod pool;
 mod prepare;
 pub(crate) mod python;
 pub(crate) mod session;
+mod tree;
 pub(crate) mod worker;
 mod workspace;
 
@@ -294,10 +296,7 @@ impl Runtime {
                 return finish(out);
             }
         };
-        let mut before = workspace::Usage {
-            bytes: 0,
-            entries: 0,
-        };
+        let mut before = workspace::Usage::default();
         let mut lease = match tokio::time::timeout_at(
             deadline,
             Lease::take(pool, session, &run, &self.sessions, ctx, &mut before),

@@ -239,9 +239,7 @@ impl Drop for Session {
     fn drop(&mut self) {
         // The last holder is gone (the table and every execution): the worker dies with the
         // slot; the workspace goes with the session.
-        if let Err(e) = std::fs::remove_dir_all(&self.workspace)
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
+        if let Err(e) = super::tree::remove(&self.workspace) {
             tracing::warn!(
                 "cannot delete the workspace {} of session {}: {e}",
                 self.workspace.display(),
@@ -467,7 +465,12 @@ impl Sessions {
 impl Drop for Sessions {
     fn drop(&mut self) {
         // Sessions still live hold their workspaces under the root; the server is going.
-        let _ = std::fs::remove_dir_all(&self.root);
+        if let Err(e) = super::tree::remove(&self.root) {
+            tracing::warn!(
+                "cannot delete the session workspaces {}: {e}",
+                self.root.display()
+            );
+        }
     }
 }
 
@@ -547,36 +550,6 @@ fn make_dir(path: &Path, mode: u32) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
         other => other,
     }
-}
-
-/// Bytes and entries under `dir` (symlinks are counted, never followed), stopping at
-/// `max_entries + 1` entries.
-pub(crate) fn usage(dir: &Path, max_entries: u64) -> (u64, u64) {
-    let mut bytes = 0u64;
-    let mut entries = 0u64;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(read) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for entry in read.flatten() {
-            entries += 1;
-            if entries > max_entries {
-                return (bytes, entries);
-            }
-            let Ok(meta) = entry.metadata() else {
-                continue;
-            };
-            // The larger of the length and the blocks used: a sparse file counts for its
-            // length, a directory for its blocks.
-            use std::os::unix::fs::MetadataExt;
-            bytes += meta.len().max(meta.blocks() * 512);
-            if meta.is_dir() {
-                stack.push(entry.path());
-            }
-        }
-    }
-    (bytes, entries)
 }
 
 #[cfg(test)]

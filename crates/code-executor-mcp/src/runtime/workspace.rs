@@ -9,16 +9,29 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::tree::{self, MAX_DEPTH, TreeUsage};
 use crate::policy::session_limits::SessionLimits;
 
 /// How often a running session's workspace is measured.
 const POLL: Duration = Duration::from_millis(50);
 
 /// Bytes and entries of a workspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct Usage {
     pub bytes: u64,
     pub entries: u64,
+    /// Directories nest deeper than the host walks (`tree::MAX_DEPTH`).
+    pub too_deep: bool,
+}
+
+impl From<TreeUsage> for Usage {
+    fn from(t: TreeUsage) -> Usage {
+        Usage {
+            bytes: t.bytes,
+            entries: t.entries,
+            too_deep: t.too_deep,
+        }
+    }
 }
 
 /// Entries up to which a workspace is measured on the calling thread: a few `lstat`s cost less
@@ -30,21 +43,15 @@ const INLINE_ENTRIES: u64 = 64;
 pub(super) async fn measure(dir: &Path, limits: &SessionLimits, last: Option<Usage>) -> Usage {
     let max = limits.workspace_max_entries;
     if last.is_some_and(|u| u.entries <= INLINE_ENTRIES) {
-        let (bytes, entries) = super::session::usage(dir, INLINE_ENTRIES.min(max));
-        if entries <= INLINE_ENTRIES.min(max) {
-            return Usage { bytes, entries };
+        let usage = tree::measure(dir, INLINE_ENTRIES.min(max));
+        if usage.entries <= INLINE_ENTRIES.min(max) {
+            return usage.into();
         }
     }
     let dir: PathBuf = dir.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        let (bytes, entries) = super::session::usage(&dir, max);
-        Usage { bytes, entries }
-    })
-    .await
-    .unwrap_or(Usage {
-        bytes: 0,
-        entries: 0,
-    })
+    tokio::task::spawn_blocking(move || tree::measure(&dir, max).into())
+        .await
+        .unwrap_or_default()
 }
 
 /// What is wrong with `now`, if the run made the workspace exceed a limit (growth past
@@ -56,6 +63,12 @@ pub(super) fn verdict(now: Usage, before: Usage, limits: &SessionLimits) -> Opti
             "the session's workspace holds {} bytes, past its quota of {quota} \
              (sessions.workspaceQuotaMb); delete files from it, or write less",
             now.bytes
+        ));
+    }
+    if now.too_deep && !before.too_deep {
+        return Some(format!(
+            "the session's workspace nests directories more than {MAX_DEPTH} levels deep; \
+             keep its tree shallower"
         ));
     }
     if now.entries > limits.workspace_max_entries && now.entries > before.entries {
@@ -93,7 +106,11 @@ mod tests {
             workspace_max_entries: 10,
             ..SessionLimits::default()
         };
-        let u = |bytes, entries| Usage { bytes, entries };
+        let u = |bytes, entries| Usage {
+            bytes,
+            entries,
+            too_deep: false,
+        };
         assert_eq!(verdict(u(1 << 20, 10), u(0, 0), &limits), None);
         let over = verdict(u((1 << 20) + 1, 1), u(0, 0), &limits).unwrap();
         assert!(over.contains("quota of 1048576"), "{over}");

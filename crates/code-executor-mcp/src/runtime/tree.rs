@@ -1,0 +1,251 @@
+//! Directory trees that code wrote (a session's workspace), measured and deleted by the host.
+//!
+//! The code controls the tree's shape: it can nest directories far past `PATH_MAX` (with
+//! relative `mkdir` and `chdir`) and plant symlinks anywhere. So the host walks it by file
+//! descriptor (`openat`, `fstatat`, `unlinkat`), never by path, never follows a link, never
+//! recurses on its own stack, and holds at most [`MAX_DEPTH`] descriptors at once:
+//!
+//! - [`measure`] counts bytes and entries and says when the tree nests deeper than
+//!   [`MAX_DEPTH`] (the session's quota treats that as a violation, since what lies below
+//!   could not be counted);
+//! - [`remove`] deletes any tree, however deep: a directory met at [`MAX_DEPTH`] is first
+//!   moved up to the top of the tree, and the walk starts again.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::AsFd;
+use std::path::Path;
+
+use nix::dir::Dir;
+use nix::fcntl::{AtFlags, OFlag, renameat};
+use nix::sys::stat::{Mode, fstatat};
+use nix::unistd::{UnlinkatFlags, unlinkat};
+
+/// Deepest directory level walked at once.
+pub(crate) const MAX_DEPTH: usize = 128;
+
+/// What [`measure`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct TreeUsage {
+    /// The larger of each entry's length and its allocated blocks, summed.
+    pub bytes: u64,
+    pub entries: u64,
+    /// Directories nest deeper than [`MAX_DEPTH`]: what is below was not counted.
+    pub too_deep: bool,
+}
+
+/// One directory being walked: its handle and the names it held when it was opened.
+struct Frame {
+    dir: Dir,
+    names: Vec<CString>,
+    next: usize,
+    /// Its own name in the directory above (for removal).
+    name: Option<CString>,
+}
+
+fn open(at: impl AsFd, name: &CStr) -> nix::Result<Frame> {
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut dir = Dir::openat(at, name, flags, Mode::empty())?;
+    let names = dir
+        .iter()
+        .flatten()
+        .map(|e| e.file_name().to_owned())
+        .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
+        .collect();
+    Ok(Frame {
+        dir,
+        names,
+        next: 0,
+        name: Some(name.to_owned()),
+    })
+}
+
+fn open_root(root: &Path) -> nix::Result<Frame> {
+    let path = CString::new(root.as_os_str().as_encoded_bytes()).map_err(|_| nix::Error::EINVAL)?;
+    let mut frame = open(nix::fcntl::AT_FDCWD, &path)?;
+    frame.name = None;
+    Ok(frame)
+}
+
+fn is_dir(at: impl AsFd, name: &CStr) -> nix::Result<(bool, u64)> {
+    let st = fstatat(at, name, AtFlags::AT_SYMLINK_NOFOLLOW)?;
+    let is_dir = (st.st_mode & libc_mode_mask()) == libc_dir_mode();
+    let bytes = (st.st_size.max(0) as u64).max(st.st_blocks.max(0) as u64 * 512);
+    Ok((is_dir, bytes))
+}
+
+fn libc_mode_mask() -> u32 {
+    nix::sys::stat::SFlag::S_IFMT.bits()
+}
+
+fn libc_dir_mode() -> u32 {
+    nix::sys::stat::SFlag::S_IFDIR.bits()
+}
+
+/// Bytes and entries under `root`, stopping once more than `max_entries` are seen.
+pub(crate) fn measure(root: &Path, max_entries: u64) -> TreeUsage {
+    let mut usage = TreeUsage::default();
+    let Ok(first) = open_root(root) else {
+        return usage;
+    };
+    let mut stack = vec![first];
+    while let Some(top) = stack.last_mut() {
+        let Some(name) = top.names.get(top.next).cloned() else {
+            stack.pop();
+            continue;
+        };
+        top.next += 1;
+        usage.entries += 1;
+        if usage.entries > max_entries {
+            return usage;
+        }
+        // Gone meanwhile (the code is still running): not counted.
+        let Ok((dir, bytes)) = is_dir(top.dir.as_fd(), &name) else {
+            continue;
+        };
+        usage.bytes += bytes;
+        if !dir {
+            continue;
+        }
+        if stack.len() >= MAX_DEPTH {
+            usage.too_deep = true;
+            continue;
+        }
+        let Some(parent) = stack.last() else {
+            break;
+        };
+        if let Ok(frame) = open(parent.dir.as_fd(), &name) {
+            stack.push(frame);
+        }
+    }
+    usage
+}
+
+/// Deletes `root` and everything under it, following no link, however deep it nests.
+pub(crate) fn remove(root: &Path) -> std::io::Result<()> {
+    // Each pass removes what it reaches and moves the directories at the depth bound up under
+    // the root; a tree N levels deep is gone after about N / MAX_DEPTH passes.
+    let mut hoisted: u64 = 0;
+    loop {
+        let mut moved = false;
+        let first = match open_root(root) {
+            Ok(f) => f,
+            Err(nix::Error::ENOENT) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let root_fd = first.dir.as_fd().try_clone_to_owned()?;
+        let mut stack = vec![first];
+        loop {
+            let depth = stack.len();
+            let Some(top) = stack.last_mut() else {
+                break;
+            };
+            let Some(name) = top.names.get(top.next).cloned() else {
+                let done = stack.pop();
+                if let (Some(done), Some(parent)) = (done, stack.last()) {
+                    let name = done.name.unwrap_or_default();
+                    drop(done.dir);
+                    // Not empty if something appeared meanwhile: the next pass takes it.
+                    let _ = unlinkat(
+                        parent.dir.as_fd(),
+                        name.as_c_str(),
+                        UnlinkatFlags::RemoveDir,
+                    );
+                }
+                continue;
+            };
+            top.next += 1;
+            let Ok((dir, _)) = is_dir(top.dir.as_fd(), &name) else {
+                continue;
+            };
+            if !dir {
+                unlinkat(top.dir.as_fd(), name.as_c_str(), UnlinkatFlags::NoRemoveDir)?;
+                continue;
+            }
+            if depth >= MAX_DEPTH {
+                hoisted += 1;
+                let to = CString::new(format!(".hoisted-{hoisted}"))
+                    .map_err(|_| std::io::Error::other("hoisted name"))?;
+                renameat(top.dir.as_fd(), name.as_c_str(), &root_fd, to.as_c_str())?;
+                moved = true;
+                continue;
+            }
+            let child = open(top.dir.as_fd(), &name)?;
+            stack.push(child);
+        }
+        if !moved {
+            return std::fs::remove_dir(root);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nix::sys::stat::mkdirat;
+
+    /// A chain of `depth` directories under `root` (far past PATH_MAX for large depths), made
+    /// by descriptor as code with `chdir` would, with a file at the bottom.
+    fn deep_chain(root: &Path, depth: usize) {
+        let name = CString::new("d".repeat(200)).unwrap();
+        let mut fd =
+            nix::fcntl::open(root, OFlag::O_RDONLY | OFlag::O_DIRECTORY, Mode::empty()).unwrap();
+        for _ in 0..depth {
+            mkdirat(&fd, name.as_c_str(), Mode::from_bits_truncate(0o700)).unwrap();
+            fd = nix::fcntl::openat(
+                &fd,
+                name.as_c_str(),
+                OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+                Mode::empty(),
+            )
+            .unwrap();
+        }
+        let file = CString::new("bottom").unwrap();
+        let f = nix::fcntl::openat(
+            &fd,
+            file.as_c_str(),
+            OFlag::O_CREAT | OFlag::O_WRONLY,
+            Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        nix::unistd::write(&f, &[0u8; 10_000]).unwrap();
+    }
+
+    #[test]
+    fn a_tree_far_past_path_max_is_measured_as_too_deep_and_removed() {
+        let dir = test_support::TempDir::new("tree");
+        let root = dir.0.join("ws");
+        std::fs::create_dir(&root).unwrap();
+        deep_chain(&root, 3_000);
+        std::os::unix::fs::symlink("/etc", root.join("link")).unwrap();
+        let usage = measure(&root, 1_000_000);
+        assert!(usage.too_deep, "{usage:?}");
+        assert_eq!(
+            usage.entries,
+            MAX_DEPTH as u64 + 1,
+            "the chain down to the bound, and the link"
+        );
+        remove(&root).unwrap();
+        assert!(!root.exists());
+        assert!(
+            Path::new("/etc/passwd").exists(),
+            "the link was not followed"
+        );
+    }
+
+    #[test]
+    fn a_shallow_tree_is_counted_whole() {
+        let dir = test_support::TempDir::new("tree-shallow");
+        let root = dir.0.join("ws");
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/f"), vec![1u8; 5000]).unwrap();
+        std::fs::write(root.join("g"), b"x").unwrap();
+        let usage = measure(&root, 100);
+        assert!(!usage.too_deep);
+        assert_eq!(usage.entries, 4);
+        assert!(usage.bytes >= 5001, "{usage:?}");
+        assert_eq!(measure(&root, 2).entries, 3, "stops past the cap");
+        remove(&root).unwrap();
+        assert!(!root.exists());
+        remove(&root).unwrap();
+    }
+}
