@@ -591,7 +591,8 @@ impl<'a> Lease<'a> {
 }
 
 /// Starts a worker for `session`: confined as a pooled one, plus the session's workspace as
-/// its one writable directory (and working directory), each file capped at the quota.
+/// its one writable directory (and working directory), mounted at [`session::WORKSPACE_MOUNT`]
+/// (with the sandbox off: at its host path), each file capped at the quota.
 async fn start_session_worker(
     pool: &Pool,
     session: &Session,
@@ -599,7 +600,9 @@ async fn start_session_worker(
 ) -> Result<worker::WorkerProcess, String> {
     let mut spawner = pool.spawner().clone();
     spawner.policy.scratch_dir = Some(session.workspace.clone());
-    spawner.command.cwd = Some(session.workspace.clone());
+    spawner.policy.scratch_mount_at = Some(session::WORKSPACE_MOUNT.into());
+    // The default working directory is the scratch directory, wherever the worker sees it.
+    spawner.command.cwd = None;
     let quota = sessions.limits().workspace_quota_bytes().max(1);
     spawner.policy.limits.max_file_size_bytes =
         spawner.policy.limits.max_file_size_bytes.min(quota);

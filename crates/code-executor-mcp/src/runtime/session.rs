@@ -474,6 +474,10 @@ impl Drop for Sessions {
     }
 }
 
+/// Where a session's worker sees its workspace: the same path in every session, so that
+/// scripts and messages can name it; the host path (which names the server) stays hidden.
+pub(crate) const WORKSPACE_MOUNT: &str = "/workspace";
+
 /// A fresh directory name for this server's session workspaces, under the temporary
 /// directory: random, so nobody can have made it first, and created (mode 0711, so the
 /// sandbox's uid can reach its own workspace, and nobody can list the others) when the first

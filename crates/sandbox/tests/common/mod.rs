@@ -97,6 +97,7 @@ impl Fixture {
             read_only_paths: python_view(),
             hidden_paths: Vec::new(),
             scratch_dir: Some(self.scratch.path().to_owned()),
+            scratch_mount_at: None,
             limits: ResourceLimits::default(),
             helper_exe: Some(HELPER.into()),
         }
