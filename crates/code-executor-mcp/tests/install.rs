@@ -5,6 +5,7 @@
 //!   (tests/install/npm_registry.py), started with `npx -y` from an empty directory;
 //! - `cargo install` of the packaged crate (`cargo package`), offline, from a directory
 //!   source holding the packaged crates and their locked dependencies.
+//!
 //! Each installed server is driven as an MCP server by the official Python SDK
 //! (tests/install/installed_smoke.py): tools listed, TypeScript and Python run sandboxed.
 //!
