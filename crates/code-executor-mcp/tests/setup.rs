@@ -306,6 +306,25 @@ fn client_flag_limits_setup_and_creates_a_missing_file() {
 }
 
 #[test]
+fn an_entry_already_there_is_left_as_it_is_however_the_file_is_formatted() {
+    let m = Machine::new("there");
+    let text = format!(
+        "{{\"mcpServers\":{{\"code-executor\":{{\"command\":\"{EXE}\",\"env\":{{\"K\":\"v\"}}}}}}}}"
+    );
+    m.write(".cursor/mcp.json", &text);
+    let out = m.setup(&["--yes"]);
+    assert!(
+        out.ok && out.text.contains("already set up: nothing to change"),
+        "{}",
+        out.text
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.home().join(".cursor/mcp.json")).unwrap(),
+        text
+    );
+}
+
+#[test]
 fn without_a_terminal_setup_writes_only_with_yes() {
     let m = every_client("noterm");
     let before = snapshot(&m.home());

@@ -281,7 +281,7 @@ pub fn plan(found: &Found, want: &Want<'_>) -> Result<ClientPlan, PlanError> {
     let entry = edit::json_entry(found.client.shape(), want.launch);
     let after = match found.client {
         ClientId::Codex => {
-            let (text, off) = edit::codex_edit(
+            let (text, off, changed) = edit::codex_edit(
                 before.as_deref(),
                 want.name,
                 want.launch,
@@ -289,6 +289,7 @@ pub fn plan(found: &Found, want: &Want<'_>) -> Result<ClientPlan, PlanError> {
             )
             .map_err(edit_err)?;
             plan.switched_off = off;
+            plan.entry_changed = changed;
             text
         }
         client => {
@@ -302,7 +303,7 @@ pub fn plan(found: &Found, want: &Want<'_>) -> Result<ClientPlan, PlanError> {
             let mut doc = JsonDoc::parse(before.as_deref(), client == ClientId::Vscode, &snippet)
                 .map_err(edit_err)?;
             let servers = doc.object(key).map_err(edit_err)?;
-            edit::put_json_entry(servers, want.name, entry);
+            plan.entry_changed = edit::put_json_entry(servers, want.name, entry);
             if switch && client == ClientId::Windsurf {
                 plan.switched_off = edit::disable_json_entries(servers, &plan.others);
             }
@@ -319,11 +320,14 @@ pub fn plan(found: &Found, want: &Want<'_>) -> Result<ClientPlan, PlanError> {
                     project.display()
                 ));
             }
-            doc.render()
+            match &before {
+                // Nothing to change: the text stays as it is, however it is formatted.
+                Some(text) if !plan.entry_changed && plan.switched_off.is_empty() => text.clone(),
+                _ => doc.render(),
+            }
         }
     };
     if before.as_deref() != Some(after.as_str()) {
-        plan.entry_changed = true;
         plan.changes.push(FileChange {
             path: path.clone(),
             before: before.clone(),
@@ -332,10 +336,6 @@ pub fn plan(found: &Found, want: &Want<'_>) -> Result<ClientPlan, PlanError> {
     }
     if switch && found.client == ClientId::Gemini {
         gemini_switch_off(found, &mut plan)?;
-    }
-    // The entry changed only if the main file changed for more than the switches.
-    if plan.entry_changed && !plan.switched_off.is_empty() && found.client != ClientId::Gemini {
-        plan.entry_changed = entry_differs(found, want, before.as_deref());
     }
     Ok(plan)
 }
@@ -409,26 +409,4 @@ fn gemini_switch_off(found: &Found, plan: &mut ClientPlan) -> Result<(), PlanErr
         });
     }
     Ok(())
-}
-
-/// Whether our entry in the file differs from what we would write.
-fn entry_differs(found: &Found, want: &Want<'_>, before: Option<&str>) -> bool {
-    let Some(text) = before else { return true };
-    let Ok(entries) = sources::parse_entries(text, &found.format) else {
-        return true;
-    };
-    let Some(have) = entries.get(want.name) else {
-        return true;
-    };
-    let args: Vec<String> = have
-        .get("args")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    have.get("command").and_then(Value::as_str) != Some(want.launch.command.as_str())
-        || args != want.launch.args
 }

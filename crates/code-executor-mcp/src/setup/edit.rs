@@ -211,13 +211,13 @@ pub fn add_to_list(
 
 /// Codex's `config.toml`: `[mcp_servers.<name>]` with `command` and, when there are any,
 /// `args` (what `codex mcp add` writes); with `disable`, `enabled = false` on those entries.
-/// Returns the new text and the names switched off.
+/// Returns the new text, the names switched off, and whether our entry changed.
 pub fn codex_edit(
     text: Option<&str>,
     name: &str,
     launch: &Launch,
     disable: &[String],
-) -> Result<(String, Vec<String>), EditError> {
+) -> Result<(String, Vec<String>, bool), EditError> {
     use toml_edit::{Array, DocumentMut, Item, Table, value};
     let mut doc: DocumentMut = text
         .unwrap_or("")
@@ -277,7 +277,7 @@ pub fn codex_edit(
             switched.push(other.clone());
         }
     }
-    Ok((doc.to_string(), switched))
+    Ok((doc.to_string(), switched, !same))
 }
 
 #[cfg(test)]
@@ -377,8 +377,9 @@ mod tests {
     #[test]
     fn codex_edit_keeps_comments_and_is_idempotent() {
         let text = "# my settings\nmodel = \"o3\"\n\n[mcp_servers.fs]\ncommand = \"npx\" # keep\nargs = [\"-y\", \"fs\"]\n";
-        let (out, off) = codex_edit(Some(text), "ce", &launch(), &["fs".into()]).unwrap();
+        let (out, off, changed) = codex_edit(Some(text), "ce", &launch(), &["fs".into()]).unwrap();
         assert_eq!(off, ["fs"]);
+        assert!(changed);
         assert!(out.starts_with("# my settings\nmodel = \"o3\"\n"), "{out}");
         assert!(out.contains("command = \"npx\" # keep"), "{out}");
         assert!(
@@ -386,9 +387,10 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("enabled = false"), "{out}");
-        let (again, off) = codex_edit(Some(&out), "ce", &launch(), &["fs".into()]).unwrap();
+        let (again, off, changed) =
+            codex_edit(Some(&out), "ce", &launch(), &["fs".into()]).unwrap();
         assert_eq!(again, out);
-        assert!(off.is_empty());
+        assert!(off.is_empty() && !changed);
         assert!(matches!(
             codex_edit(Some("mcp_servers = 3"), "ce", &launch(), &[]),
             Err(EditError::NotAnObject(_))

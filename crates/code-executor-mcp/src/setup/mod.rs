@@ -135,11 +135,32 @@ pub fn run(args: &SetupArgs) -> anyhow::Result<ExitCode> {
         || (interactive
             && !args.yes
             && !args.dry_run
-            && chosen.iter().any(|f| f.client.can_switch_off())
-            && ask(
-                "Also switch the clients' other MCP servers off, so the agent sees only code-executor's tools? (code-executor keeps reaching them)",
-                false,
-            )?);
+            && {
+                // Ask only when some client can switch servers off and has others to switch.
+                let mut others: Vec<String> = Vec::new();
+                for f in chosen.iter().filter(|f| f.client.can_switch_off()) {
+                    let want = Want {
+                        name: &args.name,
+                        launch: &launch,
+                        switch_off_others: false,
+                        places: &places,
+                        self_exe: self_exe.as_deref(),
+                    };
+                    if let Ok(p) = clients::plan(f, &want)
+                        && !p.others.is_empty()
+                    {
+                        others.push(format!("{} ({})", f.client.title(), p.others.join(", ")));
+                    }
+                }
+                !others.is_empty()
+                    && ask(
+                        &format!(
+                            "Also switch the clients' other MCP servers off, so the agent sees only code-executor's tools? code-executor keeps reaching them. {}",
+                            others.join("; ")
+                        ),
+                        false,
+                    )?
+            });
     let mut failed = false;
     let mut approved: Vec<(ClientId, ClientPlan)> = Vec::new();
     for f in chosen {
