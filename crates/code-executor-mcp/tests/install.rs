@@ -269,14 +269,29 @@ fn uvx_and_pipx_run_start_the_server_from_a_directory_holding_the_wheel() {
         "{text}"
     );
 
+    // pipx run (its uv backend, uv on PATH as pipx[uv] installs it): an empty local index,
+    // the wheel's directory as find-links.
     let p = Machine::new("pipx");
-    let envs = [("PIPX_HOME", p.root.join("pipx").display().to_string())];
-    let pip_args = format!("--pip-args=--no-index --find-links {wheels}");
-    let pipx_args = ["run", pip_args.as_str(), "code-executor-mcp"];
+    let empty = p.root.join("empty-index");
+    std::fs::create_dir_all(&empty).unwrap();
+    let tools = pipx.parent().unwrap().display().to_string();
+    let envs = [
+        ("PIPX_HOME", p.root.join("pipx").display().to_string()),
+        ("XDG_CACHE_HOME", p.root.join("cache").display().to_string()),
+        ("UV_PYTHON_DOWNLOADS", "never".to_string()),
+        ("PATH", format!("{tools}:{}", path_with_node())),
+    ];
+    let index = format!("file://{}", empty.display());
+    let find_links = format!("--pip-args=--find-links {wheels}");
+    let pipx_args = [
+        "run",
+        "--index-url",
+        index.as_str(),
+        find_links.as_str(),
+        "code-executor-mcp",
+    ];
     let mut cmd = p.command(&pipx);
-    cmd.args(pipx_args)
-        .arg("--version")
-        .env("PATH", path_with_node());
+    cmd.args(pipx_args).arg("--version");
     for (k, v) in &envs {
         cmd.env(k, v);
     }
