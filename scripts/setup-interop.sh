@@ -9,6 +9,8 @@
 #   - the MCP clients whose trust rules we follow (Claude Code, Gemini CLI, Codex; npm), to
 #     cross-check their `mcp list` against ours (tests/client_trust.rs)
 #   - fixtures the upstreams work on, and PREFIX/upstreams.json ({"mcpServers": ...})
+#   - the packaging tools of the install tests (maturin, uv, pipx; scripts/setup-dist-tools.sh)
+#     and tmux (the terminal `setup`'s prompts are tested in; apt when missing)
 # Idempotent: what is already there is kept.
 set -euo pipefail
 
@@ -87,5 +89,12 @@ cat > "$PREFIX/upstreams.json" <<JSON
   }
 }
 JSON
+bash "$(dirname "$0")/setup-dist-tools.sh" "$PREFIX"
+if ! command -v tmux >/dev/null 2>&1; then
+  log "apt-get install tmux (setup's prompts are tested in a real terminal)"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq tmux >/dev/null
+fi
+
 touch "$PREFIX/.ready"
 log "ready: $PREFIX"

@@ -5,7 +5,7 @@
 //! The other commands are for people at a terminal and print to stdout; `login` talks to
 //! the person on stderr while it waits.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -30,7 +30,7 @@ use crate::{Core, CoreOptions, DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
 #[derive(Debug, Parser)]
 #[command(
     name = "code-executor-mcp",
-    version,
+    version = crate::VERSION,
     about = "An MCP server that lets an agent use every MCP server it has through sandboxed code."
 )]
 pub struct Cli {
@@ -128,6 +128,14 @@ enum Command {
     },
     /// Forget the stored OAuth login of a server (every URL it had).
     Logout { server: String },
+    /// Add this server to the MCP clients found here (Claude Code, Claude Desktop, Cursor,
+    /// VS Code, Windsurf, Codex, Gemini CLI): shows a diff per client, asks, backs up, writes.
+    Setup(crate::setup::SetupArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -173,6 +181,33 @@ enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What a person who started us in a terminal sees: what this is and how to add it.
+fn first_run_text() -> String {
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "code-executor-mcp".into());
+    format!(
+        "code-executor-mcp {version}: an MCP server. Your MCP client (Claude Code, Cursor, VS Code, \
+Codex, Gemini CLI, ...) starts it and talks to it over stdin/stdout; there is nothing to type here.
+
+Add it to the clients on this machine (shows each change and asks first):
+    code-executor-mcp setup
+
+Or add it by hand, e.g.:
+    claude mcp add -s user code-executor -- {exe}
+    codex mcp add code-executor -- {exe}
+    gemini mcp add -s user code-executor {exe}
+  or in a client's JSON config:
+    {{ \"mcpServers\": {{ \"code-executor\": {{ \"command\": \"{exe}\" }} }} }}
+
+Try it without a client:  code-executor-mcp demo
+Check this machine:       code-executor-mcp doctor
+Serve on this terminal anyway: code-executor-mcp serve
+All commands:             code-executor-mcp --help",
+        version = crate::VERSION,
+    )
 }
 
 /// Entry point after helper modes were ruled out.
@@ -275,6 +310,22 @@ fn start_core(cli: &Cli) -> anyhow::Result<Arc<Core>> {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
+        // Started by hand in a terminal: no client is on the other end of stdin.
+        None if std::io::stdin().is_terminal() => {
+            tell(&first_run_text());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Setup(args)) => crate::setup::run(args),
+        Some(Command::Completions { shell }) => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(
+                *shell,
+                &mut cmd,
+                "code-executor-mcp",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         None | Some(Command::Serve) => {
             let core = start_core(&cli)?;
             tracing::info!(

@@ -19,6 +19,7 @@ pub(crate) mod policy;
 mod principal;
 pub(crate) mod runtime;
 pub(crate) mod server;
+pub(crate) mod setup;
 mod tls;
 pub(crate) mod upstream;
 
@@ -39,6 +40,14 @@ use runtime::session::Sessions;
 use runtime::worker::{Language, WorkerSpawner};
 use runtime::{ExecOutcome, Runtime};
 use upstream::Upstreams;
+
+/// `--version`: the crate's version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CODE_EXECUTOR_COMMIT"),
+    ")"
+);
 
 /// First argument of the binary re-entered as a worker: `code-executor-mcp __worker js`.
 pub const WORKER_ARG: &str = "__worker";

@@ -484,7 +484,7 @@ fn validate_oauth(
 }
 
 /// Whether an entry would start this very server (which would recurse).
-fn launches_self(command: &str, args: &[String], self_exe: Option<&Path>) -> bool {
+pub(crate) fn launches_self(command: &str, args: &[String], self_exe: Option<&Path>) -> bool {
     const OUR_NAME: &str = "code-executor-mcp";
     let file_name = |s: &str| {
         Path::new(s)

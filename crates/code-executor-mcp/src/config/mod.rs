@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::policy::filter::ToolFilter;
+pub(crate) use entry::launches_self;
 pub use settings::Settings;
 use sources::{Format, Places, Scope, Source};
 use trust::{Gate, Trust};

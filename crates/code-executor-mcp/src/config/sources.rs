@@ -73,12 +73,59 @@ impl Places {
     }
 }
 
+/// Every per-user file each supported client may keep servers in, lowest precedence first,
+/// whether it exists or not (`setup` creates the one a client lacks).
+pub fn user_files(places: &Places) -> Vec<Source> {
+    let mut out = Vec::new();
+    let mut add = |client, path: PathBuf, format| {
+        out.push(Source {
+            client,
+            path,
+            format,
+            scope: Scope::Global,
+        })
+    };
+    use Format::*;
+    if let Some(cfg) = &places.config_dir {
+        add(
+            "claude-desktop",
+            cfg.join("Claude/claude_desktop_config.json"),
+            McpServers,
+        );
+        add("vscode", cfg.join("Code/User/mcp.json"), VsCode);
+    }
+    if let Some(home) = &places.home {
+        add(
+            "claude-desktop",
+            home.join("Library/Application Support/Claude/claude_desktop_config.json"),
+            McpServers,
+        );
+        add(
+            "windsurf",
+            home.join(".codeium/windsurf/mcp_config.json"),
+            McpServers,
+        );
+        add("cursor", home.join(".cursor/mcp.json"), McpServers);
+    }
+    if let Some(codex) = &places.codex_home {
+        add("codex", codex.join("config.toml"), CodexToml);
+    }
+    if let Some(home) = &places.home {
+        add("gemini", home.join(".gemini/settings.json"), McpServers);
+        add("claude-code", home.join(".claude.json"), McpServers);
+    }
+    out
+}
+
 /// Every file any supported client may keep servers in, lowest precedence first. Files that
 /// do not exist are left out.
 pub fn discover(places: &Places) -> Vec<Source> {
-    let mut out = Vec::new();
     // Anything at the path counts (a directory, a FIFO, a dangling link): reading it then
     // says what is wrong, rather than the file being passed over in silence.
+    let mut out: Vec<Source> = user_files(places)
+        .into_iter()
+        .filter(|s| std::fs::symlink_metadata(&s.path).is_ok())
+        .collect();
     let mut add = |client, path: PathBuf, format, scope| {
         if std::fs::symlink_metadata(&path).is_ok() {
             out.push(Source {
@@ -91,42 +138,6 @@ pub fn discover(places: &Places) -> Vec<Source> {
     };
     use Format::*;
     use Scope::*;
-    if let Some(cfg) = &places.config_dir {
-        add(
-            "claude-desktop",
-            cfg.join("Claude/claude_desktop_config.json"),
-            McpServers,
-            Global,
-        );
-        add("vscode", cfg.join("Code/User/mcp.json"), VsCode, Global);
-    }
-    if let Some(home) = &places.home {
-        add(
-            "claude-desktop",
-            home.join("Library/Application Support/Claude/claude_desktop_config.json"),
-            McpServers,
-            Global,
-        );
-        add(
-            "windsurf",
-            home.join(".codeium/windsurf/mcp_config.json"),
-            McpServers,
-            Global,
-        );
-        add("cursor", home.join(".cursor/mcp.json"), McpServers, Global);
-    }
-    if let Some(codex) = &places.codex_home {
-        add("codex", codex.join("config.toml"), CodexToml, Global);
-    }
-    if let Some(home) = &places.home {
-        add(
-            "gemini",
-            home.join(".gemini/settings.json"),
-            McpServers,
-            Global,
-        );
-        add("claude-code", home.join(".claude.json"), McpServers, Global);
-    }
     let cwd = &places.cwd;
     // Codex: every `.codex/config.toml` from the project root (the git root, else the
     // working directory) down to the working directory, the deepest last.

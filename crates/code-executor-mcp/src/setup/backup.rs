@@ -1,0 +1,254 @@
+//! Backups of the files `setup` writes, and `--undo`.
+//!
+//! Each run that writes gets a directory `setup-backups/<UTC time>-<pid>/` under our config
+//! directory, holding a copy of every file as it was before (0600) and `manifest.json`:
+//! the path, the copy (none when the file did not exist) and the SHA-256 of what we wrote.
+//! `--undo` restores the newest run not yet undone: a file changed since we wrote it is left
+//! alone (the person's or the client's newer edits win) unless `--force`.
+//!
+//! Writes are atomic (a temporary file in the same directory, then `rename`), keep the
+//! file's permissions (a new file gets 0600: these files hold tokens), and go through a
+//! symbolic link to the file it points at, so a dotfiles link stays a link.
+
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::clients::FileChange;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    pub version: u32,
+    pub created: String,
+    pub files: Vec<BackedUp>,
+    #[serde(default)]
+    pub undone: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BackedUp {
+    pub path: PathBuf,
+    /// The copy's file name in the run's directory; `None`: the file did not exist.
+    pub backup: Option<String>,
+    /// SHA-256 (hex) of the text we wrote.
+    pub written: String,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The directory holding every run's backups.
+pub fn root(config_dir: &Path) -> PathBuf {
+    config_dir.join("code-executor-mcp/setup-backups")
+}
+
+/// `YYYYMMDDTHHMMSSZ` for now (UTC).
+fn stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// The file a path names, through a symbolic link (so the link survives the write).
+fn target(path: &Path) -> PathBuf {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
+            .or_else(|_| std::fs::read_link(path).map(|l| path.parent().unwrap_or(path).join(l)))
+            .unwrap_or_else(|_| path.to_path_buf()),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Replaces `path`'s content atomically, keeping its permissions (0600 when new).
+pub fn write_atomic(path: &Path, text: &[u8]) -> std::io::Result<()> {
+    let path = target(path);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mode = std::fs::metadata(&path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o600);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.code-executor-{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(text)?;
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Backs up every file about to change, then writes them; returns the run's directory.
+/// Nothing is written unless every backup was made.
+pub fn apply(config_dir: &Path, changes: &[&FileChange]) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    let dir = root(config_dir).join(format!("{}-{}", stamp(), std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the backup directory {}", dir.display()))?;
+    let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+    let mut manifest = Manifest {
+        version: 1,
+        created: stamp(),
+        files: Vec::new(),
+        undone: false,
+    };
+    for (i, c) in changes.iter().enumerate() {
+        let backup = match &c.before {
+            Some(text) => {
+                let name = format!(
+                    "{i}-{}",
+                    c.path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                );
+                write_atomic(&dir.join(&name), text.as_bytes())
+                    .with_context(|| format!("cannot back up {}", c.path.display()))?;
+                Some(name)
+            }
+            None => None,
+        };
+        manifest.files.push(BackedUp {
+            path: c.path.clone(),
+            backup,
+            written: sha256_hex(c.after.as_bytes()),
+        });
+    }
+    let text = serde_json::to_vec_pretty(&manifest)?;
+    write_atomic(&dir.join("manifest.json"), &text)
+        .with_context(|| format!("cannot write {}", dir.join("manifest.json").display()))?;
+    for c in changes {
+        write_atomic(&c.path, c.after.as_bytes())
+            .with_context(|| format!("cannot write {}", c.path.display()))?;
+    }
+    Ok(dir)
+}
+
+/// The newest run not yet undone, with its directory.
+pub fn latest(config_dir: &Path) -> anyhow::Result<Option<(PathBuf, Manifest)>> {
+    let root = root(config_dir);
+    let mut runs: Vec<PathBuf> = match std::fs::read_dir(&root) {
+        Ok(rd) => rd.flatten().map(|e| e.path()).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(anyhow::anyhow!("cannot read {}: {e}", root.display())),
+    };
+    // Names start with the UTC time: newest last.
+    runs.sort();
+    for dir in runs.into_iter().rev() {
+        let Ok(bytes) = crate::config::read::read_bytes(&dir.join("manifest.json"), 1 << 20) else {
+            continue;
+        };
+        let Ok(m) = serde_json::from_slice::<Manifest>(&bytes) else {
+            continue;
+        };
+        if !m.undone {
+            return Ok(Some((dir, m)));
+        }
+    }
+    Ok(None)
+}
+
+/// One file's undo.
+pub struct Restore {
+    pub path: PathBuf,
+    /// The text it has now (`None`: gone).
+    pub now: Option<String>,
+    /// The text it gets back (`None`: it did not exist; it is removed).
+    pub back: Option<String>,
+    /// Changed since we wrote it.
+    pub changed_since: bool,
+}
+
+pub fn restores(dir: &Path, m: &Manifest) -> anyhow::Result<Vec<Restore>> {
+    use anyhow::Context;
+    let mut out = Vec::new();
+    for f in &m.files {
+        let now = super::clients::read_existing(&f.path)?;
+        let back = match &f.backup {
+            Some(name) => Some(
+                String::from_utf8(crate::config::read::read_bytes(
+                    &dir.join(name),
+                    crate::config::read::MAX_CLAUDE_JSON_BYTES,
+                )?)
+                .with_context(|| format!("backup {name} is not UTF-8"))?,
+            ),
+            None => None,
+        };
+        let changed_since =
+            now.as_ref().map(|t| sha256_hex(t.as_bytes())) != Some(f.written.clone());
+        out.push(Restore {
+            path: f.path.clone(),
+            now,
+            back,
+            changed_since,
+        });
+    }
+    Ok(out)
+}
+
+/// Puts one file back.
+pub fn restore(r: &Restore) -> std::io::Result<()> {
+    match &r.back {
+        Some(text) => write_atomic(&r.path, text.as_bytes()),
+        None => match std::fs::remove_file(target(&r.path)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        },
+    }
+}
+
+/// Marks a run undone.
+pub fn mark_undone(dir: &Path, mut m: Manifest) -> anyhow::Result<()> {
+    m.undone = true;
+    write_atomic(&dir.join("manifest.json"), &serde_json::to_vec_pretty(&m)?)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn stamp_is_a_utc_time() {
+        let s = super::stamp();
+        assert_eq!(s.len(), 16, "{s}");
+        assert!(
+            s.starts_with("20") && s.ends_with('Z') && s.as_bytes()[8] == b'T',
+            "{s}"
+        );
+    }
+}

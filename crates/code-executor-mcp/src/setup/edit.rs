@@ -1,0 +1,403 @@
+//! Pure edits of one client file: the text before -> the text after. Nothing here touches
+//! the file system, so every client's shape is tested by value.
+//!
+//! JSON files are rewritten with the indentation they had (Claude Code, Gemini CLI and the
+//! editors write `JSON.stringify(x, null, 2)`), keys in their order, the final newline kept
+//! or left out as before. A JSON file with comments (VS Code allows them) is refused rather
+//! than rewritten without them. Codex's TOML is edited in place with `toml_edit`, so its
+//! comments and layout survive.
+
+use serde_json::{Map, Value};
+
+/// What we add: one stdio server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    pub command: String,
+    pub args: Vec<String>,
+}
+
+/// Why a file cannot be edited.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    #[error("not valid JSON: {0}")]
+    Json(String),
+    #[error("not valid TOML: {0}")]
+    Toml(String),
+    #[error("`{0}` is not an object")]
+    NotAnObject(String),
+    #[error(
+        "it has comments or trailing commas, which a rewrite would drop; add the entry by hand:\n{0}"
+    )]
+    Comments(String),
+}
+
+/// The shape a client's own `mcp add` gives a stdio entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryShape {
+    /// `claude mcp add`: `{"type": "stdio", "command", "args", "env": {}}`.
+    ClaudeCode,
+    /// VS Code: `{"type": "stdio", "command", "args"}`.
+    VsCode,
+    /// Gemini CLI, Claude Desktop, Cursor, Windsurf: `{"command", "args"}`.
+    Plain,
+}
+
+/// The entry a client's own `mcp add` would write for `launch`.
+pub fn json_entry(shape: EntryShape, launch: &Launch) -> Value {
+    let mut m = Map::new();
+    if matches!(shape, EntryShape::ClaudeCode | EntryShape::VsCode) {
+        m.insert("type".into(), Value::from("stdio"));
+    }
+    m.insert("command".into(), Value::from(launch.command.clone()));
+    m.insert(
+        "args".into(),
+        Value::Array(launch.args.iter().cloned().map(Value::from).collect()),
+    );
+    if shape == EntryShape::ClaudeCode {
+        m.insert("env".into(), Value::Object(Map::new()));
+    }
+    Value::Object(m)
+}
+
+/// A parsed JSON document and how it was written.
+pub struct JsonDoc {
+    pub root: Map<String, Value>,
+    indent: Vec<u8>,
+    final_newline: bool,
+}
+
+impl JsonDoc {
+    /// Parses `text` (`None`: the file does not exist yet). With `jsonc`, a file with
+    /// comments or trailing commas is refused (`snippet` is what to add by hand).
+    pub fn parse(text: Option<&str>, jsonc: bool, snippet: &str) -> Result<JsonDoc, EditError> {
+        let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+            return Ok(JsonDoc {
+                root: Map::new(),
+                indent: b"  ".to_vec(),
+                final_newline: true,
+            });
+        };
+        if jsonc && crate::config::sources::strip_json_comments(text) != text {
+            return Err(EditError::Comments(snippet.to_string()));
+        }
+        let root: Value = serde_json::from_str(text).map_err(|e| EditError::Json(e.to_string()))?;
+        let Value::Object(root) = root else {
+            return Err(EditError::NotAnObject("the file".into()));
+        };
+        Ok(JsonDoc {
+            root,
+            indent: detect_indent(text),
+            final_newline: text.ends_with('\n'),
+        })
+    }
+
+    /// The object under `key`, created when missing.
+    pub fn object(&mut self, key: &str) -> Result<&mut Map<String, Value>, EditError> {
+        object_in(&mut self.root, key)
+    }
+
+    pub fn render(&self) -> String {
+        use serde::Serialize;
+        let mut out = Vec::new();
+        let fmt = serde_json::ser::PrettyFormatter::with_indent(&self.indent);
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+        // Serializing a map of JSON values into a Vec cannot fail.
+        let _ = self.root.serialize(&mut ser);
+        let mut text = String::from_utf8_lossy(&out).into_owned();
+        if self.final_newline {
+            text.push('\n');
+        }
+        text
+    }
+}
+
+/// `map[key]` as an object, created when missing; an error when it is something else.
+pub fn object_in<'a>(
+    map: &'a mut Map<String, Value>,
+    key: &str,
+) -> Result<&'a mut Map<String, Value>, EditError> {
+    let v = map
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
+    match v {
+        Value::Object(m) => Ok(m),
+        _ => Err(EditError::NotAnObject(key.to_string())),
+    }
+}
+
+/// The indentation unit of a pretty-printed JSON text (two spaces when it is not indented).
+fn detect_indent(text: &str) -> Vec<u8> {
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            l.chars()
+                .take_while(|c| *c == ' ' || *c == '\t')
+                .collect::<String>()
+        })
+        .find(|i| !i.is_empty())
+        .map(String::into_bytes)
+        .unwrap_or_else(|| b"  ".to_vec())
+}
+
+/// Puts our entry under `servers[name]`. An entry that already launches the same command
+/// with the same arguments is left as it is (the user may have added `env`); one that
+/// launches something else gets our command and arguments, its other keys kept.
+/// Returns whether anything changed.
+pub fn put_json_entry(servers: &mut Map<String, Value>, name: &str, entry: Value) -> bool {
+    let Value::Object(want) = entry else {
+        return false;
+    };
+    match servers.get_mut(name) {
+        Some(Value::Object(have)) => {
+            let args = have.get("args").cloned().unwrap_or(Value::Array(vec![]));
+            if have.get("command") == want.get("command") && Some(&args) == want.get("args") {
+                return false;
+            }
+            for key in ["type", "command", "args"] {
+                if let Some(v) = want.get(key) {
+                    have.insert(key.to_string(), v.clone());
+                }
+            }
+            // A URL entry of that name turned into ours: its transport keys would contradict.
+            for key in ["url", "httpUrl", "serverUrl"] {
+                have.remove(key);
+            }
+            true
+        }
+        _ => {
+            servers.insert(name.to_string(), Value::Object(want));
+            true
+        }
+    }
+}
+
+/// Sets `disabled: true` on each named entry that is not already disabled; returns the
+/// names it switched off.
+pub fn disable_json_entries(servers: &mut Map<String, Value>, names: &[String]) -> Vec<String> {
+    let mut done = Vec::new();
+    for name in names {
+        if let Some(Value::Object(e)) = servers.get_mut(name)
+            && e.get("disabled") != Some(&Value::Bool(true))
+        {
+            e.insert("disabled".into(), Value::Bool(true));
+            done.push(name.clone());
+        }
+    }
+    done
+}
+
+/// Adds the names missing from the string list `map[key]` (created when missing); returns
+/// those it added.
+pub fn add_to_list(
+    map: &mut Map<String, Value>,
+    key: &str,
+    names: &[String],
+) -> Result<Vec<String>, EditError> {
+    let v = map
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Array(vec![]));
+    let Value::Array(list) = v else {
+        return Err(EditError::NotAnObject(key.to_string()));
+    };
+    let mut added = Vec::new();
+    for n in names {
+        if !list.iter().any(|x| x.as_str() == Some(n)) {
+            list.push(Value::from(n.clone()));
+            added.push(n.clone());
+        }
+    }
+    Ok(added)
+}
+
+/// Codex's `config.toml`: `[mcp_servers.<name>]` with `command` and, when there are any,
+/// `args` (what `codex mcp add` writes); with `disable`, `enabled = false` on those entries.
+/// Returns the new text, the names switched off, and whether our entry changed.
+pub fn codex_edit(
+    text: Option<&str>,
+    name: &str,
+    launch: &Launch,
+    disable: &[String],
+) -> Result<(String, Vec<String>, bool), EditError> {
+    use toml_edit::{Array, DocumentMut, Item, Table, value};
+    let mut doc: DocumentMut = text
+        .unwrap_or("")
+        .parse()
+        .map_err(|e: toml_edit::TomlError| EditError::Toml(e.to_string()))?;
+    let servers = doc
+        .entry("mcp_servers")
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_like_mut()
+        .ok_or_else(|| EditError::NotAnObject("mcp_servers".into()))?;
+    let want_args: Vec<String> = launch.args.clone();
+    let same = servers
+        .get(name)
+        .and_then(Item::as_table_like)
+        .is_some_and(|t| {
+            let command = t.get("command").and_then(Item::as_str);
+            let args: Vec<String> = t
+                .get("args")
+                .and_then(Item::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            command == Some(launch.command.as_str()) && args == want_args
+        });
+    if !same {
+        let entry = servers
+            .entry(name)
+            .or_insert_with(|| Item::Table(Table::new()));
+        let Some(t) = entry.as_table_like_mut() else {
+            return Err(EditError::NotAnObject(format!("mcp_servers.{name}")));
+        };
+        t.remove("url");
+        t.insert("command", value(launch.command.clone()));
+        if launch.args.is_empty() {
+            t.remove("args");
+        } else {
+            let mut a = Array::new();
+            for x in &launch.args {
+                a.push(x.as_str());
+            }
+            t.insert("args", value(a));
+        }
+    }
+    let mut switched = Vec::new();
+    for other in disable {
+        if let Some(t) = servers.get_mut(other).and_then(Item::as_table_like_mut)
+            && t.get("enabled").and_then(Item::as_bool) != Some(false)
+        {
+            t.insert("enabled", value(false));
+            switched.push(other.clone());
+        }
+    }
+    Ok((doc.to_string(), switched, !same))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn launch() -> Launch {
+        Launch {
+            command: "/opt/cem/code-executor-mcp".into(),
+            args: vec![],
+        }
+    }
+
+    #[test]
+    fn entries_have_each_clients_shape() {
+        assert_eq!(
+            json_entry(EntryShape::ClaudeCode, &launch()),
+            json!({"type": "stdio", "command": "/opt/cem/code-executor-mcp", "args": [], "env": {}})
+        );
+        assert_eq!(
+            json_entry(EntryShape::Plain, &launch()),
+            json!({"command": "/opt/cem/code-executor-mcp", "args": []})
+        );
+        assert_eq!(
+            json_entry(EntryShape::VsCode, &launch()),
+            json!({"type": "stdio", "command": "/opt/cem/code-executor-mcp", "args": []})
+        );
+    }
+
+    #[test]
+    fn json_keeps_indent_order_and_final_newline() {
+        let text = "{\n    \"z\": 1,\n    \"a\": {\"b\": [1, 2]}\n}";
+        let mut doc = JsonDoc::parse(Some(text), false, "").unwrap();
+        put_json_entry(
+            doc.object("mcpServers").unwrap(),
+            "ce",
+            json_entry(EntryShape::Plain, &launch()),
+        );
+        let out = doc.render();
+        assert!(!out.ends_with('\n'));
+        assert!(
+            out.starts_with("{\n    \"z\": 1,\n    \"a\": {\n        \"b\": ["),
+            "{out}"
+        );
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            v["mcpServers"]["ce"]["command"],
+            "/opt/cem/code-executor-mcp"
+        );
+    }
+
+    #[test]
+    fn the_same_entry_again_changes_nothing_and_keeps_user_keys() {
+        let mut servers = Map::new();
+        assert!(put_json_entry(
+            &mut servers,
+            "ce",
+            json_entry(EntryShape::Plain, &launch())
+        ));
+        servers["ce"]["env"] = json!({"K": "v"});
+        assert!(!put_json_entry(
+            &mut servers,
+            "ce",
+            json_entry(EntryShape::Plain, &launch())
+        ));
+        let other = Launch {
+            command: "/new/path".into(),
+            args: vec!["serve".into()],
+        };
+        assert!(put_json_entry(
+            &mut servers,
+            "ce",
+            json_entry(EntryShape::Plain, &other)
+        ));
+        assert_eq!(
+            servers["ce"],
+            json!({"command": "/new/path", "args": ["serve"], "env": {"K": "v"}})
+        );
+    }
+
+    #[test]
+    fn comments_are_refused_not_dropped() {
+        let err = JsonDoc::parse(Some("{ // mine\n \"servers\": {} }"), true, "SNIPPET")
+            .err()
+            .unwrap();
+        assert_eq!(err, EditError::Comments("SNIPPET".into()));
+        assert!(JsonDoc::parse(Some("[1]"), false, "").is_err());
+        assert!(
+            JsonDoc::parse(Some("{\"mcpServers\": 3}"), false, "")
+                .unwrap()
+                .object("mcpServers")
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn codex_edit_keeps_comments_and_is_idempotent() {
+        let text = "# my settings\nmodel = \"o3\"\n\n[mcp_servers.fs]\ncommand = \"npx\" # keep\nargs = [\"-y\", \"fs\"]\n";
+        let (out, off, changed) = codex_edit(Some(text), "ce", &launch(), &["fs".into()]).unwrap();
+        assert_eq!(off, ["fs"]);
+        assert!(changed);
+        assert!(out.starts_with("# my settings\nmodel = \"o3\"\n"), "{out}");
+        assert!(out.contains("command = \"npx\" # keep"), "{out}");
+        assert!(
+            out.contains("[mcp_servers.ce]\ncommand = \"/opt/cem/code-executor-mcp\"\n"),
+            "{out}"
+        );
+        assert!(out.contains("enabled = false"), "{out}");
+        let (again, off, changed) =
+            codex_edit(Some(&out), "ce", &launch(), &["fs".into()]).unwrap();
+        assert_eq!(again, out);
+        assert!(off.is_empty() && !changed);
+        assert!(matches!(
+            codex_edit(Some("mcp_servers = 3"), "ce", &launch(), &[]),
+            Err(EditError::NotAnObject(_))
+        ));
+        assert!(matches!(
+            codex_edit(Some("[[["), "ce", &launch(), &[]),
+            Err(EditError::Toml(_))
+        ));
+    }
+}
