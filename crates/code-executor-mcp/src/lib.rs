@@ -14,6 +14,7 @@ pub mod cli;
 mod config;
 mod console;
 pub mod demo;
+pub(crate) mod http;
 pub(crate) mod oauth;
 pub(crate) mod policy;
 mod principal;
@@ -132,6 +133,7 @@ impl Core {
         json!({
             "version": env!("CARGO_PKG_VERSION"),
             "uptimeMs": self.started.elapsed().as_millis() as u64,
+            "principal": {"name": principal.name(), "via": principal.via().as_str()},
             "sandbox": format!("{:?}", self.options.sandbox).to_lowercase(),
             "pools": self.runtime.pool_stats().await,
             "sessions": self.runtime.sessions().report(principal),
