@@ -15,6 +15,7 @@
 )]
 
 pub mod fixture;
+pub mod http;
 pub mod oauth;
 
 use std::path::{Path, PathBuf};

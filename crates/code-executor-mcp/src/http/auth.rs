@@ -75,7 +75,9 @@ pub(crate) enum AuthConfigError {
         line: usize,
         name: String,
     },
-    #[error("{origin}: line {line}: the same token is given twice (names must map to distinct tokens)")]
+    #[error(
+        "{origin}: line {line}: the same token is given twice (names must map to distinct tokens)"
+    )]
     Duplicate { origin: String, line: usize },
     #[error("cannot read the tokens file {path}: {error}")]
     Read { path: String, error: String },
@@ -388,8 +390,8 @@ impl OAuthValidator {
             }
         };
         let v = self.get_json(&jwks_url).await?;
-        let set: JwkSet = serde_json::from_value(v)
-            .map_err(|e| format!("{jwks_url}: not a JWK set: {e}"))?;
+        let set: JwkSet =
+            serde_json::from_value(v).map_err(|e| format!("{jwks_url}: not a JWK set: {e}"))?;
         let n = set.keys.len();
         if let Ok(mut k) = self.keys.lock() {
             k.set = set;
@@ -443,8 +445,9 @@ impl OAuthValidator {
                     }
                 }
                 drop(last);
-                self.key_for(kid, header.alg)
-                    .ok_or_else(|| invalid("signed with a key the authorization server does not publish"))?
+                self.key_for(kid, header.alg).ok_or_else(|| {
+                    invalid("signed with a key the authorization server does not publish")
+                })?
             }
         };
         let key = DecodingKey::from_jwk(&jwk).map_err(|_| invalid("unusable key"))?;
@@ -541,8 +544,12 @@ mod tests {
             false,
         )
         .unwrap();
-        t.add("carol=cccccccccccccccccccc,dave=dddddddddddddddddddd", "env", true)
-            .unwrap();
+        t.add(
+            "carol=cccccccccccccccccccc,dave=dddddddddddddddddddd",
+            "env",
+            true,
+        )
+        .unwrap();
         let name = |tok: &str| t.find(tok).map(|p| p.to_string());
         assert_eq!(name("aaaaaaaaaaaaaaaaaaaa").as_deref(), Some("token:alice"));
         assert_eq!(name("bbbbbbbbbbbbbbbbbbbb").as_deref(), Some("token:bob"));
@@ -567,7 +574,8 @@ mod tests {
         );
         assert!(err("al ice=aaaaaaaaaaaaaaaaaaaa").contains("not a usable principal name"));
         assert!(
-            err("a=aaaaaaaaaaaaaaaaaaaa\nb=aaaaaaaaaaaaaaaaaaaa").contains("line 2: the same token")
+            err("a=aaaaaaaaaaaaaaaaaaaa\nb=aaaaaaaaaaaaaaaaaaaa")
+                .contains("line 2: the same token")
         );
     }
 
@@ -586,7 +594,9 @@ mod tests {
     #[tokio::test]
     async fn bearer_scheme_is_required() {
         let mut a = Authenticator::default();
-        a.tokens.add("alice=aaaaaaaaaaaaaaaaaaaa", "t", false).unwrap();
+        a.tokens
+            .add("alice=aaaaaaaaaaaaaaaaaaaa", "t", false)
+            .unwrap();
         assert_eq!(
             a.authenticate(Some("Basic aaaaaaaaaaaaaaaaaaaa")).await,
             Err(AuthError::Missing)

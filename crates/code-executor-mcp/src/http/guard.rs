@@ -209,7 +209,11 @@ mod tests {
     fn origins_table() {
         let p = loopback();
         assert_eq!(p.check_origin(None), Ok(()));
-        for ok in ["http://localhost:5173", "http://127.0.0.1", "https://[::1]:1"] {
+        for ok in [
+            "http://localhost:5173",
+            "http://127.0.0.1",
+            "https://[::1]:1",
+        ] {
             assert_eq!(p.check_origin(Some(ok)), Ok(()), "{ok}");
         }
         for bad in [

@@ -60,6 +60,9 @@ type Body = BoxBody<Bytes, Infallible>;
 pub const DEFAULT_ADDR: &str = "127.0.0.1:3333";
 /// The MCP endpoint's path.
 pub const MCP_PATH: &str = "/mcp";
+/// At shutdown, how long answers already produced get to reach their clients, and how long
+/// cancelled executions get to record their end.
+const FLUSH_WAIT: Duration = Duration::from_secs(2);
 
 /// Caps and timeouts of the HTTP layer; every one is a flag (see `cli`).
 #[derive(Debug, Clone)]
@@ -145,7 +148,9 @@ pub async fn serve(
     let listener = TcpListener::bind(&opts.addr)
         .await
         .with_context(|| format!("cannot listen on {}", opts.addr))?;
-    let local = listener.local_addr().context("cannot read the bound address")?;
+    let local = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
     let public = opts
         .public_url
         .clone()
@@ -327,16 +332,26 @@ pub async fn serve(
             "shutdown grace over: cancelling the executions still running"
         );
     }
-    // Close transport sessions and idle connections, then drop whatever is left (a dropped
-    // request's execution is cancelled and its worker killed).
-    ct.cancel();
+    // Let the answers in flight reach their clients: connections finish their current
+    // response and close. A connection holding an endless stream (a session's GET) is cut
+    // after a short wait; then transport sessions are closed and whatever is left dropped
+    // (a dropped request's execution is cancelled and its worker killed).
     let _ = stop_tx.send(true);
-    let _ = tokio::time::timeout(Duration::from_millis(500), async {
-        while conns.join_next().await.is_some() {}
-    })
-    .await;
+    let flush_by = tokio::time::Instant::now() + FLUSH_WAIT;
+    while tokio::time::Instant::now() < flush_by {
+        tokio::select! {
+            next = conns.join_next() => if next.is_none() { break },
+            () = tokio::time::sleep_until(flush_by) => break,
+        }
+    }
+    ct.cancel();
     conns.abort_all();
     while conns.join_next().await.is_some() {}
+    // Cancelled executions end in their own tasks: wait for their run.end lines.
+    let ends_by = tokio::time::Instant::now() + FLUSH_WAIT;
+    while core.policy.admission.in_flight() > 0 && tokio::time::Instant::now() < ends_by {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     core.runtime.sessions().end_all(&core.policy.audit);
     core.policy.audit.flush();
     tracing::info!("shut down");
@@ -374,7 +389,12 @@ async fn prune_sessions(state: &State) {
     use rmcp::transport::streamable_http_server::SessionManager;
     for id in state.transport.ids() {
         let sid: rmcp::transport::streamable_http_server::SessionId = id.clone().into();
-        if !state.session_manager.has_session(&sid).await.unwrap_or(false) {
+        if !state
+            .session_manager
+            .has_session(&sid)
+            .await
+            .unwrap_or(false)
+        {
             state.transport.closed(&id);
         }
     }
@@ -714,8 +734,7 @@ async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
     } else {
         Bytes::new()
     };
-    let opens_session =
-        parts.method == Method::POST && session.is_none() && is_initialize(&bytes);
+    let opens_session = parts.method == Method::POST && session.is_none() && is_initialize(&bytes);
     if opens_session {
         if state.transport.count() >= state.limits.max_sessions {
             prune_sessions(state).await;
@@ -728,7 +747,8 @@ async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
             ));
         }
         if principal.is_some()
-            && state.transport.count_of(principal.as_ref()) >= state.limits.max_sessions_per_principal
+            && state.transport.count_of(principal.as_ref())
+                >= state.limits.max_sessions_per_principal
         {
             prune_sessions(state).await;
             if state.transport.count_of(principal.as_ref())

@@ -73,6 +73,11 @@ impl Default for AdmissionSettings {
     }
 }
 
+/// Forgets the clients that are [`ClientLimits::forgettable`] at `now`.
+fn prune(map: &mut HashMap<String, Arc<ClientLimits>>, now: tokio::time::Instant) {
+    map.retain(|_, c| !c.forgettable(now));
+}
+
 /// One place in the queue, given back when dropped.
 struct Waiting<'a>(&'a AtomicUsize);
 
@@ -138,7 +143,7 @@ impl Admission {
         };
         let now = tokio::time::Instant::now();
         if !map.contains_key(client) && map.len() >= PRUNE_AT {
-            map.retain(|_, c| !c.forgettable(now));
+            prune(&mut map, now);
         }
         let per_client = match self.settings.max_concurrent_per_client {
             0 => self.settings.max_concurrent_executions.max(1),
@@ -206,17 +211,19 @@ impl Admission {
         };
         if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.settings.queue {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
-            return Err(if mine.is_none() {
-                format!(
-                    "busy: client \"{client}\" is running its maximum of executions and {} are queued (the limits); retry shortly",
-                    self.settings.queue
-                )
-            } else {
-                format!(
-                    "busy: {} executions are running and {} are queued (the limits); retry shortly",
-                    self.settings.max_concurrent_executions, self.settings.queue
-                )
-            });
+            return Err(
+                if mine.is_none() && self.settings.max_concurrent_per_client != 0 {
+                    format!(
+                        "busy: client \"{client}\" is running its maximum of executions and {} are queued (the limits); retry shortly",
+                        self.settings.queue
+                    )
+                } else {
+                    format!(
+                        "busy: {} executions are running and {} are queued (the limits); retry shortly",
+                        self.settings.max_concurrent_executions, self.settings.queue
+                    )
+                },
+            );
         }
         // Counted out of the queue however the wait ends (a cancelled execution too).
         let _waiting = Waiting(&self.waiting);
@@ -226,7 +233,12 @@ impl Admission {
         // while it waits.
         let mine = match mine {
             Some(mine) => mine,
-            None => limits.running.clone().acquire_owned().await.map_err(shutting)?,
+            None => limits
+                .running
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(shutting)?,
         };
         let slot = self.slots.clone().acquire_owned().await.map_err(shutting)?;
         Ok(Admitted {
@@ -310,7 +322,7 @@ mod tests {
 
     /// Idle clients with nothing running are forgotten once the table is long; a client with
     /// a run in flight is kept.
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn idle_clients_are_pruned() {
         let a = Admission::new(AdmissionSettings::default());
         let busy = a.admit("busy", || {}).await.unwrap();
@@ -318,10 +330,15 @@ mod tests {
             drop(a.admit(&format!("c{i}"), || {}).await.unwrap());
         }
         assert_eq!(a.clients_tracked(), PRUNE_AT + 1);
-        tokio::time::advance(IDLE_FORGET).await;
-        drop(a.admit("late", || {}).await.unwrap());
-        // Every idle one went; "busy" (still running) and "late" remain.
-        assert_eq!(a.clients_tracked(), 2);
+        // Not yet idle long enough: nothing goes.
+        prune(&mut a.clients.lock().unwrap(), tokio::time::Instant::now());
+        assert_eq!(a.clients_tracked(), PRUNE_AT + 1);
+        // A window later every idle one goes; "busy" (still running) stays.
+        prune(
+            &mut a.clients.lock().unwrap(),
+            tokio::time::Instant::now() + IDLE_FORGET,
+        );
+        assert_eq!(a.clients_tracked(), 1);
         drop(busy);
     }
 }

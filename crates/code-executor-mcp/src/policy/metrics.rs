@@ -185,7 +185,7 @@ impl Metrics {
         }
         let _ = writeln!(
             out,
-            "# HELP code_executor_tool_calls_total Tool calls from code, by upstream server and outcome (ok, error, cancelled, denied).\n\
+            "# HELP code_executor_tool_calls_total Tool calls from code, by upstream server and outcome (ok, tool_error, failed, timeout, cancelled, denied).\n\
              # TYPE code_executor_tool_calls_total counter"
         );
         let calls = match self.tool_calls.lock() {
