@@ -16,6 +16,7 @@
 
 pub mod fixture;
 pub mod http;
+pub mod jwt;
 pub mod oauth;
 
 use std::path::{Path, PathBuf};
