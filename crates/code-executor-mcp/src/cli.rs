@@ -531,6 +531,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             say(&commands::wrappers(&catalog(&cli)?, *lang, out).await?);
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Bench(args)) if args.http => {
+            let opts = options(&cli)?;
+            crate::bench_http::run(opts.exe, args).await
+        }
         Some(Command::Bench(args)) => {
             let opts = options(&cli)?;
             crate::bench::run_bench(opts, args).await
