@@ -486,9 +486,18 @@ impl Hold {
 /// keeps serving.
 #[tokio::test]
 async fn a_client_disconnecting_mid_execution_cancels_it() {
+    disconnect_mid_execution(Generation::Stateless).await;
+}
+
+#[tokio::test]
+async fn a_session_client_disconnecting_mid_execution_cancels_it() {
+    disconnect_mid_execution(Generation::Sessions).await;
+}
+
+async fn disconnect_mid_execution(generation: Generation) {
     let (s, toks, _d) = server(1, &[], json!({})).await;
     let hold = Hold::new();
-    let c = McpHttp::connect(&s.url, Some(&toks[0]), Generation::Stateless).await;
+    let c = McpHttp::connect(&s.url, Some(&toks[0]), generation).await;
     let code = format!(
         "await tools.fx.hold({{socket: {:?}}}); return 'finished'",
         hold.path.to_str().unwrap()
@@ -522,7 +531,7 @@ async fn a_client_disconnecting_mid_execution_cancels_it() {
             .await,
         Some(1.0)
     );
-    let c = McpHttp::connect(&s.url, Some(&toks[0]), Generation::Stateless).await;
+    let c = McpHttp::connect(&s.url, Some(&toks[0]), generation).await;
     let (v, _) = c.exec(json!({"code": "return 'still here'"})).await;
     assert_eq!(v["result"], json!("still here"));
 }

@@ -637,14 +637,100 @@ fn unauthorized(state: &State, err: &AuthError) -> Response<Body> {
     r
 }
 
-/// Whether a JSON-RPC body is an `initialize` request (a new transport session).
-fn is_initialize(body: &[u8]) -> bool {
+/// The method and id of a JSON-RPC request body (not of a batch or a notification).
+fn head_of(body: &[u8]) -> (Option<String>, Option<Value>) {
     #[derive(serde::Deserialize)]
-    struct Head<'a> {
-        #[serde(borrow)]
-        method: Option<&'a str>,
+    struct Head {
+        method: Option<String>,
+        id: Option<Value>,
     }
-    serde_json::from_slice::<Head>(body).is_ok_and(|h| h.method == Some("initialize"))
+    match serde_json::from_slice::<Head>(body) {
+        Ok(h) => (h.method, h.id),
+        Err(_) => (None, None),
+    }
+}
+
+/// A response body that runs `on_drop` if it is dropped before its end: the client went
+/// away while the answer was still being produced.
+struct CancelOnDrop {
+    inner: Body,
+    ended: bool,
+    on_drop: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl hyper::body::Body for CancelOnDrop {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+        if let std::task::Poll::Ready(None) = polled {
+            self.ended = true;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.ended
+            && let Some(f) = self.on_drop.take()
+        {
+            f();
+        }
+    }
+}
+
+/// In a transport session (2025-11-25) rmcp keeps a request running when its response stream
+/// is dropped (a client could resume it). A `tools/call` whose client went away is cancelled
+/// instead, as if the client had sent `notifications/cancelled`: its execution stops and its
+/// worker is killed rather than running to its deadline for nobody.
+fn cancel_when_abandoned(
+    state: &Arc<State>,
+    session: String,
+    id: Value,
+    response: Response<Body>,
+) -> Response<Body> {
+    let manager = state.session_manager.clone();
+    let (parts, body) = response.into_parts();
+    let on_drop = Box::new(move || {
+        let note = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "the client disconnected"}
+        });
+        let Ok(message) = serde_json::from_value(note) else {
+            return;
+        };
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                use rmcp::transport::streamable_http_server::SessionManager;
+                let sid: rmcp::transport::streamable_http_server::SessionId = session.into();
+                if let Err(e) = manager.accept_message(&sid, message).await {
+                    tracing::debug!("cancelling an abandoned request: {e}");
+                }
+            });
+        }
+    });
+    Response::from_parts(
+        parts,
+        BodyExt::boxed(CancelOnDrop {
+            inner: body,
+            ended: false,
+            on_drop: Some(on_drop),
+        }),
+    )
 }
 
 async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
@@ -734,7 +820,10 @@ async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
     } else {
         Bytes::new()
     };
-    let opens_session = parts.method == Method::POST && session.is_none() && is_initialize(&bytes);
+    let (method, request_id) = head_of(&bytes);
+    let opens_session = parts.method == Method::POST
+        && session.is_none()
+        && method.as_deref() == Some("initialize");
     if opens_session {
         if state.transport.count() >= state.limits.max_sessions {
             prune_sessions(state).await;
@@ -778,6 +867,11 @@ async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
         && let Some(id) = &session
     {
         state.transport.closed(id);
+    }
+    if let (Some(session), Some(id), Some("tools/call")) = (session, request_id, method.as_deref())
+        && response.status() == StatusCode::OK
+    {
+        return cancel_when_abandoned(state, session, id, response);
     }
     response
 }
