@@ -340,7 +340,7 @@ impl OAuthValidator {
 
     /// Whether keys have been loaded (readiness).
     pub(crate) fn has_keys(&self) -> bool {
-        self.keys.lock().map_or(false, |k| k.fetched.is_some())
+        self.keys.lock().is_ok_and(|k| k.fetched.is_some())
     }
 
     async fn get_json(&self, url: &str) -> Result<serde_json::Value, String> {

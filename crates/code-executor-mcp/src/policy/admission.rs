@@ -103,7 +103,7 @@ impl ClientLimits {
             && self
                 .last_used
                 .lock()
-                .map_or(true, |t| now.duration_since(*t) >= IDLE_FORGET)
+                .is_ok_and(|t| now.duration_since(*t) >= IDLE_FORGET)
     }
 }
 
