@@ -4,7 +4,7 @@
 //! A principal is a name and how it was established ([`AuthMethod`]):
 //! - over stdio there is one client per server process, named by its `initialize` (what it
 //!   says it is, which is all stdio has): [`AuthMethod::Declared`];
-//! - over HTTP (`serve --http`, see `crate::http`) the transport authenticates each request:
+//! - over HTTP (`serve --http`, the `http` module) the transport authenticates each request:
 //!   a static bearer token maps to its configured name ([`AuthMethod::Token`]), an OAuth access
 //!   token to its subject ([`AuthMethod::OAuth`]). On loopback without configured tokens the
 //!   client's declared name is used, as on stdio.

@@ -350,7 +350,7 @@ fn push_indented(s: &mut String, first: &str, text: &str) {
     s.push('\n');
 }
 
-/// Who sent a request. Over HTTP the transport authenticated it (`crate::http` puts the
+/// Who sent a request. Over HTTP the transport authenticated it (the `http` module puts the
 /// [`Principal`] in the request's `http::request::Parts`, which rmcp hands over in the
 /// context's extensions); otherwise (stdio, loopback HTTP without tokens) the client is
 /// named by what its `initialize` declared. Everything that keeps state per caller keys on
