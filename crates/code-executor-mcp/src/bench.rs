@@ -27,10 +27,15 @@ pub struct BenchArgs {
     everything: Option<PathBuf>,
     /// Node.js to run it with.
     #[arg(long, default_value = "node")]
-    node: String,
-    /// Samples per measurement.
+    pub(crate) node: String,
+    /// Samples per measurement (with --http: calls per client per round).
     #[arg(long, default_value_t = 50)]
-    iterations: usize,
+    pub(crate) iterations: usize,
+    /// Instead of the latency report: executions per second and latency percentiles over
+    /// streamable HTTP (`serve --http`) at 1, 8 and 32 concurrent clients, next to a direct
+    /// HTTP `echo`, and the server's memory.
+    #[arg(long)]
+    pub(crate) http: bool,
     /// Only the tool-search section (needs no upstream server).
     #[arg(long)]
     search_only: bool,
@@ -42,6 +47,18 @@ pub struct BenchArgs {
 }
 
 type Client = RunningService<RoleClient, ()>;
+
+impl BenchArgs {
+    /// server-everything's entry point, from the flag or `EVERYTHING_JS`.
+    pub(crate) fn everything_js(&self) -> anyhow::Result<PathBuf> {
+        self.everything
+            .clone()
+            .or_else(|| std::env::var_os("EVERYTHING_JS").map(PathBuf::from))
+            .context(
+                "pass --everything PATH/TO/server-everything/dist/index.js or set EVERYTHING_JS",
+            )
+    }
+}
 
 /// Starts of our server timed, with one and with five upstreams each.
 const COLD_STARTS: usize = 5;

@@ -77,8 +77,8 @@ enum LangArg {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve MCP over stdio (the default).
-    Serve,
+    /// Serve MCP over stdio (the default), or over streamable HTTP with --http.
+    Serve(ServeArgs),
     /// Run a TypeScript/JavaScript or Python file (or - for stdin) against the configured servers.
     Exec {
         file: PathBuf,
@@ -136,6 +136,92 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `serve` options; all but --http apply to HTTP only (see docs/http.md).
+#[derive(Debug, Clone, clap::Args)]
+struct ServeArgs {
+    /// Serve MCP over streamable HTTP on ADDR (path /mcp) instead of stdio.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::http::DEFAULT_ADDR)]
+    http: Option<String>,
+    /// Static bearer tokens: lines of NAME=TOKEN, each NAME a principal.
+    #[arg(long, value_name = "PATH", env = "CODE_EXECUTOR_HTTP_TOKENS_FILE")]
+    tokens_file: Option<PathBuf>,
+    /// Accept OAuth access tokens (JWT) issued by this authorization server.
+    #[arg(long, value_name = "URL", env = "CODE_EXECUTOR_OAUTH_ISSUER")]
+    oauth_issuer: Option<String>,
+    /// The issuer's JWKS (default: jwks_uri from its RFC 8414 metadata).
+    #[arg(long, value_name = "URL", env = "CODE_EXECUTOR_OAUTH_JWKS_URL")]
+    oauth_jwks_url: Option<String>,
+    /// The audience tokens must name (default: our resource URL, PUBLIC_URL/mcp).
+    #[arg(long, value_name = "URI", env = "CODE_EXECUTOR_OAUTH_AUDIENCE")]
+    oauth_audience: Option<String>,
+    /// A scope every token must carry (repeatable).
+    #[arg(long = "oauth-scope", value_name = "SCOPE")]
+    oauth_scopes: Vec<String>,
+    /// Our base URL as clients reach it (default: http://ADDR).
+    #[arg(long, value_name = "URL", env = "CODE_EXECUTOR_PUBLIC_URL")]
+    public_url: Option<String>,
+    /// A Host value to accept, `name` or `name:port` (repeatable; default: loopback names;
+    /// `*`: any).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// An Origin to accept, scheme://host[:port] (repeatable; default: origins on an
+    /// allowed host).
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+    /// Largest request body in bytes (larger: 413).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::http::HttpLimits::default().max_body_bytes)]
+    max_body_bytes: usize,
+    /// Connections served at once (more: 503).
+    #[arg(long, value_name = "N", default_value_t = crate::http::HttpLimits::default().max_connections)]
+    max_connections: usize,
+    /// MCP transport sessions open at once (more: 503).
+    #[arg(long, value_name = "N", default_value_t = crate::http::HttpLimits::default().max_sessions)]
+    max_sessions: usize,
+    /// MCP transport sessions per principal.
+    #[arg(long, value_name = "N", default_value_t = crate::http::HttpLimits::default().max_sessions_per_principal)]
+    max_sessions_per_principal: usize,
+    /// Seconds to send request headers; also the idle keep-alive time.
+    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().header_timeout.as_secs())]
+    header_timeout: u64,
+    /// Seconds to send a request body.
+    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().body_timeout.as_secs())]
+    body_timeout: u64,
+    /// Seconds an unused MCP transport session is kept.
+    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().session_idle.as_secs())]
+    session_idle: u64,
+    /// On SIGTERM, seconds running executions get to finish before they are cancelled.
+    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().shutdown_grace.as_secs())]
+    shutdown_grace: u64,
+}
+
+impl ServeArgs {
+    fn http_options(&self, addr: String) -> crate::http::HttpOptions {
+        use std::time::Duration;
+        crate::http::HttpOptions {
+            addr,
+            public_url: self.public_url.clone(),
+            tokens_file: self.tokens_file.clone(),
+            tokens_env: std::env::var(crate::http::auth::TOKENS_ENV).ok(),
+            oauth_issuer: self.oauth_issuer.clone(),
+            oauth_jwks_url: self.oauth_jwks_url.clone(),
+            oauth_audience: self.oauth_audience.clone(),
+            oauth_scopes: self.oauth_scopes.clone(),
+            allowed_hosts: self.allowed_hosts.clone(),
+            allowed_origins: self.allowed_origins.clone(),
+            limits: crate::http::HttpLimits {
+                max_body_bytes: self.max_body_bytes,
+                max_connections: self.max_connections,
+                max_sessions: self.max_sessions,
+                max_sessions_per_principal: self.max_sessions_per_principal,
+                header_timeout: Duration::from_secs(self.header_timeout.max(1)),
+                body_timeout: Duration::from_secs(self.body_timeout.max(1)),
+                session_idle: Duration::from_secs(self.session_idle.max(1)),
+                shutdown_grace: Duration::from_secs(self.shutdown_grace),
+            },
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -213,7 +299,7 @@ All commands:             code-executor-mcp --help",
 /// Entry point after helper modes were ruled out.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let quiet = !matches!(cli.command, None | Some(Command::Serve));
+    let quiet = !matches!(cli.command, None | Some(Command::Serve(_)));
     init_tracing(quiet);
     // One thread drives everything: a request's path crosses several tasks (worker frames,
     // bridge, upstream client), and on a current-thread runtime those hand-offs are function
@@ -326,7 +412,18 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        None | Some(Command::Serve) => {
+        Some(Command::Serve(ServeArgs {
+            http: Some(addr), ..
+        })) => {
+            let Some(Command::Serve(args)) = &cli.command else {
+                return Ok(ExitCode::FAILURE);
+            };
+            let opts = args.http_options(addr.clone());
+            let core = start_core(&cli)?;
+            crate::http::serve(core, opts, None).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        None | Some(Command::Serve(_)) => {
             let core = start_core(&cli)?;
             tracing::info!(
                 servers = core.catalog.upstreams().names().count(),
@@ -484,6 +581,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Wrappers { lang, out }) => {
             say(&commands::wrappers(&catalog(&cli)?, *lang, out).await?);
             Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench(args)) if args.http => {
+            let opts = options(&cli)?;
+            crate::bench_http::run(opts.exe, args).await
         }
         Some(Command::Bench(args)) => {
             let opts = options(&cli)?;

@@ -8,12 +8,14 @@
 //! demo server and program.
 
 pub(crate) mod bench;
+pub(crate) mod bench_http;
 pub mod catalog;
 mod child;
 pub mod cli;
 mod config;
 mod console;
 pub mod demo;
+pub(crate) mod http;
 pub(crate) mod oauth;
 pub(crate) mod policy;
 mod principal;
@@ -141,6 +143,7 @@ impl Core {
         json!({
             "version": env!("CARGO_PKG_VERSION"),
             "uptimeMs": self.started.elapsed().as_millis() as u64,
+            "principal": {"name": principal.name(), "via": principal.via().as_str()},
             "sandbox": format!("{:?}", self.options.sandbox).to_lowercase(),
             "pools": self.runtime.pool_stats().await,
             "sessions": self.runtime.sessions().report(principal),

@@ -350,6 +350,27 @@ fn push_indented(s: &mut String, first: &str, text: &str) {
     s.push('\n');
 }
 
+/// Who sent a request. Over HTTP the transport authenticated it (the `http` module puts the
+/// [`Principal`] in the request's `http::request::Parts`, which rmcp hands over in the
+/// context's extensions); otherwise (stdio, loopback HTTP without tokens) the client is
+/// named by what its `initialize` declared. Everything that keeps state per caller keys on
+/// this value.
+pub(crate) fn principal_of(context: &RequestContext<RoleServer>) -> Principal {
+    if let Some(p) = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Principal>())
+    {
+        return p.clone();
+    }
+    Principal::new(
+        &context
+            .peer
+            .peer_info()
+            .map_or_else(|| "unknown".to_string(), |p| p.client_info.name.clone()),
+    )
+}
+
 impl ServerHandler for CodeExecutorServer {
     fn get_info(&self) -> ServerConfig {
         InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
@@ -377,14 +398,7 @@ impl ServerHandler for CodeExecutorServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        // Over stdio the client is the one that initialized this connection; its name keys
-        // its rate limits, sessions and audit lines.
-        let principal = Principal::new(
-            &context
-                .peer
-                .peer_info()
-                .map_or_else(|| "unknown".to_string(), |p| p.client_info.name.clone()),
-        );
+        let principal = principal_of(&context);
         // rmcp only signals a client's notifications/cancelled; dropping the work here is
         // what stops it (an execution's worker is killed when its future is dropped).
         tokio::select! {

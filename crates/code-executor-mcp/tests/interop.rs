@@ -72,6 +72,29 @@ fn mcp_conformance_server_scenarios_pass() {
         .arg(p.join("upstreams.json")));
 }
 
+/// The official Python SDK as a client of `serve --http`, in both protocol generations,
+/// two principals with bearer tokens, reference servers upstream.
+#[test]
+fn python_sdk_drives_us_over_http_in_both_generations() {
+    let Some(p) = prefix() else { return };
+    run(Command::new(p.join("venv/bin/python"))
+        .arg(scripts().join("sdk_http.py"))
+        .args(["--exe", EXE, "--config"])
+        .arg(p.join("upstreams.json")));
+}
+
+/// The conformance suite's server scenarios, DNS rebinding protection among them, against
+/// our own HTTP endpoint.
+#[test]
+fn mcp_conformance_server_scenarios_pass_over_http() {
+    let Some(p) = prefix() else { return };
+    run(Command::new("bash")
+        .arg(scripts().join("conformance_http.sh"))
+        .arg(&p)
+        .arg(EXE)
+        .arg(p.join("upstreams.json")));
+}
+
 /// server-everything in one of its HTTP modes on a free loopback port; killed on drop.
 async fn everything_over_http(p: &std::path::Path, mode: &str) -> (tokio::process::Child, u16) {
     let port = {

@@ -15,6 +15,8 @@
 )]
 
 pub mod fixture;
+pub mod http;
+pub mod jwt;
 pub mod oauth;
 
 use std::path::{Path, PathBuf};

@@ -125,6 +125,8 @@ struct Ctx {
     mcp: StreamableHttpService<Fixture, LocalSessionManager>,
     /// Legacy SSE sessions: where a POSTed message goes.
     sse_sessions: Mutex<HashMap<u64, tokio::sync::mpsc::UnboundedSender<ClientJsonRpcMessage>>>,
+    /// Keys that sign JWT access tokens: the last one signs, all are published at /jwks.
+    keys: Mutex<Vec<crate::jwt::SigningKey>>,
 }
 
 /// The running mock; its servers stop when it is dropped.
@@ -181,6 +183,7 @@ impl MockOAuth {
             state: Mutex::new(state),
             mcp,
             sse_sessions: Mutex::new(HashMap::new()),
+            keys: Mutex::new(vec![crate::jwt::SigningKey::generate("key-1")]),
         });
         let tasks = vec![
             tokio::spawn(serve(auth, ctx.clone(), Role::AuthorizationServer)),
@@ -214,6 +217,34 @@ impl MockOAuth {
     /// Every access token stops working; refresh tokens still work.
     pub fn revoke_access_tokens(&self) {
         self.ctx.state.lock().expect("state").access.clear();
+    }
+
+    /// A JWT access token with `claims`, signed with the current key (published at
+    /// `ISSUER/jwks`, named by the metadata's `jwks_uri`).
+    pub fn jwt(&self, claims: &Value) -> String {
+        let keys = self.ctx.keys.lock().expect("keys");
+        keys.last().expect("a key").sign(claims)
+    }
+
+    /// Claims of a valid access token for `sub`, audience `aud`, with `scope`, valid an hour.
+    pub fn claims(&self, sub: &str, aud: &str, scope: &str) -> Value {
+        let now = crate::jwt::now();
+        json!({"iss": self.issuer, "sub": sub, "aud": aud, "scope": scope, "iat": now, "exp": now + 3600})
+    }
+
+    /// A new signing key: published from now on (the old ones stay published); new tokens
+    /// are signed with it.
+    pub fn rotate_key(&self) {
+        let mut keys = self.ctx.keys.lock().expect("keys");
+        let kid = format!("key-{}", keys.len() + 1);
+        keys.push(crate::jwt::SigningKey::generate(&kid));
+        drop(keys);
+        self.ctx
+            .state
+            .lock()
+            .expect("state")
+            .events
+            .push("rotate".into());
     }
 
     /// Every access and refresh token stops working: only a new login helps.
@@ -299,8 +330,20 @@ async fn authorization_server(ctx: &Ctx, req: Request<Incoming>) -> Response<Bod
                 "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
                 "scopes_supported": ctx.opts.scopes.iter().cloned().chain(["offline_access".to_string()]).collect::<Vec<_>>(),
                 "authorization_response_iss_parameter_supported": true,
+                "jwks_uri": format!("{}/jwks", ctx.issuer),
             }),
         ),
+        ("GET", "/jwks") => {
+            ctx.state.lock().expect("state").events.push("jwks".into());
+            let keys: Vec<Value> = ctx
+                .keys
+                .lock()
+                .expect("keys")
+                .iter()
+                .map(crate::jwt::SigningKey::jwk)
+                .collect();
+            reply(StatusCode::OK, json!({ "keys": keys }))
+        }
         ("POST", "/register") if ctx.opts.registration => {
             let body = req.into_body().collect().await.map(|b| b.to_bytes());
             let Ok(Ok(meta)) = body.map(|b| serde_json::from_slice::<Value>(&b)) else {

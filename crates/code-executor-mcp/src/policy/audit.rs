@@ -162,6 +162,8 @@ struct Sink {
 /// [`MAX_QUEUE_BYTES`] long, and at exit. So a tool call does not wait on the disk, and a
 /// run's lines are all on disk when its answer is. A failing disk is logged, never fatal.
 pub struct AuditLog {
+    /// Every event is counted here, with or without a file (`/metrics`).
+    pub metrics: super::metrics::Metrics,
     sink: Mutex<Option<Queued>>,
     path: Option<PathBuf>,
     log_arguments: bool,
@@ -192,6 +194,7 @@ impl AuditLog {
     /// An audit log that writes nothing.
     pub fn disabled() -> Self {
         AuditLog {
+            metrics: Default::default(),
             sink: Mutex::new(None),
             path: None,
             log_arguments: false,
@@ -210,6 +213,7 @@ impl AuditLog {
             .ok_or("no audit path: set audit.path or HOME")?;
         let sink = open_sink(&path)?;
         Ok(AuditLog {
+            metrics: Default::default(),
             sink: Mutex::new(Some(Queued {
                 sink,
                 max_bytes: settings.max_bytes.max(4096),
@@ -249,6 +253,7 @@ impl AuditLog {
     }
 
     fn add(&self, event: AuditEvent, now: bool) {
+        self.metrics.observe(&event);
         if self.path.is_none() {
             return;
         }

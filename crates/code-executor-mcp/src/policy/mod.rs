@@ -9,6 +9,7 @@
 pub mod admission;
 pub mod audit;
 pub mod filter;
+pub mod metrics;
 pub mod pattern;
 pub mod rules;
 pub(crate) mod session_limits;

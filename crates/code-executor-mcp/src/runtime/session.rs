@@ -419,6 +419,11 @@ impl Sessions {
         }
     }
 
+    /// Sessions live now (all principals): the `/metrics` gauge.
+    pub(crate) fn count(&self) -> usize {
+        self.lock().live.len()
+    }
+
     /// What `health` shows: counts for the server, details of the caller's own sessions.
     pub(crate) fn report(&self, principal: &Principal) -> Value {
         let table = self.lock();

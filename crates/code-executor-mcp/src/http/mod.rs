@@ -1,0 +1,877 @@
+//! `serve --http ADDR`: MCP over streamable HTTP for many agents (see docs/http.md).
+//!
+//! One hyper HTTP/1.1 server in front of rmcp's streamable HTTP service, which speaks both
+//! protocol generations on `/mcp`: 2025-11-25 with transport sessions (`Mcp-Session-Id`) and
+//! 2026-07-28 stateless (`server/discover`, per-request metadata). Around it:
+//!
+//! ```text
+//! accept ── over --max-connections? ──> 503 busy, connection closed
+//!   │  header read timeout (also the keep-alive idle timeout)
+//! route: /healthz /readyz (no checks) ─ everything else: Host, Origin (403)
+//!   │  /metrics  /.well-known/oauth-protected-resource[/mcp]
+//! /mcp: shutting down? 503 ─ authenticate (401 / 403 + WWW-Authenticate) ─ bearer removed
+//!   │  Mcp-Session-Id of another principal? 404 like an unknown one
+//!   │  body: read within the time and size caps (408, 413)
+//!   │  a new transport session over the caps? 503 busy
+//!   v
+//! rmcp StreamableHttpService  ── the request's http::request::Parts carry the Principal,
+//!                                 which server::principal_of reads
+//! ```
+//!
+//! Shutdown (SIGTERM, SIGINT): stop accepting; `/mcp` answers 503 and `/readyz` fails; running
+//! and queued executions get until the grace deadline to finish; then every connection is
+//! dropped, which cancels what still runs (its workers are killed), sessions are ended and
+//! the audit log flushed.
+
+pub(crate) mod auth;
+pub(crate) mod guard;
+pub(crate) mod metrics;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::Core;
+use crate::principal::Principal;
+use crate::server::CodeExecutorServer;
+use auth::{AuthError, Authenticator, OAuthSettings, OAuthValidator, StaticTokens};
+use guard::{HostPolicy, SessionUse, TransportSessions};
+use metrics::HttpMetrics;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// The address `--http` binds without a value.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:3333";
+/// The MCP endpoint's path.
+pub const MCP_PATH: &str = "/mcp";
+/// At shutdown, how long answers already produced get to reach their clients, and how long
+/// cancelled executions get to record their end.
+const FLUSH_WAIT: Duration = Duration::from_secs(2);
+
+/// Caps and timeouts of the HTTP layer; every one is a flag (see `cli`).
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// Largest request body; larger is 413. Code is at most 1 MiB (policy) plus JSON.
+    pub max_body_bytes: usize,
+    /// Connections served at once; more are answered 503 and closed.
+    pub max_connections: usize,
+    /// Transport sessions (2025-11-25) open at once, and per principal.
+    pub max_sessions: usize,
+    pub max_sessions_per_principal: usize,
+    /// Time to send a request's headers; also how long an idle keep-alive connection stays.
+    pub header_timeout: Duration,
+    /// Time to send a request's body.
+    pub body_timeout: Duration,
+    /// A transport session unused this long is closed.
+    pub session_idle: Duration,
+    /// On shutdown, how long running executions get to finish.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_body_bytes: 4 * 1024 * 1024,
+            max_connections: 512,
+            max_sessions: 1024,
+            max_sessions_per_principal: 64,
+            header_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
+            session_idle: Duration::from_secs(30 * 60),
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What `serve --http` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    pub addr: String,
+    /// Our URL as clients reach it (behind a proxy); default `http://ADDR`.
+    pub public_url: Option<String>,
+    pub tokens_file: Option<PathBuf>,
+    /// The value of `CODE_EXECUTOR_HTTP_TOKENS`, if set.
+    pub tokens_env: Option<String>,
+    /// The authorization server whose JWTs we accept.
+    pub oauth_issuer: Option<String>,
+    pub oauth_jwks_url: Option<String>,
+    /// The `aud` tokens must carry; default our resource URL (`PUBLIC_URL/mcp`).
+    pub oauth_audience: Option<String>,
+    pub oauth_scopes: Vec<String>,
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    pub limits: HttpLimits,
+}
+
+struct State {
+    core: Arc<Core>,
+    mcp: StreamableHttpService<CodeExecutorServer, LocalSessionManager>,
+    session_manager: Arc<LocalSessionManager>,
+    auth: Authenticator,
+    require_auth: bool,
+    hosts: HostPolicy,
+    transport: TransportSessions,
+    limits: HttpLimits,
+    metrics: HttpMetrics,
+    /// `resource_metadata` URL and document, with OAuth.
+    resource: Option<(String, Value)>,
+    shutting_down: AtomicBool,
+}
+
+fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+/// Starts serving on `opts.addr` and returns once the server has shut down (after
+/// `shutdown` resolves, or SIGTERM/SIGINT when `shutdown` is `None`).
+pub async fn serve(
+    core: Arc<Core>,
+    opts: HttpOptions,
+    shutdown: Option<tokio::sync::oneshot::Receiver<()>>,
+) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(&opts.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", opts.addr))?;
+    let local = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
+    let public = opts
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{local}"))
+        .trim_end_matches('/')
+        .to_string();
+    let resource_url = format!("{public}{MCP_PATH}");
+
+    let mut auth = Authenticator {
+        tokens: StaticTokens::default(),
+        oauth: None,
+    };
+    if let Some(path) = &opts.tokens_file {
+        auth.tokens.add_file(path)?;
+    }
+    if let Some(text) = &opts.tokens_env {
+        auth.tokens.add(text, auth::TOKENS_ENV, true)?;
+    }
+    let mut resource = None;
+    if let Some(issuer) = &opts.oauth_issuer {
+        let v = OAuthValidator::new(OAuthSettings {
+            issuer: issuer.clone(),
+            jwks_url: opts.oauth_jwks_url.clone(),
+            audience: opts
+                .oauth_audience
+                .clone()
+                .unwrap_or_else(|| resource_url.clone()),
+            scopes: opts.oauth_scopes.clone(),
+        })?;
+        match v.refresh().await {
+            Ok(n) => tracing::info!(keys = n, "OAuth: loaded the authorization server's keys"),
+            // Not fatal: it may come up after us; /readyz says so meanwhile.
+            Err(e) => tracing::warn!("OAuth: cannot load the authorization server's keys yet: {e}"),
+        }
+        let mut doc = json!({
+            "resource": resource_url,
+            "authorization_servers": [issuer],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "code-executor-mcp",
+        });
+        if !opts.oauth_scopes.is_empty() {
+            doc["scopes_supported"] = json!(opts.oauth_scopes);
+        }
+        resource = Some((
+            format!("{public}/.well-known/oauth-protected-resource{MCP_PATH}"),
+            doc,
+        ));
+        auth.oauth = Some(Arc::new(v));
+    }
+    let require_auth = auth.configured();
+    if !is_loopback(&local) && !require_auth {
+        anyhow::bail!(
+            "refusing to serve {local} without authentication: it is not a loopback address. \
+             Configure --tokens-file, {} or --oauth-issuer (see docs/http.md)",
+            auth::TOKENS_ENV
+        );
+    }
+
+    let mut hosts: Vec<String> = opts.allowed_hosts.clone();
+    if hosts.is_empty() {
+        hosts = guard::LOOPBACK_HOSTS.map(String::from).to_vec();
+    }
+    // The public URL's own host is always allowed.
+    if let Some(h) = public
+        .split_once("://")
+        .map(|(_, rest)| rest.split('/').next().unwrap_or(rest).to_string())
+    {
+        hosts.push(h);
+    }
+
+    let ct = CancellationToken::new();
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(opts.limits.session_idle);
+    let session_manager = Arc::new(manager);
+    let factory_core = core.clone();
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(true)
+        // Our own checks (guard) run before, with the configured lists.
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_cancellation_token(ct.clone())
+        .with_max_request_body_bytes(opts.limits.max_body_bytes);
+    let mcp = StreamableHttpService::new(
+        move || Ok(CodeExecutorServer::new(factory_core.clone())),
+        session_manager.clone(),
+        config,
+    );
+    let state = Arc::new(State {
+        core: core.clone(),
+        mcp,
+        session_manager,
+        auth,
+        require_auth,
+        hosts: HostPolicy::new(hosts, opts.allowed_origins.clone()),
+        transport: TransportSessions::default(),
+        limits: opts.limits.clone(),
+        metrics: HttpMetrics::default(),
+        resource,
+        shutting_down: AtomicBool::new(false),
+    });
+    tracing::info!(
+        auth = if state.require_auth {
+            let mut ways = vec![];
+            if !state.auth.tokens.is_empty() {
+                ways.push(format!("{} static token(s)", state.auth.tokens.len()));
+            }
+            if state.auth.oauth.is_some() {
+                ways.push("OAuth".to_string());
+            }
+            ways.join(" + ")
+        } else {
+            "none (loopback; the client's declared name is its principal)".to_string()
+        },
+        servers = core.catalog.upstreams().names().count(),
+        "serving MCP on http://{local}{MCP_PATH}"
+    );
+    spawn_session_sweeper(Arc::downgrade(&state));
+
+    let shutdown = async move {
+        match shutdown {
+            Some(rx) => {
+                let _ = rx.await;
+            }
+            None => wait_for_signal().await,
+        }
+    };
+    tokio::pin!(shutdown);
+    let slots = Arc::new(Semaphore::new(state.limits.max_connections.max(1)));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Out of descriptors and the like: the next accept may work.
+                        tracing::warn!("accept: {e}");
+                        tokio::task::yield_now().await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                match slots.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        let state = state.clone();
+                        let stop = stop_rx.clone();
+                        conns.spawn(async move {
+                            serve_connection(stream, state, stop).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => {
+                        state.metrics.connections_rejected.fetch_add(1, Ordering::Relaxed);
+                        tokio::spawn(reject_connection(stream));
+                    }
+                }
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    state.shutting_down.store(true, Ordering::SeqCst);
+    let running = core.policy.admission.in_flight();
+    tracing::info!(
+        running,
+        grace_s = state.limits.shutdown_grace.as_secs(),
+        "shutting down: no new connections or requests; waiting for running executions"
+    );
+    let deadline = tokio::time::Instant::now() + state.limits.shutdown_grace;
+    while core.policy.admission.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left = core.policy.admission.in_flight();
+    if left > 0 {
+        tracing::warn!(
+            left,
+            "shutdown grace over: cancelling the executions still running"
+        );
+    }
+    // Let the answers in flight reach their clients: connections finish their current
+    // response and close. A connection holding an endless stream (a session's GET) is cut
+    // after a short wait; then transport sessions are closed and whatever is left dropped
+    // (a dropped request's execution is cancelled and its worker killed).
+    let _ = stop_tx.send(true);
+    let flush_by = tokio::time::Instant::now() + FLUSH_WAIT;
+    while tokio::time::Instant::now() < flush_by {
+        tokio::select! {
+            next = conns.join_next() => if next.is_none() { break },
+            () = tokio::time::sleep_until(flush_by) => break,
+        }
+    }
+    ct.cancel();
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+    // Cancelled executions end in their own tasks: wait for their run.end lines.
+    let ends_by = tokio::time::Instant::now() + FLUSH_WAIT;
+    while core.policy.admission.in_flight() > 0 && tokio::time::Instant::now() < ends_by {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    core.runtime.sessions().end_all(&core.policy.audit);
+    core.policy.audit.flush();
+    tracing::info!("shut down");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("cannot watch SIGTERM: {e}");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT"),
+    }
+}
+
+/// Closes transport sessions rmcp has ended (idle) in our ownership table.
+fn spawn_session_sweeper(state: std::sync::Weak<State>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            let Some(state) = state.upgrade() else { return };
+            prune_sessions(&state).await;
+        }
+    });
+}
+
+async fn prune_sessions(state: &State) {
+    use rmcp::transport::streamable_http_server::SessionManager;
+    for id in state.transport.ids() {
+        let sid: rmcp::transport::streamable_http_server::SessionId = id.clone().into();
+        if !state
+            .session_manager
+            .has_session(&sid)
+            .await
+            .unwrap_or(false)
+        {
+            state.transport.closed(&id);
+        }
+    }
+}
+
+async fn serve_connection(stream: TcpStream, state: Arc<State>, mut stop: watch::Receiver<bool>) {
+    state
+        .metrics
+        .connections_open
+        .fetch_add(1, Ordering::Relaxed);
+    state
+        .metrics
+        .connections_total
+        .fetch_add(1, Ordering::Relaxed);
+    let svc_state = state.clone();
+    let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let state = svc_state.clone();
+        async move { Ok::<_, Infallible>(route(&state, req).await) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(state.limits.header_timeout)
+        .max_buf_size(64 * 1024)
+        .serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    let mut stopping = *stop.borrow();
+    if stopping {
+        conn.as_mut().graceful_shutdown();
+    }
+    loop {
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!("connection: {e}");
+                }
+                break;
+            }
+            changed = stop.changed(), if !stopping => {
+                if changed.is_err() || *stop.borrow() {
+                    stopping = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+        }
+    }
+    state
+        .metrics
+        .connections_open
+        .fetch_sub(1, Ordering::Relaxed);
+}
+
+/// The answer to a connection over the cap: one 503 and close.
+async fn reject_connection(stream: TcpStream) {
+    let svc = hyper::service::service_fn(|_req: Request<Incoming>| async {
+        let mut r = busy("the server is serving its maximum of connections; retry shortly");
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        Ok::<_, Infallible>(r)
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(5))
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(stream), svc);
+    let _ = tokio::time::timeout(Duration::from_secs(10), conn).await;
+}
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+fn json_response(status: StatusCode, v: &Value) -> Response<Body> {
+    let mut r = Response::new(full(v.to_string()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// A JSON-RPC error body (id null: the request may not have been read) with an HTTP status.
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+    json_response(
+        status,
+        &json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}}),
+    )
+}
+
+/// The busy answer: 503, Retry-After, and a JSON-RPC error saying what is full.
+fn busy(message: &str) -> Response<Body> {
+    let mut r = rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        -32000,
+        &format!("busy: {message}"),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
+async fn route(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path().to_string();
+    // Liveness and readiness answer probes whatever Host they use, and say nothing private.
+    match (req.method(), path.as_str()) {
+        (&Method::GET, "/healthz") => {
+            return json_response(StatusCode::OK, &json!({"status": "alive"}));
+        }
+        (&Method::GET, "/readyz") => return readiness(state).await,
+        _ => {}
+    }
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| req.uri().authority().map(|a| a.to_string()));
+    let origin = req
+        .headers()
+        .get(header::ORIGIN)
+        .map(|o| o.to_str().unwrap_or("(not text)").to_string());
+    if let Err(why) = state
+        .hosts
+        .check_host(host.as_deref())
+        .and_then(|()| state.hosts.check_origin(origin.as_deref()))
+    {
+        state
+            .metrics
+            .forbidden_origin
+            .fetch_add(1, Ordering::Relaxed);
+        return rpc_error(StatusCode::FORBIDDEN, -32000, &format!("forbidden: {why}"));
+    }
+    match path.as_str() {
+        "/metrics" if req.method() == Method::GET => {
+            let text = state
+                .metrics
+                .render(&state.core, state.transport.count())
+                .await;
+            let mut r = Response::new(full(text));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            );
+            r
+        }
+        "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp"
+            if req.method() == Method::GET =>
+        {
+            match &state.resource {
+                Some((_, doc)) => json_response(StatusCode::OK, doc),
+                None => rpc_error(
+                    StatusCode::NOT_FOUND,
+                    -32000,
+                    "this server does not use OAuth",
+                ),
+            }
+        }
+        MCP_PATH => {
+            let r = mcp(state, req).await;
+            state.metrics.request(r.status().as_u16());
+            r
+        }
+        _ => rpc_error(
+            StatusCode::NOT_FOUND,
+            -32000,
+            &format!("not found: MCP is served on {MCP_PATH}"),
+        ),
+    }
+}
+
+async fn readiness(state: &State) -> Response<Body> {
+    let pools = state.core.runtime.pool_stats().await;
+    let python = state.core.runtime.python().install().is_some();
+    let mut problems: Vec<String> = vec![];
+    if state.shutting_down.load(Ordering::SeqCst) {
+        problems.push("shutting down".into());
+    }
+    for p in &pools {
+        if p.language == "python" && !python {
+            continue;
+        }
+        if p.target > 0 && p.ready == 0 {
+            problems.push(match &p.last_error {
+                Some(e) => format!("{} workers cannot start: {e}", p.language),
+                None => format!("{} pool is warming up", p.language),
+            });
+        }
+    }
+    if let Some(o) = &state.auth.oauth
+        && !o.has_keys()
+    {
+        problems.push("the authorization server's keys are not loaded".into());
+    }
+    let body = json!({
+        "ready": problems.is_empty(),
+        "problems": problems,
+        "pools": pools,
+    });
+    json_response(
+        if problems.is_empty() {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        },
+        &body,
+    )
+}
+
+fn unauthorized(state: &State, err: &AuthError) -> Response<Body> {
+    let reason = match err {
+        AuthError::Missing => "missing",
+        AuthError::InvalidToken(_) => "invalid_token",
+        AuthError::InsufficientScope(_) => "insufficient_scope",
+    };
+    state.metrics.auth_failure(reason);
+    let quote = |s: &str| s.replace(['"', '\\'], "'");
+    let mut challenge = String::from("Bearer realm=\"code-executor-mcp\"");
+    match err {
+        AuthError::Missing => {}
+        AuthError::InvalidToken(why) => challenge.push_str(&format!(
+            ", error=\"invalid_token\", error_description=\"{}\"",
+            quote(why)
+        )),
+        AuthError::InsufficientScope(scopes) => challenge.push_str(&format!(
+            ", error=\"insufficient_scope\", scope=\"{}\"",
+            quote(scopes)
+        )),
+    }
+    if let Some((url, _)) = &state.resource {
+        challenge.push_str(&format!(", resource_metadata=\"{url}\""));
+    }
+    let status = match err {
+        AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
+        _ => StatusCode::UNAUTHORIZED,
+    };
+    let mut r = rpc_error(status, -32001, &err.to_string());
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    r
+}
+
+/// The method and id of a JSON-RPC request body (not of a batch or a notification).
+fn head_of(body: &[u8]) -> (Option<String>, Option<Value>) {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        method: Option<String>,
+        id: Option<Value>,
+    }
+    match serde_json::from_slice::<Head>(body) {
+        Ok(h) => (h.method, h.id),
+        Err(_) => (None, None),
+    }
+}
+
+/// A response body that runs `on_drop` if it is dropped before its end: the client went
+/// away while the answer was still being produced.
+struct CancelOnDrop {
+    inner: Body,
+    ended: bool,
+    on_drop: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl hyper::body::Body for CancelOnDrop {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+        if let std::task::Poll::Ready(None) = polled {
+            self.ended = true;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.ended
+            && let Some(f) = self.on_drop.take()
+        {
+            f();
+        }
+    }
+}
+
+/// In a transport session (2025-11-25) rmcp keeps a request running when its response stream
+/// is dropped (a client could resume it). A `tools/call` whose client went away is cancelled
+/// instead, as if the client had sent `notifications/cancelled`: its execution stops and its
+/// worker is killed rather than running to its deadline for nobody.
+fn cancel_when_abandoned(
+    state: &Arc<State>,
+    session: String,
+    id: Value,
+    response: Response<Body>,
+) -> Response<Body> {
+    let manager = state.session_manager.clone();
+    let (parts, body) = response.into_parts();
+    let on_drop = Box::new(move || {
+        let note = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "the client disconnected"}
+        });
+        let Ok(message) = serde_json::from_value(note) else {
+            return;
+        };
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                use rmcp::transport::streamable_http_server::SessionManager;
+                let sid: rmcp::transport::streamable_http_server::SessionId = session.into();
+                if let Err(e) = manager.accept_message(&sid, message).await {
+                    tracing::debug!("cancelling an abandoned request: {e}");
+                }
+            });
+        }
+    });
+    Response::from_parts(
+        parts,
+        BodyExt::boxed(CancelOnDrop {
+            inner: body,
+            ended: false,
+            on_drop: Some(on_drop),
+        }),
+    )
+}
+
+async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
+    if state.shutting_down.load(Ordering::SeqCst) {
+        let mut r = rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            "the server is shutting down",
+        );
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return r;
+    }
+    let (mut parts, body) = req.into_parts();
+    let principal: Option<Principal> = if state.require_auth {
+        let value = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        match state.auth.authenticate(value).await {
+            Ok(p) => Some(p),
+            Err(e) => return unauthorized(state, &e),
+        }
+    } else {
+        None
+    };
+    // Nothing past this point sees the caller's credentials.
+    parts.headers.remove(header::AUTHORIZATION);
+    parts.headers.remove(header::COOKIE);
+    if let Some(p) = &principal {
+        parts.extensions.insert(p.clone());
+    }
+    let session = parts
+        .headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let Some(id) = &session
+        && state.transport.check(id, principal.as_ref()) == SessionUse::Foreign
+    {
+        // Byte for byte rmcp's answer for a session that does not exist.
+        let mut r = Response::new(full("Not Found: Session not found"));
+        *r.status_mut() = StatusCode::NOT_FOUND;
+        return r;
+    }
+    let bytes = if parts.method == Method::POST {
+        let limited = Limited::new(body, state.limits.max_body_bytes);
+        match tokio::time::timeout(state.limits.body_timeout, limited.collect()).await {
+            Err(_) => {
+                let mut r = rpc_error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    -32600,
+                    &format!(
+                        "the request body did not arrive within {} s",
+                        state.limits.body_timeout.as_secs()
+                    ),
+                );
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return r;
+            }
+            Ok(Err(e)) => {
+                let too_big = e
+                    .downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some();
+                if too_big {
+                    let mut r = rpc_error(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        -32600,
+                        &format!(
+                            "the request body is larger than {} bytes",
+                            state.limits.max_body_bytes
+                        ),
+                    );
+                    r.headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                    return r;
+                }
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32700,
+                    &format!("cannot read the request body: {e}"),
+                );
+            }
+            Ok(Ok(collected)) => collected.to_bytes(),
+        }
+    } else {
+        Bytes::new()
+    };
+    let (method, request_id) = head_of(&bytes);
+    let opens_session = parts.method == Method::POST
+        && session.is_none()
+        && method.as_deref() == Some("initialize");
+    if opens_session {
+        if state.transport.count() >= state.limits.max_sessions {
+            prune_sessions(state).await;
+        }
+        if state.transport.count() >= state.limits.max_sessions {
+            state.metrics.busy.fetch_add(1, Ordering::Relaxed);
+            return busy(&format!(
+                "{} MCP sessions are open (the server's maximum); close one or retry later",
+                state.limits.max_sessions
+            ));
+        }
+        if principal.is_some()
+            && state.transport.count_of(principal.as_ref())
+                >= state.limits.max_sessions_per_principal
+        {
+            prune_sessions(state).await;
+            if state.transport.count_of(principal.as_ref())
+                >= state.limits.max_sessions_per_principal
+            {
+                state.metrics.busy.fetch_add(1, Ordering::Relaxed);
+                return busy(&format!(
+                    "you have {} MCP sessions open (the maximum per principal); close one (DELETE) or retry later",
+                    state.limits.max_sessions_per_principal
+                ));
+            }
+        }
+    }
+    let is_delete = parts.method == Method::DELETE;
+    let req = Request::from_parts(parts, Full::new(bytes));
+    let response = state.mcp.handle(req).await;
+    if opens_session
+        && response.status().is_success()
+        && let Some(id) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+    {
+        state.transport.opened(id.to_string(), principal);
+    } else if is_delete
+        && response.status().is_success()
+        && let Some(id) = &session
+    {
+        state.transport.closed(id);
+    }
+    if let (Some(session), Some(id), Some("tools/call")) = (session, request_id, method.as_deref())
+        && response.status() == StatusCode::OK
+    {
+        return cancel_when_abandoned(state, session, id, response);
+    }
+    response
+}
