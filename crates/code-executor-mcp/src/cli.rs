@@ -504,7 +504,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
     let opts = options(cli)?;
-    let policy = crate::worker_policy(sandbox::SandboxMode::Enforce, &opts.exe);
+    let policy = crate::worker_policy(
+        sandbox::SandboxMode::Enforce,
+        &opts.exe,
+        crate::policy::MAX_TIMEOUT_MS,
+    );
     let report = sandbox::probe(&policy);
     say(&format!(
         "sandbox (what --sandbox=enforce applies to every worker):\n{report}"

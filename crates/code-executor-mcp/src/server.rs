@@ -5,12 +5,14 @@
 //! failed execution is a tool error (`isError: true`) carrying the same structure; only a
 //! malformed request is a protocol error.
 
+mod long_runs;
+
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    GetTaskParams, GetTaskResult, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -36,7 +38,8 @@ pub fn tool_definitions() -> Vec<Tool> {
             "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool globs; default all"},
             "limits": {"type": "object", "description": "tighten maxToolCalls, maxConcurrentToolCalls, maxLogBytes, memoryMb"},
             "session": {"type": "string", "description": "new|result.session.id; keeps globals, store/load, files"},
-            "reset": {"type": "boolean"}
+            "reset": {"type": "boolean"},
+            "yieldAfterMs": {"type": "integer", "description": "return early with a handle for wait"}
         },
         "required": ["code"]
     });
@@ -108,6 +111,13 @@ pub fn tool_definitions() -> Vec<Tool> {
             "outputSchema": {"type": "object", "properties": {"servers": {"type": "array"}}, "required": ["servers"]}
         },
         {
+            "name": "wait",
+            "annotations": {"title": "Wait for a run", "readOnlyHint": false},
+            "description": "New logs of a run that returned early (yieldAfterMs), then its result. cancel: stop it.",
+            "inputSchema": {"type": "object", "properties": {"handle": {"type": "string"}, "timeoutMs": {"type": "integer"}, "cancel": {"type": "boolean"}}, "required": ["handle"]},
+            "outputSchema": exec_output
+        },
+        {
             "name": "health",
             "annotations": {"title": "Health", "readOnlyHint": true},
             "description": "Uptime, pools, sessions, sandbox, upstreams, versions.",
@@ -129,6 +139,7 @@ struct ExecuteArgs {
     session: Option<String>,
     #[serde(default)]
     reset: bool,
+    yield_after_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -162,7 +173,8 @@ impl CodeExecutorServer {
         args: Value,
         principal: Principal,
         client: ClientLink,
-    ) -> Result<CallToolResult, McpError> {
+        tasks: bool,
+    ) -> Result<CallToolResponse, McpError> {
         match name {
             "execute_typescript" | "execute_python" => {
                 let a: ExecuteArgs = parse(args)?;
@@ -183,23 +195,33 @@ impl CodeExecutorServer {
                 } else {
                     Language::JavaScript
                 };
-                let outcome = self
-                    .core
-                    .execute(
-                        language,
-                        ExecRequest {
-                            code: a.code,
-                            timeout_ms: a.timeout_ms,
-                            allowed_tools: a.allowed_tools,
-                            limits: a.limits,
-                            session: a.session.as_deref().map(SessionArg::parse),
-                            reset: a.reset,
-                        },
-                        principal,
-                        Some(client),
-                    )
-                    .await;
-                Ok(execution_result(&outcome))
+                let req = ExecRequest {
+                    code: a.code,
+                    timeout_ms: a.timeout_ms,
+                    allowed_tools: a.allowed_tools,
+                    limits: a.limits,
+                    session: a.session.as_deref().map(SessionArg::parse),
+                    reset: a.reset,
+                    long_run: false,
+                };
+                let core = &self.core;
+                Ok(
+                    match long_runs::Answer::choose(core, tasks, a.yield_after_ms) {
+                        long_runs::Answer::Plain => {
+                            long_runs::plain(core, language, req, principal, client)
+                                .await
+                                .into()
+                        }
+                        long_runs::Answer::Early { kind, after } => {
+                            long_runs::early(core, language, req, principal, client, kind, after)
+                                .await
+                        }
+                    },
+                )
+            }
+            "wait" => {
+                let a: long_runs::WaitArgs = parse(args)?;
+                Ok(long_runs::wait(&self.core, a, &principal).await.into())
             }
             "search_tools" => {
                 let a: SearchArgs = parse(args)?;
@@ -217,27 +239,58 @@ impl CodeExecutorServer {
                         &ToolAllowlist::allow_all(),
                     )
                     .await;
-                Ok(value_result(found))
+                Ok(value_result(found).into())
             }
             "get_tool_schema" => {
                 let a: SchemaArgs = parse(args)?;
-                Ok(value_result(self.core.catalog.schema(&a.name).await))
+                Ok(value_result(self.core.catalog.schema(&a.name).await).into())
             }
             "list_servers" => {
                 let mut servers = self.core.catalog.servers().await;
                 servers["sessions"] = self.core.runtime.sessions().report(&principal);
-                Ok(value_result(Ok(servers)))
+                servers["runs"] = runs_report(&self.core, &principal);
+                Ok(value_result(Ok(servers)).into())
             }
-            "health" => Ok(value_result(Ok(self.core.health(&principal).await))),
+            "health" => Ok(value_result(Ok(self.core.health(&principal).await)).into()),
             other => Err(McpError::invalid_params(
                 format!(
                     "unknown tool \"{other}\"; this server offers execute_typescript, \
-                     execute_python, search_tools, get_tool_schema, list_servers and health"
+                     execute_python, search_tools, get_tool_schema, list_servers, wait and health"
                 ),
                 None,
             )),
         }
     }
+}
+
+/// The parked runs `principal` holds, for `list_servers`.
+fn runs_report(core: &Core, principal: &Principal) -> Value {
+    core.runtime
+        .parked()
+        .list(principal)
+        .into_iter()
+        .map(|(handle, kind, running)| {
+            json!({
+                "handle": handle,
+                "kind": match kind {
+                    crate::runtime::parked::Kind::Task => "task",
+                    crate::runtime::parked::Kind::Yielded => "yielded",
+                },
+                "running": running,
+            })
+        })
+        .collect()
+}
+
+/// Who is asking. Over stdio the client is the one that initialized this connection; its
+/// name keys its rate limits, sessions, parked runs and audit lines.
+fn principal_of(context: &RequestContext<RoleServer>) -> Principal {
+    Principal::new(
+        &context
+            .peer
+            .peer_info()
+            .map_or_else(|| "unknown".to_string(), |p| p.client_info.name.clone()),
+    )
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, McpError> {
@@ -352,11 +405,16 @@ fn push_indented(s: &mut String, first: &str, text: &str) {
 
 impl ServerHandler for CodeExecutorServer {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "code-executor-mcp",
-                env!("CARGO_PKG_VERSION"),
-            ))
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "code-executor-mcp",
+            env!("CARGO_PKG_VERSION"),
+        ))
     }
 
     async fn list_tools(
@@ -377,23 +435,51 @@ impl ServerHandler for CodeExecutorServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        // Over stdio the client is the one that initialized this connection; its name keys
-        // its rate limits, sessions and audit lines.
-        let principal = Principal::new(
-            &context
-                .peer
-                .peer_info()
-                .map_or_else(|| "unknown".to_string(), |p| p.client_info.name.clone()),
-        );
+        let principal = principal_of(&context);
+        let tasks = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
         // rmcp only signals a client's notifications/cancelled; dropping the work here is
-        // what stops it (an execution's worker is killed when its future is dropped).
+        // what stops it (an execution's worker is killed when its future is dropped, and the
+        // cancellation is audited).
         tokio::select! {
             result = self.dispatch(&request.name, args, principal, ClientLink {
                 peer: context.peer.clone(),
                 progress_token: context.meta.get_progress_token(),
-            }) => result.map(Into::into),
+            }, tasks) => result,
             () = context.ct.cancelled() => Err(McpError::internal_error("the request was cancelled by the client", None)),
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        long_runs::get_task(&self.core, &principal_of(&context), &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        long_runs::cancel_task(
+            &self.core,
+            &principal_of(&context),
+            &request.task_id,
+            "tasks/cancel",
+        )
+    }
+
+    /// Our tasks never ask the client for input; an update to a task of this client is
+    /// acknowledged (unknown keys are ignored, as the extension says).
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        long_runs::get_task(&self.core, &principal_of(&context), &request.task_id).map(|_| ())
     }
 }
 
@@ -492,6 +578,10 @@ mod tests {
                 ("search_tools".to_string(), read("Search tools")),
                 ("get_tool_schema".to_string(), read("Tool schema")),
                 ("list_servers".to_string(), read("List servers")),
+                (
+                    "wait".to_string(),
+                    json!({"title": "Wait for a run", "readOnlyHint": false})
+                ),
                 ("health".to_string(), read("Health")),
             ]
         );

@@ -27,10 +27,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
     Implementation, Tool,
 };
+use rmcp::model::{NumberOrString, ProgressNotificationParam, ProgressToken, RequestParamsMeta};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient};
 use serde::Serialize;
@@ -115,16 +117,29 @@ pub struct ServerStatus {
     pub tool_count: Option<usize>,
 }
 
+/// Progress tokens of our calls to upstreams: unique for the server's life.
+static PROGRESS_TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// Our side of one upstream session: refuses server-to-client requests (the defaults) and
 /// notes a changed tool list.
 #[derive(Clone)]
 struct Handler {
     stale: Arc<AtomicBool>,
+    /// Routes a server's progress notifications to the call that asked for them.
+    progress: ProgressDispatcher,
 }
 
 impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.stale.store(true, Ordering::Release);
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.handle_notification(params).await;
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -143,6 +158,8 @@ struct Connection {
     auth: Option<Arc<AuthWatch>>,
     /// The tools the entry's client config hides, dropped from every list as it arrives.
     filter: Option<ToolFilter>,
+    /// The handler's progress routes: a call that passes progress on subscribes here.
+    progress: ProgressDispatcher,
 }
 
 impl Connection {
@@ -396,6 +413,19 @@ impl Upstreams {
         args: serde_json::Map<String, serde_json::Value>,
         timeout: Duration,
     ) -> Result<(CallToolResult, usize), UpstreamError> {
+        self.call_reporting(server, tool, args, timeout, None).await
+    }
+
+    /// [`Upstreams::call`], asking the server for progress (a fresh progress token) and handing
+    /// each notification it sends for this call to `on_progress`, when given.
+    pub async fn call_reporting(
+        &self,
+        server: &str,
+        tool: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+        on_progress: Option<&(dyn Fn(&ProgressNotificationParam) + Send + Sync)>,
+    ) -> Result<(CallToolResult, usize), UpstreamError> {
         if let Some(reason) = self.hidden(server, tool) {
             return Err(UpstreamError::HiddenTool { reason });
         }
@@ -406,8 +436,29 @@ impl Upstreams {
             .unwrap_or(self.settings.upstream_call_timeout);
         let timeout = timeout.min(own);
         let conn = self.connection(server).await?;
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        let result = self.call_on(&conn, server, tool, params, timeout).await;
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let result = match on_progress {
+            None => self.call_on(&conn, server, tool, params, timeout).await,
+            Some(report) => {
+                let token = ProgressToken(NumberOrString::String(
+                    format!(
+                        "code-executor-{}",
+                        PROGRESS_TOKENS.fetch_add(1, Ordering::Relaxed)
+                    )
+                    .into(),
+                ));
+                params.set_progress_token(token.clone());
+                let mut updates = conn.progress.subscribe(token).await;
+                let call = self.call_on(&conn, server, tool, params, timeout);
+                tokio::pin!(call);
+                loop {
+                    tokio::select! {
+                        result = &mut call => break result,
+                        Some(p) = futures::StreamExt::next(&mut updates) => report(&p),
+                    }
+                }
+            }
+        };
         if let Err(UpstreamError::Unauthorized { reason, .. }) = &result {
             self.drop_unauthorized(server, &conn, reason).await;
         }
