@@ -298,7 +298,7 @@ impl Limits {
             cfg,
             timeout_ms,
             long.default_duration_ms,
-            long.max_duration_ms.max(cfg.max_timeout_ms),
+            long.max_duration_ms,
             " for a task or a run with yieldAfterMs (longRuns.maxDurationMs)",
         )
     }

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use super::{execution_result, push_indented};
 use crate::Core;
+use crate::policy::Limits;
 use crate::policy::audit::AuditEvent;
 use crate::policy::long_runs::{DEFAULT_WAIT_MS, MAX_WAIT_MS};
 use crate::principal::Principal;
@@ -134,6 +135,14 @@ pub(super) async fn early(
     kind: Kind,
     after: Duration,
 ) -> CallToolResponse {
+    // A deadline the run could not have is said before anything is reserved.
+    if let Err(e) = Limits::configured_long(
+        &core.policy.execution,
+        &core.policy.long_runs,
+        req.timeout_ms,
+    ) {
+        return execution_result(&ExecOutcome::refused("RangeError", e)).into();
+    }
     let ctx = ExecContext::for_client(principal.clone(), Some(client), &core.policy.long_runs);
     let execution = ctx.execution.clone();
     let handle = match core.runtime.start_parked(language, req, ctx, kind) {

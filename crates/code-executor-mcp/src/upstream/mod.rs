@@ -28,11 +28,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rmcp::handler::client::progress::ProgressDispatcher;
+use rmcp::model::{CallToolRequest, ClientRequest, ProgressNotificationParam, ServerResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
     Implementation, Tool,
 };
-use rmcp::model::{NumberOrString, ProgressNotificationParam, ProgressToken, RequestParamsMeta};
+use rmcp::service::PeerRequestOptions;
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient};
 use serde::Serialize;
@@ -117,8 +118,33 @@ pub struct ServerStatus {
     pub tool_count: Option<usize>,
 }
 
-/// Progress tokens of our calls to upstreams: unique for the server's life.
-static PROGRESS_TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+/// Sends `notifications/cancelled` for a request whose caller stopped waiting for it (as
+/// rmcp's own `call_tool` does when its future is dropped).
+struct CancelOnDrop<'a> {
+    peer: &'a rmcp::Peer<RoleClient>,
+    id: Option<rmcp::model::RequestId>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        tokio::spawn(async move {
+            let _ = peer
+                .notify_cancelled(rmcp::model::CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the execution that made this call ended".into()),
+                ))
+                .await;
+        });
+    }
+}
+
+/// Times a call that passes progress on yields after its answer, to take the notifications
+/// the server sent just before it (see [`Upstreams::call_reporting`]).
+const PROGRESS_DRAIN_YIELDS: usize = 4;
 
 /// Our side of one upstream session: refuses server-to-client requests (the defaults) and
 /// notes a changed tool list.
@@ -436,27 +462,52 @@ impl Upstreams {
             .unwrap_or(self.settings.upstream_call_timeout);
         let timeout = timeout.min(own);
         let conn = self.connection(server).await?;
-        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let peer = conn.service.peer();
         let result = match on_progress {
-            None => self.call_on(&conn, server, tool, params, timeout).await,
+            None => {
+                self.call_on(&conn, server, tool, peer.call_tool(params), timeout)
+                    .await
+            }
             Some(report) => {
-                let token = ProgressToken(NumberOrString::String(
-                    format!(
-                        "code-executor-{}",
-                        PROGRESS_TOKENS.fetch_add(1, Ordering::Relaxed)
-                    )
-                    .into(),
-                ));
-                params.set_progress_token(token.clone());
-                let mut updates = conn.progress.subscribe(token).await;
-                let call = self.call_on(&conn, server, tool, params, timeout);
-                tokio::pin!(call);
-                loop {
-                    tokio::select! {
-                        result = &mut call => break result,
-                        Some(p) = futures::StreamExt::next(&mut updates) => report(&p),
+                let call = async {
+                    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                    let handle = peer
+                        .send_request_with_option(request, PeerRequestOptions::no_options())
+                        .await?;
+                    // rmcp picks the request's progress token; the notifications for it are
+                    // routed here from the handler.
+                    let mut updates = conn.progress.subscribe(handle.progress_token.clone()).await;
+                    let mut abandoned = CancelOnDrop {
+                        peer,
+                        id: Some(handle.id.clone()),
+                    };
+                    let answer = handle.await_response();
+                    tokio::pin!(answer);
+                    let answer = loop {
+                        tokio::select! {
+                            answer = &mut answer => break answer,
+                            Some(p) = futures::StreamExt::next(&mut updates) => report(&p),
+                        }
+                    };
+                    abandoned.id = None;
+                    // rmcp hands each notification to its own task, so ones the server sent
+                    // just before its answer may still be on their way: take what arrives
+                    // while this task yields a few times.
+                    for _ in 0..PROGRESS_DRAIN_YIELDS {
+                        tokio::task::yield_now().await;
+                        while let Some(Some(p)) =
+                            futures::FutureExt::now_or_never(futures::StreamExt::next(&mut updates))
+                        {
+                            report(&p);
+                        }
                     }
-                }
+                    match answer? {
+                        ServerResult::CallToolResult(r) => Ok(r),
+                        _ => Err(rmcp::service::ServiceError::UnexpectedResponse),
+                    }
+                };
+                self.call_on(&conn, server, tool, call, timeout).await
             }
         };
         if let Err(UpstreamError::Unauthorized { reason, .. }) = &result {
@@ -484,15 +535,16 @@ impl Upstreams {
         }
     }
 
+    /// Runs `call` (one `tools/call` on `conn`) with a deadline and names its failure.
     async fn call_on(
         &self,
         conn: &Connection,
         server: &str,
         tool: &str,
-        params: CallToolRequestParams,
+        call: impl Future<Output = Result<CallToolResult, rmcp::service::ServiceError>>,
         timeout: Duration,
     ) -> Result<(CallToolResult, usize), UpstreamError> {
-        match tokio::time::timeout(timeout, conn.service.peer().call_tool(params)).await {
+        match tokio::time::timeout(timeout, call).await {
             Ok(Ok(result)) => Ok(cap_result(result, self.settings.max_result_bytes)),
             Ok(Err(e)) => Err(match conn.auth_failure() {
                 Some(reason) => UpstreamError::Unauthorized {
