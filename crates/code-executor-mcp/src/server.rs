@@ -34,40 +34,34 @@ pub fn tool_definitions() -> Vec<Tool> {
         "type": "object",
         "properties": {
             "code": {"type": "string"},
-            "timeoutMs": {"type": "integer", "maximum": 300000, "description": "default 30000"},
+            "timeoutMs": {"type": "integer", "description": "default 30000"},
             "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool globs; default all"},
-            "limits": {"type": "object", "description": "tighten maxToolCalls, maxConcurrentToolCalls, maxLogBytes, memoryMb"},
+            "limits": {"type": "object", "description": "tighten maxToolCalls, maxLogBytes, memoryMb..."},
             "session": {"type": "string", "description": "new|result.session.id; keeps globals, store/load, files"},
             "reset": {"type": "boolean"},
-            "yieldAfterMs": {"type": "integer", "description": "return early with a handle for wait"}
+            "yieldAfterMs": {"type": "integer", "description": "then use wait"}
         },
         "required": ["code"]
     });
+    // Also toolCalls, durationMs, session, outputFile, running (see README); left out of the
+    // schema to keep tools/list small.
     let exec_output = json!({
         "type": "object",
-        "properties": {
-            "result": {},
-            "logs": {"type": "array"},
-            "error": {"type": "object"},
-            "toolCalls": {"type": "integer"},
-            "durationMs": {"type": "number"},
-            "outputFile": {"type": "string"},
-            "session": {"type": "object"}
-        },
-        "required": ["result", "logs", "toolCalls", "durationMs"]
+        "properties": {"result": {}, "logs": {"type": "array"}, "error": {"type": "object"}},
+        "required": ["result", "logs"]
     });
     let defs = json!([
         {
             "name": "execute_typescript",
             "annotations": {"title": "Run TypeScript", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools: `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(). Failures throw ToolError; console output is captured. Filter in code; return only what you need.",
+            "description": "Run TypeScript/JavaScript in a sandbox as an async function body; `return x` sets result. Call MCP tools: `await tools.<server>.<tool>(args)` or `callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(), progress(done, total?). Failures throw ToolError; console is captured. Return only what you need.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
         {
             "name": "execute_python",
             "annotations": {"title": "Run Python", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers; in parallel: await asyncio.gather(acall_mcp_tool(...)); failures raise ToolError; print/logging captured.",
+            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers, progress; parallel: await asyncio.gather(acall_mcp_tool(...)); failures raise ToolError; print captured.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
@@ -106,23 +100,23 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "list_servers",
             "annotations": {"title": "List servers", "readOnlyHint": true},
-            "description": "Upstream MCP servers: status (connected, starting, available, failed + why), tool counts; your sessions.",
+            "description": "Upstream MCP servers: status (connected, starting, available, failed + why), tool counts; your sessions and runs.",
             "inputSchema": {"type": "object", "properties": {}},
             "outputSchema": {"type": "object", "properties": {"servers": {"type": "array"}}, "required": ["servers"]}
         },
         {
             "name": "wait",
-            "annotations": {"title": "Wait for a run", "readOnlyHint": false},
-            "description": "New logs of a run that returned early (yieldAfterMs), then its result. cancel: stop it.",
+            "annotations": {"title": "Wait for a run"},
+            "description": "Poll a run that returned early: new logs, then its result; cancel stops it.",
             "inputSchema": {"type": "object", "properties": {"handle": {"type": "string"}, "timeoutMs": {"type": "integer"}, "cancel": {"type": "boolean"}}, "required": ["handle"]},
-            "outputSchema": exec_output
+            "outputSchema": {"type": "object"}
         },
         {
             "name": "health",
             "annotations": {"title": "Health", "readOnlyHint": true},
             "description": "Uptime, pools, sessions, sandbox, upstreams, versions.",
             "inputSchema": {"type": "object", "properties": {}},
-            "outputSchema": {"type": "object", "properties": {"version": {"type": "string"}, "uptimeMs": {"type": "integer"}}, "required": ["version", "uptimeMs"]}
+            "outputSchema": {"type": "object", "required": ["version", "uptimeMs"]}
         }
     ]);
     serde_json::from_value(defs).unwrap_or_default()
@@ -580,7 +574,7 @@ mod tests {
                 ("list_servers".to_string(), read("List servers")),
                 (
                     "wait".to_string(),
-                    json!({"title": "Wait for a run", "readOnlyHint": false})
+                    json!({"title": "Wait for a run"})
                 ),
                 ("health".to_string(), read("Health")),
             ]
