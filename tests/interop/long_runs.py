@@ -372,6 +372,74 @@ async def tasks_2026(server: Server, exe: str) -> None:
               unknown is not None and "run-0000" in unknown, str(unknown))
 
 
+async def tasks_2025(server: Server, exe: str) -> None:
+    # In this revision a client asks for a task per request (params.task); it declares nothing.
+    if True:
+        async with server.client("legacy") as client:
+            session = client.session
+            caps = client.server_capabilities.model_dump(by_alias=True, exclude_none=True)
+            check("[legacy] the server declares tasks for tools/call",
+                  (caps.get("tasks") or {}).get("requests", {}).get("tools", {}).get("call") == {}, str(caps))
+            listed = await raw(session, "tools/list", {})
+            support = {t["name"]: (t.get("execution") or {}).get("taskSupport") for t in listed["tools"]}
+            check("[legacy] the execute tools say taskSupport optional",
+                  support.get("execute_typescript") == "optional" and support.get("execute_python") == "optional"
+                  and support.get("health") is None, str(support))
+            for lang, code in (("ts", PAGE_SLOW_TS), ("py", PAGE_PY)):
+                created = await raw(session, "tools/call", {"name": tool(lang), "arguments": {"code": code, "timeoutMs": 120000},
+                                                            "task": {"ttl": 60000}})
+                task = created.get("task") or {}
+                check(f"[legacy] {lang}: a task-augmented call answers with a task at once",
+                      task.get("status") in ("working", "completed") and str(task.get("taskId", "")).startswith("run-")
+                      and isinstance(task.get("ttl"), int) and isinstance(task.get("pollInterval"), int), json.dumps(created)[:300])
+                if not task:
+                    continue
+                statuses = []
+                while True:
+                    got = await raw(session, "tasks/get", {"taskId": task["taskId"]})
+                    statuses.append(got["status"])
+                    if got["status"] != "working":
+                        break
+                    await anyio.sleep(0.1)
+                check(f"[legacy] {lang}: tasks/get polls it to completed", statuses[-1] == "completed", str(statuses))
+                listed = await raw(session, "tasks/list", {})
+                check(f"[legacy] {lang}: tasks/list has it",
+                      any(t["taskId"] == task["taskId"] for t in listed.get("tasks", [])), json.dumps(listed)[:300])
+                res = await raw(session, "tasks/result", {"taskId": task["taskId"]})
+                check(f"[legacy] {lang}: tasks/result returns the tool's result, related to the task",
+                      (res.get("structuredContent") or {}).get("result") == EXPECTED
+                      and res.get("_meta", {}).get("io.modelcontextprotocol/related-task") == {"taskId": task["taskId"]},
+                      json.dumps(res)[:300])
+
+            # tasks/result waits for a running task; tasks/cancel stops one.
+            created = await raw(session, "tools/call", {"name": "execute_typescript", "arguments": {
+                "code": "await tools.fx.sleep({ ms: 300 }); return 'late';"}, "task": {"ttl": 60000}})
+            res = await raw(session, "tasks/result", {"taskId": created["task"]["taskId"]})
+            check("[legacy] tasks/result waits for the end",
+                  (res.get("structuredContent") or {}).get("result") == "late", json.dumps(res)[:300])
+            marker = os.path.join(server.dir, "cancelled-legacy-task")
+            created = await raw(session, "tools/call", {"name": "execute_typescript", "arguments": {
+                "code": f"await tools.fx.sleep_marked({{ ms: 60000, marker: {json.dumps(marker)} }});"}, "task": {"ttl": 60000}})
+            await anyio.sleep(0.5)
+            cancelled = await raw(session, "tasks/cancel", {"taskId": created["task"]["taskId"]})
+            check("[legacy] tasks/cancel answers with the cancelled task", cancelled.get("status") == "cancelled",
+                  json.dumps(cancelled)[:300])
+            check("[legacy] tasks/cancel cancels the upstream call", await eventually(lambda: os.path.exists(marker)), marker)
+            err = None
+            try:
+                await raw(session, "tasks/cancel", {"taskId": created["task"]["taskId"]})
+            except Exception as e:  # noqa: BLE001
+                err = str(e)
+            check("[legacy] cancelling a finished task is an error", err is not None and "already finished" in err, str(err))
+            err = None
+            try:
+                await raw(session, "tools/call", {"name": "health", "arguments": {}, "task": {"ttl": 1000}})
+            except Exception as e:  # noqa: BLE001
+                err = str(e)
+            check("[legacy] a task for a tool without task support is refused", err is not None
+                  and "does not run as a task" in err, str(err))
+
+
 async def expired_task(exe: str, fixture: str) -> None:
     server = Server(exe, fixture, {"longRuns": {"taskAfterMs": 0, "keepResultMs": 300}})
     tasks = Tasks()
@@ -439,6 +507,9 @@ async def limits(exe: str, fixture: str, mode: str) -> None:
 
 async def main_async(args: argparse.Namespace) -> None:
     server = Server(args.exe, args.fixture, {"longRuns": {"progressPerSecond": 20}})
+    if args.only == "tasks_2025":
+        await tasks_2025(server, args.exe)
+        return
     for mode in ("legacy", "auto"):
         for name, step in (("yield and wait", yield_and_wait(server, mode)),
                            ("progress", progress_in_order(server, mode)),
@@ -449,6 +520,7 @@ async def main_async(args: argparse.Namespace) -> None:
             except Exception:  # noqa: BLE001
                 check(f"[{mode}] {name} ran", False, traceback.format_exc())
     for name, step in (("tasks 2026-07-28", tasks_2026(server, args.exe)),
+                       ("tasks 2025-11-25", tasks_2025(server, args.exe)),
                        ("expired task", expired_task(args.exe, args.fixture))):
         try:
             await step

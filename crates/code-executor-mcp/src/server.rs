@@ -5,6 +5,7 @@
 //! failed execution is a tool error (`isError: true`) carrying the same structure; only a
 //! malformed request is a protocol error.
 
+pub(crate) mod legacy_tasks;
 mod long_runs;
 
 use std::sync::Arc;
@@ -167,7 +168,7 @@ impl CodeExecutorServer {
         args: Value,
         principal: Principal,
         client: ClientLink,
-        tasks: bool,
+        tasks: Tasks,
     ) -> Result<CallToolResponse, McpError> {
         match name {
             "execute_typescript" | "execute_python" => {
@@ -199,8 +200,16 @@ impl CodeExecutorServer {
                     long_run: false,
                 };
                 let core = &self.core;
+                if tasks == Tasks::Asked {
+                    let handle = long_runs::start_task(core, language, req, principal, client);
+                    return legacy_tasks::create(core, handle).await.map(Into::into);
+                }
                 Ok(
-                    match long_runs::Answer::choose(core, tasks, a.yield_after_ms) {
+                    match long_runs::Answer::choose(
+                        core,
+                        tasks == Tasks::Declared,
+                        a.yield_after_ms,
+                    ) {
                         long_runs::Answer::Plain => {
                             long_runs::plain(core, language, req, principal, client)
                                 .await
@@ -285,6 +294,18 @@ fn principal_of(context: &RequestContext<RoleServer>) -> Principal {
             .peer_info()
             .map_or_else(|| "unknown".to_string(), |p| p.client_info.name.clone()),
     )
+}
+
+/// What the request says about tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tasks {
+    /// Nothing: the answer is a result (or a handle for `wait` with `yieldAfterMs`).
+    None,
+    /// The client declared the tasks extension (2026-07-28): the server may answer with a
+    /// task.
+    Declared,
+    /// The request asked for a task (2025-11-25 task-augmented `tools/call`).
+    Asked,
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, McpError> {
@@ -430,9 +451,25 @@ impl ServerHandler for CodeExecutorServer {
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let principal = principal_of(&context);
-        let tasks = context
+        let tasks = if context.meta.0.0.contains_key(legacy_tasks::TASK_META) {
+            if !matches!(&*request.name, "execute_typescript" | "execute_python") {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "{} does not run as a task; only execute_typescript and execute_python do",
+                        request.name
+                    ),
+                    None,
+                ));
+            }
+            Tasks::Asked
+        } else if context
             .client_capabilities()
-            .is_some_and(|c| c.supports_tasks());
+            .is_some_and(|c| c.supports_tasks())
+        {
+            Tasks::Declared
+        } else {
+            Tasks::None
+        };
         // rmcp only signals a client's notifications/cancelled; dropping the work here is
         // what stops it (an execution's worker is killed when its future is dropped, and the
         // cancellation is audited).
@@ -464,6 +501,21 @@ impl ServerHandler for CodeExecutorServer {
             &request.task_id,
             "tasks/cancel",
         )
+    }
+
+    /// The older revision's `tasks/*`, renamed by [`legacy_tasks::Shim`].
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        legacy_tasks::custom_request(
+            &self.core,
+            &principal_of(&context),
+            &request.method,
+            request.params,
+        )
+        .await
     }
 
     /// Our tasks never ask the client for input; an update to a task of this client is
@@ -572,10 +624,7 @@ mod tests {
                 ("search_tools".to_string(), read("Search tools")),
                 ("get_tool_schema".to_string(), read("Tool schema")),
                 ("list_servers".to_string(), read("List servers")),
-                (
-                    "wait".to_string(),
-                    json!({"title": "Wait for a run"})
-                ),
+                ("wait".to_string(), json!({"title": "Wait for a run"})),
                 ("health".to_string(), read("Health")),
             ]
         );

@@ -292,6 +292,17 @@ impl Parked {
     /// Waits up to `limit` for the reserved execution to finish, then either takes its
     /// outcome back (it finished: no handle is needed) or hands the handle out.
     pub(crate) async fn publish(&self, handle: &str, limit: Duration) -> Option<Published> {
+        self.publish_as(handle, limit, false).await
+    }
+
+    /// [`Parked::publish`]; with `always`, the handle is handed out even when the run
+    /// finished meanwhile (the client asked for a task, and gets one).
+    pub(crate) async fn publish_as(
+        &self,
+        handle: &str,
+        limit: Duration,
+        always: bool,
+    ) -> Option<Published> {
         let signal = self
             .lock()
             .entries
@@ -301,7 +312,7 @@ impl Parked {
         let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
         let mut t = self.lock();
         let finished = matches!(t.entries.get(handle)?.state, State::Finished { .. });
-        if finished {
+        if finished && !always {
             let e = t.entries.remove(handle)?;
             if let State::Finished { outcome, bytes, .. } = e.state {
                 t.kept_bytes = t.kept_bytes.saturating_sub(bytes);
@@ -421,6 +432,25 @@ impl Parked {
                 Ok(s)
             }
         }
+    }
+
+    /// Waits up to `limit` for the run to finish (the older revision's `tasks/result`), then
+    /// its state with the last few lines and, once finished, the whole outcome. Unlike
+    /// [`Parked::wait`], it hands out no lines.
+    pub(crate) async fn finished(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        limit: Duration,
+    ) -> Result<Snapshot, ParkError> {
+        let signal = {
+            let mut t = self.lock();
+            self.sweep(&mut t);
+            Parked::visible(&mut t, owner, handle)?.finished.clone()
+        };
+        let mut rx = signal.subscribe();
+        let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
+        self.get(owner, handle)
     }
 
     /// `tasks/get`: the state now, with the last few lines.

@@ -188,6 +188,26 @@ pub(super) async fn early(
     }
 }
 
+/// Starts an execution as a task at the client's request (the older revision's
+/// task-augmented call): its handle, or why it was refused.
+pub(super) fn start_task(
+    core: &Core,
+    language: Language,
+    req: ExecRequest,
+    principal: Principal,
+    client: ClientLink,
+) -> Result<String, String> {
+    Limits::configured_long(
+        &core.policy.execution,
+        &core.policy.long_runs,
+        req.timeout_ms,
+    )?;
+    let ctx = ExecContext::for_client(principal, Some(client), &core.policy.long_runs);
+    core.runtime
+        .start_parked(language, req, ctx, Kind::Task)
+        .map_err(|e| e.to_string())
+}
+
 /// What a running execution's answer says: the lines so far, progress, and the handle.
 fn running_result(snap: &Snapshot) -> CallToolResult {
     let mut text = format!(
