@@ -335,7 +335,11 @@ impl Runtime {
             state_lost: lease.state_lost.take(),
             ended: None,
         });
-        let mut logs = LogCollector::new(limits.max_log_bytes, spill).mirrored(ctx.events.clone());
+        let mut logs = LogCollector::new(limits.max_log_bytes, spill);
+        // Lines of a run that outlives its request are read while it runs (`wait`, tasks).
+        if req.long_run {
+            logs = logs.mirrored(ctx.events.clone());
+        }
         let ended = {
             let run = drive(&mut lease.worker, &*self.host, &scope, &mut logs);
             match session {
