@@ -176,7 +176,7 @@ impl Runtime {
     /// Starts a long run whose handle is parked (see [`super::parked`]): the entry is
     /// reserved before anything runs, so a client over its limits is refused at once; the
     /// execution's outcome is kept there when it ends. The handle is handed out by
-    /// [`super::parked::Parked::publish`].
+    /// [`super::parked::Parked::publish_as`].
     pub(crate) fn start_parked(
         self: &Arc<Self>,
         language: Language,
@@ -195,6 +195,7 @@ impl Runtime {
             duration,
             ctx.events.clone(),
             ctx.cancel.clone(),
+            ctx.tool_calls.clone(),
         )?;
         let execution = self.start(language, req, ctx);
         let runtime = Arc::downgrade(self);

@@ -16,7 +16,7 @@
 //!
 //! An execution that finishes before it is handed out (its request waited `yieldAfterMs` or
 //! `taskAfterMs` and it was done) is taken back out of the table by that request
-//! ([`Parked::publish`]) and answered directly.
+//! ([`Parked::publish_as`]) and answered directly.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -93,6 +93,8 @@ struct Entry {
     duration: Duration,
     events: Arc<Events>,
     cancel: CancellationToken,
+    /// Tool-call attempts of the run so far.
+    tool_calls: Arc<std::sync::atomic::AtomicU32>,
     /// Handed out to the client (until then a finished run is answered directly).
     visible: bool,
     /// Log lines `wait` has handed out.
@@ -132,6 +134,8 @@ pub(crate) struct Snapshot {
     /// Lines printed in all so far.
     pub log_count: usize,
     pub elapsed_ms: u64,
+    /// Tool calls so far.
+    pub tool_calls: u32,
     pub cancelled_by: Option<&'static str>,
     /// The outcome, once finished (for `wait`, its logs are only the lines not handed out).
     pub outcome: Option<Arc<ExecOutcome>>,
@@ -162,7 +166,7 @@ impl Snapshot {
         json!({
             "result": null,
             "logs": self.logs,
-            "toolCalls": 0,
+            "toolCalls": self.tool_calls,
             "durationMs": self.elapsed_ms,
             "running": {
                 "handle": self.handle,
@@ -196,7 +200,7 @@ impl Parked {
     }
 
     /// Reserves an entry for an execution of `owner` that is about to start; the handle is
-    /// the client's once [`Parked::publish`] hands it out.
+    /// the client's once [`Parked::publish_as`] hands it out.
     pub(crate) fn reserve(
         &self,
         owner: &Principal,
@@ -205,6 +209,7 @@ impl Parked {
         duration: Duration,
         events: Arc<Events>,
         cancel: CancellationToken,
+        tool_calls: Arc<std::sync::atomic::AtomicU32>,
     ) -> Result<String, ParkError> {
         if !self.limits.enabled() {
             return Err(ParkError::Off);
@@ -250,6 +255,7 @@ impl Parked {
                 duration,
                 events,
                 cancel,
+                tool_calls,
                 visible: false,
                 delivered: 0,
                 cancelled_by: None,
@@ -261,7 +267,7 @@ impl Parked {
     }
 
     /// The execution behind `handle` ended with `outcome`: kept for the keep time (or
-    /// dropped at once if the request that reserved it is still deciding; see `publish`).
+    /// dropped at once if the request that reserved it is still deciding; see `publish_as`).
     pub(crate) fn finish(&self, handle: &str, outcome: ExecOutcome) {
         let mut t = self.lock();
         let bytes = outcome_bytes(&outcome);
@@ -291,12 +297,8 @@ impl Parked {
 
     /// Waits up to `limit` for the reserved execution to finish, then either takes its
     /// outcome back (it finished: no handle is needed) or hands the handle out.
-    pub(crate) async fn publish(&self, handle: &str, limit: Duration) -> Option<Published> {
-        self.publish_as(handle, limit, false).await
-    }
-
-    /// [`Parked::publish`]; with `always`, the handle is handed out even when the run
-    /// finished meanwhile (the client asked for a task, and gets one).
+    /// With `always`, the handle is handed out even when the run finished meanwhile (the
+    /// client asked for a task or a handle at once, and gets one).
     pub(crate) async fn publish_as(
         &self,
         handle: &str,
@@ -554,6 +556,7 @@ fn snapshot(
         log_count: e.events.tail(0).1,
         logs,
         elapsed_ms: e.created.elapsed().as_millis() as u64,
+        tool_calls: e.tool_calls.load(std::sync::atomic::Ordering::Relaxed),
         cancelled_by: e.cancelled_by,
         outcome,
     }
@@ -660,12 +663,13 @@ mod tests {
             Duration::from_secs(60),
             Events::detached(),
             CancellationToken::new(),
+            Arc::default(),
         )
     }
 
     async fn hand_out(p: &Parked, h: &str) {
         assert!(matches!(
-            p.publish(h, Duration::ZERO).await,
+            p.publish_as(h, Duration::ZERO, true).await,
             Some(Published::Handed(_))
         ));
     }
@@ -714,7 +718,7 @@ mod tests {
         let a = Principal::new("a");
         let h = reserve(&p, &a).unwrap_or_default();
         p.finish(&h, outcome("done"));
-        match p.publish(&h, Duration::from_secs(5)).await {
+        match p.publish_as(&h, Duration::from_secs(5), false).await {
             Some(Published::Finished(o)) => assert_eq!(o.result, json!("done")),
             _ => panic!("expected the outcome"),
         }

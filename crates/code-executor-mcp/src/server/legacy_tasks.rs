@@ -51,6 +51,9 @@ const PIPE_BYTES: usize = 1 << 16;
 pub(crate) struct Shim {
     /// Id of the `initialize` request whose answer is awaited.
     init_id: Option<Value>,
+    /// The client declared the tasks extension: it speaks the newer task methods even on an
+    /// older revision, and nothing is rewritten.
+    extension: bool,
     /// The session negotiated a revision before 2026-07-28.
     legacy: bool,
     /// Ids of `tools/list` requests whose answers get `execution.taskSupport`.
@@ -59,7 +62,7 @@ pub(crate) struct Shim {
 
 impl Shim {
     fn active(&self) -> bool {
-        self.legacy
+        self.legacy && !self.extension
     }
 
     /// A message from the client: the rewritten line, or `None` to pass it as it is.
@@ -77,6 +80,10 @@ impl Shim {
         match method.as_str() {
             "initialize" => {
                 self.init_id = msg.get("id").cloned();
+                self.extension = msg
+                    .pointer("/params/capabilities/extensions")
+                    .and_then(|e| e.get(rmcp::model::TASKS_EXTENSION_ID))
+                    .is_some();
                 None
             }
             _ if !self.active() => None,
@@ -119,7 +126,7 @@ impl Shim {
             self.init_id = None;
             let version = msg.pointer("/result/protocolVersion")?.as_str()?;
             self.legacy = version < EXTENSION_REVISION;
-            if !self.legacy {
+            if !self.active() {
                 return None;
             }
             let caps = msg.pointer_mut("/result/capabilities")?.as_object_mut()?;
@@ -422,6 +429,21 @@ mod tests {
             json!([{"name": "execute_python", "execution": {"taskSupport": "optional"}},
                    {"name": "health"}])
         );
+    }
+
+    #[test]
+    fn a_client_with_the_extension_keeps_the_newer_methods() {
+        let mut s = Shim::default();
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "clientInfo": {"name": "t", "version": "1"}}});
+        assert_eq!(s.inbound(&line(init)), None);
+        let answer = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {}}});
+        assert_eq!(s.outbound(&line(answer)), None);
+        let get =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": "x"}});
+        assert_eq!(s.inbound(&line(get)), None);
     }
 
     #[test]

@@ -160,7 +160,12 @@ pub(super) async fn early(
             client: principal,
         },
     };
-    let published = core.runtime.parked().publish(&handle, after).await;
+    // 0 asks for the handle at once, whatever the run has done meanwhile.
+    let published = core
+        .runtime
+        .parked()
+        .publish_as(&handle, after, after.is_zero())
+        .await;
     guard.handle = None;
     guard.audit.execution = None;
     match published {
@@ -210,10 +215,17 @@ pub(super) fn start_task(
 
 /// What a running execution's answer says: the lines so far, progress, and the handle.
 fn running_result(snap: &Snapshot) -> CallToolResult {
-    let mut text = format!(
-        "still running after {} ms: call wait with handle \"{}\" for more output and the result\n",
-        snap.elapsed_ms, snap.handle
-    );
+    let mut text = match snap.outcome {
+        None => format!(
+            "still running after {} ms: call wait with handle \"{}\" for more output and the \
+             result\n",
+            snap.elapsed_ms, snap.handle
+        ),
+        Some(_) => format!(
+            "finished: call wait with handle \"{}\" for the result\n",
+            snap.handle
+        ),
+    };
     if let Some(p) = &snap.progress {
         push_indented(&mut text, "progress: ", &p.line());
     }
