@@ -188,15 +188,7 @@ impl Runtime {
         let limits = &self.policy().long_runs;
         let duration =
             std::time::Duration::from_millis(req.timeout_ms.unwrap_or(limits.default_duration_ms));
-        let handle = self.parked().reserve(
-            &ctx.principal,
-            kind,
-            &ctx.execution,
-            duration,
-            ctx.events.clone(),
-            ctx.cancel.clone(),
-            ctx.tool_calls.clone(),
-        )?;
+        let handle = self.parked().reserve(kind, duration, &ctx)?;
         let execution = self.start(language, req, ctx);
         let runtime = Arc::downgrade(self);
         let key = handle.clone();

@@ -27,6 +27,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::events::{Events, Progress};
+use super::execution::ExecContext;
 use super::{ExecOutcome, LogEntry, Runtime};
 use crate::policy::audit::{AuditEvent, AuditLog};
 use crate::policy::long_runs::LongRunLimits;
@@ -203,19 +204,16 @@ impl Parked {
     /// the client's once [`Parked::publish_as`] hands it out.
     pub(crate) fn reserve(
         &self,
-        owner: &Principal,
         kind: Kind,
-        execution: &str,
         duration: Duration,
-        events: Arc<Events>,
-        cancel: CancellationToken,
-        tool_calls: Arc<std::sync::atomic::AtomicU32>,
+        ctx: &ExecContext,
     ) -> Result<String, ParkError> {
         if !self.limits.enabled() {
             return Err(ParkError::Off);
         }
         let mut t = self.lock();
         self.sweep(&mut t);
+        let owner = &ctx.principal;
         let held = t.entries.values().filter(|e| &e.owner == owner).count();
         if held >= self.limits.max_parked_per_client
             && !drop_oldest_finished(
@@ -248,14 +246,14 @@ impl Parked {
             handle.clone(),
             Entry {
                 owner: owner.clone(),
-                execution: execution.to_string(),
+                execution: ctx.execution.clone(),
                 kind,
                 created: Instant::now(),
                 created_at: rmcp::task_manager::current_timestamp(),
                 duration,
-                events,
-                cancel,
-                tool_calls,
+                events: ctx.events.clone(),
+                cancel: ctx.cancel.clone(),
+                tool_calls: ctx.tool_calls.clone(),
                 visible: false,
                 delivered: 0,
                 cancelled_by: None,
@@ -657,13 +655,9 @@ mod tests {
 
     fn reserve(p: &Parked, who: &Principal) -> Result<String, ParkError> {
         p.reserve(
-            who,
             Kind::Yielded,
-            "e1",
             Duration::from_secs(60),
-            Events::detached(),
-            CancellationToken::new(),
-            Arc::default(),
+            &ExecContext::new(who.clone()),
         )
     }
 
