@@ -421,6 +421,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let [sbs_echo, sbs_seq, sbs_ts, sbs_ts_seq, sbs_py, sbs_py_seq] = rounds.map(summarize);
     let [r_ts, r_ts_seq, r_py, r_py_seq] = ratios.map(summarize);
     let sessions = session_rounds(&direct, &ours, n.min(30)).await?;
+    let tasks = task_rounds(&direct, &exe, &our_args, n.min(30)).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -454,6 +455,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
             "trivial_execution_back_to_back_ms": py_trivial_back_to_back,
         },
         "sessions": sessions,
+        "tasks": tasks,
         "side_by_side": {
             "rounds": sbs_echo["n"],
             "gap_before_each_ms": SIDE_BY_SIDE_GAP.as_millis() as u64,
@@ -570,6 +572,135 @@ async fn session_rounds(direct: &Client, ours: &Client, rounds: usize) -> anyhow
         "python_in_session_vs_direct_echo_per_round": r_py,
         "idle_session_worker_memory": memory,
         "target": "in session vs direct echo <= 1.0",
+    }))
+}
+
+/// A client that declares the tasks extension (2026-07-28).
+#[derive(Clone)]
+struct TaskClient;
+
+impl rmcp::ClientHandler for TaskClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_tasks()
+                .build(),
+            rmcp::model::Implementation::new(
+                "code-executor-bench-tasks",
+                env!("CARGO_PKG_VERSION"),
+            ),
+        )
+    }
+}
+
+/// A trivial execution run as a task (`tools/call` answered with the task at once, then one
+/// `tasks/get` once it finished; the polling in between is not timed) next to the same
+/// execution answered directly and a direct `echo`, in alternating rounds after the same idle
+/// gap, through a client that declared tasks.
+async fn task_rounds(
+    direct: &Client,
+    exe: &str,
+    our_args: &[String],
+    rounds: usize,
+) -> anyhow::Result<Value> {
+    use rmcp::model::{CallToolResponse, GetTaskParams, TaskStatus};
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.args(our_args).kill_on_drop(true);
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("cannot start our server")?;
+    let client = TaskClient.serve(transport).await?;
+    let peer = client.peer().clone();
+    let params = |yield_after: Option<u64>| {
+        let mut map = serde_json::Map::new();
+        map.insert("code".into(), json!("return 1 + 1"));
+        if let Some(ms) = yield_after {
+            map.insert("yieldAfterMs".into(), json!(ms));
+        }
+        CallToolRequestParams::new("execute_typescript").with_arguments(map)
+    };
+    let echo = || async {
+        call(direct, "echo", json!({"message": "hello"}))
+            .await
+            .map(|_| ())
+    };
+    // Warm up both paths.
+    for _ in 0..3 {
+        peer.call_tool_once(params(None))
+            .await
+            .context("a trivial execution through the tasks client")?;
+    }
+    let (mut d, mut plain, mut create, mut get, mut total, mut r_plain, mut r_task) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    for _ in 0..rounds {
+        tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+        let e = timed(echo()).await?;
+        tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+        let p = timed(async {
+            match peer.call_tool_once(params(None)).await? {
+                CallToolResponse::Complete(_) => Ok(()),
+                _ => anyhow::bail!("a trivial run without yieldAfterMs became a task"),
+            }
+        })
+        .await?;
+        tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+        let t = Instant::now();
+        let task = match peer
+            .call_tool_once(params(Some(0)))
+            .await
+            .context("a trivial execution as a task")?
+        {
+            CallToolResponse::Task(t) => t.task,
+            _ => anyhow::bail!("yieldAfterMs 0 with tasks declared did not make a task"),
+        };
+        let c = t.elapsed().as_secs_f64() * 1e3;
+        // Untimed: until it finished.
+        loop {
+            let got = peer
+                .get_task(GetTaskParams::new(task.task_id.clone()))
+                .await
+                .context("tasks/get")?;
+            if got.task.status() != TaskStatus::Working {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+        let g = timed(async {
+            let got = peer
+                .get_task(GetTaskParams::new(task.task_id.clone()))
+                .await?;
+            anyhow::ensure!(got.task.status() == TaskStatus::Completed, "not completed");
+            Ok(())
+        })
+        .await?;
+        d.push(e);
+        plain.push(p);
+        create.push(c);
+        get.push(g);
+        total.push(c + g);
+        r_plain.push(p / e);
+        r_task.push((c + g) / e);
+    }
+    let (r_plain, r_task) = (summarize(r_plain), summarize(r_task));
+    Ok(json!({
+        "direct_echo_ms": summarize(d),
+        "typescript_trivial_ms": summarize(plain),
+        "typescript_trivial_as_task_create_ms": summarize(create),
+        "typescript_trivial_as_task_get_after_done_ms": summarize(get),
+        "typescript_trivial_as_task_create_plus_get_ms": summarize(total),
+        "trivial_vs_direct_echo": median(&r_plain),
+        "task_create_plus_get_vs_direct_echo": median(&r_task),
+        "trivial_vs_direct_echo_per_round": r_plain,
+        "task_create_plus_get_vs_direct_echo_per_round": r_task,
     }))
 }
 

@@ -429,8 +429,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 servers = core.catalog.upstreams().names().count(),
                 "serving MCP on stdio"
             );
+            // Between the pipes and rmcp: tasks for clients of the 2025-11-25 revision.
+            let (reader, writer) = rmcp::transport::stdio_pipes();
             let service = CodeExecutorServer::new(core.clone())
-                .serve(rmcp::transport::stdio_pipes())
+                .serve(crate::server::legacy_tasks::wrap(reader, writer))
                 .await
                 .context("MCP initialization failed")?;
             let ended = service.waiting().await;
@@ -656,7 +658,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
     let opts = options(cli)?;
-    let policy = crate::worker_policy(sandbox::SandboxMode::Enforce, &opts.exe);
+    let policy = crate::worker_policy(
+        sandbox::SandboxMode::Enforce,
+        &opts.exe,
+        crate::policy::MAX_TIMEOUT_MS,
+    );
     let report = sandbox::probe(&policy);
     say(&format!(
         "sandbox (what --sandbox=enforce applies to every worker):\n{report}"

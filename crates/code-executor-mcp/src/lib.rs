@@ -97,10 +97,15 @@ impl Core {
                 settings.limits,
                 runtime::output::default_scratch_root(),
             )
-            .with_servers(config.servers.keys()),
+            .with_servers(config.servers.keys())
+            .with_long_runs(settings.long_runs),
         );
         let catalog = Catalog::with_cache(upstreams, catalog::cache::ToolCache::for_config(config));
-        let sandbox_policy = worker_policy(options.sandbox, &options.exe);
+        let sandbox_policy = worker_policy(
+            options.sandbox,
+            &options.exe,
+            settings.long_runs.max_duration_ms,
+        );
         let spawner = WorkerSpawner::javascript(&options.exe, sandbox_policy.clone());
         let pool = Pool::start(spawner, options.pool_size);
         let python = PythonRuntime::start(options.python.clone(), sandbox_policy);
@@ -114,6 +119,7 @@ impl Core {
             sessions,
         ));
         runtime::session::end_idle_sessions(Arc::downgrade(&runtime));
+        runtime::parked::sweep_periodically(Arc::downgrade(&runtime));
         Arc::new(Core {
             runtime,
             policy,
@@ -133,8 +139,7 @@ impl Core {
         principal: Principal,
         client: Option<ClientLink>,
     ) -> ExecOutcome {
-        let mut ctx = ExecContext::new(principal);
-        ctx.client = client;
+        let ctx = ExecContext::for_client(principal, client, &self.policy.long_runs);
         self.runtime.start(language, req, ctx).outcome().await
     }
 
@@ -147,6 +152,7 @@ impl Core {
             "sandbox": format!("{:?}", self.options.sandbox).to_lowercase(),
             "pools": self.runtime.pool_stats().await,
             "sessions": self.runtime.sessions().report(principal),
+            "longRuns": self.runtime.parked().report(),
             "servers": self.catalog.upstreams().status().await,
             "configWarnings": self.config_warnings,
             "engines": {
@@ -158,14 +164,19 @@ impl Core {
     }
 }
 
-/// The confinement every worker gets; `exe` re-enters as the sandbox helper.
-pub fn worker_policy(mode: sandbox::SandboxMode, exe: &std::path::Path) -> sandbox::SandboxPolicy {
+/// The confinement every worker gets; `exe` re-enters as the sandbox helper. `longest_ms` is
+/// the longest deadline any run may have (a long run's, when that is longer).
+pub fn worker_policy(
+    mode: sandbox::SandboxMode,
+    exe: &std::path::Path,
+    longest_ms: u64,
+) -> sandbox::SandboxPolicy {
     let mut policy = sandbox::SandboxPolicy::new(mode, Some(exe.to_path_buf()));
     policy.limits = sandbox::ResourceLimits {
         // CPU time is a backstop behind the host's wall-clock deadline. It is counted per
         // process over all its threads, so a run that keeps every core busy until the
         // longest deadline must stay under it: the deadline times the cores, plus a margin.
-        cpu_seconds: (policy::MAX_TIMEOUT_MS / 1000)
+        cpu_seconds: (policy::MAX_TIMEOUT_MS.max(longest_ms) / 1000)
             * std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
             + 5,
         // A JS worker is two threads (engine and pipe reader); nothing may fork.

@@ -5,12 +5,15 @@
 //! failed execution is a tool error (`isError: true`) carrying the same structure; only a
 //! malformed request is a protocol error.
 
+pub(crate) mod legacy_tasks;
+mod long_runs;
+
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    GetTaskParams, GetTaskResult, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -32,39 +35,34 @@ pub fn tool_definitions() -> Vec<Tool> {
         "type": "object",
         "properties": {
             "code": {"type": "string"},
-            "timeoutMs": {"type": "integer", "maximum": 300000, "description": "default 30000"},
+            "timeoutMs": {"type": "integer", "description": "default 30000"},
             "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool globs; default all"},
-            "limits": {"type": "object", "description": "tighten maxToolCalls, maxConcurrentToolCalls, maxLogBytes, memoryMb"},
+            "limits": {"type": "object", "description": "tighten maxToolCalls, maxLogBytes, memoryMb..."},
             "session": {"type": "string", "description": "new|result.session.id; keeps globals, store/load, files"},
-            "reset": {"type": "boolean"}
+            "reset": {"type": "boolean"},
+            "yieldAfterMs": {"type": "integer", "description": "then use wait"}
         },
         "required": ["code"]
     });
+    // Also toolCalls, durationMs, session, outputFile, running (see README); left out of the
+    // schema to keep tools/list small.
     let exec_output = json!({
         "type": "object",
-        "properties": {
-            "result": {},
-            "logs": {"type": "array"},
-            "error": {"type": "object"},
-            "toolCalls": {"type": "integer"},
-            "durationMs": {"type": "number"},
-            "outputFile": {"type": "string"},
-            "session": {"type": "object"}
-        },
-        "required": ["result", "logs", "toolCalls", "durationMs"]
+        "properties": {"result": {}, "logs": {"type": "array"}, "error": {"type": "object"}},
+        "required": ["result", "logs"]
     });
     let defs = json!([
         {
             "name": "execute_typescript",
             "annotations": {"title": "Run TypeScript", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools: `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(). Failures throw ToolError; console output is captured. Filter in code; return only what you need.",
+            "description": "Run TypeScript/JavaScript in a sandbox as an async function body; `return x` sets result. Call MCP tools: `await tools.<server>.<tool>(args)` or `callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(), progress(done, total?). Failures throw ToolError; console is captured. Return only what you need.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
         {
             "name": "execute_python",
             "annotations": {"title": "Run Python", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers; in parallel: await asyncio.gather(acall_mcp_tool(...)); failures raise ToolError; print/logging captured.",
+            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers, progress; parallel: await asyncio.gather(acall_mcp_tool(...)); failures raise ToolError; print captured.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
@@ -103,16 +101,23 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "list_servers",
             "annotations": {"title": "List servers", "readOnlyHint": true},
-            "description": "Upstream MCP servers: status (connected, starting, available, failed + why), tool counts; your sessions.",
+            "description": "Upstream MCP servers: status (connected, starting, available, failed + why), tool counts; your sessions and runs.",
             "inputSchema": {"type": "object", "properties": {}},
             "outputSchema": {"type": "object", "properties": {"servers": {"type": "array"}}, "required": ["servers"]}
+        },
+        {
+            "name": "wait",
+            "annotations": {"title": "Wait for a run"},
+            "description": "Poll a run that returned early: new logs, then its result; cancel stops it.",
+            "inputSchema": {"type": "object", "properties": {"handle": {"type": "string"}, "timeoutMs": {"type": "integer"}, "cancel": {"type": "boolean"}}, "required": ["handle"]},
+            "outputSchema": {"type": "object"}
         },
         {
             "name": "health",
             "annotations": {"title": "Health", "readOnlyHint": true},
             "description": "Uptime, pools, sessions, sandbox, upstreams, versions.",
             "inputSchema": {"type": "object", "properties": {}},
-            "outputSchema": {"type": "object", "properties": {"version": {"type": "string"}, "uptimeMs": {"type": "integer"}}, "required": ["version", "uptimeMs"]}
+            "outputSchema": {"type": "object", "required": ["version", "uptimeMs"]}
         }
     ]);
     serde_json::from_value(defs).unwrap_or_default()
@@ -129,6 +134,7 @@ struct ExecuteArgs {
     session: Option<String>,
     #[serde(default)]
     reset: bool,
+    yield_after_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -162,7 +168,8 @@ impl CodeExecutorServer {
         args: Value,
         principal: Principal,
         client: ClientLink,
-    ) -> Result<CallToolResult, McpError> {
+        tasks: Tasks,
+    ) -> Result<CallToolResponse, McpError> {
         match name {
             "execute_typescript" | "execute_python" => {
                 let a: ExecuteArgs = parse(args)?;
@@ -183,23 +190,41 @@ impl CodeExecutorServer {
                 } else {
                     Language::JavaScript
                 };
-                let outcome = self
-                    .core
-                    .execute(
-                        language,
-                        ExecRequest {
-                            code: a.code,
-                            timeout_ms: a.timeout_ms,
-                            allowed_tools: a.allowed_tools,
-                            limits: a.limits,
-                            session: a.session.as_deref().map(SessionArg::parse),
-                            reset: a.reset,
-                        },
-                        principal,
-                        Some(client),
-                    )
-                    .await;
-                Ok(execution_result(&outcome))
+                let req = ExecRequest {
+                    code: a.code,
+                    timeout_ms: a.timeout_ms,
+                    allowed_tools: a.allowed_tools,
+                    limits: a.limits,
+                    session: a.session.as_deref().map(SessionArg::parse),
+                    reset: a.reset,
+                    long_run: false,
+                };
+                let core = &self.core;
+                if tasks == Tasks::Asked {
+                    let handle = long_runs::start_task(core, language, req, principal, client);
+                    return legacy_tasks::create(core, handle).await.map(Into::into);
+                }
+                Ok(
+                    match long_runs::Answer::choose(
+                        core,
+                        tasks == Tasks::Declared,
+                        a.yield_after_ms,
+                    ) {
+                        long_runs::Answer::Plain => {
+                            long_runs::plain(core, language, req, principal, client)
+                                .await
+                                .into()
+                        }
+                        long_runs::Answer::Early { kind, after } => {
+                            long_runs::early(core, language, req, principal, client, kind, after)
+                                .await
+                        }
+                    },
+                )
+            }
+            "wait" => {
+                let a: long_runs::WaitArgs = parse(args)?;
+                Ok(long_runs::wait(&self.core, a, &principal).await.into())
             }
             "search_tools" => {
                 let a: SearchArgs = parse(args)?;
@@ -217,27 +242,59 @@ impl CodeExecutorServer {
                         &ToolAllowlist::allow_all(),
                     )
                     .await;
-                Ok(value_result(found))
+                Ok(value_result(found).into())
             }
             "get_tool_schema" => {
                 let a: SchemaArgs = parse(args)?;
-                Ok(value_result(self.core.catalog.schema(&a.name).await))
+                Ok(value_result(self.core.catalog.schema(&a.name).await).into())
             }
             "list_servers" => {
                 let mut servers = self.core.catalog.servers().await;
                 servers["sessions"] = self.core.runtime.sessions().report(&principal);
-                Ok(value_result(Ok(servers)))
+                servers["runs"] = runs_report(&self.core, &principal);
+                Ok(value_result(Ok(servers)).into())
             }
-            "health" => Ok(value_result(Ok(self.core.health(&principal).await))),
+            "health" => Ok(value_result(Ok(self.core.health(&principal).await)).into()),
             other => Err(McpError::invalid_params(
                 format!(
                     "unknown tool \"{other}\"; this server offers execute_typescript, \
-                     execute_python, search_tools, get_tool_schema, list_servers and health"
+                     execute_python, search_tools, get_tool_schema, list_servers, wait and health"
                 ),
                 None,
             )),
         }
     }
+}
+
+/// The parked runs `principal` holds, for `list_servers`.
+fn runs_report(core: &Core, principal: &Principal) -> Value {
+    core.runtime
+        .parked()
+        .list(principal)
+        .into_iter()
+        .map(|(handle, kind, running)| {
+            json!({
+                "handle": handle,
+                "kind": match kind {
+                    crate::runtime::parked::Kind::Task => "task",
+                    crate::runtime::parked::Kind::Yielded => "yielded",
+                },
+                "running": running,
+            })
+        })
+        .collect()
+}
+
+/// What the request says about tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tasks {
+    /// Nothing: the answer is a result (or a handle for `wait` with `yieldAfterMs`).
+    None,
+    /// The client declared the tasks extension (2026-07-28): the server may answer with a
+    /// task.
+    Declared,
+    /// The request asked for a task (2025-11-25 task-augmented `tools/call`).
+    Asked,
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, McpError> {
@@ -354,7 +411,7 @@ fn push_indented(s: &mut String, first: &str, text: &str) {
 /// [`Principal`] in the request's `http::request::Parts`, which rmcp hands over in the
 /// context's extensions); otherwise (stdio, loopback HTTP without tokens) the client is
 /// named by what its `initialize` declared. Everything that keeps state per caller keys on
-/// this value.
+/// this value (rate limits, sessions, parked runs, audit lines).
 pub(crate) fn principal_of(context: &RequestContext<RoleServer>) -> Principal {
     if let Some(p) = context
         .extensions
@@ -373,11 +430,16 @@ pub(crate) fn principal_of(context: &RequestContext<RoleServer>) -> Principal {
 
 impl ServerHandler for CodeExecutorServer {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "code-executor-mcp",
-                env!("CARGO_PKG_VERSION"),
-            ))
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "code-executor-mcp",
+            env!("CARGO_PKG_VERSION"),
+        ))
     }
 
     async fn list_tools(
@@ -399,15 +461,81 @@ impl ServerHandler for CodeExecutorServer {
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let principal = principal_of(&context);
+        let tasks = if context.meta.0.0.contains_key(legacy_tasks::TASK_META) {
+            if !matches!(&*request.name, "execute_typescript" | "execute_python") {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "{} does not run as a task; only execute_typescript and execute_python do",
+                        request.name
+                    ),
+                    None,
+                ));
+            }
+            Tasks::Asked
+        } else if context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks())
+        {
+            Tasks::Declared
+        } else {
+            Tasks::None
+        };
         // rmcp only signals a client's notifications/cancelled; dropping the work here is
-        // what stops it (an execution's worker is killed when its future is dropped).
+        // what stops it (an execution's worker is killed when its future is dropped, and the
+        // cancellation is audited).
         tokio::select! {
             result = self.dispatch(&request.name, args, principal, ClientLink {
                 peer: context.peer.clone(),
                 progress_token: context.meta.get_progress_token(),
-            }) => result.map(Into::into),
+            }, tasks) => result,
             () = context.ct.cancelled() => Err(McpError::internal_error("the request was cancelled by the client", None)),
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        long_runs::get_task(&self.core, &principal_of(&context), &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        long_runs::cancel_task(
+            &self.core,
+            &principal_of(&context),
+            &request.task_id,
+            "tasks/cancel",
+        )
+    }
+
+    /// The older revision's `tasks/*`, renamed by [`legacy_tasks::Shim`].
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        legacy_tasks::custom_request(
+            &self.core,
+            &principal_of(&context),
+            &request.method,
+            request.params,
+        )
+        .await
+    }
+
+    /// Our tasks never ask the client for input; an update to a task of this client is
+    /// acknowledged (unknown keys are ignored, as the extension says).
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        long_runs::get_task(&self.core, &principal_of(&context), &request.task_id).map(|_| ())
     }
 }
 
@@ -506,6 +634,7 @@ mod tests {
                 ("search_tools".to_string(), read("Search tools")),
                 ("get_tool_schema".to_string(), read("Tool schema")),
                 ("list_servers".to_string(), read("List servers")),
+                ("wait".to_string(), json!({"title": "Wait for a run"})),
                 ("health".to_string(), read("Health")),
             ]
         );

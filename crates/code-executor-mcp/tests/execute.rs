@@ -208,6 +208,7 @@ async fn our_tools_list_fits_the_token_budget() {
             "search_tools",
             "get_tool_schema",
             "list_servers",
+            "wait",
             "health"
         ]
     );

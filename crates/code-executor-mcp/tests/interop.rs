@@ -62,6 +62,19 @@ fn python_sdk_drives_us_with_the_five_reference_servers_upstream() {
         .arg(p.join("data/fs-root")));
 }
 
+/// Long runs driven by the official Python SDK in both protocol generations: paging through
+/// the fixture's 10,000 records as a task and with yieldAfterMs + wait, progress in order,
+/// cancellation (wait, tasks/cancel, notifications/cancelled: worker gone, upstream call
+/// cancelled, audited), an expired task, and limits refused with clear errors.
+#[test]
+fn python_sdk_runs_long_executions_as_tasks_and_with_wait() {
+    let Some(p) = prefix() else { return };
+    run(Command::new(p.join("venv/bin/python"))
+        .arg(scripts().join("long_runs.py"))
+        .args(["--exe", EXE, "--fixture"])
+        .arg(test_support::workspace_bin("fixture-server")));
+}
+
 #[test]
 fn mcp_conformance_server_scenarios_pass() {
     let Some(p) = prefix() else { return };

@@ -554,6 +554,21 @@
     return hostCall({ op: 'load', key }).then((r) => (r.found ? r.value : undefined));
   }
 
+  // How far the code is: the host keeps the latest for whoever polls the execution and, when
+  // the client asked for progress, tells it (at a bounded rate). Resolves when the host has it.
+  function progress(done, total, message) {
+    if (typeof total === 'string' && message === undefined) [total, message] = [undefined, total];
+    const finite = (v) => typeof v === 'number' && Number.isFinite(v);
+    if (!finite(done) || done < 0) return Promise.reject(new RangeError(`progress: done must be a finite number >= 0, got ${inspect(done)}`));
+    if (total !== undefined && total !== null && (!finite(total) || total <= 0)) {
+      return Promise.reject(new RangeError(`progress: total must be a finite number > 0, got ${inspect(total)}`));
+    }
+    const request = { op: 'progress', done };
+    if (total !== undefined && total !== null) request.total = total;
+    if (message !== undefined && message !== null) request.message = String(message);
+    return hostCall(request).then(() => undefined);
+  }
+
   // `tools.server.tool(args)`: names with characters that are not valid in identifiers are
   // reachable both as written (tools['my-server']['get.page']) and in their identifier form,
   // each such character replaced by `_` (tools.my_server.get_page); the worker computes those
@@ -641,6 +656,7 @@
     setInterval: (fn, ms, ...a) => addTimer(fn, ms, a, true), clearInterval: clearTimer,
     TextEncoder, TextDecoder, URL, URLSearchParams, atob, btoa, crypto, DOMException,
     ...ourErrors, callMCPTool, listServers, searchTools, getToolSchema, discoverMCPTools, store, load,
+    progress,
   };
   if (typeof g.structuredClone !== 'function') globals.structuredClone = structuredClone;
   if (typeof g.queueMicrotask !== 'function') globals.queueMicrotask = (fn) => { Promise.resolve().then(fn); };

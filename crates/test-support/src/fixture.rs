@@ -68,6 +68,41 @@ pub struct RendezvousArgs {
     pub n: usize,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordsArgs {
+    /// `nextCursor` of the previous page; absent for the first page.
+    pub cursor: Option<String>,
+    /// Records per page (1 to 1000, default 100).
+    pub page_size: Option<usize>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Record {
+    pub id: usize,
+    pub name: String,
+    pub value: usize,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordsPage {
+    pub records: Vec<Record>,
+    /// Absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    pub total: usize,
+}
+
+/// Records behind the `records` tool.
+pub const RECORDS: usize = 10_000;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct StepsArgs {
+    /// Progress notifications to send (1 to 1000).
+    pub steps: u32,
+}
+
 /// Calls that arrived at each rendezvous key.
 static RENDEZVOUS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, usize>>> =
     std::sync::LazyLock::new(Default::default);
@@ -119,6 +154,18 @@ impl Fixture {
             tools.push(Tool::new(
                 "sleep_marked",
                 "Sleep for ms milliseconds; writes the marker file if the call is cancelled first (notifications/cancelled).",
+                std::sync::Arc::new(m),
+            ));
+        }
+        let steps = serde_json::json!({
+            "type": "object",
+            "properties": {"steps": {"type": "integer", "minimum": 1, "maximum": 1000}},
+            "required": ["steps"]
+        });
+        if let serde_json::Value::Object(m) = steps {
+            tools.push(Tool::new(
+                "progress_steps",
+                "Sends steps progress notifications under the caller's progress token, then answers.",
                 std::sync::Arc::new(m),
             ));
         }
@@ -234,6 +281,40 @@ impl Fixture {
         CallToolResult::success(vec![ContentBlock::text("met")])
     }
 
+    #[tool(description = "Page through 10,000 records: {records, nextCursor, total}.")]
+    async fn records(
+        &self,
+        Parameters(a): Parameters<RecordsArgs>,
+    ) -> Result<Json<RecordsPage>, ErrorData> {
+        let size = a.page_size.unwrap_or(100);
+        if !(1..=1000).contains(&size) {
+            return Err(ErrorData::invalid_params(
+                format!("pageSize must be between 1 and 1000, got {size}"),
+                None,
+            ));
+        }
+        let start = match a.cursor.as_deref() {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n < RECORDS)
+                .ok_or_else(|| ErrorData::invalid_params(format!("bad cursor {c:?}"), None))?,
+        };
+        let end = (start + size).min(RECORDS);
+        Ok(Json(RecordsPage {
+            records: (start..end)
+                .map(|id| Record {
+                    id,
+                    name: format!("record-{id}"),
+                    value: id % 97,
+                })
+                .collect(),
+            next_cursor: (end < RECORDS).then(|| end.to_string()),
+            total: RECORDS,
+        }))
+    }
+
     #[tool(description = "The name this fixture was started with.")]
     async fn whoami(&self) -> String {
         self.name.clone()
@@ -309,6 +390,31 @@ impl ServerHandler for Fixture {
                         Ok(CallToolResult::error(vec![ContentBlock::text("cancelled")]).into())
                     }
                 }
+            }
+            "progress_steps" => {
+                // Sends `steps` progress notifications under the caller's token, then answers.
+                let args: StepsArgs = serde_json::from_value(serde_json::Value::Object(
+                    request.arguments.unwrap_or_default(),
+                ))
+                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+                let steps = args.steps.clamp(1, 1000);
+                let token = context.meta.get_progress_token();
+                if let Some(token) = &token {
+                    for i in 1..=steps {
+                        let p = rmcp::model::ProgressNotificationParam::new(
+                            token.clone(),
+                            f64::from(i),
+                        )
+                        .with_total(f64::from(steps))
+                        .with_message(format!("step {i}"));
+                        let _ = context.peer.notify_progress(p).await;
+                    }
+                }
+                Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+                    "{steps} steps, token {}",
+                    if token.is_some() { "given" } else { "absent" }
+                ))])
+                .into())
             }
             name if name.starts_with("bulk_") && self.extra_tools > 0 => {
                 Ok(CallToolResult::success(vec![ContentBlock::text(name.to_string())]).into())

@@ -163,6 +163,17 @@ pub enum CallRequest {
     Load {
         key: String,
     },
+    /// `progress(done, total?, message?)`: how far the code is. The host checks the values,
+    /// keeps the latest for whoever polls the execution (tasks, `wait`) and, when the client
+    /// asked for progress, sends `notifications/progress` at a bounded rate. Answered with
+    /// `null`.
+    Progress {
+        done: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
 }
 
 /// The language a declaration is written in.

@@ -21,6 +21,7 @@ use super::read::{MAX_CONFIG_BYTES, ReadError, read_text};
 
 use crate::policy::admission::AdmissionSettings;
 use crate::policy::audit::AuditSettings;
+use crate::policy::long_runs::LongRunLimits;
 use crate::policy::session_limits::SessionLimits;
 use crate::policy::{ExecutionLimits, ToolPolicy, UPSTREAM_CALL_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT};
 
@@ -55,6 +56,7 @@ struct RawSettings {
     execution_limits: Option<ExecutionLimits>,
     audit: Option<AuditSettings>,
     sessions: Option<SessionLimits>,
+    long_runs: Option<LongRunLimits>,
     trusted_projects: Option<Vec<PathBuf>>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
@@ -82,6 +84,8 @@ pub struct Settings {
     pub audit: AuditSettings,
     /// Sessions: how many, how long idle, what each may keep.
     pub(crate) sessions: SessionLimits,
+    /// Tasks, early return (`yieldAfterMs` + `wait`) and progress.
+    pub(crate) long_runs: LongRunLimits,
     /// Projects (and the directories under them) whose project files (`.mcp.json`,
     /// `.gemini/settings.json`, `.codex/config.toml`, `.vscode/mcp.json`, `.cursor/mcp.json`)
     /// are trusted although their clients have not approved them.
@@ -115,6 +119,7 @@ impl Default for Settings {
             execution_limits: ExecutionLimits::default(),
             audit: AuditSettings::default(),
             sessions: SessionLimits::default(),
+            long_runs: LongRunLimits::default(),
             trusted_projects: Vec::new(),
             source: None,
             project: None,
@@ -256,6 +261,7 @@ impl Settings {
             execution_limits: raw.execution_limits.unwrap_or_default().validate()?,
             audit: raw.audit.unwrap_or_default(),
             sessions: raw.sessions.unwrap_or_default().validate()?,
+            long_runs: raw.long_runs.unwrap_or_default().validate()?,
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
             source: None,
             project: None,

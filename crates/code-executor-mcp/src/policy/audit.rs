@@ -135,6 +135,14 @@ pub enum AuditEvent {
         duration_ms: f64,
         executions: u64,
     },
+    /// The client asked to stop a run: `by` is how (`notifications/cancelled`,
+    /// `tasks/cancel`, `wait`). The run's `run.end` follows with outcome `cancelled`.
+    #[serde(rename = "run.cancel", rename_all = "camelCase")]
+    RunCancel {
+        execution: String,
+        client: String,
+        by: &'static str,
+    },
     /// A run refused before it started (busy, rate-limited).
     #[serde(rename = "run.refused", rename_all = "camelCase")]
     RunRefused { client: String, reason: String },

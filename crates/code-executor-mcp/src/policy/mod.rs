@@ -10,6 +10,7 @@ pub mod admission;
 pub mod audit;
 pub mod filter;
 pub mod metrics;
+pub(crate) mod long_runs;
 pub mod pattern;
 pub mod rules;
 pub(crate) mod session_limits;
@@ -31,6 +32,8 @@ pub struct Policy {
     pub scratch: Option<std::path::PathBuf>,
     /// The configured server names, which `allowedTools` patterns resolve against.
     pub servers: Arc<[String]>,
+    /// Executions that outlive their request (tasks, `yieldAfterMs`), and progress.
+    pub(crate) long_runs: long_runs::LongRunLimits,
 }
 
 impl Policy {
@@ -55,7 +58,14 @@ impl Policy {
             admission: admission::Admission::new(admission),
             scratch,
             servers: Arc::from([]),
+            long_runs: long_runs::LongRunLimits::default(),
         }
+    }
+
+    /// The same policy with these long-run limits.
+    pub(crate) fn with_long_runs(mut self, limits: long_runs::LongRunLimits) -> Policy {
+        self.long_runs = limits;
+        self
     }
 
     /// The same policy, knowing the configured server names (see [`pattern`]).
@@ -74,6 +84,7 @@ impl Policy {
             admission: admission::Admission::new(admission::AdmissionSettings::default()),
             scratch: None,
             servers: Arc::from([]),
+            long_runs: long_runs::LongRunLimits::default(),
         }
     }
 
@@ -268,11 +279,42 @@ impl Limits {
 
     /// Limits from the configured ones for a request that asked for `timeout_ms`.
     pub fn configured(cfg: &ExecutionLimits, timeout_ms: Option<u64>) -> Result<Limits, String> {
-        let ms = timeout_ms.unwrap_or(cfg.default_timeout_ms);
-        if ms == 0 || ms > cfg.max_timeout_ms {
+        Limits::within(
+            cfg,
+            timeout_ms,
+            cfg.default_timeout_ms,
+            cfg.max_timeout_ms,
+            "",
+        )
+    }
+
+    /// Limits of a long run (a task, or a run that may yield): its deadline defaults to
+    /// `longRuns.defaultDurationMs` and may go up to `longRuns.maxDurationMs`.
+    pub(crate) fn configured_long(
+        cfg: &ExecutionLimits,
+        long: &long_runs::LongRunLimits,
+        timeout_ms: Option<u64>,
+    ) -> Result<Limits, String> {
+        Limits::within(
+            cfg,
+            timeout_ms,
+            long.default_duration_ms,
+            long.max_duration_ms,
+            " for a task or a run with yieldAfterMs (longRuns.maxDurationMs)",
+        )
+    }
+
+    fn within(
+        cfg: &ExecutionLimits,
+        timeout_ms: Option<u64>,
+        default_ms: u64,
+        max_ms: u64,
+        which: &str,
+    ) -> Result<Limits, String> {
+        let ms = timeout_ms.unwrap_or(default_ms);
+        if ms == 0 || ms > max_ms {
             return Err(format!(
-                "timeoutMs must be between 1 and {} (got {ms})",
-                cfg.max_timeout_ms
+                "timeoutMs must be between 1 and {max_ms}{which} (got {ms})"
             ));
         }
         Ok(Limits {

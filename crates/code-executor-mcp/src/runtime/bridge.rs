@@ -19,6 +19,7 @@ use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo};
 use futures::future::BoxFuture;
 
 use super::drive::Host;
+use super::events::{Events, MAX_PROGRESS_MESSAGE_BYTES, Progress};
 use super::execution::ExecContext;
 use super::session::Session;
 use crate::catalog::{Asker, Catalog, Detail, SearchParams, ToolView, describe};
@@ -45,6 +46,8 @@ pub struct RunScope {
     pub tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
     /// The session the execution runs in, whose values `store`/`load` reach.
     pub session: Option<Arc<Session>>,
+    /// Where progress and finished tool calls are reported.
+    pub events: Arc<Events>,
 }
 
 impl RunScope {
@@ -74,6 +77,7 @@ impl RunScope {
             policy,
             tool_rate,
             session,
+            events: ctx.events.clone(),
         }
     }
 }
@@ -122,6 +126,11 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
                 },
             };
         }
+        CallRequest::Progress {
+            done,
+            total,
+            message,
+        } => return progress(scope, done, total, message),
         CallRequest::Load { key } => {
             return match &scope.session {
                 None => no_session("load"),
@@ -148,9 +157,12 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
         );
     }
     match request {
-        CallRequest::Tool { .. } | CallRequest::Store { .. } | CallRequest::Load { .. } => err(
+        CallRequest::Tool { .. }
+        | CallRequest::Store { .. }
+        | CallRequest::Load { .. }
+        | CallRequest::Progress { .. } => err(
             CallError::Tool,
-            "internal: a tool call or stored value reached discovery",
+            "internal: a tool call, stored value or progress report reached discovery",
         ),
         CallRequest::ListServers => ok(catalog.servers().await),
         CallRequest::SearchTools {
@@ -218,6 +230,48 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
             Err(e) => err(CallError::Argument, e),
         },
     }
+}
+
+/// `progress(done, total, message)`: checked here (the worker's checks are a courtesy), kept
+/// as the execution's latest, and passed on to the client when it asked.
+fn progress(
+    scope: &RunScope,
+    done: f64,
+    total: Option<f64>,
+    message: Option<String>,
+) -> CallOutcome {
+    if !done.is_finite() || done < 0.0 {
+        return err(
+            CallError::Range,
+            format!("progress: done must be a finite number >= 0, got {done}"),
+        );
+    }
+    if let Some(t) = total
+        && (!t.is_finite() || t <= 0.0)
+    {
+        return err(
+            CallError::Range,
+            format!("progress: total must be a finite number > 0, got {t}"),
+        );
+    }
+    if let Some(m) = &message
+        && m.len() > MAX_PROGRESS_MESSAGE_BYTES
+    {
+        return err(
+            CallError::Range,
+            format!(
+                "progress: the message is {} bytes; at most {MAX_PROGRESS_MESSAGE_BYTES} are \
+                 accepted",
+                m.len()
+            ),
+        );
+    }
+    scope.events.progress(Progress {
+        done,
+        total,
+        message,
+    });
+    ok(Value::Null)
 }
 
 fn no_session(what: &str) -> CallOutcome {
@@ -356,11 +410,22 @@ async fn call_tool(
     const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
     let remaining = scope.deadline.saturating_duration_since(Instant::now());
     let timeout = (remaining + DEADLINE_GRACE).min(UPSTREAM_CALL_TIMEOUT);
-    match catalog
+    let events = &scope.events;
+    let forward = |p: &rmcp::model::ProgressNotificationParam| {
+        events.upstream_progress(&server, &tool.name, p);
+    };
+    let on_progress: Option<&(dyn Fn(&rmcp::model::ProgressNotificationParam) + Send + Sync)> =
+        events.wants_upstream_progress().then_some(&forward);
+    let called = catalog
         .upstreams()
-        .call(&server, &tool.name, args, timeout)
-        .await
-    {
+        .call_reporting(&server, &tool.name, args, timeout, on_progress)
+        .await;
+    events.tool_call(
+        scope.tool_calls.load(Ordering::Relaxed),
+        &server,
+        &tool.name,
+    );
+    match called {
         Ok((result, bytes)) => {
             let outcome = unwrap_result(result);
             let label = if matches!(outcome, CallOutcome::Ok { .. }) {

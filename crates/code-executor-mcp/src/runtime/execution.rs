@@ -28,11 +28,13 @@ use std::time::Instant;
 use governor::DefaultDirectRateLimiter;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::events::Events;
 use super::session::{EndReason, Session, SessionArg};
 use super::worker::Language;
 use super::{ExecOutcome, Runtime, SessionInfo};
 use crate::policy::RequestLimits;
 use crate::policy::audit::{AuditEvent, AuditLog, sha256_hex};
+use crate::policy::long_runs::LongRunLimits;
 use crate::principal::Principal;
 
 /// What the client asked for.
@@ -48,6 +50,9 @@ pub(crate) struct ExecRequest {
     /// End the session named by `session` before the code runs (the code then runs in a
     /// fresh worker outside any session).
     pub reset: bool,
+    /// The execution may outlive its request (a task, or `yieldAfterMs`): its deadline
+    /// defaults to and is bounded by `longRuns` instead of `executionLimits`.
+    pub long_run: bool,
 }
 
 /// What the server attaches to an execution.
@@ -64,6 +69,8 @@ pub(crate) struct ExecContext {
     pub cancel: CancellationToken,
     /// The requesting client, while it is connected.
     pub client: Option<ClientLink>,
+    /// What the execution did so far (logs, progress, its end), for whoever watches it.
+    pub events: Arc<Events>,
 }
 
 /// The client that asked for an execution, reachable while it runs: notifications now
@@ -102,7 +109,21 @@ impl ExecContext {
             tool_calls: Arc::default(),
             cancel: CancellationToken::new(),
             client: None,
+            events: Events::detached(),
         }
+    }
+
+    /// The context of an execution `client` asked for: its progress goes to the client when
+    /// the request carried a progress token.
+    pub(crate) fn for_client(
+        principal: Principal,
+        client: Option<ClientLink>,
+        limits: &LongRunLimits,
+    ) -> ExecContext {
+        let mut ctx = ExecContext::new(principal);
+        ctx.events = Events::new(client.as_ref(), limits);
+        ctx.client = client;
+        ctx
     }
 }
 
@@ -150,6 +171,34 @@ impl Runtime {
             done,
             _cancel_on_drop: cancel.drop_guard(),
         }
+    }
+
+    /// Starts a long run whose handle is parked (see [`super::parked`]): the entry is
+    /// reserved before anything runs, so a client over its limits is refused at once; the
+    /// execution's outcome is kept there when it ends. The handle is handed out by
+    /// [`super::parked::Parked::publish_as`].
+    pub(crate) fn start_parked(
+        self: &Arc<Self>,
+        language: Language,
+        mut req: ExecRequest,
+        ctx: ExecContext,
+        kind: super::parked::Kind,
+    ) -> Result<String, super::parked::ParkError> {
+        req.long_run = true;
+        let limits = &self.policy().long_runs;
+        let duration =
+            std::time::Duration::from_millis(req.timeout_ms.unwrap_or(limits.default_duration_ms));
+        let handle = self.parked().reserve(kind, duration, &ctx)?;
+        let execution = self.start(language, req, ctx);
+        let runtime = Arc::downgrade(self);
+        let key = handle.clone();
+        tokio::spawn(async move {
+            let outcome = execution.outcome().await;
+            if let Some(rt) = runtime.upgrade() {
+                rt.parked().finish(&key, outcome);
+            }
+        });
+        Ok(handle)
     }
 
     /// The whole life of one execution (see the module docs).

@@ -17,8 +17,10 @@
 
 pub(crate) mod bridge;
 mod drive;
+pub(crate) mod events;
 pub(crate) mod execution;
 pub(crate) mod output;
+pub(crate) mod parked;
 pub(crate) mod pool;
 mod prepare;
 pub(crate) mod python;
@@ -129,6 +131,8 @@ pub struct Runtime {
     unconfined: bool,
     policy: Arc<Policy>,
     sessions: Sessions,
+    /// Executions that outlive their request (tasks, `yieldAfterMs`).
+    parked: parked::Parked,
 }
 
 fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
@@ -154,9 +158,14 @@ impl Runtime {
             js_pool,
             python,
             unconfined,
+            parked: parked::Parked::new(policy.long_runs),
             policy,
             sessions,
         }
+    }
+
+    pub(crate) fn parked(&self) -> &parked::Parked {
+        &self.parked
     }
 
     pub(crate) fn sessions(&self) -> &Sessions {
@@ -211,9 +220,16 @@ impl Runtime {
             out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
             out
         };
-        let limits = match Limits::configured(&self.policy.execution, req.timeout_ms)
-            .and_then(|l| l.narrowed(&req.limits))
-        {
+        let configured = if req.long_run {
+            Limits::configured_long(
+                &self.policy.execution,
+                &self.policy.long_runs,
+                req.timeout_ms,
+            )
+        } else {
+            Limits::configured(&self.policy.execution, req.timeout_ms)
+        };
+        let limits = match configured.and_then(|l| l.narrowed(&req.limits)) {
             Ok(l) => l,
             Err(e) => {
                 out.error = Some(error("RangeError", e));
@@ -320,6 +336,10 @@ impl Runtime {
             ended: None,
         });
         let mut logs = LogCollector::new(limits.max_log_bytes, spill);
+        // Lines of a run that outlives its request are read while it runs (`wait`, tasks).
+        if req.long_run {
+            logs = logs.mirrored(ctx.events.clone());
+        }
         let ended = {
             let run = drive(&mut lease.worker, &*self.host, &scope, &mut logs);
             match session {

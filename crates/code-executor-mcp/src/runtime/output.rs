@@ -78,6 +78,8 @@ pub struct LogCollector {
     /// The worker stopped sending output at its own limit.
     worker_stopped: bool,
     file: FileState,
+    /// Where each kept line is also shown while the run goes on (`wait`, tasks).
+    mirror: Option<std::sync::Arc<super::events::Events>>,
 }
 
 /// What the answer carries: the lines, and the full output's path when it was kept.
@@ -96,7 +98,14 @@ impl LogCollector {
             truncated: false,
             worker_stopped: false,
             file: spill.map_or(FileState::Off, FileState::Pending),
+            mirror: None,
         }
+    }
+
+    /// The same collector, showing each line it keeps in `events` as well.
+    pub fn mirrored(mut self, events: std::sync::Arc<super::events::Events>) -> Self {
+        self.mirror = Some(events);
+        self
     }
 
     pub fn push(&mut self, level: LogLevel, text: String) {
@@ -111,10 +120,14 @@ impl LogCollector {
             return;
         }
         self.budget -= len;
-        self.entries.push(LogEntry {
+        let entry = LogEntry {
             level: level.as_str(),
             text,
-        });
+        };
+        if let Some(events) = &self.mirror {
+            events.log(&entry);
+        }
+        self.entries.push(entry);
     }
 
     pub fn truncated_by_worker(&mut self) {

@@ -667,6 +667,28 @@ def load(key, default=None):
     return answer.get("value") if answer.get("found") else default
 
 
+def _finite(v):
+    return type(v) is not bool and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def progress(done, total=None, message=None):
+    """Reports how far the code is: progress(done), progress(done, total),
+    progress(done, total, "message") or progress(done, "message"). The host keeps the latest
+    for whoever polls the execution and tells a client that asked for progress."""
+    if isinstance(total, str) and message is None:
+        total, message = None, total
+    if not _finite(done) or done < 0:
+        raise ValueError("progress: done must be a finite number >= 0, got %s" % _repr(done))
+    request = {"op": "progress", "done": float(done)}
+    if total is not None:
+        if not _finite(total) or total <= 0:
+            raise ValueError("progress: total must be a finite number > 0, got %s" % _repr(total))
+        request["total"] = float(total)
+    if message is not None:
+        request["message"] = _clean(str(message))
+    _request(request)
+
+
 # ------------------------------------------------------------------------- tool proxies
 def _ident(name):
     """The identifier form of a name: every character that cannot be in an identifier becomes
@@ -956,6 +978,7 @@ def _namespace(bindings, persist):
         "discover_mcp_tools": discover_mcp_tools,
         "store": store,
         "load": load,
+        "progress": progress,
     })
     ns.update(_OUR_ERRORS)
     return ns

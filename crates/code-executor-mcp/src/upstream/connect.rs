@@ -63,8 +63,10 @@ pub(super) async fn connect(
 ) -> Result<Connection, ConnectError> {
     let timeout = spec.startup_timeout.unwrap_or(settings.connect_timeout);
     let stale = Arc::new(AtomicBool::new(false));
+    let progress = rmcp::handler::client::progress::ProgressDispatcher::new();
     let handler = Handler {
         stale: stale.clone(),
+        progress: progress.clone(),
     };
     let watch = match spec.transport {
         Transport::Stdio { .. } => None,
@@ -159,6 +161,7 @@ pub(super) async fn connect(
             stale,
             auth: watch.clone(),
             filter: spec.tool_filter.clone(),
+            progress,
         })
     };
     let result = match tokio::time::timeout(timeout, start).await {

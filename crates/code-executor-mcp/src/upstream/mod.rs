@@ -27,10 +27,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use rmcp::handler::client::progress::ProgressDispatcher;
+use rmcp::model::{CallToolRequest, ClientRequest, ProgressNotificationParam, ServerResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
     Implementation, Tool,
 };
+use rmcp::service::PeerRequestOptions;
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient};
 use serde::Serialize;
@@ -115,16 +118,54 @@ pub struct ServerStatus {
     pub tool_count: Option<usize>,
 }
 
+/// Sends `notifications/cancelled` for a request whose caller stopped waiting for it (as
+/// rmcp's own `call_tool` does when its future is dropped).
+struct CancelOnDrop<'a> {
+    peer: &'a rmcp::Peer<RoleClient>,
+    id: Option<rmcp::model::RequestId>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        tokio::spawn(async move {
+            let _ = peer
+                .notify_cancelled(rmcp::model::CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the execution that made this call ended".into()),
+                ))
+                .await;
+        });
+    }
+}
+
+/// Times a call that passes progress on yields after its answer, to take the notifications
+/// the server sent just before it (see [`Upstreams::call_reporting`]).
+const PROGRESS_DRAIN_YIELDS: usize = 4;
+
 /// Our side of one upstream session: refuses server-to-client requests (the defaults) and
 /// notes a changed tool list.
 #[derive(Clone)]
 struct Handler {
     stale: Arc<AtomicBool>,
+    /// Routes a server's progress notifications to the call that asked for them.
+    progress: ProgressDispatcher,
 }
 
 impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.stale.store(true, Ordering::Release);
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.handle_notification(params).await;
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -143,6 +184,8 @@ struct Connection {
     auth: Option<Arc<AuthWatch>>,
     /// The tools the entry's client config hides, dropped from every list as it arrives.
     filter: Option<ToolFilter>,
+    /// The handler's progress routes: a call that passes progress on subscribes here.
+    progress: ProgressDispatcher,
 }
 
 impl Connection {
@@ -396,6 +439,19 @@ impl Upstreams {
         args: serde_json::Map<String, serde_json::Value>,
         timeout: Duration,
     ) -> Result<(CallToolResult, usize), UpstreamError> {
+        self.call_reporting(server, tool, args, timeout, None).await
+    }
+
+    /// [`Upstreams::call`], asking the server for progress (a fresh progress token) and handing
+    /// each notification it sends for this call to `on_progress`, when given.
+    pub async fn call_reporting(
+        &self,
+        server: &str,
+        tool: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+        on_progress: Option<&(dyn Fn(&ProgressNotificationParam) + Send + Sync)>,
+    ) -> Result<(CallToolResult, usize), UpstreamError> {
         if let Some(reason) = self.hidden(server, tool) {
             return Err(UpstreamError::HiddenTool { reason });
         }
@@ -407,7 +463,53 @@ impl Upstreams {
         let timeout = timeout.min(own);
         let conn = self.connection(server).await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        let result = self.call_on(&conn, server, tool, params, timeout).await;
+        let peer = conn.service.peer();
+        let result = match on_progress {
+            None => {
+                self.call_on(&conn, server, tool, peer.call_tool(params), timeout)
+                    .await
+            }
+            Some(report) => {
+                let call = async {
+                    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                    let handle = peer
+                        .send_request_with_option(request, PeerRequestOptions::no_options())
+                        .await?;
+                    // rmcp picks the request's progress token; the notifications for it are
+                    // routed here from the handler.
+                    let mut updates = conn.progress.subscribe(handle.progress_token.clone()).await;
+                    let mut abandoned = CancelOnDrop {
+                        peer,
+                        id: Some(handle.id.clone()),
+                    };
+                    let answer = handle.await_response();
+                    tokio::pin!(answer);
+                    let answer = loop {
+                        tokio::select! {
+                            answer = &mut answer => break answer,
+                            Some(p) = futures::StreamExt::next(&mut updates) => report(&p),
+                        }
+                    };
+                    abandoned.id = None;
+                    // rmcp hands each notification to its own task, so ones the server sent
+                    // just before its answer may still be on their way: take what arrives
+                    // while this task yields a few times.
+                    for _ in 0..PROGRESS_DRAIN_YIELDS {
+                        tokio::task::yield_now().await;
+                        while let Some(Some(p)) =
+                            futures::FutureExt::now_or_never(futures::StreamExt::next(&mut updates))
+                        {
+                            report(&p);
+                        }
+                    }
+                    match answer? {
+                        ServerResult::CallToolResult(r) => Ok(r),
+                        _ => Err(rmcp::service::ServiceError::UnexpectedResponse),
+                    }
+                };
+                self.call_on(&conn, server, tool, call, timeout).await
+            }
+        };
         if let Err(UpstreamError::Unauthorized { reason, .. }) = &result {
             self.drop_unauthorized(server, &conn, reason).await;
         }
@@ -433,15 +535,16 @@ impl Upstreams {
         }
     }
 
+    /// Runs `call` (one `tools/call` on `conn`) with a deadline and names its failure.
     async fn call_on(
         &self,
         conn: &Connection,
         server: &str,
         tool: &str,
-        params: CallToolRequestParams,
+        call: impl Future<Output = Result<CallToolResult, rmcp::service::ServiceError>>,
         timeout: Duration,
     ) -> Result<(CallToolResult, usize), UpstreamError> {
-        match tokio::time::timeout(timeout, conn.service.peer().call_tool(params)).await {
+        match tokio::time::timeout(timeout, call).await {
             Ok(Ok(result)) => Ok(cap_result(result, self.settings.max_result_bytes)),
             Ok(Err(e)) => Err(match conn.auth_failure() {
                 Some(reason) => UpstreamError::Unauthorized {

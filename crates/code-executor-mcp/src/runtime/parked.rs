@@ -1,0 +1,758 @@
+//! Executions that outlive their request: MCP tasks, and runs that returned early
+//! (`yieldAfterMs`) and are read with the `wait` tool.
+//!
+//! The table maps an opaque, unguessable handle to an entry: the principal that started it
+//! (the only one that can see it: another principal gets the same `unknown` as a handle never
+//! issued), the execution's [`Events`] (logs and progress so far), its cancellation token,
+//! and, once it finished, its outcome, kept for `longRuns.keepResultMs`.
+//!
+//! An entry is reserved when the execution starts, so that the limits hold before any work
+//! is done: at most `maxParkedPerClient` entries per principal and `maxParked` in all; a
+//! reservation past a limit first drops the oldest finished results (of that principal, then
+//! of anyone), and is refused only when everything held is still running. All kept results
+//! together stay within `maxKeptMb`, again dropping the oldest finished first. A handle
+//! whose result was dropped or expired is remembered (a bounded list) so that asking for it
+//! says so instead of "unknown".
+//!
+//! An execution that finishes before it is handed out (its request waited `yieldAfterMs` or
+//! `taskAfterMs` and it was done) is taken back out of the table by that request
+//! ([`Parked::publish_as`]) and answered directly.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::events::{Events, Progress};
+use super::execution::ExecContext;
+use super::{ExecOutcome, LogEntry, Runtime};
+use crate::policy::audit::{AuditEvent, AuditLog};
+use crate::policy::long_runs::LongRunLimits;
+use crate::principal::Principal;
+
+/// Handles of dropped or expired results remembered, for a clear answer about them.
+const REMEMBERED_GONE: usize = 1024;
+/// How often finished results are checked for expiry when nobody asks.
+const SWEEP_EVERY: Duration = Duration::from_secs(5);
+/// How long a cancelling `wait` waits for the execution to stop before answering.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+/// Log lines a task's status carries.
+pub(crate) const STATUS_LOG_LINES: usize = 5;
+
+/// What became of a handle that is not answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ParkError {
+    #[error("unknown handle \"{0}\": it was never issued to this client")]
+    Unknown(String),
+    #[error("the result of \"{handle}\" is gone: {reason}")]
+    Gone { handle: String, reason: String },
+    #[error(
+        "this client already holds {held} running executions (longRuns.{setting} is {limit}); \
+         wait for one to finish, or cancel one with wait {{handle, cancel: true}}"
+    )]
+    Full {
+        held: usize,
+        limit: usize,
+        setting: &'static str,
+    },
+    #[error(
+        "long runs are turned off on this server (longRuns.maxParked is 0): run without \
+         yieldAfterMs"
+    )]
+    Off,
+}
+
+/// How a parked execution was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// An MCP task (`tasks/get`, `tasks/cancel`).
+    Task,
+    /// A run that returned early with a handle for `wait`.
+    Yielded,
+}
+
+enum State {
+    Running,
+    Finished {
+        outcome: Arc<ExecOutcome>,
+        at: Instant,
+        at_text: String,
+        bytes: usize,
+    },
+}
+
+struct Entry {
+    owner: Principal,
+    execution: String,
+    kind: Kind,
+    created: Instant,
+    created_at: String,
+    /// Deadline of the run, from its start: bounds how long it can be `working`.
+    duration: Duration,
+    events: Arc<Events>,
+    cancel: CancellationToken,
+    /// Tool-call attempts of the run so far.
+    tool_calls: Arc<std::sync::atomic::AtomicU32>,
+    /// Handed out to the client (until then a finished run is answered directly).
+    visible: bool,
+    /// Log lines `wait` has handed out.
+    delivered: usize,
+    /// The client asked to cancel it (and how).
+    cancelled_by: Option<&'static str>,
+    state: State,
+    finished: Arc<watch::Sender<bool>>,
+}
+
+#[derive(Default)]
+struct Table {
+    entries: HashMap<String, Entry>,
+    /// Handles whose results were dropped or expired: (handle, owner, why).
+    gone: VecDeque<(String, Principal, String)>,
+    kept_bytes: usize,
+}
+
+/// The table of parked executions (see the module docs).
+pub(crate) struct Parked {
+    table: Mutex<Table>,
+    limits: LongRunLimits,
+}
+
+/// The state of one parked execution, as `wait` and `tasks/get` show it.
+pub(crate) struct Snapshot {
+    pub handle: String,
+    pub created_at: String,
+    /// When it finished (or now, while it runs).
+    pub updated_at: String,
+    /// Milliseconds from creation until the entry may be dropped: the run's deadline plus
+    /// the keep time while it runs, exact once it finished.
+    pub ttl_ms: u64,
+    pub progress: Option<Progress>,
+    /// Log lines: the new ones for `wait`, the last few for a task.
+    pub logs: Vec<LogEntry>,
+    /// Lines printed in all so far.
+    pub log_count: usize,
+    pub elapsed_ms: u64,
+    /// Tool calls so far.
+    pub tool_calls: u32,
+    pub cancelled_by: Option<&'static str>,
+    /// The outcome, once finished (for `wait`, its logs are only the lines not handed out).
+    pub outcome: Option<Arc<ExecOutcome>>,
+}
+
+impl Snapshot {
+    /// The task's status message: progress and the last line printed.
+    pub(crate) fn status_message(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(p) = &self.progress {
+            parts.push(format!("progress {}", p.line()));
+        }
+        if let Some(l) = self.logs.last() {
+            let mut text: String = l.text.chars().take(200).collect();
+            if text.len() < l.text.len() {
+                text.push('…');
+            }
+            parts.push(format!("last output [{}] {}", l.level, text));
+        }
+        if parts.is_empty() {
+            parts.push(format!("running for {} ms", self.elapsed_ms));
+        }
+        parts.join("; ")
+    }
+
+    /// What a running execution shows: logs, progress, and how to go on.
+    pub(crate) fn running_value(&self) -> Value {
+        json!({
+            "result": null,
+            "logs": self.logs,
+            "toolCalls": self.tool_calls,
+            "durationMs": self.elapsed_ms,
+            "running": {
+                "handle": self.handle,
+                "progress": self.progress,
+                "linesSoFar": self.log_count,
+            }
+        })
+    }
+}
+
+/// Whether a reserved execution finished before its request handed it out.
+pub(crate) enum Published {
+    /// It finished meanwhile: the request answers with the outcome (the entry is gone).
+    Finished(ExecOutcome),
+    /// The handle is now the client's.
+    Handed(Snapshot),
+}
+
+impl Parked {
+    pub(crate) fn new(limits: LongRunLimits) -> Parked {
+        Parked {
+            table: Mutex::default(),
+            limits,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Reserves an entry for an execution of `owner` that is about to start; the handle is
+    /// the client's once [`Parked::publish_as`] hands it out.
+    pub(crate) fn reserve(
+        &self,
+        kind: Kind,
+        duration: Duration,
+        ctx: &ExecContext,
+    ) -> Result<String, ParkError> {
+        if !self.limits.enabled() {
+            return Err(ParkError::Off);
+        }
+        let mut t = self.lock();
+        self.sweep(&mut t);
+        let owner = &ctx.principal;
+        let held = t.entries.values().filter(|e| &e.owner == owner).count();
+        if held >= self.limits.max_parked_per_client
+            && !drop_oldest_finished(
+                &mut t,
+                Some(owner),
+                "dropped to make room for a newer run of this client (longRuns.maxParkedPerClient)",
+            )
+        {
+            return Err(ParkError::Full {
+                held,
+                limit: self.limits.max_parked_per_client,
+                setting: "maxParkedPerClient",
+            });
+        }
+        if t.entries.len() >= self.limits.max_parked
+            && !drop_oldest_finished(
+                &mut t,
+                None,
+                "dropped to make room for a newer run (longRuns.maxParked)",
+            )
+        {
+            return Err(ParkError::Full {
+                held: t.entries.values().filter(|e| &e.owner == owner).count(),
+                limit: self.limits.max_parked,
+                setting: "maxParked",
+            });
+        }
+        let handle = new_handle();
+        t.entries.insert(
+            handle.clone(),
+            Entry {
+                owner: owner.clone(),
+                execution: ctx.execution.clone(),
+                kind,
+                created: Instant::now(),
+                created_at: rmcp::task_manager::current_timestamp(),
+                duration,
+                events: ctx.events.clone(),
+                cancel: ctx.cancel.clone(),
+                tool_calls: ctx.tool_calls.clone(),
+                visible: false,
+                delivered: 0,
+                cancelled_by: None,
+                state: State::Running,
+                finished: Arc::new(watch::channel(false).0),
+            },
+        );
+        Ok(handle)
+    }
+
+    /// The execution behind `handle` ended with `outcome`: kept for the keep time (or
+    /// dropped at once if the request that reserved it is still deciding; see `publish_as`).
+    pub(crate) fn finish(&self, handle: &str, outcome: ExecOutcome) {
+        let mut t = self.lock();
+        let bytes = outcome_bytes(&outcome);
+        let Some(e) = t.entries.get_mut(handle) else {
+            return;
+        };
+        e.state = State::Finished {
+            outcome: Arc::new(outcome),
+            at: Instant::now(),
+            at_text: rmcp::task_manager::current_timestamp(),
+            bytes,
+        };
+        let signal = e.finished.clone();
+        t.kept_bytes += bytes;
+        while t.kept_bytes > self.limits.max_kept_bytes() {
+            if !drop_oldest_finished(
+                &mut t,
+                None,
+                "dropped because kept results reached longRuns.maxKeptMb (the oldest go first)",
+            ) {
+                break;
+            }
+        }
+        drop(t);
+        signal.send_replace(true);
+    }
+
+    /// Waits up to `limit` for the reserved execution to finish, then either takes its
+    /// outcome back (it finished: no handle is needed) or hands the handle out.
+    /// With `always`, the handle is handed out even when the run finished meanwhile (the
+    /// client asked for a task or a handle at once, and gets one).
+    pub(crate) async fn publish_as(
+        &self,
+        handle: &str,
+        limit: Duration,
+        always: bool,
+    ) -> Option<Published> {
+        let signal = self
+            .lock()
+            .entries
+            .get(handle)
+            .map(|e| e.finished.clone())?;
+        let mut rx = signal.subscribe();
+        let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
+        let mut t = self.lock();
+        let finished = matches!(t.entries.get(handle)?.state, State::Finished { .. });
+        if finished && !always {
+            let e = t.entries.remove(handle)?;
+            if let State::Finished { outcome, bytes, .. } = e.state {
+                t.kept_bytes = t.kept_bytes.saturating_sub(bytes);
+                return Some(Published::Finished(
+                    Arc::try_unwrap(outcome).unwrap_or_else(|a| (*a).clone()),
+                ));
+            }
+            return None;
+        }
+        let e = t.entries.get_mut(handle)?;
+        e.visible = true;
+        let (logs, progress) = e.events.since(0);
+        e.delivered = logs.len();
+        Some(Published::Handed(snapshot(
+            handle,
+            e,
+            logs,
+            progress,
+            &self.limits,
+        )))
+    }
+
+    /// Drops a reservation whose request ended before handing it out (it was cancelled):
+    /// the execution is cancelled with it.
+    pub(crate) fn abandon(&self, handle: &str) {
+        let mut t = self.lock();
+        if let Some(e) = t.entries.remove(handle) {
+            e.cancel.cancel();
+            if let State::Finished { bytes, .. } = e.state {
+                t.kept_bytes = t.kept_bytes.saturating_sub(bytes);
+            }
+        }
+    }
+
+    /// The entry of `handle` if `owner` may see it.
+    fn visible<'a>(
+        t: &'a mut Table,
+        owner: &Principal,
+        handle: &str,
+    ) -> Result<&'a mut Entry, ParkError> {
+        match t.entries.get_mut(handle) {
+            Some(e) if &e.owner == owner && e.visible => Ok(e),
+            Some(_) => Err(ParkError::Unknown(handle.to_string())),
+            None => match t.gone.iter().find(|(h, o, _)| h == handle && o == owner) {
+                Some((_, _, reason)) => Err(ParkError::Gone {
+                    handle: handle.to_string(),
+                    reason: reason.clone(),
+                }),
+                None => Err(ParkError::Unknown(handle.to_string())),
+            },
+        }
+    }
+
+    /// Asks the execution to stop (`by`: how the client asked); the worker is killed and its
+    /// upstream calls cancelled by the task that owns it. Audited. A finished one is left as
+    /// it is.
+    pub(crate) fn cancel(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        by: &'static str,
+        audit: &AuditLog,
+    ) -> Result<(), ParkError> {
+        let mut t = self.lock();
+        self.sweep(&mut t);
+        let e = Parked::visible(&mut t, owner, handle)?;
+        if matches!(e.state, State::Running) && e.cancelled_by.is_none() {
+            e.cancelled_by = Some(by);
+            e.cancel.cancel();
+            audit.record_now(AuditEvent::RunCancel {
+                execution: e.execution.clone(),
+                client: owner.to_string(),
+                by,
+            });
+        }
+        Ok(())
+    }
+
+    /// `wait`: up to `limit` for the execution to finish (after cancelling it, with
+    /// `cancel`), then what is new: the lines not handed out yet and the progress, or the
+    /// outcome with the lines not handed out yet.
+    pub(crate) async fn wait(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        limit: Duration,
+        cancel: bool,
+        audit: &AuditLog,
+    ) -> Result<Snapshot, ParkError> {
+        let limit = if cancel {
+            self.cancel(owner, handle, "wait", audit)?;
+            CANCEL_WAIT
+        } else {
+            limit
+        };
+        let signal = {
+            let mut t = self.lock();
+            self.sweep(&mut t);
+            Parked::visible(&mut t, owner, handle)?.finished.clone()
+        };
+        let mut rx = signal.subscribe();
+        let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
+        let mut t = self.lock();
+        let e = Parked::visible(&mut t, owner, handle)?;
+        match &e.state {
+            State::Running => {
+                let (logs, progress) = e.events.since(e.delivered);
+                e.delivered += logs.len();
+                Ok(snapshot(handle, e, logs, progress, &self.limits))
+            }
+            State::Finished { outcome, .. } => {
+                let mut outcome = (**outcome).clone();
+                outcome.logs = outcome.logs.split_off(e.delivered.min(outcome.logs.len()));
+                let progress = e.events.latest_progress();
+                let mut s = snapshot(handle, e, Vec::new(), progress, &self.limits);
+                s.outcome = Some(Arc::new(outcome));
+                Ok(s)
+            }
+        }
+    }
+
+    /// Waits up to `limit` for the run to finish (the older revision's `tasks/result`), then
+    /// its state with the last few lines and, once finished, the whole outcome. Unlike
+    /// [`Parked::wait`], it hands out no lines.
+    pub(crate) async fn finished(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        limit: Duration,
+    ) -> Result<Snapshot, ParkError> {
+        let signal = {
+            let mut t = self.lock();
+            self.sweep(&mut t);
+            Parked::visible(&mut t, owner, handle)?.finished.clone()
+        };
+        let mut rx = signal.subscribe();
+        let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
+        self.get(owner, handle)
+    }
+
+    /// `tasks/get`: the state now, with the last few lines.
+    pub(crate) fn get(&self, owner: &Principal, handle: &str) -> Result<Snapshot, ParkError> {
+        let mut t = self.lock();
+        self.sweep(&mut t);
+        let e = Parked::visible(&mut t, owner, handle)?;
+        let (logs, _) = e.events.tail(STATUS_LOG_LINES);
+        let progress = e.events.latest_progress();
+        Ok(snapshot(handle, e, logs, progress, &self.limits))
+    }
+
+    /// The entries `owner` holds: (handle, kind, running).
+    pub(crate) fn list(&self, owner: &Principal) -> Vec<(String, Kind, bool)> {
+        let mut t = self.lock();
+        self.sweep(&mut t);
+        let mut out: Vec<(Instant, String, Kind, bool)> = t
+            .entries
+            .iter()
+            .filter(|(_, e)| &e.owner == owner && e.visible)
+            .map(|(h, e)| {
+                (
+                    e.created,
+                    h.clone(),
+                    e.kind,
+                    matches!(e.state, State::Running),
+                )
+            })
+            .collect();
+        out.sort_by_key(|x| x.0);
+        out.into_iter().map(|(_, h, k, r)| (h, k, r)).collect()
+    }
+
+    /// Counts for `health`: running, finished and kept, bytes kept.
+    pub(crate) fn report(&self) -> Value {
+        let mut t = self.lock();
+        self.sweep(&mut t);
+        let running = t
+            .entries
+            .values()
+            .filter(|e| matches!(e.state, State::Running))
+            .count();
+        json!({
+            "running": running,
+            "kept": t.entries.len() - running,
+            "keptBytes": t.kept_bytes,
+        })
+    }
+
+    /// Drops finished results past their keep time.
+    fn sweep(&self, t: &mut Table) {
+        let keep = self.limits.keep_result();
+        let expired: Vec<String> = t
+            .entries
+            .iter()
+            .filter(|(_, e)| matches!(e.state, State::Finished { at, .. } if at.elapsed() >= keep))
+            .map(|(h, _)| h.clone())
+            .collect();
+        for h in expired {
+            let reason = format!(
+                "it expired: results are kept for {} ms after the run finished \
+                 (longRuns.keepResultMs)",
+                self.limits.keep_result_ms
+            );
+            remove(t, &h, reason);
+        }
+    }
+}
+
+fn snapshot(
+    handle: &str,
+    e: &Entry,
+    logs: Vec<LogEntry>,
+    progress: Option<Progress>,
+    limits: &LongRunLimits,
+) -> Snapshot {
+    let keep = limits.keep_result_ms;
+    let (updated_at, ttl_ms, outcome) = match &e.state {
+        State::Running => (
+            rmcp::task_manager::current_timestamp(),
+            e.duration.as_millis() as u64 + keep,
+            None,
+        ),
+        State::Finished {
+            outcome,
+            at,
+            at_text,
+            ..
+        } => (
+            at_text.clone(),
+            at.duration_since(e.created).as_millis() as u64 + keep,
+            Some(outcome.clone()),
+        ),
+    };
+    Snapshot {
+        handle: handle.to_string(),
+        created_at: e.created_at.clone(),
+        updated_at,
+        ttl_ms,
+        progress,
+        log_count: e.events.tail(0).1,
+        logs,
+        elapsed_ms: e.created.elapsed().as_millis() as u64,
+        tool_calls: e.tool_calls.load(std::sync::atomic::Ordering::Relaxed),
+        cancelled_by: e.cancelled_by,
+        outcome,
+    }
+}
+
+/// Drops the oldest finished entry (of `owner`, or of anyone): false when there is none.
+fn drop_oldest_finished(t: &mut Table, owner: Option<&Principal>, why: &str) -> bool {
+    let oldest = t
+        .entries
+        .iter()
+        .filter(|(_, e)| owner.is_none_or(|o| &e.owner == o))
+        .filter_map(|(h, e)| match e.state {
+            State::Finished { at, .. } => Some((at, h.clone())),
+            State::Running => None,
+        })
+        .min_by_key(|x| x.0);
+    match oldest {
+        Some((_, h)) => {
+            remove(t, &h, why.to_string());
+            true
+        }
+        None => false,
+    }
+}
+
+fn remove(t: &mut Table, handle: &str, reason: String) {
+    if let Some(e) = t.entries.remove(handle) {
+        if let State::Finished { bytes, .. } = e.state {
+            t.kept_bytes = t.kept_bytes.saturating_sub(bytes);
+        }
+        if e.visible {
+            if t.gone.len() >= REMEMBERED_GONE {
+                t.gone.pop_front();
+            }
+            t.gone.push_back((handle.to_string(), e.owner, reason));
+        }
+    }
+}
+
+/// What a kept outcome costs: its JSON size plus a little per log line.
+fn outcome_bytes(o: &ExecOutcome) -> usize {
+    o.result.to_string().len()
+        + o.logs.iter().map(|l| l.text.len() + 32).sum::<usize>()
+        + o.error.as_ref().map_or(0, |e| {
+            e.message.len() + e.stack.as_ref().map_or(0, String::len)
+        })
+        + 256
+}
+
+/// A fresh, unguessable handle: `run-` and 128 random bits in hex.
+fn new_handle() -> String {
+    let mut b = [0u8; 16];
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        b[..16].copy_from_slice(&t.as_nanos().to_le_bytes());
+    }
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("run-{hex}")
+}
+
+/// Drops expired results every few seconds, so their memory goes even when nobody asks;
+/// stops with the runtime.
+pub(crate) fn sweep_periodically(runtime: Weak<Runtime>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_EVERY);
+        loop {
+            tick.tick().await;
+            let Some(rt) = runtime.upgrade() else {
+                return;
+            };
+            let p = rt.parked();
+            let mut t = p.lock();
+            p.sweep(&mut t);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(text: &str) -> ExecOutcome {
+        let mut o = ExecOutcome::refused("X", String::new());
+        o.error = None;
+        o.result = Value::String(text.into());
+        o
+    }
+
+    fn limits() -> LongRunLimits {
+        LongRunLimits {
+            max_parked_per_client: 2,
+            max_parked: 3,
+            ..Default::default()
+        }
+    }
+
+    fn reserve(p: &Parked, who: &Principal) -> Result<String, ParkError> {
+        p.reserve(
+            Kind::Yielded,
+            Duration::from_secs(60),
+            &ExecContext::new(who.clone()),
+        )
+    }
+
+    async fn hand_out(p: &Parked, h: &str) {
+        assert!(matches!(
+            p.publish_as(h, Duration::ZERO, true).await,
+            Some(Published::Handed(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn another_client_sees_the_same_unknown_as_a_handle_never_issued() {
+        let p = Parked::new(limits());
+        let (a, b) = (Principal::new("a"), Principal::new("b"));
+        let h = reserve(&p, &a).unwrap_or_default();
+        hand_out(&p, &h).await;
+        assert!(p.get(&a, &h).is_ok());
+        assert_eq!(p.get(&b, &h).err(), Some(ParkError::Unknown(h.clone())));
+        assert_eq!(
+            p.get(&b, "run-nope").err(),
+            Some(ParkError::Unknown("run-nope".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_client_at_its_limit_drops_its_oldest_finished_result_first() {
+        let p = Parked::new(limits());
+        let a = Principal::new("a");
+        let first = reserve(&p, &a).unwrap_or_default();
+        hand_out(&p, &first).await;
+        p.finish(&first, outcome("one"));
+        let second = reserve(&p, &a).unwrap_or_default();
+        hand_out(&p, &second).await;
+        // Two held (one finished): the finished one makes room.
+        let third = reserve(&p, &a).unwrap_or_default();
+        hand_out(&p, &third).await;
+        assert!(matches!(p.get(&a, &first), Err(ParkError::Gone { .. })));
+        // Two running: refused, with the setting named.
+        assert_eq!(
+            reserve(&p, &a).err(),
+            Some(ParkError::Full {
+                held: 2,
+                limit: 2,
+                setting: "maxParkedPerClient"
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_run_that_finished_before_it_was_handed_out_is_answered_directly() {
+        let p = Parked::new(limits());
+        let a = Principal::new("a");
+        let h = reserve(&p, &a).unwrap_or_default();
+        p.finish(&h, outcome("done"));
+        match p.publish_as(&h, Duration::from_secs(5), false).await {
+            Some(Published::Finished(o)) => assert_eq!(o.result, json!("done")),
+            _ => panic!("expected the outcome"),
+        }
+        assert_eq!(p.get(&a, &h).err(), Some(ParkError::Unknown(h.clone())));
+        assert_eq!(p.report()["keptBytes"], 0);
+    }
+
+    #[tokio::test]
+    async fn results_past_the_memory_limit_drop_the_oldest_first() {
+        let p = Parked::new(LongRunLimits {
+            max_kept_mb: 1,
+            ..Default::default()
+        });
+        let a = Principal::new("a");
+        let big = "x".repeat(600 << 10);
+        let first = reserve(&p, &a).unwrap_or_default();
+        hand_out(&p, &first).await;
+        p.finish(&first, outcome(&big));
+        let second = reserve(&p, &a).unwrap_or_default();
+        hand_out(&p, &second).await;
+        p.finish(&second, outcome(&big));
+        assert!(
+            matches!(p.get(&a, &first), Err(ParkError::Gone { reason, .. }) if reason.contains("maxKeptMb"))
+        );
+        assert!(p.get(&a, &second).is_ok());
+    }
+
+    #[tokio::test]
+    async fn an_expired_result_says_it_expired() {
+        let p = Parked::new(LongRunLimits {
+            keep_result_ms: 1,
+            ..Default::default()
+        });
+        let a = Principal::new("a");
+        let h = reserve(&p, &a).unwrap_or_default();
+        hand_out(&p, &h).await;
+        p.finish(&h, outcome("done"));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert!(
+            matches!(p.get(&a, &h), Err(ParkError::Gone { reason, .. }) if reason.contains("expired"))
+        );
+    }
+}

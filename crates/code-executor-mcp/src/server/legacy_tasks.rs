@@ -1,0 +1,466 @@
+//! Tasks for clients of the 2025-11-25 revision: a `tools/call` augmented with
+//! `params.task`, answered with `{task}` at once, then `tasks/get`, `tasks/result` (waits for
+//! the end and returns the tool's result), `tasks/list` and `tasks/cancel`.
+//!
+//! rmcp 3.11 speaks only the tasks extension of 2026-07-28: it drops `params.task`, parses
+//! `tasks/get` and `tasks/cancel` as the newer methods (and refuses them for a client that did
+//! not declare the extension), and has no `tasks/result` or `tasks/list`. So on stdio a
+//! [`Shim`] sits between the pipes and rmcp and rewrites the few messages concerned, for a
+//! session that negotiated an older revision with `initialize` (in that revision a client
+//! asks for a task per request; it declares nothing for it):
+//!
+//! - the `initialize` answer gains `capabilities.tasks` (list, cancel, tools/call), and the
+//!   execute tools in `tools/list` gain `execution.taskSupport: "optional"`;
+//! - `params.task` of a `tools/call` moves to `params._meta[TASK_META]`, where the handler
+//!   finds it; the handler answers with an empty result carrying the task under
+//!   `_meta[TASK_META]`, which the shim turns into the `{task}` answer;
+//! - `tasks/*` requests are renamed `code-executor-mcp/tasks/*`, which rmcp hands to
+//!   [`custom_request`] as custom requests.
+//!
+//! Everything else passes through untouched (a substring check decides whether a line is
+//! parsed at all). The rewrites are pure functions of the message, tested by value.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResult, CustomResult};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+
+use super::execution_result;
+use super::long_runs::result_object;
+use crate::Core;
+use crate::principal::Principal;
+use crate::runtime::parked::{Kind, Published, Snapshot};
+
+/// Where the shim puts a request's `task` for the handler, and the handler the task for the
+/// shim.
+pub(crate) const TASK_META: &str = "io.github.code-executor-mcp/legacy-task";
+/// Prefix of the renamed `tasks/*` methods.
+const RENAMED: &str = "code-executor-mcp/";
+/// Related-task key of `tasks/result` answers.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// The revision from which tasks are the extension instead.
+const EXTENSION_REVISION: &str = "2026-07-28";
+/// Bytes of one message the pipes buffer between the shim and rmcp.
+const PIPE_BYTES: usize = 1 << 16;
+
+/// What the shim knows of the session.
+#[derive(Debug, Default)]
+pub(crate) struct Shim {
+    /// Id of the `initialize` request whose answer is awaited.
+    init_id: Option<Value>,
+    /// The client declared the tasks extension: it speaks the newer task methods even on an
+    /// older revision, and nothing is rewritten.
+    extension: bool,
+    /// The session negotiated a revision before 2026-07-28.
+    legacy: bool,
+    /// Ids of `tools/list` requests whose answers get `execution.taskSupport`.
+    tool_lists: Vec<Value>,
+}
+
+impl Shim {
+    fn active(&self) -> bool {
+        self.legacy && !self.extension
+    }
+
+    /// A message from the client: the rewritten line, or `None` to pass it as it is.
+    pub(crate) fn inbound(&mut self, line: &[u8]) -> Option<Vec<u8>> {
+        let relevant = self.init_id.is_none() && contains(line, b"\"initialize\"")
+            || self.active()
+                && (contains(line, b"tasks/")
+                    || contains(line, b"\"task\"")
+                    || contains(line, b"tools/list"));
+        if !relevant {
+            return None;
+        }
+        let mut msg: Value = serde_json::from_slice(line).ok()?;
+        let method = msg.get("method").and_then(Value::as_str)?.to_string();
+        match method.as_str() {
+            "initialize" => {
+                self.init_id = msg.get("id").cloned();
+                self.extension = msg
+                    .pointer("/params/capabilities/extensions")
+                    .and_then(|e| e.get(rmcp::model::TASKS_EXTENSION_ID))
+                    .is_some();
+                None
+            }
+            _ if !self.active() => None,
+            "tools/list" => {
+                if let Some(id) = msg.get("id") {
+                    self.tool_lists.push(id.clone());
+                }
+                None
+            }
+            "tools/call" => {
+                let params = msg.get_mut("params")?.as_object_mut()?;
+                let task = params.remove("task")?;
+                let meta = params
+                    .entry("_meta")
+                    .or_insert_with(|| json!({}))
+                    .as_object_mut()?;
+                meta.insert(TASK_META.into(), task);
+                serde_json::to_vec(&msg).ok()
+            }
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => {
+                msg["method"] = Value::String(format!("{RENAMED}{method}"));
+                serde_json::to_vec(&msg).ok()
+            }
+            _ => None,
+        }
+    }
+
+    /// A message to the client: the rewritten line, or `None` to pass it as it is.
+    pub(crate) fn outbound(&mut self, line: &[u8]) -> Option<Vec<u8>> {
+        let relevant = self.init_id.is_some()
+            || self.active()
+                && (contains(line, TASK_META.as_bytes())
+                    || !self.tool_lists.is_empty() && contains(line, b"\"tools\""));
+        if !relevant {
+            return None;
+        }
+        let mut msg: Value = serde_json::from_slice(line).ok()?;
+        let id = msg.get("id").cloned()?;
+        if self.init_id.as_ref() == Some(&id) {
+            self.init_id = None;
+            let version = msg.pointer("/result/protocolVersion")?.as_str()?;
+            self.legacy = version < EXTENSION_REVISION;
+            if !self.active() {
+                return None;
+            }
+            let caps = msg.pointer_mut("/result/capabilities")?.as_object_mut()?;
+            caps.insert(
+                "tasks".into(),
+                json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+            );
+            return serde_json::to_vec(&msg).ok();
+        }
+        if let Some(at) = self.tool_lists.iter().position(|t| *t == id) {
+            self.tool_lists.swap_remove(at);
+            for tool in msg.pointer_mut("/result/tools")?.as_array_mut()? {
+                if matches!(
+                    tool.get("name").and_then(Value::as_str),
+                    Some("execute_typescript" | "execute_python")
+                ) {
+                    tool["execution"] = json!({"taskSupport": "optional"});
+                }
+            }
+            return serde_json::to_vec(&msg).ok();
+        }
+        let task = msg
+            .pointer(&format!("/result/_meta/{}", escape(TASK_META)))?
+            .clone();
+        msg["result"] = json!({ "task": task });
+        serde_json::to_vec(&msg).ok()
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A key as one step of a JSON pointer.
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// Puts a [`Shim`] between `reader`/`writer` (the client's pipes) and the returned pair, which
+/// rmcp serves. Each direction is a task that copies whole lines, rewriting those the shim
+/// wants; it ends when its side closes.
+pub(crate) fn wrap<R, W>(reader: R, writer: W) -> (DuplexStream, DuplexStream)
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let shim = Arc::new(Mutex::new(Shim::default()));
+    let (mut to_rmcp, rmcp_in) = tokio::io::duplex(PIPE_BYTES);
+    let (rmcp_out, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
+    let inbound = shim.clone();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(reader);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match lines.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let changed = inbound.lock().ok().and_then(|mut s| s.inbound(&line));
+            let out = match &changed {
+                Some(c) => {
+                    let mut c = c.clone();
+                    c.push(b'\n');
+                    c
+                }
+                None => line.clone(),
+            };
+            if to_rmcp.write_all(&out).await.is_err() {
+                break;
+            }
+        }
+        let _ = to_rmcp.shutdown().await;
+    });
+    tokio::spawn(async move {
+        let mut writer = writer;
+        let mut lines = BufReader::new(from_rmcp);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match lines.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let changed = shim.lock().ok().and_then(|mut s| s.outbound(&line));
+            let written = match changed {
+                Some(mut c) => {
+                    c.push(b'\n');
+                    writer.write_all(&c).await
+                }
+                None => writer.write_all(&line).await,
+            };
+            if written.is_err() || writer.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    (rmcp_in, rmcp_out)
+}
+
+/// The older revision's task object.
+fn legacy_task(core: &Core, snap: &Snapshot) -> Value {
+    let task = super::long_runs::detailed_task(core, snap).task;
+    let mut v = json!({
+        "taskId": task.task_id,
+        "status": task.status,
+        "createdAt": task.created_at,
+        "lastUpdatedAt": task.last_updated_at,
+        "ttl": task.ttl_ms,
+        "pollInterval": task.poll_interval_ms,
+    });
+    if let Some(m) = task.status_message {
+        v["statusMessage"] = Value::String(m);
+    }
+    v
+}
+
+/// A task-augmented `tools/call` of an execute tool: the run starts as a task, and the answer
+/// carries the task for the shim.
+pub(super) async fn create(
+    core: &Core,
+    handle: Result<String, String>,
+) -> Result<CallToolResult, McpError> {
+    let handle = match handle {
+        Ok(h) => h,
+        Err(refused) => return Err(McpError::invalid_params(refused, None)),
+    };
+    match core
+        .runtime
+        .parked()
+        .publish_as(&handle, Duration::ZERO, true)
+        .await
+    {
+        Some(Published::Handed(snap)) => {
+            let mut r = CallToolResult::success(Vec::new());
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.0.insert(TASK_META.into(), legacy_task(core, &snap));
+            r.meta = Some(meta);
+            Ok(r)
+        }
+        _ => Err(McpError::internal_error(
+            "the task vanished before it was handed out",
+            None,
+        )),
+    }
+}
+
+/// `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` of the older revision,
+/// renamed by the shim.
+pub(super) async fn custom_request(
+    core: &Core,
+    principal: &Principal,
+    method: &str,
+    params: Option<Value>,
+) -> Result<CustomResult, McpError> {
+    let parked = core.runtime.parked();
+    let task_id = || -> Result<String, McpError> {
+        params
+            .as_ref()
+            .and_then(|p| p.get("taskId"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| McpError::invalid_params("taskId (a string) is required", None))
+    };
+    let invalid =
+        |e: crate::runtime::parked::ParkError| McpError::invalid_params(e.to_string(), None);
+    let value = match method.strip_prefix(RENAMED) {
+        Some("tasks/get") => {
+            legacy_task(core, &parked.get(principal, &task_id()?).map_err(invalid)?)
+        }
+        Some("tasks/result") => {
+            let id = task_id()?;
+            // Waits for the end (the run's deadline bounds it); a client that gives up
+            // cancels this request, not the task.
+            let snap = loop {
+                let snap = parked
+                    .finished(principal, &id, Duration::from_secs(3600))
+                    .await
+                    .map_err(invalid)?;
+                if snap.outcome.is_some() {
+                    break snap;
+                }
+            };
+            let task = legacy_task(core, &snap);
+            if task["status"] == "cancelled" {
+                return Err(McpError::invalid_params(
+                    format!("task {id} was cancelled; it has no result"),
+                    None,
+                ));
+            }
+            let outcome = snap.outcome.as_deref().map(execution_result);
+            let mut result = Value::Object(outcome.as_ref().map(result_object).unwrap_or_default());
+            result["_meta"] = json!({ RELATED_TASK: { "taskId": id } });
+            result
+        }
+        Some("tasks/list") => {
+            let tasks: Vec<Value> = parked
+                .list(principal)
+                .into_iter()
+                .filter(|(_, kind, _)| *kind == Kind::Task)
+                .filter_map(|(h, _, _)| parked.get(principal, &h).ok())
+                .map(|snap| legacy_task(core, &snap))
+                .collect();
+            json!({ "tasks": tasks })
+        }
+        Some("tasks/cancel") => {
+            let id = task_id()?;
+            let snap = parked.get(principal, &id).map_err(invalid)?;
+            if snap.outcome.is_some() {
+                return Err(McpError::invalid_params(
+                    format!("task {id} has already finished; it cannot be cancelled"),
+                    None,
+                ));
+            }
+            parked
+                .cancel(principal, &id, "tasks/cancel", &core.policy.audit)
+                .map_err(invalid)?;
+            let snap = parked
+                .finished(principal, &id, Duration::from_secs(5))
+                .await
+                .map_err(invalid)?;
+            legacy_task(core, &snap)
+        }
+        _ => {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+                None,
+            ));
+        }
+    };
+    Ok(CustomResult::new(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(v: Value) -> Vec<u8> {
+        serde_json::to_vec(&v).unwrap_or_default()
+    }
+
+    fn parsed(bytes: Option<Vec<u8>>) -> Value {
+        bytes
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    fn legacy_session() -> Shim {
+        let mut s = Shim::default();
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}});
+        assert_eq!(s.inbound(&line(init)), None);
+        let answer = json!({"jsonrpc": "2.0", "id": 0, "result": {
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "code-executor-mcp", "version": "0"}}});
+        let out = parsed(s.outbound(&line(answer)));
+        assert_eq!(
+            out["result"]["capabilities"]["tasks"],
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+        );
+        s
+    }
+
+    #[test]
+    fn a_task_augmented_call_and_its_answer_are_rewritten() {
+        let mut s = legacy_session();
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "execute_typescript", "arguments": {"code": "1"}, "task": {"ttl": 60000}}});
+        assert_eq!(
+            parsed(s.inbound(&line(call))),
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "execute_typescript", "arguments": {"code": "1"},
+                "_meta": {TASK_META: {"ttl": 60000}}}})
+        );
+        let task = json!({"taskId": "run-1", "status": "working"});
+        let answer = json!({"jsonrpc": "2.0", "id": 7, "result": {"content": [], "_meta": {TASK_META: task}}});
+        assert_eq!(
+            parsed(s.outbound(&line(answer))),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {"task": task}})
+        );
+        let get = json!({"jsonrpc": "2.0", "id": 8, "method": "tasks/result", "params": {"taskId": "run-1"}});
+        assert_eq!(
+            parsed(s.inbound(&line(get)))["method"],
+            json!("code-executor-mcp/tasks/result")
+        );
+    }
+
+    #[test]
+    fn the_execute_tools_are_listed_with_task_support() {
+        let mut s = legacy_session();
+        let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+        assert_eq!(s.inbound(&line(list)), None);
+        let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": [
+            {"name": "execute_python"}, {"name": "health"}]}});
+        assert_eq!(
+            parsed(s.outbound(&line(answer)))["result"]["tools"],
+            json!([{"name": "execute_python", "execution": {"taskSupport": "optional"}},
+                   {"name": "health"}])
+        );
+    }
+
+    #[test]
+    fn a_client_with_the_extension_keeps_the_newer_methods() {
+        let mut s = Shim::default();
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "clientInfo": {"name": "t", "version": "1"}}});
+        assert_eq!(s.inbound(&line(init)), None);
+        let answer = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {}}});
+        assert_eq!(s.outbound(&line(answer)), None);
+        let get =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": "x"}});
+        assert_eq!(s.inbound(&line(get)), None);
+    }
+
+    #[test]
+    fn a_newer_session_passes_through() {
+        let mut s = Shim::default();
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        assert_eq!(s.inbound(&line(init)), None);
+        let answer = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2026-07-28", "capabilities": {}}});
+        assert_eq!(s.outbound(&line(answer)), None);
+        let get =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": "x"}});
+        assert_eq!(s.inbound(&line(get)), None);
+
+        let mut s = Shim::default();
+        let get = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": "x",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        assert_eq!(s.inbound(&line(get)), None);
+    }
+}

@@ -1,0 +1,376 @@
+//! The wire side of executions that outlive their request: MCP tasks (the
+//! `io.modelcontextprotocol/tasks` extension of 2026-07-28), the early return of
+//! `yieldAfterMs` and the `wait` tool, and cancellation by the client.
+//!
+//! A client that declared tasks gets a task for an execution still running after
+//! `yieldAfterMs` (or `longRuns.taskAfterMs` when it gave none): `tools/call` answers with the
+//! task handle, `tasks/get` shows the status (progress and the last lines printed in the
+//! status message, both also structured in `_meta`) and, once finished, the same
+//! `CallToolResult` a plain call returns; `tasks/cancel` stops it. A client without tasks that
+//! passed `yieldAfterMs` gets what the run printed so far and a handle for `wait`.
+//! Everything parked lives in `runtime::parked`; this module only maps it to the wire.
+
+use std::time::Duration;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult,
+    JsonObject, MetaObject, Task, TaskPayload, TaskStatus,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{execution_result, push_indented};
+use crate::Core;
+use crate::policy::Limits;
+use crate::policy::audit::AuditEvent;
+use crate::policy::long_runs::{DEFAULT_WAIT_MS, MAX_WAIT_MS};
+use crate::principal::Principal;
+use crate::runtime::ExecOutcome;
+use crate::runtime::execution::{ClientLink, ExecContext, ExecRequest};
+use crate::runtime::parked::{Kind, ParkError, Published, Snapshot};
+use crate::runtime::worker::Language;
+
+/// `_meta` key of a task's structured progress in `tasks/get`.
+pub(crate) const META_PROGRESS: &str = "io.github.code-executor-mcp/progress";
+/// `_meta` key of a task's last log lines in `tasks/get`.
+pub(crate) const META_LOGS: &str = "io.github.code-executor-mcp/logs";
+
+/// How an execution request wants to be answered.
+pub(super) enum Answer {
+    /// Wait for the outcome (the client may cancel the request).
+    Plain,
+    /// Return early after this long: as a task, or with a handle for `wait`.
+    Early { kind: Kind, after: Duration },
+}
+
+impl Answer {
+    /// A task when the client declared tasks (after `yieldAfterMs`, or `taskAfterMs`), a
+    /// handle for `wait` when it passed `yieldAfterMs`, else a plain answer.
+    pub(super) fn choose(core: &Core, tasks: bool, yield_after_ms: Option<u64>) -> Answer {
+        let limits = &core.policy.long_runs;
+        if !limits.enabled() && yield_after_ms.is_none() {
+            return Answer::Plain;
+        }
+        let after = |ms: u64| Duration::from_millis(ms.min(MAX_WAIT_MS));
+        match (tasks && limits.enabled(), yield_after_ms) {
+            (true, ms) => Answer::Early {
+                kind: Kind::Task,
+                after: after(ms.unwrap_or(limits.task_after_ms)),
+            },
+            (false, Some(ms)) => Answer::Early {
+                kind: Kind::Yielded,
+                after: after(ms),
+            },
+            (false, None) => Answer::Plain,
+        }
+    }
+}
+
+/// Runs an execution and waits for its outcome; a request the client cancels (dropped
+/// here) stops it, and that is audited.
+pub(super) async fn plain(
+    core: &Core,
+    language: Language,
+    req: ExecRequest,
+    principal: Principal,
+    client: ClientLink,
+) -> CallToolResult {
+    let ctx = ExecContext::for_client(principal.clone(), Some(client), &core.policy.long_runs);
+    let mut audit = CancelAudit {
+        core,
+        execution: Some(ctx.execution.clone()),
+        client: principal,
+    };
+    let outcome = core.runtime.start(language, req, ctx).outcome().await;
+    audit.execution = None;
+    execution_result(&outcome)
+}
+
+/// Writes `run.cancel` (by `notifications/cancelled`) when a request is dropped before its
+/// execution answered: the client cancelled it.
+struct CancelAudit<'a> {
+    core: &'a Core,
+    /// Cleared once the answer is there.
+    execution: Option<String>,
+    client: Principal,
+}
+
+impl Drop for CancelAudit<'_> {
+    fn drop(&mut self) {
+        if let Some(execution) = self.execution.take() {
+            self.core.policy.audit.record_now(AuditEvent::RunCancel {
+                execution,
+                client: self.client.to_string(),
+                by: "notifications/cancelled",
+            });
+        }
+    }
+}
+
+/// A reserved long run whose request has not handed the handle out: dropping the request
+/// (the client cancelled it) cancels the run.
+struct Unpublished<'a> {
+    core: &'a Core,
+    handle: Option<String>,
+    audit: CancelAudit<'a>,
+}
+
+impl Drop for Unpublished<'_> {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.core.runtime.parked().abandon(&h);
+        }
+    }
+}
+
+/// Starts a long run and answers after `after`: with the outcome if it finished, else with a
+/// task (`kind` Task) or with the output so far and a handle for `wait`.
+pub(super) async fn early(
+    core: &Core,
+    language: Language,
+    req: ExecRequest,
+    principal: Principal,
+    client: ClientLink,
+    kind: Kind,
+    after: Duration,
+) -> CallToolResponse {
+    // A deadline the run could not have is said before anything is reserved.
+    if let Err(e) = Limits::configured_long(
+        &core.policy.execution,
+        &core.policy.long_runs,
+        req.timeout_ms,
+    ) {
+        return execution_result(&ExecOutcome::refused("RangeError", e)).into();
+    }
+    let ctx = ExecContext::for_client(principal.clone(), Some(client), &core.policy.long_runs);
+    let execution = ctx.execution.clone();
+    let handle = match core.runtime.start_parked(language, req, ctx, kind) {
+        Ok(h) => h,
+        Err(e) => {
+            return execution_result(&ExecOutcome::refused("LimitError", e.to_string())).into();
+        }
+    };
+    let mut guard = Unpublished {
+        core,
+        handle: Some(handle.clone()),
+        audit: CancelAudit {
+            core,
+            execution: Some(execution),
+            client: principal,
+        },
+    };
+    // 0 asks for the handle at once, whatever the run has done meanwhile.
+    let published = core
+        .runtime
+        .parked()
+        .publish_as(&handle, after, after.is_zero())
+        .await;
+    guard.handle = None;
+    guard.audit.execution = None;
+    match published {
+        Some(Published::Finished(outcome)) => execution_result(&outcome).into(),
+        Some(Published::Handed(snap)) => match kind {
+            Kind::Task => {
+                let mut task = Task::new(
+                    snap.handle.clone(),
+                    TaskStatus::Working,
+                    snap.created_at.clone(),
+                    snap.updated_at.clone(),
+                )
+                .with_ttl_ms(snap.ttl_ms)
+                .with_poll_interval_ms(core.policy.long_runs.poll_interval_ms);
+                task.status_message = Some(snap.status_message());
+                CallToolResponse::Task(CreateTaskResult::new(task))
+            }
+            Kind::Yielded => running_result(&snap).into(),
+        },
+        None => execution_result(&ExecOutcome::refused(
+            "InternalError",
+            "the execution's entry vanished before it was handed out".into(),
+        ))
+        .into(),
+    }
+}
+
+/// Starts an execution as a task at the client's request (the older revision's
+/// task-augmented call): its handle, or why it was refused.
+pub(super) fn start_task(
+    core: &Core,
+    language: Language,
+    req: ExecRequest,
+    principal: Principal,
+    client: ClientLink,
+) -> Result<String, String> {
+    Limits::configured_long(
+        &core.policy.execution,
+        &core.policy.long_runs,
+        req.timeout_ms,
+    )?;
+    let ctx = ExecContext::for_client(principal, Some(client), &core.policy.long_runs);
+    core.runtime
+        .start_parked(language, req, ctx, Kind::Task)
+        .map_err(|e| e.to_string())
+}
+
+/// What a running execution's answer says: the lines so far, progress, and the handle.
+fn running_result(snap: &Snapshot) -> CallToolResult {
+    let mut text = match snap.outcome {
+        None => format!(
+            "still running after {} ms: call wait with handle \"{}\" for more output and the \
+             result\n",
+            snap.elapsed_ms, snap.handle
+        ),
+        Some(_) => format!(
+            "finished: call wait with handle \"{}\" for the result\n",
+            snap.handle
+        ),
+    };
+    if let Some(p) = &snap.progress {
+        push_indented(&mut text, "progress: ", &p.line());
+    }
+    if !snap.logs.is_empty() {
+        text.push_str("--- logs ---\n");
+        for l in &snap.logs {
+            push_indented(&mut text, &format!("[{}] ", l.level), &l.text);
+        }
+    }
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text.trim_end().to_string())]);
+    r.structured_content = Some(snap.running_value());
+    r
+}
+
+/// The `wait` tool's arguments.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct WaitArgs {
+    handle: String,
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    cancel: bool,
+}
+
+/// `wait`: new output of a parked execution, or its outcome once finished.
+pub(super) async fn wait(core: &Core, args: WaitArgs, principal: &Principal) -> CallToolResult {
+    if args.timeout_ms.is_some_and(|ms| ms > MAX_WAIT_MS) {
+        return execution_result(&ExecOutcome::refused(
+            "RangeError",
+            format!(
+                "timeoutMs of wait must be at most {MAX_WAIT_MS}; call wait again to wait longer"
+            ),
+        ));
+    }
+    let limit = Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_WAIT_MS));
+    let parked = core.runtime.parked();
+    match parked
+        .wait(
+            principal,
+            &args.handle,
+            limit,
+            args.cancel,
+            &core.policy.audit,
+        )
+        .await
+    {
+        Ok(snap) => match &snap.outcome {
+            Some(outcome) => execution_result(outcome),
+            None => running_result(&snap),
+        },
+        Err(e) => execution_result(&ExecOutcome::refused(park_error_name(&e), e.to_string())),
+    }
+}
+
+fn park_error_name(e: &ParkError) -> &'static str {
+    match e {
+        ParkError::Unknown(_) | ParkError::Gone { .. } => "HandleError",
+        ParkError::Full { .. } | ParkError::Off => "LimitError",
+    }
+}
+
+/// `tasks/get`: the task's status; progress and the last lines in the status message and in
+/// `_meta`; the result once it finished.
+pub(super) fn get_task(
+    core: &Core,
+    principal: &Principal,
+    task_id: &str,
+) -> Result<GetTaskResult, McpError> {
+    let snap = core
+        .runtime
+        .parked()
+        .get(principal, task_id)
+        .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
+    let mut result = GetTaskResult::new(detailed_task(core, &snap));
+    let mut meta = MetaObject::new();
+    meta.0.insert(
+        META_PROGRESS.into(),
+        serde_json::to_value(&snap.progress).unwrap_or(Value::Null),
+    );
+    meta.0.insert(
+        META_LOGS.into(),
+        json!({"last": snap.logs, "total": snap.log_count}),
+    );
+    result.meta = Some(meta);
+    Ok(result)
+}
+
+/// The task a snapshot describes.
+pub(super) fn detailed_task(core: &Core, snap: &Snapshot) -> DetailedTask {
+    let payload = match &snap.outcome {
+        None => TaskPayload::Working,
+        Some(o) if snap.cancelled_by.is_some() && is_cancelled(o) => TaskPayload::Cancelled,
+        Some(o) => TaskPayload::Completed {
+            result: result_object(&execution_result(o)),
+        },
+    };
+    let mut task = Task::new(
+        snap.handle.clone(),
+        payload.status(),
+        snap.created_at.clone(),
+        snap.updated_at.clone(),
+    )
+    .with_ttl_ms(snap.ttl_ms)
+    .with_poll_interval_ms(core.policy.long_runs.poll_interval_ms);
+    task.status_message = Some(match &snap.outcome {
+        None => snap.status_message(),
+        Some(o) => match (&o.error, snap.cancelled_by) {
+            (Some(_), Some(by)) if is_cancelled(o) => format!("cancelled by {by}"),
+            (Some(e), _) => format!("finished with {}: {}", e.name, first_line(&e.message)),
+            (None, _) => format!("finished in {} ms", o.duration_ms),
+        },
+    });
+    DetailedTask::new(task, payload)
+}
+
+fn is_cancelled(o: &ExecOutcome) -> bool {
+    o.error.as_ref().is_some_and(|e| e.name == "CancelledError")
+}
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(200)
+        .collect()
+}
+
+pub(super) fn result_object(r: &CallToolResult) -> JsonObject {
+    match serde_json::to_value(r) {
+        Ok(Value::Object(m)) => m,
+        _ => JsonObject::new(),
+    }
+}
+
+/// `tasks/cancel`: stops the run (its worker is killed, its upstream calls cancelled);
+/// audited. A finished task is left as it is.
+pub(super) fn cancel_task(
+    core: &Core,
+    principal: &Principal,
+    task_id: &str,
+    by: &'static str,
+) -> Result<(), McpError> {
+    core.runtime
+        .parked()
+        .cancel(principal, task_id, by, &core.policy.audit)
+        .map_err(|e| McpError::invalid_params(e.to_string(), None))
+}
