@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    InitializeResult, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
     Tool,
 };
 use rmcp::service::RequestContext;
@@ -22,7 +23,9 @@ use crate::catalog::SearchParams;
 use crate::policy::ToolAllowlist;
 use crate::principal::Principal;
 use crate::runtime::ExecOutcome;
-use crate::runtime::execution::{ClientLink, ExecRequest};
+use crate::runtime::execution::{
+    ClientCaps, ClientLink, Event, ExecRequest, Execution, InputRoute,
+};
 use crate::runtime::session::SessionArg;
 use crate::runtime::worker::Language;
 
@@ -129,6 +132,8 @@ struct ExecuteArgs {
     session: Option<String>,
     #[serde(default)]
     reset: bool,
+    #[serde(default)]
+    enable_sampling: bool,
 }
 
 #[derive(Deserialize)]
@@ -162,7 +167,7 @@ impl CodeExecutorServer {
         args: Value,
         principal: Principal,
         client: ClientLink,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<CallToolResponse, McpError> {
         match name {
             "execute_typescript" | "execute_python" => {
                 let a: ExecuteArgs = parse(args)?;
@@ -183,23 +188,33 @@ impl CodeExecutorServer {
                 } else {
                     Language::JavaScript
                 };
-                let outcome = self
-                    .core
-                    .execute(
-                        language,
-                        ExecRequest {
-                            code: a.code,
-                            timeout_ms: a.timeout_ms,
-                            allowed_tools: a.allowed_tools,
-                            limits: a.limits,
-                            session: a.session.as_deref().map(SessionArg::parse),
-                            reset: a.reset,
-                        },
-                        principal,
-                        Some(client),
-                    )
-                    .await;
-                Ok(execution_result(&outcome))
+                let mut client = client;
+                let asks = match client.route {
+                    InputRoute::Mrtr(_) => {
+                        let (tx, rx) = tokio::sync::mpsc::channel(MAX_QUESTIONS_AT_ONCE);
+                        client.route = InputRoute::Mrtr(tx);
+                        Some(rx)
+                    }
+                    InputRoute::Inline => None,
+                };
+                let mut execution = self.core.begin(
+                    language,
+                    ExecRequest {
+                        code: a.code,
+                        timeout_ms: a.timeout_ms,
+                        allowed_tools: a.allowed_tools,
+                        limits: a.limits,
+                        session: a.session.as_deref().map(SessionArg::parse),
+                        reset: a.reset,
+                        enable_sampling: a.enable_sampling,
+                    },
+                    principal.clone(),
+                    Some(client),
+                );
+                if let Some(rx) = asks {
+                    execution = execution.with_asks(rx);
+                }
+                self.follow(execution, &principal, name).await
             }
             "search_tools" => {
                 let a: SearchArgs = parse(args)?;
@@ -217,18 +232,18 @@ impl CodeExecutorServer {
                         &ToolAllowlist::allow_all(),
                     )
                     .await;
-                Ok(value_result(found))
+                Ok(value_result(found).into())
             }
             "get_tool_schema" => {
                 let a: SchemaArgs = parse(args)?;
-                Ok(value_result(self.core.catalog.schema(&a.name).await))
+                Ok(value_result(self.core.catalog.schema(&a.name).await).into())
             }
             "list_servers" => {
                 let mut servers = self.core.catalog.servers().await;
                 servers["sessions"] = self.core.runtime.sessions().report(&principal);
-                Ok(value_result(Ok(servers)))
+                Ok(value_result(Ok(servers)).into())
             }
-            "health" => Ok(value_result(Ok(self.core.health(&principal).await))),
+            "health" => Ok(value_result(Ok(self.core.health(&principal).await)).into()),
             other => Err(McpError::invalid_params(
                 format!(
                     "unknown tool \"{other}\"; this server offers execute_typescript, \
@@ -237,6 +252,95 @@ impl CodeExecutorServer {
                 None,
             )),
         }
+    }
+}
+
+/// Questions one execution may have open at once on 2026-07-28 (each waits in its own
+/// pause; more wait for a slot in the channel).
+const MAX_QUESTIONS_AT_ONCE: usize = 64;
+/// How long a paused execution waits for its client's retry past the answer's own timeout.
+const PAUSED_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl CodeExecutorServer {
+    /// Waits for `execution`: its result, or (2026-07-28) the questions it asks, answered as
+    /// `input_required` with the execution kept in the paused table until the client's retry.
+    async fn follow(
+        &self,
+        mut execution: Execution,
+        principal: &Principal,
+        tool: &str,
+    ) -> Result<CallToolResponse, McpError> {
+        loop {
+            match execution.next().await {
+                Event::Done(outcome) => return Ok(execution_result(&outcome).into()),
+                Event::Asks(asks) => {
+                    let mut requests = InputRequests::new();
+                    let mut waiting = Vec::new();
+                    for (i, ask) in asks.into_iter().enumerate() {
+                        match serde_json::from_value::<InputRequest>(ask.request) {
+                            Ok(request) => {
+                                let key = format!("q{i}");
+                                requests.insert(key.clone(), request);
+                                waiting.push((key, ask.reply));
+                            }
+                            Err(e) => {
+                                tracing::warn!("a question could not be put to the client: {e}");
+                                let _ = ask.reply.send(Value::Null);
+                            }
+                        }
+                    }
+                    if requests.is_empty() {
+                        continue;
+                    }
+                    let ttl = self.core.policy.approvals.timeout() + PAUSED_GRACE;
+                    let state = self
+                        .core
+                        .runtime
+                        .paused()
+                        .park(principal, tool, execution, waiting, ttl)
+                        .map_err(|e| McpError::invalid_request(e.to_string(), None))?;
+                    return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
+                }
+            }
+        }
+    }
+
+    /// A retried `tools/call` with the `requestState` of a paused execution: its answers go to
+    /// the questions, and the same execution goes on.
+    async fn resume(
+        &self,
+        tool: &str,
+        state: &str,
+        responses: InputResponses,
+        principal: &Principal,
+    ) -> Result<CallToolResponse, McpError> {
+        let resumed = self
+            .core
+            .runtime
+            .paused()
+            .resume(principal, tool, state)
+            .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
+        for (key, reply) in resumed.waiting {
+            let _ = reply.send(responses.get(&key).cloned().unwrap_or(Value::Null));
+        }
+        self.follow(resumed.execution, principal, tool).await
+    }
+}
+
+/// What the client declared it can answer: in the request's `_meta` (2026-07-28), else at
+/// `initialize`.
+fn client_caps(context: &RequestContext<RoleServer>) -> ClientCaps {
+    let caps = context
+        .meta
+        .client_capabilities()
+        .or_else(|| context.peer.peer_info().map(|p| p.capabilities.clone()));
+    match caps {
+        Some(c) => ClientCaps {
+            elicitation: c.elicitation.is_some(),
+            sampling: c.sampling.is_some(),
+            roots: c.roots.is_some(),
+        },
+        None => ClientCaps::default(),
     }
 }
 
@@ -376,6 +480,10 @@ impl ServerHandler for CodeExecutorServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let caps = client_caps(&context);
         let args = Value::Object(request.arguments.unwrap_or_default());
         // Over stdio the client is the one that initialized this connection; its name keys
         // its rate limits, sessions and audit lines.
@@ -387,11 +495,33 @@ impl ServerHandler for CodeExecutorServer {
         );
         // rmcp only signals a client's notifications/cancelled; dropping the work here is
         // what stops it (an execution's worker is killed when its future is dropped).
+        let link = ClientLink {
+            peer: context.peer.clone(),
+            progress_token: context.meta.get_progress_token(),
+            route: if modern {
+                // The sender is made per execution (`dispatch`); this one is a placeholder.
+                InputRoute::Mrtr(tokio::sync::mpsc::channel(1).0)
+            } else {
+                InputRoute::Inline
+            },
+            caps,
+        };
+        let work = async {
+            match request.request_state.as_deref() {
+                Some(state) => {
+                    self.resume(
+                        &request.name,
+                        state,
+                        request.input_responses.clone().unwrap_or_default(),
+                        &principal,
+                    )
+                    .await
+                }
+                None => self.dispatch(&request.name, args, principal.clone(), link).await,
+            }
+        };
         tokio::select! {
-            result = self.dispatch(&request.name, args, principal, ClientLink {
-                peer: context.peer.clone(),
-                progress_token: context.meta.get_progress_token(),
-            }) => result.map(Into::into),
+            result = work => result,
             () = context.ct.cancelled() => Err(McpError::internal_error("the request was cancelled by the client", None)),
         }
     }
@@ -435,6 +565,7 @@ mod tests {
             output_file: None,
             session: None,
             memory_peak_bytes: None,
+            llm: None,
         };
         let text = render_text(&outcome);
         let lines: Vec<&str> = text.lines().collect();

@@ -55,6 +55,8 @@ struct RawSettings {
     execution_limits: Option<ExecutionLimits>,
     audit: Option<AuditSettings>,
     sessions: Option<SessionLimits>,
+    approvals: Option<crate::policy::approval::ApprovalSettings>,
+    llm: Option<crate::policy::llm::LlmSettings>,
     trusted_projects: Option<Vec<PathBuf>>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
@@ -82,6 +84,10 @@ pub struct Settings {
     pub audit: AuditSettings,
     /// Sessions: how many, how long idle, what each may keep.
     pub(crate) sessions: SessionLimits,
+    /// Calls a person approves first (`approvals`).
+    pub approvals: crate::policy::approval::ApprovalSettings,
+    /// Model calls from code (`llm`).
+    pub llm: crate::policy::llm::LlmSettings,
     /// Projects (and the directories under them) whose project files (`.mcp.json`,
     /// `.gemini/settings.json`, `.codex/config.toml`, `.vscode/mcp.json`, `.cursor/mcp.json`)
     /// are trusted although their clients have not approved them.
@@ -115,6 +121,8 @@ impl Default for Settings {
             execution_limits: ExecutionLimits::default(),
             audit: AuditSettings::default(),
             sessions: SessionLimits::default(),
+            approvals: Default::default(),
+            llm: Default::default(),
             trusted_projects: Vec::new(),
             source: None,
             project: None,
@@ -256,6 +264,8 @@ impl Settings {
             execution_limits: raw.execution_limits.unwrap_or_default().validate()?,
             audit: raw.audit.unwrap_or_default(),
             sessions: raw.sessions.unwrap_or_default().validate()?,
+            approvals: raw.approvals.unwrap_or_default().validate()?,
+            llm: raw.llm.unwrap_or_default().validate()?,
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
             source: None,
             project: None,

@@ -7,8 +7,10 @@
 //! on code inside the sandbox behaving. Every limit is a named constant with its reason.
 
 pub mod admission;
+pub mod approval;
 pub mod audit;
 pub mod filter;
+pub mod llm;
 pub mod pattern;
 pub mod rules;
 pub(crate) mod session_limits;
@@ -30,6 +32,12 @@ pub struct Policy {
     pub scratch: Option<std::path::PathBuf>,
     /// The configured server names, which `allowedTools` patterns resolve against.
     pub servers: Arc<[String]>,
+    /// Which calls a person approves first, and what happens when nobody can be asked.
+    pub approvals: approval::ApprovalSettings,
+    /// Model calls from code.
+    pub llm: llm::LlmSettings,
+    /// Values that must never leave in a prompt (credentials of the configured upstreams).
+    pub secrets: Arc<[String]>,
 }
 
 impl Policy {
@@ -54,7 +62,34 @@ impl Policy {
             admission: admission::Admission::new(admission),
             scratch,
             servers: Arc::from([]),
+            approvals: approval::ApprovalSettings::default(),
+            llm: llm::LlmSettings::default(),
+            secrets: Arc::from([]),
         }
+    }
+
+    /// The same policy, with approvals and model calls configured.
+    pub fn with_pauses(
+        mut self,
+        approvals: approval::ApprovalSettings,
+        llm: llm::LlmSettings,
+        secrets: Vec<String>,
+    ) -> Policy {
+        self.approvals = approvals;
+        self.llm = llm;
+        self.secrets = secrets.into();
+        self
+    }
+
+    /// `text` with every configured secret value replaced by `[redacted]`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in self.secrets.iter() {
+            if out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), "[redacted]");
+            }
+        }
+        out
     }
 
     /// The same policy, knowing the configured server names (see [`pattern`]).
@@ -73,6 +108,9 @@ impl Policy {
             admission: admission::Admission::new(admission::AdmissionSettings::default()),
             scratch: None,
             servers: Arc::from([]),
+            approvals: approval::ApprovalSettings::default(),
+            llm: llm::LlmSettings::default(),
+            secrets: Arc::from([]),
         }
     }
 

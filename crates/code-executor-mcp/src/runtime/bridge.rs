@@ -18,12 +18,16 @@ use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo};
 
 use futures::future::BoxFuture;
 
+use super::approval::{ExecutionApprovals, Remembered};
+use super::clock::Clock;
 use super::drive::Host;
-use super::execution::ExecContext;
+use super::execution::{ClientLink, ExecContext};
 use super::session::Session;
 use crate::catalog::{Asker, Catalog, Detail, SearchParams, ToolView, describe};
 use crate::policy::audit::{AuditEvent, sha256_hex};
+use crate::policy::llm::LlmBudget;
 use crate::policy::{Decision, Limits, Policy, ToolAllowlist, UPSTREAM_CALL_TIMEOUT};
+use crate::principal::Principal;
 
 /// What one execution may do, shared by all its concurrent calls.
 pub struct RunScope {
@@ -33,7 +37,17 @@ pub struct RunScope {
     /// The tool lists this execution sees, frozen when first seen.
     pub view: ToolView,
     pub limits: Limits,
-    pub deadline: Instant,
+    /// The deadline, which stands still while the execution waits for a person.
+    pub clock: Arc<Clock>,
+    /// Who started the execution.
+    pub principal: Principal,
+    /// The client that started it, to ask (approvals, model calls), if any.
+    pub client: Option<ClientLink>,
+    /// Tools approved for the rest of this execution, and the session-wide answers.
+    pub approvals: ExecutionApprovals,
+    /// Model calls: allowed at all, and what this execution spent.
+    pub llm_enabled: bool,
+    pub llm: LlmBudget,
     /// Tool-call attempts so far (shared with whoever records the run's end).
     pub tool_calls: Arc<AtomicU32>,
     /// Discovery requests so far (capped by `limits.max_discovery_calls`).
@@ -49,13 +63,16 @@ pub struct RunScope {
 
 impl RunScope {
     /// The scope of the execution `ctx` describes, with its allowlist and limits resolved.
-    pub fn new(
+    #[expect(clippy::too_many_arguments, reason = "one constructor gathers the run's parts")]
+    pub(crate) fn new(
         ctx: &ExecContext,
         allow: ToolAllowlist,
         limits: Limits,
         policy: Arc<Policy>,
         deadline: Instant,
         session: Option<Arc<Session>>,
+        remembered: Arc<Remembered>,
+        llm_enabled: bool,
     ) -> Self {
         let (execution, tool_rate, tool_calls) = (
             ctx.execution.clone(),
@@ -67,7 +84,12 @@ impl RunScope {
             allow,
             view: ToolView::default(),
             limits,
-            deadline,
+            clock: Clock::new(deadline),
+            principal: ctx.principal.clone(),
+            client: ctx.client.clone(),
+            approvals: ExecutionApprovals::new(remembered),
+            llm_enabled,
+            llm: LlmBudget::default(),
             tool_calls,
             discovery_calls: AtomicU32::new(0),
             in_flight: tokio::sync::Semaphore::new(limits.max_concurrent_tool_calls.max(1)),
@@ -93,7 +115,7 @@ impl Host for CatalogHost {
 }
 
 /// A failed request, named by the taxonomy both languages share.
-fn err(kind: CallError, message: impl Into<String>) -> CallOutcome {
+pub(super) fn err(kind: CallError, message: impl Into<String>) -> CallOutcome {
     CallOutcome::Err {
         error: ErrorInfo {
             name: kind.name().into(),
@@ -103,7 +125,7 @@ fn err(kind: CallError, message: impl Into<String>) -> CallOutcome {
     }
 }
 
-fn ok(value: Value) -> CallOutcome {
+pub(super) fn ok(value: Value) -> CallOutcome {
     CallOutcome::Ok { value }
 }
 
@@ -121,6 +143,14 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
                     Err(e) => err(CallError::Limit, e),
                 },
             };
+        }
+        CallRequest::Llm {
+            messages,
+            system,
+            max_tokens,
+            model,
+        } => {
+            return super::llm::call(scope, messages, system, max_tokens, model).await;
         }
         CallRequest::Load { key } => {
             return match &scope.session {
@@ -148,7 +178,10 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
         );
     }
     match request {
-        CallRequest::Tool { .. } | CallRequest::Store { .. } | CallRequest::Load { .. } => err(
+        CallRequest::Tool { .. }
+        | CallRequest::Store { .. }
+        | CallRequest::Load { .. }
+        | CallRequest::Llm { .. } => err(
             CallError::Tool,
             "internal: a tool call or stored value reached discovery",
         ),
@@ -292,7 +325,8 @@ async fn call_tool(
     // the code gets an error naming that server (and can catch it) instead of a bare timeout.
     const NAME_THE_SERVER_MARGIN: std::time::Duration = std::time::Duration::from_millis(100);
     let budget = scope
-        .deadline
+        .clock
+        .deadline()
         .saturating_duration_since(Instant::now())
         .saturating_sub(NAME_THE_SERVER_MARGIN);
     let resolving = catalog.resolve_in(&scope.view, server, name, Asker::Code);
@@ -349,12 +383,19 @@ async fn call_tool(
     if let Err(e) = scope.policy.validators.check(&server, &tool, &args) {
         return deny(CallError::Argument, e);
     }
+    // Last: a person is asked only about a call that would otherwise go out.
+    let servers = scope.policy.servers.iter().map(String::as_str);
+    if let Some(rule) = scope.policy.approvals.rule_for(servers, &server, &tool)
+        && let Err(reason) = super::approval::gate(scope, &server, &tool, &args, &rule).await
+    {
+        return deny(CallError::ApprovalDenied, reason);
+    }
     record.allowed = true;
     let _permit = scope.in_flight.acquire().await;
     // When the execution's deadline comes first, it governs (a TimeoutError for the whole
     // run, which cancels this call); the grace keeps the two from racing.
     const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
-    let remaining = scope.deadline.saturating_duration_since(Instant::now());
+    let remaining = scope.clock.deadline().saturating_duration_since(Instant::now());
     let timeout = (remaining + DEADLINE_GRACE).min(UPSTREAM_CALL_TIMEOUT);
     match catalog
         .upstreams()

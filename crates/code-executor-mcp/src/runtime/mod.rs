@@ -15,10 +15,14 @@
 //! - [`python`]: finding the host's CPython and starting it with the embedded shim;
 //! - [`bridge`]: every request from code passes here (policy, then upstream).
 
+mod approval;
 pub(crate) mod bridge;
+mod clock;
 mod drive;
 pub(crate) mod execution;
+mod llm;
 pub(crate) mod output;
+pub(crate) mod paused;
 pub(crate) mod pool;
 mod prepare;
 pub(crate) mod python;
@@ -78,6 +82,9 @@ pub struct ExecOutcome {
     /// Peak resident memory of the worker, for the audit log (not part of the answer).
     #[serde(skip)]
     pub memory_peak_bytes: Option<u64>,
+    /// Model calls the code made, and their tokens (present when it made any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<crate::policy::llm::LlmUsage>,
 }
 
 /// What an answer says about its session.
@@ -111,6 +118,7 @@ impl ExecOutcome {
             output_file: None,
             session: None,
             memory_peak_bytes: None,
+            llm: None,
         }
     }
 }
@@ -129,6 +137,10 @@ pub struct Runtime {
     unconfined: bool,
     policy: Arc<Policy>,
     sessions: Sessions,
+    /// Executions waiting for their client's answers (MRTR).
+    paused: Arc<paused::PausedTable>,
+    /// "Approve for the session" answers.
+    remembered: Arc<approval::Remembered>,
 }
 
 fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
@@ -156,11 +168,17 @@ impl Runtime {
             unconfined,
             policy,
             sessions,
+            paused: paused::PausedTable::new(),
+            remembered: Arc::default(),
         }
     }
 
     pub(crate) fn sessions(&self) -> &Sessions {
         &self.sessions
+    }
+
+    pub(crate) fn paused(&self) -> &Arc<paused::PausedTable> {
+        &self.paused
     }
 
     pub(crate) fn policy(&self) -> &Arc<Policy> {
@@ -206,6 +224,7 @@ impl Runtime {
             output_file: None,
             session: None,
             memory_peak_bytes: None,
+            llm: None,
         };
         let finish = |mut out: ExecOutcome| {
             out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
@@ -259,6 +278,8 @@ impl Runtime {
             self.policy.clone(),
             deadline.into_std(),
             session.cloned(),
+            self.remembered.clone(),
+            req.enable_sampling || self.policy.llm.enabled,
         ));
         let tools = self.bindings(&scope).await;
         // Output past the answer's cap is still wanted, up to the file's own cap, when it
@@ -322,11 +343,12 @@ impl Runtime {
         let mut logs = LogCollector::new(limits.max_log_bytes, spill);
         let ended = {
             let run = drive(&mut lease.worker, &*self.host, &scope, &mut logs);
+            let clock = scope.clock.clone();
             match session {
-                None => tokio::time::timeout_at(deadline, run).await,
+                None => until(&clock, run).await,
                 Some(s) => {
                     let quota = workspace::watch(&s.workspace, self.sessions.limits(), before);
-                    tokio::time::timeout_at(deadline, async {
+                    until(&clock, async {
                         tokio::select! {
                             ended = run => ended,
                             over = quota => Err(Failure::Quota(over)),
@@ -342,6 +364,8 @@ impl Runtime {
             .tool_calls
             .load(Ordering::Relaxed)
             .min(limits.max_tool_calls);
+        let llm = scope.llm.usage();
+        out.llm = (llm.calls > 0).then_some(llm);
         let mut reusable = None;
         match ended {
             Ok(Ok(Finished { outcome, clean })) => {
@@ -420,6 +444,15 @@ impl Runtime {
             }
         }
         out
+    }
+}
+
+/// Runs `fut` until the execution's deadline, which stands still while the execution waits
+/// for a person (`Err` when the deadline came first).
+async fn until<T>(clock: &clock::Clock, fut: impl std::future::Future<Output = T>) -> Result<T, ()> {
+    tokio::select! {
+        out = fut => Ok(out),
+        () = clock.expired() => Err(()),
     }
 }
 
