@@ -60,14 +60,14 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "execute_typescript",
             "annotations": {"title": "Run TypeScript", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools: `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(). Failures throw ToolError; console output is captured. Filter in code; return only what you need.",
+            "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools: `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs them concurrently. Also searchTools(query), getToolSchema(name), listServers(), llm.ask(prompt). Failures throw ToolError; console is captured. Filter in code; return only what you need.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
         {
             "name": "execute_python",
             "annotations": {"title": "Run Python", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers; in parallel: await asyncio.gather(acall_mcp_tool(...)); failures raise ToolError; print/logging captured.",
+            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers, llm.ask; in parallel: await asyncio.gather(acall_mcp_tool(...)); failures raise ToolError; print/logging captured.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
@@ -106,7 +106,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "list_servers",
             "annotations": {"title": "List servers", "readOnlyHint": true},
-            "description": "Upstream MCP servers: status (connected, starting, available, failed + why), tool counts; your sessions.",
+            "description": "Upstream MCP servers: status (why failed), tool counts; your sessions.",
             "inputSchema": {"type": "object", "properties": {}},
             "outputSchema": {"type": "object", "properties": {"servers": {"type": "array"}}, "required": ["servers"]}
         },
