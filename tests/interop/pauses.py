@@ -50,6 +50,8 @@ class Person:
         self.prompts: list[str] = []
 
     async def elicit(self, context, params):  # noqa: ANN001
+        if params.message.startswith("Your name"):  # an upstream's own question
+            return types.ElicitResult(action="accept", content={"name": "Ada"})
         self.asked.append(params.message)
         decision = self.decisions.pop(0) if self.decisions else "deny"
         if decision == "sleep":
@@ -82,19 +84,26 @@ async def run(exe: str, fixture: str, mode: str, work: str) -> None:
     settings = os.path.join(work, "settings.json")
     audit = os.path.join(work, f"audit-{mode}.jsonl")
     with open(upstreams, "w") as f:
-        json.dump({"mcpServers": {"fix": {"command": fixture, "args": ["fix"],
-                                          "env": {"FIXTURE_PAUSE_TOOLS": "1", "FIX_TOKEN": SECRET}}}}, f)
+        json.dump({"mcpServers": {
+            "fix": {"command": fixture, "args": ["fix"], "env": {"FIXTURE_PAUSE_TOOLS": "1", "FIX_TOKEN": SECRET}},
+            "other": {"command": fixture, "args": ["other"], "env": {"FIXTURE_PAUSE_TOOLS": "1"}},
+        }}, f)
     with open(settings, "w") as f:
         json.dump({
             "approvals": {"approve": ["mcp__fix__write_*"], "annotations": "destructive", "timeoutMs": 1500},
             "llm": {"enabled": True, "maxCalls": 6},
+            "forwardRequests": {"servers": ["fix"], "roots": ["file:///work/proj/sub", "file:///etc"]},
             "audit": {"path": audit},
         }, f)
     env = dict(os.environ, CODE_EXECUTOR_CONFIG_PATH=settings)
     params = StdioServerParameters(command=exe, args=["--config", upstreams, "--no-discover"], env=env)
     person = Person()
+    async def roots(context):  # noqa: ANN001
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/proj", name="proj")])
+
     async with Client(stdio_client(params), mode=mode, read_timeout_seconds=60,
-                      elicitation_callback=person.elicit, sampling_callback=person.sample) as client:
+                      elicitation_callback=person.elicit, sampling_callback=person.sample,
+                      list_roots_callback=roots) as client:
 
         async def execute(code: str, tool: str = "execute_typescript", **extra) -> tuple[dict, bool]:
             r = await client.call_tool(tool, {"code": code, **extra})
@@ -208,6 +217,25 @@ async def run(exe: str, fixture: str, mode: str, work: str) -> None:
         e = v.get("error") or {}
         check(f"[{mode}] Python: the budget (maxCalls 6) ends the seventh call with LimitError",
               err and e.get("name") == "LimitError" and "llm.maxCalls" in e.get("message", ""), json.dumps(v))
+
+        # 7. Upstream requests, routed to this client for the execution that caused them.
+        v, err = await execute("""
+            const u = await tools.fix.ask_user({ text: 'Your name?' });
+            const m = await tools.fix.ask_model({ text: 'model please' });
+            const r = await tools.fix.ask_roots({});
+            let other;
+            try { other = await tools.other.ask_user({ text: 'Your name?' }); } catch (e) { other = [e.name, e.message]; }
+            return { u, m, r, other };
+        """)
+        r = v.get("result") or {}
+        check(f"[{mode}] an upstream's elicitation reaches this client and its answer goes back",
+              not err and r.get("u") == {"action": "accept", "content": {"name": "Ada"}}, json.dumps(v))
+        check(f"[{mode}] an upstream's sampling request reaches this client",
+              (r.get("m") or {}).get("content", {}).get("text") == "echo(1): model please", json.dumps(v))
+        check(f"[{mode}] roots: the configured ones within what the client granted",
+              (r.get("r") or {}).get("roots") == [{"uri": "file:///work/proj/sub"}], json.dumps(v))
+        check(f"[{mode}] a server not in forwardRequests gets its request refused",
+              isinstance(r.get("other"), list) and r["other"][0] == "ToolError", json.dumps(v))
 
     with open(audit) as f:
         lines = [json.loads(line) for line in f if line.strip()]

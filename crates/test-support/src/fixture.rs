@@ -160,6 +160,9 @@ impl Fixture {
                     annotated("peek", "Reads the notes.", &any, serde_json::json!({"readOnlyHint": true})),
                     annotated("tick", "Counts its calls; answers the count.", &any, serde_json::Value::Null),
                     annotated("counts", "How often each pause tool was called.", &any, serde_json::json!({"readOnlyHint": true})),
+                    annotated("ask_user", "Asks the user (elicitation/create) for a name; answers the result.", &text, serde_json::json!({"readOnlyHint": true})),
+                    annotated("ask_model", "Asks the client's model (sampling/createMessage); answers the result.", &text, serde_json::json!({"readOnlyHint": true})),
+                    annotated("ask_roots", "Asks the client's roots (roots/list); answers the result.", &any, serde_json::json!({"readOnlyHint": true})),
                 ]
                 .into_iter()
                 .flatten(),
@@ -356,6 +359,33 @@ impl ServerHandler for Fixture {
             "write_note" | "drop_note" | "peek" | "tick" if self.pause_tools => {
                 let n = bump(&request.name);
                 Ok(CallToolResult::success(vec![ContentBlock::text(n.to_string())]).into())
+            }
+            "ask_user" | "ask_model" | "ask_roots" if self.pause_tools => {
+                bump(&request.name);
+                let text = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("text"))
+                    .and_then(|t| t.as_str())
+                    .unwrap_or("?")
+                    .to_string();
+                let asked = match &*request.name {
+                    "ask_user" => serde_json::json!({"method": "elicitation/create", "params": {
+                        "mode": "form", "message": text,
+                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}),
+                    "ask_model" => serde_json::json!({"method": "sampling/createMessage", "params": {
+                        "messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": 20}}),
+                    _ => serde_json::json!({"method": "roots/list"}),
+                };
+                let request: rmcp::model::ServerRequest = serde_json::from_value(asked)
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                match context.peer.send_request(request).await {
+                    Ok(result) => {
+                        let v = serde_json::to_value(result).unwrap_or_default();
+                        Ok(CallToolResult::success(vec![ContentBlock::text(v.to_string())]).into())
+                    }
+                    Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("refused: {e}"))]).into()),
+                }
             }
             "counts" if self.pause_tools => {
                 let c = COUNTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();

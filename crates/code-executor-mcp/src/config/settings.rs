@@ -57,6 +57,7 @@ struct RawSettings {
     sessions: Option<SessionLimits>,
     approvals: Option<crate::policy::approval::ApprovalSettings>,
     llm: Option<crate::policy::llm::LlmSettings>,
+    forward_requests: Option<crate::policy::forward::ForwardSettings>,
     trusted_projects: Option<Vec<PathBuf>>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
@@ -88,6 +89,8 @@ pub struct Settings {
     pub approvals: crate::policy::approval::ApprovalSettings,
     /// Model calls from code (`llm`).
     pub llm: crate::policy::llm::LlmSettings,
+    /// Upstreams whose requests are routed to the client (`forwardRequests`).
+    pub forward_requests: crate::policy::forward::ForwardSettings,
     /// Projects (and the directories under them) whose project files (`.mcp.json`,
     /// `.gemini/settings.json`, `.codex/config.toml`, `.vscode/mcp.json`, `.cursor/mcp.json`)
     /// are trusted although their clients have not approved them.
@@ -123,6 +126,7 @@ impl Default for Settings {
             sessions: SessionLimits::default(),
             approvals: Default::default(),
             llm: Default::default(),
+            forward_requests: Default::default(),
             trusted_projects: Vec::new(),
             source: None,
             project: None,
@@ -266,6 +270,7 @@ impl Settings {
             sessions: raw.sessions.unwrap_or_default().validate()?,
             approvals: raw.approvals.unwrap_or_default().validate()?,
             llm: raw.llm.unwrap_or_default().validate()?,
+            forward_requests: raw.forward_requests.unwrap_or_default().validate()?,
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
             source: None,
             project: None,

@@ -10,6 +10,7 @@ pub mod admission;
 pub mod approval;
 pub mod audit;
 pub mod filter;
+pub mod forward;
 pub mod llm;
 pub mod pattern;
 pub mod rules;

@@ -397,9 +397,16 @@ async fn call_tool(
     const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
     let remaining = scope.clock.deadline().saturating_duration_since(Instant::now());
     let timeout = (remaining + DEADLINE_GRACE).min(UPSTREAM_CALL_TIMEOUT);
+    let relay = scope.client.clone().map(|client| {
+        Arc::new(Relay {
+            client,
+            clock: scope.clock.clone(),
+            timeout: scope.policy.approvals.timeout(),
+        }) as Arc<dyn crate::upstream::forward::Forward>
+    });
     match catalog
         .upstreams()
-        .call(&server, &tool.name, args, timeout)
+        .call_for(&server, &tool.name, args, timeout, relay)
         .await
     {
         Ok((result, bytes)) => {
@@ -421,6 +428,30 @@ async fn call_tool(
             record.write("allow", Some(e.to_string()), Some(label), 0);
             err(CallError::Tool, e.to_string())
         }
+    }
+}
+
+/// Answers an upstream's requests during a call of this execution through its client; the
+/// clock stands still while the client (a person, often) answers.
+struct Relay {
+    client: ClientLink,
+    clock: Arc<Clock>,
+    timeout: std::time::Duration,
+}
+
+impl crate::upstream::forward::Forward for Relay {
+    fn ask(&self, request: Value) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async move {
+            let _paused = self.clock.pause();
+            self.client
+                .ask(request, self.timeout)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn has_roots(&self) -> bool {
+        self.client.caps.roots
     }
 }
 
