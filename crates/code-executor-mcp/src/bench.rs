@@ -404,6 +404,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let [sbs_echo, sbs_seq, sbs_ts, sbs_ts_seq, sbs_py, sbs_py_seq] = rounds.map(summarize);
     let [r_ts, r_ts_seq, r_py, r_py_seq] = ratios.map(summarize);
     let sessions = session_rounds(&direct, &ours, n.min(30)).await?;
+    let approvals = approval_rounds(&direct, &ours, &exe, &our_args, &dir, n.min(30)).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -437,6 +438,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
             "trivial_execution_back_to_back_ms": py_trivial_back_to_back,
         },
         "sessions": sessions,
+        "approvals": approvals,
         "side_by_side": {
             "rounds": sbs_echo["n"],
             "gap_before_each_ms": SIDE_BY_SIDE_GAP.as_millis() as u64,
@@ -485,6 +487,114 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     });
     say(&serde_json::to_string_pretty(&report)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// A client that approves every call at once (`elicitation/create` answered "once").
+#[derive(Clone)]
+struct Approver;
+
+impl rmcp::ClientHandler for Approver {
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"decision": "once"})),
+        )
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            serde_json::from_value(json!({"elicitation": {}})).unwrap_or_default(),
+            rmcp::model::Implementation::new("bench-approver", "0"),
+        )
+    }
+}
+
+/// The cost of one approval round trip (the client answers at once), in both protocol
+/// generations: in alternating rounds, a direct `echo`, an execution calling `echo` once
+/// without approval, and the same execution on a server where `echo` needs approval (inline
+/// `elicitation/create` before 2026-07-28, `input_required` and a retried call on it).
+async fn approval_rounds(
+    direct: &Client,
+    ours: &Client,
+    exe: &str,
+    our_args: &[String],
+    dir: &std::path::Path,
+    rounds: usize,
+) -> anyhow::Result<Value> {
+    let settings = dir.join("approvals.json");
+    std::fs::write(
+        &settings,
+        serde_json::to_vec(&json!({"approvals": {"approve": ["mcp__everything__echo"]}}))?,
+    )?;
+    let code = json!({"code": "return await tools.everything.echo({ message: 'hi' })"});
+    let mut out = serde_json::Map::new();
+    for generation in ["2025-11-25", "2026-07-28"] {
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.args(our_args)
+            .env("CODE_EXECUTOR_CONFIG_PATH", &settings)
+            .kill_on_drop(true);
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot start {exe}"))?;
+        let approving = if generation == "2026-07-28" {
+            use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+            Approver
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await?
+        } else {
+            Approver.serve(transport).await?
+        };
+        let approved_call = || async {
+            let Value::Object(args) = code.clone() else {
+                anyhow::bail!("arguments must be an object")
+            };
+            let r = approving
+                .call_tool(CallToolRequestParams::new("execute_typescript").with_arguments(args))
+                .await?;
+            if r.is_error == Some(true) {
+                anyhow::bail!("the approved execution failed: {:?}", r.content);
+            }
+            Ok(())
+        };
+        for _ in 0..3 {
+            approved_call().await?;
+        }
+        let (mut echo, mut plain, mut approved, mut ratio) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+            let e = timed(async { call(direct, "echo", json!({"message": "hi"})).await.map(|_| ()) }).await?;
+            tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+            let p = timed(async { call(ours, "execute_typescript", code.clone()).await.map(|_| ()) }).await?;
+            tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+            let a = timed(approved_call()).await?;
+            echo.push(e);
+            plain.push(p);
+            approved.push(a);
+            ratio.push((a - p).max(0.0) / e);
+        }
+        out.insert(
+            generation.to_string(),
+            json!({
+                "direct_echo_ms": summarize(echo),
+                "one_call_execution_ms": summarize(plain),
+                "one_approved_call_execution_ms": summarize(approved),
+                "approval_round_trip_vs_direct_echo_per_round": summarize(ratio),
+            }),
+        );
+        drop(approving);
+    }
+    Ok(Value::Object(out))
 }
 
 /// A trivial execution in an existing session (its worker kept, none taken from the pool)
