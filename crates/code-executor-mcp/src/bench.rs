@@ -573,9 +573,19 @@ async fn approval_rounds(
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
             tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
-            let e = timed(async { call(direct, "echo", json!({"message": "hi"})).await.map(|_| ()) }).await?;
+            let e = timed(async {
+                call(direct, "echo", json!({"message": "hi"}))
+                    .await
+                    .map(|_| ())
+            })
+            .await?;
             tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
-            let p = timed(async { call(ours, "execute_typescript", code.clone()).await.map(|_| ()) }).await?;
+            let p = timed(async {
+                call(ours, "execute_typescript", code.clone())
+                    .await
+                    .map(|_| ())
+            })
+            .await?;
             tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
             let a = timed(approved_call()).await?;
             echo.push(e);

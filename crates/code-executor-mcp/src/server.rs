@@ -517,7 +517,10 @@ impl ServerHandler for CodeExecutorServer {
                     )
                     .await
                 }
-                None => self.dispatch(&request.name, args, principal.clone(), link).await,
+                None => {
+                    self.dispatch(&request.name, args, principal.clone(), link)
+                        .await
+                }
             }
         };
         tokio::select! {

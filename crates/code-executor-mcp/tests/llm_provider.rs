@@ -90,18 +90,25 @@ async fn mock_provider() -> (String, Arc<Mutex<Vec<Seen>>>) {
                     .unwrap_or_default()
                     .to_string();
                 let (status, text) = if last.contains("FAIL") {
-                    (500, json!({"error": {"message": "mock provider is down"}}).to_string())
+                    (
+                        500,
+                        json!({"error": {"message": "mock provider is down"}}).to_string(),
+                    )
                 } else if last.contains("SLOW") {
                     tokio::time::sleep(std::time::Duration::from_secs(10)).await;
                     (200, "{}".into())
                 } else if last.contains("GARBAGE") {
                     (200, "<html>not json</html>".into())
                 } else if path.ends_with("/v1/messages") {
-                    (200, json!({
-                        "model": "mock-claude", "stop_reason": "end_turn",
-                        "content": [{"type": "text", "text": format!("reply to: {last}")}],
-                        "usage": {"input_tokens": 7, "output_tokens": 3}
-                    }).to_string())
+                    (
+                        200,
+                        json!({
+                            "model": "mock-claude", "stop_reason": "end_turn",
+                            "content": [{"type": "text", "text": format!("reply to: {last}")}],
+                            "usage": {"input_tokens": 7, "output_tokens": 3}
+                        })
+                        .to_string(),
+                    )
                 } else {
                     (200, json!({
                         "model": "mock-gpt",
@@ -109,7 +116,11 @@ async fn mock_provider() -> (String, Arc<Mutex<Vec<Seen>>>) {
                         "usage": {"prompt_tokens": 7, "completion_tokens": 3}
                     }).to_string())
                 };
-                let reason = if status == 200 { "OK" } else { "Internal Server Error" };
+                let reason = if status == 200 {
+                    "OK"
+                } else {
+                    "Internal Server Error"
+                };
                 let resp = format!(
                     "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
                     text.len()
@@ -162,7 +173,10 @@ async fn anthropic_style_provider_answers_with_key_from_env_and_secrets_redacted
         .await;
     assert!(!err, "{v}");
     assert_eq!(v["result"], "reply to: hello [redacted] and [redacted]");
-    assert_eq!(v["llm"], json!({"calls": 1, "inputTokens": 7, "outputTokens": 3}));
+    assert_eq!(
+        v["llm"],
+        json!({"calls": 1, "inputTokens": 7, "outputTokens": 3})
+    );
     let s = seen.lock().unwrap()[0].clone();
     assert_eq!(s.path, "/v1/messages");
     assert_eq!(header(&s, "x-api-key"), Some(KEY));
@@ -190,7 +204,10 @@ async fn openai_style_provider_answers_python_think_with_the_whole_conversation(
     assert_eq!(v["result"], "reply to: c");
     let s = seen.lock().unwrap()[0].clone();
     assert_eq!(s.path, "/v1/chat/completions");
-    assert_eq!(header(&s, "authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        header(&s, "authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
     assert_eq!(
         s.body["messages"],
         json!([{"role": "system", "content": "s"}, {"role": "user", "content": "a"},
@@ -200,7 +217,12 @@ async fn openai_style_provider_answers_python_think_with_the_whole_conversation(
     let (v, err) = h.exec("return await llm.ask('x')").await;
     assert!(err, "{v}");
     assert_eq!(v["error"]["name"], "PolicyError");
-    assert!(v["error"]["message"].as_str().unwrap().contains("enableSampling"));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("enableSampling")
+    );
 }
 
 #[tokio::test]
@@ -225,9 +247,24 @@ async fn provider_errors_timeouts_and_garbage_are_catchable_tool_errors() {
     assert!(!err, "{v}");
     let r = &v["result"];
     assert_eq!(r["FAIL"][0], "ToolError");
-    assert!(r["FAIL"][1].as_str().unwrap().contains("mock provider is down"), "{r}");
-    assert!(r["SLOW"][1].as_str().unwrap().contains("did not answer within 500 ms"), "{r}");
-    assert!(r["GARBAGE"][1].as_str().unwrap().contains("not JSON"), "{r}");
+    assert!(
+        r["FAIL"][1]
+            .as_str()
+            .unwrap()
+            .contains("mock provider is down"),
+        "{r}"
+    );
+    assert!(
+        r["SLOW"][1]
+            .as_str()
+            .unwrap()
+            .contains("did not answer within 500 ms"),
+        "{r}"
+    );
+    assert!(
+        r["GARBAGE"][1].as_str().unwrap().contains("not JSON"),
+        "{r}"
+    );
     assert_eq!(r["ok"], "reply to: fine");
     assert_eq!(v["llm"]["calls"], 4);
 }
@@ -253,7 +290,12 @@ async fn budgets_end_a_loop_of_calls_with_a_limit_error() {
     assert!(!err, "{v}");
     assert_eq!(v["result"]["got"].as_array().unwrap().len(), 3, "{v}");
     assert_eq!(v["result"]["name"], "LimitError");
-    assert!(v["result"]["message"].as_str().unwrap().contains("llm.maxCalls"));
+    assert!(
+        v["result"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("llm.maxCalls")
+    );
     assert_eq!(seen.lock().unwrap().len(), 3);
     // The output budget caps one answer's length too.
     assert!(seen.lock().unwrap()[0].body["max_tokens"].as_u64().unwrap() <= 100);
@@ -268,6 +310,11 @@ async fn budgets_end_a_loop_of_calls_with_a_limit_error() {
     let (v, err) = h2.exec("return await llm.ask('x'.repeat(400))").await;
     assert!(err, "{v}");
     assert_eq!(v["error"]["name"], "LimitError");
-    assert!(v["error"]["message"].as_str().unwrap().contains("llm.maxInputTokens"));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("llm.maxInputTokens")
+    );
     assert_eq!(seen.lock().unwrap().len(), before);
 }

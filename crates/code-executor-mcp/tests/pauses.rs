@@ -8,7 +8,10 @@
     clippy::expect_used,
     reason = "tests fail loudly and say why"
 )]
-#![allow(deprecated, reason = "sampling (deprecated in 2026-07-28) is what llm.ask uses")]
+#![allow(
+    deprecated,
+    reason = "sampling (deprecated in 2026-07-28) is what llm.ask uses"
+)]
 
 use std::sync::{Arc, Mutex};
 
@@ -46,7 +49,11 @@ impl ClientHandler for Person {
         self.asked.lock().unwrap().push(message);
         let next = {
             let mut a = self.answers.lock().unwrap();
-            if a.is_empty() { "deny".to_string() } else { a.remove(0) }
+            if a.is_empty() {
+                "deny".to_string()
+            } else {
+                a.remove(0)
+            }
         };
         let decision = match next.strip_prefix("slow:") {
             Some(ms) => {
@@ -55,7 +62,10 @@ impl ClientHandler for Person {
             }
             None => next,
         };
-        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": decision})))
+        Ok(
+            ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"decision": decision})),
+        )
     }
 
     async fn create_message(
@@ -140,7 +150,9 @@ fn params(code: &str, extra: Value) -> CallToolRequestParams {
     for (k, v) in extra.as_object().unwrap() {
         args[k] = v.clone();
     }
-    let Value::Object(map) = args else { unreachable!() };
+    let Value::Object(map) = args else {
+        unreachable!()
+    };
     CallToolRequestParams::new("execute_typescript").with_arguments(map)
 }
 
@@ -159,9 +171,17 @@ const TWO_WRITES: &str = "
 
 async fn approve_then_deny(modern: bool) {
     let s = start(modern).await;
-    s.person.answers.lock().unwrap().extend(["once".into(), "deny".into()]);
+    s.person
+        .answers
+        .lock()
+        .unwrap()
+        .extend(["once".into(), "deny".into()]);
     let v = exec(&s, TWO_WRITES, json!({})).await;
-    assert_eq!(v["result"], json!({"t": 1, "a": 1, "local": 2, "denied": "ApprovalDenied"}), "{v}");
+    assert_eq!(
+        v["result"],
+        json!({"t": 1, "a": 1, "local": 2, "denied": "ApprovalDenied"}),
+        "{v}"
+    );
     assert_eq!(s.person.asked.lock().unwrap().len(), 2);
     let v = exec(&s, "return await tools.fix.counts({})", json!({})).await;
     assert_eq!(v["result"], json!({"tick": 1, "write_note": 1}), "{v}");
@@ -209,7 +229,12 @@ async fn modern_deadline_stands_still_while_a_person_answers() {
 async fn request_state_resumes_once_and_is_refused_otherwise() {
     let s = start(true).await;
     let code = "let n = await tools.fix.tick({}); const w = await tools.fix.write_note({ text: 'q' }); return { n, w };";
-    let first = s.client.peer().call_tool_once(params(code, json!({}))).await.unwrap();
+    let first = s
+        .client
+        .peer()
+        .call_tool_once(params(code, json!({})))
+        .await
+        .unwrap();
     let CallToolResponse::InputRequired(ir) = first else {
         panic!("expected input_required, got {first:?}")
     };
@@ -219,7 +244,12 @@ async fn request_state_resumes_once_and_is_refused_otherwise() {
     let key = requests.keys().next().unwrap().clone();
     let asked = serde_json::to_value(&requests[&key]).unwrap();
     assert_eq!(asked["method"], "elicitation/create", "{asked}");
-    assert!(asked["params"]["message"].as_str().unwrap().contains("write_note"));
+    assert!(
+        asked["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("write_note")
+    );
 
     let answer = json!({"action": "accept", "content": {"decision": "once"}});
     let retry = |state: &str| {
@@ -227,15 +257,24 @@ async fn request_state_resumes_once_and_is_refused_otherwise() {
             .with_request_state(state.to_string())
             .with_input_responses([(key.clone(), answer.clone())].into_iter().collect())
     };
-    let bogus = s.client.peer().call_tool_once(retry("0123456789abcdef0123456789abcdef")).await;
-    let e = bogus.expect_err("a made-up requestState is refused").to_string();
+    let bogus = s
+        .client
+        .peer()
+        .call_tool_once(retry("0123456789abcdef0123456789abcdef"))
+        .await;
+    let e = bogus
+        .expect_err("a made-up requestState is refused")
+        .to_string();
     assert!(e.contains("requestState"), "{e}");
 
     let done = s.client.peer().call_tool_once(retry(&state)).await.unwrap();
     let CallToolResponse::Complete(r) = done else {
         panic!("expected the result, got {done:?}")
     };
-    assert_eq!(r.structured_content.unwrap()["result"], json!({"n": 1, "w": 1}));
+    assert_eq!(
+        r.structured_content.unwrap()["result"],
+        json!({"n": 1, "w": 1})
+    );
 
     let again = s.client.peer().call_tool_once(retry(&state)).await;
     assert!(again.is_err(), "a requestState resumes once");
@@ -248,14 +287,23 @@ async fn request_state_resumes_once_and_is_refused_otherwise() {
 #[tokio::test]
 async fn parallel_questions_travel_together_on_2026_07_28() {
     let s = start(true).await;
-    s.person.answers.lock().unwrap().extend(["once".into(), "once".into(), "once".into()]);
+    s.person
+        .answers
+        .lock()
+        .unwrap()
+        .extend(["once".into(), "once".into(), "once".into()]);
     let v = exec(
         &s,
         "return await Promise.all([1, 2, 3].map((i) => tools.fix.write_note({ text: String(i) })));",
         json!({}),
     )
     .await;
-    let mut got: Vec<u64> = v["result"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+    let mut got: Vec<u64> = v["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
     got.sort_unstable();
     assert_eq!(got, [1, 2, 3], "{v}");
 }
@@ -270,7 +318,13 @@ async fn sampling_loop(modern: bool) {
     .await;
     assert_eq!(
         v["result"],
-        json!(["sampled: p0", "sampled: p1", "sampled: p2", "sampled: p3", "sampled: p4"]),
+        json!([
+            "sampled: p0",
+            "sampled: p1",
+            "sampled: p2",
+            "sampled: p3",
+            "sampled: p4"
+        ]),
         "{v}"
     );
     assert_eq!(v["llm"]["calls"], 5);

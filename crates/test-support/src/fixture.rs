@@ -91,7 +91,9 @@ static COUNTS: std::sync::Mutex<std::collections::BTreeMap<String, u64>> =
     std::sync::Mutex::new(std::collections::BTreeMap::new());
 
 fn bump(tool: &str) -> u64 {
-    let mut c = COUNTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut c = COUNTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let n = c.entry(tool.to_string()).or_insert(0);
     *n += 1;
     *n
@@ -144,10 +146,15 @@ impl Fixture {
             ));
         }
         if self.pause_tools {
-            let text = serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}});
+            let text =
+                serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}});
             let any = serde_json::json!({"type": "object"});
-            let annotated = |name: &str, about: &str, schema: &serde_json::Value, a: serde_json::Value| {
-                let mut t = serde_json::json!({"name": name, "description": about, "inputSchema": schema});
+            let annotated = |name: &str,
+                             about: &str,
+                             schema: &serde_json::Value,
+                             a: serde_json::Value| {
+                let mut t =
+                    serde_json::json!({"name": name, "description": about, "inputSchema": schema});
                 if !a.is_null() {
                     t["annotations"] = a;
                 }
@@ -155,14 +162,54 @@ impl Fixture {
             };
             tools.extend(
                 [
-                    annotated("write_note", "Writes a note; answers how many were written.", &text, serde_json::Value::Null),
-                    annotated("drop_note", "Drops a note.", &text, serde_json::json!({"destructiveHint": true})),
-                    annotated("peek", "Reads the notes.", &any, serde_json::json!({"readOnlyHint": true})),
-                    annotated("tick", "Counts its calls; answers the count.", &any, serde_json::Value::Null),
-                    annotated("counts", "How often each pause tool was called.", &any, serde_json::json!({"readOnlyHint": true})),
-                    annotated("ask_user", "Asks the user (elicitation/create) for a name; answers the result.", &text, serde_json::json!({"readOnlyHint": true})),
-                    annotated("ask_model", "Asks the client's model (sampling/createMessage); answers the result.", &text, serde_json::json!({"readOnlyHint": true})),
-                    annotated("ask_roots", "Asks the client's roots (roots/list); answers the result.", &any, serde_json::json!({"readOnlyHint": true})),
+                    annotated(
+                        "write_note",
+                        "Writes a note; answers how many were written.",
+                        &text,
+                        serde_json::Value::Null,
+                    ),
+                    annotated(
+                        "drop_note",
+                        "Drops a note.",
+                        &text,
+                        serde_json::json!({"destructiveHint": true}),
+                    ),
+                    annotated(
+                        "peek",
+                        "Reads the notes.",
+                        &any,
+                        serde_json::json!({"readOnlyHint": true}),
+                    ),
+                    annotated(
+                        "tick",
+                        "Counts its calls; answers the count.",
+                        &any,
+                        serde_json::Value::Null,
+                    ),
+                    annotated(
+                        "counts",
+                        "How often each pause tool was called.",
+                        &any,
+                        serde_json::json!({"readOnlyHint": true}),
+                    ),
+                    annotated(
+                        "ask_user",
+                        "Asks the user (elicitation/create) for a name; answers the result.",
+                        &text,
+                        serde_json::json!({"readOnlyHint": true}),
+                    ),
+                    annotated(
+                        "ask_model",
+                        "Asks the client's model (sampling/createMessage); answers the result.",
+                        &text,
+                        serde_json::json!({"readOnlyHint": true}),
+                    ),
+                    annotated(
+                        "ask_roots",
+                        "Asks the client's roots (roots/list); answers the result.",
+                        &any,
+                        serde_json::json!({"readOnlyHint": true}),
+                    ),
                 ]
                 .into_iter()
                 .flatten(),
@@ -373,8 +420,10 @@ impl ServerHandler for Fixture {
                     "ask_user" => serde_json::json!({"method": "elicitation/create", "params": {
                         "mode": "form", "message": text,
                         "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}),
-                    "ask_model" => serde_json::json!({"method": "sampling/createMessage", "params": {
-                        "messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": 20}}),
+                    "ask_model" => {
+                        serde_json::json!({"method": "sampling/createMessage", "params": {
+                        "messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": 20}})
+                    }
                     _ => serde_json::json!({"method": "roots/list"}),
                 };
                 let request: rmcp::model::ServerRequest = serde_json::from_value(asked)
@@ -384,11 +433,17 @@ impl ServerHandler for Fixture {
                         let v = serde_json::to_value(result).unwrap_or_default();
                         Ok(CallToolResult::success(vec![ContentBlock::text(v.to_string())]).into())
                     }
-                    Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("refused: {e}"))]).into()),
+                    Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "refused: {e}"
+                    ))])
+                    .into()),
                 }
             }
             "counts" if self.pause_tools => {
-                let c = COUNTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+                let c = COUNTS
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone();
                 let v = serde_json::to_value(c).unwrap_or_default();
                 Ok(CallToolResult::success(vec![ContentBlock::text(v.to_string())]).into())
             }

@@ -159,14 +159,24 @@ mod tests {
         let cases = [
             (&by_pattern, "gh", tool("create_issue", none.clone()), true),
             (&by_pattern, "gh", tool("get_pr", none.clone()), false),
-            (&by_pattern, "gh__admin", tool("create_issue", none.clone()), false),
+            (
+                &by_pattern,
+                "gh__admin",
+                tool("create_issue", none.clone()),
+                false,
+            ),
             (&by_pattern, "fs", tool("write_file", ro.clone()), true),
             (&destructive, "fs", tool("rm", destroy.clone()), true),
             (&destructive, "fs", tool("write", none.clone()), false),
             (&not_read_only, "fs", tool("write", none.clone()), true),
             (&not_read_only, "fs", tool("read", ro.clone()), false),
             (&not_read_only, "fs", tool("rm", destroy.clone()), true),
-            (&ApprovalSettings::default(), "fs", tool("rm", destroy), false),
+            (
+                &ApprovalSettings::default(),
+                "fs",
+                tool("rm", destroy),
+                false,
+            ),
         ];
         for (s, server, t, want) in &cases {
             let got = s.rule_for(servers.iter().copied(), server, t);

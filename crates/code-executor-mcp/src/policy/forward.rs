@@ -22,9 +22,10 @@ impl ForwardSettings {
 
     pub fn validate(self) -> Result<Self, String> {
         match self.roots.iter().find(|r| !r.starts_with("file://")) {
-            Some(r) => Err(format!("forwardRequests.roots: \"{r}\" is not a file:// URI")),
+            Some(r) => Err(format!(
+                "forwardRequests.roots: \"{r}\" is not a file:// URI"
+            )),
             None => Ok(self),
         }
     }
 }
-

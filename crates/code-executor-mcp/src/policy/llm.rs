@@ -145,7 +145,10 @@ pub struct LlmBudget {
 
 impl LlmBudget {
     pub fn usage(&self) -> LlmUsage {
-        *self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        *self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Reserves one call that sends about `input_tokens` and may receive `max_tokens`: the
@@ -156,7 +159,10 @@ impl LlmBudget {
         input_tokens: u64,
         max_tokens: u32,
     ) -> Result<u32, String> {
-        let mut used = self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut used = self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if used.calls >= settings.max_calls {
             return Err(format!(
                 "this execution reached its limit of {} model calls (llm.maxCalls)",
@@ -171,7 +177,9 @@ impl LlmBudget {
                 settings.max_input_tokens
             ));
         }
-        let left = settings.max_output_tokens.saturating_sub(used.output_tokens);
+        let left = settings
+            .max_output_tokens
+            .saturating_sub(used.output_tokens);
         if left == 0 {
             return Err(format!(
                 "this execution used all of its {} output tokens (llm.maxOutputTokens)",
@@ -186,7 +194,10 @@ impl LlmBudget {
     /// Records what a call actually used: its real input count when the provider reported
     /// one (replacing the estimate `estimated`), and its output.
     pub fn settle(&self, estimated: u64, input_tokens: Option<u64>, output_tokens: u64) {
-        let mut used = self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut used = self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(real) = input_tokens {
             used.input_tokens = used.input_tokens.saturating_sub(estimated) + real;
         }

@@ -336,11 +336,26 @@ mod tests {
     #[test]
     fn answers_are_read_strictly() {
         let cases = [
-            (json!({"action": "accept", "content": {"decision": "once"}}), Answer::Once),
-            (json!({"action": "accept", "content": {"decision": "execution"}}), Answer::Execution),
-            (json!({"action": "accept", "content": {"decision": "session"}}), Answer::Session),
-            (json!({"action": "accept", "content": {"decision": "deny"}}), Answer::Deny),
-            (json!({"action": "accept", "content": {"decision": "yes please"}}), Answer::Deny),
+            (
+                json!({"action": "accept", "content": {"decision": "once"}}),
+                Answer::Once,
+            ),
+            (
+                json!({"action": "accept", "content": {"decision": "execution"}}),
+                Answer::Execution,
+            ),
+            (
+                json!({"action": "accept", "content": {"decision": "session"}}),
+                Answer::Session,
+            ),
+            (
+                json!({"action": "accept", "content": {"decision": "deny"}}),
+                Answer::Deny,
+            ),
+            (
+                json!({"action": "accept", "content": {"decision": "yes please"}}),
+                Answer::Deny,
+            ),
             (json!({"action": "accept"}), Answer::Deny),
             (json!({"action": "decline"}), Answer::Deny),
             (json!({"action": "cancel"}), Answer::Deny),
@@ -371,11 +386,22 @@ mod tests {
         )
         .unwrap();
         let args = json!({"title": "t", "token": "secret-value"});
-        let q = question("gh", &tool, args.as_object().unwrap(), "approvals.approve: mcp__gh__*");
+        let q = question(
+            "gh",
+            &tool,
+            args.as_object().unwrap(),
+            "approvals.approve: mcp__gh__*",
+        );
         let parsed: rmcp::model::InputRequest = serde_json::from_value(q.clone()).unwrap();
-        assert!(matches!(parsed, rmcp::model::InputRequest::Elicitation(_)), "{q}");
+        assert!(
+            matches!(parsed, rmcp::model::InputRequest::Elicitation(_)),
+            "{q}"
+        );
         let text = q["params"]["message"].as_str().unwrap();
-        assert!(text.contains("Server: gh") && text.contains("create_issue [destructive]"), "{text}");
+        assert!(
+            text.contains("Server: gh") && text.contains("create_issue [destructive]"),
+            "{text}"
+        );
         assert!(!text.contains("secret-value"), "{text}");
     }
 }

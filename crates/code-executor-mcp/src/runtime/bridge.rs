@@ -63,7 +63,10 @@ pub struct RunScope {
 
 impl RunScope {
     /// The scope of the execution `ctx` describes, with its allowlist and limits resolved.
-    #[expect(clippy::too_many_arguments, reason = "one constructor gathers the run's parts")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one constructor gathers the run's parts"
+    )]
     pub(crate) fn new(
         ctx: &ExecContext,
         allow: ToolAllowlist,
@@ -395,7 +398,10 @@ async fn call_tool(
     // When the execution's deadline comes first, it governs (a TimeoutError for the whole
     // run, which cancels this call); the grace keeps the two from racing.
     const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
-    let remaining = scope.clock.deadline().saturating_duration_since(Instant::now());
+    let remaining = scope
+        .clock
+        .deadline()
+        .saturating_duration_since(Instant::now());
     let timeout = (remaining + DEADLINE_GRACE).min(UPSTREAM_CALL_TIMEOUT);
     let relay = scope.client.clone().map(|client| {
         Arc::new(Relay {

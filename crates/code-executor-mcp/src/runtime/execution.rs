@@ -203,7 +203,7 @@ pub(crate) struct Execution {
 
 /// What a started execution did next.
 pub(crate) enum Event {
-    Done(ExecOutcome),
+    Done(Box<ExecOutcome>),
     /// It waits for the client's answers to these questions (all it asked meanwhile).
     Asks(Vec<Ask>),
 }
@@ -226,7 +226,7 @@ impl Execution {
         };
         tokio::select! {
             biased;
-            outcome = &mut self.done => Event::Done(outcome.unwrap_or_else(|_| cancelled())),
+            outcome = &mut self.done => Event::Done(Box::new(outcome.unwrap_or_else(|_| cancelled()))),
             Some(first) = asked => {
                 let mut all = vec![first];
                 if let Some(rx) = self.asks.as_mut() {

@@ -13,9 +13,7 @@ use worker_protocol::{CallError, CallOutcome, LlmMessage};
 use super::bridge::{RunScope, err, ok};
 use super::execution::AskError;
 use crate::policy::audit::{AuditEvent, sha256_hex};
-use crate::policy::llm::{
-    Api, DEFAULT_ANSWER_TOKENS, Prefer, ProviderSettings, estimate_tokens,
-};
+use crate::policy::llm::{Api, DEFAULT_ANSWER_TOKENS, Prefer, ProviderSettings, estimate_tokens};
 
 /// Largest prompt (all messages and the system prompt) one call may send, in bytes.
 const MAX_PROMPT_BYTES: usize = 1 << 20;
@@ -115,12 +113,27 @@ pub(super) async fn call(
     for via in order {
         let tried = match via {
             Via::Client => {
-                ask_client(scope, &messages, system.as_deref(), max_tokens, model.as_deref()).await
+                ask_client(
+                    scope,
+                    &messages,
+                    system.as_deref(),
+                    max_tokens,
+                    model.as_deref(),
+                )
+                .await
             }
             Via::Provider => match provider {
                 Some(p) => {
-                    ask_provider(scope, p, key.as_deref(), &messages, system.as_deref(), max_tokens, model.as_deref())
-                        .await
+                    ask_provider(
+                        scope,
+                        p,
+                        key.as_deref(),
+                        &messages,
+                        system.as_deref(),
+                        max_tokens,
+                        model.as_deref(),
+                    )
+                    .await
                 }
                 None => Err("no provider".into()),
             },
@@ -133,7 +146,12 @@ pub(super) async fn call(
             Err(e) => failures.push(format!("{}: {e}", via.as_str())),
         }
     }
-    let audit = |via: &'static str, outcome: &'static str, reason: Option<String>, a: Option<&Answer>, inp: u64, out: u64| {
+    let audit = |via: &'static str,
+                 outcome: &'static str,
+                 reason: Option<String>,
+                 a: Option<&Answer>,
+                 inp: u64,
+                 out: u64| {
         scope.policy.audit.record(AuditEvent::LlmCall {
             execution: scope.execution.clone(),
             via,
@@ -184,16 +202,22 @@ fn check_messages(messages: &[LlmMessage], system: Option<&str>) -> Option<Strin
         return Some("llm: no messages; pass a prompt, or messages: [{role, content}]".into());
     }
     if messages.len() > MAX_MESSAGES {
-        return Some(format!("llm: {} messages; the limit is {MAX_MESSAGES}", messages.len()));
+        return Some(format!(
+            "llm: {} messages; the limit is {MAX_MESSAGES}",
+            messages.len()
+        ));
     }
-    if let Some(m) = messages.iter().find(|m| m.role != "user" && m.role != "assistant") {
+    if let Some(m) = messages
+        .iter()
+        .find(|m| m.role != "user" && m.role != "assistant")
+    {
         return Some(format!(
             "llm: a message's role must be \"user\" or \"assistant\", not {:?}",
             m.role
         ));
     }
-    let bytes: usize = messages.iter().map(|m| m.content.len()).sum::<usize>()
-        + system.map_or(0, str::len);
+    let bytes: usize =
+        messages.iter().map(|m| m.content.len()).sum::<usize>() + system.map_or(0, str::len);
     if bytes > MAX_PROMPT_BYTES {
         return Some(format!(
             "llm: the prompt is {bytes} bytes; the limit is {MAX_PROMPT_BYTES}"
@@ -242,11 +266,17 @@ async fn ask_client(
             .ask(request, scope.policy.approvals.timeout())
             .await
             .map_err(|e| match e {
-                AskError::Unsupported(_) | AskError::Timeout(_) | AskError::Failed(_) => e.to_string(),
+                AskError::Unsupported(_) | AskError::Timeout(_) | AskError::Failed(_) => {
+                    e.to_string()
+                }
             })?
     };
-    let text = sampled_text(&result["content"])
-        .ok_or_else(|| format!("the client's answer has no text: {}", truncate(&result.to_string())))?;
+    let text = sampled_text(&result["content"]).ok_or_else(|| {
+        format!(
+            "the client's answer has no text: {}",
+            truncate(&result.to_string())
+        )
+    })?;
     Ok(Answer {
         text,
         model: result["model"].as_str().map(str::to_string),
@@ -316,7 +346,11 @@ async fn ask_provider(
             if let Some(s) = system {
                 all.push(json!({"role": "system", "content": s}));
             }
-            all.extend(messages.iter().map(|m| json!({"role": m.role, "content": m.content})));
+            all.extend(
+                messages
+                    .iter()
+                    .map(|m| json!({"role": m.role, "content": m.content})),
+            );
             let body = json!({"model": model, "max_tokens": max_tokens, "messages": all});
             let url = format!("{base}/chat/completions");
             let mut req = client.post(&url);
@@ -361,15 +395,25 @@ async fn ask_provider(
             v["usage"]["output_tokens"].as_u64(),
         ),
         Api::Openai => (
-            v["choices"][0]["message"]["content"].as_str().map(str::to_string),
+            v["choices"][0]["message"]["content"]
+                .as_str()
+                .map(str::to_string),
             v["usage"]["prompt_tokens"].as_u64(),
             v["usage"]["completion_tokens"].as_u64(),
         ),
     };
-    let text = text.ok_or_else(|| format!("{url}: the answer has no text: {}", truncate(&v.to_string())))?;
+    let text = text.ok_or_else(|| {
+        format!(
+            "{url}: the answer has no text: {}",
+            truncate(&v.to_string())
+        )
+    })?;
     Ok(Answer {
         text,
-        model: v["model"].as_str().map(str::to_string).or(Some(model.to_string())),
+        model: v["model"]
+            .as_str()
+            .map(str::to_string)
+            .or(Some(model.to_string())),
         input_tokens: input,
         output_tokens: output,
     })
@@ -394,7 +438,9 @@ async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(|e| without_url(&e))? {
         if out.len() + chunk.len() > MAX_ANSWER_BYTES {
-            return Err(format!("the provider's answer is over {MAX_ANSWER_BYTES} bytes"));
+            return Err(format!(
+                "the provider's answer is over {MAX_ANSWER_BYTES} bytes"
+            ));
         }
         out.extend_from_slice(&chunk);
     }

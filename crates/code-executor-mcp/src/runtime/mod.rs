@@ -449,7 +449,10 @@ impl Runtime {
 
 /// Runs `fut` until the execution's deadline, which stands still while the execution waits
 /// for a person (`Err` when the deadline came first).
-async fn until<T>(clock: &clock::Clock, fut: impl std::future::Future<Output = T>) -> Result<T, ()> {
+async fn until<T>(
+    clock: &clock::Clock,
+    fut: impl std::future::Future<Output = T>,
+) -> Result<T, ()> {
     tokio::select! {
         out = fut => Ok(out),
         () = clock.expired() => Err(()),

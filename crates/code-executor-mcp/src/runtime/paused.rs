@@ -102,7 +102,10 @@ impl PausedTable {
         let state = new_state();
         {
             let mut entries = self.entries();
-            let held = entries.values().filter(|e| &e.principal == principal).count();
+            let held = entries
+                .values()
+                .filter(|e| &e.principal == principal)
+                .count();
             if held >= MAX_PAUSED_PER_PRINCIPAL {
                 return Err(PausedError::Full);
             }

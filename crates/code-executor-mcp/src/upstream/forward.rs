@@ -27,10 +27,13 @@ pub(crate) trait Forward: Send + Sync {
     fn has_roots(&self) -> bool;
 }
 
+/// Callers of each server: (call id, who answers for it), oldest first.
+type ByServer = HashMap<String, Vec<(u64, Arc<dyn Forward>)>>;
+
 /// Executions with a call in flight, by server.
 #[derive(Default)]
 pub(crate) struct Callers {
-    by_server: Mutex<HashMap<String, Vec<(u64, Arc<dyn Forward>)>>>,
+    by_server: Mutex<ByServer>,
     next: AtomicU64,
 }
 
@@ -54,7 +57,7 @@ impl Drop for Calling<'_> {
 }
 
 impl Callers {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<(u64, Arc<dyn Forward>)>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ByServer> {
         self.by_server
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -85,7 +88,10 @@ impl Callers {
 /// `uri` lies at or under `root` (both `file://` URIs).
 fn within(uri: &str, root: &str) -> bool {
     let root = root.trim_end_matches('/');
-    uri == root || uri.strip_prefix(root).is_some_and(|rest| rest.starts_with('/'))
+    uri == root
+        || uri
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The roots an upstream gets: the client's, narrowed to the configured ones.

@@ -170,7 +170,10 @@ impl Handler {
     }
 }
 
-#[allow(deprecated, reason = "sampling and roots are what upstreams still send")]
+#[allow(
+    deprecated,
+    reason = "sampling and roots are what upstreams still send"
+)]
 impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.stale.store(true, Ordering::Release);
@@ -206,8 +209,9 @@ impl ClientHandler for Handler {
             .ask(serde_json::json!({"method": "roots/list"}))
             .await
             .map_err(|e| ErrorData::internal_error(e, None))?;
-        serde_json::from_value(forward::narrow_roots(&answer, &routing.roots))
-            .map_err(|e| ErrorData::internal_error(format!("the client's roots do not fit: {e}"), None))
+        serde_json::from_value(forward::narrow_roots(&answer, &routing.roots)).map_err(|e| {
+            ErrorData::internal_error(format!("the client's roots do not fit: {e}"), None)
+        })
     }
 
     fn get_info(&self) -> ClientConfig {
