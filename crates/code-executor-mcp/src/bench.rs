@@ -404,7 +404,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let [sbs_echo, sbs_seq, sbs_ts, sbs_ts_seq, sbs_py, sbs_py_seq] = rounds.map(summarize);
     let [r_ts, r_ts_seq, r_py, r_py_seq] = ratios.map(summarize);
     let sessions = session_rounds(&direct, &ours, n.min(30)).await?;
-    let approvals = approval_rounds(&direct, &ours, &exe, &our_args, &dir, n.min(30)).await?;
+    let approvals = approval_rounds(&direct, &exe, &our_args, &cfg, &dir, n.min(30)).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -514,14 +514,16 @@ impl rmcp::ClientHandler for Approver {
 }
 
 /// The cost of one approval round trip (the client answers at once), in both protocol
-/// generations: in alternating rounds, a direct `echo`, an execution calling `echo` once
-/// without approval, and the same execution on a server where `echo` needs approval (inline
-/// `elicitation/create` before 2026-07-28, `input_required` and a retried call on it).
+/// generations, next to a direct `echo` in the same rounds. Our server gets server-everything
+/// twice, as `everything` (its `echo` needs approval) and `plain` (it does not); one execution
+/// per round times, inside the sandbox, ten `plain.echo` calls and then ten approved
+/// `everything.echo` calls (inline `elicitation/create` before 2026-07-28; an `input_required`
+/// result and a retried `tools/call` on it): the difference per call is the round trip.
 async fn approval_rounds(
     direct: &Client,
-    ours: &Client,
     exe: &str,
     our_args: &[String],
+    cfg: &Value,
     dir: &std::path::Path,
     rounds: usize,
 ) -> anyhow::Result<Value> {
@@ -530,11 +532,27 @@ async fn approval_rounds(
         &settings,
         serde_json::to_vec(&json!({"approvals": {"approve": ["mcp__everything__echo"]}}))?,
     )?;
-    let code = json!({"code": "return await tools.everything.echo({ message: 'hi' })"});
+    let entry = cfg["mcpServers"]["everything"].clone();
+    let two = dir.join("approvals-mcp.json");
+    std::fs::write(
+        &two,
+        serde_json::to_vec(&json!({"mcpServers": {"everything": entry.clone(), "plain": entry}}))?,
+    )?;
+    let mut args = our_args.to_vec();
+    args[1] = two.display().to_string();
+    const CALLS: usize = 10;
+    let code = json!({"code": format!(
+        "const t0 = performance.now();
+         for (let i = 0; i < {CALLS}; i++) await tools.plain.echo({{ message: 'hi' }});
+         const t1 = performance.now();
+         for (let i = 0; i < {CALLS}; i++) await tools.everything.echo({{ message: 'hi' }});
+         const t2 = performance.now();
+         return {{ plain: (t1 - t0) / {CALLS}, approved: (t2 - t1) / {CALLS} }};"
+    )});
     let mut out = serde_json::Map::new();
     for generation in ["2025-11-25", "2026-07-28"] {
         let mut cmd = tokio::process::Command::new(exe);
-        cmd.args(our_args)
+        cmd.args(&args)
             .env("CODE_EXECUTOR_CONFIG_PATH", &settings)
             .kill_on_drop(true);
         let (transport, _) = TokioChildProcess::builder(cmd)
@@ -554,21 +572,19 @@ async fn approval_rounds(
         } else {
             Approver.serve(transport).await?
         };
-        let approved_call = || async {
+        let run = || async {
             let Value::Object(args) = code.clone() else {
                 anyhow::bail!("arguments must be an object")
             };
             let r = approving
                 .call_tool(CallToolRequestParams::new("execute_typescript").with_arguments(args))
                 .await?;
-            if r.is_error == Some(true) {
-                anyhow::bail!("the approved execution failed: {:?}", r.content);
+            match r.structured_content {
+                Some(v) if r.is_error != Some(true) => Ok(v["result"].clone()),
+                _ => anyhow::bail!("the approved execution failed: {:?}", r.content),
             }
-            Ok(())
         };
-        for _ in 0..3 {
-            approved_call().await?;
-        }
+        run().await?;
         let (mut echo, mut plain, mut approved, mut ratio) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
@@ -580,14 +596,11 @@ async fn approval_rounds(
             })
             .await?;
             tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
-            let p = timed(async {
-                call(ours, "execute_typescript", code.clone())
-                    .await
-                    .map(|_| ())
-            })
-            .await?;
-            tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
-            let a = timed(approved_call()).await?;
+            let v = run().await?;
+            let (p, a) = (
+                v["plain"].as_f64().unwrap_or_default(),
+                v["approved"].as_f64().unwrap_or_default(),
+            );
             echo.push(e);
             plain.push(p);
             approved.push(a);
@@ -597,8 +610,8 @@ async fn approval_rounds(
             generation.to_string(),
             json!({
                 "direct_echo_ms": summarize(echo),
-                "one_call_execution_ms": summarize(plain),
-                "one_approved_call_execution_ms": summarize(approved),
+                "call_from_code_ms": summarize(plain),
+                "approved_call_from_code_ms": summarize(approved),
                 "approval_round_trip_vs_direct_echo_per_round": summarize(ratio),
             }),
         );
