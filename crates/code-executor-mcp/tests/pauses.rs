@@ -146,6 +146,10 @@ async fn start(modern: bool) -> Server {
 }
 
 fn params(code: &str, extra: Value) -> CallToolRequestParams {
+    params_for("execute_typescript", code, extra)
+}
+
+fn params_for(tool: &'static str, code: &str, extra: Value) -> CallToolRequestParams {
     let mut args = json!({"code": code});
     for (k, v) in extra.as_object().unwrap() {
         args[k] = v.clone();
@@ -153,7 +157,7 @@ fn params(code: &str, extra: Value) -> CallToolRequestParams {
     let Value::Object(map) = args else {
         unreachable!()
     };
-    CallToolRequestParams::new("execute_typescript").with_arguments(map)
+    CallToolRequestParams::new(tool).with_arguments(map)
 }
 
 async fn exec(s: &Server, code: &str, extra: Value) -> Value {
@@ -328,6 +332,71 @@ async fn sampling_loop(modern: bool) {
         "{v}"
     );
     assert_eq!(v["llm"]["calls"], 5);
+    // Python, plain and awaitable forms (gathered in parallel).
+    let r = s
+        .client
+        .call_tool(params_for(
+            "execute_python",
+            "import asyncio\n\
+             async def both():\n    return await asyncio.gather(llm.aask('x'), llm.athink([{'role': 'user', 'content': 'y'}]))\n\
+             [llm.ask('w', max_tokens=5), *asyncio.run(both())]\n",
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let v = r.structured_content.unwrap();
+    assert_eq!(
+        v["result"],
+        json!(["sampled: w", "sampled: x", "sampled: y"]),
+        "{v}"
+    );
+}
+
+/// "Approve for the session": later executions of the session are not asked again; an
+/// execution outside it is.
+#[tokio::test]
+async fn approval_for_the_session_covers_its_later_executions() {
+    let s = start(false).await;
+    s.person
+        .answers
+        .lock()
+        .unwrap()
+        .extend(["session".into(), "once".into()]);
+    let v = exec(
+        &s,
+        "return await tools.fix.write_note({ text: '1' })",
+        json!({"session": "new"}),
+    )
+    .await;
+    let id = v["session"]["id"].as_str().unwrap().to_string();
+    let v2 = exec(
+        &s,
+        "return await tools.fix.write_note({ text: '2' })",
+        json!({"session": id}),
+    )
+    .await;
+    assert_eq!(
+        (v["result"].clone(), v2["result"].clone()),
+        (json!(1), json!(2)),
+        "{v} {v2}"
+    );
+    assert_eq!(
+        s.person.asked.lock().unwrap().len(),
+        1,
+        "asked again within the session"
+    );
+    let v3 = exec(
+        &s,
+        "return await tools.fix.write_note({ text: '3' })",
+        json!({}),
+    )
+    .await;
+    assert_eq!(v3["result"], json!(3), "{v3}");
+    assert_eq!(
+        s.person.asked.lock().unwrap().len(),
+        2,
+        "not asked outside the session"
+    );
 }
 
 #[tokio::test]
