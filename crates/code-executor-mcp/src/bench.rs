@@ -576,8 +576,12 @@ async fn approval_rounds(
             let Value::Object(args) = code.clone() else {
                 anyhow::bail!("arguments must be an object")
             };
+            // Each approved call is one round on 2026-07-28.
             let r = approving
-                .call_tool(CallToolRequestParams::new("execute_typescript").with_arguments(args))
+                .call_tool_with_mrtr_max_rounds(
+                    CallToolRequestParams::new("execute_typescript").with_arguments(args),
+                    4 * CALLS,
+                )
                 .await?;
             match r.structured_content {
                 Some(v) if r.is_error != Some(true) => Ok(v["result"].clone()),
