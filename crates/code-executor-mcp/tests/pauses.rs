@@ -408,3 +408,66 @@ async fn legacy_llm_ask_loop_goes_through_inline_sampling() {
 async fn modern_llm_ask_loop_goes_through_input_required_sampling() {
     sampling_loop(true).await;
 }
+
+/// A client that can be asked nothing gets the configured fallback: `deny` by default (the
+/// error says why), `allow` when configured; either way the decision is audited.
+#[tokio::test]
+async fn the_fallback_decides_for_a_client_that_cannot_be_asked() {
+    for (fallback, want_through) in [("deny", false), ("allow", true)] {
+        let dir = TempDir::new("fallback");
+        let settings = dir.0.join("settings.json");
+        let audit = dir.0.join("audit.jsonl");
+        std::fs::write(
+            &settings,
+            json!({"approvals": {"annotations": "notReadOnly", "fallback": fallback},
+                   "audit": {"path": audit}})
+            .to_string(),
+        )
+        .unwrap();
+        let mut fix = test_support::fixture_entry("fix");
+        fix["env"] = json!({"FIXTURE_PAUSE_TOOLS": "1"});
+        let h = test_support::Harness::start(
+            std::path::Path::new(EXE),
+            json!({ "fix": fix }),
+            &[],
+            &[("CODE_EXECUTOR_CONFIG_PATH", settings.to_str().unwrap())],
+        )
+        .await;
+        let (v, _) = h
+            .exec(
+                "const peek = await tools.fix.peek({});
+                 try { return { peek, tick: await tools.fix.tick({}) }; }
+                 catch (e) { return { peek, name: e.name, message: e.message }; }",
+            )
+            .await;
+        let r = &v["result"];
+        assert_eq!(
+            r["peek"],
+            json!(1),
+            "read-only tools are not asked about: {v}"
+        );
+        if want_through {
+            assert_eq!(r["tick"], json!(1), "{v}");
+        } else {
+            assert_eq!(r["name"], "ApprovalDenied", "{v}");
+            let m = r["message"].as_str().unwrap();
+            assert!(
+                m.contains("no elicitation capability") && m.contains("fallback is deny"),
+                "{m}"
+            );
+        }
+        drop(h);
+        let lines = std::fs::read_to_string(&audit).unwrap();
+        let line = lines
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|l| l["event"] == "approval")
+            .expect("an approval line");
+        assert_eq!(line["via"], "fallback");
+        assert_eq!(
+            line["answer"],
+            if want_through { "approved" } else { "denied" }
+        );
+        assert_eq!(line["tool"], "tick");
+    }
+}
