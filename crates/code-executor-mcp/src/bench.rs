@@ -422,6 +422,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let [r_ts, r_ts_seq, r_py, r_py_seq] = ratios.map(summarize);
     let sessions = session_rounds(&direct, &ours, n.min(30)).await?;
     let tasks = task_rounds(&direct, &exe, &our_args, n.min(30)).await?;
+    let approvals = approval_rounds(&direct, &exe, &our_args, &cfg, &dir, n.min(30)).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -456,6 +457,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
         },
         "sessions": sessions,
         "tasks": tasks,
+        "approvals": approvals,
         "side_by_side": {
             "rounds": sbs_echo["n"],
             "gap_before_each_ms": SIDE_BY_SIDE_GAP.as_millis() as u64,
@@ -504,6 +506,141 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     });
     say(&serde_json::to_string_pretty(&report)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// A client that approves every call at once (`elicitation/create` answered "once").
+#[derive(Clone)]
+struct Approver;
+
+impl rmcp::ClientHandler for Approver {
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"decision": "once"})),
+        )
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            serde_json::from_value(json!({"elicitation": {}})).unwrap_or_default(),
+            rmcp::model::Implementation::new("bench-approver", "0"),
+        )
+    }
+}
+
+/// The cost of one approval round trip (the client answers at once), in both protocol
+/// generations, next to a direct `echo` in the same rounds. Our server gets server-everything
+/// twice, as `everything` (its `echo` needs approval) and `plain` (it does not); one execution
+/// per round times, inside the sandbox, ten `plain.echo` calls and then ten approved
+/// `everything.echo` calls (inline `elicitation/create` before 2026-07-28; an `input_required`
+/// result and a retried `tools/call` on it): the difference per call is the round trip.
+async fn approval_rounds(
+    direct: &Client,
+    exe: &str,
+    our_args: &[String],
+    cfg: &Value,
+    dir: &std::path::Path,
+    rounds: usize,
+) -> anyhow::Result<Value> {
+    let settings = dir.join("approvals.json");
+    std::fs::write(
+        &settings,
+        serde_json::to_vec(&json!({"approvals": {"approve": ["mcp__everything__echo"]}}))?,
+    )?;
+    let entry = cfg["mcpServers"]["everything"].clone();
+    let two = dir.join("approvals-mcp.json");
+    std::fs::write(
+        &two,
+        serde_json::to_vec(&json!({"mcpServers": {"everything": entry.clone(), "plain": entry}}))?,
+    )?;
+    let mut args = our_args.to_vec();
+    args[1] = two.display().to_string();
+    const CALLS: usize = 10;
+    let code = json!({"code": format!(
+        "const t0 = performance.now();
+         for (let i = 0; i < {CALLS}; i++) await tools.plain.echo({{ message: 'hi' }});
+         const t1 = performance.now();
+         for (let i = 0; i < {CALLS}; i++) await tools.everything.echo({{ message: 'hi' }});
+         const t2 = performance.now();
+         return {{ plain: (t1 - t0) / {CALLS}, approved: (t2 - t1) / {CALLS} }};"
+    )});
+    let mut out = serde_json::Map::new();
+    for generation in ["2025-11-25", "2026-07-28"] {
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.args(&args)
+            .env("CODE_EXECUTOR_CONFIG_PATH", &settings)
+            .kill_on_drop(true);
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot start {exe}"))?;
+        let approving = if generation == "2026-07-28" {
+            use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+            Approver
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await?
+        } else {
+            Approver.serve(transport).await?
+        };
+        let run = || async {
+            let Value::Object(args) = code.clone() else {
+                anyhow::bail!("arguments must be an object")
+            };
+            // Each approved call is one round on 2026-07-28.
+            let r = approving
+                .call_tool_with_mrtr_max_rounds(
+                    CallToolRequestParams::new("execute_typescript").with_arguments(args),
+                    4 * CALLS,
+                )
+                .await?;
+            match r.structured_content {
+                Some(v) if r.is_error != Some(true) => Ok(v["result"].clone()),
+                _ => anyhow::bail!("the approved execution failed: {:?}", r.content),
+            }
+        };
+        run().await?;
+        let (mut echo, mut plain, mut approved, mut ratio) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+            let e = timed(async {
+                call(direct, "echo", json!({"message": "hi"}))
+                    .await
+                    .map(|_| ())
+            })
+            .await?;
+            tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+            let v = run().await?;
+            let (p, a) = (
+                v["plain"].as_f64().unwrap_or_default(),
+                v["approved"].as_f64().unwrap_or_default(),
+            );
+            echo.push(e);
+            plain.push(p);
+            approved.push(a);
+            ratio.push((a - p).max(0.0) / e);
+        }
+        out.insert(
+            generation.to_string(),
+            json!({
+                "direct_echo_ms": summarize(echo),
+                "call_from_code_ms": summarize(plain),
+                "approved_call_from_code_ms": summarize(approved),
+                "approval_round_trip_vs_direct_echo_per_round": summarize(ratio),
+            }),
+        );
+        drop(approving);
+    }
+    Ok(Value::Object(out))
 }
 
 /// A trivial execution in an existing session (its worker kept, none taken from the pool)

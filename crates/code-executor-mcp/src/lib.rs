@@ -98,7 +98,12 @@ impl Core {
                 runtime::output::default_scratch_root(),
             )
             .with_servers(config.servers.keys())
-            .with_long_runs(settings.long_runs),
+            .with_long_runs(settings.long_runs)
+            .with_pauses(
+                settings.approvals.clone(),
+                settings.llm.clone(),
+                config::secret_values(config),
+            ),
         );
         let catalog = Catalog::with_cache(upstreams, catalog::cache::ToolCache::for_config(config));
         let sandbox_policy = worker_policy(
@@ -139,8 +144,20 @@ impl Core {
         principal: Principal,
         client: Option<ClientLink>,
     ) -> ExecOutcome {
+        self.begin(language, req, principal, client).outcome().await
+    }
+
+    /// Starts code for `principal`; the handle yields its outcome or the questions it asks
+    /// its client (see [`runtime::execution`]). Dropping the handle cancels it.
+    pub(crate) fn begin(
+        &self,
+        language: Language,
+        req: ExecRequest,
+        principal: Principal,
+        client: Option<ClientLink>,
+    ) -> runtime::execution::Execution {
         let ctx = ExecContext::for_client(principal, client, &self.policy.long_runs);
-        self.runtime.start(language, req, ctx).outcome().await
+        self.runtime.start(language, req, ctx)
     }
 
     /// What the `health` tool reports; sessions are `principal`'s own (and a count of all).
@@ -153,6 +170,7 @@ impl Core {
             "pools": self.runtime.pool_stats().await,
             "sessions": self.runtime.sessions().report(principal),
             "longRuns": self.runtime.parked().report(),
+            "pausedExecutions": self.runtime.paused().len(),
             "servers": self.catalog.upstreams().status().await,
             "configWarnings": self.config_warnings,
             "engines": {

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    GetTaskParams, GetTaskResult, Implementation, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+    GetTaskParams, GetTaskResult, Implementation, InitializeResult, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -25,7 +26,9 @@ use crate::catalog::SearchParams;
 use crate::policy::ToolAllowlist;
 use crate::principal::Principal;
 use crate::runtime::ExecOutcome;
-use crate::runtime::execution::{ClientLink, ExecRequest};
+use crate::runtime::execution::{
+    ClientCaps, ClientLink, Event, ExecRequest, Execution, InputRoute,
+};
 use crate::runtime::session::SessionArg;
 use crate::runtime::worker::Language;
 
@@ -55,14 +58,14 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "execute_typescript",
             "annotations": {"title": "Run TypeScript", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run TypeScript/JavaScript in a sandbox as an async function body; `return x` sets result. Call MCP tools: `await tools.<server>.<tool>(args)` or `callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(), progress(done, total?). Failures throw ToolError; console is captured. Return only what you need.",
+            "description": "Run TypeScript/JavaScript in a sandbox as an async function body; `return x` sets result. Call MCP tools: `await tools.<server>.<tool>(args)` or `callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(), progress(done, total?), llm.ask(prompt). Failures throw ToolError; console is captured. Return only what you need.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
         {
             "name": "execute_python",
             "annotations": {"title": "Run Python", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers, progress; parallel: await asyncio.gather(acall_mcp_tool(...)); failures raise ToolError; print captured.",
+            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers, progress, llm.ask; parallel: await asyncio.gather(acall_mcp_tool(...)); failures raise ToolError; print captured.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
@@ -101,7 +104,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "list_servers",
             "annotations": {"title": "List servers", "readOnlyHint": true},
-            "description": "Upstream MCP servers: status (connected, starting, available, failed + why), tool counts; your sessions and runs.",
+            "description": "Upstream MCP servers: status (why failed), tool counts; your sessions and runs.",
             "inputSchema": {"type": "object", "properties": {}},
             "outputSchema": {"type": "object", "properties": {"servers": {"type": "array"}}, "required": ["servers"]}
         },
@@ -135,6 +138,8 @@ struct ExecuteArgs {
     #[serde(default)]
     reset: bool,
     yield_after_ms: Option<u64>,
+    #[serde(default)]
+    enable_sampling: bool,
 }
 
 #[derive(Deserialize)]
@@ -198,29 +203,41 @@ impl CodeExecutorServer {
                     session: a.session.as_deref().map(SessionArg::parse),
                     reset: a.reset,
                     long_run: false,
+                    enable_sampling: a.enable_sampling,
                 };
                 let core = &self.core;
+                let mut client = client;
                 if tasks == Tasks::Asked {
+                    // A task outlives this request: its questions go to the client inline
+                    // (or meet the rule's fallback).
+                    client.route = InputRoute::Inline;
                     let handle = long_runs::start_task(core, language, req, principal, client);
                     return legacy_tasks::create(core, handle).await.map(Into::into);
                 }
-                Ok(
-                    match long_runs::Answer::choose(
-                        core,
-                        tasks == Tasks::Declared,
-                        a.yield_after_ms,
-                    ) {
-                        long_runs::Answer::Plain => {
-                            long_runs::plain(core, language, req, principal, client)
-                                .await
-                                .into()
-                        }
-                        long_runs::Answer::Early { kind, after } => {
+                match long_runs::Answer::choose(core, tasks == Tasks::Declared, a.yield_after_ms) {
+                    long_runs::Answer::Early { kind, after } => {
+                        client.route = InputRoute::Inline;
+                        Ok(
                             long_runs::early(core, language, req, principal, client, kind, after)
-                                .await
+                                .await,
+                        )
+                    }
+                    long_runs::Answer::Plain => match client.route {
+                        InputRoute::Inline => Ok(long_runs::plain(
+                            core, language, req, principal, client,
+                        )
+                        .await
+                        .into()),
+                        InputRoute::Mrtr(_) => {
+                            let (tx, rx) = tokio::sync::mpsc::channel(MAX_QUESTIONS_AT_ONCE);
+                            client.route = InputRoute::Mrtr(tx);
+                            let execution = core
+                                .begin(language, req, principal.clone(), Some(client))
+                                .with_asks(rx);
+                            self.follow(execution, &principal, name).await
                         }
                     },
-                )
+                }
             }
             "wait" => {
                 let a: long_runs::WaitArgs = parse(args)?;
@@ -295,6 +312,95 @@ enum Tasks {
     Declared,
     /// The request asked for a task (2025-11-25 task-augmented `tools/call`).
     Asked,
+}
+
+/// Questions one execution may have open at once on 2026-07-28 (each waits in its own
+/// pause; more wait for a slot in the channel).
+const MAX_QUESTIONS_AT_ONCE: usize = 64;
+/// How long a paused execution waits for its client's retry past the answer's own timeout.
+const PAUSED_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl CodeExecutorServer {
+    /// Waits for `execution`: its result, or (2026-07-28) the questions it asks, answered as
+    /// `input_required` with the execution kept in the paused table until the client's retry.
+    async fn follow(
+        &self,
+        mut execution: Execution,
+        principal: &Principal,
+        tool: &str,
+    ) -> Result<CallToolResponse, McpError> {
+        loop {
+            match execution.next().await {
+                Event::Done(outcome) => return Ok(execution_result(&outcome).into()),
+                Event::Asks(asks) => {
+                    let mut requests = InputRequests::new();
+                    let mut waiting = Vec::new();
+                    for (i, ask) in asks.into_iter().enumerate() {
+                        match serde_json::from_value::<InputRequest>(ask.request) {
+                            Ok(request) => {
+                                let key = format!("q{i}");
+                                requests.insert(key.clone(), request);
+                                waiting.push((key, ask.reply));
+                            }
+                            Err(e) => {
+                                tracing::warn!("a question could not be put to the client: {e}");
+                                let _ = ask.reply.send(Value::Null);
+                            }
+                        }
+                    }
+                    if requests.is_empty() {
+                        continue;
+                    }
+                    let ttl = self.core.policy.approvals.timeout() + PAUSED_GRACE;
+                    let state = self
+                        .core
+                        .runtime
+                        .paused()
+                        .park(principal, tool, execution, waiting, ttl)
+                        .map_err(|e| McpError::invalid_request(e.to_string(), None))?;
+                    return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
+                }
+            }
+        }
+    }
+
+    /// A retried `tools/call` with the `requestState` of a paused execution: its answers go to
+    /// the questions, and the same execution goes on.
+    async fn resume(
+        &self,
+        tool: &str,
+        state: &str,
+        responses: InputResponses,
+        principal: &Principal,
+    ) -> Result<CallToolResponse, McpError> {
+        let resumed = self
+            .core
+            .runtime
+            .paused()
+            .resume(principal, tool, state)
+            .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
+        for (key, reply) in resumed.waiting {
+            let _ = reply.send(responses.get(&key).cloned().unwrap_or(Value::Null));
+        }
+        self.follow(resumed.execution, principal, tool).await
+    }
+}
+
+/// What the client declared it can answer: in the request's `_meta` (2026-07-28), else at
+/// `initialize`.
+fn client_caps(context: &RequestContext<RoleServer>) -> ClientCaps {
+    let caps = context
+        .meta
+        .client_capabilities()
+        .or_else(|| context.peer.peer_info().map(|p| p.capabilities.clone()));
+    match caps {
+        Some(c) => ClientCaps {
+            elicitation: c.elicitation.is_some(),
+            sampling: c.sampling.is_some(),
+            roots: c.roots.is_some(),
+        },
+        None => ClientCaps::default(),
+    }
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, McpError> {
@@ -459,6 +565,10 @@ impl ServerHandler for CodeExecutorServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let caps = client_caps(&context);
         let args = Value::Object(request.arguments.unwrap_or_default());
         let principal = principal_of(&context);
         let tasks = if context.meta.0.0.contains_key(legacy_tasks::TASK_META) {
@@ -483,11 +593,36 @@ impl ServerHandler for CodeExecutorServer {
         // rmcp only signals a client's notifications/cancelled; dropping the work here is
         // what stops it (an execution's worker is killed when its future is dropped, and the
         // cancellation is audited).
+        let link = ClientLink {
+            peer: context.peer.clone(),
+            progress_token: context.meta.get_progress_token(),
+            route: if modern {
+                // The sender is made per execution (`dispatch`); this one is a placeholder.
+                InputRoute::Mrtr(tokio::sync::mpsc::channel(1).0)
+            } else {
+                InputRoute::Inline
+            },
+            caps,
+        };
+        let work = async {
+            match request.request_state.as_deref() {
+                Some(state) => {
+                    self.resume(
+                        &request.name,
+                        state,
+                        request.input_responses.clone().unwrap_or_default(),
+                        &principal,
+                    )
+                    .await
+                }
+                None => {
+                    self.dispatch(&request.name, args, principal.clone(), link, tasks)
+                        .await
+                }
+            }
+        };
         tokio::select! {
-            result = self.dispatch(&request.name, args, principal, ClientLink {
-                peer: context.peer.clone(),
-                progress_token: context.meta.get_progress_token(),
-            }, tasks) => result,
+            result = work => result,
             () = context.ct.cancelled() => Err(McpError::internal_error("the request was cancelled by the client", None)),
         }
     }
@@ -577,6 +712,7 @@ mod tests {
             output_file: None,
             session: None,
             memory_peak_bytes: None,
+            llm: None,
         };
         let text = render_text(&outcome);
         let lines: Vec<&str> = text.lines().collect();

@@ -179,3 +179,31 @@ async fn a_legacy_sse_upstream_is_called_from_code() {
     }))
     .await;
 }
+
+/// Pauses mid-script, with the official Python SDK as the client (`tests/interop/pauses.py`):
+/// approvals approved, denied, timed out and with no capability (the fallback); state kept
+/// across pauses and nothing before a pause run twice (the fixture counts its calls); model
+/// calls in a loop through the client's sampling, with the budget and redaction.
+fn pauses(mode: &str) {
+    let Some(p) = prefix() else { return };
+    let dir = test_support::TempDir::new("pauses");
+    run(Command::new(p.join("venv/bin/python"))
+        .arg(scripts().join("pauses.py"))
+        .args(["--exe", EXE, "--fixture"])
+        .arg(test_support::workspace_bin("fixture-server"))
+        .args(["--mode", mode, "--dir"])
+        .arg(&dir.0));
+}
+
+/// Before 2026-07-28: inline `elicitation/create` and `sampling/createMessage`.
+#[test]
+fn python_sdk_legacy_approves_denies_times_out_and_samples_inline() {
+    pauses("legacy");
+}
+
+/// 2026-07-28: `input_required` with a `requestState`; the retried call resumes the same
+/// worker.
+#[test]
+fn python_sdk_2026_07_28_pauses_by_input_required_and_resumes_the_same_worker() {
+    pauses("2026-07-28");
+}

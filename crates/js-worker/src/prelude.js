@@ -568,6 +568,41 @@
     if (message !== undefined && message !== null) request.message = String(message);
     return hostCall(request).then(() => undefined);
   }
+  // Model calls (`llm.ask(prompt, {system, maxTokens, model})`, `llm.think({messages, ...})`):
+  // answered by the client's sampling or the configured provider, as text.
+  function llmOptions(fn, o) {
+    if (o === undefined || o === null) return {};
+    if (typeof o !== 'object' || Array.isArray(o)) throw new TypeError(`${fn}: options must be an object, got ${inspect(o)}`);
+    const out = {};
+    if (o.system !== undefined) out.system = String(o.system);
+    if (o.maxTokens !== undefined) {
+      if (!Number.isInteger(o.maxTokens) || o.maxTokens < 1) throw new TypeError(`${fn}: maxTokens must be a positive integer, got ${inspect(o.maxTokens)}`);
+      out.max_tokens = o.maxTokens;
+    }
+    if (o.model !== undefined) out.model = String(o.model);
+    return out;
+  }
+  const llm = Object.freeze({
+    ask(prompt, options) {
+      try {
+        if (typeof prompt !== 'string') throw new TypeError(`llm.ask: the prompt must be a string, got ${inspect(prompt)}`);
+        return hostCall({ op: 'llm', messages: [{ role: 'user', content: prompt }], ...llmOptions('llm.ask', options) });
+      } catch (e) { return Promise.reject(e); }
+    },
+    think(options) {
+      try {
+        if (options === null || typeof options !== 'object' || !Array.isArray(options.messages)) {
+          throw new TypeError(`llm.think: pass {messages: [{role, content}], system?, maxTokens?, model?}, got ${inspect(options)}`);
+        }
+        const messages = options.messages.map((m, i) => {
+          if (m === null || typeof m !== 'object') throw new TypeError(`llm.think: messages[${i}] must be {role, content}`);
+          const content = typeof m.content === 'string' ? m.content : jsonSafe(m.content);
+          return { role: String(m.role), content: content ?? '' };
+        });
+        return hostCall({ op: 'llm', messages, ...llmOptions('llm.think', options) });
+      } catch (e) { return Promise.reject(e); }
+    },
+  });
 
   // `tools.server.tool(args)`: names with characters that are not valid in identifiers are
   // reachable both as written (tools['my-server']['get.page']) and in their identifier form,
@@ -656,7 +691,7 @@
     setInterval: (fn, ms, ...a) => addTimer(fn, ms, a, true), clearInterval: clearTimer,
     TextEncoder, TextDecoder, URL, URLSearchParams, atob, btoa, crypto, DOMException,
     ...ourErrors, callMCPTool, listServers, searchTools, getToolSchema, discoverMCPTools, store, load,
-    progress,
+    progress, llm,
   };
   if (typeof g.structuredClone !== 'function') globals.structuredClone = structuredClone;
   if (typeof g.queueMicrotask !== 'function') globals.queueMicrotask = (fn) => { Promise.resolve().then(fn); };

@@ -115,6 +115,23 @@ pub struct Fixture {
     surprise: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Generated tools `bulk_0000`..., listed in pages of [`PAGE`] (tests pagination).
     extra_tools: usize,
+    /// Tools for pauses (approvals): `write_note` (a write, no annotations), `drop_note`
+    /// (`destructiveHint: true`), `peek` (`readOnlyHint: true`), `tick`, and `counts`, which
+    /// says how often each was called in this process (nothing may run twice).
+    pause_tools: bool,
+}
+
+/// Calls of the pause tools in this process, by tool.
+static COUNTS: std::sync::Mutex<std::collections::BTreeMap<String, u64>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+fn bump(tool: &str) -> u64 {
+    let mut c = COUNTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let n = c.entry(tool.to_string()).or_insert(0);
+    *n += 1;
+    *n
 }
 
 /// Page size of `tools/list` when the fixture has extra tools.
@@ -127,7 +144,13 @@ impl Fixture {
             name: name.to_string(),
             surprise: Default::default(),
             extra_tools: 0,
+            pause_tools: false,
         }
+    }
+
+    pub fn with_pause_tools(mut self, on: bool) -> Self {
+        self.pause_tools = on;
+        self
     }
 
     pub fn with_extra_tools(mut self, n: usize) -> Self {
@@ -168,6 +191,76 @@ impl Fixture {
                 "Sends steps progress notifications under the caller's progress token, then answers.",
                 std::sync::Arc::new(m),
             ));
+        }
+        if self.pause_tools {
+            let text =
+                serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}});
+            let any = serde_json::json!({"type": "object"});
+            let annotated = |name: &str,
+                             about: &str,
+                             schema: &serde_json::Value,
+                             a: serde_json::Value| {
+                let mut t =
+                    serde_json::json!({"name": name, "description": about, "inputSchema": schema});
+                if !a.is_null() {
+                    t["annotations"] = a;
+                }
+                serde_json::from_value::<Tool>(t).ok()
+            };
+            tools.extend(
+                [
+                    annotated(
+                        "write_note",
+                        "Writes a note; answers how many were written.",
+                        &text,
+                        serde_json::Value::Null,
+                    ),
+                    annotated(
+                        "drop_note",
+                        "Drops a note.",
+                        &text,
+                        serde_json::json!({"destructiveHint": true}),
+                    ),
+                    annotated(
+                        "peek",
+                        "Reads the notes.",
+                        &any,
+                        serde_json::json!({"readOnlyHint": true}),
+                    ),
+                    annotated(
+                        "tick",
+                        "Counts its calls; answers the count.",
+                        &any,
+                        serde_json::Value::Null,
+                    ),
+                    annotated(
+                        "counts",
+                        "How often each pause tool was called.",
+                        &any,
+                        serde_json::json!({"readOnlyHint": true}),
+                    ),
+                    annotated(
+                        "ask_user",
+                        "Asks the user (elicitation/create) for a name; answers the result.",
+                        &text,
+                        serde_json::json!({"readOnlyHint": true}),
+                    ),
+                    annotated(
+                        "ask_model",
+                        "Asks the client's model (sampling/createMessage); answers the result.",
+                        &text,
+                        serde_json::json!({"readOnlyHint": true}),
+                    ),
+                    annotated(
+                        "ask_roots",
+                        "Asks the client's roots (roots/list); answers the result.",
+                        &any,
+                        serde_json::json!({"readOnlyHint": true}),
+                    ),
+                ]
+                .into_iter()
+                .flatten(),
+            );
         }
         if self.surprise.load(std::sync::atomic::Ordering::Acquire) {
             tools.push(Tool::new(
@@ -415,6 +508,50 @@ impl ServerHandler for Fixture {
                     if token.is_some() { "given" } else { "absent" }
                 ))])
                 .into())
+            }
+            "write_note" | "drop_note" | "peek" | "tick" if self.pause_tools => {
+                let n = bump(&request.name);
+                Ok(CallToolResult::success(vec![ContentBlock::text(n.to_string())]).into())
+            }
+            "ask_user" | "ask_model" | "ask_roots" if self.pause_tools => {
+                bump(&request.name);
+                let text = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("text"))
+                    .and_then(|t| t.as_str())
+                    .unwrap_or("?")
+                    .to_string();
+                let asked = match &*request.name {
+                    "ask_user" => serde_json::json!({"method": "elicitation/create", "params": {
+                        "mode": "form", "message": text,
+                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}),
+                    "ask_model" => {
+                        serde_json::json!({"method": "sampling/createMessage", "params": {
+                        "messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": 20}})
+                    }
+                    _ => serde_json::json!({"method": "roots/list"}),
+                };
+                let request: rmcp::model::ServerRequest = serde_json::from_value(asked)
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                match context.peer.send_request(request).await {
+                    Ok(result) => {
+                        let v = serde_json::to_value(result).unwrap_or_default();
+                        Ok(CallToolResult::success(vec![ContentBlock::text(v.to_string())]).into())
+                    }
+                    Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "refused: {e}"
+                    ))])
+                    .into()),
+                }
+            }
+            "counts" if self.pause_tools => {
+                let c = COUNTS
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone();
+                let v = serde_json::to_value(c).unwrap_or_default();
+                Ok(CallToolResult::success(vec![ContentBlock::text(v.to_string())]).into())
             }
             name if name.starts_with("bulk_") && self.extra_tools > 0 => {
                 Ok(CallToolResult::success(vec![ContentBlock::text(name.to_string())]).into())

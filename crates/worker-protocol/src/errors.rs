@@ -25,16 +25,20 @@ pub enum CallError {
     Argument,
     /// A value is outside what is accepted.
     Range,
+    /// A person was asked to approve the call and said no, did not answer in time, or could
+    /// not be asked (the configured fallback denied it). A `PolicyError`.
+    ApprovalDenied,
 }
 
 impl CallError {
     /// Every kind, parents before children.
-    pub const ALL: [CallError; 5] = [
+    pub const ALL: [CallError; 6] = [
         CallError::Tool,
         CallError::Policy,
         CallError::Limit,
         CallError::Argument,
         CallError::Range,
+        CallError::ApprovalDenied,
     ];
 
     /// The error's name, as the code sees it (`e.name`, `type(e).__name__`).
@@ -45,6 +49,7 @@ impl CallError {
             CallError::Limit => "LimitError",
             CallError::Argument => "TypeError",
             CallError::Range => "RangeError",
+            CallError::ApprovalDenied => "ApprovalDenied",
         }
     }
 
@@ -52,6 +57,7 @@ impl CallError {
     pub fn parent(self) -> Option<CallError> {
         match self {
             CallError::Policy | CallError::Limit => Some(CallError::Tool),
+            CallError::ApprovalDenied => Some(CallError::Policy),
             CallError::Tool | CallError::Argument | CallError::Range => None,
         }
     }
@@ -61,7 +67,9 @@ impl CallError {
         match self {
             CallError::Argument => Some(("TypeError", "TypeError")),
             CallError::Range => Some(("RangeError", "ValueError")),
-            CallError::Tool | CallError::Policy | CallError::Limit => None,
+            CallError::Tool | CallError::Policy | CallError::Limit | CallError::ApprovalDenied => {
+                None
+            }
         }
     }
 
@@ -81,6 +89,9 @@ impl CallError {
                 "No such server or tool, or arguments that do not fit its schema."
             }
             CallError::Range => "A value outside what is accepted.",
+            CallError::ApprovalDenied => {
+                "A person denied the call (or did not answer in time); nothing was sent upstream."
+            }
         }
     }
 

@@ -174,6 +174,25 @@ pub enum CallRequest {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// Ask a language model (`llm.ask`, `llm.think`): through the client's sampling or the
+    /// configured provider. `messages` are `{"role": "user"|"assistant", "content": text}`;
+    /// answered with the reply's text.
+    Llm {
+        messages: Vec<LlmMessage>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        system: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_tokens: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
+}
+
+/// One turn of a conversation with a language model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmMessage {
+    pub role: String,
+    pub content: String,
 }
 
 /// The language a declaration is written in.

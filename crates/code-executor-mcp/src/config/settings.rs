@@ -57,6 +57,9 @@ struct RawSettings {
     audit: Option<AuditSettings>,
     sessions: Option<SessionLimits>,
     long_runs: Option<LongRunLimits>,
+    approvals: Option<crate::policy::approval::ApprovalSettings>,
+    llm: Option<crate::policy::llm::LlmSettings>,
+    forward_requests: Option<crate::policy::forward::ForwardSettings>,
     trusted_projects: Option<Vec<PathBuf>>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
@@ -86,6 +89,12 @@ pub struct Settings {
     pub(crate) sessions: SessionLimits,
     /// Tasks, early return (`yieldAfterMs` + `wait`) and progress.
     pub(crate) long_runs: LongRunLimits,
+    /// Calls a person approves first (`approvals`).
+    pub approvals: crate::policy::approval::ApprovalSettings,
+    /// Model calls from code (`llm`).
+    pub llm: crate::policy::llm::LlmSettings,
+    /// Upstreams whose requests are routed to the client (`forwardRequests`).
+    pub forward_requests: crate::policy::forward::ForwardSettings,
     /// Projects (and the directories under them) whose project files (`.mcp.json`,
     /// `.gemini/settings.json`, `.codex/config.toml`, `.vscode/mcp.json`, `.cursor/mcp.json`)
     /// are trusted although their clients have not approved them.
@@ -120,6 +129,9 @@ impl Default for Settings {
             audit: AuditSettings::default(),
             sessions: SessionLimits::default(),
             long_runs: LongRunLimits::default(),
+            approvals: Default::default(),
+            llm: Default::default(),
+            forward_requests: Default::default(),
             trusted_projects: Vec::new(),
             source: None,
             project: None,
@@ -262,6 +274,9 @@ impl Settings {
             audit: raw.audit.unwrap_or_default(),
             sessions: raw.sessions.unwrap_or_default().validate()?,
             long_runs: raw.long_runs.unwrap_or_default().validate()?,
+            approvals: raw.approvals.unwrap_or_default().validate()?,
+            llm: raw.llm.unwrap_or_default().validate()?,
+            forward_requests: raw.forward_requests.unwrap_or_default().validate()?,
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
             source: None,
             project: None,

@@ -143,6 +143,42 @@ pub enum AuditEvent {
         client: String,
         by: &'static str,
     },
+    /// A call that needs approval: how the person was asked (`elicitation`, `input_required`,
+    /// `fallback` when nobody could be, `remembered` when an earlier answer covers it) and the
+    /// answer (`once`, `execution`, `session`, `deny`, `timeout`, `failed`; `approved` or
+    /// `denied` for the fallback and remembered answers).
+    #[serde(rename = "approval", rename_all = "camelCase")]
+    Approval {
+        execution: String,
+        server: String,
+        tool: String,
+        rule: String,
+        via: &'static str,
+        answer: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        waited_ms: u64,
+        args_sha256: String,
+    },
+    /// A model call from code (`llm.ask`, `llm.think`): who answered (`client` or
+    /// `provider`), hashes of what was sent and received, never the text.
+    #[serde(rename = "llm.call", rename_all = "camelCase")]
+    LlmCall {
+        execution: String,
+        via: &'static str,
+        outcome: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        prompt_sha256: String,
+        prompt_bytes: usize,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        answer_sha256: Option<String>,
+        input_tokens: u64,
+        output_tokens: u64,
+        duration_ms: f64,
+    },
     /// A run refused before it started (busy, rate-limited).
     #[serde(rename = "run.refused", rename_all = "camelCase")]
     RunRefused { client: String, reason: String },

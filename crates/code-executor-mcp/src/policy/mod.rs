@@ -7,10 +7,13 @@
 //! on code inside the sandbox behaving. Every limit is a named constant with its reason.
 
 pub mod admission;
+pub mod approval;
 pub mod audit;
 pub mod filter;
 pub mod metrics;
 pub(crate) mod long_runs;
+pub mod forward;
+pub mod llm;
 pub mod pattern;
 pub mod rules;
 pub(crate) mod session_limits;
@@ -34,6 +37,12 @@ pub struct Policy {
     pub servers: Arc<[String]>,
     /// Executions that outlive their request (tasks, `yieldAfterMs`), and progress.
     pub(crate) long_runs: long_runs::LongRunLimits,
+    /// Which calls a person approves first, and what happens when nobody can be asked.
+    pub approvals: approval::ApprovalSettings,
+    /// Model calls from code.
+    pub llm: llm::LlmSettings,
+    /// Values that must never leave in a prompt (credentials of the configured upstreams).
+    pub secrets: Arc<[String]>,
 }
 
 impl Policy {
@@ -59,6 +68,9 @@ impl Policy {
             scratch,
             servers: Arc::from([]),
             long_runs: long_runs::LongRunLimits::default(),
+            approvals: approval::ApprovalSettings::default(),
+            llm: llm::LlmSettings::default(),
+            secrets: Arc::from([]),
         }
     }
 
@@ -66,6 +78,30 @@ impl Policy {
     pub(crate) fn with_long_runs(mut self, limits: long_runs::LongRunLimits) -> Policy {
         self.long_runs = limits;
         self
+    }
+
+    /// The same policy, with approvals and model calls configured.
+    pub fn with_pauses(
+        mut self,
+        approvals: approval::ApprovalSettings,
+        llm: llm::LlmSettings,
+        secrets: Vec<String>,
+    ) -> Policy {
+        self.approvals = approvals;
+        self.llm = llm;
+        self.secrets = secrets.into();
+        self
+    }
+
+    /// `text` with every configured secret value replaced by `[redacted]`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in self.secrets.iter() {
+            if out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), "[redacted]");
+            }
+        }
+        out
     }
 
     /// The same policy, knowing the configured server names (see [`pattern`]).
@@ -85,6 +121,9 @@ impl Policy {
             scratch: None,
             servers: Arc::from([]),
             long_runs: long_runs::LongRunLimits::default(),
+            approvals: approval::ApprovalSettings::default(),
+            llm: llm::LlmSettings::default(),
+            secrets: Arc::from([]),
         }
     }
 

@@ -18,13 +18,17 @@ use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo};
 
 use futures::future::BoxFuture;
 
+use super::approval::{ExecutionApprovals, Remembered};
+use super::clock::Clock;
 use super::drive::Host;
 use super::events::{Events, MAX_PROGRESS_MESSAGE_BYTES, Progress};
-use super::execution::ExecContext;
+use super::execution::{ClientLink, ExecContext};
 use super::session::Session;
 use crate::catalog::{Asker, Catalog, Detail, SearchParams, ToolView, describe};
 use crate::policy::audit::{AuditEvent, sha256_hex};
+use crate::policy::llm::LlmBudget;
 use crate::policy::{Decision, Limits, Policy, ToolAllowlist, UPSTREAM_CALL_TIMEOUT};
+use crate::principal::Principal;
 
 /// What one execution may do, shared by all its concurrent calls.
 pub struct RunScope {
@@ -34,7 +38,17 @@ pub struct RunScope {
     /// The tool lists this execution sees, frozen when first seen.
     pub view: ToolView,
     pub limits: Limits,
-    pub deadline: Instant,
+    /// The deadline, which stands still while the execution waits for a person.
+    pub clock: Arc<Clock>,
+    /// Who started the execution.
+    pub principal: Principal,
+    /// The client that started it, to ask (approvals, model calls), if any.
+    pub client: Option<ClientLink>,
+    /// Tools approved for the rest of this execution, and the session-wide answers.
+    pub approvals: ExecutionApprovals,
+    /// Model calls: allowed at all, and what this execution spent.
+    pub llm_enabled: bool,
+    pub llm: LlmBudget,
     /// Tool-call attempts so far (shared with whoever records the run's end).
     pub tool_calls: Arc<AtomicU32>,
     /// Discovery requests so far (capped by `limits.max_discovery_calls`).
@@ -52,13 +66,19 @@ pub struct RunScope {
 
 impl RunScope {
     /// The scope of the execution `ctx` describes, with its allowlist and limits resolved.
-    pub fn new(
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one constructor gathers the run's parts"
+    )]
+    pub(crate) fn new(
         ctx: &ExecContext,
         allow: ToolAllowlist,
         limits: Limits,
         policy: Arc<Policy>,
         deadline: Instant,
         session: Option<Arc<Session>>,
+        remembered: Arc<Remembered>,
+        llm_enabled: bool,
     ) -> Self {
         let (execution, tool_rate, tool_calls) = (
             ctx.execution.clone(),
@@ -70,7 +90,12 @@ impl RunScope {
             allow,
             view: ToolView::default(),
             limits,
-            deadline,
+            clock: Clock::new(deadline),
+            principal: ctx.principal.clone(),
+            client: ctx.client.clone(),
+            approvals: ExecutionApprovals::new(remembered),
+            llm_enabled,
+            llm: LlmBudget::default(),
             tool_calls,
             discovery_calls: AtomicU32::new(0),
             in_flight: tokio::sync::Semaphore::new(limits.max_concurrent_tool_calls.max(1)),
@@ -97,7 +122,7 @@ impl Host for CatalogHost {
 }
 
 /// A failed request, named by the taxonomy both languages share.
-fn err(kind: CallError, message: impl Into<String>) -> CallOutcome {
+pub(super) fn err(kind: CallError, message: impl Into<String>) -> CallOutcome {
     CallOutcome::Err {
         error: ErrorInfo {
             name: kind.name().into(),
@@ -107,7 +132,7 @@ fn err(kind: CallError, message: impl Into<String>) -> CallOutcome {
     }
 }
 
-fn ok(value: Value) -> CallOutcome {
+pub(super) fn ok(value: Value) -> CallOutcome {
     CallOutcome::Ok { value }
 }
 
@@ -131,6 +156,14 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
             total,
             message,
         } => return progress(scope, done, total, message),
+        CallRequest::Llm {
+            messages,
+            system,
+            max_tokens,
+            model,
+        } => {
+            return super::llm::call(scope, messages, system, max_tokens, model).await;
+        }
         CallRequest::Load { key } => {
             return match &scope.session {
                 None => no_session("load"),
@@ -160,7 +193,8 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
         CallRequest::Tool { .. }
         | CallRequest::Store { .. }
         | CallRequest::Load { .. }
-        | CallRequest::Progress { .. } => err(
+        | CallRequest::Progress { .. }
+        | CallRequest::Llm { .. } => err(
             CallError::Tool,
             "internal: a tool call, stored value or progress report reached discovery",
         ),
@@ -346,7 +380,8 @@ async fn call_tool(
     // the code gets an error naming that server (and can catch it) instead of a bare timeout.
     const NAME_THE_SERVER_MARGIN: std::time::Duration = std::time::Duration::from_millis(100);
     let budget = scope
-        .deadline
+        .clock
+        .deadline()
         .saturating_duration_since(Instant::now())
         .saturating_sub(NAME_THE_SERVER_MARGIN);
     let resolving = catalog.resolve_in(&scope.view, server, name, Asker::Code);
@@ -403,12 +438,22 @@ async fn call_tool(
     if let Err(e) = scope.policy.validators.check(&server, &tool, &args) {
         return deny(CallError::Argument, e);
     }
+    // Last: a person is asked only about a call that would otherwise go out.
+    let servers = scope.policy.servers.iter().map(String::as_str);
+    if let Some(rule) = scope.policy.approvals.rule_for(servers, &server, &tool)
+        && let Err(reason) = super::approval::gate(scope, &server, &tool, &args, &rule).await
+    {
+        return deny(CallError::ApprovalDenied, reason);
+    }
     record.allowed = true;
     let _permit = scope.in_flight.acquire().await;
     // When the execution's deadline comes first, it governs (a TimeoutError for the whole
     // run, which cancels this call); the grace keeps the two from racing.
     const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
-    let remaining = scope.deadline.saturating_duration_since(Instant::now());
+    let remaining = scope
+        .clock
+        .deadline()
+        .saturating_duration_since(Instant::now());
     let timeout = (remaining + DEADLINE_GRACE).min(UPSTREAM_CALL_TIMEOUT);
     let events = &scope.events;
     let forward = |p: &rmcp::model::ProgressNotificationParam| {
@@ -416,9 +461,16 @@ async fn call_tool(
     };
     let on_progress: Option<&(dyn Fn(&rmcp::model::ProgressNotificationParam) + Send + Sync)> =
         events.wants_upstream_progress().then_some(&forward);
+    let relay = scope.client.clone().map(|client| {
+        Arc::new(Relay {
+            client,
+            clock: scope.clock.clone(),
+            timeout: scope.policy.approvals.timeout(),
+        }) as Arc<dyn crate::upstream::forward::Forward>
+    });
     let called = catalog
         .upstreams()
-        .call_reporting(&server, &tool.name, args, timeout, on_progress)
+        .call_for(&server, &tool.name, args, timeout, relay, on_progress)
         .await;
     events.tool_call(
         scope.tool_calls.load(Ordering::Relaxed),
@@ -445,6 +497,30 @@ async fn call_tool(
             record.write("allow", Some(e.to_string()), Some(label), 0);
             err(CallError::Tool, e.to_string())
         }
+    }
+}
+
+/// Answers an upstream's requests during a call of this execution through its client; the
+/// clock stands still while the client (a person, often) answers.
+struct Relay {
+    client: ClientLink,
+    clock: Arc<Clock>,
+    timeout: std::time::Duration,
+}
+
+impl crate::upstream::forward::Forward for Relay {
+    fn ask(&self, request: Value) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async move {
+            let _paused = self.clock.pause();
+            self.client
+                .ask(request, self.timeout)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn has_roots(&self) -> bool {
+        self.client.caps.roots
     }
 }
 

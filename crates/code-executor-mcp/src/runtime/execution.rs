@@ -28,7 +28,10 @@ use std::time::Instant;
 use governor::DefaultDirectRateLimiter;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use serde_json::Value;
+
 use super::events::Events;
+use super::paused::Ask;
 use super::session::{EndReason, Session, SessionArg};
 use super::worker::Language;
 use super::{ExecOutcome, Runtime, SessionInfo};
@@ -53,6 +56,9 @@ pub(crate) struct ExecRequest {
     /// The execution may outlive its request (a task, or `yieldAfterMs`): its deadline
     /// defaults to and is bounded by `longRuns` instead of `executionLimits`.
     pub long_run: bool,
+    /// Model calls from code are allowed for this execution although the settings do not
+    /// enable them (`enableSampling: true`).
+    pub enable_sampling: bool,
 }
 
 /// What the server attaches to an execution.
@@ -73,13 +79,45 @@ pub(crate) struct ExecContext {
     pub events: Arc<Events>,
 }
 
-/// The client that asked for an execution, reachable while it runs: notifications now
-/// (progress while the execution waits), requests to it (approvals, sampling) later.
+/// The client that asked for an execution, reachable while it runs: notifications (progress
+/// while the execution waits) and questions (approvals, model calls, an upstream's requests).
 #[derive(Clone)]
 pub(crate) struct ClientLink {
     pub peer: rmcp::Peer<rmcp::RoleServer>,
     /// The request's `_meta.progressToken`: progress is sent only when the client asked.
     pub progress_token: Option<rmcp::model::ProgressToken>,
+    /// How a question reaches the client.
+    pub route: InputRoute,
+    /// What the client declared it can answer.
+    pub caps: ClientCaps,
+}
+
+/// How questions reach the requesting client, by protocol generation.
+#[derive(Clone)]
+pub(crate) enum InputRoute {
+    /// Before 2026-07-28: a request to the client while the `tools/call` is open.
+    Inline,
+    /// 2026-07-28: the `tools/call` answers `input_required` (see `runtime::paused`).
+    Mrtr(tokio::sync::mpsc::Sender<Ask>),
+}
+
+/// The client capabilities questions need.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ClientCaps {
+    pub elicitation: bool,
+    pub sampling: bool,
+    pub roots: bool,
+}
+
+/// Why a question got no answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AskError {
+    #[error("the client did not declare the {0} capability")]
+    Unsupported(&'static str),
+    #[error("the client's answer did not come within {0} ms")]
+    Timeout(u128),
+    #[error("the client could not answer: {0}")]
+    Failed(String),
 }
 
 impl ClientLink {
@@ -97,6 +135,55 @@ impl ClientLink {
                 tracing::debug!("cannot send progress to the client: {e}");
             }
         });
+    }
+
+    /// Asks the client `request` (`{"method", "params"}` of `elicitation/create`,
+    /// `sampling/createMessage` or `roots/list`) and waits at most `timeout` for the result.
+    pub(crate) async fn ask(
+        &self,
+        request: Value,
+        timeout: std::time::Duration,
+    ) -> Result<Value, AskError> {
+        let method = request["method"].as_str().unwrap_or_default();
+        let (cap, declared) = match method {
+            "elicitation/create" => ("elicitation", self.caps.elicitation),
+            "sampling/createMessage" => ("sampling", self.caps.sampling),
+            "roots/list" => ("roots", self.caps.roots),
+            _ => return Err(AskError::Failed(format!("internal: cannot ask {method}"))),
+        };
+        if !declared {
+            return Err(AskError::Unsupported(cap));
+        }
+        let answer = async {
+            match &self.route {
+                InputRoute::Inline => {
+                    let request: rmcp::model::ServerRequest = serde_json::from_value(request)
+                        .map_err(|e| AskError::Failed(format!("internal: {e}")))?;
+                    let result = self
+                        .peer
+                        .send_request(request)
+                        .await
+                        .map_err(|e| AskError::Failed(e.to_string()))?;
+                    serde_json::to_value(result).map_err(|e| AskError::Failed(e.to_string()))
+                }
+                InputRoute::Mrtr(asks) => {
+                    let (reply, answer) = tokio::sync::oneshot::channel();
+                    asks.send(Ask { request, reply }).await.map_err(|_| {
+                        AskError::Failed("the request that could carry the question ended".into())
+                    })?;
+                    match answer.await {
+                        Ok(Value::Null) | Err(_) => Err(AskError::Failed(
+                            "the client's retry carried no answer to the question".into(),
+                        )),
+                        Ok(v) => Ok(v),
+                    }
+                }
+            }
+        };
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(r) => r,
+            Err(_) => Err(AskError::Timeout(timeout.as_millis())),
+        }
     }
 }
 
@@ -130,20 +217,63 @@ impl ExecContext {
 /// The handle of a started execution. Dropping it cancels the execution.
 pub(crate) struct Execution {
     done: tokio::sync::oneshot::Receiver<ExecOutcome>,
+    /// Questions for the client that travel by MRTR (see `runtime::paused`).
+    asks: Option<tokio::sync::mpsc::Receiver<Ask>>,
     _cancel_on_drop: DropGuard,
 }
 
+/// What a started execution did next.
+pub(crate) enum Event {
+    Done(Box<ExecOutcome>),
+    /// It waits for the client's answers to these questions (all it asked meanwhile).
+    Asks(Vec<Ask>),
+}
+
 impl Execution {
+    /// Questions put through `ctx.client` with [`InputRoute::Mrtr`] come out of
+    /// [`Execution::next`].
+    pub(crate) fn with_asks(mut self, asks: tokio::sync::mpsc::Receiver<Ask>) -> Execution {
+        self.asks = Some(asks);
+        self
+    }
+
+    /// Waits for the outcome, or for questions the client must answer first.
+    pub(crate) async fn next(&mut self) -> Event {
+        let asked = async {
+            match self.asks.as_mut() {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            outcome = &mut self.done => Event::Done(Box::new(outcome.unwrap_or_else(|_| cancelled()))),
+            Some(first) = asked => {
+                let mut all = vec![first];
+                if let Some(rx) = self.asks.as_mut() {
+                    while let Ok(more) = rx.try_recv() {
+                        all.push(more);
+                    }
+                }
+                Event::Asks(all)
+            }
+        }
+    }
+
     /// Waits for the outcome.
     pub(crate) async fn outcome(mut self) -> ExecOutcome {
         match (&mut self.done).await {
             Ok(outcome) => outcome,
-            Err(_) => ExecOutcome::refused(
-                "CancelledError",
-                "the execution was cancelled before it finished".into(),
-            ),
+            Err(_) => cancelled(),
         }
     }
+}
+
+fn cancelled() -> ExecOutcome {
+    ExecOutcome::refused(
+        "CancelledError",
+        "the execution was cancelled before it finished".into(),
+    )
 }
 
 impl Runtime {
@@ -169,6 +299,7 @@ impl Runtime {
         });
         Execution {
             done,
+            asks: None,
             _cancel_on_drop: cancel.drop_guard(),
         }
     }

@@ -15,12 +15,16 @@
 //! - [`python`]: finding the host's CPython and starting it with the embedded shim;
 //! - [`bridge`]: every request from code passes here (policy, then upstream).
 
+mod approval;
 pub(crate) mod bridge;
+mod clock;
 mod drive;
 pub(crate) mod events;
 pub(crate) mod execution;
+mod llm;
 pub(crate) mod output;
 pub(crate) mod parked;
+pub(crate) mod paused;
 pub(crate) mod pool;
 mod prepare;
 pub(crate) mod python;
@@ -80,6 +84,9 @@ pub struct ExecOutcome {
     /// Peak resident memory of the worker, for the audit log (not part of the answer).
     #[serde(skip)]
     pub memory_peak_bytes: Option<u64>,
+    /// Model calls the code made, and their tokens (present when it made any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<crate::policy::llm::LlmUsage>,
 }
 
 /// What an answer says about its session.
@@ -113,6 +120,7 @@ impl ExecOutcome {
             output_file: None,
             session: None,
             memory_peak_bytes: None,
+            llm: None,
         }
     }
 }
@@ -133,6 +141,10 @@ pub struct Runtime {
     sessions: Sessions,
     /// Executions that outlive their request (tasks, `yieldAfterMs`).
     parked: parked::Parked,
+    /// Executions waiting for their client's answers (MRTR).
+    paused: Arc<paused::PausedTable>,
+    /// "Approve for the session" answers.
+    remembered: Arc<approval::Remembered>,
 }
 
 fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
@@ -161,6 +173,8 @@ impl Runtime {
             parked: parked::Parked::new(policy.long_runs),
             policy,
             sessions,
+            paused: paused::PausedTable::new(),
+            remembered: Arc::default(),
         }
     }
 
@@ -170,6 +184,10 @@ impl Runtime {
 
     pub(crate) fn sessions(&self) -> &Sessions {
         &self.sessions
+    }
+
+    pub(crate) fn paused(&self) -> &Arc<paused::PausedTable> {
+        &self.paused
     }
 
     pub(crate) fn policy(&self) -> &Arc<Policy> {
@@ -215,6 +233,7 @@ impl Runtime {
             output_file: None,
             session: None,
             memory_peak_bytes: None,
+            llm: None,
         };
         let finish = |mut out: ExecOutcome| {
             out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
@@ -275,6 +294,8 @@ impl Runtime {
             self.policy.clone(),
             deadline.into_std(),
             session.cloned(),
+            self.remembered.clone(),
+            req.enable_sampling || self.policy.llm.enabled,
         ));
         let tools = self.bindings(&scope).await;
         // Output past the answer's cap is still wanted, up to the file's own cap, when it
@@ -342,11 +363,12 @@ impl Runtime {
         }
         let ended = {
             let run = drive(&mut lease.worker, &*self.host, &scope, &mut logs);
+            let clock = scope.clock.clone();
             match session {
-                None => tokio::time::timeout_at(deadline, run).await,
+                None => until(&clock, run).await,
                 Some(s) => {
                     let quota = workspace::watch(&s.workspace, self.sessions.limits(), before);
-                    tokio::time::timeout_at(deadline, async {
+                    until(&clock, async {
                         tokio::select! {
                             ended = run => ended,
                             over = quota => Err(Failure::Quota(over)),
@@ -362,6 +384,8 @@ impl Runtime {
             .tool_calls
             .load(Ordering::Relaxed)
             .min(limits.max_tool_calls);
+        let llm = scope.llm.usage();
+        out.llm = (llm.calls > 0).then_some(llm);
         let mut reusable = None;
         match ended {
             Ok(Ok(Finished { outcome, clean })) => {
@@ -440,6 +464,18 @@ impl Runtime {
             }
         }
         out
+    }
+}
+
+/// Runs `fut` until the execution's deadline, which stands still while the execution waits
+/// for a person (`Err` when the deadline came first).
+async fn until<T>(
+    clock: &clock::Clock,
+    fut: impl std::future::Future<Output = T>,
+) -> Result<T, ()> {
+    tokio::select! {
+        out = fut => Ok(out),
+        () = clock.expired() => Err(()),
     }
 }
 

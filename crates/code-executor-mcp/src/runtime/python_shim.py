@@ -689,6 +689,83 @@ def progress(done, total=None, message=None):
     _request(request)
 
 
+# ---------------------------------------------------------------------------- model calls
+def _llm_request(fn, messages, system, max_tokens, model):
+    request = {"op": "llm", "messages": messages}
+    if system is not None:
+        request["system"] = str(system)
+    if max_tokens is not None:
+        if type(max_tokens) is not int or max_tokens < 1:
+            raise TypeError("%s: max_tokens must be a positive int, got %s" % (fn, _repr(max_tokens)))
+        request["max_tokens"] = max_tokens
+    if model is not None:
+        request["model"] = str(model)
+    return request
+
+
+def _llm_messages(fn, messages):
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, collections.abc.Iterable):
+        raise TypeError("%s: messages must be a list of {'role', 'content'}, got %s" % (fn, _repr(messages)))
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, collections.abc.Mapping) or "role" not in m:
+            raise TypeError("%s: messages[%d] must be {'role', 'content'}" % (fn, i))
+        content = m.get("content", "")
+        if not isinstance(content, str):
+            content = json.dumps(_jsonable(content))
+        out.append({"role": str(m["role"]), "content": content})
+    return out
+
+
+def _ask_request(fn, prompt, system, max_tokens, model):
+    if not isinstance(prompt, str):
+        raise TypeError("%s: the prompt must be a str, got %s" % (fn, _repr(prompt)))
+    return _llm_request(fn, [{"role": "user", "content": prompt}], system, max_tokens, model)
+
+
+class _Llm:
+    """Model calls, answered by the client's sampling or the configured provider:
+    llm.ask(prompt, system=None, max_tokens=None, model=None) -> str;
+    llm.think(messages, system=None, max_tokens=None, model=None) -> str (a multi-turn
+    conversation of {'role': 'user'|'assistant', 'content': str});
+    awaitable forms: await llm.aask(...), await llm.athink(...)."""
+
+    __slots__ = ()
+
+    def ask(self, prompt, system=None, max_tokens=None, model=None, **kw):
+        max_tokens = kw.pop("maxTokens", max_tokens)
+        _no_extra("llm.ask", kw)
+        return _request(_ask_request("llm.ask", prompt, system, max_tokens, model))
+
+    async def aask(self, prompt, system=None, max_tokens=None, model=None, **kw):
+        max_tokens = kw.pop("maxTokens", max_tokens)
+        _no_extra("llm.aask", kw)
+        return await _arequest(_ask_request("llm.aask", prompt, system, max_tokens, model))
+
+    def think(self, messages=None, system=None, max_tokens=None, model=None, **kw):
+        max_tokens = kw.pop("maxTokens", max_tokens)
+        _no_extra("llm.think", kw)
+        return _request(_llm_request("llm.think", _llm_messages("llm.think", messages), system, max_tokens, model))
+
+    async def athink(self, messages=None, system=None, max_tokens=None, model=None, **kw):
+        max_tokens = kw.pop("maxTokens", max_tokens)
+        _no_extra("llm.athink", kw)
+        return await _arequest(
+            _llm_request("llm.athink", _llm_messages("llm.athink", messages), system, max_tokens, model)
+        )
+
+    def __repr__(self):
+        return "<llm: ask, think, aask, athink>"
+
+
+def _no_extra(fn, kw):
+    if kw:
+        raise TypeError("%s: unexpected argument(s) %s" % (fn, ", ".join(sorted(kw))))
+
+
+llm = _Llm()
+
+
 # ------------------------------------------------------------------------- tool proxies
 def _ident(name):
     """The identifier form of a name: every character that cannot be in an identifier becomes
@@ -979,6 +1056,7 @@ def _namespace(bindings, persist):
         "store": store,
         "load": load,
         "progress": progress,
+        "llm": llm,
     })
     ns.update(_OUR_ERRORS)
     return ns

@@ -60,6 +60,7 @@ pub(super) async fn connect(
     spec: &ServerSpec,
     settings: &Settings,
     token_dir: Option<&Path>,
+    callers: &Arc<super::Callers>,
 ) -> Result<Connection, ConnectError> {
     let timeout = spec.startup_timeout.unwrap_or(settings.connect_timeout);
     let stale = Arc::new(AtomicBool::new(false));
@@ -67,6 +68,14 @@ pub(super) async fn connect(
     let handler = Handler {
         stale: stale.clone(),
         progress: progress.clone(),
+        server: spec.name.clone(),
+        forward: settings
+            .forward_requests
+            .forwards(&spec.name)
+            .then(|| super::Routing {
+                callers: callers.clone(),
+                roots: settings.forward_requests.roots.clone().into(),
+            }),
     };
     let watch = match spec.transport {
         Transport::Stdio { .. } => None,

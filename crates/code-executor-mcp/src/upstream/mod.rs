@@ -46,11 +46,15 @@ use crate::policy::filter::{ToolFilter, retain_visible};
 
 mod bounded;
 mod connect;
+pub(crate) mod forward;
 mod sse;
 mod start_error;
 mod stdio;
 
 use connect::{ConnectError, connect};
+use forward::{Callers, Forward};
+use rmcp::ErrorData;
+use rmcp::service::RequestContext;
 
 /// Longest pause between start attempts of a server that keeps failing.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
@@ -146,15 +150,64 @@ impl Drop for CancelOnDrop<'_> {
 /// the server sent just before it (see [`Upstreams::call_reporting`]).
 const PROGRESS_DRAIN_YIELDS: usize = 4;
 
-/// Our side of one upstream session: refuses server-to-client requests (the defaults) and
-/// notes a changed tool list.
+/// Our side of one upstream session: notes a changed tool list, passes progress notifications
+/// to the call that asked for them, and routes the server's requests to the client of the
+/// execution calling it when `forwardRequests` names the server (else refuses them: the
+/// defaults).
 #[derive(Clone)]
 struct Handler {
     stale: Arc<AtomicBool>,
     /// Routes a server's progress notifications to the call that asked for them.
     progress: ProgressDispatcher,
+    server: String,
+    /// Set when this server's requests are routed.
+    forward: Option<Routing>,
 }
 
+#[derive(Clone)]
+struct Routing {
+    callers: Arc<Callers>,
+    roots: Arc<[String]>,
+}
+
+impl Handler {
+    /// The execution calling this server now, to route a request to.
+    fn caller(&self) -> Result<(Arc<dyn Forward>, &Routing), ErrorData> {
+        let Some(routing) = &self.forward else {
+            return Err(ErrorData::invalid_request(
+                "code-executor-mcp does not route this server's requests (forwardRequests)",
+                None,
+            ));
+        };
+        match routing.callers.current(&self.server) {
+            Some(c) => Ok((c, routing)),
+            None => Err(ErrorData::invalid_request(
+                "no execution is calling this server now; its requests are answered only during a tool call",
+                None,
+            )),
+        }
+    }
+
+    async fn route<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<T, ErrorData> {
+        let (caller, _) = self.caller()?;
+        let answer = caller
+            .ask(serde_json::json!({"method": method, "params": params}))
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        serde_json::from_value(answer).map_err(|e| {
+            ErrorData::internal_error(format!("the client's answer does not fit: {e}"), None)
+        })
+    }
+}
+
+#[allow(
+    deprecated,
+    reason = "sampling and roots are what upstreams still send"
+)]
 impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.stale.store(true, Ordering::Release);
@@ -168,9 +221,51 @@ impl ClientHandler for Handler {
         self.progress.handle_notification(params).await;
     }
 
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        let params = serde_json::to_value(params).unwrap_or_default();
+        self.route("sampling/createMessage", params).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: rmcp::model::ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, ErrorData> {
+        let params = serde_json::to_value(params).unwrap_or_default();
+        self.route("elicitation/create", params).await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        let (caller, routing) = self.caller()?;
+        if !caller.has_roots() {
+            return Ok(rmcp::model::ListRootsResult::default());
+        }
+        let answer = caller
+            .ask(serde_json::json!({"method": "roots/list"}))
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        serde_json::from_value(forward::narrow_roots(&answer, &routing.roots)).map_err(|e| {
+            ErrorData::internal_error(format!("the client's roots do not fit: {e}"), None)
+        })
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let caps = match self.forward {
+            Some(_) => serde_json::from_value(
+                serde_json::json!({"elicitation": {}, "sampling": {}, "roots": {"listChanged": false}}),
+            )
+            .unwrap_or_default(),
+            None => ClientCapabilities::default(),
+        };
         ClientConfig::new(
-            ClientCapabilities::default(),
+            caps,
             Implementation::new("code-executor-mcp", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -270,6 +365,8 @@ pub struct Upstreams {
     held_back: BTreeMap<String, String>,
     settings: Settings,
     token_dir: Option<PathBuf>,
+    /// Executions calling each server now (where its requests are routed).
+    callers: Arc<Callers>,
 }
 
 impl Upstreams {
@@ -296,7 +393,26 @@ impl Upstreams {
                 .collect(),
             settings: settings.clone(),
             token_dir: config.token_dir.clone(),
+            callers: Arc::default(),
         }
+    }
+
+    /// Like [`Upstreams::call`], with `forward` answering the requests the server sends
+    /// while the call is in flight (when `forwardRequests` names it).
+    pub(crate) async fn call_for(
+        &self,
+        server: &str,
+        tool: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+        forward: Option<Arc<dyn Forward>>,
+        on_progress: Option<&(dyn Fn(&ProgressNotificationParam) + Send + Sync)>,
+    ) -> Result<(CallToolResult, usize), UpstreamError> {
+        let _calling = forward
+            .filter(|_| self.settings.forward_requests.forwards(server))
+            .map(|f| self.callers.enter(server, f));
+        self.call_reporting(server, tool, args, timeout, on_progress)
+            .await
     }
 
     /// Configured server names, sorted.
@@ -670,9 +786,10 @@ impl Upstreams {
         let up = up.clone();
         let settings = self.settings.clone();
         let token_dir = self.token_dir.clone();
+        let callers = self.callers.clone();
         let task = tokio::spawn(async move {
             let server = up.spec.name.clone();
-            let result = connect(&up.spec, &settings, token_dir.as_deref()).await;
+            let result = connect(&up.spec, &settings, token_dir.as_deref(), &callers).await;
             let mut state = up.state.lock().await;
             let (next, outcome) = match result {
                 Ok(conn) => {

@@ -34,6 +34,7 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or(0);
     let service = test_support::fixture::Fixture::new(&name)
         .with_extra_tools(extra)
+        .with_pause_tools(std::env::var_os("FIXTURE_PAUSE_TOOLS").is_some())
         .serve(rmcp::transport::stdio())
         .await?;
     service.waiting().await?;

@@ -1,0 +1,31 @@
+//! Which upstreams' requests (elicitation, sampling, roots) are routed to the client:
+//! `forwardRequests` in the settings (see `upstream::forward`).
+
+use serde::Deserialize;
+
+/// The `forwardRequests` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ForwardSettings {
+    /// Servers whose requests are routed to the client (`"*"`: all).
+    #[serde(default)]
+    pub servers: Vec<String>,
+    /// Roots (`file://` URIs) an upstream may see at most.
+    #[serde(default)]
+    pub roots: Vec<String>,
+}
+
+impl ForwardSettings {
+    pub fn forwards(&self, server: &str) -> bool {
+        self.servers.iter().any(|s| s == "*" || s == server)
+    }
+
+    pub fn validate(self) -> Result<Self, String> {
+        match self.roots.iter().find(|r| !r.starts_with("file://")) {
+            Some(r) => Err(format!(
+                "forwardRequests.roots: \"{r}\" is not a file:// URI"
+            )),
+            None => Ok(self),
+        }
+    }
+}

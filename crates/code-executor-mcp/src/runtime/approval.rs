@@ -1,0 +1,407 @@
+//! The approval gate: a call to a tool the settings mark (`policy::approval`) waits, after
+//! every other check and before anything goes upstream, for a person's answer.
+//!
+//! The question is an `elicitation/create` form showing the server, the tool, the rule that
+//! asks and the arguments (shortened, secret-looking values masked), with four answers:
+//! approve this call, approve the tool for the rest of the execution, approve it for the
+//! session (the execution's session, or else this client while the server runs), or deny.
+//! It reaches the client inline or by MRTR ([`ClientLink::ask`]); a client that can be asked
+//! neither way gets the configured fallback, and the error says so. While the question is
+//! open the execution's deadline stands still ([`super::clock`]); the wait has its own limit
+//! (`approvals.timeoutMs`), after which the call is denied. Every question and its answer is
+//! an `approval` audit line.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use rmcp::model::Tool;
+use serde_json::{Map, Value, json};
+
+use super::bridge::RunScope;
+use super::execution::AskError;
+use crate::policy::approval::Fallback;
+use crate::policy::audit::{AuditEvent, sha256_hex};
+use crate::policy::qualified_name;
+
+/// Longest argument text shown in a question; longer is cut with a note.
+const MAX_SHOWN_ARGUMENT_CHARS: usize = 1_500;
+/// Longest single string value shown; longer is cut with its length.
+const MAX_SHOWN_STRING_CHARS: usize = 200;
+/// Scopes (sessions, clients) whose "approve for the session" answers are remembered; past
+/// this many the store starts over (a forgotten approval is asked again, never widened).
+const MAX_REMEMBERED_SCOPES: usize = 4_096;
+
+/// Tools approved for a whole session or client ("approve for the session").
+#[derive(Default)]
+pub(crate) struct Remembered {
+    by_scope: Mutex<HashMap<String, HashSet<String>>>,
+}
+
+impl Remembered {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<String>>> {
+        self.by_scope
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn has(&self, scope: &str, tool: &str) -> bool {
+        self.lock().get(scope).is_some_and(|s| s.contains(tool))
+    }
+
+    fn add(&self, scope: &str, tool: &str) {
+        let mut all = self.lock();
+        if all.len() >= MAX_REMEMBERED_SCOPES && !all.contains_key(scope) {
+            all.clear();
+        }
+        all.entry(scope.to_string())
+            .or_default()
+            .insert(tool.to_string());
+    }
+}
+
+/// A person's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    Once,
+    Execution,
+    Session,
+    Deny,
+}
+
+impl Answer {
+    fn parse(result: &Value) -> Answer {
+        if result["action"] != "accept" {
+            return Answer::Deny;
+        }
+        match result["content"]["decision"].as_str() {
+            Some("once") => Answer::Once,
+            Some("execution") => Answer::Execution,
+            Some("session") => Answer::Session,
+            _ => Answer::Deny,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Answer::Once => "once",
+            Answer::Execution => "execution",
+            Answer::Session => "session",
+            Answer::Deny => "deny",
+        }
+    }
+}
+
+/// Waits for approval of a call to `tool` of `server` with `args`, which `rule` marks; `Err`
+/// is the reason of the denial the code sees as `ApprovalDenied`.
+pub(super) async fn gate(
+    scope: &RunScope,
+    server: &str,
+    tool: &Tool,
+    args: &Map<String, Value>,
+    rule: &str,
+) -> Result<(), String> {
+    let qualified = qualified_name(server, &tool.name);
+    let started = Instant::now();
+    let record = |via: &'static str, answer: &'static str, reason: Option<String>| {
+        scope.policy.audit.record(AuditEvent::Approval {
+            execution: scope.execution.clone(),
+            server: server.to_string(),
+            tool: tool.name.to_string(),
+            rule: rule.to_string(),
+            via,
+            answer,
+            reason,
+            waited_ms: started.elapsed().as_millis() as u64,
+            args_sha256: sha256_hex(&serde_json::to_vec(args).unwrap_or_default()),
+        });
+    };
+    // One question at a time per execution: parallel calls to one tool ask once, and an
+    // answer for the execution or session covers the calls waiting behind it.
+    let _turn = scope.approvals.asking.lock().await;
+    let session_key = remembered_key(scope);
+    if scope.approvals.execution_has(&qualified)
+        || scope.approvals.remembered.has(&session_key, &qualified)
+    {
+        record("remembered", "approved", None);
+        return Ok(());
+    }
+    let fallback = |why: String| {
+        let fb = scope.policy.approvals.fallback;
+        let reason = format!(
+            "{qualified} needs approval ({rule}) and {why}; the configured fallback is \
+             {} (approvals.fallback)",
+            fb.as_str()
+        );
+        match fb {
+            Fallback::Allow => {
+                record("fallback", "approved", Some(reason));
+                Ok(())
+            }
+            Fallback::Deny => {
+                record("fallback", "denied", Some(reason.clone()));
+                Err(reason)
+            }
+        }
+    };
+    let Some(client) = &scope.client else {
+        return fallback("no client can be asked (the execution was not started by one)".into());
+    };
+    let via = match client.route {
+        super::execution::InputRoute::Inline => "elicitation",
+        super::execution::InputRoute::Mrtr(_) => "input_required",
+    };
+    let request = question(server, tool, args, rule);
+    let timeout = scope.policy.approvals.timeout();
+    let answer = {
+        let _paused = scope.clock.pause();
+        client.ask(request, timeout).await
+    };
+    match answer {
+        Ok(result) => {
+            let answer = Answer::parse(&result);
+            record(via, answer.as_str(), None);
+            match answer {
+                Answer::Once => Ok(()),
+                Answer::Execution => {
+                    scope.approvals.execution_add(&qualified);
+                    Ok(())
+                }
+                Answer::Session => {
+                    scope.approvals.remembered.add(&session_key, &qualified);
+                    Ok(())
+                }
+                Answer::Deny => Err(format!(
+                    "{qualified} was denied by the person asked to approve it ({rule})"
+                )),
+            }
+        }
+        Err(AskError::Unsupported(cap)) => {
+            fallback(format!("the client cannot be asked (no {cap} capability)"))
+        }
+        Err(e @ AskError::Timeout(_)) => {
+            let reason = format!("{qualified} needs approval ({rule}) and {e}; it is denied");
+            record(via, "timeout", Some(reason.clone()));
+            Err(reason)
+        }
+        Err(e @ AskError::Failed(_)) => {
+            let reason = format!("{qualified} needs approval ({rule}) and {e}; it is denied");
+            record(via, "failed", Some(reason.clone()));
+            Err(reason)
+        }
+    }
+}
+
+/// Where "approve for the session" answers of this execution are kept: its session, or its
+/// client.
+fn remembered_key(scope: &RunScope) -> String {
+    match &scope.session {
+        Some(s) => format!("session:{}", s.id),
+        None => format!("client:{}", scope.principal),
+    }
+}
+
+/// What one execution's approvals hold.
+#[derive(Default)]
+pub(crate) struct ExecutionApprovals {
+    asking: tokio::sync::Mutex<()>,
+    approved: Mutex<HashSet<String>>,
+    remembered: std::sync::Arc<Remembered>,
+}
+
+impl ExecutionApprovals {
+    pub(crate) fn new(remembered: std::sync::Arc<Remembered>) -> Self {
+        ExecutionApprovals {
+            remembered,
+            ..ExecutionApprovals::default()
+        }
+    }
+
+    fn execution_has(&self, tool: &str) -> bool {
+        self.approved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(tool)
+    }
+
+    fn execution_add(&self, tool: &str) {
+        self.approved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(tool.to_string());
+    }
+}
+
+/// The `elicitation/create` request for one call.
+fn question(server: &str, tool: &Tool, args: &Map<String, Value>, rule: &str) -> Value {
+    let mut shown = serde_json::to_string_pretty(&shorten(&Value::Object(args.clone()), None))
+        .unwrap_or_default();
+    if shown.chars().count() > MAX_SHOWN_ARGUMENT_CHARS {
+        shown = shown.chars().take(MAX_SHOWN_ARGUMENT_CHARS).collect();
+        shown.push_str("\n… (cut)");
+    }
+    let annotations = tool
+        .annotations
+        .as_ref()
+        .map(|a| {
+            let mut hints = Vec::new();
+            if a.destructive_hint == Some(true) {
+                hints.push("destructive");
+            }
+            if a.read_only_hint == Some(true) {
+                hints.push("read-only");
+            }
+            if a.open_world_hint == Some(true) {
+                hints.push("open-world");
+            }
+            hints.join(", ")
+        })
+        .filter(|h| !h.is_empty())
+        .map(|h| format!(" [{h}]"))
+        .unwrap_or_default();
+    let message = format!(
+        "Code wants to call a tool that needs your approval.\n\nServer: {server}\nTool: {}{annotations}\nRule: {rule}\nArguments:\n{shown}",
+        tool.name
+    );
+    json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "decision": {
+                        "type": "string",
+                        "title": "Decision",
+                        "oneOf": [
+                            {"const": "once", "title": "Approve this call"},
+                            {"const": "execution", "title": "Approve this tool for the rest of this execution"},
+                            {"const": "session", "title": "Approve this tool for the session"},
+                            {"const": "deny", "title": "Deny"}
+                        ]
+                    }
+                },
+                "required": ["decision"]
+            }
+        }
+    })
+}
+
+/// Whether a key names a secret (its value is masked wherever it is shown).
+pub(crate) fn secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase().replace(['-', '_'], "");
+    [
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "apikey",
+        "authorization",
+        "cookie",
+        "credential",
+        "privatekey",
+        "accesskey",
+        "bearer",
+    ]
+    .iter()
+    .any(|s| k.contains(s))
+}
+
+/// A copy of `v` fit to show a person: values under secret-looking keys masked, long strings
+/// cut with their length.
+fn shorten(v: &Value, key: Option<&str>) -> Value {
+    if key.is_some_and(secret_key) && !v.is_null() {
+        return Value::String("[masked]".into());
+    }
+    match v {
+        Value::String(s) if s.chars().count() > MAX_SHOWN_STRING_CHARS => {
+            let head: String = s.chars().take(MAX_SHOWN_STRING_CHARS).collect();
+            Value::String(format!("{head}… ({} chars)", s.chars().count()))
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| shorten(x, None)).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| (k.clone(), shorten(x, Some(k))))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_read_strictly() {
+        let cases = [
+            (
+                json!({"action": "accept", "content": {"decision": "once"}}),
+                Answer::Once,
+            ),
+            (
+                json!({"action": "accept", "content": {"decision": "execution"}}),
+                Answer::Execution,
+            ),
+            (
+                json!({"action": "accept", "content": {"decision": "session"}}),
+                Answer::Session,
+            ),
+            (
+                json!({"action": "accept", "content": {"decision": "deny"}}),
+                Answer::Deny,
+            ),
+            (
+                json!({"action": "accept", "content": {"decision": "yes please"}}),
+                Answer::Deny,
+            ),
+            (json!({"action": "accept"}), Answer::Deny),
+            (json!({"action": "decline"}), Answer::Deny),
+            (json!({"action": "cancel"}), Answer::Deny),
+            (json!("accept"), Answer::Deny),
+        ];
+        for (v, want) in cases {
+            assert_eq!(Answer::parse(&v), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn shown_arguments_are_masked_and_cut() {
+        let long = "x".repeat(500);
+        let v = json!({"title": "hi", "apiKey": "sk-123", "nested": {"Authorization": "Bearer t"},
+                       "body": long, "list": [{"password": "p"}]});
+        let shown = shorten(&v, None);
+        assert_eq!(shown["title"], "hi");
+        assert_eq!(shown["apiKey"], "[masked]");
+        assert_eq!(shown["nested"]["Authorization"], "[masked]");
+        assert_eq!(shown["list"][0]["password"], "[masked]");
+        assert!(shown["body"].as_str().unwrap().ends_with("(500 chars)"));
+    }
+
+    #[test]
+    fn the_question_is_a_valid_elicitation() {
+        let tool: Tool = serde_json::from_value(
+            json!({"name": "create_issue", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}),
+        )
+        .unwrap();
+        let args = json!({"title": "t", "token": "secret-value"});
+        let q = question(
+            "gh",
+            &tool,
+            args.as_object().unwrap(),
+            "approvals.approve: mcp__gh__*",
+        );
+        let parsed: rmcp::model::InputRequest = serde_json::from_value(q.clone()).unwrap();
+        assert!(
+            matches!(parsed, rmcp::model::InputRequest::Elicitation(_)),
+            "{q}"
+        );
+        let text = q["params"]["message"].as_str().unwrap();
+        assert!(
+            text.contains("Server: gh") && text.contains("create_issue [destructive]"),
+            "{text}"
+        );
+        assert!(!text.contains("secret-value"), "{text}");
+    }
+}

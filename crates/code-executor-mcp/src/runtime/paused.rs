@@ -1,0 +1,176 @@
+//! Executions paused for their client on protocol 2026-07-28 (MRTR), and the questions an
+//! execution puts to its client in either protocol generation.
+//!
+//! An execution asks its client something (an approval as `elicitation/create`, a model call
+//! as `sampling/createMessage`, an upstream's `roots/list`) through its [`ClientLink`]:
+//!
+//! - before 2026-07-28 the request goes to the client inline, while the `tools/call` is open;
+//! - on 2026-07-28 a server may not send requests: the question travels as an [`Ask`] to the
+//!   code that serves the `tools/call`, which answers the call with `input_required` (the
+//!   questions, and a `requestState` naming the paused execution) and keeps the execution's
+//!   handle here. The client answers by retrying the `tools/call` with `inputResponses` and the
+//!   `requestState`; [`PausedTable::resume`] gives the handle back, the answers go to the
+//!   waiting execution, and the same worker goes on from where it stopped. Nothing before the
+//!   pause runs again.
+//!
+//! A `requestState` is 128 random bits, meaningless outside this table: it names an entry
+//! bound to the principal that started the execution and to the tool that was called, and it
+//! expires. A lookup by another principal, for another tool, after expiry, or a second time,
+//! gets the same "unknown" answer. An expired entry is dropped, which cancels its execution.
+//!
+//! [`ClientLink`]: super::execution::ClientLink
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::execution::Execution;
+use crate::principal::Principal;
+
+/// One question for the client: a JSON-RPC request without id (`{"method", "params"}`), and
+/// where its answer (the client's result, or `null` when none came) goes.
+#[derive(Debug)]
+pub(crate) struct Ask {
+    pub request: Value,
+    pub reply: oneshot::Sender<Value>,
+}
+
+/// Paused executions a principal may hold at once: each holds a worker and an admission slot
+/// already, so this only bounds a client that never comes back for its answers.
+const MAX_PAUSED_PER_PRINCIPAL: usize = 64;
+
+/// Executions waiting for their client's `inputResponses`, by `requestState`.
+#[derive(Default)]
+pub(crate) struct PausedTable {
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+struct Entry {
+    principal: Principal,
+    tool: String,
+    execution: Execution,
+    /// The questions sent, by their key in `inputRequests`.
+    waiting: Vec<(String, oneshot::Sender<Value>)>,
+}
+
+/// Why a `requestState` was not accepted.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub(crate) enum PausedError {
+    #[error(
+        "requestState names no paused execution of this client (unknown, expired, already \
+         resumed, or issued for another tool); start the execution again"
+    )]
+    Unknown,
+    #[error(
+        "this client holds {MAX_PAUSED_PER_PRINCIPAL} paused executions already; answer or \
+         abandon one first"
+    )]
+    Full,
+}
+
+/// An execution given back to the `tools/call` that resumes it.
+pub(crate) struct Resumed {
+    pub execution: Execution,
+    /// The questions it waits on, by key.
+    pub waiting: Vec<(String, oneshot::Sender<Value>)>,
+}
+
+impl PausedTable {
+    pub(crate) fn new() -> Arc<PausedTable> {
+        Arc::default()
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keeps `execution` for `principal` until it is resumed by `tool`'s retry or `ttl` passes
+    /// (then it is dropped, which cancels it). Returns the `requestState`.
+    pub(crate) fn park(
+        self: &Arc<Self>,
+        principal: &Principal,
+        tool: &str,
+        execution: Execution,
+        waiting: Vec<(String, oneshot::Sender<Value>)>,
+        ttl: Duration,
+    ) -> Result<String, PausedError> {
+        let state = new_state();
+        {
+            let mut entries = self.entries();
+            let held = entries
+                .values()
+                .filter(|e| &e.principal == principal)
+                .count();
+            if held >= MAX_PAUSED_PER_PRINCIPAL {
+                return Err(PausedError::Full);
+            }
+            entries.insert(
+                state.clone(),
+                Entry {
+                    principal: principal.clone(),
+                    tool: tool.to_string(),
+                    execution,
+                    waiting,
+                },
+            );
+        }
+        let table: Weak<PausedTable> = Arc::downgrade(self);
+        let key = state.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(ttl).await;
+            if let Some(table) = table.upgrade() {
+                let expired = table.entries().remove(&key);
+                if expired.is_some() {
+                    tracing::info!("a paused execution expired without its client's answer");
+                }
+            }
+        });
+        Ok(state)
+    }
+
+    /// Takes the execution `state` names, when it is `principal`'s and was paused by `tool`.
+    pub(crate) fn resume(
+        &self,
+        principal: &Principal,
+        tool: &str,
+        state: &str,
+    ) -> Result<Resumed, PausedError> {
+        let mut entries = self.entries();
+        match entries.get(state) {
+            Some(e) if &e.principal == principal && e.tool == tool => {}
+            _ => return Err(PausedError::Unknown),
+        }
+        let e = entries.remove(state).ok_or(PausedError::Unknown)?;
+        Ok(Resumed {
+            execution: e.execution,
+            waiting: e.waiting,
+        })
+    }
+
+    /// Paused executions now.
+    pub(crate) fn len(&self) -> usize {
+        self.entries().len()
+    }
+}
+
+/// 128 random bits, hex.
+fn new_state() -> String {
+    let mut b = [0u8; 16];
+    if getrandom::fill(&mut b).is_err() {
+        // No entropy source: fall back to a hash of the time and a counter, still unique.
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let h = crate::policy::audit::sha256_hex(format!("{t}:{n}").as_bytes());
+        return h[..32].to_string();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
