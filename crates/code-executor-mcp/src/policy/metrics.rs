@@ -41,6 +41,12 @@ pub struct Metrics {
     durations: Mutex<Histogram>,
     /// (server, outcome) -> count; outcome `denied` for a policy denial.
     tool_calls: Mutex<BTreeMap<(String, &'static str), u64>>,
+    /// Approval answers (`once`, `deny`, `timeout`, ...) -> count.
+    approvals: Mutex<BTreeMap<&'static str, u64>>,
+    /// Model calls from code, by who answered and outcome.
+    llm_calls: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
+    /// Cancellations asked by the client, by how (`tasks/cancel`, `wait`, ...).
+    cancels: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 fn bump<K: Ord>(map: &Mutex<BTreeMap<K, u64>>, key: K) {
@@ -114,6 +120,9 @@ impl Metrics {
             AuditEvent::RunRefused { .. } => {
                 self.refused.fetch_add(1, Ordering::Relaxed);
             }
+            AuditEvent::Approval { answer, .. } => bump(&self.approvals, *answer),
+            AuditEvent::LlmCall { via, outcome, .. } => bump(&self.llm_calls, (*via, *outcome)),
+            AuditEvent::RunCancel { by, .. } => bump(&self.cancels, *by),
         }
     }
 
@@ -126,8 +135,53 @@ impl Metrics {
         self.started.load(Ordering::Relaxed).saturating_sub(ended)
     }
 
+    /// Approvals, model calls and client cancellations, in the exposition format.
+    fn render_pauses(&self, out: &mut String) {
+        let snapshot = |m: &Mutex<BTreeMap<&'static str, u64>>| match m.lock() {
+            Ok(m) => m.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        for (name, help, label, counts) in [
+            (
+                "code_executor_approvals_total",
+                "Approval questions, by answer (once, execution, session, deny, timeout, failed, approved, denied).",
+                "answer",
+                snapshot(&self.approvals),
+            ),
+            (
+                "code_executor_cancellations_total",
+                "Executions the client cancelled, by how (notifications/cancelled, tasks/cancel, wait).",
+                "by",
+                snapshot(&self.cancels),
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (value, n) in counts {
+                let _ = writeln!(out, "{name}{{{label}=\"{}\"}} {n}", escape_label(value));
+            }
+        }
+        let llm = match self.llm_calls.lock() {
+            Ok(m) => m.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        let _ = writeln!(
+            out,
+            "# HELP code_executor_llm_calls_total Model calls from code, by who answered (client, provider) and outcome.\n\
+             # TYPE code_executor_llm_calls_total counter"
+        );
+        for ((via, outcome), n) in llm {
+            let _ = writeln!(
+                out,
+                "code_executor_llm_calls_total{{via=\"{}\",outcome=\"{}\"}} {n}",
+                escape_label(via),
+                escape_label(outcome)
+            );
+        }
+    }
+
     /// The Prometheus text exposition of these counters.
     pub fn render(&self, out: &mut String) {
+        self.render_pauses(out);
         let _ = writeln!(
             out,
             "# HELP code_executor_executions_started_total Executions admitted and started.\n\
