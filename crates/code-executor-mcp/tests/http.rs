@@ -680,3 +680,49 @@ async fn loopback_without_tokens_uses_the_declared_name() {
         json!({"name": "http-test", "via": "declared"})
     );
 }
+
+/// `--log-format json`: every log line is one JSON object (for log collectors), the access
+/// log names the principal and the MCP method.
+#[tokio::test]
+async fn logs_can_be_json_lines() {
+    let dir = test_support::TempDir::new("jsonlog");
+    let file = dir.0.join("tokens");
+    std::fs::write(&file, "carol=carol-token-0123456789\n").unwrap();
+    test_support::set_mode(&file, 0o600);
+    let s = HttpServer::start(
+        EXE.as_ref(),
+        json!({}),
+        &[
+            "--log-format",
+            "json",
+            "--tokens-file",
+            file.to_str().unwrap(),
+        ],
+        &[("RUST_LOG", "info,rmcp=warn,code_executor_mcp::http=debug")],
+    )
+    .await;
+    let c = McpHttp::connect(
+        &s.url,
+        Some("carol-token-0123456789"),
+        Generation::Stateless,
+    )
+    .await;
+    c.call("health", json!({})).await;
+    let log = s.log();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(lines.iter().any(|l| {
+        l["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("serving MCP on"))
+    }));
+    assert!(
+        lines.iter().any(|l| l["message"] == "mcp request"
+            && l["principal"] == "token:carol"
+            && l["method"] == "tools/call"
+            && l["status"] == 200),
+        "{log}"
+    );
+}

@@ -852,8 +852,20 @@ async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
         }
     }
     let is_delete = parts.method == Method::DELETE;
+    let http_method = parts.method.clone();
+    let started = std::time::Instant::now();
     let req = Request::from_parts(parts, Full::new(bytes));
     let response = state.mcp.handle(req).await;
+    // The access log (RUST_LOG=code_executor_mcp::http=debug); the time is to the answer's
+    // head (a streamed answer continues after it).
+    tracing::debug!(
+        principal = principal.as_ref().map(|p| p.to_string()),
+        http = %http_method,
+        method = method.as_deref().unwrap_or(""),
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        "mcp request"
+    );
     if opens_session
         && response.status().is_success()
         && let Some(id) = response
