@@ -57,8 +57,17 @@ pub struct Cli {
     /// docs/python.md).
     #[arg(long, global = true, env = SITE_PACKAGES_ENV)]
     python_site_packages: bool,
+    /// Log lines on stderr: text, or one JSON object per line.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "CODE_EXECUTOR_LOG_FORMAT")]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -300,7 +309,7 @@ All commands:             code-executor-mcp --help",
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let quiet = !matches!(cli.command, None | Some(Command::Serve(_)));
-    init_tracing(quiet);
+    init_tracing(quiet, cli.log_format);
     // One thread drives everything: a request's path crosses several tasks (worker frames,
     // bridge, upstream client), and on a current-thread runtime those hand-offs are function
     // calls rather than cross-thread wake-ups. Nothing on it blocks: engines run in their own
@@ -324,16 +333,20 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn init_tracing(quiet: bool) {
+fn init_tracing(quiet: bool, format: LogFormat) {
     // rmcp logs whole peer descriptions at info; keep its noise out of the default.
     let default = if quiet { "warn" } else { "info,rmcp=warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+        .with_ansi(false);
+    match format {
+        LogFormat::Text => builder.init(),
+        // One JSON object per line (time, level, target, fields), for log collectors.
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
 }
 
 /// Settings, upstream config and core options, from files, environment and flags.

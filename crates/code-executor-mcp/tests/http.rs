@@ -680,3 +680,104 @@ async fn loopback_without_tokens_uses_the_declared_name() {
         json!({"name": "http-test", "via": "declared"})
     );
 }
+
+/// `--log-format json`: every log line is one JSON object (for log collectors), the access
+/// log names the principal and the MCP method.
+#[tokio::test]
+async fn logs_can_be_json_lines() {
+    let dir = test_support::TempDir::new("jsonlog");
+    let file = dir.0.join("tokens");
+    std::fs::write(&file, "carol=carol-token-0123456789\n").unwrap();
+    test_support::set_mode(&file, 0o600);
+    let s = HttpServer::start(
+        EXE.as_ref(),
+        json!({}),
+        &[
+            "--log-format",
+            "json",
+            "--tokens-file",
+            file.to_str().unwrap(),
+        ],
+        &[("RUST_LOG", "info,rmcp=warn,code_executor_mcp::http=debug")],
+    )
+    .await;
+    let c = McpHttp::connect(
+        &s.url,
+        Some("carol-token-0123456789"),
+        Generation::Stateless,
+    )
+    .await;
+    c.call("health", json!({})).await;
+    let log = s.log();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(lines.iter().any(|l| {
+        l["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("serving MCP on"))
+    }));
+    assert!(
+        lines.iter().any(|l| l["message"] == "mcp request"
+            && l["principal"] == "token:carol"
+            && l["method"] == "tools/call"
+            && l["status"] == 200),
+        "{log}"
+    );
+}
+
+/// Limits are per principal: one principal at its maximum of executions at once waits (or
+/// is over its rate and is told busy) while another runs at once.
+#[tokio::test]
+async fn limits_are_per_principal() {
+    let (s, toks, _d) = server(
+        2,
+        &[],
+        json!({"limits": {"maxConcurrentPerClient": 1, "executionsPerMinute": 3}}),
+    )
+    .await;
+    let hold = Hold::new();
+    let a = McpHttp::connect(&s.url, Some(&toks[0]), Generation::Stateless).await;
+    let b = McpHttp::connect(&s.url, Some(&toks[1]), Generation::Stateless).await;
+    let code = format!(
+        "await tools.fx.hold({{socket: {:?}}}); return 'first'",
+        hold.path.to_str().unwrap()
+    );
+    let a = std::sync::Arc::new(a);
+    let a1 = a.clone();
+    let first = tokio::spawn(async move { a1.exec(json!({"code": code})).await });
+    let upstream = hold.arrived().await;
+    // A's second execution queues behind its first...
+    let a2 = a.clone();
+    let second = tokio::spawn(async move { a2.exec(json!({"code": "return 'second'"})).await });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while s.metric("code_executor_admission_in_flight").await != Some(2.0) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the second did not queue"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!second.is_finished());
+    // ...while B runs at once.
+    let (v, is_error) = b.exec(json!({"code": "return 'b'"})).await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!("b"));
+    drop(upstream);
+    assert_eq!(first.await.unwrap().0["result"], json!("first"));
+    assert_eq!(second.await.unwrap().0["result"], json!("second"));
+    // A's third execution this minute is its last; the fourth is refused as busy, B's is not.
+    let (v, _) = a.exec(json!({"code": "return 3"})).await;
+    assert_eq!(v["result"], json!(3));
+    let (v, is_error) = a.exec(json!({"code": "return 4"})).await;
+    assert!(is_error, "{v}");
+    let (name, message) = error_of(&v);
+    assert_eq!(name, "BusyError", "{v}");
+    assert!(
+        message.contains("\"token:p0\" is over its rate of 3 executions per minute"),
+        "{message}"
+    );
+    let (v, is_error) = b.exec(json!({"code": "return 'b again'"})).await;
+    assert!(!is_error, "{v}");
+}

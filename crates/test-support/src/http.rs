@@ -68,11 +68,10 @@ impl HttpServer {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             if let Some(i) = text.find("serving MCP on http://") {
                 let rest = &text[i + "serving MCP on ".len()..];
-                let url = rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string();
+                let url: String = rest
+                    .chars()
+                    .take_while(|c| !c.is_whitespace() && *c != '"')
+                    .collect();
                 let base = url.trim_end_matches("/mcp").to_string();
                 let port = base
                     .rsplit(':')

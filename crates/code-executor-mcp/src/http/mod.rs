@@ -63,6 +63,8 @@ pub const MCP_PATH: &str = "/mcp";
 /// At shutdown, how long answers already produced get to reach their clients, and how long
 /// cancelled executions get to record their end.
 const FLUSH_WAIT: Duration = Duration::from_secs(2);
+/// Connections over the cap being answered busy at once; more are closed unanswered.
+const MAX_REJECTING: usize = 64;
 
 /// Caps and timeouts of the HTTP layer; every one is a flag (see `cli`).
 #[derive(Debug, Clone)]
@@ -279,6 +281,7 @@ pub async fn serve(
     };
     tokio::pin!(shutdown);
     let slots = Arc::new(Semaphore::new(state.limits.max_connections.max(1)));
+    let rejecting = Arc::new(Semaphore::new(MAX_REJECTING));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = tokio::task::JoinSet::new();
     loop {
@@ -305,7 +308,14 @@ pub async fn serve(
                     }
                     Err(_) => {
                         state.metrics.connections_rejected.fetch_add(1, Ordering::Relaxed);
-                        tokio::spawn(reject_connection(stream));
+                        // Answering busy costs a task; under a flood, past a bound, the
+                        // connection is just closed.
+                        if let Ok(permit) = rejecting.clone().try_acquire_owned() {
+                            tokio::spawn(async move {
+                                reject_connection(stream).await;
+                                drop(permit);
+                            });
+                        }
                     }
                 }
             }
@@ -852,8 +862,20 @@ async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
         }
     }
     let is_delete = parts.method == Method::DELETE;
+    let http_method = parts.method.clone();
+    let started = std::time::Instant::now();
     let req = Request::from_parts(parts, Full::new(bytes));
     let response = state.mcp.handle(req).await;
+    // The access log (RUST_LOG=code_executor_mcp::http=debug); the time is to the answer's
+    // head (a streamed answer continues after it).
+    tracing::debug!(
+        principal = principal.as_ref().map(|p| p.to_string()),
+        http = %http_method,
+        method = method.as_deref().unwrap_or(""),
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        "mcp request"
+    );
     if opens_session
         && response.status().is_success()
         && let Some(id) = response
