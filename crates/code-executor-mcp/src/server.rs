@@ -215,9 +215,8 @@ impl CodeExecutorServer {
                                 .await
                                 .into()
                         }
-                        long_runs::Answer::Early { kind, after } => {
-                            long_runs::early(core, language, req, principal, client, kind, after)
-                                .await
+                        long_runs::Answer::Early(early) => {
+                            long_runs::early(core, language, req, principal, client, early).await
                         }
                     },
                 )
