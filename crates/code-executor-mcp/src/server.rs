@@ -215,12 +215,9 @@ impl CodeExecutorServer {
                     return legacy_tasks::create(core, handle).await.map(Into::into);
                 }
                 match long_runs::Answer::choose(core, tasks == Tasks::Declared, a.yield_after_ms) {
-                    long_runs::Answer::Early { kind, after } => {
+                    long_runs::Answer::Early(early) => {
                         client.route = InputRoute::Inline;
-                        Ok(
-                            long_runs::early(core, language, req, principal, client, kind, after)
-                                .await,
-                        )
+                        Ok(long_runs::early(core, language, req, principal, client, early).await)
                     }
                     long_runs::Answer::Plain => match client.route {
                         InputRoute::Inline => Ok(long_runs::plain(

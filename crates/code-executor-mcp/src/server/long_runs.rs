@@ -41,7 +41,16 @@ pub(super) enum Answer {
     /// Wait for the outcome (the client may cancel the request).
     Plain,
     /// Return early after this long: as a task, or with a handle for `wait`.
-    Early { kind: Kind, after: Duration },
+    Early(Early),
+}
+
+/// How a run that may return early does.
+pub(super) struct Early {
+    kind: Kind,
+    after: Duration,
+    /// The server chose it (a client with tasks that passed no `yieldAfterMs`): when no long
+    /// run can be parked, the run is answered plainly instead of refused.
+    optional: bool,
 }
 
 impl Answer {
@@ -54,14 +63,16 @@ impl Answer {
         }
         let after = |ms: u64| Duration::from_millis(ms.min(MAX_WAIT_MS));
         match (tasks && limits.enabled(), yield_after_ms) {
-            (true, ms) => Answer::Early {
+            (true, ms) => Answer::Early(Early {
                 kind: Kind::Task,
                 after: after(ms.unwrap_or(limits.task_after_ms)),
-            },
-            (false, Some(ms)) => Answer::Early {
+                optional: ms.is_none(),
+            }),
+            (false, Some(ms)) => Answer::Early(Early {
                 kind: Kind::Yielded,
                 after: after(ms),
-            },
+                optional: false,
+            }),
             (false, None) => Answer::Plain,
         }
     }
@@ -132,23 +143,39 @@ pub(super) async fn early(
     req: ExecRequest,
     principal: Principal,
     client: ClientLink,
-    kind: Kind,
-    after: Duration,
+    early: Early,
 ) -> CallToolResponse {
-    // A deadline the run could not have is said before anything is reserved.
+    let Early {
+        kind,
+        after,
+        optional,
+    } = early;
+    // A deadline the run could not have is said before anything is reserved (a task the
+    // server chose is then answered plainly, under the per-call limits).
     if let Err(e) = Limits::configured_long(
         &core.policy.execution,
         &core.policy.long_runs,
         req.timeout_ms,
     ) {
+        if optional {
+            return plain(core, language, req, principal, client).await.into();
+        }
         return execution_result(&ExecOutcome::refused("RangeError", e)).into();
     }
-    let ctx = ExecContext::for_client(principal.clone(), Some(client), &core.policy.long_runs);
+    let ctx = ExecContext::for_client(
+        principal.clone(),
+        Some(client.clone()),
+        &core.policy.long_runs,
+    );
     let execution = ctx.execution.clone();
+    let fallback = optional.then(|| req.clone());
     let handle = match core.runtime.start_parked(language, req, ctx, kind) {
         Ok(h) => h,
         Err(e) => {
-            return execution_result(&ExecOutcome::refused("LimitError", e.to_string())).into();
+            return match fallback {
+                Some(req) => plain(core, language, req, principal, client).await.into(),
+                None => execution_result(&ExecOutcome::refused("LimitError", e.to_string())).into(),
+            };
         }
     };
     let mut guard = Unpublished {
