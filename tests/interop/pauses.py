@@ -119,7 +119,7 @@ async def run(exe: str, fixture: str, mode: str, work: str) -> None:
             let local = 10;
             const t1 = await tools.fix.tick({});
             local += 1;
-            const w1 = await tools.fix.write_note({ text: 'first', token: 'hidden-value' });
+            const w1 = await tools.fix.write_note({ text: 'first', token: 'hidden-value', body: 'fixture-secret-4711-xyz' });
             local += 1;
             const t2 = await tools.fix.tick({});
             const w2 = await tools.fix.write_note({ text: 'second' });
@@ -129,7 +129,8 @@ async def run(exe: str, fixture: str, mode: str, work: str) -> None:
               not err and v.get("result") == {"t1": 1, "t2": 2, "w1": 1, "w2": 2, "local": 12}, json.dumps(v))
         check(f"[{mode}] the person was asked twice, with server, tool and masked arguments",
               len(person.asked) == 2 and "Server: fix" in person.asked[0] and "write_note" in person.asked[0]
-              and "hidden-value" not in person.asked[0] and "[masked]" in person.asked[0], repr(person.asked))
+              and "hidden-value" not in person.asked[0] and "[masked]" in person.asked[0]
+              and SECRET not in person.asked[0] and "[redacted]" in person.asked[0], repr(person.asked))
         c = await counts()
         check(f"[{mode}] upstream counted each call once", c.get("tick") == 2 and c.get("write_note") == 2, json.dumps(c))
 

@@ -151,7 +151,11 @@ pub(super) async fn gate(
         super::execution::InputRoute::Inline => "elicitation",
         super::execution::InputRoute::Mrtr(_) => "input_required",
     };
-    let request = question(server, tool, args, rule);
+    let mut request = question(server, tool, args, rule);
+    // Values of the configured upstreams' secrets are never shown, whatever key holds them.
+    if let Some(m) = request["params"]["message"].as_str() {
+        request["params"]["message"] = Value::String(scope.policy.redact(m));
+    }
     let timeout = scope.policy.approvals.timeout();
     let answer = {
         let _paused = scope.clock.pause();
