@@ -86,7 +86,8 @@ impl Core {
                 settings.limits,
                 runtime::output::default_scratch_root(),
             )
-            .with_servers(config.servers.keys()),
+            .with_servers(config.servers.keys())
+            .with_access(settings.permissions.clone()),
         );
         let catalog = Catalog::with_cache(upstreams, catalog::cache::ToolCache::for_config(config));
         let sandbox_policy = worker_policy(options.sandbox, &options.exe);

@@ -36,7 +36,8 @@ pub fn tool_definitions() -> Vec<Tool> {
             "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool globs; default all"},
             "limits": {"type": "object", "description": "tighten maxToolCalls, maxConcurrentToolCalls, maxLogBytes, memoryMb"},
             "session": {"type": "string", "description": "new|result.session.id; keeps globals, store/load, files"},
-            "reset": {"type": "boolean"}
+            "reset": {"type": "boolean"},
+            "permissions": {"type": "object", "description": "{read:[path],write:bool,net:[host]} within config"}
         },
         "required": ["code"]
     });
@@ -129,6 +130,7 @@ struct ExecuteArgs {
     session: Option<String>,
     #[serde(default)]
     reset: bool,
+    permissions: Option<crate::policy::access::PermissionsRequest>,
 }
 
 #[derive(Deserialize)]
@@ -194,6 +196,7 @@ impl CodeExecutorServer {
                             limits: a.limits,
                             session: a.session.as_deref().map(SessionArg::parse),
                             reset: a.reset,
+                            permissions: a.permissions,
                         },
                         principal,
                         Some(client),

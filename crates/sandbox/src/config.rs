@@ -24,6 +24,8 @@ pub(crate) struct HelperConfig {
     pub read_only: Vec<PathBuf>,
     /// Directories shown empty (see `SandboxPolicy::hidden_paths`).
     pub hidden: Vec<PathBuf>,
+    /// Read-only, never executable (see `SandboxPolicy::data_paths`).
+    pub data: Vec<PathBuf>,
     pub scratch: Option<PathBuf>,
     pub limits: ResourceLimits,
 }
@@ -58,6 +60,9 @@ impl HelperConfig {
         for path in &self.hidden {
             put("hide", path.as_os_str());
         }
+        for path in &self.data {
+            put("data", path.as_os_str());
+        }
         if let Some(scratch) = &self.scratch {
             put("scratch", scratch.as_os_str());
         }
@@ -83,6 +88,7 @@ impl HelperConfig {
             cwd: None,
             read_only: Vec::new(),
             hidden: Vec::new(),
+            data: Vec::new(),
             scratch: None,
             limits: ResourceLimits::default(),
         };
@@ -109,6 +115,7 @@ impl HelperConfig {
                 b"cwd" => cfg.cwd = Some(os().into()),
                 b"ro" => cfg.read_only.push(os().into()),
                 b"hide" => cfg.hidden.push(os().into()),
+                b"data" => cfg.data.push(os().into()),
                 b"scratch" => cfg.scratch = Some(os().into()),
                 b"as" => cfg.limits.address_space_bytes = number()?,
                 b"cpu" => cfg.limits.cpu_seconds = number()?,
@@ -136,6 +143,7 @@ mod tests {
             cwd: Some("/scratch dir".into()),
             read_only: vec!["/opt/a".into(), "/opt/b".into()],
             hidden: vec!["/opt/a/site-packages".into()],
+            data: vec!["/home/me/project".into()],
             scratch: Some("/tmp/x".into()),
             limits: ResourceLimits {
                 address_space_bytes: u64::MAX,

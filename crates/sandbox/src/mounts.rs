@@ -39,6 +39,8 @@ pub(crate) enum Access {
     /// A directory inside a read-only path, shown empty (an empty read-only tmpfs on it).
     /// Least permissive: the same path with any other access stays visible.
     Hidden,
+    /// Read only: no exec, no suid, no devices (data granted to code).
+    Data,
     /// Read and execute, nothing else (nosuid, nodev).
     ReadOnly,
     /// A device node: read and write the node, no exec, no suid.
@@ -69,6 +71,9 @@ pub(crate) fn plan(cfg: &HelperConfig) -> Result<Vec<Step>, SetupError> {
     }
     for path in &cfg.read_only {
         resolve(path, Access::ReadOnly, &mut steps)?;
+    }
+    for path in &cfg.data {
+        resolve(path, Access::Data, &mut steps)?;
     }
     for path in DEVICES {
         resolve(Path::new(path), Access::Device, &mut steps)?;
@@ -228,7 +233,7 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
         let covering = applied.iter().rev().find(|(p, _)| path.starts_with(p));
         if access == Access::Hidden {
             // Only what a read-only bind shows needs covering; the mount point exists there.
-            if covering.is_some_and(|(_, a)| *a == Access::ReadOnly) {
+            if covering.is_some_and(|(_, a)| matches!(a, Access::ReadOnly | Access::Data)) {
                 mount(
                     Some("tmpfs"),
                     path,
@@ -271,6 +276,7 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
         .map_err(|e| err(format!("bind {}", path.display()), &e))?;
         let attrs = match access {
             Access::ReadOnly => ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV,
+            Access::Data => ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
             Access::Device => ATTR_RDONLY | ATTR_NOSUID | ATTR_NOEXEC,
             Access::ReadWrite => ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
             Access::Hidden => continue,
@@ -347,12 +353,13 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
         }
     };
     Ok(format!(
-        "read-only tmpfs root; read-only: {}; hidden (empty): {}; read-write: {}; /dev: null zero urandom random; /proc: {proc_detail}",
+        "read-only tmpfs root; read-only: {}; data (no exec): {}; hidden (empty): {}; read-write: {}; /dev: null zero urandom random; /proc: {proc_detail}",
         if ro.is_empty() {
             "none".to_owned()
         } else {
             ro.join(" ")
         },
+        list(Access::Data),
         list(Access::Hidden),
         list(Access::ReadWrite),
     ))

@@ -25,16 +25,20 @@ pub enum CallError {
     Argument,
     /// A value is outside what is accepted.
     Range,
+    /// A `fetch` the host made failed on the network: connection refused, name not found,
+    /// TLS, timeout. (A destination the grant does not allow is a `Policy` error.)
+    Network,
 }
 
 impl CallError {
     /// Every kind, parents before children.
-    pub const ALL: [CallError; 5] = [
+    pub const ALL: [CallError; 6] = [
         CallError::Tool,
         CallError::Policy,
         CallError::Limit,
         CallError::Argument,
         CallError::Range,
+        CallError::Network,
     ];
 
     /// The error's name, as the code sees it (`e.name`, `type(e).__name__`).
@@ -45,13 +49,14 @@ impl CallError {
             CallError::Limit => "LimitError",
             CallError::Argument => "TypeError",
             CallError::Range => "RangeError",
+            CallError::Network => "NetworkError",
         }
     }
 
     /// The class it extends, when it is one of ours.
     pub fn parent(self) -> Option<CallError> {
         match self {
-            CallError::Policy | CallError::Limit => Some(CallError::Tool),
+            CallError::Policy | CallError::Limit | CallError::Network => Some(CallError::Tool),
             CallError::Tool | CallError::Argument | CallError::Range => None,
         }
     }
@@ -61,7 +66,7 @@ impl CallError {
         match self {
             CallError::Argument => Some(("TypeError", "TypeError")),
             CallError::Range => Some(("RangeError", "ValueError")),
-            CallError::Tool | CallError::Policy | CallError::Limit => None,
+            CallError::Tool | CallError::Policy | CallError::Limit | CallError::Network => None,
         }
     }
 
@@ -81,6 +86,9 @@ impl CallError {
                 "No such server or tool, or arguments that do not fit its schema."
             }
             CallError::Range => "A value outside what is accepted.",
+            CallError::Network => {
+                "A fetch failed on the network (refused, not found, TLS, timeout); message says why."
+            }
         }
     }
 

@@ -56,6 +56,7 @@ struct RawSettings {
     audit: Option<AuditSettings>,
     sessions: Option<SessionLimits>,
     trusted_projects: Option<Vec<PathBuf>>,
+    permissions: Option<crate::policy::access::RawCeiling>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
 }
@@ -86,6 +87,8 @@ pub struct Settings {
     /// `.gemini/settings.json`, `.codex/config.toml`, `.vscode/mcp.json`, `.cursor/mcp.json`)
     /// are trusted although their clients have not approved them.
     pub trusted_projects: Vec<PathBuf>,
+    /// What file and network access code may be granted (`permissions`); nothing by default.
+    pub permissions: crate::policy::access::Ceiling,
     /// The user's settings file, if there is one.
     pub source: Option<PathBuf>,
     /// What became of the working directory's `.code-executor.json`, if there is one.
@@ -116,6 +119,7 @@ impl Default for Settings {
             audit: AuditSettings::default(),
             sessions: SessionLimits::default(),
             trusted_projects: Vec::new(),
+            permissions: crate::policy::access::Ceiling::default(),
             source: None,
             project: None,
         }
@@ -257,6 +261,7 @@ impl Settings {
             audit: raw.audit.unwrap_or_default(),
             sessions: raw.sessions.unwrap_or_default().validate()?,
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
+            permissions: raw.permissions.unwrap_or_default().validate()?,
             source: None,
             project: None,
         })

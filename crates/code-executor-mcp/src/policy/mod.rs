@@ -6,6 +6,7 @@
 //! Everything here is decided in the host on values received from the worker; nothing relies
 //! on code inside the sandbox behaving. Every limit is a named constant with its reason.
 
+pub mod access;
 pub mod admission;
 pub mod audit;
 pub mod filter;
@@ -30,6 +31,8 @@ pub struct Policy {
     pub scratch: Option<std::path::PathBuf>,
     /// The configured server names, which `allowedTools` patterns resolve against.
     pub servers: Arc<[String]>,
+    /// What file and network access an execution may be granted (`permissions`).
+    pub access: access::Ceiling,
 }
 
 impl Policy {
@@ -54,7 +57,14 @@ impl Policy {
             admission: admission::Admission::new(admission),
             scratch,
             servers: Arc::from([]),
+            access: access::Ceiling::default(),
         }
+    }
+
+    /// The same policy, with the configured ceiling of file and network access.
+    pub fn with_access(mut self, ceiling: access::Ceiling) -> Policy {
+        self.access = ceiling;
+        self
     }
 
     /// The same policy, knowing the configured server names (see [`pattern`]).
@@ -73,6 +83,7 @@ impl Policy {
             admission: admission::Admission::new(admission::AdmissionSettings::default()),
             scratch: None,
             servers: Arc::from([]),
+            access: access::Ceiling::default(),
         }
     }
 

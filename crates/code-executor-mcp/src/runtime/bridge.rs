@@ -45,6 +45,8 @@ pub struct RunScope {
     pub tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
     /// The session the execution runs in, whose values `store`/`load` reach.
     pub session: Option<Arc<Session>>,
+    /// The network the execution was granted, and its `fetch` counters.
+    pub fetch: super::fetch::FetchState,
 }
 
 impl RunScope {
@@ -74,6 +76,7 @@ impl RunScope {
             policy,
             tool_rate,
             session,
+            fetch: super::fetch::FetchState::new(Arc::default()),
         }
     }
 }
@@ -122,6 +125,7 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
                 },
             };
         }
+        CallRequest::Fetch(req) => return super::fetch::fetch(scope, req).await,
         CallRequest::Load { key } => {
             return match &scope.session {
                 None => no_session("load"),
@@ -148,7 +152,10 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
         );
     }
     match request {
-        CallRequest::Tool { .. } | CallRequest::Store { .. } | CallRequest::Load { .. } => err(
+        CallRequest::Tool { .. }
+        | CallRequest::Store { .. }
+        | CallRequest::Load { .. }
+        | CallRequest::Fetch(_) => err(
             CallError::Tool,
             "internal: a tool call or stored value reached discovery",
         ),

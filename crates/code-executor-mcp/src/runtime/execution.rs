@@ -48,6 +48,8 @@ pub(crate) struct ExecRequest {
     /// End the session named by `session` before the code runs (the code then runs in a
     /// fresh worker outside any session).
     pub reset: bool,
+    /// File and network access asked for (within the configured ceiling).
+    pub permissions: Option<crate::policy::access::PermissionsRequest>,
 }
 
 /// What the server attaches to an execution.
