@@ -21,9 +21,9 @@ use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime, Value};
 use worker_protocol::{
-    AccessInfo, CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FrameError, HostFrame, LogLevel,
-    MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RunOutcome, RunRequest, ToolBinding, WorkerFrame,
-    encode, read_frame,
+    AccessInfo, CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FrameError, HostFrame,
+    LogLevel, MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RunOutcome, RunRequest, ToolBinding,
+    WorkerFrame, encode, read_frame,
 };
 
 use crate::strip::SOURCE_NAME;
@@ -683,20 +683,23 @@ fn fs_functions<'js>(
     let s = shared.clone();
     host.set(
         "fsStat",
-        Function::new(ctx.clone(), move |path: String, follow: bool| -> Option<String> {
-            let meta = if follow {
-                std::fs::metadata(&path)
-            } else {
-                std::fs::symlink_metadata(&path)
-            };
-            match meta {
-                Ok(m) => Some(crate::fs::stat_json(&m)),
-                Err(e) => {
-                    fail(&s, if follow { "stat" } else { "lstat" }, &path, &e, false);
-                    None
+        Function::new(
+            ctx.clone(),
+            move |path: String, follow: bool| -> Option<String> {
+                let meta = if follow {
+                    std::fs::metadata(&path)
+                } else {
+                    std::fs::symlink_metadata(&path)
+                };
+                match meta {
+                    Ok(m) => Some(crate::fs::stat_json(&m)),
+                    Err(e) => {
+                        fail(&s, if follow { "stat" } else { "lstat" }, &path, &e, false);
+                        None
+                    }
                 }
-            }
-        })?,
+            },
+        )?,
     )?;
     let s = shared.clone();
     host.set(
@@ -778,7 +781,9 @@ fn fs_functions<'js>(
         Function::new(ctx.clone(), |ctx: Ctx<'js>, data: String| {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(data.as_bytes())
-                .map_err(|e| Exception::throw_type(&ctx, &format!("bad base64 from the host: {e}")))?;
+                .map_err(|e| {
+                    Exception::throw_type(&ctx, &format!("bad base64 from the host: {e}"))
+                })?;
             Ok::<_, rquickjs::Error>(match String::from_utf8(bytes) {
                 Ok(t) => t,
                 Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
@@ -790,7 +795,9 @@ fn fs_functions<'js>(
         Function::new(ctx.clone(), |ctx: Ctx<'js>, data: String| {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(data.as_bytes())
-                .map_err(|e| Exception::throw_type(&ctx, &format!("bad base64 from the host: {e}")))?;
+                .map_err(|e| {
+                    Exception::throw_type(&ctx, &format!("bad base64 from the host: {e}"))
+                })?;
             ArrayBuffer::new(ctx, bytes)
         })?,
     )?;

@@ -141,12 +141,31 @@ mod tests {
         let enoent = io::Error::from_raw_os_error(nix::libc::ENOENT);
         let e = explain("readFile", "/etc/passwd", &enoent, Some(&access), false);
         assert_eq!(e.code, "ENOENT");
-        assert!(e.message.contains("no read grant covers /etc/passwd; granted: /project"), "{}", e.message);
-        let e = explain("readFile", "/project/../etc/x", &enoent, Some(&access), false);
-        assert!(e.message.contains("no read grant covers /etc/x"), "{}", e.message);
+        assert!(
+            e.message
+                .contains("no read grant covers /etc/passwd; granted: /project"),
+            "{}",
+            e.message
+        );
+        let e = explain(
+            "readFile",
+            "/project/../etc/x",
+            &enoent,
+            Some(&access),
+            false,
+        );
+        assert!(
+            e.message.contains("no read grant covers /etc/x"),
+            "{}",
+            e.message
+        );
         let erofs = io::Error::from_raw_os_error(nix::libc::EROFS);
         let e = explain("writeFile", "/project/a", &erofs, Some(&access), true);
-        assert!(e.message.contains("only the workspace /ws is writable"), "{}", e.message);
+        assert!(
+            e.message.contains("only the workspace /ws is writable"),
+            "{}",
+            e.message
+        );
         let e = explain("writeFile", "/tmp/a", &erofs, None, true);
         assert!(e.message.contains("permissions.write"), "{}", e.message);
     }

@@ -250,6 +250,7 @@ class _State:
     # What the run was granted (files, network), for error messages.
     access = {}
     urllib_installed = False
+    last_open = None
 
 
 def _clean(text):
@@ -836,6 +837,13 @@ def _install_urllib():
     _State.urllib_installed = True
 
 
+def _audit_open(event, args):
+    # Remembers the last file opened (path and mode), so that a failure can say whether the
+    # read or the write grant is missing. Audit hooks cannot be removed: this one only records.
+    if event == "open":
+        _State.last_open = args
+
+
 def _grant_hint(exc):
     """A sentence naming the grant a failed file access lacks, or ''."""
     import errno as _errno
@@ -847,10 +855,24 @@ def _grant_hint(exc):
         return ""
     path = os.path.normpath(os.path.join(os.getcwd(), os.fsdecode(name)))
     access = _State.access or {}
+    last = _State.last_open
+    writing = False
+    if last and len(last) >= 3 and last[0] is not None:
+        try:
+            same = os.path.normpath(os.path.join(os.getcwd(), os.fsdecode(last[0]))) == path
+        except (TypeError, ValueError):
+            same = False
+        mode, flags = last[1], last[2] or 0
+        writing = same and (
+            (isinstance(mode, str) and any(c in mode for c in "wax+"))
+            or bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+        )
     reads = access.get("read") or []
     ws = access.get("workspace")
     inside = lambda root: path == root or path.startswith(root.rstrip("/") + "/")
-    if exc.errno in (_errno.EROFS, _errno.EXDEV) or (exc.errno in (_errno.EACCES, _errno.EPERM) and any(inside(r) for r in reads)):
+    if writing or exc.errno in (_errno.EROFS, _errno.EXDEV) or (exc.errno in (_errno.EACCES, _errno.EPERM) and any(inside(r) for r in reads)):
+        if ws and inside(ws):
+            return ""
         if ws:
             return " (only the workspace %s is writable)" % ws
         return (" (nothing is writable: this execution has no workspace; ask for one with "
@@ -1238,6 +1260,7 @@ def _run(frame):
 
 
 def _main():
+    sys.addaudithook(_audit_open)
     for d in _site_dirs:
         try:
             import site
