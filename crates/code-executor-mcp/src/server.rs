@@ -32,12 +32,12 @@ pub fn tool_definitions() -> Vec<Tool> {
         "type": "object",
         "properties": {
             "code": {"type": "string"},
-            "timeoutMs": {"type": "integer", "maximum": 300000, "description": "default 30000"},
-            "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool globs; default all"},
+            "timeoutMs": {"type": "integer", "default": 30000},
+            "allowedTools": {"type": "array", "description": "mcp__server__tool globs; default all"},
             "limits": {"type": "object", "description": "tighten maxToolCalls, maxConcurrentToolCalls, maxLogBytes, memoryMb"},
             "session": {"type": "string", "description": "new|result.session.id; keeps globals, store/load, files"},
             "reset": {"type": "boolean"},
-            "permissions": {"type": "object", "description": "{read:[path],write:bool,net:[host]} within config"}
+            "permissions": {"description": "read:[path] write net:[host]"}
         },
         "required": ["code"]
     });
@@ -58,7 +58,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "execute_typescript",
             "annotations": {"title": "Run TypeScript", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools: `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(). Failures throw ToolError; console output is captured. Filter in code; return only what you need.",
+            "description": "Run TypeScript/JavaScript in a sandbox as an async function body (top-level await; `return x` sets result). Call MCP tools: `await tools.<server>.<tool>(args)` or `await callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(). Failures throw ToolError; console is captured. Filter in code; return only what you need.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
@@ -72,7 +72,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "search_tools",
             "annotations": {"title": "Search tools", "readOnlyHint": true},
-            "description": "Ranked search over all upstream tools. detail: names, summary (default) or full (schemas, TypeScript signature).",
+            "description": "Ranked search over upstream tools. detail: names, summary (default) or full (schemas, TypeScript signature).",
             "inputSchema": {
                 "type": "object",
                 "properties": {
