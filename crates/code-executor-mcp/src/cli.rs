@@ -397,6 +397,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "upstreamCallTimeoutMs": settings.upstream_call_timeout.as_millis() as u64,
                 "maxResultBytes": settings.max_result_bytes,
                 "trustedProjects": settings.trusted_projects,
+                "permissions": settings.permissions.to_json(),
                 "projectFile": project_settings_json(settings.project.as_ref()),
             });
             if let (Some(ProjectSettings::Ignored { path, reason }), Some(w)) =
@@ -532,6 +533,18 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
                     say(&format!("  warning: {}: {reason}", path.display()));
                 }
                 None => {}
+            }
+            say("permissions code may be granted (the ceiling; a call asks with `permissions`):");
+            for line in settings.permissions.describe() {
+                say(&format!("  {line}"));
+            }
+            for path in &settings.permissions.read {
+                if std::fs::canonicalize(path).is_err() {
+                    say(&format!(
+                        "  warning: permissions.read: {} does not exist; it grants nothing",
+                        path.display()
+                    ));
+                }
             }
             say(&format!(
                 "upstream servers configured: {}",

@@ -138,6 +138,7 @@ impl Core {
             "sessions": self.runtime.sessions().report(principal),
             "servers": self.catalog.upstreams().status().await,
             "configWarnings": self.config_warnings,
+            "permissions": self.policy.access.to_json(),
             "engines": {
                 "javascript": "QuickJS-NG via rquickjs 0.14",
                 "typescript": "oxc 0.146 (types stripped)",
