@@ -733,3 +733,56 @@ async fn writing_past_the_workspace_quota_is_a_limit_error() {
         );
     }
 }
+
+#[tokio::test]
+async fn in_a_session_the_worker_holds_its_read_grants_and_other_grants_restart_it() {
+    let f = files();
+    let (h, _d) = server(&f.project, http_server()).await;
+    let p = f.project.display().to_string();
+    for lang in BOTH {
+        let code = lang.pick(
+            format!("globalThis.kept = 1; return await fs.readFile('{p}/data.txt', 'utf8');"),
+            format!("kept = 1\nopen('{p}/data.txt').read()"),
+        );
+        let (v, is_error) = h
+            .run_tool(
+                lang.tool(),
+                json!({"code": code, "session": "new", "permissions": {"read": [f.project]}}),
+            )
+            .await;
+        assert!(!is_error, "{lang:?}: {v}");
+        assert_eq!(v["result"], "granted data\n");
+        let id = v["session"]["id"].as_str().unwrap().to_string();
+        // The same grants: the same worker (its variables are there).
+        let same = lang.pick("return typeof kept", "type(kept).__name__");
+        let (v, _) = h
+            .run_tool(
+                lang.tool(),
+                json!({"code": same, "session": id, "permissions": {"read": [f.project]}}),
+            )
+            .await;
+        assert_eq!(v["result"], lang.pick("number", "int"), "{lang:?}: {v}");
+        // No read grant: a fresh worker whose view lacks the project; the answer says so.
+        let (v, is_error) = h
+            .run_tool(
+                lang.tool(),
+                json!({"code": read_code(lang, &format!("{p}/data.txt")), "session": id}),
+            )
+            .await;
+        assert!(is_error, "{lang:?}: {v}");
+        assert!(
+            v["session"]["stateLost"]
+                .as_str()
+                .unwrap_or("")
+                .contains("read grants"),
+            "{lang:?}: {v}"
+        );
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("no read grant covers"),
+            "{v}"
+        );
+    }
+}

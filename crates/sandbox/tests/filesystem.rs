@@ -269,3 +269,34 @@ fn unreachable_read_only_path_fails_closed() {
     assert_eq!(out.stdout, "");
     assert!(out.stderr.contains("layer `filesystem-view`"), "{out:?}");
 }
+
+#[test]
+fn a_data_path_is_readable_but_neither_writable_nor_executable() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("data");
+    let home = fx.home.path().display().to_string();
+    let script = fx.home.path().join("run.sh");
+    std::fs::write(&script, "#!/bin/sh\necho pwned\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut policy = fx.policy(Enforce);
+    policy.data_paths = vec![fx.home.path().to_owned()];
+    let payload = python(&format!(
+        "attempt(lambda: open({secret:?}).read())\n\
+         attempt(lambda: open('{home}/new', 'w'))\n\
+         attempt(lambda: os.execv('{home}/run.sh', ['run.sh']))",
+        secret = fx.secret.display().to_string(),
+    ));
+    let confined = run(&payload, &policy);
+    assert_eq!(
+        confined.lines(),
+        [
+            &format!("OK {SECRET}")[..],
+            "BLOCKED EROFS",
+            "BLOCKED EACCES"
+        ],
+        "{confined:?}"
+    );
+    assert!(!fx.home.path().join("new").exists());
+}
