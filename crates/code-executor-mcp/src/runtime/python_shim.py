@@ -794,18 +794,60 @@ async def afetch(url, method="GET", headers=None, body=None, json=_MISSING, redi
     )
 
 
-def _install_urllib():
+class _UrllibHook:
+    """Installs the host opener when code imports urllib.request (importing it costs tens of
+    milliseconds, which runs that never use it should not pay)."""
+
+    busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "urllib.request" or _UrllibHook.busy or _State.urllib_installed:
+            return None
+        import importlib.util
+
+        _UrllibHook.busy = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            _UrllibHook.busy = False
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+
+        class _Loader:
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                _install_urllib(module)
+
+        spec.loader = _Loader()
+        return spec
+
+
+def _route_urllib():
+    """urllib.request through the host: now if it is loaded, else when it is imported."""
+    if _State.urllib_installed:
+        return
+    if "urllib.request" in sys.modules:
+        _install_urllib(sys.modules["urllib.request"])
+    elif not any(isinstance(f, _UrllibHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _UrllibHook())
+
+
+def _install_urllib(request_module):
     """Routes urllib.request's http and https URLs through fetch(): urlopen works unchanged
     (HTTPError for non-2xx answers, as usual)."""
     if _State.urllib_installed:
         return
+    _State.urllib_installed = True
     import email.parser
     import http.client
     import urllib.error
-    import urllib.request
     import urllib.response
 
-    class HostHTTPHandler(urllib.request.BaseHandler):
+    class HostHTTPHandler(request_module.BaseHandler):
         handler_order = 100
 
         def http_open(self, req):
@@ -825,16 +867,15 @@ def _install_urllib():
 
         https_open = http_open
 
-    opener = urllib.request.OpenerDirector()
+    opener = request_module.OpenerDirector()
     for h in (
         HostHTTPHandler(),
-        urllib.request.HTTPDefaultErrorHandler(),
-        urllib.request.HTTPErrorProcessor(),
-        urllib.request.UnknownHandler(),
+        request_module.HTTPDefaultErrorHandler(),
+        request_module.HTTPErrorProcessor(),
+        request_module.UnknownHandler(),
     ):
         opener.add_handler(h)
-    urllib.request.install_opener(opener)
-    _State.urllib_installed = True
+    request_module.install_opener(opener)
 
 
 def _audit_open(event, args):
@@ -1216,7 +1257,7 @@ def _run(frame):
     persist = bool(frame.get("persist"))
     _State.access = frame.get("access") or {}
     if _State.access.get("net"):
-        _install_urllib()
+        _route_urllib()
     ns = _namespace(frame.get("tools") or [], persist)
     saved = _limit_memory(_State.memory_bytes)
     outcome = None
