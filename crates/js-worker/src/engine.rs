@@ -616,6 +616,10 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
     Ok(host)
 }
 
+/// Largest file `fs.readFile` reads: the engine's default memory limit (a larger one could not
+/// be held anyway, and reading it would only cost the host's memory and time).
+const MAX_READ_FILE_BYTES: u64 = 256 << 20;
+
 /// The `fs` module's system calls and the byte conversions `fetch` needs. A failed file
 /// operation returns `null` and leaves its error for `fsError()`; bytes come in from
 /// JavaScript as Latin-1 strings (one char per byte) and go out as `ArrayBuffer`s.
@@ -642,6 +646,22 @@ fn fs_functions<'js>(
         Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>, path: String, text: bool| -> rquickjs::Result<Value<'js>> {
+                // A file larger than the engine could hold is refused before it is read.
+                if let Ok(meta) = std::fs::metadata(&path)
+                    && meta.len() > MAX_READ_FILE_BYTES
+                {
+                    s.borrow_mut().fs_error = Some(
+                        crate::fs::FsError {
+                            code: "EFBIG",
+                            message: format!(
+                                "EFBIG: readFile {path}: the file is {} bytes; files above {MAX_READ_FILE_BYTES} bytes cannot be read whole",
+                                meta.len()
+                            ),
+                        }
+                        .to_json(),
+                    );
+                    return Ok(Value::new_null(ctx));
+                }
                 match std::fs::read(&path) {
                     Ok(bytes) if text => {
                         let t = String::from_utf8(bytes)
