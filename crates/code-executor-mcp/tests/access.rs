@@ -304,11 +304,21 @@ async fn fetch_without_a_grant_is_refused() {
             "{msg}"
         );
     }
+    // urllib too: the host refuses it and says how to ask.
+    let (name, msg) = fails(
+        &h,
+        Lang::Py,
+        &format!("import urllib.request\nurllib.request.urlopen('http://127.0.0.1:{port}/kb')"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(name, "PolicyError", "{msg}");
+    assert!(msg.contains("permissions.net"), "{msg}");
     let denied: Vec<Value> = audit_lines(&h, "net.fetch")
         .into_iter()
         .filter(|l| l["decision"] == "deny")
         .collect();
-    assert_eq!(denied.len(), 2, "{denied:?}");
+    assert_eq!(denied.len(), 3, "{denied:?}");
 }
 
 #[tokio::test]
@@ -544,6 +554,17 @@ async fn a_granted_path_is_readable_at_its_own_path() {
             "{lang:?}"
         );
     }
+    // The Node shapes: fs.promises, the *Sync forms, bytes.
+    let code = format!(
+        "return [await fs.promises.readFile('{p}/sub/inner.txt', {{encoding: 'utf8'}}), fs.readFileSync('{p}/data.txt', 'utf8'),
+                 fs.existsSync('{p}/data.txt'), fs.existsSync('{p}/nope'), (await fs.readFile('{p}/data.txt')).length,
+                 fs.statSync('{p}/sub').isDirectory(), fs.lstatSync('{p}/escape').isSymbolicLink()];"
+    );
+    let v = ok(&h, Lang::Ts, &code, read.clone()).await;
+    assert_eq!(
+        v,
+        json!(["inner\n", "granted data\n", true, false, 13, true, true])
+    );
 }
 
 #[tokio::test]

@@ -671,30 +671,37 @@
       isFile: () => st.isFile, isDirectory: () => st.isDirectory, isSymbolicLink: () => st.isSymbolicLink,
     };
   }
-  const fs = Object.freeze({
-    async readFile(path, options) {
+  // The calls are synchronous underneath (the worker's own system calls); the Node-style
+  // promise API wraps them, and the *Sync forms are there too.
+  const fsSync = {
+    readFileSync(path, options) {
       const enc = encodingOf(options);
       if (enc && !/^utf-?8$/i.test(enc)) throw new RangeError(`fs.readFile: only utf8 is supported, not "${enc}"`);
       const v = host.fsRead(pathArg(path, 'readFile'), !!enc);
       if (v === null) throw fsFail();
       return enc ? v : new Uint8Array(v);
     },
-    async readdir(path) {
+    readdirSync(path) {
       const v = host.fsReaddir(pathArg(path, 'readdir'));
       if (v === null || v === undefined) throw fsFail();
       return JSON.parse(v);
     },
-    async stat(path) {
+    statSync(path) {
       const v = host.fsStat(pathArg(path, 'stat'), true);
       if (v === null || v === undefined) throw fsFail();
       return makeStat(v);
     },
-    async lstat(path) {
+    lstatSync(path) {
       const v = host.fsStat(pathArg(path, 'lstat'), false);
       if (v === null || v === undefined) throw fsFail();
       return makeStat(v);
     },
-    async writeFile(path, data, options) {
+    existsSync(path) {
+      const v = host.fsStat(pathArg(path, 'exists'), true);
+      if (v === null || v === undefined) { host.fsError(); return false; }
+      return true;
+    },
+    writeFileSync(path, data, options) {
       const p = pathArg(path, 'writeFile');
       const append = !!(options && typeof options === 'object' && options.flag === 'a');
       const ok = typeof data === 'string'
@@ -702,12 +709,20 @@
         : host.fsWrite(p, latin1(bytesOf(data, 'fs.writeFile')), true, append);
       if (!ok) throw fsFail();
     },
-    async appendFile(path, data) {
-      return fs.writeFile(path, data, { flag: 'a' });
-    },
-    async mkdir(path, options) {
+    appendFileSync(path, data) { fsSync.writeFileSync(path, data, { flag: 'a' }); },
+    mkdirSync(path, options) {
       if (!host.fsMkdir(pathArg(path, 'mkdir'), !!(options && options.recursive))) throw fsFail();
     },
+  };
+  const promised = (f) => async (...a) => f(...a);
+  const fsPromises = Object.freeze({
+    readFile: promised(fsSync.readFileSync), readdir: promised(fsSync.readdirSync),
+    stat: promised(fsSync.statSync), lstat: promised(fsSync.lstatSync),
+    writeFile: promised(fsSync.writeFileSync), appendFile: promised(fsSync.appendFileSync),
+    mkdir: promised(fsSync.mkdirSync),
+  });
+  const fs = Object.freeze({
+    ...fsPromises, ...fsSync, promises: fsPromises,
     get workspace() { return host.workspace() ?? null; },
   });
 

@@ -1256,8 +1256,6 @@ def _run(frame):
     linecache.cache[SOURCE_NAME] = (len(code), None, code.splitlines(True), SOURCE_NAME)
     persist = bool(frame.get("persist"))
     _State.access = frame.get("access") or {}
-    if _State.access.get("net"):
-        _route_urllib()
     ns = _namespace(frame.get("tools") or [], persist)
     saved = _limit_memory(_State.memory_bytes)
     outcome = None
@@ -1302,6 +1300,9 @@ def _run(frame):
 
 def _main():
     sys.addaudithook(_audit_open)
+    # urllib.request goes through the host (which refuses it without a network grant, saying
+    # how to ask), installed when code imports it.
+    _route_urllib()
     for d in _site_dirs:
         try:
             import site
