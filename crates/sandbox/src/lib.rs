@@ -78,7 +78,9 @@ pub struct SandboxPolicy {
     /// Data the worker may read but never execute (read-only, noexec mounts; Landlock read
     /// rights without execute), e.g. project directories granted to code. Each appears at its
     /// own path. The host resolves symlinks before listing a path here; the view shows the
-    /// real path, so a symlink inside it that leads elsewhere finds nothing.
+    /// real path, so a symlink inside it that leads elsewhere finds nothing. A symlink on the
+    /// way to a data path when the sandbox is built (the path changed since the host resolved
+    /// it) fails the filesystem view: the worker does not start.
     pub data_paths: Vec<PathBuf>,
     /// The one directory the worker may write; it appears at the same path inside.
     pub scratch_dir: Option<PathBuf>,

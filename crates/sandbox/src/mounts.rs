@@ -133,6 +133,15 @@ fn resolve(path: &Path, access: Access, steps: &mut Vec<Step>) -> Result<(), Set
         let next = current.join(&name);
         let meta =
             fs::symlink_metadata(&next).map_err(|e| err(format!("{}: {e}", next.display())))?;
+        // A data path was resolved by the host (symlinks followed, checked against what may be
+        // granted): a symlink on its way now means it changed since, and might lead elsewhere.
+        if access == Access::Data && meta.file_type().is_symlink() {
+            return Err(err(format!(
+                "data path {}: {} is a symlink (it changed since it was granted)",
+                path.display(),
+                next.display()
+            )));
+        }
         if meta.file_type().is_symlink() {
             links += 1;
             if links > MAX_SYMLINKS {

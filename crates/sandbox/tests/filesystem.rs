@@ -300,3 +300,23 @@ fn a_data_path_is_readable_but_neither_writable_nor_executable() {
     );
     assert!(!fx.home.path().join("new").exists());
 }
+
+#[test]
+fn a_data_path_swapped_for_a_symlink_is_refused() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("dataswap");
+    // The host granted `link` as if it were a directory; it is a symlink to the home now.
+    let link = fx.scratch.path().join("link");
+    std::os::unix::fs::symlink(fx.home.path(), &link).unwrap();
+    let mut policy = fx.policy(Enforce);
+    policy.data_paths = vec![link.clone()];
+    let payload = python(&format!(
+        "attempt(lambda: open({:?}).read())",
+        link.join("credentials").display().to_string()
+    ));
+    let confined = run(&payload, &policy);
+    assert!(!confined.stdout.contains(SECRET), "{confined:?}");
+    assert!(confined.stderr.contains("is a symlink"), "{confined:?}");
+}
