@@ -87,6 +87,10 @@ enum Command {
         lang: Option<LangArg>,
         #[arg(long, value_name = "MS")]
         timeout_ms: Option<u64>,
+        /// File and network access, as the tools' `permissions` (within the settings' ceiling),
+        /// e.g. '{"read": ["/home/me/project"], "net": ["api.github.com"]}'.
+        #[arg(long, value_name = "JSON")]
+        permissions: Option<String>,
         /// Print the whole structured result as JSON.
         #[arg(long)]
         json: bool,
@@ -296,8 +300,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             file,
             lang,
             timeout_ms,
+            permissions,
             json,
         }) => {
+            let permissions = permissions
+                .as_deref()
+                .map(serde_json::from_str::<crate::policy::access::PermissionsRequest>)
+                .transpose()
+                .context(
+                    "--permissions: expected {\"read\": [...], \"write\": bool, \"net\": [...]}",
+                )?;
             let language = match lang {
                 Some(LangArg::Python) => Language::Python,
                 Some(LangArg::Typescript) => Language::JavaScript,
@@ -321,6 +333,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     ExecRequest {
                         code,
                         timeout_ms: *timeout_ms,
+                        permissions,
                         ..ExecRequest::default()
                     },
                     Principal::new("cli"),

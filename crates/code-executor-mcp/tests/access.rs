@@ -271,6 +271,28 @@ except urllib.error.HTTPError as e:
     )
     .await;
     assert_eq!(v, json!([1024, 404]));
+    // In parallel: asyncio.gather with afetch, Promise.all with fetch.
+    let v = ok(
+        &h,
+        Lang::Py,
+        &format!(
+            "import asyncio\nrs = await asyncio.gather(*[afetch('http://127.0.0.1:{port}/kb') for _ in range(4)])\n[r.status for r in rs]"
+        ),
+        net.clone(),
+    )
+    .await;
+    assert_eq!(v, json!([200, 200, 200, 200]));
+    let v = ok(
+        &h,
+        Lang::Ts,
+        &format!(
+            "const rs = await Promise.all([1, 2, 3, 4].map(() => fetch('http://127.0.0.1:{port}/kb')));
+             return rs.map((r) => r.status);"
+        ),
+        net.clone(),
+    )
+    .await;
+    assert_eq!(v, json!([200, 200, 200, 200]));
     let lines = audit_lines(&h, "net.fetch");
     let kb: Vec<&Value> = lines
         .iter()
