@@ -3,10 +3,11 @@
 //!
 //! - Every hop (the first request and each redirect) is checked against the execution's
 //!   grant ([`Grant::check_hop`]: scheme, host, port, method; a literal address too).
-//! - Names are resolved once, by the client's resolver ([`GuardedResolver`]), which refuses
-//!   the whole answer when any address is special (loopback, private, link-local, CGNAT,
-//!   multicast, IPv4-mapped, metadata...) and not named by the grant; the connection goes to
-//!   exactly the addresses it returned, so a second lookup cannot rebind the name.
+//! - Names are resolved once, by the client's resolver ([`GuardedResolver`]), which drops every
+//!   special address (loopback, private, link-local, CGNAT, multicast, IPv4-mapped,
+//!   metadata...) the grant does not name, and refuses the request when none is left; the
+//!   connection goes to exactly the addresses it returned, so a second lookup cannot rebind
+//!   the name.
 //! - Redirects are followed by hand, at most `maxRedirects`, each hop checked again;
 //!   credentials (`Authorization`, `Cookie`) are dropped when the origin changes.
 //! - Limits per execution: requests, bytes per response (read in chunks and stopped at the
@@ -115,14 +116,25 @@ impl Resolve for GuardedResolver {
                 return Err(format!("{host}: the name has no address").into());
             }
             // Every granted rule may name an address (`127.0.0.1`, `10.0.0.0/8`); a special
-            // address none names is refused, and with it the whole answer.
+            // address none names is dropped, and the client connects only to what is left
+            // (none left: refused, saying why).
             let rules: Vec<_> = grant.net.iter().collect();
-            for a in &found {
-                grant.check_addr(&rules, a.ip(), &host).map_err(|e| {
-                    Box::new(Refused(e)) as Box<dyn std::error::Error + Send + Sync>
-                })?;
+            let mut refusal = None;
+            let allowed: Vec<SocketAddr> = found
+                .into_iter()
+                .filter(|a| match grant.check_addr(&rules, a.ip(), &host) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        refusal.get_or_insert(e);
+                        false
+                    }
+                })
+                .collect();
+            if allowed.is_empty() {
+                let why = refusal.unwrap_or_else(|| format!("{host}: no address"));
+                return Err(Box::new(Refused(why)) as Box<dyn std::error::Error + Send + Sync>);
             }
-            Ok(Box::new(found.into_iter()) as Addrs)
+            Ok(Box::new(allowed.into_iter()) as Addrs)
         })
     }
 }
@@ -519,4 +531,51 @@ fn describe(e: &reqwest::Error, url: &url::Url, timeout: Duration) -> String {
         source = s.source();
     }
     format!("fetch: {url}: {cause}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::access::NetRule;
+    use std::str::FromStr;
+
+    fn grant(rules: &[&str]) -> Arc<Grant> {
+        Arc::new(Grant {
+            net: rules
+                .iter()
+                .map(|r| NetRule::parse(&serde_json::json!(r)).unwrap())
+                .collect(),
+            ..Grant::default()
+        })
+    }
+
+    /// The addresses the client connects to are the ones checked here, from one lookup.
+    #[tokio::test]
+    async fn the_resolver_refuses_a_name_that_resolves_to_loopback_unless_an_address_is_granted() {
+        let refused = GuardedResolver {
+            grant: grant(&["localhost:8080"]),
+        }
+        .resolve(Name::from_str("localhost").unwrap())
+        .await;
+        let e = refused.err().expect("refused").to_string();
+        assert!(
+            e.contains("loopback") && e.contains("localhost resolves to it"),
+            "{e}"
+        );
+        let allowed = GuardedResolver {
+            grant: grant(&["localhost:8080", "127.0.0.1:8080"]),
+        }
+        .resolve(Name::from_str("localhost").unwrap())
+        .await
+        .expect("allowed");
+        // Only the granted address is left (`::1`, if the name has it too, is dropped).
+        let addrs: Vec<SocketAddr> = allowed.collect();
+        assert!(!addrs.is_empty(), "{addrs:?}");
+        assert!(
+            addrs
+                .iter()
+                .all(|a| a.ip() == std::net::Ipv4Addr::LOCALHOST),
+            "{addrs:?}"
+        );
+    }
 }
