@@ -829,3 +829,16 @@ async fn in_a_session_the_worker_holds_its_read_grants_and_other_grants_restart_
         );
     }
 }
+
+#[tokio::test]
+async fn https_to_a_server_without_valid_tls_is_a_network_error_not_a_fallback() {
+    let f = files();
+    let port = http_server();
+    let (h, _d) = server(&f.project, port).await;
+    for lang in BOTH {
+        let url = format!("https://127.0.0.1:{port}/kb");
+        let (name, msg) = fails(&h, lang, &fetch_code(lang, &url), json!({"net": true})).await;
+        assert_eq!(name, "NetworkError", "{lang:?}: {msg}");
+        assert!(msg.contains(&url), "{msg}");
+    }
+}
