@@ -391,15 +391,38 @@ pub fn grant(ceiling: &Ceiling, request: &PermissionsRequest) -> Result<Grant, A
                 )));
             }
             for item in items {
-                let rule =
-                    NetRule::parse(item).map_err(|e| refuse(format!("permissions.net: {e}")))?;
-                if !ceiling.net.iter().any(|c| rule.within(c)) {
+                let (rule, given) = NetRule::parse_parts(item)
+                    .map_err(|e| refuse(format!("permissions.net: {e}")))?;
+                // Ports or methods left out are the covering ceiling rules' own: asking for a
+                // host narrows to that host on whatever the ceiling allows for it.
+                let mut covered = false;
+                for c in &ceiling.net {
+                    let narrowed = NetRule {
+                        host: rule.host.clone(),
+                        ports: if given.ports {
+                            rule.ports.clone()
+                        } else {
+                            c.ports.clone()
+                        },
+                        methods: if given.methods {
+                            rule.methods.clone()
+                        } else {
+                            c.methods.clone()
+                        },
+                    };
+                    if narrowed.within(c) {
+                        covered = true;
+                        if !out.net.contains(&narrowed) {
+                            out.net.push(narrowed);
+                        }
+                    }
+                }
+                if !covered {
                     return Err(refuse(format!(
                         "permissions.net: {rule} is outside what may be granted: {}",
                         ceiling_net()
                     )));
                 }
-                out.net.push(rule);
             }
         }
         Some(other) => {
@@ -576,6 +599,14 @@ fn in_cidr(addr: IpAddr, net: IpAddr, bits: u8) -> bool {
     }
 }
 
+/// Which parts of a rule were written out: a request's rule inherits the others from the
+/// ceiling's rules that cover it.
+#[derive(Debug, Clone, Copy)]
+struct Given {
+    ports: bool,
+    methods: bool,
+}
+
 /// One allowed destination: hosts, ports, methods.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetRule {
@@ -593,6 +624,11 @@ impl NetRule {
     /// A rule from a string (`[METHOD[,METHOD] ][scheme://]host[:port]`) or an object
     /// (`{host, ports?, methods?}`).
     pub fn parse(v: &Value) -> Result<NetRule, String> {
+        NetRule::parse_parts(v).map(|(rule, _)| rule)
+    }
+
+    /// A rule, and which of its ports and methods were written out (not the defaults).
+    fn parse_parts(v: &Value) -> Result<(NetRule, Given), String> {
         match v {
             Value::String(s) => NetRule::parse_str(s),
             Value::Object(m) => {
@@ -636,11 +672,18 @@ impl NetRule {
                         return Err(format!("methods is a list of methods, not {other}"));
                     }
                 };
-                Ok(NetRule {
-                    host,
-                    ports,
-                    methods,
-                })
+                let given = Given {
+                    ports: m.contains_key("ports"),
+                    methods: m.contains_key("methods"),
+                };
+                Ok((
+                    NetRule {
+                        host,
+                        ports,
+                        methods,
+                    },
+                    given,
+                ))
             }
             other => Err(format!(
                 "a destination is \"host[:port]\" or {{host, ports, methods}}, not {other}"
@@ -648,7 +691,7 @@ impl NetRule {
         }
     }
 
-    fn parse_str(s: &str) -> Result<NetRule, String> {
+    fn parse_str(s: &str) -> Result<(NetRule, Given), String> {
         let s = s.trim();
         let (methods, rest) = match s.split_once(' ') {
             Some((m, rest)) => (
@@ -668,11 +711,18 @@ impl NetRule {
         if rest.contains('/') && !rest.contains(']') && rest.matches('/').count() == 1 {
             // A CIDR range has no port.
             let host = HostPattern::parse(rest)?;
-            return Ok(NetRule {
-                host,
-                ports: scheme_port.map_or(DEFAULT_PORTS.to_vec(), |p| vec![p]),
-                methods,
-            });
+            let given = Given {
+                ports: scheme_port.is_some(),
+                methods: methods.is_some(),
+            };
+            return Ok((
+                NetRule {
+                    host,
+                    ports: scheme_port.map_or(DEFAULT_PORTS.to_vec(), |p| vec![p]),
+                    methods,
+                },
+                given,
+            ));
         }
         // host:port, [v6]:port, or a bare v6 address.
         let (host, port) = if let Some(stripped) = rest.strip_prefix('[') {
@@ -686,6 +736,10 @@ impl NetRule {
         } else {
             (rest, None)
         };
+        let given = Given {
+            ports: port.is_some() || scheme_port.is_some(),
+            methods: methods.is_some(),
+        };
         let ports = match port {
             Some("*") => return Err(format!("\"{s}\": name the ports, not *")),
             Some(p) => vec![
@@ -696,11 +750,14 @@ impl NetRule {
             ],
             None => scheme_port.map_or(DEFAULT_PORTS.to_vec(), |p| vec![p]),
         };
-        Ok(NetRule {
-            host: HostPattern::parse(host)?,
-            ports,
-            methods,
-        })
+        Ok((
+            NetRule {
+                host: HostPattern::parse(host)?,
+                ports,
+                methods,
+            },
+            given,
+        ))
     }
 
     /// Whether everything this rule allows, `other` allows too.
@@ -979,10 +1036,6 @@ mod tests {
         }
         let too_much = [
             (json!({"net": ["example.com"]}), "example.com is outside"),
-            (
-                json!({"net": ["127.0.0.1:8080"]}),
-                "outside what may be granted",
-            ),
             (json!({"net": ["POST 127.0.0.1:8080"]}), "outside"),
             (json!({"net": ["a.example.com:8443"]}), "outside"),
             (json!({"net": ["10.0.0.0/7"]}), "outside"),
@@ -994,6 +1047,17 @@ mod tests {
             let e = grant(&c, &ask(r.clone())).unwrap_err().0;
             assert!(e.contains(want), "{r}: {e}");
         }
+        // A host without ports or methods takes the ceiling's for it.
+        let g = grant(&c, &ask(json!({"net": ["127.0.0.1"]}))).unwrap();
+        assert_eq!(
+            g.net.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["GET 127.0.0.1:8080"]
+        );
+        let g = grant(&c, &ask(json!({"net": ["x.example.com"]}))).unwrap();
+        assert_eq!(
+            g.net.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["x.example.com"]
+        );
         let none = Ceiling::default();
         let e = grant(&none, &ask(json!({"net": ["x.org"]}))).unwrap_err().0;
         assert!(e.contains("no destination is configured"), "{e}");
