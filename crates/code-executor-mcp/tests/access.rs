@@ -610,6 +610,20 @@ async fn reading_without_a_grant_fails_and_names_the_missing_grant() {
 }
 
 #[tokio::test]
+async fn a_caught_python_file_error_names_the_missing_grant_too() {
+    let f = files();
+    let (h, _d) = server(&f.project, http_server()).await;
+    let code = "import pathlib\ntry:\n    pathlib.Path('/etc/hostname').read_text()\nexcept OSError as e:\n    r = str(e)\nr";
+    let v = ok(&h, Lang::Py, code, json!({"read": [f.project]})).await;
+    assert!(
+        v.as_str()
+            .unwrap()
+            .contains("no read grant covers /etc/hostname"),
+        "{v}"
+    );
+}
+
+#[tokio::test]
 async fn reading_outside_a_grant_by_dotdot_fails() {
     let f = files();
     let (h, _d) = server(&f.project, http_server()).await;

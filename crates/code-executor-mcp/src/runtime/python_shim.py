@@ -885,6 +885,27 @@ def _audit_open(event, args):
         _State.last_open = args
 
 
+_real_open = io.open
+
+
+def _open(file, *args, **kwargs):
+    """io.open, whose OSError says which grant is missing (in its message, also when caught)."""
+    try:
+        return _real_open(file, *args, **kwargs)
+    except OSError as e:
+        try:
+            hint = _grant_hint(e)
+            if hint and isinstance(e.strerror, str) and hint not in e.strerror:
+                e.strerror += hint
+        except Exception:  # noqa: BLE001 - a hint is optional
+            pass
+        raise
+
+
+_open.__doc__ = _real_open.__doc__
+_open.__name__ = "open"
+
+
 def _grant_hint(exc):
     """A sentence naming the grant a failed file access lacks, or ''."""
     import errno as _errno
@@ -1145,7 +1166,9 @@ def _describe(exc):
     message = str(exc)
     if isinstance(exc, OSError):
         try:
-            message += _grant_hint(exc)
+            hint = _grant_hint(exc)
+            if hint not in message:
+                message += hint
         except Exception:  # noqa: BLE001 - a hint is optional
             pass
     if isinstance(exc, MemoryError):
@@ -1300,6 +1323,7 @@ def _run(frame):
 
 def _main():
     sys.addaudithook(_audit_open)
+    builtins.open = io.open = _open
     # urllib.request goes through the host (which refuses it without a network grant, saying
     # how to ask), installed when code imports it.
     _route_urllib()
