@@ -767,11 +767,45 @@ async fn the_workspace_is_writable_and_gone_after_the_run() {
             "import os\nos.mkdir('out')\nopen('out/a.txt', 'w').write('hello')\nopen('b.bin', 'wb').write(bytes([0, 255, 7]))\n[os.getcwd(), open('out/a.txt').read(), list(open('b.bin', 'rb').read())]",
         );
         let v = ok(&h, lang, code, json!({"write": true})).await;
-        let ws = v[0].as_str().unwrap().to_string();
-        assert_eq!(v[1], "hello");
-        assert_eq!(v[2], json!([0, 255, 7]));
-        assert!(!Path::new(&ws).exists(), "{ws} is deleted with the run");
+        // The workspace appears at /workspace (the host path, which names the server, stays
+        // hidden), as a session's does.
+        assert_eq!(v, json!(["/workspace", "hello", [0, 255, 7]]), "{lang:?}");
     }
+    // Deleted with its run: no execution workspace is left beside the sessions'.
+    let server_pid = h.pid.unwrap();
+    let roots = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name().to_str().is_some_and(|n| {
+                n.starts_with(&format!("code-executor-mcp-sessions-{server_pid}-"))
+            })
+        })
+        .count();
+    assert_eq!(roots, 1, "the workspaces' root is where this test looks");
+    let left: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with(&format!("code-executor-mcp-sessions-{server_pid}-"))
+            })
+        })
+        .flat_map(|root| {
+            std::fs::read_dir(root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+        })
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("run-"))
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[tokio::test]

@@ -60,6 +60,23 @@ async fn new_session(h: &Harness, lang: Lang, code: &str) -> (String, Value) {
     (id, v)
 }
 
+/// The host directory of session `id`'s workspace (under the server's temporary directory).
+fn host_workspace(id: &str) -> std::path::PathBuf {
+    let found: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("code-executor-mcp-sessions-")
+        })
+        .map(|e| e.path().join(id))
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(found.len(), 1, "one workspace for {id}: {found:?}");
+    found.into_iter().next().unwrap()
+}
+
 fn error_name(v: &Value) -> &str {
     v["error"]["name"].as_str().unwrap_or("")
 }
@@ -675,7 +692,9 @@ async fn a_call_waiting_for_a_session_that_ends_meanwhile_is_told_so() {
 async fn a_workspace_nested_past_path_max_is_refused_and_still_deleted() {
     let (h, _d) = server(json!({})).await;
     let (id, v) = new_session(&h, Lang::Py, "import os\nos.getcwd()").await;
-    let workspace = v["result"].as_str().unwrap().to_string();
+    // The worker sees its workspace at a fixed path; the host's path stays hidden from it.
+    assert_eq!(v["result"], json!("/workspace"), "{v}");
+    let workspace = host_workspace(&id);
     let (v, is_error) = run(
         &h,
         Lang::Py,
@@ -693,8 +712,9 @@ async fn a_workspace_nested_past_path_max_is_refused_and_still_deleted() {
     .await;
     assert_eq!(v["session"]["ended"], json!("reset"), "{v}");
     assert!(
-        !std::path::Path::new(&workspace).exists(),
-        "the workspace {workspace} is deleted"
+        !workspace.exists(),
+        "the workspace {} is deleted",
+        workspace.display()
     );
     // And the server still serves.
     let (v, is_error) = run(&h, Lang::Py, json!({"code": "2"})).await;

@@ -27,10 +27,17 @@ pub(crate) struct HelperConfig {
     /// Read-only, never executable (see `SandboxPolicy::data_paths`).
     pub data: Vec<PathBuf>,
     pub scratch: Option<PathBuf>,
+    /// Where `scratch` is mounted inside the view (`None`: at its own path).
+    pub scratch_at: Option<PathBuf>,
     pub limits: ResourceLimits,
 }
 
 impl HelperConfig {
+    /// Where the payload sees the scratch directory.
+    pub fn scratch_inside(&self) -> Option<&std::path::Path> {
+        self.scratch_at.as_deref().or(self.scratch.as_deref())
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         let mut put = |key: &str, value: &OsStr| {
@@ -66,6 +73,9 @@ impl HelperConfig {
         if let Some(scratch) = &self.scratch {
             put("scratch", scratch.as_os_str());
         }
+        if let Some(at) = &self.scratch_at {
+            put("scratch_at", at.as_os_str());
+        }
         let l = &self.limits;
         for (key, value) in [
             ("as", l.address_space_bytes),
@@ -90,6 +100,7 @@ impl HelperConfig {
             hidden: Vec::new(),
             data: Vec::new(),
             scratch: None,
+            scratch_at: None,
             limits: ResourceLimits::default(),
         };
         let body = bytes
@@ -117,6 +128,7 @@ impl HelperConfig {
                 b"hide" => cfg.hidden.push(os().into()),
                 b"data" => cfg.data.push(os().into()),
                 b"scratch" => cfg.scratch = Some(os().into()),
+                b"scratch_at" => cfg.scratch_at = Some(os().into()),
                 b"as" => cfg.limits.address_space_bytes = number()?,
                 b"cpu" => cfg.limits.cpu_seconds = number()?,
                 b"nproc" => cfg.limits.max_processes = number()?,
@@ -145,6 +157,7 @@ mod tests {
             hidden: vec!["/opt/a/site-packages".into()],
             data: vec!["/home/me/project".into()],
             scratch: Some("/tmp/x".into()),
+            scratch_at: Some("/workspace".into()),
             limits: ResourceLimits {
                 address_space_bytes: u64::MAX,
                 cpu_seconds: 3,

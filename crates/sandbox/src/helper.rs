@@ -328,7 +328,7 @@ fn payload_steps(cfg: &HelperConfig, out: &Reporter) -> Result<Option<nix::Error
     let cwd = cfg
         .cwd
         .clone()
-        .or_else(|| cfg.scratch.clone())
+        .or_else(|| cfg.scratch_inside().map(std::path::Path::to_owned))
         .unwrap_or_else(|| "/".into());
     unistd::chdir(&cwd).map_err(|e| {
         SetupError::new(

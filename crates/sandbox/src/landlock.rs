@@ -45,8 +45,8 @@ pub(crate) fn prepare(cfg: &HelperConfig) -> Result<RulesetCreated, SetupError> 
         rules.push((path.into(), device));
     }
     rules.push(("/proc".into(), AccessFs::ReadFile | AccessFs::ReadDir));
-    if let Some(scratch) = &cfg.scratch {
-        rules.push((scratch.clone(), AccessFs::from_all(TARGET_ABI)));
+    if let Some(scratch) = cfg.scratch_inside() {
+        rules.push((scratch.to_owned(), AccessFs::from_all(TARGET_ABI)));
     }
 
     let mut ruleset = Ruleset::default()

@@ -82,8 +82,12 @@ pub struct SandboxPolicy {
     /// way to a data path when the sandbox is built (the path changed since the host resolved
     /// it) fails the filesystem view: the worker does not start.
     pub data_paths: Vec<PathBuf>,
-    /// The one directory the worker may write; it appears at the same path inside.
+    /// The one directory the worker may write; it appears at the same path inside, unless
+    /// `scratch_mount_at` names another.
     pub scratch_dir: Option<PathBuf>,
+    /// Where `scratch_dir` appears inside the sandbox (an absolute path outside every
+    /// read-only path, such as `/workspace`); `None`: at its own path.
+    pub scratch_mount_at: Option<PathBuf>,
     pub limits: ResourceLimits,
     /// The executable that re-enters [`helper_main`] when started with [`HELPER_ARG`]; the host
     /// passes `std::env::current_exe()`. Required in [`SandboxMode::Enforce`].
@@ -99,6 +103,7 @@ impl SandboxPolicy {
             hidden_paths: Vec::new(),
             data_paths: Vec::new(),
             scratch_dir: None,
+            scratch_mount_at: None,
             limits: ResourceLimits::default(),
             helper_exe,
         }
@@ -154,7 +159,8 @@ pub struct WorkerCommand {
     pub args: Vec<OsString>,
     /// The complete environment of the worker; nothing of the host's is inherited.
     pub env: Vec<(OsString, OsString)>,
-    /// Working directory, as seen inside the sandbox (default: the scratch directory, else `/`).
+    /// Working directory, as seen inside the sandbox (default: the scratch directory, else `/`;
+    /// unconfined: the scratch directory, else the caller's).
     pub cwd: Option<PathBuf>,
 }
 

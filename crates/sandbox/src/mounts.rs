@@ -61,6 +61,12 @@ pub(crate) enum Step {
         access: Access,
         is_dir: bool,
     },
+    /// A host directory bound at another path of the view (the scratch directory's mount point).
+    BindAt {
+        source: PathBuf,
+        path: PathBuf,
+        access: Access,
+    },
 }
 
 /// Every step needed to make the configured paths resolve inside the view as on the host.
@@ -78,8 +84,25 @@ pub(crate) fn plan(cfg: &HelperConfig) -> Result<Vec<Step>, SetupError> {
     for path in DEVICES {
         resolve(Path::new(path), Access::Device, &mut steps)?;
     }
-    if let Some(scratch) = &cfg.scratch {
-        resolve(scratch, Access::ReadWrite, &mut steps)?;
+    match (&cfg.scratch, &cfg.scratch_at) {
+        (Some(scratch), Some(at)) => {
+            let source = fs::canonicalize(scratch).map_err(|e| {
+                SetupError::new(
+                    layer::FILESYSTEM_VIEW,
+                    format!("{}: {e}", scratch.display()),
+                )
+            })?;
+            if let Some(parent) = at.parent() {
+                steps.push(Step::Dir(parent.to_owned()));
+            }
+            steps.push(Step::BindAt {
+                source,
+                path: at.clone(),
+                access: Access::ReadWrite,
+            });
+        }
+        (Some(scratch), None) => resolve(scratch, Access::ReadWrite, &mut steps)?,
+        (None, _) => {}
     }
     // Hidden directories are named by their real path and add no directory or symlink of their
     // own: one outside every read-only path is not in the view, and must not appear as an
@@ -217,28 +240,33 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
                         .map_err(|e| err(format!("symlink {}", path.display()), &e))?;
                 }
             }
-            Step::Bind { .. } => {}
+            Step::Bind { .. } | Step::BindAt { .. } => {}
         }
     }
 
     // 6.4 Bind mounts, parents before children; the most permissive access wins per path.
-    let mut binds: Vec<(&Path, Access, bool)> = steps
+    let mut binds: Vec<(&Path, Access, bool, Option<&Path>)> = steps
         .iter()
         .filter_map(|s| match s {
             Step::Bind {
                 path,
                 access,
                 is_dir,
-            } => Some((path.as_path(), *access, *is_dir)),
-            _ => None,
+            } => Some((path.as_path(), *access, *is_dir, None)),
+            Step::BindAt {
+                source,
+                path,
+                access,
+            } => Some((path.as_path(), *access, true, Some(source.as_path()))),
+            Step::Dir(_) | Step::Symlink { .. } => None,
         })
         .collect();
-    binds.sort_by_key(|(path, access, _)| {
+    binds.sort_by_key(|(path, access, _, _)| {
         (path.components().count(), *path, std::cmp::Reverse(*access))
     });
     binds.dedup_by(|later, kept| later.0 == kept.0);
     let mut applied: Vec<(&Path, Access)> = Vec::new();
-    for (path, access, is_dir) in binds {
+    for (path, access, is_dir, from) in binds {
         let covering = applied.iter().rev().find(|(p, _)| path.starts_with(p));
         if access == Access::Hidden {
             // Only what a read-only bind shows needs covering; the mount point exists there.
@@ -258,7 +286,7 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
             }
             continue;
         }
-        if covering.is_some_and(|(_, a)| *a == access) {
+        if from.is_none() && covering.is_some_and(|(_, a)| *a == access) {
             continue;
         }
         if fs::symlink_metadata(path).is_err() {
@@ -274,7 +302,8 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
             };
             made.map_err(|e| err(format!("mount point {}", path.display()), &e))?;
         }
-        let source = Path::new(OLD_ROOT).join(path.strip_prefix("/").unwrap_or(path));
+        let host = from.unwrap_or(path);
+        let source = Path::new(OLD_ROOT).join(host.strip_prefix("/").unwrap_or(host));
         mount(
             Some(&source),
             path,

@@ -28,7 +28,7 @@ pub(crate) fn command(
 ) -> Result<Command, SandboxError> {
     validate(target, policy)?;
     match policy.mode {
-        SandboxMode::Disabled => Ok(unconfined(target)),
+        SandboxMode::Disabled => Ok(unconfined(target, policy)),
         SandboxMode::Enforce => confined(target, policy, false),
     }
 }
@@ -44,12 +44,13 @@ pub(crate) fn probe_command(policy: &SandboxPolicy) -> Result<Command, SandboxEr
     confined(&target, policy, true)
 }
 
-fn unconfined(target: &WorkerCommand) -> Command {
+/// Unconfined, the scratch directory is wherever it is on the host.
+fn unconfined(target: &WorkerCommand, policy: &SandboxPolicy) -> Command {
     let mut cmd = Command::new(&target.program);
     cmd.args(&target.args);
     cmd.env_clear();
     cmd.envs(target.env.iter().map(|(k, v)| (k, v)));
-    if let Some(cwd) = &target.cwd {
+    if let Some(cwd) = target.cwd.as_ref().or(policy.scratch_dir.as_ref()) {
         cmd.current_dir(cwd);
     }
     install_pre_exec(&mut cmd, None);
@@ -106,6 +107,7 @@ fn confined(
         hidden: policy.hidden_paths.clone(),
         data: policy.data_paths.clone(),
         scratch: policy.scratch_dir.clone(),
+        scratch_at: policy.scratch_mount_at.clone(),
         limits: policy.limits,
     };
     let memfd = memfd_create(c"code-executor-sandbox-config", MFdFlags::MFD_CLOEXEC)
@@ -209,6 +211,19 @@ fn validate(target: &WorkerCommand, policy: &SandboxPolicy) -> Result<(), Sandbo
                 "scratch dir {} is not an existing absolute directory",
                 scratch.display()
             ));
+        }
+        if let Some(at) = &policy.scratch_mount_at {
+            let plain = at
+                .components()
+                .skip(1)
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if policy.scratch_dir.is_none() || !absolute(at) || !plain || at == Path::new("/") {
+                return invalid(format!(
+                    "scratch mount point {} must be an absolute path below / without `.` or `..`, \
+                     next to a scratch dir",
+                    at.display()
+                ));
+            }
         }
     }
     Ok(())

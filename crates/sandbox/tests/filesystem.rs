@@ -203,6 +203,63 @@ fn scratch_is_the_only_writable_place() {
 }
 
 #[test]
+fn scratch_mounted_at_another_path_is_there_and_its_host_path_is_not() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("scratch-at");
+    let host = fx.scratch.path().display().to_string();
+    let payload = python(&format!(
+        "open('out.txt', 'w').write('hi')\n\
+         print(os.getcwd(), sorted(os.listdir('/work/space')), os.path.exists({host:?}))\n\
+         attempt(lambda: open('/work/x', 'w'))\n\
+         attempt(lambda: os.execv('/work/space/out.txt', ['x']))"
+    ));
+    let mut policy = fx.policy(Enforce);
+    policy.scratch_mount_at = Some("/work/space".into());
+    let confined = run(&payload, &policy);
+    assert!(confined.status.success(), "{confined:?}");
+    assert_eq!(
+        confined.lines(),
+        [
+            "/work/space ['out.txt'] False",
+            "BLOCKED EROFS",
+            "BLOCKED EACCES"
+        ],
+        "{confined:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.scratch.path().join("out.txt")).unwrap(),
+        "hi"
+    );
+    // Unconfined, the scratch directory is simply the working directory at its host path.
+    let unconfined = run(
+        &python("print(os.getcwd())"),
+        &sandbox::SandboxPolicy {
+            mode: Disabled,
+            ..policy.clone()
+        },
+    );
+    assert_eq!(
+        unconfined.lines(),
+        [std::fs::canonicalize(fx.scratch.path())
+            .unwrap()
+            .display()
+            .to_string()],
+        "{unconfined:?}"
+    );
+    // A mount point that is not a plain absolute path is refused before anything starts.
+    for bad in ["work", "/", "/work/../etc"] {
+        policy.scratch_mount_at = Some(bad.into());
+        let err = sandbox::command(&python("pass"), &policy).unwrap_err();
+        assert!(
+            err.to_string().contains("scratch mount point"),
+            "{bad}: {err}"
+        );
+    }
+}
+
+#[test]
 fn executing_a_file_written_to_scratch() {
     if skip_unless_sandbox_available() {
         return;

@@ -291,11 +291,9 @@ impl Runtime {
         };
         let access_info = (grant.needs_files() || !grant.net.is_empty()).then(|| AccessInfo {
             read: grant.read.iter().map(|p| p.display().to_string()).collect(),
-            workspace: files
-                .workspace
-                .as_ref()
-                .or(session.map(|s| &s.workspace))
-                .map(|p| p.display().to_string()),
+            // Both kinds of workspace appear at the same path inside.
+            workspace: (files.workspace.is_some() || session.is_some())
+                .then(|| session::WORKSPACE_MOUNT.to_string()),
             net: !grant.net.is_empty(),
         });
         scope.fetch = fetch::FetchState::new(Arc::new(grant));
@@ -684,7 +682,8 @@ impl<'a> Lease<'a> {
 }
 
 /// Starts a worker for `session`: confined as a pooled one, plus the session's workspace as
-/// its one writable directory (and working directory), each file capped at the quota.
+/// its one writable directory (and working directory), mounted at [`session::WORKSPACE_MOUNT`]
+/// (with the sandbox off: at its host path), each file capped at the quota.
 async fn start_session_worker(
     pool: &Pool,
     session: &Session,
@@ -694,7 +693,9 @@ async fn start_session_worker(
     let mut spawner = pool.spawner().clone();
     spawner.policy.data_paths = data.to_vec();
     spawner.policy.scratch_dir = Some(session.workspace.clone());
-    spawner.command.cwd = Some(session.workspace.clone());
+    spawner.policy.scratch_mount_at = Some(session::WORKSPACE_MOUNT.into());
+    // The default working directory is the scratch directory, wherever the worker sees it.
+    spawner.command.cwd = None;
     let quota = sessions.limits().workspace_quota_bytes().max(1);
     spawner.policy.limits.max_file_size_bytes =
         spawner.policy.limits.max_file_size_bytes.min(quota);
@@ -729,7 +730,9 @@ async fn start_granted_worker(
     spawner.policy.data_paths = files.data.clone();
     if let Some(ws) = &files.workspace {
         spawner.policy.scratch_dir = Some(ws.clone());
-        spawner.command.cwd = Some(ws.clone());
+        spawner.policy.scratch_mount_at = Some(session::WORKSPACE_MOUNT.into());
+        // The default working directory is the scratch directory, wherever the worker sees it.
+        spawner.command.cwd = None;
         let quota = sessions.limits().workspace_quota_bytes().max(1);
         spawner.policy.limits.max_file_size_bytes =
             spawner.policy.limits.max_file_size_bytes.min(quota);

@@ -477,6 +477,10 @@ impl Drop for Sessions {
     }
 }
 
+/// Where a session's worker sees its workspace: the same path in every session, so that
+/// scripts and messages can name it; the host path (which names the server) stays hidden.
+pub(crate) const WORKSPACE_MOUNT: &str = "/workspace";
+
 /// The workspace of one execution outside a session (a write grant): a fresh directory
 /// beside the sessions' (mode 0700), deleted with this value.
 pub(crate) struct RunWorkspace(pub PathBuf);

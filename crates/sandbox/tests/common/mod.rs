@@ -98,6 +98,7 @@ impl Fixture {
             hidden_paths: Vec::new(),
             data_paths: Vec::new(),
             scratch_dir: Some(self.scratch.path().to_owned()),
+            scratch_mount_at: None,
             limits: ResourceLimits::default(),
             helper_exe: Some(HELPER.into()),
         }
