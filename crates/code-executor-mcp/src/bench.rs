@@ -44,7 +44,15 @@ pub struct BenchArgs {
     /// raised out of the way; reports how many failed and why, and their latency.
     #[arg(long, value_name = "N")]
     soak: Option<usize>,
+    /// Only the file and network access section (needs no upstream server): a granted fetch
+    /// of 1 KB from a loopback server next to the same request made from the host, and a
+    /// 10 MB granted file read from code next to `cat`.
+    #[arg(long)]
+    access_only: bool,
 }
+
+#[path = "bench_access.rs"]
+mod access;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -223,6 +231,16 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
         say(&serde_json::to_string_pretty(
             &json!({"search": search_report()}),
         )?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.access_only {
+        let dir = std::env::temp_dir().join(format!("code-executor-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let exe = opts.exe.display().to_string();
+        let report =
+            access::report(&exe, &our_base_args(&opts), &dir, args.iterations.max(5)).await;
+        let _ = std::fs::remove_dir_all(&dir);
+        say(&serde_json::to_string_pretty(&json!({"access": report?}))?);
         return Ok(ExitCode::SUCCESS);
     }
     let everything = args
@@ -423,6 +441,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let sessions = session_rounds(&direct, &ours, n.min(30)).await?;
     let tasks = task_rounds(&direct, &exe, &our_args, n.min(30)).await?;
     let approvals = approval_rounds(&direct, &exe, &our_args, &cfg, &dir, n.min(30)).await?;
+    let access = access::report(&exe, &our_base_args(&opts), &dir, n.min(30)).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -432,6 +451,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let d = median(&direct_echo);
     let report = json!({
         "search": search_report(),
+        "access": access,
         "baseline": {
             "direct_echo_ms": direct_echo,
             "direct_20_sequential_echo_ms": direct_20,
@@ -914,4 +934,26 @@ async fn soak(
             "pools": pools,
         }
     }))
+}
+
+/// Our server's arguments for `opts` (sandbox, pool sizes, interpreter), with no upstream.
+fn our_base_args(opts: &CoreOptions) -> Vec<String> {
+    let sandbox = match opts.sandbox {
+        sandbox::SandboxMode::Enforce => "enforce",
+        sandbox::SandboxMode::Disabled => "none",
+    };
+    let mut args = vec![
+        "--no-discover".to_string(),
+        "--sandbox".to_string(),
+        sandbox.to_string(),
+        "--pool-size".to_string(),
+        opts.pool_size.to_string(),
+        "--python-pool-size".to_string(),
+        opts.python.pool_size.to_string(),
+    ];
+    if let Some(python) = &opts.python.interpreter {
+        args.push("--python".to_string());
+        args.push(python.display().to_string());
+    }
+    args
 }

@@ -96,6 +96,10 @@ enum Command {
         lang: Option<LangArg>,
         #[arg(long, value_name = "MS")]
         timeout_ms: Option<u64>,
+        /// File and network access, as the tools' `permissions` (within the settings' ceiling),
+        /// e.g. '{"read": ["/home/me/project"], "net": ["api.github.com"]}'.
+        #[arg(long, value_name = "JSON")]
+        permissions: Option<String>,
         /// Print the whole structured result as JSON.
         #[arg(long)]
         json: bool,
@@ -459,8 +463,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             file,
             lang,
             timeout_ms,
+            permissions,
             json,
         }) => {
+            let permissions = permissions
+                .as_deref()
+                .map(serde_json::from_str::<crate::policy::access::PermissionsRequest>)
+                .transpose()
+                .context(
+                    "--permissions: expected {\"read\": [...], \"write\": bool, \"net\": [...]}",
+                )?;
             let language = match lang {
                 Some(LangArg::Python) => Language::Python,
                 Some(LangArg::Typescript) => Language::JavaScript,
@@ -484,6 +496,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     ExecRequest {
                         code,
                         timeout_ms: *timeout_ms,
+                        permissions,
                         ..ExecRequest::default()
                     },
                     Principal::new("cli"),
@@ -560,6 +573,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "upstreamCallTimeoutMs": settings.upstream_call_timeout.as_millis() as u64,
                 "maxResultBytes": settings.max_result_bytes,
                 "trustedProjects": settings.trusted_projects,
+                "permissions": settings.permissions.to_json(),
                 "projectFile": project_settings_json(settings.project.as_ref()),
             });
             if let (Some(ProjectSettings::Ignored { path, reason }), Some(w)) =
@@ -703,6 +717,18 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
                     say(&format!("  warning: {}: {reason}", path.display()));
                 }
                 None => {}
+            }
+            say("permissions code may be granted (the ceiling; a call asks with `permissions`):");
+            for line in settings.permissions.describe() {
+                say(&format!("  {line}"));
+            }
+            for path in &settings.permissions.read {
+                if std::fs::canonicalize(path).is_err() {
+                    say(&format!(
+                        "  warning: permissions.read: {} does not exist; it grants nothing",
+                        path.display()
+                    ));
+                }
             }
             say(&format!(
                 "upstream servers configured: {}",

@@ -103,7 +103,8 @@ impl Core {
                 settings.approvals.clone(),
                 settings.llm.clone(),
                 config::secret_values(config),
-            ),
+            )
+            .with_access(settings.permissions.clone()),
         );
         let catalog = Catalog::with_cache(upstreams, catalog::cache::ToolCache::for_config(config));
         let sandbox_policy = worker_policy(
@@ -173,6 +174,7 @@ impl Core {
             "pausedExecutions": self.runtime.paused().len(),
             "servers": self.catalog.upstreams().status().await,
             "configWarnings": self.config_warnings,
+            "permissions": self.policy.access.to_json(),
             "engines": {
                 "javascript": "QuickJS-NG via rquickjs 0.14",
                 "typescript": "oxc 0.146 (types stripped)",

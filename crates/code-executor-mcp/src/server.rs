@@ -38,12 +38,13 @@ pub fn tool_definitions() -> Vec<Tool> {
         "type": "object",
         "properties": {
             "code": {"type": "string"},
-            "timeoutMs": {"type": "integer", "description": "default 30000"},
-            "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool globs; default all"},
+            "timeoutMs": {"type": "integer", "default": 30000},
+            "allowedTools": {"type": "array", "description": "mcp__server__tool globs; default all"},
             "limits": {"type": "object", "description": "tighten maxToolCalls, maxLogBytes, memoryMb..."},
             "session": {"type": "string", "description": "new|result.session.id; keeps globals, store/load, files"},
             "reset": {"type": "boolean"},
-            "yieldAfterMs": {"type": "integer", "description": "then use wait"}
+            "yieldAfterMs": {"type": "integer", "description": "then use wait"},
+            "permissions": {"description": "read:[path] write net:[host]"}
         },
         "required": ["code"]
     });
@@ -72,7 +73,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "search_tools",
             "annotations": {"title": "Search tools", "readOnlyHint": true},
-            "description": "Ranked search over all upstream tools. detail: names, summary (default) or full (schemas, TypeScript signature).",
+            "description": "Ranked search over upstream tools. detail: names, summary (default) or full (schemas, TypeScript signature).",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -140,6 +141,7 @@ struct ExecuteArgs {
     yield_after_ms: Option<u64>,
     #[serde(default)]
     enable_sampling: bool,
+    permissions: Option<crate::policy::access::PermissionsRequest>,
 }
 
 #[derive(Deserialize)]
@@ -204,6 +206,7 @@ impl CodeExecutorServer {
                     reset: a.reset,
                     long_run: false,
                     enable_sampling: a.enable_sampling,
+                    permissions: a.permissions,
                 };
                 let core = &self.core;
                 let mut client = client;

@@ -21,9 +21,9 @@ use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime, Value};
 use worker_protocol::{
-    CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FrameError, HostFrame, LogLevel,
-    MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RunOutcome, RunRequest, ToolBinding, WorkerFrame,
-    encode, read_frame,
+    AccessInfo, CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FrameError, HostFrame,
+    LogLevel, MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RunOutcome, RunRequest, ToolBinding,
+    WorkerFrame, encode, read_frame,
 };
 
 use crate::strip::SOURCE_NAME;
@@ -148,6 +148,10 @@ struct Shared {
     deferred: VecDeque<HostFrame>,
     /// Ids of requests made with [`Shared::request_now`], above any the prelude uses.
     next_sync_id: u64,
+    /// What the run was granted (files, network), for error messages.
+    access: Option<AccessInfo>,
+    /// The last failed file operation, as JSON, for the prelude to throw.
+    fs_error: Option<String>,
 }
 
 /// The first id of [`Shared::request_now`]'s requests: the prelude numbers its calls from 1
@@ -279,6 +283,8 @@ impl Engine {
             input,
             deferred: VecDeque::new(),
             next_sync_id: 0,
+            access: None,
+            fs_error: None,
         }));
         let entry = ctx.with(|ctx| -> rquickjs::Result<_> {
             let host = host_object(&ctx, &shared)?;
@@ -321,6 +327,8 @@ impl Engine {
             let mut s = self.shared.borrow_mut();
             s.tools = req.tools;
             s.tool_index = None;
+            s.access = req.access;
+            s.fs_error = None;
             // A session's earlier run may have left timers and unanswered calls behind: they
             // belong to a run that is over, and must neither fire into this one nor keep it
             // waiting.
@@ -594,6 +602,7 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
     )?;
 
     host.set("errorClasses", worker_protocol::CallError::table_json())?;
+    fs_functions(ctx, &host, shared)?;
 
     host.set(
         "randomBytes",
@@ -605,6 +614,214 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
         })?,
     )?;
     Ok(host)
+}
+
+/// Largest file `fs.readFile` reads: the engine's default memory limit (a larger one could not
+/// be held anyway, and reading it would only cost the host's memory and time).
+const MAX_READ_FILE_BYTES: u64 = 256 << 20;
+
+/// The `fs` module's system calls and the byte conversions `fetch` needs. A failed file
+/// operation returns `null` and leaves its error for `fsError()`; bytes come in from
+/// JavaScript as Latin-1 strings (one char per byte) and go out as `ArrayBuffer`s.
+fn fs_functions<'js>(
+    ctx: &Ctx<'js>,
+    host: &Object<'js>,
+    shared: &Rc<RefCell<Shared>>,
+) -> rquickjs::Result<()> {
+    use base64::Engine as _;
+    use rquickjs::ArrayBuffer;
+
+    fn fail(s: &Rc<RefCell<Shared>>, op: &str, path: &str, e: &io::Error, write: bool) {
+        let mut s = s.borrow_mut();
+        let err = crate::fs::explain(op, path, e, s.access.as_ref(), write);
+        s.fs_error = Some(err.to_json());
+    }
+    fn latin1(s: &str) -> Option<Vec<u8>> {
+        s.chars().map(|c| u8::try_from(u32::from(c)).ok()).collect()
+    }
+
+    let s = shared.clone();
+    host.set(
+        "fsRead",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, path: String, text: bool| -> rquickjs::Result<Value<'js>> {
+                // A file larger than the engine could hold is refused before it is read.
+                if let Ok(meta) = std::fs::metadata(&path)
+                    && meta.len() > MAX_READ_FILE_BYTES
+                {
+                    s.borrow_mut().fs_error = Some(
+                        crate::fs::FsError {
+                            code: "EFBIG",
+                            message: format!(
+                                "EFBIG: readFile {path}: the file is {} bytes; files above {MAX_READ_FILE_BYTES} bytes cannot be read whole",
+                                meta.len()
+                            ),
+                        }
+                        .to_json(),
+                    );
+                    return Ok(Value::new_null(ctx));
+                }
+                match std::fs::read(&path) {
+                    Ok(bytes) if text => {
+                        let t = String::from_utf8(bytes)
+                            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                        rquickjs::String::from_str(ctx, &t).map(|v| v.into_value())
+                    }
+                    Ok(bytes) => ArrayBuffer::new(ctx, bytes).map(|b| b.into_value()),
+                    Err(e) => {
+                        fail(&s, "readFile", &path, &e, false);
+                        Ok(Value::new_null(ctx))
+                    }
+                }
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    host.set(
+        "fsReaddir",
+        Function::new(ctx.clone(), move |path: String| -> Option<String> {
+            let read = std::fs::read_dir(&path).and_then(|dir| {
+                let mut names = Vec::new();
+                for entry in dir {
+                    names.push(entry?.file_name().to_string_lossy().into_owned());
+                }
+                Ok(names)
+            });
+            match read {
+                Ok(mut names) => {
+                    names.sort();
+                    Some(serde_json::Value::from(names).to_string())
+                }
+                Err(e) => {
+                    fail(&s, "readdir", &path, &e, false);
+                    None
+                }
+            }
+        })?,
+    )?;
+    let s = shared.clone();
+    host.set(
+        "fsStat",
+        Function::new(
+            ctx.clone(),
+            move |path: String, follow: bool| -> Option<String> {
+                let meta = if follow {
+                    std::fs::metadata(&path)
+                } else {
+                    std::fs::symlink_metadata(&path)
+                };
+                match meta {
+                    Ok(m) => Some(crate::fs::stat_json(&m)),
+                    Err(e) => {
+                        fail(&s, if follow { "stat" } else { "lstat" }, &path, &e, false);
+                        None
+                    }
+                }
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    host.set(
+        "fsWrite",
+        Function::new(
+            ctx.clone(),
+            move |path: String, data: String, binary: bool, append: bool| -> bool {
+                let bytes = if binary {
+                    match latin1(&data) {
+                        Some(b) => b,
+                        None => {
+                            let e = io::Error::new(io::ErrorKind::InvalidInput, "bad bytes");
+                            fail(&s, "writeFile", &path, &e, true);
+                            return false;
+                        }
+                    }
+                } else {
+                    data.into_bytes()
+                };
+                let written = if append {
+                    std::fs::OpenOptions::new()
+                        .append(true)
+                        .create(true)
+                        .open(&path)
+                        .and_then(|mut f| f.write_all(&bytes))
+                } else {
+                    std::fs::write(&path, &bytes)
+                };
+                match written {
+                    Ok(()) => true,
+                    Err(e) => {
+                        fail(&s, "writeFile", &path, &e, true);
+                        false
+                    }
+                }
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    host.set(
+        "fsMkdir",
+        Function::new(ctx.clone(), move |path: String, recursive: bool| -> bool {
+            let made = if recursive {
+                std::fs::create_dir_all(&path)
+            } else {
+                std::fs::create_dir(&path)
+            };
+            match made {
+                Ok(()) => true,
+                Err(e) => {
+                    fail(&s, "mkdir", &path, &e, true);
+                    false
+                }
+            }
+        })?,
+    )?;
+    let s = shared.clone();
+    host.set(
+        "fsError",
+        Function::new(ctx.clone(), move || s.borrow_mut().fs_error.take())?,
+    )?;
+    let s = shared.clone();
+    host.set(
+        "workspace",
+        Function::new(ctx.clone(), move || {
+            s.borrow().access.as_ref().and_then(|a| a.workspace.clone())
+        })?,
+    )?;
+    host.set(
+        "b64encode",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, data: String| {
+            let bytes = latin1(&data)
+                .ok_or_else(|| Exception::throw_type(&ctx, "body bytes out of range"))?;
+            Ok::<_, rquickjs::Error>(base64::engine::general_purpose::STANDARD.encode(bytes))
+        })?,
+    )?;
+    host.set(
+        "b64text",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, data: String| {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data.as_bytes())
+                .map_err(|e| {
+                    Exception::throw_type(&ctx, &format!("bad base64 from the host: {e}"))
+                })?;
+            Ok::<_, rquickjs::Error>(match String::from_utf8(bytes) {
+                Ok(t) => t,
+                Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            })
+        })?,
+    )?;
+    host.set(
+        "b64decode",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, data: String| {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data.as_bytes())
+                .map_err(|e| {
+                    Exception::throw_type(&ctx, &format!("bad base64 from the host: {e}"))
+                })?;
+            ArrayBuffer::new(ctx, bytes)
+        })?,
+    )?;
+    Ok(())
 }
 
 /// Turns an engine exception (from `eval` or a call) into a run outcome.

@@ -9,6 +9,7 @@
 //! - [`tools`]: the run's upstream tools, indexed for the `tools.server.tool` proxies.
 
 pub mod engine;
+mod fs;
 pub mod nesting;
 pub mod repl;
 pub mod strip;

@@ -685,11 +685,249 @@
     });
   }
 
+  // ------------------------------------------------------------ files: fs
+  // Ordinary system calls of this (sandboxed) process: the sandbox's view decides what
+  // exists and what is writable; a failure names the missing grant (permissions.read/write).
+  function fsFail() {
+    const info = JSON.parse(host.fsError() || '{"code":"EIO","message":"unknown error"}');
+    const e = new Error(info.message);
+    e.code = info.code;
+    return e;
+  }
+  const pathArg = (p, fn) => {
+    if (p instanceof URL) {
+      if (p.protocol !== 'file:') throw new TypeError(`fs.${fn}: only file: URLs name files`);
+      return decodeURIComponent(p.pathname);
+    }
+    if (typeof p !== 'string') throw new TypeError(`fs.${fn}: the path must be a string`);
+    return p;
+  };
+  const encodingOf = (o) => (typeof o === 'string' ? o : o && o.encoding) || null;
+  function latin1(u8) {
+    let out = '';
+    for (let i = 0; i < u8.length; i += 8192) out += String.fromCharCode.apply(null, u8.subarray(i, i + 8192));
+    return out;
+  }
+  function bytesOf(v, what) {
+    if (v instanceof Uint8Array) return v;
+    if (v instanceof ArrayBuffer) return new Uint8Array(v);
+    if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+    throw new TypeError(`${what}: expected a string, ArrayBuffer or typed array`);
+  }
+  function makeStat(json) {
+    const st = JSON.parse(json);
+    return {
+      size: st.size, mode: st.mode, mtimeMs: st.mtimeMs, mtime: new Date(st.mtimeMs),
+      isFile: () => st.isFile, isDirectory: () => st.isDirectory, isSymbolicLink: () => st.isSymbolicLink,
+    };
+  }
+  // The calls are synchronous underneath (the worker's own system calls); the Node-style
+  // promise API wraps them, and the *Sync forms are there too.
+  const fsSync = {
+    readFileSync(path, options) {
+      const enc = encodingOf(options);
+      if (enc && !/^utf-?8$/i.test(enc)) throw new RangeError(`fs.readFile: only utf8 is supported, not "${enc}"`);
+      const v = host.fsRead(pathArg(path, 'readFile'), !!enc);
+      if (v === null) throw fsFail();
+      return enc ? v : new Uint8Array(v);
+    },
+    readdirSync(path) {
+      const v = host.fsReaddir(pathArg(path, 'readdir'));
+      if (v === null || v === undefined) throw fsFail();
+      return JSON.parse(v);
+    },
+    statSync(path) {
+      const v = host.fsStat(pathArg(path, 'stat'), true);
+      if (v === null || v === undefined) throw fsFail();
+      return makeStat(v);
+    },
+    lstatSync(path) {
+      const v = host.fsStat(pathArg(path, 'lstat'), false);
+      if (v === null || v === undefined) throw fsFail();
+      return makeStat(v);
+    },
+    existsSync(path) {
+      const v = host.fsStat(pathArg(path, 'exists'), true);
+      if (v === null || v === undefined) { host.fsError(); return false; }
+      return true;
+    },
+    writeFileSync(path, data, options) {
+      const p = pathArg(path, 'writeFile');
+      const append = !!(options && typeof options === 'object' && options.flag === 'a');
+      const ok = typeof data === 'string'
+        ? host.fsWrite(p, data, false, append)
+        : host.fsWrite(p, latin1(bytesOf(data, 'fs.writeFile')), true, append);
+      if (!ok) throw fsFail();
+    },
+    appendFileSync(path, data) { fsSync.writeFileSync(path, data, { flag: 'a' }); },
+    mkdirSync(path, options) {
+      if (!host.fsMkdir(pathArg(path, 'mkdir'), !!(options && options.recursive))) throw fsFail();
+    },
+  };
+  const promised = (f) => async (...a) => f(...a);
+  const fsPromises = Object.freeze({
+    readFile: promised(fsSync.readFileSync), readdir: promised(fsSync.readdirSync),
+    stat: promised(fsSync.statSync), lstat: promised(fsSync.lstatSync),
+    writeFile: promised(fsSync.writeFileSync), appendFile: promised(fsSync.appendFileSync),
+    mkdir: promised(fsSync.mkdirSync),
+  });
+  const fs = Object.freeze({
+    ...fsPromises, ...fsSync, promises: fsPromises,
+    get workspace() { return host.workspace() ?? null; },
+  });
+
+  // ---------------------------------------------------------- network: fetch
+  // The sandbox has no network: the host makes the request, if this execution was granted
+  // the destination (permissions.net), and answers with the whole body (capped by the host).
+  const METHOD_RE = /^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$/i;
+  class Headers {
+    #list = [];
+    constructor(init) {
+      if (init instanceof Headers) this.#list = init.#list.map((p) => [p[0], p[1]]);
+      else if (Array.isArray(init)) for (const p of init) this.append(p[0], p[1]);
+      else if (init && typeof init === 'object') for (const k of Object.keys(init)) this.append(k, init[k]);
+    }
+    append(name, value) { this.#list.push([String(name).toLowerCase(), String(value)]); }
+    set(name, value) { this.delete(name); this.append(name, value); }
+    get(name) {
+      const n = String(name).toLowerCase();
+      const vs = this.#list.filter((p) => p[0] === n).map((p) => p[1]);
+      return vs.length ? vs.join(', ') : null;
+    }
+    has(name) { const n = String(name).toLowerCase(); return this.#list.some((p) => p[0] === n); }
+    delete(name) { const n = String(name).toLowerCase(); this.#list = this.#list.filter((p) => p[0] !== n); }
+    forEach(fn, thisArg) { for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this); }
+    *entries() {
+      const names = [...new Set(this.#list.map((p) => p[0]))].sort();
+      for (const n of names) yield [n, this.get(n)];
+    }
+    *keys() { for (const [k] of this.entries()) yield k; }
+    *values() { for (const [, v] of this.entries()) yield v; }
+    [Symbol.iterator]() { return this.entries(); }
+    _pairs() { return this.#list.map((p) => [p[0], p[1]]); }
+  }
+  // A body: text kept as a string, bytes as a Uint8Array, or the host's base64.
+  function bodyInit(body, headers) {
+    if (body === undefined || body === null) return null;
+    if (typeof body === 'string') {
+      if (!headers.has('content-type')) headers.set('content-type', 'text/plain;charset=UTF-8');
+      return { text: body };
+    }
+    if (body instanceof URLSearchParams) {
+      if (!headers.has('content-type')) headers.set('content-type', 'application/x-www-form-urlencoded;charset=UTF-8');
+      return { text: body.toString() };
+    }
+    return { bytes: bytesOf(body, 'body') };
+  }
+  class Body {
+    #body;
+    #used = false;
+    _setBody(b) { this.#body = b; }
+    _peek() { return this.#body; }
+    get bodyUsed() { return this.#used; }
+    #take() {
+      if (this.#used) throw new TypeError('the body has already been read');
+      this.#used = true;
+      return this.#body;
+    }
+    async text() {
+      const b = this.#take();
+      if (!b) return '';
+      if (b.text !== undefined) return b.text;
+      if (b.b64 !== undefined) return host.b64text(b.b64);
+      return new TextDecoder().decode(b.bytes);
+    }
+    async json() { return JSON.parse(await this.text()); }
+    async arrayBuffer() {
+      const b = this.#take();
+      if (!b) return new ArrayBuffer(0);
+      if (b.b64 !== undefined) return host.b64decode(b.b64);
+      const u = b.bytes || new TextEncoder().encode(b.text);
+      return u.buffer.slice(u.byteOffset, u.byteOffset + u.byteLength);
+    }
+    async bytes() { return new Uint8Array(await this.arrayBuffer()); }
+    // One chunk: the host delivers the body whole (capped), read here as a stream.
+    get body() {
+      if (!this.#body) return null;
+      const self = this;
+      let done = false;
+      const read = async () => {
+        if (done) return { done: true, value: undefined };
+        done = true;
+        return { done: false, value: await self.bytes() };
+      };
+      return {
+        getReader: () => ({ read, releaseLock() {}, cancel: async () => { done = true; } }),
+        [Symbol.asyncIterator]: () => ({ next: read }),
+      };
+    }
+  }
+  class Request extends Body {
+    constructor(input, init = {}) {
+      super();
+      const from = input instanceof Request ? input : null;
+      this.url = from ? from.url : new URL(String(input)).href;
+      const method = String(init.method ?? (from ? from.method : 'GET'));
+      if (!METHOD_RE.test(method)) throw new TypeError(`fetch: method "${method}" is not supported`);
+      this.method = method.toUpperCase();
+      this.headers = new Headers(init.headers ?? (from ? from.headers : undefined));
+      this.redirect = init.redirect ?? (from ? from.redirect : 'follow');
+      this.signal = init.signal ?? null;
+      this._setBody(init.body !== undefined ? bodyInit(init.body, this.headers) : from ? from._peek() : null);
+    }
+    clone() { return new Request(this); }
+  }
+  class Response extends Body {
+    constructor(body = null, init = {}) {
+      super();
+      this.status = init.status ?? 200;
+      this.statusText = init.statusText ?? '';
+      this.headers = new Headers(init.headers);
+      this.url = init._url ?? '';
+      this.redirected = !!init._redirected;
+      this.type = 'basic';
+      this._setBody(init._b64 !== undefined ? { b64: init._b64 } : bodyInit(body, this.headers));
+    }
+    get ok() { return this.status >= 200 && this.status < 300; }
+    clone() {
+      const r = new Response(null, { status: this.status, statusText: this.statusText, headers: this.headers });
+      r._setBody(this._peek());
+      r.url = this.url;
+      r.redirected = this.redirected;
+      return r;
+    }
+    static json(data, init = {}) {
+      const headers = new Headers(init.headers);
+      if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+      return new Response(JSON.stringify(data), { ...init, headers });
+    }
+  }
+  async function fetch(input, init = {}) {
+    const req = new Request(input, init);
+    if (req.signal && req.signal.aborted) throw new DOMException('the request was aborted', 'AbortError');
+    const b = req._peek();
+    let body;
+    if (b && b.text !== undefined) body = host.b64encode(latin1(new TextEncoder().encode(b.text)));
+    else if (b && b.bytes) body = host.b64encode(latin1(b.bytes));
+    if (body !== undefined && (req.method === 'GET' || req.method === 'HEAD')) {
+      throw new TypeError(`fetch: a ${req.method} request cannot have a body`);
+    }
+    const r = await hostCall({
+      op: 'fetch', url: req.url, method: req.method, headers: req.headers._pairs(),
+      ...(body !== undefined ? { body } : {}), redirect: req.redirect,
+    });
+    return new Response(null, {
+      status: r.status, statusText: r.status_text, headers: r.headers,
+      _url: r.url, _redirected: r.redirected, _b64: r.body,
+    });
+  }
+
   // -------------------------------------------------------------- globals
   const globals = {
     console, setTimeout: (fn, ms, ...a) => addTimer(fn, ms, a, false), clearTimeout: clearTimer,
     setInterval: (fn, ms, ...a) => addTimer(fn, ms, a, true), clearInterval: clearTimer,
     TextEncoder, TextDecoder, URL, URLSearchParams, atob, btoa, crypto, DOMException,
+    fetch, Headers, Request, Response, fs,
     ...ourErrors, callMCPTool, listServers, searchTools, getToolSchema, discoverMCPTools, store, load,
     progress, llm,
   };

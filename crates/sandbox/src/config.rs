@@ -24,6 +24,8 @@ pub(crate) struct HelperConfig {
     pub read_only: Vec<PathBuf>,
     /// Directories shown empty (see `SandboxPolicy::hidden_paths`).
     pub hidden: Vec<PathBuf>,
+    /// Read-only, never executable (see `SandboxPolicy::data_paths`).
+    pub data: Vec<PathBuf>,
     pub scratch: Option<PathBuf>,
     /// Where `scratch` is mounted inside the view (`None`: at its own path).
     pub scratch_at: Option<PathBuf>,
@@ -65,6 +67,9 @@ impl HelperConfig {
         for path in &self.hidden {
             put("hide", path.as_os_str());
         }
+        for path in &self.data {
+            put("data", path.as_os_str());
+        }
         if let Some(scratch) = &self.scratch {
             put("scratch", scratch.as_os_str());
         }
@@ -93,6 +98,7 @@ impl HelperConfig {
             cwd: None,
             read_only: Vec::new(),
             hidden: Vec::new(),
+            data: Vec::new(),
             scratch: None,
             scratch_at: None,
             limits: ResourceLimits::default(),
@@ -120,6 +126,7 @@ impl HelperConfig {
                 b"cwd" => cfg.cwd = Some(os().into()),
                 b"ro" => cfg.read_only.push(os().into()),
                 b"hide" => cfg.hidden.push(os().into()),
+                b"data" => cfg.data.push(os().into()),
                 b"scratch" => cfg.scratch = Some(os().into()),
                 b"scratch_at" => cfg.scratch_at = Some(os().into()),
                 b"as" => cfg.limits.address_space_bytes = number()?,
@@ -148,6 +155,7 @@ mod tests {
             cwd: Some("/scratch dir".into()),
             read_only: vec!["/opt/a".into(), "/opt/b".into()],
             hidden: vec!["/opt/a/site-packages".into()],
+            data: vec!["/home/me/project".into()],
             scratch: Some("/tmp/x".into()),
             scratch_at: Some("/workspace".into()),
             limits: ResourceLimits {

@@ -338,6 +338,13 @@ fn payload_steps(cfg: &HelperConfig, out: &Reporter) -> Result<Option<nix::Error
     })?;
 
     // Steps 8 to 12: limits, no_new_privs, capabilities, Landlock, seccomp.
+    // A write past the file-size limit fails with EFBIG, which code can catch and the host
+    // reports, instead of killing the payload with SIGXFSZ. An ignored disposition survives
+    // execve.
+    // SAFETY: setting one signal's disposition to "ignore" in a single-threaded process about
+    // to execve; no handler runs. What can still go wrong: the payload may set it back, and
+    // then the limit kills it, as before.
+    let _ = unsafe { signal::signal(Signal::SIGXFSZ, SigHandler::SigIgn) };
     let detail = limits::apply_rlimits(&cfg.limits)?;
     out.layer(layer::RLIMITS, true, &detail);
     limits::no_new_privs()?;

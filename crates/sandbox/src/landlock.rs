@@ -38,6 +38,9 @@ pub(crate) fn prepare(cfg: &HelperConfig) -> Result<RulesetCreated, SetupError> 
     for path in &cfg.read_only {
         rules.push((path.clone(), read));
     }
+    for path in &cfg.data {
+        rules.push((path.clone(), read & !AccessFs::Execute));
+    }
     for path in DEVICES {
         rules.push((path.into(), device));
     }

@@ -75,6 +75,13 @@ pub struct SandboxPolicy {
     /// path is not in the view anyway and is ignored. A path also listed in
     /// `read_only_paths` stays visible.
     pub hidden_paths: Vec<PathBuf>,
+    /// Data the worker may read but never execute (read-only, noexec mounts; Landlock read
+    /// rights without execute), e.g. project directories granted to code. Each appears at its
+    /// own path. The host resolves symlinks before listing a path here; the view shows the
+    /// real path, so a symlink inside it that leads elsewhere finds nothing. A symlink on the
+    /// way to a data path when the sandbox is built (the path changed since the host resolved
+    /// it) fails the filesystem view: the worker does not start.
+    pub data_paths: Vec<PathBuf>,
     /// The one directory the worker may write; it appears at the same path inside, unless
     /// `scratch_mount_at` names another.
     pub scratch_dir: Option<PathBuf>,
@@ -94,6 +101,7 @@ impl SandboxPolicy {
             mode,
             read_only_paths: Vec::new(),
             hidden_paths: Vec::new(),
+            data_paths: Vec::new(),
             scratch_dir: None,
             scratch_mount_at: None,
             limits: ResourceLimits::default(),

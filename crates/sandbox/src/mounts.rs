@@ -39,6 +39,8 @@ pub(crate) enum Access {
     /// A directory inside a read-only path, shown empty (an empty read-only tmpfs on it).
     /// Least permissive: the same path with any other access stays visible.
     Hidden,
+    /// Read only: no exec, no suid, no devices (data granted to code).
+    Data,
     /// Read and execute, nothing else (nosuid, nodev).
     ReadOnly,
     /// A device node: read and write the node, no exec, no suid.
@@ -75,6 +77,9 @@ pub(crate) fn plan(cfg: &HelperConfig) -> Result<Vec<Step>, SetupError> {
     }
     for path in &cfg.read_only {
         resolve(path, Access::ReadOnly, &mut steps)?;
+    }
+    for path in &cfg.data {
+        resolve(path, Access::Data, &mut steps)?;
     }
     for path in DEVICES {
         resolve(Path::new(path), Access::Device, &mut steps)?;
@@ -151,6 +156,15 @@ fn resolve(path: &Path, access: Access, steps: &mut Vec<Step>) -> Result<(), Set
         let next = current.join(&name);
         let meta =
             fs::symlink_metadata(&next).map_err(|e| err(format!("{}: {e}", next.display())))?;
+        // A data path was resolved by the host (symlinks followed, checked against what may be
+        // granted): a symlink on its way now means it changed since, and might lead elsewhere.
+        if access == Access::Data && meta.file_type().is_symlink() {
+            return Err(err(format!(
+                "data path {}: {} is a symlink (it changed since it was granted)",
+                path.display(),
+                next.display()
+            )));
+        }
         if meta.file_type().is_symlink() {
             links += 1;
             if links > MAX_SYMLINKS {
@@ -256,7 +270,7 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
         let covering = applied.iter().rev().find(|(p, _)| path.starts_with(p));
         if access == Access::Hidden {
             // Only what a read-only bind shows needs covering; the mount point exists there.
-            if covering.is_some_and(|(_, a)| *a == Access::ReadOnly) {
+            if covering.is_some_and(|(_, a)| matches!(a, Access::ReadOnly | Access::Data)) {
                 mount(
                     Some("tmpfs"),
                     path,
@@ -300,6 +314,7 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
         .map_err(|e| err(format!("bind {}", path.display()), &e))?;
         let attrs = match access {
             Access::ReadOnly => ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV,
+            Access::Data => ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
             Access::Device => ATTR_RDONLY | ATTR_NOSUID | ATTR_NOEXEC,
             Access::ReadWrite => ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
             Access::Hidden => continue,
@@ -376,12 +391,13 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
         }
     };
     Ok(format!(
-        "read-only tmpfs root; read-only: {}; hidden (empty): {}; read-write: {}; /dev: null zero urandom random; /proc: {proc_detail}",
+        "read-only tmpfs root; read-only: {}; data (no exec): {}; hidden (empty): {}; read-write: {}; /dev: null zero urandom random; /proc: {proc_detail}",
         if ro.is_empty() {
             "none".to_owned()
         } else {
             ro.join(" ")
         },
+        list(Access::Data),
         list(Access::Hidden),
         list(Access::ReadWrite),
     ))

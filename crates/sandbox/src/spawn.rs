@@ -105,6 +105,7 @@ fn confined(
             paths
         },
         hidden: policy.hidden_paths.clone(),
+        data: policy.data_paths.clone(),
         scratch: policy.scratch_dir.clone(),
         scratch_at: policy.scratch_mount_at.clone(),
         limits: policy.limits,
@@ -185,6 +186,14 @@ fn validate(target: &WorkerCommand, policy: &SandboxPolicy) -> Result<(), Sandbo
             if !absolute(path) || !path.exists() {
                 return invalid(format!(
                     "read-only path {} is not an existing absolute path",
+                    path.display()
+                ));
+            }
+        }
+        for path in &policy.data_paths {
+            if !absolute(path) || !path.exists() {
+                return invalid(format!(
+                    "data path {} is not an existing absolute path",
                     path.display()
                 ));
             }

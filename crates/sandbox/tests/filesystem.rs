@@ -326,3 +326,54 @@ fn unreachable_read_only_path_fails_closed() {
     assert_eq!(out.stdout, "");
     assert!(out.stderr.contains("layer `filesystem-view`"), "{out:?}");
 }
+
+#[test]
+fn a_data_path_is_readable_but_neither_writable_nor_executable() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("data");
+    let home = fx.home.path().display().to_string();
+    let script = fx.home.path().join("run.sh");
+    std::fs::write(&script, "#!/bin/sh\necho pwned\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut policy = fx.policy(Enforce);
+    policy.data_paths = vec![fx.home.path().to_owned()];
+    let payload = python(&format!(
+        "attempt(lambda: open({secret:?}).read())\n\
+         attempt(lambda: open('{home}/new', 'w'))\n\
+         attempt(lambda: os.execv('{home}/run.sh', ['run.sh']))",
+        secret = fx.secret.display().to_string(),
+    ));
+    let confined = run(&payload, &policy);
+    assert_eq!(
+        confined.lines(),
+        [
+            &format!("OK {SECRET}")[..],
+            "BLOCKED EROFS",
+            "BLOCKED EACCES"
+        ],
+        "{confined:?}"
+    );
+    assert!(!fx.home.path().join("new").exists());
+}
+
+#[test]
+fn a_data_path_swapped_for_a_symlink_is_refused() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("dataswap");
+    // The host granted `link` as if it were a directory; it is a symlink to the home now.
+    let link = fx.scratch.path().join("link");
+    std::os::unix::fs::symlink(fx.home.path(), &link).unwrap();
+    let mut policy = fx.policy(Enforce);
+    policy.data_paths = vec![link.clone()];
+    let payload = python(&format!(
+        "attempt(lambda: open({:?}).read())",
+        link.join("credentials").display().to_string()
+    ));
+    let confined = run(&payload, &policy);
+    assert!(!confined.stdout.contains(SECRET), "{confined:?}");
+    assert!(confined.stderr.contains("is a symlink"), "{confined:?}");
+}

@@ -28,17 +28,21 @@ pub enum CallError {
     /// A person was asked to approve the call and said no, did not answer in time, or could
     /// not be asked (the configured fallback denied it). A `PolicyError`.
     ApprovalDenied,
+    /// A `fetch` the host made failed on the network: connection refused, name not found,
+    /// TLS, timeout. (A destination the grant does not allow is a `Policy` error.)
+    Network,
 }
 
 impl CallError {
     /// Every kind, parents before children.
-    pub const ALL: [CallError; 6] = [
+    pub const ALL: [CallError; 7] = [
         CallError::Tool,
         CallError::Policy,
         CallError::Limit,
         CallError::Argument,
         CallError::Range,
         CallError::ApprovalDenied,
+        CallError::Network,
     ];
 
     /// The error's name, as the code sees it (`e.name`, `type(e).__name__`).
@@ -50,13 +54,14 @@ impl CallError {
             CallError::Argument => "TypeError",
             CallError::Range => "RangeError",
             CallError::ApprovalDenied => "ApprovalDenied",
+            CallError::Network => "NetworkError",
         }
     }
 
     /// The class it extends, when it is one of ours.
     pub fn parent(self) -> Option<CallError> {
         match self {
-            CallError::Policy | CallError::Limit => Some(CallError::Tool),
+            CallError::Policy | CallError::Limit | CallError::Network => Some(CallError::Tool),
             CallError::ApprovalDenied => Some(CallError::Policy),
             CallError::Tool | CallError::Argument | CallError::Range => None,
         }
@@ -67,9 +72,11 @@ impl CallError {
         match self {
             CallError::Argument => Some(("TypeError", "TypeError")),
             CallError::Range => Some(("RangeError", "ValueError")),
-            CallError::Tool | CallError::Policy | CallError::Limit | CallError::ApprovalDenied => {
-                None
-            }
+            CallError::Tool
+            | CallError::Policy
+            | CallError::Limit
+            | CallError::ApprovalDenied
+            | CallError::Network => None,
         }
     }
 
@@ -91,6 +98,9 @@ impl CallError {
             CallError::Range => "A value outside what is accepted.",
             CallError::ApprovalDenied => {
                 "A person denied the call (or did not answer in time); nothing was sent upstream."
+            }
+            CallError::Network => {
+                "A fetch failed on the network (refused, not found, TLS, timeout); message says why."
             }
         }
     }

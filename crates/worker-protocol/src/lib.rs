@@ -51,6 +51,24 @@ pub struct RunRequest {
     /// module namespace; JavaScript keeps its globals anyway) for the session's next run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub persist: bool,
+    /// The files and network this run was granted, so that code can be told which grant is
+    /// missing when an access fails (the sandbox and the host enforce them, not the worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<AccessInfo>,
+}
+
+/// What a run was granted, as the worker needs to know it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessInfo {
+    /// Paths readable inside the sandbox (real paths; the same inside and outside).
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// The one writable directory, when the run has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// Whether `fetch` was granted any destination.
+    #[serde(default)]
+    pub net: bool,
 }
 
 /// One upstream tool the code may call through a `tools.server.tool(...)` proxy, or, with
@@ -186,6 +204,9 @@ pub enum CallRequest {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
     },
+    /// An HTTP request the host makes for the code, if the run's grant allows it (see
+    /// [`FetchRequest`]); answered with a [`FetchResponse`] as JSON.
+    Fetch(FetchRequest),
 }
 
 /// One turn of a conversation with a language model.
@@ -193,6 +214,40 @@ pub enum CallRequest {
 pub struct LlmMessage {
     pub role: String,
     pub content: String,
+}
+
+/// An HTTP request from code. The host checks every hop against the run's grant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FetchRequest {
+    pub url: String,
+    #[serde(default = "get")]
+    pub method: String,
+    /// Header pairs in order (a name may repeat).
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// The body, base64 (standard alphabet, padded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// `follow` (default), `error` (a redirect fails), or `manual` (the 3xx is returned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect: Option<String>,
+}
+
+fn get() -> String {
+    "GET".into()
+}
+
+/// The answer to a [`FetchRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FetchResponse {
+    pub status: u16,
+    pub status_text: String,
+    /// The URL of the last hop.
+    pub url: String,
+    pub redirected: bool,
+    pub headers: Vec<(String, String)>,
+    /// The body, base64.
+    pub body: String,
 }
 
 /// The language a declaration is written in.

@@ -61,6 +61,7 @@ struct RawSettings {
     llm: Option<crate::policy::llm::LlmSettings>,
     forward_requests: Option<crate::policy::forward::ForwardSettings>,
     trusted_projects: Option<Vec<PathBuf>>,
+    permissions: Option<crate::policy::access::RawCeiling>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
 }
@@ -99,6 +100,8 @@ pub struct Settings {
     /// `.gemini/settings.json`, `.codex/config.toml`, `.vscode/mcp.json`, `.cursor/mcp.json`)
     /// are trusted although their clients have not approved them.
     pub trusted_projects: Vec<PathBuf>,
+    /// What file and network access code may be granted (`permissions`); nothing by default.
+    pub permissions: crate::policy::access::Ceiling,
     /// The user's settings file, if there is one.
     pub source: Option<PathBuf>,
     /// What became of the working directory's `.code-executor.json`, if there is one.
@@ -133,6 +136,7 @@ impl Default for Settings {
             llm: Default::default(),
             forward_requests: Default::default(),
             trusted_projects: Vec::new(),
+            permissions: crate::policy::access::Ceiling::default(),
             source: None,
             project: None,
         }
@@ -278,6 +282,7 @@ impl Settings {
             llm: raw.llm.unwrap_or_default().validate()?,
             forward_requests: raw.forward_requests.unwrap_or_default().validate()?,
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
+            permissions: raw.permissions.unwrap_or_default().validate()?,
             source: None,
             project: None,
         })

@@ -182,6 +182,28 @@ pub enum AuditEvent {
     /// A run refused before it started (busy, rate-limited).
     #[serde(rename = "run.refused", rename_all = "camelCase")]
     RunRefused { client: String, reason: String },
+    /// One HTTP request (or redirect hop) code asked the host to make, allowed or denied.
+    /// The URL's path and query are not written (they may carry secrets); the host, port,
+    /// method, status and sizes are.
+    #[serde(rename = "net.fetch", rename_all = "camelCase")]
+    Fetch {
+        execution: String,
+        method: String,
+        scheme: String,
+        host: String,
+        port: u16,
+        decision: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// The address connected to, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        address: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        request_bytes: usize,
+        response_bytes: u64,
+        duration_ms: f64,
+    },
 }
 
 /// SHA-256 of bytes, hex.

@@ -47,6 +47,8 @@ pub struct Metrics {
     llm_calls: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
     /// Cancellations asked by the client, by how (`tasks/cancel`, `wait`, ...).
     cancels: Mutex<BTreeMap<&'static str, u64>>,
+    /// Requests code asked the server to make (`fetch`), by decision (`allow`, `deny`).
+    fetches: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 fn bump<K: Ord>(map: &Mutex<BTreeMap<K, u64>>, key: K) {
@@ -123,6 +125,7 @@ impl Metrics {
             AuditEvent::Approval { answer, .. } => bump(&self.approvals, *answer),
             AuditEvent::LlmCall { via, outcome, .. } => bump(&self.llm_calls, (*via, *outcome)),
             AuditEvent::RunCancel { by, .. } => bump(&self.cancels, *by),
+            AuditEvent::Fetch { decision, .. } => bump(&self.fetches, *decision),
         }
     }
 
@@ -153,6 +156,12 @@ impl Metrics {
                 "Executions the client cancelled, by how (notifications/cancelled, tasks/cancel, wait).",
                 "by",
                 snapshot(&self.cancels),
+            ),
+            (
+                "code_executor_fetches_total",
+                "HTTP requests (and redirect hops) code asked the server to make, by decision.",
+                "decision",
+                snapshot(&self.fetches),
             ),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");

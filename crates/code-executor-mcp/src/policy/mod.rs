@@ -6,6 +6,7 @@
 //! Everything here is decided in the host on values received from the worker; nothing relies
 //! on code inside the sandbox behaving. Every limit is a named constant with its reason.
 
+pub mod access;
 pub mod admission;
 pub mod approval;
 pub mod audit;
@@ -43,6 +44,8 @@ pub struct Policy {
     pub llm: llm::LlmSettings,
     /// Values that must never leave in a prompt (credentials of the configured upstreams).
     pub secrets: Arc<[String]>,
+    /// What file and network access an execution may be granted (`permissions`).
+    pub access: access::Ceiling,
 }
 
 impl Policy {
@@ -71,6 +74,7 @@ impl Policy {
             approvals: approval::ApprovalSettings::default(),
             llm: llm::LlmSettings::default(),
             secrets: Arc::from([]),
+            access: access::Ceiling::default(),
         }
     }
 
@@ -104,6 +108,12 @@ impl Policy {
         out
     }
 
+    /// The same policy, with the configured ceiling of file and network access.
+    pub fn with_access(mut self, ceiling: access::Ceiling) -> Policy {
+        self.access = ceiling;
+        self
+    }
+
     /// The same policy, knowing the configured server names (see [`pattern`]).
     pub fn with_servers<'a>(mut self, names: impl IntoIterator<Item = &'a String>) -> Policy {
         self.servers = names.into_iter().cloned().collect();
@@ -124,6 +134,7 @@ impl Policy {
             approvals: approval::ApprovalSettings::default(),
             llm: llm::LlmSettings::default(),
             secrets: Arc::from([]),
+            access: access::Ceiling::default(),
         }
     }
 

@@ -62,6 +62,8 @@ pub struct RunScope {
     pub session: Option<Arc<Session>>,
     /// Where progress and finished tool calls are reported.
     pub events: Arc<Events>,
+    /// The network the execution was granted, and its `fetch` counters.
+    pub fetch: super::fetch::FetchState,
 }
 
 impl RunScope {
@@ -103,6 +105,7 @@ impl RunScope {
             tool_rate,
             session,
             events: ctx.events.clone(),
+            fetch: super::fetch::FetchState::new(Arc::default()),
         }
     }
 }
@@ -164,6 +167,7 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
         } => {
             return super::llm::call(scope, messages, system, max_tokens, model).await;
         }
+        CallRequest::Fetch(req) => return super::fetch::fetch(scope, req).await,
         CallRequest::Load { key } => {
             return match &scope.session {
                 None => no_session("load"),
@@ -194,7 +198,8 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
         | CallRequest::Store { .. }
         | CallRequest::Load { .. }
         | CallRequest::Progress { .. }
-        | CallRequest::Llm { .. } => err(
+        | CallRequest::Llm { .. }
+        | CallRequest::Fetch(_) => err(
             CallError::Tool,
             "internal: a tool call, stored value or progress report reached discovery",
         ),

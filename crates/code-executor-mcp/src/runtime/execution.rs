@@ -59,6 +59,8 @@ pub(crate) struct ExecRequest {
     /// Model calls from code are allowed for this execution although the settings do not
     /// enable them (`enableSampling: true`).
     pub enable_sampling: bool,
+    /// File and network access asked for (within the configured ceiling).
+    pub permissions: Option<crate::policy::access::PermissionsRequest>,
 }
 
 /// What the server attaches to an execution.

@@ -22,6 +22,7 @@ mod drive;
 pub(crate) mod events;
 pub(crate) mod execution;
 mod llm;
+mod fetch;
 pub(crate) mod output;
 pub(crate) mod parked;
 pub(crate) mod paused;
@@ -40,10 +41,11 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 use worker_protocol::{
-    EngineLimits, ErrorInfo, HostFrame, RunOutcome, RunRequest, ToolBinding, encode,
+    AccessInfo, EngineLimits, ErrorInfo, HostFrame, RunOutcome, RunRequest, ToolBinding, encode,
 };
 
 use crate::catalog::Catalog;
+use crate::policy::access::{self, Grant};
 use crate::policy::{Decision, Limits, Policy};
 use bridge::{CatalogHost, RunScope};
 use drive::{Failure, Finished, Host, drive, map_stack};
@@ -280,6 +282,17 @@ impl Runtime {
                     return finish(out);
                 }
             };
+        // Files and network: what the request asks, within the configured ceiling.
+        let grant = match &req.permissions {
+            None => Grant::default(),
+            Some(asked) => match access::grant(&self.policy.access, asked) {
+                Ok(g) => g,
+                Err(e) => {
+                    out.error = Some(error("PolicyError", e.to_string()));
+                    return finish(out);
+                }
+            },
+        };
         let pool = match self.pool(language).await {
             Ok(p) => p,
             Err(e) => {
@@ -287,7 +300,7 @@ impl Runtime {
                 return finish(out);
             }
         };
-        let scope = Arc::new(RunScope::new(
+        let mut scope = RunScope::new(
             ctx,
             self.policy.allowlist(req.allowed_tools.clone()),
             limits,
@@ -296,7 +309,32 @@ impl Runtime {
             session.cloned(),
             self.remembered.clone(),
             req.enable_sampling || self.policy.llm.enabled,
-        ));
+        );
+        // Outside a session, a write grant is a fresh workspace of this run's own, deleted
+        // when it ends (a session has its workspace already).
+        let run_workspace = match (grant.write, session) {
+            (true, None) => match self.sessions.run_workspace(&scope.execution) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    out.error = Some(error("SandboxError", e.to_string()));
+                    return finish(out);
+                }
+            },
+            _ => None,
+        };
+        let files = Files {
+            data: grant.read.clone(),
+            workspace: run_workspace.as_ref().map(|w| w.0.clone()),
+        };
+        let access_info = (grant.needs_files() || !grant.net.is_empty()).then(|| AccessInfo {
+            read: grant.read.iter().map(|p| p.display().to_string()).collect(),
+            // Both kinds of workspace appear at the same path inside.
+            workspace: (files.workspace.is_some() || session.is_some())
+                .then(|| session::WORKSPACE_MOUNT.to_string()),
+            net: !grant.net.is_empty(),
+        });
+        scope.fetch = fetch::FetchState::new(Arc::new(grant));
+        let scope = Arc::new(scope);
         let tools = self.bindings(&scope).await;
         // Output past the answer's cap is still wanted, up to the file's own cap, when it
         // can be kept.
@@ -322,6 +360,7 @@ impl Runtime {
                 max_log_bytes: worker_log_bytes,
             },
             persist: session.is_some(),
+            access: access_info,
         };
         let run = match encode(&HostFrame::Run(run)) {
             Ok(bytes) => bytes,
@@ -336,7 +375,15 @@ impl Runtime {
         let mut before = workspace::Usage::default();
         let mut lease = match tokio::time::timeout_at(
             deadline,
-            Lease::take(pool, session, &run, &self.sessions, ctx, &mut before),
+            Lease::take(
+                pool,
+                session,
+                &run,
+                &self.sessions,
+                ctx,
+                &mut before,
+                &files,
+            ),
         )
         .await
         {
@@ -364,10 +411,11 @@ impl Runtime {
         let ended = {
             let run = drive(&mut lease.worker, &*self.host, &scope, &mut logs);
             let clock = scope.clock.clone();
-            match session {
+            let watched = session.map(|s| &s.workspace).or(files.workspace.as_ref());
+            match watched {
                 None => until(&clock, run).await,
-                Some(s) => {
-                    let quota = workspace::watch(&s.workspace, self.sessions.limits(), before);
+                Some(dir) => {
+                    let quota = workspace::watch(dir, self.sessions.limits(), before);
                     until(&clock, async {
                         tokio::select! {
                             ended = run => ended,
@@ -418,9 +466,10 @@ impl Runtime {
             }
         }
         // A session run that ended well may still leave its workspace over the quota.
-        if let (Some(s), Some(_)) = (session, reusable)
+        let watched = session.map(|s| &s.workspace).or(files.workspace.as_ref());
+        if let (Some(dir), Some(_)) = (watched, reusable)
             && let Some(over) = workspace::verdict(
-                workspace::measure(&s.workspace, self.sessions.limits(), Some(before)).await,
+                workspace::measure(dir, self.sessions.limits(), Some(before)).await,
                 before,
                 self.sessions.limits(),
             )
@@ -429,6 +478,7 @@ impl Runtime {
             out.error = Some(error("LimitError", over));
         }
         lease.give_back(reusable, &out, &self.sessions);
+        drop(run_workspace);
         let captured = logs.finish();
         out.logs = captured.logs;
         out.output_file = captured.file.map(|p| p.display().to_string());
@@ -500,6 +550,8 @@ const CANCELLED: &str = "the session's last execution was cancelled before it fi
 struct Lease<'a> {
     worker: worker::WorkerProcess,
     home: Home<'a>,
+    /// The data paths the worker's view holds (a session keeps them with its worker).
+    data: Vec<std::path::PathBuf>,
     /// A session's worker was gone: why (the answer says so).
     state_lost: Option<String>,
 }
@@ -507,6 +559,8 @@ struct Lease<'a> {
 enum Home<'a> {
     /// A pooled worker: it serves one execution, then dies, and the pool is topped up.
     Pool(Refill<'a>),
+    /// A worker started for this execution's grants (its own view): it dies after it.
+    Own,
     /// A session's worker: back into its slot if the run left it usable.
     Session {
         session: &'a Arc<Session>,
@@ -526,7 +580,25 @@ impl<'a> Lease<'a> {
         sessions: &Sessions,
         ctx: &ExecContext,
         before: &mut workspace::Usage,
+        files: &Files,
     ) -> Result<Lease<'a>, ErrorInfo> {
+        if session.is_none() && files.needs_own_worker() {
+            let mut w = start_granted_worker(pool, files, sessions)
+                .await
+                .map_err(|e| error("SandboxError", e))?;
+            w.send_encoded(run).await.map_err(|e| {
+                error(
+                    "SandboxError",
+                    format!("the execution's worker did not take the code: {e}"),
+                )
+            })?;
+            return Ok(Lease {
+                worker: w,
+                home: Home::Own,
+                data: files.data.clone(),
+                state_lost: None,
+            });
+        }
         let Some(session) = session else {
             // However the run ends (even abandoned by its client), the pool gets a replacement.
             let refill = Refill(pool);
@@ -536,6 +608,7 @@ impl<'a> Lease<'a> {
             return Ok(Lease {
                 worker,
                 home: Home::Pool(refill),
+                data: Vec::new(),
                 state_lost: None,
             });
         };
@@ -564,6 +637,16 @@ impl<'a> Lease<'a> {
         let mut state_lost = slot.lost.take();
         let mut kept = slot.worker.take();
         slot.lost = Some(CANCELLED.into());
+        // A kept worker's view holds the read grants it was started with: other grants need
+        // another worker.
+        if let Some(w) = kept.take_if(|_| slot.data != files.data) {
+            tokio::spawn(w.finish());
+            state_lost = Some(
+                "the session's worker was restarted because this execution's read grants \
+                 (permissions.read) differ from the last one's"
+                    .into(),
+            );
+        }
         let mut worker = None;
         if let Some(mut w) = kept.take() {
             match w.send_encoded(run).await {
@@ -579,7 +662,7 @@ impl<'a> Lease<'a> {
         let worker = match worker {
             Some(w) => w,
             None => {
-                let mut w = start_session_worker(pool, session, sessions)
+                let mut w = start_session_worker(pool, session, sessions, &files.data)
                     .await
                     .map_err(|e| error("SandboxError", e))?;
                 w.send_encoded(run).await.map_err(|e| {
@@ -594,6 +677,7 @@ impl<'a> Lease<'a> {
         Ok(Lease {
             worker,
             home: Home::Session { session, slot },
+            data: files.data.clone(),
             state_lost,
         })
     }
@@ -603,9 +687,15 @@ impl<'a> Lease<'a> {
     /// session still lives and the worker's memory is within the session limit; otherwise
     /// it is stopped and the slot says why for the next run.
     fn give_back(self, reusable: Option<bool>, out: &ExecOutcome, sessions: &Sessions) {
-        let Lease { worker, home, .. } = self;
+        let Lease {
+            worker, home, data, ..
+        } = self;
         let (session, mut slot) = match home {
             Home::Pool(_refill) => {
+                tokio::spawn(worker.finish());
+                return;
+            }
+            Home::Own => {
                 tokio::spawn(worker.finish());
                 return;
             }
@@ -624,6 +714,7 @@ impl<'a> Lease<'a> {
             Some(true) => {
                 session.set_memory(memory.unwrap_or(0));
                 slot.worker = Some(worker);
+                slot.data = data;
                 slot.lost = None;
                 return;
             }
@@ -653,8 +744,10 @@ async fn start_session_worker(
     pool: &Pool,
     session: &Session,
     sessions: &Sessions,
+    data: &[std::path::PathBuf],
 ) -> Result<worker::WorkerProcess, String> {
     let mut spawner = pool.spawner().clone();
+    spawner.policy.data_paths = data.to_vec();
     spawner.policy.scratch_dir = Some(session.workspace.clone());
     spawner.policy.scratch_mount_at = Some(session::WORKSPACE_MOUNT.into());
     // The default working directory is the scratch directory, wherever the worker sees it.
@@ -666,6 +759,44 @@ async fn start_session_worker(
         .spawn()
         .await
         .map_err(|e| format!("cannot start the session's worker: {e}"))
+}
+
+/// The files an execution was granted: data paths its view shows read-only, and the
+/// workspace of its own (outside a session).
+struct Files {
+    data: Vec<std::path::PathBuf>,
+    workspace: Option<std::path::PathBuf>,
+}
+
+impl Files {
+    fn needs_own_worker(&self) -> bool {
+        !self.data.is_empty() || self.workspace.is_some()
+    }
+}
+
+/// Starts a worker for an execution with file grants: confined as a pooled one, plus its
+/// granted paths (read-only, never executable) and its workspace as the one writable
+/// directory (and working directory), each file capped at the workspace quota.
+async fn start_granted_worker(
+    pool: &Pool,
+    files: &Files,
+    sessions: &Sessions,
+) -> Result<worker::WorkerProcess, String> {
+    let mut spawner = pool.spawner().clone();
+    spawner.policy.data_paths = files.data.clone();
+    if let Some(ws) = &files.workspace {
+        spawner.policy.scratch_dir = Some(ws.clone());
+        spawner.policy.scratch_mount_at = Some(session::WORKSPACE_MOUNT.into());
+        // The default working directory is the scratch directory, wherever the worker sees it.
+        spawner.command.cwd = None;
+        let quota = sessions.limits().workspace_quota_bytes().max(1);
+        spawner.policy.limits.max_file_size_bytes =
+            spawner.policy.limits.max_file_size_bytes.min(quota);
+    }
+    spawner
+        .spawn()
+        .await
+        .map_err(|e| format!("cannot start a worker with the granted files: {e}"))
 }
 
 /// A worker that has received the encoded `run`. A worker that died before it could take

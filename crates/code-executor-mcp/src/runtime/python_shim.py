@@ -247,6 +247,10 @@ class _State:
     idle_vm = None
     # The namespace a session's runs share (what the code defined stays for the next run).
     session_ns = None
+    # What the run was granted (files, network), for error messages.
+    access = {}
+    urllib_installed = False
+    last_open = None
 
 
 def _clean(text):
@@ -489,6 +493,7 @@ for _row in json.loads(_ERROR_TABLE):
 ToolError = _ERRORS["ToolError"]
 PolicyError = _ERRORS["PolicyError"]
 LimitError = _ERRORS["LimitError"]
+NetworkError = _ERRORS["NetworkError"]
 
 
 def _make_error(info):
@@ -766,6 +771,281 @@ def _no_extra(fn, kw):
 llm = _Llm()
 
 
+# ------------------------------------------------------------------------- network: fetch
+# The sandbox has no network: the host makes each request, if this execution was granted the
+# destination (permissions.net), follows redirects (each hop checked), and answers with the
+# whole body (capped). urllib.request is routed through it too (`_install_urllib`).
+class FetchHeaders:
+    """Response headers: case-insensitive; repeated headers joined with ', '."""
+
+    def __init__(self, pairs):
+        self._pairs = [(str(k).lower(), str(v)) for k, v in pairs]
+
+    def get(self, name, default=None):
+        n = str(name).lower()
+        vs = [v for k, v in self._pairs if k == n]
+        return ", ".join(vs) if vs else default
+
+    def get_all(self, name):
+        n = str(name).lower()
+        return [v for k, v in self._pairs if k == n]
+
+    def __getitem__(self, name):
+        v = self.get(name)
+        if v is None:
+            raise KeyError(name)
+        return v
+
+    def __contains__(self, name):
+        return self.get(name) is not None
+
+    def keys(self):
+        return sorted({k for k, _ in self._pairs})
+
+    def items(self):
+        return [(k, self.get(k)) for k in self.keys()]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self.keys())
+
+    def __repr__(self):
+        return "FetchHeaders(%r)" % dict(self.items())
+
+
+class FetchResponse:
+    """The answer to fetch(): status, reason, ok, headers, url, redirected, content (bytes),
+    text(), json()."""
+
+    def __init__(self, answer):
+        self.status = int(answer.get("status") or 0)
+        self.reason = answer.get("status_text") or ""
+        self.url = answer.get("url") or ""
+        self.redirected = bool(answer.get("redirected"))
+        self.headers = FetchHeaders(answer.get("headers") or [])
+        self.content = base64.b64decode(answer.get("body") or "")
+
+    @property
+    def ok(self):
+        return 200 <= self.status < 300
+
+    status_code = property(lambda self: self.status)
+
+    def text(self, encoding="utf-8"):
+        return self.content.decode(encoding, "replace")
+
+    def json(self):
+        return json.loads(self.content)
+
+    def raise_for_status(self):
+        if not self.ok:
+            raise ToolError("%s: %s %s" % (self.url, self.status, self.reason))
+        return self
+
+    def __repr__(self):
+        return "<FetchResponse %d %s>" % (self.status, self.url)
+
+
+def _fetch_request(url, method, headers, body, json_body, redirect):
+    if json_body is not _MISSING:
+        if body is not None:
+            raise TypeError("fetch: pass body or json, not both")
+        body = json.dumps(_jsonable(json_body)).encode()
+        headers = dict(headers or {})
+        if not any(str(k).lower() == "content-type" for k in headers):
+            headers["Content-Type"] = "application/json"
+    if isinstance(headers, collections.abc.Mapping):
+        pairs = [[str(k), str(v)] for k, v in headers.items()]
+    elif headers is None:
+        pairs = []
+    else:
+        pairs = [[str(k), str(v)] for k, v in headers]
+    request = {"op": "fetch", "url": str(url), "method": str(method).upper(), "headers": pairs}
+    if body is not None:
+        if isinstance(body, str):
+            body = body.encode()
+        elif isinstance(body, collections.abc.Mapping):
+            import urllib.parse
+
+            body = urllib.parse.urlencode(body).encode()
+            if not any(p[0].lower() == "content-type" for p in pairs):
+                pairs.append(["Content-Type", "application/x-www-form-urlencoded"])
+        elif not isinstance(body, (bytes, bytearray, memoryview)):
+            raise TypeError("fetch: body must be str, bytes or a dict, not %s" % type(body).__name__)
+        request["body"] = base64.b64encode(bytes(body)).decode()
+    if redirect is not None:
+        request["redirect"] = str(redirect)
+    return request
+
+
+def fetch(url, method="GET", headers=None, body=None, json=_MISSING, redirect="follow"):
+    """HTTP request made by the host (permissions.net must grant the destination). Returns a
+    FetchResponse; raises PolicyError (not granted), NetworkError, LimitError."""
+    return FetchResponse(_request(_fetch_request(url, method, headers, body, json, redirect)))
+
+
+async def afetch(url, method="GET", headers=None, body=None, json=_MISSING, redirect="follow"):
+    """Like fetch, but awaitable: asyncio.gather(...) runs requests in parallel."""
+    return FetchResponse(
+        await _arequest(_fetch_request(url, method, headers, body, json, redirect))
+    )
+
+
+class _UrllibHook:
+    """Installs the host opener when code imports urllib.request (importing it costs tens of
+    milliseconds, which runs that never use it should not pay)."""
+
+    busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "urllib.request" or _UrllibHook.busy or _State.urllib_installed:
+            return None
+        import importlib.util
+
+        _UrllibHook.busy = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            _UrllibHook.busy = False
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+
+        class _Loader:
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                _install_urllib(module)
+
+        spec.loader = _Loader()
+        return spec
+
+
+def _route_urllib():
+    """urllib.request through the host: now if it is loaded, else when it is imported."""
+    if _State.urllib_installed:
+        return
+    if "urllib.request" in sys.modules:
+        _install_urllib(sys.modules["urllib.request"])
+    elif not any(isinstance(f, _UrllibHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _UrllibHook())
+
+
+def _install_urllib(request_module):
+    """Routes urllib.request's http and https URLs through fetch(): urlopen works unchanged
+    (HTTPError for non-2xx answers, as usual)."""
+    if _State.urllib_installed:
+        return
+    _State.urllib_installed = True
+    import email.parser
+    import http.client
+    import urllib.error
+    import urllib.response
+
+    class HostHTTPHandler(request_module.BaseHandler):
+        handler_order = 100
+
+        def http_open(self, req):
+            data = req.data
+            if data is not None and not isinstance(data, (bytes, bytearray, str)):
+                data = b"".join(bytes(c) for c in data)
+            headers = list(req.header_items())
+            try:
+                r = fetch(req.full_url, req.get_method(), headers, data, redirect="follow")
+            except NetworkError as e:
+                raise urllib.error.URLError(e.message) from None
+            text = "".join("%s: %s\r\n" % (k, v) for k, v in r.headers._pairs)
+            msg = email.parser.Parser(_class=http.client.HTTPMessage).parsestr(text)
+            resp = urllib.response.addinfourl(io.BytesIO(r.content), msg, r.url, r.status)
+            resp.reason = resp.msg = r.reason
+            return resp
+
+        https_open = http_open
+
+    opener = request_module.OpenerDirector()
+    for h in (
+        HostHTTPHandler(),
+        request_module.HTTPDefaultErrorHandler(),
+        request_module.HTTPErrorProcessor(),
+        request_module.UnknownHandler(),
+    ):
+        opener.add_handler(h)
+    request_module.install_opener(opener)
+
+
+def _audit_open(event, args):
+    # Remembers the last file opened (path and mode), so that a failure can say whether the
+    # read or the write grant is missing. Audit hooks cannot be removed: this one only records.
+    if event == "open":
+        _State.last_open = args
+
+
+_real_open = io.open
+
+
+def _open(file, *args, **kwargs):
+    """io.open, whose OSError says which grant is missing (in its message, also when caught)."""
+    try:
+        return _real_open(file, *args, **kwargs)
+    except OSError as e:
+        try:
+            hint = _grant_hint(e)
+            if hint and isinstance(e.strerror, str) and hint not in e.strerror:
+                e.strerror += hint
+        except Exception:  # noqa: BLE001 - a hint is optional
+            pass
+        raise
+
+
+_open.__doc__ = _real_open.__doc__
+_open.__name__ = "open"
+
+
+def _grant_hint(exc):
+    """A sentence naming the grant a failed file access lacks, or ''."""
+    import errno as _errno
+
+    name = getattr(exc, "filename", None)
+    if not isinstance(name, (str, bytes)) or exc.errno not in (
+        _errno.ENOENT, _errno.EACCES, _errno.EPERM, _errno.EROFS, _errno.ENOTDIR, _errno.EXDEV,
+    ):
+        return ""
+    path = os.path.normpath(os.path.join(os.getcwd(), os.fsdecode(name)))
+    access = _State.access or {}
+    last = _State.last_open
+    writing = False
+    if last and len(last) >= 3 and last[0] is not None:
+        try:
+            same = os.path.normpath(os.path.join(os.getcwd(), os.fsdecode(last[0]))) == path
+        except (TypeError, ValueError):
+            same = False
+        mode, flags = last[1], last[2] or 0
+        writing = same and (
+            (isinstance(mode, str) and any(c in mode for c in "wax+"))
+            or bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+        )
+    reads = access.get("read") or []
+    ws = access.get("workspace")
+    inside = lambda root: path == root or path.startswith(root.rstrip("/") + "/")
+    if writing or exc.errno in (_errno.EROFS, _errno.EXDEV) or (exc.errno in (_errno.EACCES, _errno.EPERM) and any(inside(r) for r in reads)):
+        if ws and inside(ws):
+            return ""
+        if ws:
+            return " (only the workspace %s is writable)" % ws
+        return (" (nothing is writable: this execution has no workspace; ask for one with "
+                "permissions.write, within the server's configured ceiling)")
+    if (ws and inside(ws)) or any(inside(r) for r in reads):
+        if os.path.islink(path):
+            return " (a symlink that leads outside the granted paths finds nothing)"
+        return ""
+    return (" (no read grant covers %s; granted: %s; ask with permissions.read, within the "
+            "server's configured ceiling)" % (path, ", ".join(reads) or "none"))
+
+
 # ------------------------------------------------------------------------- tool proxies
 def _ident(name):
     """The identifier form of a name: every character that cannot be in an identifier becomes
@@ -983,6 +1263,13 @@ def _describe(exc):
             "stack": stack,
         }
     message = str(exc)
+    if isinstance(exc, OSError):
+        try:
+            hint = _grant_hint(exc)
+            if hint not in message:
+                message += hint
+        except Exception:  # noqa: BLE001 - a hint is optional
+            pass
     if isinstance(exc, MemoryError):
         message = "out of memory: the engine's limit of %d MiB was reached%s" % (
             _State.memory_bytes // (1024 * 1024),
@@ -1057,6 +1344,9 @@ def _namespace(bindings, persist):
         "load": load,
         "progress": progress,
         "llm": llm,
+        "fetch": fetch,
+        "afetch": afetch,
+        "FetchResponse": FetchResponse,
     })
     ns.update(_OUR_ERRORS)
     return ns
@@ -1089,6 +1379,7 @@ def _run(frame):
     code = frame.get("code") or ""
     linecache.cache[SOURCE_NAME] = (len(code), None, code.splitlines(True), SOURCE_NAME)
     persist = bool(frame.get("persist"))
+    _State.access = frame.get("access") or {}
     ns = _namespace(frame.get("tools") or [], persist)
     saved = _limit_memory(_State.memory_bytes)
     outcome = None
@@ -1132,6 +1423,11 @@ def _run(frame):
 
 
 def _main():
+    sys.addaudithook(_audit_open)
+    builtins.open = io.open = _open
+    # urllib.request goes through the host (which refuses it without a network grant, saying
+    # how to ask), installed when code imports it.
+    _route_urllib()
     for d in _site_dirs:
         try:
             import site

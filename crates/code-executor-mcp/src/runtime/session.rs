@@ -124,6 +124,8 @@ pub(crate) struct Slot {
     /// Why the session has no worker (it died, was stopped or retired): the next execution
     /// starts a fresh one and says so.
     pub lost: Option<String>,
+    /// The read grants (data paths) the kept worker's view holds.
+    pub data: Vec<PathBuf>,
 }
 
 #[derive(Default)]
@@ -308,6 +310,7 @@ impl Sessions {
             slot: tokio::sync::Mutex::new(Slot {
                 worker: None,
                 lost: None,
+                data: Vec::new(),
             }),
             store: Mutex::new(Store::default()),
             max_store_bytes: self.limits.max_store_bytes,
@@ -482,6 +485,40 @@ impl Drop for Sessions {
 /// Where a session's worker sees its workspace: the same path in every session, so that
 /// scripts and messages can name it; the host path (which names the server) stays hidden.
 pub(crate) const WORKSPACE_MOUNT: &str = "/workspace";
+
+/// The workspace of one execution outside a session (a write grant): a fresh directory
+/// beside the sessions' (mode 0700), deleted with this value.
+pub(crate) struct RunWorkspace(pub PathBuf);
+
+impl Drop for RunWorkspace {
+    fn drop(&mut self) {
+        if let Err(e) = super::tree::remove(&self.0) {
+            tracing::warn!("cannot delete the workspace {}: {e}", self.0.display());
+        }
+    }
+}
+
+impl Sessions {
+    /// A new workspace for the execution `execution` (not in a session).
+    pub(crate) fn run_workspace(&self, execution: &str) -> Result<RunWorkspace, SessionError> {
+        let mut b = [0u8; 8];
+        let _ = getrandom::fill(&mut b);
+        let tag: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        let safe: String = execution
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(32)
+            .collect();
+        let path = self.root.join(format!("run-{safe}-{tag}"));
+        make_dir(&self.root, 0o711)
+            .and_then(|()| make_dir(&path, 0o700))
+            .map_err(|e| SessionError::Workspace {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        Ok(RunWorkspace(path))
+    }
+}
 
 /// A fresh directory name for this server's session workspaces, under the temporary
 /// directory: random, so nobody can have made it first, and created (mode 0711, so the

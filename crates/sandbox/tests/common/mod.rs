@@ -96,6 +96,7 @@ impl Fixture {
             mode,
             read_only_paths: python_view(),
             hidden_paths: Vec::new(),
+            data_paths: Vec::new(),
             scratch_dir: Some(self.scratch.path().to_owned()),
             scratch_mount_at: None,
             limits: ResourceLimits::default(),

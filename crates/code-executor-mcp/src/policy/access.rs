@@ -1,0 +1,1184 @@
+//! File and network access for code: the configured ceiling, the per-call request, and the
+//! grant an execution gets (never more than the ceiling).
+//!
+//! The settings' `permissions` say what may ever be granted: read-only paths, whether a
+//! writable workspace may be had, and network destinations (host pattern, ports, methods).
+//! An execution asks for a part of it (`permissions: {read, write, net}`); asking for more
+//! is an [`AccessError`] naming the ceiling. Nothing is granted by default.
+//!
+//! Network checks are pure functions of the grant and a destination: [`Grant::check_hop`]
+//! (scheme, host, port, method of one request or redirect hop) and [`Grant::check_addr`] (an
+//! address the name resolved to, or the literal address of the URL). Loopback, private,
+//! link-local, CGNAT, multicast, IPv4-mapped IPv6 and other special addresses are refused
+//! unless a granted rule names the address itself (an IP or a CIDR range): a rule naming a
+//! host name never reaches them, whatever the name resolves to.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Requests one execution may make (redirect hops count).
+pub const DEFAULT_MAX_REQUESTS: u32 = 100;
+/// Largest response body one request may return to code: larger ones fail with a
+/// `LimitError` rather than fill the worker's memory (the body travels in one frame).
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 8 << 20;
+/// Response bytes one execution may receive in all.
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 32 << 20;
+/// Largest request body code may send (it travels in one worker frame, base64-encoded).
+pub const MAX_REQUEST_BODY_BYTES: usize = 8 << 20;
+/// Time one request may take, headers and body, within the execution's deadline.
+pub const DEFAULT_FETCH_TIMEOUT_MS: u64 = 30_000;
+/// Redirects followed per request, each checked like the first hop.
+pub const DEFAULT_MAX_REDIRECTS: u32 = 5;
+/// Rules in a ceiling or a request: more is a mistake, and each hop is matched against all.
+const MAX_RULES: usize = 256;
+/// Read paths in a ceiling or a request (each becomes a bind mount).
+const MAX_READ_PATHS: usize = 64;
+
+/// Why a request for access was refused (a malformed or too broad `permissions`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AccessError(pub String);
+
+fn refuse(msg: impl Into<String>) -> AccessError {
+    AccessError(msg.into())
+}
+
+// ------------------------------------------------------------------------------ settings
+
+/// `permissions` in the settings, raw.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawCeiling {
+    #[serde(default)]
+    read: Vec<PathBuf>,
+    #[serde(default)]
+    write: bool,
+    #[serde(default)]
+    net: Vec<Value>,
+    #[serde(default)]
+    fetch: FetchLimitsRaw,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FetchLimitsRaw {
+    max_requests: Option<u32>,
+    max_response_bytes: Option<u64>,
+    max_total_bytes: Option<u64>,
+    timeout_ms: Option<u64>,
+    max_redirects: Option<u32>,
+}
+
+/// Per-execution limits on `fetch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchLimits {
+    pub max_requests: u32,
+    pub max_response_bytes: u64,
+    pub max_total_bytes: u64,
+    pub timeout: Duration,
+    pub max_redirects: u32,
+}
+
+impl Default for FetchLimits {
+    fn default() -> Self {
+        FetchLimits {
+            max_requests: DEFAULT_MAX_REQUESTS,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
+            timeout: Duration::from_millis(DEFAULT_FETCH_TIMEOUT_MS),
+            max_redirects: DEFAULT_MAX_REDIRECTS,
+        }
+    }
+}
+
+/// What may ever be granted (validated `permissions` of the settings). The default grants
+/// nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ceiling {
+    /// Absolute paths code may be allowed to read (as configured; resolved when granted).
+    pub read: Vec<PathBuf>,
+    /// Whether an execution may have a writable workspace.
+    pub write: bool,
+    pub net: Vec<NetRule>,
+    pub fetch: FetchLimits,
+}
+
+impl RawCeiling {
+    pub fn validate(self) -> Result<Ceiling, String> {
+        let at = |e: String| format!("permissions: {e}");
+        if self.read.len() > MAX_READ_PATHS {
+            return Err(at(format!("read lists more than {MAX_READ_PATHS} paths")));
+        }
+        for p in &self.read {
+            if !p.is_absolute() {
+                return Err(at(format!(
+                    "read: \"{}\" is not an absolute path",
+                    p.display()
+                )));
+            }
+            if p.components().count() <= 1 {
+                return Err(at(format!(
+                    "read: \"{}\" would grant the whole file system; name project directories",
+                    p.display()
+                )));
+            }
+        }
+        if self.net.len() > MAX_RULES {
+            return Err(at(format!("net lists more than {MAX_RULES} rules")));
+        }
+        let net = self
+            .net
+            .iter()
+            .map(NetRule::parse)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| at(format!("net: {e}")))?;
+        let d = FetchLimits::default();
+        let f = self.fetch;
+        let fetch = FetchLimits {
+            max_requests: f.max_requests.unwrap_or(d.max_requests),
+            max_response_bytes: f.max_response_bytes.unwrap_or(d.max_response_bytes),
+            max_total_bytes: f.max_total_bytes.unwrap_or(d.max_total_bytes),
+            timeout: f.timeout_ms.map_or(d.timeout, Duration::from_millis),
+            max_redirects: f.max_redirects.unwrap_or(d.max_redirects),
+        };
+        if fetch.max_response_bytes > 32 << 20 {
+            return Err(at(
+                "fetch.maxResponseBytes is above 33554432 (a body travels in one frame)".into(),
+            ));
+        }
+        Ok(Ceiling {
+            read: self.read,
+            write: self.write,
+            net,
+            fetch,
+        })
+    }
+}
+
+impl Ceiling {
+    /// One line per part, for `doctor` and `config show`.
+    pub fn describe(&self) -> Vec<String> {
+        let list = |v: Vec<String>| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        vec![
+            format!(
+                "read: {}",
+                list(self.read.iter().map(|p| p.display().to_string()).collect())
+            ),
+            format!(
+                "write: {}",
+                if self.write {
+                    "a workspace may be granted"
+                } else {
+                    "no"
+                }
+            ),
+            format!(
+                "net: {}",
+                list(self.net.iter().map(ToString::to_string).collect())
+            ),
+            format!(
+                "fetch limits: {} requests, {} bytes per response, {} bytes per execution, {} ms per request, {} redirects",
+                self.fetch.max_requests,
+                self.fetch.max_response_bytes,
+                self.fetch.max_total_bytes,
+                self.fetch.timeout.as_millis(),
+                self.fetch.max_redirects
+            ),
+        ]
+    }
+
+    /// As JSON, for `config show` and `health`.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "read": self.read.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "write": self.write,
+            "net": self.net.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "fetch": {
+                "maxRequests": self.fetch.max_requests,
+                "maxResponseBytes": self.fetch.max_response_bytes,
+                "maxTotalBytes": self.fetch.max_total_bytes,
+                "timeoutMs": self.fetch.timeout.as_millis() as u64,
+                "maxRedirects": self.fetch.max_redirects,
+            }
+        })
+    }
+}
+
+// ------------------------------------------------------------------------------ request
+
+/// `permissions` of one call, raw: `read` paths (or `true`: all of the ceiling's), `write`,
+/// `net` rules (or `true`: all of the ceiling's).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsRequest {
+    #[serde(default)]
+    pub read: Option<Value>,
+    #[serde(default)]
+    pub write: bool,
+    #[serde(default)]
+    pub net: Option<Value>,
+}
+
+/// What one execution was granted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grant {
+    /// Real (symlink-free) paths the worker may read, each inside a ceiling path.
+    pub read: Vec<PathBuf>,
+    /// A writable workspace.
+    pub write: bool,
+    pub net: Vec<NetRule>,
+    pub fetch: FetchLimits,
+}
+
+impl Grant {
+    /// Whether the worker needs a view of its own (read paths or a workspace).
+    pub fn needs_files(&self) -> bool {
+        !self.read.is_empty() || self.write
+    }
+}
+
+/// The grant for `request` under `ceiling`: every part must be inside the ceiling; a read
+/// path is resolved on the host (symlinks followed) and must stay inside a ceiling path once
+/// resolved, so a symlink cannot lead a grant out.
+pub fn grant(ceiling: &Ceiling, request: &PermissionsRequest) -> Result<Grant, AccessError> {
+    let mut out = Grant {
+        fetch: ceiling.fetch,
+        ..Grant::default()
+    };
+    let ceiling_read = || {
+        if ceiling.read.is_empty() {
+            "none is configured; the server's settings must list it under permissions.read"
+                .to_string()
+        } else {
+            format!(
+                "the configured permissions.read ceiling is [{}]",
+                ceiling
+                    .read
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    };
+    let asked_read: Vec<PathBuf> = match &request.read {
+        None | Some(Value::Bool(false)) | Some(Value::Null) => Vec::new(),
+        Some(Value::Bool(true)) => {
+            if ceiling.read.is_empty() {
+                return Err(refuse(format!(
+                    "permissions.read: no read access may be granted: {}",
+                    ceiling_read()
+                )));
+            }
+            ceiling.read.clone()
+        }
+        Some(Value::Array(items)) => {
+            if items.len() > MAX_READ_PATHS {
+                return Err(refuse(format!(
+                    "permissions.read lists more than {MAX_READ_PATHS} paths"
+                )));
+            }
+            items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) if Path::new(s).is_absolute() => Ok(PathBuf::from(s)),
+                    Value::String(s) => Err(refuse(format!(
+                        "permissions.read: \"{s}\" is not an absolute path"
+                    ))),
+                    other => Err(refuse(format!(
+                        "permissions.read: each entry is a path string, not {other}"
+                    ))),
+                })
+                .collect::<Result<_, _>>()?
+        }
+        Some(other) => {
+            return Err(refuse(format!(
+                "permissions.read is a list of absolute paths or true, not {other}"
+            )));
+        }
+    };
+    // The ceiling's paths, resolved now (a ceiling directory that does not exist grants
+    // nothing).
+    let roots: Vec<PathBuf> = ceiling
+        .read
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    for path in asked_read {
+        let real = std::fs::canonicalize(&path)
+            .map_err(|e| refuse(format!("permissions.read: {}: {e}", path.display())))?;
+        // Lexically inside the ceiling as asked, and inside it once resolved.
+        let lexical = normalize(&path);
+        let inside = |p: &Path| {
+            ceiling
+                .read
+                .iter()
+                .map(|c| normalize(c))
+                .chain(roots.iter().cloned())
+                .any(|c| p.starts_with(&c))
+        };
+        if !inside(&lexical) {
+            return Err(refuse(format!(
+                "permissions.read: {} is outside what may be granted: {}",
+                path.display(),
+                ceiling_read()
+            )));
+        }
+        if !roots.iter().any(|c| real.starts_with(c)) {
+            return Err(refuse(format!(
+                "permissions.read: {} resolves to {}, outside what may be granted (a symlink \
+                 leads out): {}",
+                path.display(),
+                real.display(),
+                ceiling_read()
+            )));
+        }
+        if !out.read.contains(&real) {
+            out.read.push(real);
+        }
+    }
+    if request.write {
+        if !ceiling.write {
+            return Err(refuse(
+                "permissions.write: no writable workspace may be granted: the configured \
+                 ceiling has permissions.write false (the server's settings must set it true)",
+            ));
+        }
+        out.write = true;
+    }
+    let ceiling_net = || {
+        if ceiling.net.is_empty() {
+            "no destination is configured; the server's settings must list it under permissions.net"
+                .to_string()
+        } else {
+            format!(
+                "the configured permissions.net ceiling is [{}]",
+                ceiling
+                    .net
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    };
+    match &request.net {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+        Some(Value::Bool(true)) => {
+            if ceiling.net.is_empty() {
+                return Err(refuse(format!(
+                    "permissions.net: no network access may be granted: {}",
+                    ceiling_net()
+                )));
+            }
+            out.net = ceiling.net.clone();
+        }
+        Some(Value::Array(items)) => {
+            if items.len() > MAX_RULES {
+                return Err(refuse(format!(
+                    "permissions.net lists more than {MAX_RULES} rules"
+                )));
+            }
+            for item in items {
+                let (rule, given) = NetRule::parse_parts(item)
+                    .map_err(|e| refuse(format!("permissions.net: {e}")))?;
+                // Ports or methods left out are the covering ceiling rules' own: asking for a
+                // host narrows to that host on whatever the ceiling allows for it.
+                let mut covered = false;
+                for c in &ceiling.net {
+                    let narrowed = NetRule {
+                        host: rule.host.clone(),
+                        ports: if given.ports {
+                            rule.ports.clone()
+                        } else {
+                            c.ports.clone()
+                        },
+                        methods: if given.methods {
+                            rule.methods.clone()
+                        } else {
+                            c.methods.clone()
+                        },
+                    };
+                    if narrowed.within(c) {
+                        covered = true;
+                        if !out.net.contains(&narrowed) {
+                            out.net.push(narrowed);
+                        }
+                    }
+                }
+                if !covered {
+                    return Err(refuse(format!(
+                        "permissions.net: {rule} is outside what may be granted: {}",
+                        ceiling_net()
+                    )));
+                }
+            }
+        }
+        Some(other) => {
+            return Err(refuse(format!(
+                "permissions.net is a list of destinations or true, not {other}"
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// `path` with `.` and `..` removed lexically (no file system access).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out
+}
+
+// ------------------------------------------------------------------------------ network
+
+/// Which hosts a rule names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPattern {
+    /// Any host name (never a special address: those must be named).
+    Any,
+    /// Exactly this name (lowercase, no trailing dot).
+    Name(String),
+    /// Any name below this suffix (`*.example.com`: `a.example.com`, not `example.com`).
+    Suffix(String),
+    /// Exactly this address.
+    Ip(IpAddr),
+    /// Addresses in this range.
+    Cidr(IpAddr, u8),
+}
+
+impl HostPattern {
+    fn parse(s: &str) -> Result<HostPattern, String> {
+        let s = s.trim().trim_end_matches('.').to_ascii_lowercase();
+        if s == "*" {
+            return Ok(HostPattern::Any);
+        }
+        if let Some((addr, bits)) = s.split_once('/') {
+            let addr: IpAddr = addr
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse()
+                .map_err(|_| format!("\"{s}\": not an address range"))?;
+            let max = if addr.is_ipv4() { 32 } else { 128 };
+            let bits: u8 = bits
+                .parse()
+                .ok()
+                .filter(|b| *b <= max)
+                .ok_or_else(|| format!("\"{s}\": the prefix length must be 0..={max}"))?;
+            return Ok(HostPattern::Cidr(addr, bits));
+        }
+        if let Ok(ip) = s
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+        {
+            return Ok(HostPattern::Ip(ip));
+        }
+        let (suffix, name) = match s.strip_prefix("*.") {
+            Some(rest) => (true, rest.to_string()),
+            None => (false, s.clone()),
+        };
+        // The URL parser's own normalisation: what it would make of this host.
+        let parsed = url::Url::parse(&format!("http://{name}/"))
+            .map_err(|_| format!("\"{s}\": not a host name"))?;
+        match parsed.host() {
+            Some(url::Host::Domain(d)) if !d.is_empty() && !d.contains('*') => {
+                let d = d.to_string();
+                Ok(if suffix {
+                    HostPattern::Suffix(d)
+                } else {
+                    HostPattern::Name(d)
+                })
+            }
+            // `2130706433`, `0x7f.1`: the parser reads them as addresses, and so do we.
+            Some(url::Host::Ipv4(a)) if !suffix => Ok(HostPattern::Ip(IpAddr::V4(a))),
+            Some(url::Host::Ipv6(a)) if !suffix => Ok(HostPattern::Ip(IpAddr::V6(a))),
+            _ => Err(format!("\"{s}\": not a host name")),
+        }
+    }
+
+    fn within(&self, other: &HostPattern) -> bool {
+        use HostPattern::*;
+        match (self, other) {
+            (Any, Any) => true,
+            (Name(_) | Suffix(_), Any) => true,
+            (Name(a), Name(b)) => a == b,
+            (Name(a), Suffix(b)) => below(a, b),
+            (Suffix(a), Suffix(b)) => a == b || below(a, b),
+            (Ip(a), Ip(b)) => a == b,
+            (Ip(a), Cidr(net, bits)) => in_cidr(*a, *net, *bits),
+            (Cidr(a, abits), Cidr(b, bbits)) => bbits <= abits && in_cidr(*a, *b, *bbits),
+            // An address is not a name: `*` reaches public addresses only (checked by
+            // `check_addr`), so it does not cover rules that name addresses.
+            _ => false,
+        }
+    }
+
+    fn matches_host(&self, host: &url::Host<&str>) -> bool {
+        match (self, host) {
+            (HostPattern::Any, url::Host::Domain(_)) => true,
+            (HostPattern::Name(n), url::Host::Domain(d)) => n == d,
+            (HostPattern::Suffix(s), url::Host::Domain(d)) => below(d, s),
+            (HostPattern::Ip(a), url::Host::Ipv4(b)) => *a == IpAddr::V4(*b),
+            (HostPattern::Ip(a), url::Host::Ipv6(b)) => *a == IpAddr::V6(*b),
+            (HostPattern::Cidr(n, bits), url::Host::Ipv4(b)) => in_cidr(IpAddr::V4(*b), *n, *bits),
+            (HostPattern::Cidr(n, bits), url::Host::Ipv6(b)) => in_cidr(IpAddr::V6(*b), *n, *bits),
+            // `*` also reaches public literal addresses (their check follows).
+            (HostPattern::Any, _) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether this pattern names `addr` itself (an address or a range holding it).
+    fn names_addr(&self, addr: IpAddr) -> bool {
+        match self {
+            HostPattern::Ip(a) => *a == addr,
+            HostPattern::Cidr(n, bits) => in_cidr(addr, *n, *bits),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostPattern::Any => write!(f, "*"),
+            HostPattern::Name(n) => write!(f, "{n}"),
+            HostPattern::Suffix(s) => write!(f, "*.{s}"),
+            HostPattern::Ip(IpAddr::V6(a)) => write!(f, "[{a}]"),
+            HostPattern::Ip(a) => write!(f, "{a}"),
+            HostPattern::Cidr(a, b) => write!(f, "{a}/{b}"),
+        }
+    }
+}
+
+fn below(name: &str, suffix: &str) -> bool {
+    name.len() > suffix.len() + 1
+        && name.ends_with(suffix)
+        && name.as_bytes()[name.len() - suffix.len() - 1] == b'.'
+}
+
+fn in_cidr(addr: IpAddr, net: IpAddr, bits: u8) -> bool {
+    match (addr, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - u32::from(bits))
+            };
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - u32::from(bits))
+            };
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        _ => false,
+    }
+}
+
+/// Which parts of a rule were written out: a request's rule inherits the others from the
+/// ceiling's rules that cover it.
+#[derive(Debug, Clone, Copy)]
+struct Given {
+    ports: bool,
+    methods: bool,
+}
+
+/// One allowed destination: hosts, ports, methods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetRule {
+    pub host: HostPattern,
+    /// Allowed ports; by default 80 and 443.
+    pub ports: Vec<u16>,
+    /// Allowed methods (uppercase); `None`: any.
+    pub methods: Option<Vec<String>>,
+}
+
+const DEFAULT_PORTS: [u16; 2] = [80, 443];
+const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+impl NetRule {
+    /// A rule from a string (`[METHOD[,METHOD] ][scheme://]host[:port]`) or an object
+    /// (`{host, ports?, methods?}`).
+    pub fn parse(v: &Value) -> Result<NetRule, String> {
+        NetRule::parse_parts(v).map(|(rule, _)| rule)
+    }
+
+    /// A rule, and which of its ports and methods were written out (not the defaults).
+    fn parse_parts(v: &Value) -> Result<(NetRule, Given), String> {
+        match v {
+            Value::String(s) => NetRule::parse_str(s),
+            Value::Object(m) => {
+                for k in m.keys() {
+                    if !matches!(k.as_str(), "host" | "ports" | "methods") {
+                        return Err(format!(
+                            "unknown key \"{k}\" in a destination (host, ports, methods)"
+                        ));
+                    }
+                }
+                let host = m
+                    .get("host")
+                    .and_then(Value::as_str)
+                    .ok_or("a destination object needs \"host\"")?;
+                let host = HostPattern::parse(host)?;
+                let ports = match m.get("ports") {
+                    None => DEFAULT_PORTS.to_vec(),
+                    Some(Value::Array(ps)) if !ps.is_empty() => ps
+                        .iter()
+                        .map(|p| {
+                            p.as_u64()
+                                .and_then(|p| u16::try_from(p).ok())
+                                .filter(|p| *p != 0)
+                                .ok_or_else(|| format!("ports: {p} is not a port"))
+                        })
+                        .collect::<Result<_, _>>()?,
+                    Some(other) => return Err(format!("ports is a list of ports, not {other}")),
+                };
+                let methods = match m.get("methods") {
+                    None => None,
+                    Some(Value::Array(ms)) if !ms.is_empty() => Some(
+                        ms.iter()
+                            .map(|x| {
+                                x.as_str()
+                                    .ok_or_else(|| format!("methods: {x} is not a method"))
+                                    .and_then(method)
+                            })
+                            .collect::<Result<_, _>>()?,
+                    ),
+                    Some(other) => {
+                        return Err(format!("methods is a list of methods, not {other}"));
+                    }
+                };
+                let given = Given {
+                    ports: m.contains_key("ports"),
+                    methods: m.contains_key("methods"),
+                };
+                Ok((
+                    NetRule {
+                        host,
+                        ports,
+                        methods,
+                    },
+                    given,
+                ))
+            }
+            other => Err(format!(
+                "a destination is \"host[:port]\" or {{host, ports, methods}}, not {other}"
+            )),
+        }
+    }
+
+    fn parse_str(s: &str) -> Result<(NetRule, Given), String> {
+        let s = s.trim();
+        let (methods, rest) = match s.split_once(' ') {
+            Some((m, rest)) => (
+                Some(m.split(',').map(method).collect::<Result<Vec<_>, _>>()?),
+                rest.trim(),
+            ),
+            None => (None, s),
+        };
+        let (scheme_port, rest) = if let Some(r) = rest.strip_prefix("https://") {
+            (Some(443), r)
+        } else if let Some(r) = rest.strip_prefix("http://") {
+            (Some(80), r)
+        } else {
+            (None, rest)
+        };
+        let rest = rest.trim_end_matches('/');
+        if rest.contains('/') && !rest.contains(']') && rest.matches('/').count() == 1 {
+            // A CIDR range has no port.
+            let host = HostPattern::parse(rest)?;
+            let given = Given {
+                ports: scheme_port.is_some(),
+                methods: methods.is_some(),
+            };
+            return Ok((
+                NetRule {
+                    host,
+                    ports: scheme_port.map_or(DEFAULT_PORTS.to_vec(), |p| vec![p]),
+                    methods,
+                },
+                given,
+            ));
+        }
+        // host:port, [v6]:port, or a bare v6 address.
+        let (host, port) = if let Some(stripped) = rest.strip_prefix('[') {
+            match stripped.split_once(']') {
+                Some((h, p)) => (h, p.strip_prefix(':')),
+                None => return Err(format!("\"{s}\": unclosed [")),
+            }
+        } else if rest.matches(':').count() == 1 {
+            let (h, p) = rest.split_once(':').unwrap_or((rest, ""));
+            (h, Some(p))
+        } else {
+            (rest, None)
+        };
+        let given = Given {
+            ports: port.is_some() || scheme_port.is_some(),
+            methods: methods.is_some(),
+        };
+        let ports = match port {
+            Some("*") => return Err(format!("\"{s}\": name the ports, not *")),
+            Some(p) => vec![
+                p.parse::<u16>()
+                    .ok()
+                    .filter(|p| *p != 0)
+                    .ok_or_else(|| format!("\"{s}\": {p} is not a port"))?,
+            ],
+            None => scheme_port.map_or(DEFAULT_PORTS.to_vec(), |p| vec![p]),
+        };
+        Ok((
+            NetRule {
+                host: HostPattern::parse(host)?,
+                ports,
+                methods,
+            },
+            given,
+        ))
+    }
+
+    /// Whether everything this rule allows, `other` allows too.
+    pub fn within(&self, other: &NetRule) -> bool {
+        self.host.within(&other.host)
+            && self.ports.iter().all(|p| other.ports.contains(p))
+            && match (&self.methods, &other.methods) {
+                (_, None) => true,
+                (None, Some(_)) => false,
+                (Some(a), Some(b)) => a.iter().all(|m| b.contains(m)),
+            }
+    }
+}
+
+fn method(m: &str) -> Result<String, String> {
+    let up = m.trim().to_ascii_uppercase();
+    if METHODS.contains(&up.as_str()) {
+        Ok(up)
+    } else {
+        Err(format!("\"{m}\" is not a method ({})", METHODS.join(", ")))
+    }
+}
+
+impl fmt::Display for NetRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(m) = &self.methods {
+            write!(f, "{} ", m.join(","))?;
+        }
+        write!(f, "{}", self.host)?;
+        if self.ports != DEFAULT_PORTS {
+            let ports: Vec<String> = self.ports.iter().map(u16::to_string).collect();
+            write!(f, ":{}", ports.join(","))?;
+        }
+        Ok(())
+    }
+}
+
+/// One request (or redirect hop), as the host is asked to make it.
+#[derive(Debug, Clone)]
+pub struct Hop<'a> {
+    pub method: &'a str,
+    pub url: &'a url::Url,
+}
+
+impl Grant {
+    /// The rules that allow this hop (scheme http/https, host, port, method), or why none
+    /// does.
+    pub fn check_hop(&self, hop: &Hop<'_>) -> Result<Vec<&NetRule>, String> {
+        let url = hop.url;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!(
+                "fetch: only http and https URLs can be fetched, not {}:",
+                url.scheme()
+            ));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("fetch: credentials in the URL are not sent; use a header".into());
+        }
+        let Some(host) = url.host() else {
+            return Err(format!("fetch: {url} has no host"));
+        };
+        let port = url.port_or_known_default().unwrap_or(0);
+        if self.net.is_empty() {
+            return Err(format!(
+                "fetch {} {host}:{port}: this execution has no network grant; ask for it with \
+                 permissions.net (within the server's configured ceiling)",
+                hop.method
+            ));
+        }
+        let by_host: Vec<&NetRule> = self
+            .net
+            .iter()
+            .filter(|r| r.host.matches_host(&host))
+            .collect();
+        if by_host.is_empty() {
+            return Err(format!(
+                "fetch {} {host}:{port}: {host} is not a granted destination (permissions.net: {})",
+                hop.method,
+                self.granted()
+            ));
+        }
+        let by_port: Vec<&NetRule> = by_host
+            .into_iter()
+            .filter(|r| r.ports.contains(&port))
+            .collect();
+        if by_port.is_empty() {
+            return Err(format!(
+                "fetch {} {host}:{port}: port {port} is not granted for {host} (permissions.net: {})",
+                hop.method,
+                self.granted()
+            ));
+        }
+        let by_method: Vec<&NetRule> = by_port
+            .into_iter()
+            .filter(|r| {
+                r.methods
+                    .as_ref()
+                    .is_none_or(|m| m.iter().any(|m| m == hop.method))
+            })
+            .collect();
+        if by_method.is_empty() {
+            return Err(format!(
+                "fetch {} {host}:{port}: method {} is not granted for {host} (permissions.net: {})",
+                hop.method,
+                hop.method,
+                self.granted()
+            ));
+        }
+        // A literal address is checked here too: no resolution will happen.
+        let literal = match host {
+            url::Host::Ipv4(a) => Some(IpAddr::V4(a)),
+            url::Host::Ipv6(a) => Some(IpAddr::V6(a)),
+            url::Host::Domain(_) => None,
+        };
+        if let Some(addr) = literal {
+            self.check_addr(&by_method, addr, &host.to_string())?;
+        }
+        Ok(by_method)
+    }
+
+    /// Whether a connection to `addr` (what `host` resolved to, or its literal) is allowed
+    /// under the rules that allowed the hop: a special address only when one of them names it.
+    pub fn check_addr(&self, rules: &[&NetRule], addr: IpAddr, host: &str) -> Result<(), String> {
+        let Some(kind) = special(addr) else {
+            return Ok(());
+        };
+        if rules.iter().any(|r| r.host.names_addr(addr)) {
+            return Ok(());
+        }
+        let via = if host.trim_start_matches('[').trim_end_matches(']') == addr.to_string() {
+            String::new()
+        } else {
+            format!(" ({host} resolves to it)")
+        };
+        Err(format!(
+            "fetch: {addr} is {kind}{via}; such addresses are refused unless a granted rule \
+             names the address itself (e.g. \"{addr}\" in permissions.net)"
+        ))
+    }
+
+    fn granted(&self) -> String {
+        self.net
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// What kind of special address `addr` is, or `None` for an ordinary public one.
+pub fn special(addr: IpAddr) -> Option<&'static str> {
+    match addr {
+        IpAddr::V4(a) => special_v4(a),
+        IpAddr::V6(a) => special_v6(a),
+    }
+}
+
+fn special_v4(a: Ipv4Addr) -> Option<&'static str> {
+    let o = a.octets();
+    let is = |net: [u8; 4], bits: u8| in_cidr(IpAddr::V4(a), IpAddr::V4(Ipv4Addr::from(net)), bits);
+    Some(match () {
+        _ if a == Ipv4Addr::new(169, 254, 169, 254) => "a cloud metadata address",
+        _ if a == Ipv4Addr::new(100, 100, 100, 200) => "a cloud metadata address",
+        _ if o[0] == 0 => "an unspecified (\"this network\") address",
+        _ if o[0] == 127 => "a loopback address",
+        _ if o[0] == 10 || is([172, 16, 0, 0], 12) || is([192, 168, 0, 0], 16) => {
+            "a private address"
+        }
+        _ if is([100, 64, 0, 0], 10) => "a carrier-grade NAT (CGNAT) address",
+        _ if is([169, 254, 0, 0], 16) => "a link-local address",
+        _ if is([224, 0, 0, 0], 4) => "a multicast address",
+        _ if is([240, 0, 0, 0], 4) => "a reserved or broadcast address",
+        _ if is([192, 0, 0, 0], 24) || is([198, 18, 0, 0], 15) => "a special-purpose address",
+        _ if is([192, 0, 2, 0], 24) || is([198, 51, 100, 0], 24) || is([203, 0, 113, 0], 24) => {
+            "a documentation address"
+        }
+        _ => return None,
+    })
+}
+
+fn special_v6(a: Ipv6Addr) -> Option<&'static str> {
+    let is = |net: Ipv6Addr, bits: u8| in_cidr(IpAddr::V6(a), IpAddr::V6(net), bits);
+    let seg = a.segments();
+    Some(match () {
+        _ if a.is_unspecified() => "an unspecified address",
+        _ if a.is_loopback() => "a loopback address",
+        _ if is(Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0, 0), 96) => "an IPv4-mapped IPv6 address",
+        _ if is(Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0, 0), 96) => "an IPv4-compatible IPv6 address",
+        _ if is(Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0, 0), 96)
+            || is(Ipv6Addr::new(0x64, 0xff9b, 1, 0, 0, 0, 0, 0), 48) =>
+        {
+            "a NAT64 address"
+        }
+        _ if seg[0] == 0x2002 => "a 6to4 address",
+        _ if is(Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0), 32) => "a Teredo address",
+        _ if is(Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254), 128) => {
+            "a cloud metadata address"
+        }
+        _ if is(Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7) => {
+            "a unique-local (private) address"
+        }
+        _ if is(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10) => "a link-local address",
+        _ if is(Ipv6Addr::new(0xfec0, 0, 0, 0, 0, 0, 0, 0), 10) => "a site-local address",
+        _ if seg[0] >> 8 == 0xff => "a multicast address",
+        _ if is(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0), 32) => "a documentation address",
+        _ if is(Ipv6Addr::new(0x100, 0, 0, 0, 0, 0, 0, 0), 64) => "a discard-only address",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ceiling(v: Value) -> Ceiling {
+        serde_json::from_value::<RawCeiling>(v)
+            .unwrap()
+            .validate()
+            .unwrap()
+    }
+
+    fn ask(v: Value) -> PermissionsRequest {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn hop<'a>(method: &'a str, url: &'a url::Url) -> Hop<'a> {
+        Hop { method, url }
+    }
+
+    #[test]
+    fn rules_parse_from_strings_and_objects() {
+        let cases = [
+            (json!("api.github.com"), "api.github.com"),
+            (json!("API.GitHub.com."), "api.github.com"),
+            (json!("https://api.github.com"), "api.github.com:443"),
+            (json!("GET,head 127.0.0.1:8080"), "GET,HEAD 127.0.0.1:8080"),
+            (json!("[::1]:9000"), "[::1]:9000"),
+            (json!("*.example.com"), "*.example.com"),
+            (json!("10.0.0.0/8"), "10.0.0.0/8"),
+            (json!("2130706433:81"), "127.0.0.1:81"),
+            (
+                json!({"host": "x.org", "ports": [1, 2], "methods": ["post"]}),
+                "POST x.org:1,2",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(NetRule::parse(&input).unwrap().to_string(), want, "{input}");
+        }
+        for bad in [
+            json!("FETCH x.org"),
+            json!("x.org:0"),
+            json!("x.org:99999"),
+            json!("10.0.0.0/33"),
+            json!({"host": "x.org", "extra": 1}),
+            json!(3),
+            json!("*.*"),
+        ] {
+            assert!(NetRule::parse(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_request_may_only_narrow_the_ceiling() {
+        let c = ceiling(json!({"net": ["*.example.com", "GET 127.0.0.1:8080", "10.0.0.0/8"]}));
+        let ok = [
+            json!({"net": ["a.example.com"]}),
+            json!({"net": ["GET 127.0.0.1:8080"]}),
+            json!({"net": ["10.1.2.3:443"]}),
+            json!({"net": ["10.2.0.0/16"]}),
+            json!({"net": true}),
+            json!({}),
+        ];
+        for r in ok {
+            assert!(grant(&c, &ask(r.clone())).is_ok(), "{r}");
+        }
+        let too_much = [
+            (json!({"net": ["example.com"]}), "example.com is outside"),
+            (json!({"net": ["POST 127.0.0.1:8080"]}), "outside"),
+            (json!({"net": ["a.example.com:8443"]}), "outside"),
+            (json!({"net": ["10.0.0.0/7"]}), "outside"),
+            (json!({"net": ["*"]}), "outside"),
+            (json!({"write": true}), "permissions.write false"),
+            (json!({"read": ["/etc"]}), "none is configured"),
+        ];
+        for (r, want) in too_much {
+            let e = grant(&c, &ask(r.clone())).unwrap_err().0;
+            assert!(e.contains(want), "{r}: {e}");
+        }
+        // A host without ports or methods takes the ceiling's for it.
+        let g = grant(&c, &ask(json!({"net": ["127.0.0.1"]}))).unwrap();
+        assert_eq!(
+            g.net.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["GET 127.0.0.1:8080"]
+        );
+        let g = grant(&c, &ask(json!({"net": ["x.example.com"]}))).unwrap();
+        assert_eq!(
+            g.net.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["x.example.com"]
+        );
+        let none = Ceiling::default();
+        let e = grant(&none, &ask(json!({"net": ["x.org"]}))).unwrap_err().0;
+        assert!(e.contains("no destination is configured"), "{e}");
+    }
+
+    #[test]
+    fn read_grants_stay_inside_the_ceiling_once_resolved() {
+        let dir = std::env::temp_dir().join(format!("access-unit-{}", std::process::id()));
+        let project = dir.join("project");
+        std::fs::create_dir_all(project.join("sub")).unwrap();
+        std::fs::create_dir_all(dir.join("secret")).unwrap();
+        let _ = std::os::unix::fs::symlink(dir.join("secret"), project.join("out"));
+        let c = ceiling(json!({"read": [project]}));
+        let g = grant(&c, &ask(json!({"read": [project.join("sub")]}))).unwrap();
+        assert_eq!(
+            g.read,
+            [std::fs::canonicalize(project.join("sub")).unwrap()]
+        );
+        let e = grant(&c, &ask(json!({"read": [project.join("out")]})))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("a symlink leads out"), "{e}");
+        let e = grant(&c, &ask(json!({"read": [project.join("../secret")]})))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("outside what may be granted"), "{e}");
+        let e = grant(&c, &ask(json!({"read": ["relative"]})))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("not an absolute path"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn hops_are_checked_by_host_port_method_and_address() {
+        let c = ceiling(json!({"net": ["api.example.com", "GET 127.0.0.1:8080", "*.corp.test"]}));
+        let g = grant(&c, &ask(json!({"net": true}))).unwrap();
+        let cases: [(&str, &str, Result<(), &str>); 12] = [
+            ("GET", "https://api.example.com/x", Ok(())),
+            ("GET", "http://127.0.0.1:8080/", Ok(())),
+            (
+                "POST",
+                "http://127.0.0.1:8080/",
+                Err("method POST is not granted"),
+            ),
+            (
+                "GET",
+                "http://127.0.0.1:8081/",
+                Err("port 8081 is not granted"),
+            ),
+            (
+                "GET",
+                "http://localhost:8080/",
+                Err("not a granted destination"),
+            ),
+            ("GET", "http://2130706433:8080/", Ok(())),
+            ("GET", "http://0x7f.0.0.1:8080/", Ok(())),
+            ("GET", "https://evil.com/", Err("not a granted destination")),
+            ("GET", "file:///etc/passwd", Err("only http and https")),
+            ("GET", "https://u:p@api.example.com/", Err("credentials")),
+            ("GET", "https://a.corp.test/", Ok(())),
+            (
+                "GET",
+                "https://corp.test/",
+                Err("not a granted destination"),
+            ),
+        ];
+        for (m, u, want) in cases {
+            let url = url::Url::parse(u).unwrap();
+            let got = g.check_hop(&hop(m, &url)).map(|_| ());
+            match want {
+                Ok(()) => assert!(got.is_ok(), "{u}: {got:?}"),
+                Err(w) => assert!(got.as_ref().unwrap_err().contains(w), "{u}: {got:?}"),
+            }
+        }
+        // A name that resolves to a special address is refused unless a rule names it.
+        let url = url::Url::parse("https://api.example.com/").unwrap();
+        let rules = g.check_hop(&hop("GET", &url)).unwrap();
+        let e = g
+            .check_addr(&rules, "127.0.0.1".parse().unwrap(), "api.example.com")
+            .unwrap_err();
+        assert!(
+            e.contains("loopback") && e.contains("resolves to it"),
+            "{e}"
+        );
+        assert!(
+            g.check_addr(&rules, "93.184.216.34".parse().unwrap(), "x")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn special_addresses_table() {
+        let cases = [
+            ("127.0.0.1", Some("loopback")),
+            ("10.1.2.3", Some("private")),
+            ("172.31.0.1", Some("private")),
+            ("192.168.1.1", Some("private")),
+            ("100.64.0.1", Some("CGNAT")),
+            ("169.254.169.254", Some("metadata")),
+            ("169.254.1.1", Some("link-local")),
+            ("224.0.0.1", Some("multicast")),
+            ("0.0.0.0", Some("unspecified")),
+            ("255.255.255.255", Some("broadcast")),
+            ("::1", Some("loopback")),
+            ("::ffff:127.0.0.1", Some("IPv4-mapped")),
+            ("::ffff:8.8.8.8", Some("IPv4-mapped")),
+            ("fe80::1", Some("link-local")),
+            ("fd00::1", Some("unique-local")),
+            ("fd00:ec2::254", Some("metadata")),
+            ("ff02::1", Some("multicast")),
+            ("64:ff9b::7f00:1", Some("NAT64")),
+            ("8.8.8.8", None),
+            ("2606:4700::1111", None),
+        ];
+        for (a, want) in cases {
+            let got = special(a.parse().unwrap());
+            match want {
+                None => assert_eq!(got, None, "{a}"),
+                Some(w) => assert!(got.is_some_and(|g| g.contains(w)), "{a}: {got:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,584 @@
+//! `fetch` from code, made by the host: the sandbox has no network, so an HTTP request is a
+//! [`worker_protocol::CallRequest::Fetch`] over the worker's pipe, checked and made here.
+//!
+//! - Every hop (the first request and each redirect) is checked against the execution's
+//!   grant ([`Grant::check_hop`]: scheme, host, port, method; a literal address too).
+//! - Names are resolved once, by the client's resolver ([`GuardedResolver`]), which drops every
+//!   special address (loopback, private, link-local, CGNAT, multicast, IPv4-mapped,
+//!   metadata...) the grant does not name, and refuses the request when none is left; the
+//!   connection goes to exactly the addresses it returned, so a second lookup cannot rebind
+//!   the name.
+//! - Redirects are followed by hand, at most `maxRedirects`, each hop checked again;
+//!   credentials (`Authorization`, `Cookie`) are dropped when the origin changes.
+//! - Limits per execution: requests, bytes per response (read in chunks and stopped at the
+//!   cap), bytes in all, time per request within the execution's deadline.
+//! - TLS is verified (the platform verifier, as for upstreams); no proxy from the
+//!   environment; no header of ours but a `User-Agent`.
+//! - Every hop gets one audit line (`net.fetch`: method, host, port, status, bytes, decision).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use worker_protocol::{CallError, CallOutcome, ErrorInfo, FetchRequest, FetchResponse};
+
+use super::bridge::RunScope;
+use crate::policy::access::{Grant, Hop, MAX_REQUEST_BODY_BYTES};
+use crate::policy::audit::AuditEvent;
+
+/// Time to establish a connection (TCP and TLS), within the request's own timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Header pairs code may send with one request.
+const MAX_HEADERS: usize = 100;
+/// Headers the host sets itself or that would change where or how the request goes.
+const FORBIDDEN_HEADERS: [&str; 9] = [
+    "host",
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "upgrade",
+    "te",
+    "trailer",
+    "proxy-authorization",
+    "proxy-connection",
+];
+
+/// The network side of one execution: its grant, its client (made on first use) and its
+/// counters.
+pub(crate) struct FetchState {
+    pub grant: Arc<Grant>,
+    client: tokio::sync::OnceCell<Result<reqwest::Client, String>>,
+    requests: AtomicU32,
+    bytes: AtomicU64,
+}
+
+impl FetchState {
+    pub(crate) fn new(grant: Arc<Grant>) -> FetchState {
+        FetchState {
+            grant,
+            client: tokio::sync::OnceCell::new(),
+            requests: AtomicU32::new(0),
+            bytes: AtomicU64::new(0),
+        }
+    }
+
+    async fn client(&self) -> Result<&reqwest::Client, String> {
+        self.client
+            .get_or_init(|| async {
+                crate::tls::install_tls_provider();
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .referer(false)
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    .user_agent(concat!("code-executor-mcp/", env!("CARGO_PKG_VERSION")))
+                    .dns_resolver(Arc::new(GuardedResolver {
+                        grant: self.grant.clone(),
+                    }))
+                    .build()
+                    .map_err(|e| format!("cannot make an HTTP client: {e}"))
+            })
+            .await
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+/// The resolver of an execution's client: one lookup, every address checked.
+struct GuardedResolver {
+    grant: Arc<Grant>,
+}
+
+/// A resolution the grant refuses; found again in the error chain to name it.
+#[derive(Debug)]
+struct Refused(String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let grant = self.grant.clone();
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if found.is_empty() {
+                return Err(format!("{host}: the name has no address").into());
+            }
+            // Every granted rule may name an address (`127.0.0.1`, `10.0.0.0/8`); a special
+            // address none names is dropped, and the client connects only to what is left
+            // (none left: refused, saying why).
+            let rules: Vec<_> = grant.net.iter().collect();
+            let mut refusal = None;
+            let allowed: Vec<SocketAddr> = found
+                .into_iter()
+                .filter(|a| match grant.check_addr(&rules, a.ip(), &host) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        refusal.get_or_insert(e);
+                        false
+                    }
+                })
+                .collect();
+            if allowed.is_empty() {
+                let why = refusal.unwrap_or_else(|| format!("{host}: no address"));
+                return Err(Box::new(Refused(why)) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(allowed.into_iter()) as Addrs)
+        })
+    }
+}
+
+fn err(kind: CallError, message: impl Into<String>) -> CallOutcome {
+    CallOutcome::Err {
+        error: ErrorInfo {
+            name: kind.name().into(),
+            message: message.into(),
+            stack: None,
+        },
+    }
+}
+
+/// The audit line of one hop.
+struct HopRecord<'a> {
+    scope: &'a RunScope,
+    method: String,
+    url: url::Url,
+    started: Instant,
+    request_bytes: usize,
+}
+
+impl HopRecord<'_> {
+    fn write(
+        &self,
+        decision: &'static str,
+        reason: Option<String>,
+        address: Option<SocketAddr>,
+        status: Option<u16>,
+        response_bytes: u64,
+    ) {
+        self.scope.policy.audit.record(AuditEvent::Fetch {
+            execution: self.scope.execution.clone(),
+            method: self.method.clone(),
+            scheme: self.url.scheme().to_string(),
+            host: self.url.host_str().unwrap_or("").to_string(),
+            port: self.url.port_or_known_default().unwrap_or(0),
+            decision,
+            reason,
+            address: address.map(|a| a.ip().to_string()),
+            status,
+            request_bytes: self.request_bytes,
+            response_bytes,
+            duration_ms: (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+        });
+    }
+}
+
+/// Makes the request `req` for the execution of `scope`, following redirects; never fails:
+/// a refusal or a failure is an error the code sees.
+pub(crate) async fn fetch(scope: &RunScope, req: FetchRequest) -> CallOutcome {
+    let state = &scope.fetch;
+    let grant = &*state.grant;
+    let mut method = req.method.trim().to_ascii_uppercase();
+    if !matches!(
+        method.as_str(),
+        "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS"
+    ) {
+        return err(
+            CallError::Argument,
+            format!("fetch: method \"{}\" is not supported", req.method),
+        );
+    }
+    let mut url = match url::Url::parse(&req.url) {
+        Ok(u) => u,
+        Err(e) => {
+            return err(
+                CallError::Argument,
+                format!("fetch: \"{}\" is not a URL: {e}", req.url),
+            );
+        }
+    };
+    url.set_fragment(None);
+    if req.headers.len() > MAX_HEADERS {
+        return err(
+            CallError::Argument,
+            format!("fetch: more than {MAX_HEADERS} headers"),
+        );
+    }
+    let mut headers = reqwest::header::HeaderMap::new();
+    for (name, value) in &req.headers {
+        let Ok(n) = reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()) else {
+            return err(
+                CallError::Argument,
+                format!("fetch: \"{name}\" is not a header name"),
+            );
+        };
+        if FORBIDDEN_HEADERS.contains(&n.as_str()) {
+            return err(
+                CallError::Argument,
+                format!("fetch: the {name} header is set by the host, not by code"),
+            );
+        }
+        let Ok(v) = reqwest::header::HeaderValue::from_str(value) else {
+            return err(
+                CallError::Argument,
+                format!("fetch: the value of header {name} is not valid"),
+            );
+        };
+        headers.append(n, v);
+    }
+    let mut body: Option<Vec<u8>> = match &req.body {
+        None => None,
+        Some(b) => match B64.decode(b) {
+            Ok(b) if b.len() > MAX_REQUEST_BODY_BYTES => {
+                return err(
+                    CallError::Limit,
+                    format!(
+                        "fetch: the request body is {} bytes; the limit is {MAX_REQUEST_BODY_BYTES}",
+                        b.len()
+                    ),
+                );
+            }
+            Ok(b) => Some(b),
+            Err(e) => {
+                return err(CallError::Argument, format!("fetch: body: {e}"));
+            }
+        },
+    };
+    if body.is_some() && matches!(method.as_str(), "GET" | "HEAD") {
+        return err(
+            CallError::Argument,
+            format!("fetch: a {method} request cannot have a body"),
+        );
+    }
+    let mode = req.redirect.as_deref().unwrap_or("follow");
+    if !matches!(mode, "follow" | "error" | "manual") {
+        return err(
+            CallError::Argument,
+            format!("fetch: redirect must be follow, error or manual, not \"{mode}\""),
+        );
+    }
+    let client = match state.client().await {
+        Ok(c) => c,
+        Err(e) => return err(CallError::Network, e),
+    };
+    let mut redirects = 0u32;
+    loop {
+        let record = HopRecord {
+            scope,
+            method: method.clone(),
+            url: url.clone(),
+            started: Instant::now(),
+            request_bytes: body.as_ref().map_or(0, Vec::len),
+        };
+        let n = state.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > grant.fetch.max_requests {
+            let reason = format!(
+                "fetch: this execution reached its limit of {} requests (permissions.fetch.maxRequests; redirects count)",
+                grant.fetch.max_requests
+            );
+            record.write("deny", Some(reason.clone()), None, None, 0);
+            return err(CallError::Limit, reason);
+        }
+        if let Err(reason) = grant.check_hop(&Hop {
+            method: &method,
+            url: &url,
+        }) {
+            let reason = if redirects > 0 {
+                format!("{reason} (reached by a redirect)")
+            } else {
+                reason
+            };
+            record.write("deny", Some(reason.clone()), None, None, 0);
+            return err(CallError::Policy, reason);
+        }
+        let remaining = scope
+            .clock
+            .deadline()
+            .saturating_duration_since(Instant::now());
+        let timeout = grant.fetch.timeout.min(remaining);
+        let mut request = client
+            .request(
+                reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::GET),
+                url.clone(),
+            )
+            .headers(headers.clone())
+            .timeout(timeout);
+        if let Some(b) = &body {
+            request = request.body(b.clone());
+        }
+        let started = Instant::now();
+        let response = match request.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(refused) = refused(&e) {
+                    let reason = if redirects > 0 {
+                        format!("{refused} (reached by a redirect)")
+                    } else {
+                        refused
+                    };
+                    record.write("deny", Some(reason.clone()), None, None, 0);
+                    return err(CallError::Policy, reason);
+                }
+                let reason = describe(&e, &url, timeout);
+                record.write("allow", Some(reason.clone()), None, None, 0);
+                return err(CallError::Network, reason);
+            }
+        };
+        let status = response.status();
+        let address = response.remote_addr();
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .map(str::to_string);
+        if status.is_redirection() && mode != "manual" && location.is_some() {
+            record.write("allow", None, address, Some(status.as_u16()), 0);
+            if mode == "error" {
+                return err(
+                    CallError::Network,
+                    format!("fetch: {url} redirected ({status}) and redirect is \"error\""),
+                );
+            }
+            redirects += 1;
+            if redirects > grant.fetch.max_redirects {
+                return err(
+                    CallError::Limit,
+                    format!(
+                        "fetch: more than {} redirects (permissions.fetch.maxRedirects)",
+                        grant.fetch.max_redirects
+                    ),
+                );
+            }
+            let next = match url.join(location.as_deref().unwrap_or("")) {
+                Ok(n) => n,
+                Err(e) => {
+                    return err(
+                        CallError::Network,
+                        format!("fetch: {url} redirected to an invalid location: {e}"),
+                    );
+                }
+            };
+            // 303, and 301/302 after a POST, turn into a GET without a body (as browsers do).
+            let code = status.as_u16();
+            if code == 303 && method != "HEAD" || (code == 301 || code == 302) && method == "POST" {
+                method = "GET".into();
+                body = None;
+                headers.remove(reqwest::header::CONTENT_TYPE);
+            }
+            if next.origin() != url.origin() {
+                for h in [
+                    reqwest::header::AUTHORIZATION,
+                    reqwest::header::COOKIE,
+                    reqwest::header::PROXY_AUTHORIZATION,
+                ] {
+                    headers.remove(h);
+                }
+            }
+            url = next;
+            continue;
+        }
+        let head_headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        let status_text = status.canonical_reason().unwrap_or("").to_string();
+        let final_url = response.url().to_string();
+        let left = timeout.saturating_sub(started.elapsed());
+        let body = match tokio::time::timeout(left, read_capped(response, state, grant)).await {
+            Ok(Ok(b)) => b,
+            Ok(Err((kind, reason, got))) => {
+                record.write(
+                    "allow",
+                    Some(reason.clone()),
+                    address,
+                    Some(status.as_u16()),
+                    got,
+                );
+                return err(kind, reason);
+            }
+            Err(_) => {
+                let reason = format!(
+                    "fetch: {url}: the body did not arrive within {} ms",
+                    timeout.as_millis()
+                );
+                record.write(
+                    "allow",
+                    Some(reason.clone()),
+                    address,
+                    Some(status.as_u16()),
+                    0,
+                );
+                return err(CallError::Network, reason);
+            }
+        };
+        record.write(
+            "allow",
+            None,
+            address,
+            Some(status.as_u16()),
+            body.len() as u64,
+        );
+        let answer = FetchResponse {
+            status: status.as_u16(),
+            status_text,
+            url: final_url,
+            redirected: redirects > 0,
+            headers: head_headers,
+            body: B64.encode(&body),
+        };
+        return match serde_json::to_value(answer) {
+            Ok(v) => CallOutcome::Ok { value: v },
+            Err(e) => err(
+                CallError::Tool,
+                format!("fetch: cannot encode the answer: {e}"),
+            ),
+        };
+    }
+}
+
+/// The body, read in chunks and stopped at the response's and the execution's caps.
+async fn read_capped(
+    mut response: reqwest::Response,
+    state: &FetchState,
+    grant: &Grant,
+) -> Result<Vec<u8>, (CallError, String, u64)> {
+    let max = grant.fetch.max_response_bytes;
+    if let Some(len) = response.content_length()
+        && len > max
+    {
+        return Err((
+            CallError::Limit,
+            format!(
+                "fetch: the response body is {len} bytes; the limit is {max} (permissions.fetch.maxResponseBytes)"
+            ),
+            0,
+        ));
+    }
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let total = state.bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed)
+                    + chunk.len() as u64;
+                if total > grant.fetch.max_total_bytes {
+                    return Err((
+                        CallError::Limit,
+                        format!(
+                            "fetch: this execution received more than {} bytes (permissions.fetch.maxTotalBytes)",
+                            grant.fetch.max_total_bytes
+                        ),
+                        body.len() as u64,
+                    ));
+                }
+                if (body.len() + chunk.len()) as u64 > max {
+                    return Err((
+                        CallError::Limit,
+                        format!(
+                            "fetch: the response body is larger than {max} bytes (permissions.fetch.maxResponseBytes); it was not read further"
+                        ),
+                        body.len() as u64,
+                    ));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(e) => {
+                return Err((
+                    CallError::Network,
+                    format!("fetch: reading the body failed: {e}"),
+                    body.len() as u64,
+                ));
+            }
+        }
+    }
+}
+
+/// The grant's refusal of a resolution, if that is why the request failed.
+fn refused(e: &reqwest::Error) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(r) = s.downcast_ref::<Refused>() {
+            return Some(r.0.clone());
+        }
+        source = s.source();
+    }
+    None
+}
+
+/// A network failure in words, with its innermost cause.
+fn describe(e: &reqwest::Error, url: &url::Url, timeout: Duration) -> String {
+    if e.is_timeout() {
+        return format!("fetch: {url}: no answer within {} ms", timeout.as_millis());
+    }
+    let mut cause = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        cause = s.to_string();
+        source = s.source();
+    }
+    format!("fetch: {url}: {cause}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::access::NetRule;
+    use std::str::FromStr;
+
+    fn grant(rules: &[&str]) -> Arc<Grant> {
+        Arc::new(Grant {
+            net: rules
+                .iter()
+                .map(|r| NetRule::parse(&serde_json::json!(r)).unwrap())
+                .collect(),
+            ..Grant::default()
+        })
+    }
+
+    /// The addresses the client connects to are the ones checked here, from one lookup.
+    #[tokio::test]
+    async fn the_resolver_refuses_a_name_that_resolves_to_loopback_unless_an_address_is_granted() {
+        let refused = GuardedResolver {
+            grant: grant(&["localhost:8080"]),
+        }
+        .resolve(Name::from_str("localhost").unwrap())
+        .await;
+        let e = refused.err().expect("refused").to_string();
+        assert!(
+            e.contains("loopback") && e.contains("localhost resolves to it"),
+            "{e}"
+        );
+        let allowed = GuardedResolver {
+            grant: grant(&["localhost:8080", "127.0.0.1:8080"]),
+        }
+        .resolve(Name::from_str("localhost").unwrap())
+        .await
+        .expect("allowed");
+        // Only the granted address is left (`::1`, if the name has it too, is dropped).
+        let addrs: Vec<SocketAddr> = allowed.collect();
+        assert!(!addrs.is_empty(), "{addrs:?}");
+        assert!(
+            addrs
+                .iter()
+                .all(|a| a.ip() == std::net::Ipv4Addr::LOCALHOST),
+            "{addrs:?}"
+        );
+    }
+}
