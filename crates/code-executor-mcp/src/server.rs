@@ -13,8 +13,8 @@ use std::sync::Arc;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
     GetTaskParams, GetTaskResult, Implementation, InitializeResult, InputRequest, InputRequests,
-    InputRequiredResult, InputResponses, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+    InputRequiredResult, InputResponses, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -223,11 +223,11 @@ impl CodeExecutorServer {
                         Ok(long_runs::early(core, language, req, principal, client, early).await)
                     }
                     long_runs::Answer::Plain => match client.route {
-                        InputRoute::Inline => Ok(long_runs::plain(
-                            core, language, req, principal, client,
-                        )
-                        .await
-                        .into()),
+                        InputRoute::Inline => {
+                            Ok(long_runs::plain(core, language, req, principal, client)
+                                .await
+                                .into())
+                        }
                         InputRoute::Mrtr(_) => {
                             let (tx, rx) = tokio::sync::mpsc::channel(MAX_QUESTIONS_AT_ONCE);
                             client.route = InputRoute::Mrtr(tx);
