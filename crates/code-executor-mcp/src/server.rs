@@ -40,7 +40,7 @@ pub fn tool_definitions() -> Vec<Tool> {
             "code": {"type": "string"},
             "timeoutMs": {"type": "integer", "default": 30000},
             "allowedTools": {"type": "array", "description": "mcp__server__tool globs; default all"},
-            "limits": {"type": "object", "description": "tighten maxToolCalls, maxLogBytes, memoryMb..."},
+            "limits": {"type": "object", "description": "tighten maxToolCalls, memoryMb..."},
             "session": {"type": "string", "description": "new|result.session.id; keeps globals, store/load, files"},
             "reset": {"type": "boolean"},
             "yieldAfterMs": {"type": "integer", "description": "then use wait"},
@@ -59,7 +59,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "execute_typescript",
             "annotations": {"title": "Run TypeScript", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run TypeScript/JavaScript in a sandbox as an async function body; `return x` sets result. Call MCP tools: `await tools.<server>.<tool>(args)` or `callMCPTool('mcp__server__tool', args)`; Promise.all runs them in parallel. Also searchTools(query), getToolSchema(name), listServers(), progress(done, total?), llm.ask(prompt). Failures throw ToolError; console is captured. Return only what you need.",
+            "description": "Run TypeScript/JavaScript in a sandbox as an async function body; `return x` sets result. Call MCP tools: `await tools.<server>.<tool>(args)` or `callMCPTool('mcp__server__tool', args)`; Promise.all parallelizes. Also searchTools(query), getToolSchema(name), listServers(), progress(done, total?), llm.ask(prompt). Failures throw ToolError; console is captured. Return only what you need.",
             "inputSchema": exec_input,
             "outputSchema": exec_output
         },
@@ -73,7 +73,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         {
             "name": "search_tools",
             "annotations": {"title": "Search tools", "readOnlyHint": true},
-            "description": "Ranked search over upstream tools. detail: names, summary (default) or full (schemas, TypeScript signature).",
+            "description": "Ranked search over upstream tools. detail: names, summary (default) or full (schemas, signature).",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -98,7 +98,7 @@ pub fn tool_definitions() -> Vec<Tool> {
             "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
             "outputSchema": {
                 "type": "object",
-                "properties": {"name": {"type": "string"}, "inputSchema": {"type": "object"}, "signature": {"type": "string"}, "typescript": {"type": "string"}},
+                "properties": {"name": {"type": "string"}, "inputSchema": {"type": "object"}, "signature": {"type": "string"}},
                 "required": ["name", "inputSchema"]
             }
         },
@@ -121,7 +121,7 @@ pub fn tool_definitions() -> Vec<Tool> {
             "annotations": {"title": "Health", "readOnlyHint": true},
             "description": "Uptime, pools, sessions, sandbox, upstreams, versions.",
             "inputSchema": {"type": "object", "properties": {}},
-            "outputSchema": {"type": "object", "required": ["version", "uptimeMs"]}
+            "outputSchema": {"type": "object"}
         }
     ]);
     serde_json::from_value(defs).unwrap_or_default()
