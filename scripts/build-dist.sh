@@ -28,7 +28,9 @@ esac
 log "wheel (maturin; cargo build --release)"
 rm -rf "$OUT/wheels"
 (cd packaging/pypi && "$TOOLS/bin/maturin" build --release --quiet --out "$OUT/wheels" >&2)
-BIN="$(cargo metadata --format-version 1 --no-deps --offline | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/code-executor-mcp"
+# CARGO_TARGET_DIR may put the target directory anywhere: ask cargo where it is.
+TARGET="$(cargo metadata --format-version 1 --no-deps --offline | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+BIN="$TARGET/release/code-executor-mcp"
 [ -x "$BIN" ] || { echo "build-dist: $BIN was not built" >&2; exit 1; }
 
 log "npm packages ($NPM_PLATFORM)"
@@ -45,7 +47,7 @@ for c in "${CRATES[@]}"; do PKG_ARGS+=(-p "$c"); done
 cargo package --offline --no-verify --allow-dirty "${PKG_ARGS[@]}" 2>&1 | grep -v '^warning: ignoring test' >&2 || true
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
 for c in "${CRATES[@]}"; do
-  cp "target/package/$c-$VERSION.crate" "$OUT/crates/"
+  cp "$TARGET/package/$c-$VERSION.crate" "$OUT/crates/"
 done
 
 log "vendor (directory source for an offline install of the packaged crate)"
