@@ -196,6 +196,11 @@ pub async fn serve(
         if !opts.oauth_scopes.is_empty() {
             doc["scopes_supported"] = json!(opts.oauth_scopes);
         }
+        if opts.public_url.is_none() && local.ip().is_unspecified() {
+            tracing::warn!(
+                "OAuth: tokens must name {resource_url} as their audience; set --public-url to the URL clients use"
+            );
+        }
         resource = Some((
             format!("{public}/.well-known/oauth-protected-resource{MCP_PATH}"),
             doc,
