@@ -76,7 +76,7 @@ impl RunScope {
             policy,
             tool_rate,
             session,
-            fetch: super::fetch::FetchState::new(Arc::default()),
+            fetch: super::fetch::FetchState::new(Arc::default(), Arc::default()),
         }
     }
 }
