@@ -452,7 +452,7 @@ pub fn normalize(path: &Path) -> PathBuf {
 // ------------------------------------------------------------------------------ network
 
 /// Which hosts a rule names.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum HostPattern {
     /// Any host name (never a special address: those must be named).
     Any,
@@ -608,7 +608,7 @@ struct Given {
 }
 
 /// One allowed destination: hosts, ports, methods.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NetRule {
     pub host: HostPattern,
     /// Allowed ports; by default 80 and 443.

@@ -105,7 +105,7 @@ impl RunScope {
             tool_rate,
             session,
             events: ctx.events.clone(),
-            fetch: super::fetch::FetchState::new(Arc::default()),
+            fetch: super::fetch::FetchState::new(Arc::default(), Arc::default()),
         }
     }
 }

@@ -27,7 +27,7 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use worker_protocol::{CallError, CallOutcome, ErrorInfo, FetchRequest, FetchResponse};
 
 use super::bridge::RunScope;
-use crate::policy::access::{Grant, Hop, MAX_REQUEST_BODY_BYTES};
+use crate::policy::access::{Grant, Hop, MAX_REQUEST_BODY_BYTES, NetRule};
 use crate::policy::audit::AuditEvent;
 
 /// Time to establish a connection (TCP and TLS), within the request's own timeout.
@@ -47,19 +47,48 @@ const FORBIDDEN_HEADERS: [&str; 9] = [
     "proxy-connection",
 ];
 
-/// The network side of one execution: its grant, its client (made on first use) and its
-/// counters.
+/// Clients kept for reuse: making one (TLS roots, connection pool) costs milliseconds, and
+/// executions usually ask for the same destinations. Keyed by the granted rules, which are all
+/// a client's resolver looks at, so a client only ever serves executions with the same grant.
+#[derive(Default)]
+pub(crate) struct Clients(std::sync::Mutex<Vec<(Vec<NetRule>, reqwest::Client)>>);
+
+/// Distinct grants whose clients are kept (the oldest goes first).
+const KEPT_CLIENTS: usize = 16;
+
+impl Clients {
+    fn get(&self, grant: &Arc<Grant>) -> Result<reqwest::Client, String> {
+        if let Ok(kept) = self.0.lock()
+            && let Some((_, c)) = kept.iter().find(|(rules, _)| *rules == grant.net)
+        {
+            return Ok(c.clone());
+        }
+        let client = make_client(grant)?;
+        if let Ok(mut kept) = self.0.lock() {
+            if kept.len() >= KEPT_CLIENTS {
+                kept.remove(0);
+            }
+            kept.push((grant.net.clone(), client.clone()));
+        }
+        Ok(client)
+    }
+}
+
+/// The network side of one execution: its grant, its client (found or made on first use)
+/// and its counters.
 pub(crate) struct FetchState {
     pub grant: Arc<Grant>,
+    clients: Arc<Clients>,
     client: tokio::sync::OnceCell<Result<reqwest::Client, String>>,
     requests: AtomicU32,
     bytes: AtomicU64,
 }
 
 impl FetchState {
-    pub(crate) fn new(grant: Arc<Grant>) -> FetchState {
+    pub(crate) fn new(grant: Arc<Grant>, clients: Arc<Clients>) -> FetchState {
         FetchState {
             grant,
+            clients,
             client: tokio::sync::OnceCell::new(),
             requests: AtomicU32::new(0),
             bytes: AtomicU64::new(0),
@@ -68,24 +97,27 @@ impl FetchState {
 
     async fn client(&self) -> Result<&reqwest::Client, String> {
         self.client
-            .get_or_init(|| async {
-                crate::tls::install_tls_provider();
-                reqwest::Client::builder()
-                    .redirect(reqwest::redirect::Policy::none())
-                    .no_proxy()
-                    .referer(false)
-                    .connect_timeout(CONNECT_TIMEOUT)
-                    .user_agent(concat!("code-executor-mcp/", env!("CARGO_PKG_VERSION")))
-                    .dns_resolver(Arc::new(GuardedResolver {
-                        grant: self.grant.clone(),
-                    }))
-                    .build()
-                    .map_err(|e| format!("cannot make an HTTP client: {e}"))
-            })
+            .get_or_init(|| async { self.clients.get(&self.grant) })
             .await
             .as_ref()
             .map_err(Clone::clone)
     }
+}
+
+/// A client whose every connection goes through the grant's resolver.
+fn make_client(grant: &Arc<Grant>) -> Result<reqwest::Client, String> {
+    crate::tls::install_tls_provider();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .referer(false)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(concat!("code-executor-mcp/", env!("CARGO_PKG_VERSION")))
+        .dns_resolver(Arc::new(GuardedResolver {
+            grant: grant.clone(),
+        }))
+        .build()
+        .map_err(|e| format!("cannot make an HTTP client: {e}"))
 }
 
 /// The resolver of an execution's client: one lookup, every address checked.
@@ -539,7 +571,6 @@ fn describe(e: &reqwest::Error, url: &url::Url, timeout: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::access::NetRule;
     use std::str::FromStr;
 
     fn grant(rules: &[&str]) -> Arc<Grant> {

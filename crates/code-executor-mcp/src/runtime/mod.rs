@@ -147,6 +147,8 @@ pub struct Runtime {
     paused: Arc<paused::PausedTable>,
     /// "Approve for the session" answers.
     remembered: Arc<approval::Remembered>,
+    /// HTTP clients for `fetch`, one per set of granted destinations, shared by executions.
+    fetch_clients: Arc<fetch::Clients>,
 }
 
 fn error(name: &str, message: impl Into<String>) -> ErrorInfo {
@@ -167,6 +169,7 @@ impl Runtime {
         sessions: Sessions,
     ) -> Self {
         Runtime {
+            fetch_clients: Arc::default(),
             host: Arc::new(CatalogHost(catalog.clone())),
             catalog,
             js_pool,
@@ -333,7 +336,7 @@ impl Runtime {
                 .then(|| session::WORKSPACE_MOUNT.to_string()),
             net: !grant.net.is_empty(),
         });
-        scope.fetch = fetch::FetchState::new(Arc::new(grant));
+        scope.fetch = fetch::FetchState::new(Arc::new(grant), self.fetch_clients.clone());
         let scope = Arc::new(scope);
         let tools = self.bindings(&scope).await;
         // Output past the answer's cap is still wanted, up to the file's own cap, when it
