@@ -3,8 +3,9 @@
 //!   from a directory holding it;
 //! - the npm launcher and this platform's package, `npm pack`ed, served by a local registry
 //!   (tests/install/npm_registry.py), started with `npx -y` from an empty directory;
-//! - `cargo install` of the packaged crate (`cargo package`), offline, from a directory
-//!   source holding the packaged crates and their locked dependencies.
+//! - `cargo install code-executor-mcp` of the packaged crate (`cargo package`), offline,
+//!   crates.io replaced by a directory source holding the packaged crates and their locked
+//!   dependencies.
 //!
 //! Each installed server is driven as an MCP server by the official Python SDK
 //! (tests/install/installed_smoke.py): tools listed, TypeScript and Python run sandboxed.
@@ -451,9 +452,12 @@ fn cargo_install_builds_the_packaged_crate_offline() {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap();
     let vendor = dist.join("vendor");
     // The workspace's release profile, so the dependencies built for the wheel are reused.
+    // `cargo install code-executor-mcp` as users type it, crates.io replaced by the
+    // directory source; --locked: the lock file cargo package put in the crate.
     let status = clean(env!("CARGO"))
-        .args(["install", "--locked", "--offline", "--quiet", "--path"])
-        .arg(vendor.join(format!("code-executor-mcp-{VERSION}")))
+        .current_dir(&m.root)
+        .args(["install", "code-executor-mcp", "--version", VERSION])
+        .args(["--locked", "--offline", "--quiet"])
         .arg("--root")
         .arg(&root)
         .args([
