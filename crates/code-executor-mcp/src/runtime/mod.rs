@@ -586,9 +586,15 @@ impl<'a> Lease<'a> {
         files: &Files,
     ) -> Result<Lease<'a>, ErrorInfo> {
         if session.is_none() && files.needs_own_worker() {
-            let mut w = start_granted_worker(pool, files, sessions)
-                .await
-                .map_err(|e| error("SandboxError", e))?;
+            let mut w = start_own_worker(
+                pool,
+                &files.data,
+                files.workspace.as_deref(),
+                sessions,
+                "the execution's",
+            )
+            .await
+            .map_err(|e| error("SandboxError", e))?;
             w.send_encoded(run).await.map_err(|e| {
                 error(
                     "SandboxError",
@@ -665,9 +671,15 @@ impl<'a> Lease<'a> {
         let worker = match worker {
             Some(w) => w,
             None => {
-                let mut w = start_session_worker(pool, session, sessions, &files.data)
-                    .await
-                    .map_err(|e| error("SandboxError", e))?;
+                let mut w = start_own_worker(
+                    pool,
+                    &files.data,
+                    Some(&session.workspace),
+                    sessions,
+                    "the session's",
+                )
+                .await
+                .map_err(|e| error("SandboxError", e))?;
                 w.send_encoded(run).await.map_err(|e| {
                     error(
                         "SandboxError",
@@ -740,30 +752,6 @@ impl<'a> Lease<'a> {
     }
 }
 
-/// Starts a worker for `session`: confined as a pooled one, plus the session's workspace as
-/// its one writable directory (and working directory), mounted at [`session::WORKSPACE_MOUNT`]
-/// (with the sandbox off: at its host path), each file capped at the quota.
-async fn start_session_worker(
-    pool: &Pool,
-    session: &Session,
-    sessions: &Sessions,
-    data: &[std::path::PathBuf],
-) -> Result<worker::WorkerProcess, String> {
-    let mut spawner = pool.spawner().clone();
-    spawner.policy.data_paths = data.to_vec();
-    spawner.policy.scratch_dir = Some(session.workspace.clone());
-    spawner.policy.scratch_mount_at = Some(session::WORKSPACE_MOUNT.into());
-    // The default working directory is the scratch directory, wherever the worker sees it.
-    spawner.command.cwd = None;
-    let quota = sessions.limits().workspace_quota_bytes().max(1);
-    spawner.policy.limits.max_file_size_bytes =
-        spawner.policy.limits.max_file_size_bytes.min(quota);
-    spawner
-        .spawn()
-        .await
-        .map_err(|e| format!("cannot start the session's worker: {e}"))
-}
-
 /// The files an execution was granted: data paths its view shows read-only, and the
 /// workspace of its own (outside a session).
 struct Files {
@@ -777,18 +765,21 @@ impl Files {
     }
 }
 
-/// Starts a worker for an execution with file grants: confined as a pooled one, plus its
-/// granted paths (read-only, never executable) and its workspace as the one writable
-/// directory (and working directory), each file capped at the workspace quota.
-async fn start_granted_worker(
+/// Starts a worker of its own for one execution or a session: confined as a pooled one, plus
+/// `data` (read-only, never executable) and `workspace` as its one writable directory and
+/// working directory, mounted at [`session::WORKSPACE_MOUNT`] (with the sandbox off: at its host
+/// path), each file capped at the workspace quota.
+async fn start_own_worker(
     pool: &Pool,
-    files: &Files,
+    data: &[std::path::PathBuf],
+    workspace: Option<&std::path::Path>,
     sessions: &Sessions,
+    whose: &str,
 ) -> Result<worker::WorkerProcess, String> {
     let mut spawner = pool.spawner().clone();
-    spawner.policy.data_paths = files.data.clone();
-    if let Some(ws) = &files.workspace {
-        spawner.policy.scratch_dir = Some(ws.clone());
+    spawner.policy.data_paths = data.to_vec();
+    if let Some(ws) = workspace {
+        spawner.policy.scratch_dir = Some(ws.to_owned());
         spawner.policy.scratch_mount_at = Some(session::WORKSPACE_MOUNT.into());
         // The default working directory is the scratch directory, wherever the worker sees it.
         spawner.command.cwd = None;
@@ -799,7 +790,7 @@ async fn start_granted_worker(
     spawner
         .spawn()
         .await
-        .map_err(|e| format!("cannot start a worker with the granted files: {e}"))
+        .map_err(|e| format!("cannot start {whose} worker: {e}"))
 }
 
 /// A worker that has received the encoded `run`. A worker that died before it could take
