@@ -1,0 +1,527 @@
+//! Network destinations: host patterns, the rules of a ceiling or a request, and the checks
+//! of one hop ([`Grant::check_hop`]) and of an address ([`Grant::check_addr`]), including the
+//! special addresses refused unless a rule names them.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use serde_json::Value;
+
+use super::Grant;
+
+/// Which hosts a rule names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum HostPattern {
+    /// Any host name (never a special address: those must be named).
+    Any,
+    /// Exactly this name (lowercase, no trailing dot).
+    Name(String),
+    /// Any name below this suffix (`*.example.com`: `a.example.com`, not `example.com`).
+    Suffix(String),
+    /// Exactly this address.
+    Ip(IpAddr),
+    /// Addresses in this range.
+    Cidr(IpAddr, u8),
+}
+
+impl HostPattern {
+    fn parse(s: &str) -> Result<HostPattern, String> {
+        let s = s.trim().trim_end_matches('.').to_ascii_lowercase();
+        if s == "*" {
+            return Ok(HostPattern::Any);
+        }
+        if let Some((addr, bits)) = s.split_once('/') {
+            let addr: IpAddr = addr
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse()
+                .map_err(|_| format!("\"{s}\": not an address range"))?;
+            let max = if addr.is_ipv4() { 32 } else { 128 };
+            let bits: u8 = bits
+                .parse()
+                .ok()
+                .filter(|b| *b <= max)
+                .ok_or_else(|| format!("\"{s}\": the prefix length must be 0..={max}"))?;
+            return Ok(HostPattern::Cidr(addr, bits));
+        }
+        if let Ok(ip) = s
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+        {
+            return Ok(HostPattern::Ip(ip));
+        }
+        let (suffix, name) = match s.strip_prefix("*.") {
+            Some(rest) => (true, rest.to_string()),
+            None => (false, s.clone()),
+        };
+        // The URL parser's own normalisation: what it would make of this host.
+        let parsed = url::Url::parse(&format!("http://{name}/"))
+            .map_err(|_| format!("\"{s}\": not a host name"))?;
+        match parsed.host() {
+            Some(url::Host::Domain(d)) if !d.is_empty() && !d.contains('*') => {
+                let d = d.to_string();
+                Ok(if suffix {
+                    HostPattern::Suffix(d)
+                } else {
+                    HostPattern::Name(d)
+                })
+            }
+            // `2130706433`, `0x7f.1`: the parser reads them as addresses, and so do we.
+            Some(url::Host::Ipv4(a)) if !suffix => Ok(HostPattern::Ip(IpAddr::V4(a))),
+            Some(url::Host::Ipv6(a)) if !suffix => Ok(HostPattern::Ip(IpAddr::V6(a))),
+            _ => Err(format!("\"{s}\": not a host name")),
+        }
+    }
+
+    fn within(&self, other: &HostPattern) -> bool {
+        use HostPattern::*;
+        match (self, other) {
+            (Any, Any) => true,
+            (Name(_) | Suffix(_), Any) => true,
+            (Name(a), Name(b)) => a == b,
+            (Name(a), Suffix(b)) => below(a, b),
+            (Suffix(a), Suffix(b)) => a == b || below(a, b),
+            (Ip(a), Ip(b)) => a == b,
+            (Ip(a), Cidr(net, bits)) => in_cidr(*a, *net, *bits),
+            (Cidr(a, abits), Cidr(b, bbits)) => bbits <= abits && in_cidr(*a, *b, *bbits),
+            // An address is not a name: `*` reaches public addresses only (checked by
+            // `check_addr`), so it does not cover rules that name addresses.
+            _ => false,
+        }
+    }
+
+    fn matches_host(&self, host: &url::Host<&str>) -> bool {
+        match (self, host) {
+            (HostPattern::Any, url::Host::Domain(_)) => true,
+            (HostPattern::Name(n), url::Host::Domain(d)) => n == d,
+            (HostPattern::Suffix(s), url::Host::Domain(d)) => below(d, s),
+            (HostPattern::Ip(a), url::Host::Ipv4(b)) => *a == IpAddr::V4(*b),
+            (HostPattern::Ip(a), url::Host::Ipv6(b)) => *a == IpAddr::V6(*b),
+            (HostPattern::Cidr(n, bits), url::Host::Ipv4(b)) => in_cidr(IpAddr::V4(*b), *n, *bits),
+            (HostPattern::Cidr(n, bits), url::Host::Ipv6(b)) => in_cidr(IpAddr::V6(*b), *n, *bits),
+            // `*` also reaches public literal addresses (their check follows).
+            (HostPattern::Any, _) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether this pattern names `addr` itself (an address or a range holding it).
+    fn names_addr(&self, addr: IpAddr) -> bool {
+        match self {
+            HostPattern::Ip(a) => *a == addr,
+            HostPattern::Cidr(n, bits) => in_cidr(addr, *n, *bits),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostPattern::Any => write!(f, "*"),
+            HostPattern::Name(n) => write!(f, "{n}"),
+            HostPattern::Suffix(s) => write!(f, "*.{s}"),
+            HostPattern::Ip(IpAddr::V6(a)) => write!(f, "[{a}]"),
+            HostPattern::Ip(a) => write!(f, "{a}"),
+            HostPattern::Cidr(a, b) => write!(f, "{a}/{b}"),
+        }
+    }
+}
+
+fn below(name: &str, suffix: &str) -> bool {
+    name.len() > suffix.len() + 1
+        && name.ends_with(suffix)
+        && name.as_bytes()[name.len() - suffix.len() - 1] == b'.'
+}
+
+fn in_cidr(addr: IpAddr, net: IpAddr, bits: u8) -> bool {
+    match (addr, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - u32::from(bits))
+            };
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - u32::from(bits))
+            };
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        _ => false,
+    }
+}
+
+/// Which parts of a rule were written out: a request's rule inherits the others from the
+/// ceiling's rules that cover it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Given {
+    pub ports: bool,
+    pub methods: bool,
+}
+
+/// One allowed destination: hosts, ports, methods.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NetRule {
+    pub host: HostPattern,
+    /// Allowed ports; by default 80 and 443.
+    pub ports: Vec<u16>,
+    /// Allowed methods (uppercase); `None`: any.
+    pub methods: Option<Vec<String>>,
+}
+
+const DEFAULT_PORTS: [u16; 2] = [80, 443];
+const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+impl NetRule {
+    /// A rule from a string (`[METHOD[,METHOD] ][scheme://]host[:port]`) or an object
+    /// (`{host, ports?, methods?}`).
+    pub fn parse(v: &Value) -> Result<NetRule, String> {
+        NetRule::parse_parts(v).map(|(rule, _)| rule)
+    }
+
+    /// A rule, and which of its ports and methods were written out (not the defaults).
+    pub(super) fn parse_parts(v: &Value) -> Result<(NetRule, Given), String> {
+        match v {
+            Value::String(s) => NetRule::parse_str(s),
+            Value::Object(m) => {
+                for k in m.keys() {
+                    if !matches!(k.as_str(), "host" | "ports" | "methods") {
+                        return Err(format!(
+                            "unknown key \"{k}\" in a destination (host, ports, methods)"
+                        ));
+                    }
+                }
+                let host = m
+                    .get("host")
+                    .and_then(Value::as_str)
+                    .ok_or("a destination object needs \"host\"")?;
+                let host = HostPattern::parse(host)?;
+                let ports = match m.get("ports") {
+                    None => DEFAULT_PORTS.to_vec(),
+                    Some(Value::Array(ps)) if !ps.is_empty() => ps
+                        .iter()
+                        .map(|p| {
+                            p.as_u64()
+                                .and_then(|p| u16::try_from(p).ok())
+                                .filter(|p| *p != 0)
+                                .ok_or_else(|| format!("ports: {p} is not a port"))
+                        })
+                        .collect::<Result<_, _>>()?,
+                    Some(other) => return Err(format!("ports is a list of ports, not {other}")),
+                };
+                let methods = match m.get("methods") {
+                    None => None,
+                    Some(Value::Array(ms)) if !ms.is_empty() => Some(
+                        ms.iter()
+                            .map(|x| {
+                                x.as_str()
+                                    .ok_or_else(|| format!("methods: {x} is not a method"))
+                                    .and_then(method)
+                            })
+                            .collect::<Result<_, _>>()?,
+                    ),
+                    Some(other) => {
+                        return Err(format!("methods is a list of methods, not {other}"));
+                    }
+                };
+                let given = Given {
+                    ports: m.contains_key("ports"),
+                    methods: m.contains_key("methods"),
+                };
+                Ok((
+                    NetRule {
+                        host,
+                        ports,
+                        methods,
+                    },
+                    given,
+                ))
+            }
+            other => Err(format!(
+                "a destination is \"host[:port]\" or {{host, ports, methods}}, not {other}"
+            )),
+        }
+    }
+
+    fn parse_str(s: &str) -> Result<(NetRule, Given), String> {
+        let s = s.trim();
+        let (methods, rest) = match s.split_once(' ') {
+            Some((m, rest)) => (
+                Some(m.split(',').map(method).collect::<Result<Vec<_>, _>>()?),
+                rest.trim(),
+            ),
+            None => (None, s),
+        };
+        let (scheme_port, rest) = if let Some(r) = rest.strip_prefix("https://") {
+            (Some(443), r)
+        } else if let Some(r) = rest.strip_prefix("http://") {
+            (Some(80), r)
+        } else {
+            (None, rest)
+        };
+        let rest = rest.trim_end_matches('/');
+        if rest.contains('/') && !rest.contains(']') && rest.matches('/').count() == 1 {
+            // A CIDR range has no port.
+            let host = HostPattern::parse(rest)?;
+            let given = Given {
+                ports: scheme_port.is_some(),
+                methods: methods.is_some(),
+            };
+            return Ok((
+                NetRule {
+                    host,
+                    ports: scheme_port.map_or(DEFAULT_PORTS.to_vec(), |p| vec![p]),
+                    methods,
+                },
+                given,
+            ));
+        }
+        // host:port, [v6]:port, or a bare v6 address.
+        let (host, port) = if let Some(stripped) = rest.strip_prefix('[') {
+            match stripped.split_once(']') {
+                Some((h, p)) => (h, p.strip_prefix(':')),
+                None => return Err(format!("\"{s}\": unclosed [")),
+            }
+        } else if rest.matches(':').count() == 1 {
+            let (h, p) = rest.split_once(':').unwrap_or((rest, ""));
+            (h, Some(p))
+        } else {
+            (rest, None)
+        };
+        let given = Given {
+            ports: port.is_some() || scheme_port.is_some(),
+            methods: methods.is_some(),
+        };
+        let ports = match port {
+            Some("*") => return Err(format!("\"{s}\": name the ports, not *")),
+            Some(p) => vec![
+                p.parse::<u16>()
+                    .ok()
+                    .filter(|p| *p != 0)
+                    .ok_or_else(|| format!("\"{s}\": {p} is not a port"))?,
+            ],
+            None => scheme_port.map_or(DEFAULT_PORTS.to_vec(), |p| vec![p]),
+        };
+        Ok((
+            NetRule {
+                host: HostPattern::parse(host)?,
+                ports,
+                methods,
+            },
+            given,
+        ))
+    }
+
+    /// Whether everything this rule allows, `other` allows too.
+    pub fn within(&self, other: &NetRule) -> bool {
+        self.host.within(&other.host)
+            && self.ports.iter().all(|p| other.ports.contains(p))
+            && match (&self.methods, &other.methods) {
+                (_, None) => true,
+                (None, Some(_)) => false,
+                (Some(a), Some(b)) => a.iter().all(|m| b.contains(m)),
+            }
+    }
+}
+
+fn method(m: &str) -> Result<String, String> {
+    let up = m.trim().to_ascii_uppercase();
+    if METHODS.contains(&up.as_str()) {
+        Ok(up)
+    } else {
+        Err(format!("\"{m}\" is not a method ({})", METHODS.join(", ")))
+    }
+}
+
+impl fmt::Display for NetRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(m) = &self.methods {
+            write!(f, "{} ", m.join(","))?;
+        }
+        write!(f, "{}", self.host)?;
+        if self.ports != DEFAULT_PORTS {
+            let ports: Vec<String> = self.ports.iter().map(u16::to_string).collect();
+            write!(f, ":{}", ports.join(","))?;
+        }
+        Ok(())
+    }
+}
+
+/// One request (or redirect hop), as the host is asked to make it.
+#[derive(Debug, Clone)]
+pub struct Hop<'a> {
+    pub method: &'a str,
+    pub url: &'a url::Url,
+}
+
+impl Grant {
+    /// The rules that allow this hop (scheme http/https, host, port, method), or why none
+    /// does.
+    pub fn check_hop(&self, hop: &Hop<'_>) -> Result<Vec<&NetRule>, String> {
+        let url = hop.url;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!(
+                "fetch: only http and https URLs can be fetched, not {}:",
+                url.scheme()
+            ));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("fetch: credentials in the URL are not sent; use a header".into());
+        }
+        let Some(host) = url.host() else {
+            return Err(format!("fetch: {url} has no host"));
+        };
+        let port = url.port_or_known_default().unwrap_or(0);
+        if self.net.is_empty() {
+            return Err(format!(
+                "fetch {} {host}:{port}: this execution has no network grant; ask for it with \
+                 permissions.net (within the server's configured ceiling)",
+                hop.method
+            ));
+        }
+        let by_host: Vec<&NetRule> = self
+            .net
+            .iter()
+            .filter(|r| r.host.matches_host(&host))
+            .collect();
+        if by_host.is_empty() {
+            return Err(format!(
+                "fetch {} {host}:{port}: {host} is not a granted destination (permissions.net: {})",
+                hop.method,
+                self.granted()
+            ));
+        }
+        let by_port: Vec<&NetRule> = by_host
+            .into_iter()
+            .filter(|r| r.ports.contains(&port))
+            .collect();
+        if by_port.is_empty() {
+            return Err(format!(
+                "fetch {} {host}:{port}: port {port} is not granted for {host} (permissions.net: {})",
+                hop.method,
+                self.granted()
+            ));
+        }
+        let by_method: Vec<&NetRule> = by_port
+            .into_iter()
+            .filter(|r| {
+                r.methods
+                    .as_ref()
+                    .is_none_or(|m| m.iter().any(|m| m == hop.method))
+            })
+            .collect();
+        if by_method.is_empty() {
+            return Err(format!(
+                "fetch {} {host}:{port}: method {} is not granted for {host} (permissions.net: {})",
+                hop.method,
+                hop.method,
+                self.granted()
+            ));
+        }
+        // A literal address is checked here too: no resolution will happen.
+        let literal = match host {
+            url::Host::Ipv4(a) => Some(IpAddr::V4(a)),
+            url::Host::Ipv6(a) => Some(IpAddr::V6(a)),
+            url::Host::Domain(_) => None,
+        };
+        if let Some(addr) = literal {
+            self.check_addr(&by_method, addr, &host.to_string())?;
+        }
+        Ok(by_method)
+    }
+
+    /// Whether a connection to `addr` (what `host` resolved to, or its literal) is allowed
+    /// under the rules that allowed the hop: a special address only when one of them names it.
+    pub fn check_addr(&self, rules: &[&NetRule], addr: IpAddr, host: &str) -> Result<(), String> {
+        let Some(kind) = special(addr) else {
+            return Ok(());
+        };
+        if rules.iter().any(|r| r.host.names_addr(addr)) {
+            return Ok(());
+        }
+        let via = if host.trim_start_matches('[').trim_end_matches(']') == addr.to_string() {
+            String::new()
+        } else {
+            format!(" ({host} resolves to it)")
+        };
+        Err(format!(
+            "fetch: {addr} is {kind}{via}; such addresses are refused unless a granted rule \
+             names the address itself (e.g. \"{addr}\" in permissions.net)"
+        ))
+    }
+
+    fn granted(&self) -> String {
+        self.net
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// What kind of special address `addr` is, or `None` for an ordinary public one.
+pub fn special(addr: IpAddr) -> Option<&'static str> {
+    match addr {
+        IpAddr::V4(a) => special_v4(a),
+        IpAddr::V6(a) => special_v6(a),
+    }
+}
+
+fn special_v4(a: Ipv4Addr) -> Option<&'static str> {
+    let o = a.octets();
+    let is = |net: [u8; 4], bits: u8| in_cidr(IpAddr::V4(a), IpAddr::V4(Ipv4Addr::from(net)), bits);
+    Some(match () {
+        _ if a == Ipv4Addr::new(169, 254, 169, 254) => "a cloud metadata address",
+        _ if a == Ipv4Addr::new(100, 100, 100, 200) => "a cloud metadata address",
+        _ if o[0] == 0 => "an unspecified (\"this network\") address",
+        _ if o[0] == 127 => "a loopback address",
+        _ if o[0] == 10 || is([172, 16, 0, 0], 12) || is([192, 168, 0, 0], 16) => {
+            "a private address"
+        }
+        _ if is([100, 64, 0, 0], 10) => "a carrier-grade NAT (CGNAT) address",
+        _ if is([169, 254, 0, 0], 16) => "a link-local address",
+        _ if is([224, 0, 0, 0], 4) => "a multicast address",
+        _ if is([240, 0, 0, 0], 4) => "a reserved or broadcast address",
+        _ if is([192, 0, 0, 0], 24) || is([198, 18, 0, 0], 15) => "a special-purpose address",
+        _ if is([192, 0, 2, 0], 24) || is([198, 51, 100, 0], 24) || is([203, 0, 113, 0], 24) => {
+            "a documentation address"
+        }
+        _ => return None,
+    })
+}
+
+fn special_v6(a: Ipv6Addr) -> Option<&'static str> {
+    let is = |net: Ipv6Addr, bits: u8| in_cidr(IpAddr::V6(a), IpAddr::V6(net), bits);
+    let seg = a.segments();
+    Some(match () {
+        _ if a.is_unspecified() => "an unspecified address",
+        _ if a.is_loopback() => "a loopback address",
+        _ if is(Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0, 0), 96) => "an IPv4-mapped IPv6 address",
+        _ if is(Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0, 0), 96) => "an IPv4-compatible IPv6 address",
+        _ if is(Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0, 0), 96)
+            || is(Ipv6Addr::new(0x64, 0xff9b, 1, 0, 0, 0, 0, 0), 48) =>
+        {
+            "a NAT64 address"
+        }
+        _ if seg[0] == 0x2002 => "a 6to4 address",
+        _ if is(Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0), 32) => "a Teredo address",
+        _ if is(Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254), 128) => {
+            "a cloud metadata address"
+        }
+        _ if is(Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7) => {
+            "a unique-local (private) address"
+        }
+        _ if is(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10) => "a link-local address",
+        _ if is(Ipv6Addr::new(0xfec0, 0, 0, 0, 0, 0, 0, 0), 10) => "a site-local address",
+        _ if seg[0] >> 8 == 0xff => "a multicast address",
+        _ if is(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0), 32) => "a documentation address",
+        _ if is(Ipv6Addr::new(0x100, 0, 0, 0, 0, 0, 0, 0), 64) => "a discard-only address",
+        _ => return None,
+    })
+}
