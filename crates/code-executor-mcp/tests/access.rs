@@ -146,20 +146,13 @@ async fn server(project: &Path, port: u16) -> (Harness, TempConfig) {
         },
         "sessions": {"workspaceQuotaMb": 1}
     });
-    let dir = TempConfig::new(json!({}));
-    let path = dir.dir.join("settings.json");
-    std::fs::write(&path, settings.to_string()).unwrap();
-    let h = Harness::start(
+    Harness::with_settings(
         EXE.as_ref(),
         json!({ "fx": fixture_entry("fx") }),
-        &[],
-        &[
-            ("CODE_EXECUTOR_CONFIG_PATH", path.to_str().unwrap()),
-            ("CODE_EXECUTOR_POOL_SIZE", "1"),
-        ],
+        &settings,
+        &[("CODE_EXECUTOR_POOL_SIZE", "1")],
     )
-    .await;
-    (h, dir)
+    .await
 }
 
 async fn run(h: &Harness, lang: Lang, code: &str, permissions: Value) -> (Value, bool) {

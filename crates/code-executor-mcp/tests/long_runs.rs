@@ -21,17 +21,13 @@ const BOTH: [Lang; 2] = [Lang::Ts, Lang::Py];
 
 /// A server with `settings`, the fixture server upstream as `fx`.
 async fn server(settings: Value) -> (Harness, TempConfig) {
-    let dir = TempConfig::new(json!({}));
-    let path = dir.dir.join("settings.json");
-    std::fs::write(&path, settings.to_string()).unwrap();
-    let h = Harness::start(
+    Harness::with_settings(
         EXE.as_ref(),
         json!({ "fx": fixture_entry("fx") }),
+        &settings,
         &[],
-        &[("CODE_EXECUTOR_CONFIG_PATH", path.to_str().unwrap())],
     )
-    .await;
-    (h, dir)
+    .await
 }
 
 async fn call(h: &Harness, tool: &str, args: Value) -> (Value, bool) {

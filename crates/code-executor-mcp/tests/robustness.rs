@@ -19,18 +19,13 @@ const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
 
 /// A server with the fixture upstream and `settings` in its settings file.
 async fn server(settings: Value) -> (Harness, TempConfig) {
-    let dir = TempConfig::new(json!({}));
-    let path = dir.dir.join("settings.json");
-    std::fs::write(&path, settings.to_string()).unwrap();
-    let env = [("CODE_EXECUTOR_CONFIG_PATH", path.to_str().unwrap())];
-    let h = Harness::start(
+    Harness::with_settings(
         EXE.as_ref(),
         json!({ "fx": fixture_entry("fx") }),
+        &settings,
         &[],
-        &env,
     )
-    .await;
-    (h, dir)
+    .await
 }
 
 /// The server's peak resident memory so far, in MiB (`VmHWM` of its `/proc` status).

@@ -24,17 +24,13 @@ const BOTH: [Lang; 2] = [Lang::Ts, Lang::Py];
 
 /// A server with `settings` (`sessions` and anything else), the fixture server upstream.
 async fn server(settings: Value) -> (Harness, TempConfig) {
-    let dir = TempConfig::new(json!({}));
-    let path = dir.dir.join("settings.json");
-    std::fs::write(&path, settings.to_string()).unwrap();
-    let h = Harness::start(
+    Harness::with_settings(
         EXE.as_ref(),
         json!({ "fx": fixture_entry("fx") }),
+        &settings,
         &[],
-        &[("CODE_EXECUTOR_CONFIG_PATH", path.to_str().unwrap())],
     )
-    .await;
-    (h, dir)
+    .await
 }
 
 async fn run(h: &Harness, lang: Lang, args: Value) -> (Value, bool) {

@@ -156,6 +156,27 @@ impl Harness {
         Self::start_inner(exe, servers, extra_args, env, false).await
     }
 
+    /// Starts `exe` for `servers` with `settings` as its settings file
+    /// (`CODE_EXECUTOR_CONFIG_PATH`), plus `env`. The settings file lives in the returned
+    /// directory, which must outlive the server.
+    pub async fn with_settings(
+        exe: &Path,
+        servers: Value,
+        settings: &Value,
+        env: &[(&str, &str)],
+    ) -> (Self, TempConfig) {
+        let dir = TempConfig::new(json!({}));
+        let path = dir.dir.join("settings.json");
+        std::fs::write(&path, settings.to_string()).expect("write settings");
+        let mut all = vec![(
+            "CODE_EXECUTOR_CONFIG_PATH",
+            path.to_str().expect("utf-8 path"),
+        )];
+        all.extend_from_slice(env);
+        let h = Self::start(exe, servers, &[], &all).await;
+        (h, dir)
+    }
+
     /// Like [`Harness::start`], with the server's log kept in a file ([`Harness::server_log`]).
     pub async fn start_capturing_log(
         exe: &Path,
