@@ -799,11 +799,7 @@ fn fs_functions<'js>(
     host.set(
         "b64text",
         Function::new(ctx.clone(), |ctx: Ctx<'js>, data: String| {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(data.as_bytes())
-                .map_err(|e| {
-                    Exception::throw_type(&ctx, &format!("bad base64 from the host: {e}"))
-                })?;
+            let bytes = from_host_base64(&ctx, &data)?;
             Ok::<_, rquickjs::Error>(match String::from_utf8(bytes) {
                 Ok(t) => t,
                 Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
@@ -813,15 +809,19 @@ fn fs_functions<'js>(
     host.set(
         "b64decode",
         Function::new(ctx.clone(), |ctx: Ctx<'js>, data: String| {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(data.as_bytes())
-                .map_err(|e| {
-                    Exception::throw_type(&ctx, &format!("bad base64 from the host: {e}"))
-                })?;
+            let bytes = from_host_base64(&ctx, &data)?;
             ArrayBuffer::new(ctx, bytes)
         })?,
     )?;
     Ok(())
+}
+
+/// Bytes the host sent as base64 (a fetch body), or a TypeError.
+fn from_host_base64(ctx: &Ctx<'_>, data: &str) -> rquickjs::Result<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(data.as_bytes())
+        .map_err(|e| Exception::throw_type(ctx, &format!("bad base64 from the host: {e}")))
 }
 
 /// Turns an engine exception (from `eval` or a call) into a run outcome.
