@@ -314,6 +314,10 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let quiet = !matches!(cli.command, None | Some(Command::Serve(_)));
     init_tracing(quiet, cli.log_format);
+    if !quiet {
+        // OpenTelemetry export, when the standard OTEL_* variables ask for it.
+        crate::trace::init();
+    }
     // One thread drives everything: a request's path crosses several tasks (worker frames,
     // bridge, upstream client), and on a current-thread runtime those hand-offs are function
     // calls rather than cross-thread wake-ups. Nothing on it blocks: engines run in their own
@@ -328,13 +332,16 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(cli)) {
+    let code = match rt.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
             tracing::error!("{e:#}");
             ExitCode::FAILURE
         }
-    }
+    };
+    // Spans still queued are exported before the process ends.
+    crate::trace::shutdown();
+    code
 }
 
 fn init_tracing(quiet: bool, format: LogFormat) {

@@ -23,6 +23,7 @@ pub(crate) mod runtime;
 pub(crate) mod server;
 pub(crate) mod setup;
 mod tls;
+pub(crate) mod trace;
 pub(crate) mod upstream;
 
 use std::path::PathBuf;

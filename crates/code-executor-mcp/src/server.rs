@@ -176,6 +176,7 @@ impl CodeExecutorServer {
         principal: Principal,
         client: ClientLink,
         tasks: Tasks,
+        trace: Option<crate::trace::TraceContext>,
     ) -> Result<CallToolResponse, McpError> {
         match name {
             "execute_typescript" | "execute_python" => {
@@ -207,6 +208,7 @@ impl CodeExecutorServer {
                     long_run: false,
                     enable_sampling: a.enable_sampling,
                     permissions: a.permissions,
+                    trace,
                 };
                 let core = &self.core;
                 let mut client = client;
@@ -518,6 +520,40 @@ fn push_indented(s: &mut String, first: &str, text: &str) {
 /// context's extensions); otherwise (stdio, loopback HTTP without tokens) the client is
 /// named by what its `initialize` declared. Everything that keeps state per caller keys on
 /// this value (rate limits, sessions, parked runs, audit lines).
+/// The span of one `tools/call`, under the caller's trace context: `_meta.traceparent` first,
+/// else (streamable HTTP) the `traceparent` header. See `crate::trace`.
+fn request_span(context: &RequestContext<RoleServer>, tool: &str) -> crate::trace::Span {
+    use crate::trace::{Kind, Span, TraceContext};
+    let parent = TraceContext::from_meta(&context.meta.0.0).or_else(|| {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| TraceContext::from_headers(&parts.headers))
+    });
+    let mut span = Span::start(
+        || format!("tools/call {tool}").into(),
+        Kind::Server,
+        parent.as_ref(),
+    );
+    if span.recording() {
+        span.set("mcp.method.name", "tools/call");
+        span.set("gen_ai.tool.name", tool);
+        span.set("gen_ai.operation.name", "execute_tool");
+        if let Some(v) = context.protocol_version() {
+            span.set("mcp.protocol.version", v.as_str());
+        }
+        span.set(
+            "network.transport",
+            if context.extensions.get::<http::request::Parts>().is_some() {
+                "tcp"
+            } else {
+                "pipe"
+            },
+        );
+    }
+    span
+}
+
 pub(crate) fn principal_of(context: &RequestContext<RoleServer>) -> Principal {
     if let Some(p) = context
         .extensions
@@ -571,6 +607,7 @@ impl ServerHandler for CodeExecutorServer {
         let caps = client_caps(&context);
         let args = Value::Object(request.arguments.unwrap_or_default());
         let principal = principal_of(&context);
+        let mut span = request_span(&context, &request.name);
         let tasks = if context.meta.0.0.contains_key(legacy_tasks::TASK_META) {
             if !matches!(&*request.name, "execute_typescript" | "execute_python") {
                 return Err(McpError::invalid_params(
@@ -616,15 +653,35 @@ impl ServerHandler for CodeExecutorServer {
                     .await
                 }
                 None => {
-                    self.dispatch(&request.name, args, principal.clone(), link, tasks)
+                    let trace = span.context().cloned();
+                    self.dispatch(&request.name, args, principal.clone(), link, tasks, trace)
                         .await
                 }
             }
         };
-        tokio::select! {
+        let result = tokio::select! {
             result = work => result,
             () = context.ct.cancelled() => Err(McpError::internal_error("the request was cancelled by the client", None)),
+        };
+        if span.recording() {
+            match &result {
+                Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => {
+                    span.set("code_executor.outcome", "tool_error");
+                    span.fail("the tool call ended in an error");
+                }
+                Ok(CallToolResponse::InputRequired(_)) => {
+                    span.set("code_executor.outcome", "input_required")
+                }
+                Ok(CallToolResponse::Task(_)) => span.set("code_executor.outcome", "task"),
+                Ok(_) => span.set("code_executor.outcome", "ok"),
+                Err(e) => {
+                    span.set("code_executor.outcome", "error");
+                    span.set("rpc.jsonrpc.error_code", i64::from(e.code.0));
+                    span.fail(&e.message);
+                }
+            }
         }
+        result
     }
 
     async fn get_task(

@@ -119,6 +119,10 @@ pub struct Fixture {
     /// (`destructiveHint: true`), `peek` (`readOnlyHint: true`), `tick`, and `counts`, which
     /// says how often each was called in this process (nothing may run twice).
     pause_tools: bool,
+    /// Tools that show what reached this server: `request_meta` answers with its request's
+    /// `_meta` and, over HTTP, the request's headers; `environment` with this process's
+    /// environment variables.
+    meta_tools: bool,
 }
 
 /// Calls of the pause tools in this process, by tool.
@@ -145,7 +149,13 @@ impl Fixture {
             surprise: Default::default(),
             extra_tools: 0,
             pause_tools: false,
+            meta_tools: false,
         }
+    }
+
+    pub fn with_meta_tools(mut self, on: bool) -> Self {
+        self.meta_tools = on;
+        self
     }
 
     pub fn with_pause_tools(mut self, on: bool) -> Self {
@@ -190,6 +200,18 @@ impl Fixture {
                 "progress_steps",
                 "Sends steps progress notifications under the caller's progress token, then answers.",
                 std::sync::Arc::new(m),
+            ));
+        }
+        if self.meta_tools {
+            tools.push(Tool::new(
+                "request_meta",
+                "Answers with this request's _meta and, over HTTP, its headers: {meta, headers}.",
+                schema.clone(),
+            ));
+            tools.push(Tool::new(
+                "environment",
+                "Answers with this server process's environment variables.",
+                schema.clone(),
             ));
         }
         if self.pause_tools {
@@ -508,6 +530,37 @@ impl ServerHandler for Fixture {
                     if token.is_some() { "given" } else { "absent" }
                 ))])
                 .into())
+            }
+            "request_meta" if self.meta_tools => {
+                let headers: serde_json::Map<String, serde_json::Value> = context
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .map(|p| {
+                        p.headers
+                            .iter()
+                            .map(|(k, v)| {
+                                (
+                                    k.as_str().to_string(),
+                                    String::from_utf8_lossy(v.as_bytes()).into_owned().into(),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let v = serde_json::json!({"meta": &context.meta, "headers": headers});
+                Ok(CallToolResult::success(vec![ContentBlock::text(v.to_string())]).into())
+            }
+            "environment" if self.meta_tools => {
+                let env: serde_json::Map<String, serde_json::Value> = std::env::vars_os()
+                    .map(|(k, v)| {
+                        (
+                            k.to_string_lossy().into_owned(),
+                            v.to_string_lossy().into_owned().into(),
+                        )
+                    })
+                    .collect();
+                let v = serde_json::Value::Object(env);
+                Ok(CallToolResult::success(vec![ContentBlock::text(v.to_string())]).into())
             }
             "write_note" | "drop_note" | "peek" | "tick" if self.pause_tools => {
                 let n = bump(&request.name);

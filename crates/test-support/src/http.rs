@@ -206,6 +206,8 @@ pub struct McpHttp {
     /// The transport session (2025-11-25).
     pub session: Option<String>,
     pub name: String,
+    /// Sent with every POST (e.g. a `traceparent`).
+    pub extra_headers: Vec<(String, String)>,
     next: std::sync::atomic::AtomicU64,
 }
 
@@ -223,6 +225,7 @@ impl McpHttp {
             generation,
             session: None,
             name: "http-test".into(),
+            extra_headers: Vec::new(),
             next: std::sync::atomic::AtomicU64::new(1),
         }
     }
@@ -277,17 +280,26 @@ impl McpHttp {
         if let Some(s) = &self.session {
             b = b.header("mcp-session-id", s);
         }
+        for (k, v) in &self.extra_headers {
+            b = b.header(k, v);
+        }
         b
     }
 
     /// The request's params with the per-request metadata 2026-07-28 requires.
     fn params(&self, mut params: Value) -> Value {
         if self.generation == Generation::Stateless {
-            params["_meta"] = json!({
+            let required = json!({
                 "io.modelcontextprotocol/protocolVersion": self.generation.version(),
                 "io.modelcontextprotocol/clientCapabilities": {},
                 "io.modelcontextprotocol/clientInfo": {"name": self.name, "version": "1"},
             });
+            // Keys the caller put in `_meta` (a traceparent, say) stay.
+            let mut meta = params["_meta"].as_object().cloned().unwrap_or_default();
+            if let Value::Object(r) = required {
+                meta.extend(r);
+            }
+            params["_meta"] = Value::Object(meta);
         }
         params
     }

@@ -5,7 +5,9 @@
 //! - [`Harness`]: starts the built `code-executor-mcp` binary with a config and talks to it
 //!   as a real MCP client (rmcp) over stdio;
 //! - [`oauth`]: a mock OAuth authorization server and an MCP server it protects, on
-//!   loopback, for the login and refresh flows.
+//!   loopback, for the login and refresh flows;
+//! - [`otlp`]: an OTLP/HTTP trace receiver (JSON parsed into spans, protobuf kept raw);
+//! - [`recording`]: the fixture over streamable HTTP, recording every request it receives.
 
 #![allow(
     clippy::expect_used,
@@ -18,6 +20,8 @@ pub mod fixture;
 pub mod http;
 pub mod jwt;
 pub mod oauth;
+pub mod otlp;
+pub mod recording;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -119,6 +119,7 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let custom_headers = with_trace_headers(&message, custom_headers);
         let r = on_inner!(self, c => c.post_message(uri, message, session_id, auth_header, custom_headers));
         self.posted(r)
     }
@@ -132,6 +133,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let custom_headers = with_trace_headers(&message, custom_headers);
         let r = on_inner!(self, c => c.post_message_with_max_sse_event_size(
             uri,
             message,
@@ -152,6 +154,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let custom_headers = with_trace_headers(&message, custom_headers);
         let r = on_inner!(self, c => c.post_message_with_response_limits(
             uri,
             message,
@@ -205,6 +208,31 @@ impl StreamableHttpClient for HttpClient {
         ));
         self.observe(r)
     }
+}
+
+/// A `tools/call` carries its trace context (`_meta.traceparent`, `_meta.tracestate`, see
+/// `crate::trace`) in the W3C headers too, for HTTP servers and proxies that read those.
+fn with_trace_headers(
+    message: &ClientJsonRpcMessage,
+    mut headers: HashMap<HeaderName, HeaderValue>,
+) -> HashMap<HeaderName, HeaderValue> {
+    use rmcp::model::ClientRequest;
+    if let ClientJsonRpcMessage::Request(r) = message
+        && let ClientRequest::CallToolRequest(call) = &r.request
+        && let Some(meta) = &call.params.meta
+    {
+        for key in [
+            crate::trace::META_TRACEPARENT,
+            crate::trace::META_TRACESTATE,
+        ] {
+            if let Some(v) = meta.get(key).and_then(|v| v.as_str())
+                && let Ok(v) = HeaderValue::from_str(v)
+            {
+                headers.insert(HeaderName::from_static(key), v);
+            }
+        }
+    }
+    headers
 }
 
 /// Authorization for the legacy SSE transport's requests (the event-stream GET and each

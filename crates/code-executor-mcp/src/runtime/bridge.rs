@@ -64,6 +64,8 @@ pub struct RunScope {
     pub events: Arc<Events>,
     /// The network the execution was granted, and its `fetch` counters.
     pub fetch: super::fetch::FetchState,
+    /// The trace context upstream calls go under (see `crate::trace`).
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 impl RunScope {
@@ -106,6 +108,7 @@ impl RunScope {
             session,
             events: ctx.events.clone(),
             fetch: super::fetch::FetchState::new(Arc::default(), Arc::default()),
+            trace: ctx.trace.clone(),
         }
     }
 }
@@ -473,10 +476,49 @@ async fn call_tool(
             timeout: scope.policy.approvals.timeout(),
         }) as Arc<dyn crate::upstream::forward::Forward>
     });
+    let mut span = crate::trace::Span::start(
+        || format!("tools/call {}", tool.name).into(),
+        crate::trace::Kind::Client,
+        scope.trace.as_ref(),
+    );
+    if span.recording() {
+        span.set("mcp.method.name", "tools/call");
+        span.set("gen_ai.tool.name", &*tool.name);
+        span.set("code_executor.upstream.server", &server);
+    }
     let called = catalog
         .upstreams()
-        .call_for(&server, &tool.name, args, timeout, relay, on_progress)
+        .call_for(
+            &server,
+            &tool.name,
+            args,
+            crate::upstream::CallOptions {
+                timeout,
+                forward: relay,
+                on_progress,
+                trace: span.context(),
+            },
+        )
         .await;
+    if span.recording() {
+        match &called {
+            Ok((result, _)) if result.is_error == Some(true) => {
+                span.set("code_executor.outcome", "tool_error");
+                span.fail("the tool answered with an error");
+            }
+            Ok(_) => span.set("code_executor.outcome", "ok"),
+            Err(e) => {
+                let label = if matches!(e, crate::upstream::UpstreamError::Timeout { .. }) {
+                    "timeout"
+                } else {
+                    "failed"
+                };
+                span.set("code_executor.outcome", label);
+                span.fail(label);
+            }
+        }
+    }
+    drop(span);
     events.tool_call(
         scope.tool_calls.load(Ordering::Relaxed),
         &server,

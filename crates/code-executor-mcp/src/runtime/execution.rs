@@ -61,6 +61,9 @@ pub(crate) struct ExecRequest {
     pub enable_sampling: bool,
     /// File and network access asked for (within the configured ceiling).
     pub permissions: Option<crate::policy::access::PermissionsRequest>,
+    /// The trace context of the request (the span of its `tools/call`, or the caller's when
+    /// nothing is exported): the execution's span goes under it.
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 /// What the server attaches to an execution.
@@ -79,6 +82,8 @@ pub(crate) struct ExecContext {
     pub client: Option<ClientLink>,
     /// What the execution did so far (logs, progress, its end), for whoever watches it.
     pub events: Arc<Events>,
+    /// The trace context upstream calls go under (the execution's span; see `crate::trace`).
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 /// The client that asked for an execution, reachable while it runs: notifications (progress
@@ -199,6 +204,7 @@ impl ExecContext {
             cancel: CancellationToken::new(),
             client: None,
             events: Events::detached(),
+            trace: None,
         }
     }
 
@@ -342,6 +348,8 @@ impl Runtime {
         mut ctx: ExecContext,
     ) -> ExecOutcome {
         let audit = &self.policy().audit;
+        let mut span = ExecSpan::start(language, &req, &ctx);
+        ctx.trace = span.0.context().cloned();
         let client = ctx.principal.to_string();
         let link = ctx.client.clone();
         let on_wait = move || {
@@ -356,13 +364,20 @@ impl Runtime {
                     client,
                     reason: reason.clone(),
                 });
-                return ExecOutcome::refused("BusyError", reason);
+                return span.end(ExecOutcome::refused("BusyError", reason));
             }
         };
         ctx.tool_rate = Some(admitted.tool_calls.clone());
+        let asked_session = match (&req.session, req.reset) {
+            (_, true) => "reset",
+            (None, false) => "none",
+            (Some(SessionArg::New), false) => "new",
+            (Some(SessionArg::Existing(_)), false) => "existing",
+        };
+        span.0.set("code_executor.session", asked_session);
         let (session, mut info) = match self.resolve_session(language, &mut req, &ctx) {
             Ok(s) => s,
-            Err(message) => return ExecOutcome::refused("SessionError", message),
+            Err(message) => return span.end(ExecOutcome::refused("SessionError", message)),
         };
         audit.record(AuditEvent::RunStart {
             execution: ctx.execution.clone(),
@@ -387,7 +402,7 @@ impl Runtime {
         }
         end.write(&outcome);
         drop(admitted);
-        outcome
+        span.end(outcome)
     }
 
     /// The session `req` asked for, and what the answer says about it. `reset` ends the named
@@ -439,6 +454,60 @@ impl Runtime {
                     .map_err(|e| e.to_string())?;
                 Ok((Some(s), None))
             }
+        }
+    }
+}
+
+/// The span of one execution (`crate::trace`): language, session, outcome, duration. One
+/// dropped before [`ExecSpan::end`] (the execution was cancelled) says so.
+struct ExecSpan(crate::trace::Span, Option<Instant>);
+
+impl ExecSpan {
+    fn start(language: Language, req: &ExecRequest, ctx: &ExecContext) -> ExecSpan {
+        use crate::trace::{Kind, Span};
+        let mut span = Span::start(
+            || format!("execute {}", language.tool_language()).into(),
+            Kind::Internal,
+            req.trace.as_ref(),
+        );
+        if span.recording() {
+            span.set("code_executor.language", language.tool_language());
+            span.set("code_executor.execution.id", &ctx.execution);
+            span.set("code_executor.long_run", req.long_run);
+        }
+        ExecSpan(span, Some(Instant::now()))
+    }
+
+    fn end(mut self, outcome: ExecOutcome) -> ExecOutcome {
+        self.1 = None;
+        let span = &mut self.0;
+        if span.recording() {
+            span.set("code_executor.duration_ms", outcome.duration_ms);
+            span.set("code_executor.tool_calls", outcome.tool_calls);
+            match &outcome.error {
+                None => span.set("code_executor.outcome", "ok"),
+                Some(e) => {
+                    span.set("code_executor.outcome", "error");
+                    span.set("error.type", &e.name);
+                    span.fail(&e.name);
+                }
+            }
+        }
+        outcome
+    }
+}
+
+impl Drop for ExecSpan {
+    fn drop(&mut self) {
+        if let Some(started) = self.1.take()
+            && self.0.recording()
+        {
+            self.0.set("code_executor.outcome", "cancelled");
+            self.0.set(
+                "code_executor.duration_ms",
+                (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+            );
+            self.0.fail("cancelled");
         }
     }
 }

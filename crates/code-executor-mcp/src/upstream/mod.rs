@@ -369,6 +369,18 @@ pub struct Upstreams {
     callers: Arc<Callers>,
 }
 
+/// How a call from code goes out (see [`Upstreams::call_for`]).
+pub(crate) struct CallOptions<'a> {
+    /// At most this long (and at most the server's own timeout).
+    pub timeout: Duration,
+    /// Answers the server's requests during the call.
+    pub forward: Option<Arc<dyn Forward>>,
+    /// Gets the server's progress for the call.
+    pub on_progress: Option<&'a (dyn Fn(&ProgressNotificationParam) + Send + Sync)>,
+    /// The trace context the request carries.
+    pub trace: Option<&'a crate::trace::TraceContext>,
+}
+
 impl Upstreams {
     pub fn new(config: &Config, settings: &Settings) -> Self {
         let servers = config
@@ -397,22 +409,29 @@ impl Upstreams {
         }
     }
 
-    /// Like [`Upstreams::call`], with `forward` answering the requests the server sends
-    /// while the call is in flight (when `forwardRequests` names it).
+    /// Like [`Upstreams::call`], with the options of a call from code: `forward` answers the
+    /// requests the server sends while the call is in flight (when `forwardRequests` names
+    /// it), `on_progress` gets its progress, `trace` goes into the request (see `crate::trace`).
     pub(crate) async fn call_for(
         &self,
         server: &str,
         tool: &str,
         args: serde_json::Map<String, serde_json::Value>,
-        timeout: Duration,
-        forward: Option<Arc<dyn Forward>>,
-        on_progress: Option<&(dyn Fn(&ProgressNotificationParam) + Send + Sync)>,
+        opts: CallOptions<'_>,
     ) -> Result<(CallToolResult, usize), UpstreamError> {
-        let _calling = forward
+        let _calling = opts
+            .forward
             .filter(|_| self.settings.forward_requests.forwards(server))
             .map(|f| self.callers.enter(server, f));
-        self.call_reporting(server, tool, args, timeout, on_progress)
-            .await
+        self.call_traced(
+            server,
+            tool,
+            args,
+            opts.timeout,
+            opts.on_progress,
+            opts.trace,
+        )
+        .await
     }
 
     /// Configured server names, sorted.
@@ -568,6 +587,21 @@ impl Upstreams {
         timeout: Duration,
         on_progress: Option<&(dyn Fn(&ProgressNotificationParam) + Send + Sync)>,
     ) -> Result<(CallToolResult, usize), UpstreamError> {
+        self.call_traced(server, tool, args, timeout, on_progress, None)
+            .await
+    }
+
+    /// [`Upstreams::call_reporting`], with the trace context the request carries in its
+    /// `_meta` (and, to an HTTP server, in its headers).
+    async fn call_traced(
+        &self,
+        server: &str,
+        tool: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+        on_progress: Option<&(dyn Fn(&ProgressNotificationParam) + Send + Sync)>,
+        trace: Option<&crate::trace::TraceContext>,
+    ) -> Result<(CallToolResult, usize), UpstreamError> {
         if let Some(reason) = self.hidden(server, tool) {
             return Err(UpstreamError::HiddenTool { reason });
         }
@@ -578,7 +612,12 @@ impl Upstreams {
             .unwrap_or(self.settings.upstream_call_timeout);
         let timeout = timeout.min(own);
         let conn = self.connection(server).await?;
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        if let Some(trace) = trace {
+            let mut meta = rmcp::model::RequestMetaObject::new();
+            trace.write_meta(&mut meta);
+            params.meta = Some(meta);
+        }
         let peer = conn.service.peer();
         let result = match on_progress {
             None => {

@@ -35,6 +35,7 @@ async fn main() -> anyhow::Result<()> {
     let service = test_support::fixture::Fixture::new(&name)
         .with_extra_tools(extra)
         .with_pause_tools(std::env::var_os("FIXTURE_PAUSE_TOOLS").is_some())
+        .with_meta_tools(std::env::var_os("FIXTURE_META_TOOLS").is_some())
         .serve(rmcp::transport::stdio())
         .await?;
     service.waiting().await?;
