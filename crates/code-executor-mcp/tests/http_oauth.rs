@@ -242,3 +242,98 @@ async fn static_tokens_and_oauth_together() {
         .await;
     assert!(is_error, "{v}");
 }
+
+/// The caller's credentials stay with us: neither a static bearer token nor an OAuth access
+/// token reaches an upstream, in any header, `_meta`, argument or body of any request an HTTP
+/// upstream receives (it records them all), nor in the environment or `_meta` of a stdio
+/// upstream, in either generation.
+#[tokio::test]
+async fn a_callers_token_never_reaches_an_upstream() {
+    use test_support::recording::RecordingUpstream;
+    let web = RecordingUpstream::start("web").await;
+    let mut fx = test_support::fixture_entry("fx");
+    fx["env"] = json!({"FIXTURE_META_TOOLS": "1"});
+    let servers = json!({"fx": fx, "web": {"type": "http", "url": web.url}});
+    let dir = test_support::TempDir::new("tokens-stay");
+    let file = dir.0.join("tokens");
+    let static_token = "static-token-of-carol-7f3a9c2e41";
+    let env_token = "env-token-of-erin-5b8d0e11aa";
+    std::fs::write(&file, format!("carol={static_token}\n")).unwrap();
+    test_support::set_mode(&file, 0o600);
+    let mock = MockOAuth::start(MockOptions::default()).await;
+    let s = HttpServer::start(
+        EXE.as_ref(),
+        servers,
+        &[
+            "--oauth-issuer",
+            mock.issuer.as_str(),
+            "--oauth-scope",
+            "mcp:tools",
+            "--tokens-file",
+            file.to_str().unwrap(),
+        ],
+        // A token given in our environment: a stdio upstream's environment must not get it.
+        &[("CODE_EXECUTOR_HTTP_TOKENS", &format!("erin={env_token}"))],
+    )
+    .await;
+    let jwt = mock.jwt(&mock.claims("dave", &s.url, "mcp:tools"));
+    // Distinctive pieces of the JWT too (header, claims, signature), in case a part leaked.
+    let jwt_parts: Vec<String> = jwt.split('.').map(str::to_string).collect();
+    let code = "const seen = []; \
+        seen.push(await tools.web.request_meta({})); \
+        seen.push(await tools.web.echo({message: 'hello'})); \
+        seen.push(await tools.fx.request_meta({})); \
+        seen.push(await tools.fx.environment({})); \
+        return seen;";
+    let py = "[tools.web.request_meta(), tools.fx.request_meta(), tools.fx.environment()]";
+    let mut answers = Vec::new();
+    for token in [static_token, env_token, jwt.as_str()] {
+        for generation in [Generation::Sessions, Generation::Stateless] {
+            let c = McpHttp::connect(&s.url, Some(token), generation).await;
+            let (v, is_error) = c.exec(json!({"code": code})).await;
+            assert!(!is_error, "{v}");
+            answers.push(v);
+            let r = c.call("execute_python", json!({"code": py})).await;
+            assert_ne!(r["isError"], json!(true), "{r}");
+            answers.push(r["structuredContent"].clone());
+        }
+    }
+    // The upstream calls happened, with their headers recorded.
+    let calls = web.tool_calls();
+    assert!(calls.len() >= 18, "{} calls recorded", calls.len());
+    assert!(
+        answers
+            .iter()
+            .all(|a| a["result"][0]["headers"]["host"].is_string()),
+        "request_meta over HTTP reports the headers it got: {answers:?}"
+    );
+    let leaks = |hay: &str| -> Vec<&str> {
+        let mut needles = vec![static_token, env_token, jwt.as_str()];
+        needles.extend(jwt_parts.iter().map(String::as_str));
+        needles.into_iter().filter(|n| hay.contains(n)).collect()
+    };
+    for r in web.requests() {
+        for (k, v) in &r.headers {
+            assert!(
+                !k.eq_ignore_ascii_case("authorization"),
+                "an Authorization header reached the upstream: {v}"
+            );
+            assert!(leaks(v).is_empty(), "header {k} carries a token");
+        }
+        assert!(
+            leaks(&r.body).is_empty(),
+            "a body carries a token: {}",
+            r.body
+        );
+    }
+    for a in &answers {
+        let text = a.to_string();
+        assert!(leaks(&text).is_empty(), "an upstream saw a token: {text}");
+    }
+    // The environment of the stdio upstream was really read (PATH is there).
+    assert!(
+        answers[0]["result"][3]["PATH"].is_string(),
+        "{}",
+        answers[0]["result"][3]
+    );
+}
