@@ -210,6 +210,10 @@ pub(crate) enum Kind {
 
 /// An attribute value (borrowed: nothing is copied unless the span records).
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(
+    not(feature = "otel"),
+    expect(dead_code, reason = "read only by the exporter")
+)]
 pub(crate) enum Attr<'a> {
     Str(&'a str),
     Int(i64),

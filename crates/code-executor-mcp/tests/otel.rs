@@ -6,6 +6,7 @@
 //! HTTP client), the fixture upstream over stdio and over streamable HTTP (it answers with
 //! the `_meta` and headers it received), and an OTLP/HTTP receiver (test-support).
 
+#![cfg_attr(not(feature = "otel"), allow(dead_code, reason = "helpers of the export tests"))]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -159,6 +160,7 @@ fn check_tree(
 /// Over stdio, for both languages: `_meta.traceparent` starts the tree, every upstream
 /// (stdio and HTTP) gets the context of its call span in `_meta`, an HTTP upstream in the
 /// header too, and the caller's tracestate travels along.
+#[cfg(feature = "otel")]
 #[tokio::test]
 async fn exported_spans_form_the_tree_and_upstreams_see_their_parent() {
     let receiver = OtlpReceiver::start().await;
@@ -234,6 +236,7 @@ async fn exported_spans_form_the_tree_and_upstreams_see_their_parent() {
 
 /// Over streamable HTTP: the `traceparent` header of the POST starts the tree (2026-07-28 and
 /// 2025-11-25), and `_meta.traceparent` wins over the header when both are there.
+#[cfg(feature = "otel")]
 #[tokio::test]
 async fn over_http_the_header_or_meta_starts_the_tree() {
     let receiver = OtlpReceiver::start().await;
@@ -357,6 +360,7 @@ async fn without_an_exporter_the_callers_context_passes_through_and_bad_ones_are
 }
 
 /// The default protocol is OTLP/HTTP protobuf (the specification's default).
+#[cfg(feature = "otel")]
 #[tokio::test]
 async fn protobuf_is_the_default_protocol() {
     let receiver = OtlpReceiver::start().await;
