@@ -24,6 +24,8 @@ import argparse
 import asyncio
 import json
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,10 +34,12 @@ import warnings
 from typing import Any, Literal
 
 import anyio
+import httpx2
 import mcp_types
 from mcp import Client, StdioServerParameters, types
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 try:
     from mcp import MCPDeprecationWarning
@@ -150,7 +154,10 @@ class Tasks(ClientExtension):
 class Server:
     """Our binary with the fixture upstream and `settings`, and a temp dir for its state."""
 
-    def __init__(self, exe: str, fixture: str, settings: dict[str, Any]):
+    def __init__(self, exe: str, fixture: str, settings: dict[str, Any], http: bool = False):
+        self.http = http
+        self.url: str | None = None
+        self.proc: subprocess.Popen | None = None
         self.dir = tempfile.mkdtemp(prefix="cem-longruns-")
         self.audit = os.path.join(self.dir, "audit.jsonl")
         settings = {**settings, "audit": {"path": self.audit}}
@@ -167,8 +174,38 @@ class Server:
         )
 
     def client(self, mode: str, tasks: Tasks | None = None) -> Client:
-        return Client(stdio_client(self.params), mode=mode, read_timeout_seconds=120,
-                      extensions=[tasks] if tasks else None)
+        if self.http:
+            transport = streamable_http_client(self.serve_http(), http_client=httpx2.AsyncClient(timeout=120))
+        else:
+            transport = stdio_client(self.params)
+        return Client(transport, mode=mode, read_timeout_seconds=120, extensions=[tasks] if tasks else None)
+
+    def serve_http(self) -> str:
+        """Starts `serve --http` on a loopback port once; its /mcp URL."""
+        if self.url:
+            return self.url
+        log_path = os.path.join(self.dir, "server.log")
+        self.log = open(log_path, "w+")
+        self.proc = subprocess.Popen(
+            [self.params.command, *self.params.args, "serve", "--http", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log, env=self.params.env,
+        )
+        for _ in range(300):
+            self.log.seek(0)
+            m = re.search(r"serving MCP on (http://\S+)", self.log.read())
+            if m:
+                self.url = m.group(1)
+                return self.url
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.log.seek(0)
+        raise RuntimeError("serve --http did not start: " + self.log.read()[-2000:])
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
     def audit_lines(self) -> list[dict[str, Any]]:
         try:
@@ -506,7 +543,17 @@ async def limits(exe: str, fixture: str, mode: str) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    server = Server(args.exe, args.fixture, {"longRuns": {"progressPerSecond": 20}})
+    server = Server(args.exe, args.fixture, {"longRuns": {"progressPerSecond": 20}}, http=args.http)
+    if args.http:
+        # Over streamable HTTP: the 2025-11-25 task-augmented tools/call and tasks/* (the
+        # shim on the transport session).
+        try:
+            await tasks_2025(server, args.exe)
+        except Exception:  # noqa: BLE001
+            check("tasks 2025-11-25 over HTTP ran", False, traceback.format_exc()[-3000:])
+        finally:
+            server.stop()
+        return
     if args.only == "tasks_2025":
         await tasks_2025(server, args.exe)
         return
@@ -533,6 +580,7 @@ def main() -> int:
     ap.add_argument("--exe", required=True)
     ap.add_argument("--fixture", required=True)
     ap.add_argument("--only", help="run only the named step (debugging)")
+    ap.add_argument("--http", action="store_true", help="the task steps over serve --http instead of stdio")
     args = ap.parse_args()
     asyncio.run(main_async(args))
     failed = [r for r in results if not r[1]]

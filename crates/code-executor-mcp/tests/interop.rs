@@ -75,6 +75,18 @@ fn python_sdk_runs_long_executions_as_tasks_and_with_wait() {
         .arg(test_support::workspace_bin("fixture-server")));
 }
 
+/// The 2025-11-25 task-augmented `tools/call` and `tasks/get`, `tasks/list`, `tasks/result`,
+/// `tasks/cancel` over `serve --http` (the shim on each transport session), with the official
+/// Python SDK in its legacy mode.
+#[test]
+fn python_sdk_runs_2025_tasks_over_http() {
+    let Some(p) = prefix() else { return };
+    run(Command::new(p.join("venv/bin/python"))
+        .arg(scripts().join("long_runs.py"))
+        .args(["--exe", EXE, "--http", "--fixture"])
+        .arg(test_support::workspace_bin("fixture-server")));
+}
+
 #[test]
 fn mcp_conformance_server_scenarios_pass() {
     let Some(p) = prefix() else { return };

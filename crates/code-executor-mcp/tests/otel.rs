@@ -6,7 +6,10 @@
 //! HTTP client), the fixture upstream over stdio and over streamable HTTP (it answers with
 //! the `_meta` and headers it received), and an OTLP/HTTP receiver (test-support).
 
-#![cfg_attr(not(feature = "otel"), allow(dead_code, reason = "helpers of the export tests"))]
+#![cfg_attr(
+    not(feature = "otel"),
+    allow(dead_code, reason = "helpers of the export tests")
+)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -120,7 +120,12 @@ impl HostPolicy {
 #[derive(Default)]
 pub(crate) struct TransportSessions {
     owners: Mutex<HashMap<String, Option<Principal>>>,
+    /// The 2025-11-25 task shim of each session (see `server::legacy_tasks`).
+    shims: Mutex<HashMap<String, SharedShim>>,
 }
+
+/// One session's task shim, shared by its concurrent requests.
+pub(crate) type SharedShim = std::sync::Arc<Mutex<crate::server::legacy_tasks::Shim>>;
 
 /// Whether a request may use a transport session.
 #[derive(Debug, PartialEq, Eq)]
@@ -143,12 +148,29 @@ impl TransportSessions {
         }
     }
 
-    pub(crate) fn opened(&self, id: String, principal: Option<Principal>) {
+    pub(crate) fn opened(&self, id: String, principal: Option<Principal>, shim: SharedShim) {
+        self.shims
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), shim);
         self.lock().insert(id, principal);
     }
 
     pub(crate) fn closed(&self, id: &str) {
         self.lock().remove(id);
+        self.shims
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+    }
+
+    /// The task shim of session `id`, if we opened it.
+    pub(crate) fn shim(&self, id: &str) -> Option<SharedShim> {
+        self.shims
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
     }
 
     pub(crate) fn count(&self) -> usize {
@@ -237,7 +259,7 @@ mod tests {
         let s = TransportSessions::default();
         let alice = Principal::authenticated("alice", crate::principal::AuthMethod::Token);
         let bob = Principal::authenticated("bob", crate::principal::AuthMethod::Token);
-        s.opened("s1".into(), Some(alice.clone()));
+        s.opened("s1".into(), Some(alice.clone()), SharedShim::default());
         assert_eq!(s.check("s1", Some(&alice)), SessionUse::Allowed);
         assert_eq!(s.check("s1", Some(&bob)), SessionUse::Foreign);
         assert_eq!(s.check("s1", None), SessionUse::Foreign);

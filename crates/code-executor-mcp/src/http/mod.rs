@@ -26,6 +26,7 @@
 pub(crate) mod auth;
 pub(crate) mod guard;
 pub(crate) mod metrics;
+mod shim;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -839,6 +840,18 @@ async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let opens_session = parts.method == Method::POST
         && session.is_none()
         && method.as_deref() == Some("initialize");
+    // The 2025-11-25 task shim of the transport session (a new one for `initialize`).
+    let task_shim: Option<guard::SharedShim> = if opens_session {
+        Some(guard::SharedShim::default())
+    } else if parts.method == Method::POST {
+        session.as_deref().and_then(|id| state.transport.shim(id))
+    } else {
+        None
+    };
+    let bytes = match &task_shim {
+        Some(s) => shim::inbound(s, bytes),
+        None => bytes,
+    };
     if opens_session {
         if state.transport.count() >= state.limits.max_sessions {
             prune_sessions(state).await;
@@ -871,6 +884,10 @@ async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let started = std::time::Instant::now();
     let req = Request::from_parts(parts, Full::new(bytes));
     let response = state.mcp.handle(req).await;
+    let response = match &task_shim {
+        Some(s) => shim::outbound(s.clone(), response),
+        None => response,
+    };
     // The access log (RUST_LOG=code_executor_mcp::http=debug); the time is to the answer's
     // head (a streamed answer continues after it).
     tracing::debug!(
@@ -888,7 +905,9 @@ async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
     {
-        state.transport.opened(id.to_string(), principal);
+        state
+            .transport
+            .opened(id.to_string(), principal, task_shim.unwrap_or_default());
     } else if is_delete
         && response.status().is_success()
         && let Some(id) = &session
