@@ -297,7 +297,26 @@ async fn over_http_the_header_or_meta_starts_the_tree() {
             "python",
             &v["result"],
         );
+        // A malformed header is ignored: the request starts a trace of its own.
+        let junk = format!(
+            "00-{}-{}-01{}",
+            "A".repeat(32),
+            "b".repeat(16),
+            "x".repeat(4000)
+        );
+        c.extra_headers = vec![("traceparent".into(), junk)];
+        let (v, is_error) = c.exec(json!({"code": code(Lang::Ts)})).await;
+        assert!(!is_error, "{v}");
+        let tp = upstream_traceparent(&v["result"]["b"]);
+        let (t, _) = split(&tp);
+        assert_ne!(t, "a".repeat(32), "{tp}");
+        assert_eq!(tp.len(), 55, "{tp}");
     }
+    let log = s.log();
+    assert!(
+        !log.contains(&"x".repeat(100)),
+        "a malformed header is not logged unbounded"
+    );
 }
 
 /// No exporter configured: nothing is recorded, and the caller's context reaches every
