@@ -166,9 +166,11 @@ cp "$base/etc/os-release" "$rootfs/etc/os-release" 2>/dev/null || cp -L "$base/u
 # Mount points the runtime fills (hosts, resolv.conf, hostname) and the ones we need.
 : >"$rootfs/etc/hosts"; : >"$rootfs/etc/resolv.conf"; : >"$rootfs/etc/hostname"
 mkdir -p "$rootfs/tmp" "$rootfs/proc" "$rootfs/dev" "$rootfs/sys" "$rootfs/run/secrets" \
-  "$rootfs/etc/code-executor-mcp" "$rootfs/home/code-executor" "$rootfs/workspace"
+  "$rootfs/etc/code-executor-mcp" "$rootfs/home"
 chmod 1777 "$rootfs/tmp"
-chown "$uid:$uid" "$rootfs/home/code-executor" "$rootfs/workspace"
+# The home (audit log, OAuth logins): the Containerfile copies it with the user's ownership;
+# with --read-only it is writable only as a volume.
+rm -rf "$out/home"; mkdir -p "$out/home/code-executor"
 # No upstream servers until a config is mounted over this file.
 echo '{"mcpServers": {}}' >"$rootfs/etc/code-executor-mcp/mcp.json"
 copy /etc/ld.so.conf

@@ -695,6 +695,10 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
         "sandbox (what --sandbox=enforce applies to every worker):\n{report}"
     ));
     let mut healthy = report.minimum_guarantee_met();
+    // In a container, name the runtime setting that stops the sandbox (docs/container.md).
+    if let Some(diagnosis) = sandbox::container::diagnose(&report) {
+        say(diagnosis.to_string().trim_end());
+    }
     if !healthy {
         say("=> the minimum guarantee is NOT met: executions will be refused (fail closed).");
     }
