@@ -611,6 +611,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             say(&commands::wrappers(&catalog(&cli)?, *lang, out).await?);
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Bench(args)) if args.container_url.is_some() => {
+            let opts = options(&cli)?;
+            crate::bench_container::run(opts.exe, args).await
+        }
         Some(Command::Bench(args)) if args.http => {
             let opts = options(&cli)?;
             crate::bench_http::run(opts.exe, args).await
