@@ -9,6 +9,13 @@
 //! `CODE_EXECUTOR_REQUIRE_CONTAINER=1` (set by `.ci/run`), where it fails instead. A broken
 //! build always fails.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "tests fail loudly and say why"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -70,8 +77,8 @@ fn env() -> Option<&'static Env> {
         }
         Err(Unusable::Unavailable(why)) => {
             eprintln!(
-                "SKIP: container tests: {why} (scripts/setup-container-tools.sh installs the \
-                 tools; {REQUIRE}=1 makes this a failure)"
+                "\n==================== SKIP: container tests: {why} (scripts/setup-container-tools.sh \
+                 installs the tools; {REQUIRE}=1 makes this a failure) ====================\n"
             );
             None
         }
