@@ -743,3 +743,38 @@ fn the_seccomp_profile_adds_only_what_the_sandbox_needs() {
     assert_eq!(made_rules[1..], kept[..]);
     assert_eq!(made["defaultAction"], source["defaultAction"]);
 }
+
+/// The image runs as its unprivileged user, and there is no shell to start in it.
+#[test]
+fn the_image_runs_as_a_non_root_user_and_holds_no_shell() {
+    let Some(env) = env() else { return };
+    let inspect = env.run(&[
+        "image".into(),
+        "inspect".into(),
+        "--format".into(),
+        "{{.Config.User}} {{json .Config.Entrypoint}}".into(),
+        IMAGE.into(),
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&inspect.stdout).trim(),
+        r#"10001:10001 ["/usr/local/bin/code-executor-mcp"]"#,
+        "{}",
+        text(&inspect)
+    );
+    for shell in ["/bin/sh", "/bin/bash", "/usr/bin/dash"] {
+        let out = env.run(&[
+            "run".into(),
+            "--rm".into(),
+            "--entrypoint".into(),
+            shell.into(),
+            IMAGE.into(),
+            "-c".into(),
+            "true".into(),
+        ]);
+        assert!(
+            !out.status.success(),
+            "{shell} ran in the image: {}",
+            text(&out)
+        );
+    }
+}
