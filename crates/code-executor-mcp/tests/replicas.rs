@@ -15,7 +15,13 @@
 //! (scripts/setup-interop.sh); without it the test prints a loud SKIP, unless
 //! `CODE_EXECUTOR_REQUIRE_INTEROP=1` (set in CI) makes that a failure.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    clippy::print_stdout,
+    reason = "tests fail loudly and say why"
+)]
 
 use std::path::PathBuf;
 
