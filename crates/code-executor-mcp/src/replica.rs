@@ -63,12 +63,7 @@ impl Replica {
         } else {
             id.to_string()
         };
-        if id.is_empty()
-            || id.len() > MAX_ID_LEN
-            || !id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
-        {
+        if !valid_id(&id) {
             return Err(format!(
                 "replica id {id:?}: use 1 to {MAX_ID_LEN} letters, digits, '.', '-' or '_' \
                  (or \"hostname\")"
@@ -102,12 +97,24 @@ impl Replica {
     }
 }
 
-/// The replica a handle names: the text after its last separator.
+/// The replica a handle names: the text after its last separator, when that is a valid
+/// replica id and what comes before ends in a handle's 32 hex digits. Anything else names
+/// no replica (and is "unknown" to the table it is looked up in).
 pub(crate) fn owner(handle: &str) -> Option<&str> {
-    handle
-        .rsplit_once(SEPARATOR)
-        .map(|(_, id)| id)
-        .filter(|id| !id.is_empty())
+    let (random, id) = handle.rsplit_once(SEPARATOR)?;
+    let hex = random.len() >= 32
+        && random.as_bytes()[random.len() - 32..]
+            .iter()
+            .all(u8::is_ascii_hexdigit);
+    (hex && valid_id(id)).then_some(id)
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
 }
 
 /// The machine's host name (`/proc/sys/kernel/hostname`, else `$HOSTNAME`).
@@ -129,8 +136,8 @@ mod tests {
     fn a_replica_tags_its_handles_and_refuses_another_replicas() {
         let a = Replica::named("web-0").unwrap();
         let b = Replica::named("web-1").unwrap();
-        let h = a.tag("s_00ff".into());
-        assert_eq!(h, "s_00ff@web-0");
+        let h = a.tag(format!("s_{}", "0f".repeat(16)));
+        assert_eq!(h, format!("s_{}@web-0", "0f".repeat(16)));
         assert_eq!(owner(&h), Some("web-0"));
         assert_eq!(a.check(&h), Ok(()));
         let err = b.check(&h).unwrap_err();
@@ -149,13 +156,22 @@ mod tests {
     #[test]
     fn a_single_server_keeps_handles_as_they_were_and_refuses_tagged_ones() {
         let one = Replica::single();
-        assert_eq!(one.tag("run-abc".into()), "run-abc");
-        assert_eq!(one.check("run-abc"), Ok(()));
-        let err = one.check("run-abc@web-2").unwrap_err();
+        let h = format!("run-{}", "a1".repeat(16));
+        assert_eq!(one.tag(h.clone()), h);
+        assert_eq!(one.check(&h), Ok(()));
+        let err = one.check(&format!("{h}@web-2")).unwrap_err();
         assert_eq!(err.here, None);
         assert!(err.to_string().contains("no --replica-id"));
-        // A trailing separator names nobody: the owner's table answers "unknown".
-        assert_eq!(one.check("run-abc@"), Ok(()));
+        // What is not a handle with a valid id names nobody: the table answers "unknown".
+        for garbage in [
+            format!("{h}@"),
+            "run-abc@web-2".to_string(),
+            format!("{h}@{}", "x".repeat(64)),
+            format!("{h}@a b"),
+            "x@y".to_string(),
+        ] {
+            assert_eq!(one.check(&garbage), Ok(()), "{garbage}");
+        }
     }
 
     #[test]
