@@ -117,10 +117,11 @@ async def task_name_header(request: Any) -> None:
         request.headers["Mcp-Name"] = str((body.get("params") or {}).get("taskId", ""))
 
 
-def client(url: str, token: str, **kw: Any) -> Client:
+def client(url: str, token: str, legacy: bool = False, **kw: Any) -> Client:
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120,
                               event_hooks={"request": [task_name_header]})
-    return Client(streamable_http_client(url, http_client=http), mode=MODE, read_timeout_seconds=120, **kw)
+    return Client(streamable_http_client(url, http_client=http), mode="legacy" if legacy else MODE,
+                  read_timeout_seconds=120, **kw)
 
 
 def metric(base: str, sample: str) -> float:
@@ -238,7 +239,19 @@ async def run(proxy: str, replicas: dict[str, tuple[str, int]], alice_token: str
         check("another client's session handle is unknown, even on its own replica",
               err and "unknown session" in (v.get("error") or {}).get("message", ""), json.dumps(v))
 
-        # 7. A replica killed mid-run loses only its own executions. One run parked on each
+        # 7. A 2025-11-25 client: its transport session (Mcp-Session-Id) sticks to the replica
+        #    that opened it, and an execution session works through it.
+        async with client(proxy, alice_token, legacy=True) as old:
+            v, err = await execute(old, "globalThis.m = 10; return m;", session="new")
+            legacy_session = (v.get("session") or {}).get("id") or ""
+            vals = []
+            for _ in range(3):
+                v, err = await execute(old, "m += 1; return m;", session=legacy_session)
+                vals.append(None if err else v.get("result"))
+            check("a 2025-11-25 client keeps its transport and execution sessions through the proxy",
+                  owner(legacy_session) in names and vals == [11, 12, 13], repr((legacy_session, vals)))
+
+        # 8. A replica killed mid-run loses only its own executions. One run parked on each
         #    replica (yieldAfterMs returns a handle at once), one replica killed, then wait.
         handles: dict[str, str] = {}
         for _ in range(12):
