@@ -204,6 +204,10 @@ async def run(proxy: str, replicas: dict[str, tuple[str, int]], alice_token: str
               json.dumps(v) + repr(tasks.handles))
 
         # 5. Handles sent straight to another replica: an error naming the owner and the key.
+        def misrouted() -> float:
+            return sum(metric(base, "code_executor_handles_misrouted_total") for base, _ in replicas.values())
+        check("the proxy routed every pinned request to its replica (no misrouted handle)",
+              misrouted() == 0, repr(misrouted()))
         home = owner(session)
         other = next(n for n in names if n != home)
         async with client(replicas[other][0] + "/mcp", alice_token) as direct:
@@ -233,6 +237,8 @@ async def run(proxy: str, replicas: dict[str, tuple[str, int]], alice_token: str
                 text = str(e)
                 check("a task id at the wrong replica is refused naming its replica",
                       f'replica "{t_home}"' in text and f'this is replica "{t_other}"' in text, text)
+
+        check("the three refusals are counted in /metrics", misrouted() == 3, repr(misrouted()))
 
         # 6. Another client cannot use alice's session, even routed to the right replica.
         v, err = await execute(bob, "return n;", session=session)

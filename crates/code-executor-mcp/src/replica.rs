@@ -14,15 +14,20 @@
 //! no affinity. Such a server refuses a handle with a suffix the same clear way.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The separator between a handle's random part and the replica that minted it.
 pub(crate) const SEPARATOR: char = '@';
 /// Longest replica id: a DNS label (a pod's name is one).
 pub(crate) const MAX_ID_LEN: usize = 63;
 
-/// This process's replica id, if it is one of several.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Replica(Option<Arc<str>>);
+/// This process's replica id, if it is one of several; clones share the count of handles
+/// refused for naming another replica (`/metrics`: a proxy that does not route on the key).
+#[derive(Debug, Clone, Default)]
+pub struct Replica {
+    id: Option<Arc<str>>,
+    misrouted: Arc<AtomicU64>,
+}
 
 /// A handle that another replica minted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +57,7 @@ impl std::fmt::Display for Elsewhere {
 impl Replica {
     /// No replica id: handles carry no suffix.
     pub fn single() -> Replica {
-        Replica(None)
+        Replica::default()
     }
 
     /// A replica named `id`: letters, digits, `.`, `-` and `_`, at most 63 characters;
@@ -69,17 +74,25 @@ impl Replica {
                  (or \"hostname\")"
             ));
         }
-        Ok(Replica(Some(id.into())))
+        Ok(Replica {
+            id: Some(id.into()),
+            misrouted: Arc::default(),
+        })
     }
 
     /// The id, when this process is a replica.
     pub fn id(&self) -> Option<&str> {
-        self.0.as_deref()
+        self.id.as_deref()
+    }
+
+    /// Handles refused so far because they name another replica.
+    pub(crate) fn misrouted(&self) -> u64 {
+        self.misrouted.load(Ordering::Relaxed)
     }
 
     /// `handle` with this replica's suffix (unchanged without a replica id).
     pub(crate) fn tag(&self, handle: String) -> String {
-        match &self.0 {
+        match &self.id {
             Some(id) => format!("{handle}{SEPARATOR}{id}"),
             None => handle,
         }
@@ -88,10 +101,13 @@ impl Replica {
     /// `Err` when `handle` names another replica (or this process is none and it names one).
     pub(crate) fn check(&self, handle: &str) -> Result<(), Elsewhere> {
         match owner(handle) {
-            Some(owner) if Some(owner) != self.id() => Err(Elsewhere {
-                owner: owner.to_string(),
-                here: self.id().map(str::to_string),
-            }),
+            Some(owner) if Some(owner) != self.id() => {
+                self.misrouted.fetch_add(1, Ordering::Relaxed);
+                Err(Elsewhere {
+                    owner: owner.to_string(),
+                    here: self.id().map(str::to_string),
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -150,6 +166,10 @@ mod tests {
         );
         let text = err.to_string();
         assert!(text.contains("replica \"web-0\"") && text.contains("this is replica \"web-1\""));
+        assert_eq!(
+            (a.misrouted(), b.misrouted(), b.clone().misrouted()),
+            (0, 1, 1)
+        );
         assert!(text.contains("affinity key"), "{text}");
     }
 
