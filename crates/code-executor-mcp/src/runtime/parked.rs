@@ -32,6 +32,7 @@ use super::{ExecOutcome, LogEntry, Runtime};
 use crate::policy::audit::{AuditEvent, AuditLog};
 use crate::policy::long_runs::LongRunLimits;
 use crate::principal::Principal;
+use crate::replica::{Elsewhere, Replica};
 
 /// Handles of dropped or expired results remembered, for a clear answer about them.
 const REMEMBERED_GONE: usize = 1024;
@@ -47,6 +48,11 @@ pub(crate) const STATUS_LOG_LINES: usize = 5;
 pub(crate) enum ParkError {
     #[error("unknown handle \"{0}\": it was never issued to this client")]
     Unknown(String),
+    #[error("handle \"{handle}\" is not here: {elsewhere}")]
+    WrongReplica {
+        handle: String,
+        elsewhere: Elsewhere,
+    },
     #[error("the result of \"{handle}\" is gone: {reason}")]
     Gone { handle: String, reason: String },
     #[error(
@@ -118,6 +124,8 @@ struct Table {
 pub(crate) struct Parked {
     table: Mutex<Table>,
     limits: LongRunLimits,
+    /// Tags new handles, refuses another replica's.
+    replica: Replica,
 }
 
 /// The state of one parked execution, as `wait` and `tasks/get` show it.
@@ -191,7 +199,14 @@ impl Parked {
         Parked {
             table: Mutex::default(),
             limits,
+            replica: Replica::single(),
         }
+    }
+
+    /// Handles end in `@ID` of `replica` (see `crate::replica`).
+    pub(crate) fn with_replica(mut self, replica: Replica) -> Parked {
+        self.replica = replica;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
@@ -241,7 +256,7 @@ impl Parked {
                 setting: "maxParked",
             });
         }
-        let handle = new_handle();
+        let handle = self.replica.tag(new_handle());
         t.entries.insert(
             handle.clone(),
             Entry {
@@ -349,10 +364,17 @@ impl Parked {
 
     /// The entry of `handle` if `owner` may see it.
     fn visible<'a>(
+        replica: &Replica,
         t: &'a mut Table,
         owner: &Principal,
         handle: &str,
     ) -> Result<&'a mut Entry, ParkError> {
+        replica
+            .check(handle)
+            .map_err(|elsewhere| ParkError::WrongReplica {
+                handle: handle.to_string(),
+                elsewhere,
+            })?;
         match t.entries.get_mut(handle) {
             Some(e) if &e.owner == owner && e.visible => Ok(e),
             Some(_) => Err(ParkError::Unknown(handle.to_string())),
@@ -378,7 +400,7 @@ impl Parked {
     ) -> Result<(), ParkError> {
         let mut t = self.lock();
         self.sweep(&mut t);
-        let e = Parked::visible(&mut t, owner, handle)?;
+        let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
         if matches!(e.state, State::Running) && e.cancelled_by.is_none() {
             e.cancelled_by = Some(by);
             e.cancel.cancel();
@@ -411,12 +433,14 @@ impl Parked {
         let signal = {
             let mut t = self.lock();
             self.sweep(&mut t);
-            Parked::visible(&mut t, owner, handle)?.finished.clone()
+            Parked::visible(&self.replica, &mut t, owner, handle)?
+                .finished
+                .clone()
         };
         let mut rx = signal.subscribe();
         let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
         let mut t = self.lock();
-        let e = Parked::visible(&mut t, owner, handle)?;
+        let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
         match &e.state {
             State::Running => {
                 let (logs, progress) = e.events.since(e.delivered);
@@ -446,7 +470,9 @@ impl Parked {
         let signal = {
             let mut t = self.lock();
             self.sweep(&mut t);
-            Parked::visible(&mut t, owner, handle)?.finished.clone()
+            Parked::visible(&self.replica, &mut t, owner, handle)?
+                .finished
+                .clone()
         };
         let mut rx = signal.subscribe();
         let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
@@ -457,7 +483,7 @@ impl Parked {
     pub(crate) fn get(&self, owner: &Principal, handle: &str) -> Result<Snapshot, ParkError> {
         let mut t = self.lock();
         self.sweep(&mut t);
-        let e = Parked::visible(&mut t, owner, handle)?;
+        let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
         let (logs, _) = e.events.tail(STATUS_LOG_LINES);
         let progress = e.events.latest_progress();
         Ok(snapshot(handle, e, logs, progress, &self.limits))
@@ -679,6 +705,31 @@ mod tests {
         assert_eq!(
             p.get(&b, "run-nope").err(),
             Some(ParkError::Unknown("run-nope".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_replicas_handle_names_it_and_stays_bound_to_its_client() {
+        let here = Replica::named("r1").unwrap_or_default();
+        let p = Parked::new(limits()).with_replica(here);
+        let other = Parked::new(limits()).with_replica(Replica::named("r2").unwrap_or_default());
+        let (a, b) = (Principal::new("a"), Principal::new("b"));
+        let h = reserve(&p, &a).unwrap_or_default();
+        hand_out(&p, &h).await;
+        assert!(h.starts_with("run-") && h.ends_with("@r1"), "{h}");
+        assert!(p.get(&a, &h).is_ok());
+        // On its own replica another client still gets "unknown".
+        assert_eq!(p.get(&b, &h).err(), Some(ParkError::Unknown(h.clone())));
+        // Elsewhere, the answer names the replica to route to.
+        let err = other.get(&a, &h).err();
+        assert!(
+            matches!(&err, Some(ParkError::WrongReplica { elsewhere, .. }) if elsewhere.owner == "r1"),
+            "{err:?}"
+        );
+        let text = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            text.contains("replica \"r1\"") && text.contains("this is replica \"r2\""),
+            "{text}"
         );
     }
 

@@ -309,7 +309,9 @@ pub(super) async fn wait(core: &Core, args: WaitArgs, principal: &Principal) -> 
 
 fn park_error_name(e: &ParkError) -> &'static str {
     match e {
-        ParkError::Unknown(_) | ParkError::Gone { .. } => "HandleError",
+        ParkError::Unknown(_) | ParkError::Gone { .. } | ParkError::WrongReplica { .. } => {
+            "HandleError"
+        }
         ParkError::Full { .. } | ParkError::Off => "LimitError",
     }
 }
