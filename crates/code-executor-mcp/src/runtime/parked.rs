@@ -17,6 +17,12 @@
 //! An execution that finishes before it is handed out (its request waited `yieldAfterMs` or
 //! `taskAfterMs` and it was done) is taken back out of the table by that request
 //! ([`Parked::publish_as`]) and answered directly.
+//!
+//! A task of a 2026-07-28 client asks its questions (approvals, `llm.ask`) through the task
+//! itself: [`Parked::ask`] keeps them on the entry under keys unique over the task's life,
+//! `tasks/get` shows them as `input_required` with `inputRequests`, and `tasks/update`
+//! ([`Parked::answer`]) delivers the client's `inputResponses`. A question asked before the
+//! task was handed out hands it out at once (the client cannot answer what it cannot see).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -28,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{Events, Progress};
 use super::execution::ExecContext;
+use super::paused::Ask;
 use super::{ExecOutcome, LogEntry, Runtime};
 use crate::policy::audit::{AuditEvent, AuditLog};
 use crate::policy::long_runs::LongRunLimits;
@@ -110,6 +117,19 @@ struct Entry {
     cancelled_by: Option<&'static str>,
     state: State,
     finished: Arc<watch::Sender<bool>>,
+    /// Questions put to the client through the task, not yet answered.
+    questions: Vec<Question>,
+    /// Questions asked so far (their keys are `q1`, `q2`, ...).
+    asked: u64,
+    /// Woken when a question arrives (a request still deciding hands the task out).
+    asking: Arc<tokio::sync::Notify>,
+}
+
+/// A question a task put to its client, until `tasks/update` answers it.
+struct Question {
+    key: String,
+    request: Value,
+    reply: tokio::sync::oneshot::Sender<Value>,
 }
 
 #[derive(Default)]
@@ -146,6 +166,8 @@ pub(crate) struct Snapshot {
     /// Tool calls so far.
     pub tool_calls: u32,
     pub cancelled_by: Option<&'static str>,
+    /// Questions to the client not answered yet: (key, `{"method", "params"}`).
+    pub questions: Vec<(String, Value)>,
     /// The outcome, once finished (for `wait`, its logs are only the lines not handed out).
     pub outcome: Option<Arc<ExecOutcome>>,
 }
@@ -274,6 +296,9 @@ impl Parked {
                 cancelled_by: None,
                 state: State::Running,
                 finished: Arc::new(watch::channel(false).0),
+                questions: Vec::new(),
+                asked: 0,
+                asking: Arc::default(),
             },
         );
         Ok(handle)
@@ -318,13 +343,16 @@ impl Parked {
         limit: Duration,
         always: bool,
     ) -> Option<Published> {
-        let signal = self
+        let (signal, asking) = self
             .lock()
             .entries
             .get(handle)
-            .map(|e| e.finished.clone())?;
+            .map(|e| (e.finished.clone(), e.asking.clone()))?;
         let mut rx = signal.subscribe();
-        let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
+        tokio::select! {
+            _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)) => {}
+            () = asking.notified() => {}
+        }
         let mut t = self.lock();
         let finished = matches!(t.entries.get(handle)?.state, State::Finished { .. });
         if finished && !always {
@@ -479,6 +507,48 @@ impl Parked {
         self.get(owner, handle)
     }
 
+    /// The run behind `handle` asks its client `asks` (see the module docs). Questions of an
+    /// entry that is gone are dropped, which the asker sees as no answer.
+    pub(crate) fn ask(&self, handle: &str, asks: Vec<Ask>) {
+        let mut t = self.lock();
+        let Some(e) = t.entries.get_mut(handle) else {
+            return;
+        };
+        e.questions.retain(|q| !q.reply.is_closed());
+        for ask in asks {
+            e.asked += 1;
+            e.questions.push(Question {
+                key: format!("q{}", e.asked),
+                request: ask.request,
+                reply: ask.reply,
+            });
+        }
+        e.asking.notify_one();
+    }
+
+    /// `tasks/update`: the client's answers to the task's open questions, by key; a key that
+    /// names no open question is ignored (it was answered, or timed out, meanwhile).
+    pub(crate) fn answer(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        mut responses: rmcp::model::InputResponses,
+    ) -> Result<(), ParkError> {
+        let mut t = self.lock();
+        self.sweep(&mut t);
+        let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
+        for q in std::mem::take(&mut e.questions) {
+            match responses.remove(&q.key) {
+                Some(answer) => {
+                    let _ = q.reply.send(answer);
+                }
+                None if !q.reply.is_closed() => e.questions.push(q),
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
     /// `tasks/get`: the state now, with the last few lines.
     pub(crate) fn get(&self, owner: &Principal, handle: &str) -> Result<Snapshot, ParkError> {
         let mut t = self.lock();
@@ -582,6 +652,12 @@ fn snapshot(
         elapsed_ms: e.created.elapsed().as_millis() as u64,
         tool_calls: e.tool_calls.load(std::sync::atomic::Ordering::Relaxed),
         cancelled_by: e.cancelled_by,
+        questions: e
+            .questions
+            .iter()
+            .filter(|q| !q.reply.is_closed())
+            .map(|q| (q.key.clone(), q.request.clone()))
+            .collect(),
         outcome,
     }
 }
