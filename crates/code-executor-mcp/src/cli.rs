@@ -207,6 +207,11 @@ struct ServeArgs {
     /// On SIGTERM, seconds running executions get to finish before they are cancelled.
     #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().shutdown_grace.as_secs())]
     shutdown_grace: u64,
+    /// This server is one of several replicas named ID (`hostname`: the host name): handles
+    /// of sessions, paused executions and tasks end in `@ID`, the affinity key a proxy routes
+    /// on, and another replica's handle is refused naming its replica (docs/kubernetes.md).
+    #[arg(long, value_name = "ID", env = "CODE_EXECUTOR_REPLICA_ID")]
+    replica_id: Option<String>,
 }
 
 impl ServeArgs {
@@ -384,8 +389,16 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
             sandbox::SandboxMode::Disabled
         }
     };
+    let replica = match &cli.command {
+        Some(Command::Serve(ServeArgs {
+            replica_id: Some(id),
+            ..
+        })) => crate::replica::Replica::named(id).map_err(anyhow::Error::msg)?,
+        _ => crate::replica::Replica::single(),
+    };
     Ok(CoreOptions {
         exe,
+        replica,
         pool_size: cli.pool_size.unwrap_or(DEFAULT_POOL_SIZE),
         sandbox,
         python: PythonOptions {

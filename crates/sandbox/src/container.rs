@@ -57,7 +57,7 @@ pub const SECCOMP_FIX: &str = "run the container with the seccomp profile shippe
     deploy/container/seccomp.json (the runtime's default plus unshare, mount, umount2, \
     pivot_root, mount_setattr, sethostname, landlock_*): Docker and Podman \
     `--security-opt seccomp=seccomp.json`, Kubernetes `securityContext.seccompProfile` \
-    {type: Localhost, localhostProfile: code-executor-mcp.json}";
+    {type: Localhost, localhostProfile: profiles/code-executor-mcp.json} (docs/kubernetes.md)";
 pub const PROC_FIX: &str = "unmask /proc: Podman `--security-opt unmask=/proc/*`, Docker \
     `--security-opt systempaths=unconfined`, Kubernetes `securityContext.procMount: Unmasked` \
     (with `hostUsers: false`)";
