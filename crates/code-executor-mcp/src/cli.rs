@@ -175,8 +175,8 @@ struct ServeArgs {
     /// Our base URL as clients reach it (default: http://ADDR).
     #[arg(long, value_name = "URL", env = "CODE_EXECUTOR_PUBLIC_URL")]
     public_url: Option<String>,
-    /// A Host value to accept, `name` or `name:port` (repeatable; default: loopback names;
-    /// `*`: any).
+    /// A Host value to accept besides the loopback names, `name` or `name:port`
+    /// (repeatable; `*`: any).
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
     /// An Origin to accept, scheme://host[:port] (repeatable; default: origins on an
