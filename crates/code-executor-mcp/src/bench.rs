@@ -49,6 +49,11 @@ pub struct BenchArgs {
     /// 10 MB granted file read from code next to `cat`.
     #[arg(long)]
     access_only: bool,
+    /// Instead of the latency report: a trivial execution (TypeScript and Python) over HTTP
+    /// against the server at URL (e.g. the container image), next to this binary serving on
+    /// the host, interleaved in the same run (bearer token: $CODE_EXECUTOR_BENCH_TOKEN).
+    #[arg(long, value_name = "URL")]
+    pub(crate) container_url: Option<String>,
 }
 
 #[path = "bench_access.rs"]

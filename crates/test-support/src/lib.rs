@@ -21,6 +21,7 @@ pub mod http;
 pub mod jwt;
 pub mod oauth;
 pub mod otlp;
+pub mod proxy;
 pub mod recording;
 
 use std::path::{Path, PathBuf};
