@@ -202,8 +202,13 @@ async fn exported_spans_form_the_tree_and_upstreams_see_their_parent() {
     let (v, is_error) = call_with_meta(&h, "execute_typescript", code(Lang::Ts), json!({})).await;
     assert!(!is_error, "{v}");
     let (trace, parent) = split(&upstream_traceparent(&v["result"]["a"]));
+    // Spans come in batches: the request's own span ends last, so wait for it too.
     let spans = receiver
-        .wait_for(WAIT, |s| s.iter().any(|s| s.span_id == parent))
+        .wait_for(WAIT, |s| {
+            s.iter().any(|s| s.span_id == parent)
+                && s.iter()
+                    .any(|s| s.trace_id == trace && s.parent_span_id.is_empty())
+        })
         .await;
     let request = one(&spans, "the new trace's root", |s| {
         s.trace_id == trace && s.parent_span_id.is_empty()
