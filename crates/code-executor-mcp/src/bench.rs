@@ -49,10 +49,17 @@ pub struct BenchArgs {
     /// 10 MB granted file read from code next to `cat`.
     #[arg(long)]
     access_only: bool,
+    /// Only the paths section: trivial executions after 1 s and 5 s of idle, in bursts of 4,
+    /// back to back (n=200) and sustained for 10 s, in both languages, each next to the
+    /// direct `echo` measured the same way; and idle memory with warm pools.
+    #[arg(long)]
+    paths_only: bool,
 }
 
 #[path = "bench_access.rs"]
 mod access;
+#[path = "bench_paths.rs"]
+mod paths;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -298,6 +305,12 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
         our_args.push("--python".to_string());
         our_args.push(python.display().to_string());
     }
+    if args.paths_only {
+        let report = paths::report(&direct, &exe, &our_args, &dir, n).await?;
+        say(&serde_json::to_string_pretty(&json!({"paths": report}))?);
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(ExitCode::SUCCESS);
+    }
     // Start to first `tools/list`, with one upstream and with five configured (as fast: they
     // connect lazily). A started server fills its worker pools in the background, which
     // would slow the next start on a small machine: alternate, let each settle, take medians.
@@ -442,6 +455,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let tasks = task_rounds(&direct, &exe, &our_args, n.min(30)).await?;
     let approvals = approval_rounds(&direct, &exe, &our_args, &cfg, &dir, n.min(30)).await?;
     let access = access::report(&exe, &our_base_args(&opts), &dir, n.min(30)).await?;
+    let paths = paths::report(&direct, &exe, &our_args, &dir, n).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -452,6 +466,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let report = json!({
         "search": search_report(),
         "access": access,
+        "paths": paths,
         "baseline": {
             "direct_echo_ms": direct_echo,
             "direct_20_sequential_echo_ms": direct_20,

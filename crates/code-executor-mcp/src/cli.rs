@@ -53,6 +53,14 @@ pub struct Cli {
     /// Pre-started Python workers.
     #[arg(long, global = true, default_value_t = DEFAULT_PYTHON_POOL_SIZE, value_name = "N")]
     python_pool_size: usize,
+    /// Most workers each pool grows to under back-to-back or parallel load (default:
+    /// settings' poolMax, else 8); idle pools shrink back to their size.
+    #[arg(long, global = true, value_name = "N")]
+    pool_max: Option<usize>,
+    /// Memory ceiling of all pools' ready workers together, in MiB (default: settings'
+    /// poolMemoryMb, else 256).
+    #[arg(long, global = true, value_name = "MIB")]
+    pool_memory_mb: Option<u64>,
     /// Let Python code import the interpreter's site-packages (mounted read-only; see
     /// docs/python.md).
     #[arg(long, global = true, env = SITE_PACKAGES_ENV)]
@@ -365,6 +373,14 @@ fn load(cli: &Cli) -> anyhow::Result<(Config, Settings, CoreOptions)> {
     } else {
         opts.pool_size = settings.pool_size;
     }
+    opts.pool_max = cli.pool_max.or(settings.pool_max);
+    opts.pool_memory_bytes = cli
+        .pool_memory_mb
+        .map_or(settings.pool_memory_bytes, |mb| mb.saturating_mul(1024 * 1024));
+    opts.pool_shrink_after = settings.pool_shrink_after;
+    if opts.pool_max.is_some_and(|m| m > crate::MAX_POOL_SIZE) {
+        anyhow::bail!("--pool-max is above the maximum of 64");
+    }
     let config = Config::load(&LoadOptions {
         explicit: cli.config.clone(),
         discover: settings.discover && !cli.no_discover,
@@ -387,6 +403,12 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
     Ok(CoreOptions {
         exe,
         pool_size: cli.pool_size.unwrap_or(DEFAULT_POOL_SIZE),
+        pool_max: cli.pool_max,
+        pool_memory_bytes: cli.pool_memory_mb.map_or(
+            crate::DEFAULT_POOL_MEMORY_BYTES,
+            |mb| mb.saturating_mul(1024 * 1024),
+        ),
+        pool_shrink_after: crate::DEFAULT_POOL_SHRINK_AFTER,
         sandbox,
         python: PythonOptions {
             interpreter: cli.python.clone(),
@@ -568,6 +590,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             shown["settings"] = serde_json::json!({
                 "source": settings.source,
                 "poolSize": settings.pool_size,
+                "poolMax": settings.pool_max,
+                "poolMemoryMb": settings.pool_memory_bytes / (1024 * 1024),
+                "poolShrinkAfterMs": settings.pool_shrink_after.as_millis() as u64,
                 "connectedServers": settings.connected_servers,
                 "discover": settings.discover && !cli.no_discover,
                 "upstreamCallTimeoutMs": settings.upstream_call_timeout.as_millis() as u64,
