@@ -295,12 +295,9 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
         "--no-discover".to_string(),
         "--sandbox".to_string(),
         sandbox.to_string(),
-        "--pool-size".to_string(),
-        opts.pool_size.to_string(),
-        "--python-pool-size".to_string(),
-        opts.python.pool_size.to_string(),
     ];
     let mut our_args = our_args;
+    our_args.extend(pool_args(&opts));
     if let Some(python) = &opts.python.interpreter {
         our_args.push("--python".to_string());
         our_args.push(python.display().to_string());
@@ -961,14 +958,33 @@ fn our_base_args(opts: &CoreOptions) -> Vec<String> {
         "--no-discover".to_string(),
         "--sandbox".to_string(),
         sandbox.to_string(),
+    ];
+    args.extend(pool_args(opts));
+    if let Some(python) = &opts.python.interpreter {
+        args.push("--python".to_string());
+        args.push(python.display().to_string());
+    }
+    args
+}
+
+/// Pool flags that size the measured server's pools as `opts` sizes ours: the sizes, the
+/// memory ceiling, and the growth limit (sizes given on the command line pin a pool unless a
+/// limit is given too).
+fn pool_args(opts: &CoreOptions) -> Vec<String> {
+    let mut args = vec![
         "--pool-size".to_string(),
         opts.pool_size.to_string(),
         "--python-pool-size".to_string(),
         opts.python.pool_size.to_string(),
+        "--pool-memory-mb".to_string(),
+        (opts.pool_memory_bytes / (1024 * 1024)).to_string(),
     ];
-    if let Some(python) = &opts.python.interpreter {
-        args.push("--python".to_string());
-        args.push(python.display().to_string());
+    let max = opts.pool_max.or_else(|| {
+        (!opts.pool_size_pinned && !opts.python.pool_size_pinned).then_some(crate::DEFAULT_POOL_MAX)
+    });
+    if let Some(max) = max {
+        args.push("--pool-max".to_string());
+        args.push(max.to_string());
     }
     args
 }

@@ -79,6 +79,9 @@ pub struct CoreOptions {
     /// Warm workers per language kept however idle the server is (for Python:
     /// `python.pool_size`).
     pub pool_size: usize,
+    /// `pool_size` was chosen (flag, environment or settings): without `pool_max` the pool
+    /// then keeps exactly that many.
+    pub pool_size_pinned: bool,
     /// Most workers each pool grows to under demand (`None`: [`runtime::pool::DEFAULT_POOL_MAX`],
     /// or the pool's own size if larger; a pool of size 0 stays empty).
     pub pool_max: Option<usize>,
@@ -92,10 +95,10 @@ pub struct CoreOptions {
 
 impl CoreOptions {
     /// How a pool of `min` warm workers is sized.
-    pub(crate) fn sizing(&self, min: usize) -> runtime::pool::PoolSizing {
+    pub(crate) fn sizing(&self, min: usize, pinned: bool) -> runtime::pool::PoolSizing {
         let max = match self.pool_max {
             Some(max) => max.max(min),
-            None if min == 0 => 0,
+            None if min == 0 || pinned => min,
             None => DEFAULT_POOL_MAX.max(min),
         };
         runtime::pool::PoolSizing {
@@ -149,13 +152,13 @@ impl Core {
         let budget = runtime::pool::MemoryBudget::new(options.pool_memory_bytes);
         let pool = Pool::start(
             spawner,
-            options.sizing(options.pool_size),
+            options.sizing(options.pool_size, options.pool_size_pinned),
             budget.clone(),
         );
         let python = PythonRuntime::start(
             options.python.clone(),
             sandbox_policy,
-            options.sizing(options.python.pool_size),
+            options.sizing(options.python.pool_size, options.python.pool_size_pinned),
             budget,
         );
         let sessions = Sessions::new(settings.sessions, runtime::session::workspace_root());

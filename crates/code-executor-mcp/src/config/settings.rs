@@ -74,6 +74,9 @@ struct RawSettings {
 pub struct Settings {
     /// Pre-started workers per language.
     pub pool_size: usize,
+    /// Whether `poolSize` was set (file or environment): a set size pins the pool unless
+    /// `poolMax` is set too.
+    pub pool_size_set: bool,
     /// Most workers a pool grows to under demand (`poolMax`; default: 8, or `poolSize` if
     /// larger; 0 when `poolSize` is 0).
     pub pool_max: Option<usize>,
@@ -131,6 +134,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             pool_size: crate::DEFAULT_POOL_SIZE,
+            pool_size_set: false,
             pool_max: None,
             pool_memory_bytes: crate::DEFAULT_POOL_MEMORY_BYTES,
             pool_shrink_after: crate::DEFAULT_POOL_SHRINK_AFTER,
@@ -297,6 +301,7 @@ impl Settings {
         }
         Ok(Settings {
             pool_size,
+            pool_size_set: raw.pool_size.is_some(),
             pool_max: raw.pool_max,
             pool_memory_bytes: pool_memory_mb * 1024 * 1024,
             pool_shrink_after,
@@ -327,6 +332,7 @@ impl Settings {
 
     fn apply_env(&mut self, get: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
         if let Some(v) = get(POOL_SIZE_ENV) {
+            self.pool_size_set = true;
             self.pool_size = v
                 .trim()
                 .parse()

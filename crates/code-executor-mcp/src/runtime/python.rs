@@ -105,6 +105,8 @@ pub struct PythonOptions {
     pub interpreter: Option<PathBuf>,
     /// Pre-started Python workers.
     pub pool_size: usize,
+    /// `pool_size` was chosen: without a `poolMax` the pool keeps exactly that many.
+    pub pool_size_pinned: bool,
     /// Make the interpreter's site-packages importable (read-only).
     pub site_packages: bool,
 }
