@@ -246,8 +246,20 @@ pub(super) async fn report(
         }
     }
 
-    let idle_1 = after_idle(direct, &ours, Duration::from_secs(1), iterations.clamp(3, 10)).await?;
-    let idle_5 = after_idle(direct, &ours, Duration::from_secs(5), iterations.clamp(3, 5)).await?;
+    let idle_1 = after_idle(
+        direct,
+        &ours,
+        Duration::from_secs(1),
+        iterations.clamp(3, 10),
+    )
+    .await?;
+    let idle_5 = after_idle(
+        direct,
+        &ours,
+        Duration::from_secs(5),
+        iterations.clamp(3, 5),
+    )
+    .await?;
     let burst = bursts(direct, &ours, iterations.clamp(5, 20)).await?;
 
     // Back to back, n = 200: the direct baseline the same way, right before.
@@ -271,10 +283,7 @@ pub(super) async fn report(
         sustained_runs.insert(lang.name.to_string(), sustained(&ours, lang).await?);
     }
     let pools_after = pools(&ours).await?;
-    for (key, v) in [
-        ("after_1s_idle", &idle_1),
-        ("after_5s_idle", &idle_5),
-    ] {
+    for (key, v) in [("after_1s_idle", &idle_1), ("after_5s_idle", &idle_5)] {
         for lang in ["typescript", "python"] {
             ratios.insert(
                 format!("{lang}_{key}_vs_direct"),

@@ -378,9 +378,9 @@ fn load(cli: &Cli) -> anyhow::Result<(Config, Settings, CoreOptions)> {
         opts.pool_size_pinned = settings.pool_size_set;
     }
     opts.pool_max = cli.pool_max.or(settings.pool_max);
-    opts.pool_memory_bytes = cli
-        .pool_memory_mb
-        .map_or(settings.pool_memory_bytes, |mb| mb.saturating_mul(1024 * 1024));
+    opts.pool_memory_bytes = cli.pool_memory_mb.map_or(settings.pool_memory_bytes, |mb| {
+        mb.saturating_mul(1024 * 1024)
+    });
     opts.pool_shrink_after = settings.pool_shrink_after;
     if opts.pool_max.is_some_and(|m| m > crate::MAX_POOL_SIZE) {
         anyhow::bail!("--pool-max is above the maximum of 64");
@@ -412,10 +412,11 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
         pool_size: cli.pool_size.unwrap_or(DEFAULT_POOL_SIZE),
         pool_size_pinned: cli.pool_size.is_some(),
         pool_max: cli.pool_max,
-        pool_memory_bytes: cli.pool_memory_mb.map_or(
-            crate::DEFAULT_POOL_MEMORY_BYTES,
-            |mb| mb.saturating_mul(1024 * 1024),
-        ),
+        pool_memory_bytes: cli
+            .pool_memory_mb
+            .map_or(crate::DEFAULT_POOL_MEMORY_BYTES, |mb| {
+                mb.saturating_mul(1024 * 1024)
+            }),
         pool_shrink_after: crate::DEFAULT_POOL_SHRINK_AFTER,
         sandbox,
         python: PythonOptions {

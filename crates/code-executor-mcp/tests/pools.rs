@@ -104,7 +104,10 @@ async fn a_worker_never_serves_two_executions_outside_a_session() {
 async fn a_pool_grows_under_a_burst_of_50_and_shrinks_back_within_its_bounds() {
     let (h, _dir) = server(json!({"poolMax": 4, "poolShrinkAfterMs": 300})).await;
     let before = pool(&h, "js").await;
-    let (min, max) = (before["min"].as_u64().unwrap(), before["max"].as_u64().unwrap());
+    let (min, max) = (
+        before["min"].as_u64().unwrap(),
+        before["max"].as_u64().unwrap(),
+    );
     assert_eq!(max, 4, "{before}");
     assert!(min < max, "{before}");
 

@@ -86,9 +86,10 @@ pub(crate) fn main_with(inline: Option<InlinePayload>) -> ExitCode {
     let out = Reporter {
         probe: config.probe,
     };
-    let is_self = config.program.as_deref().is_some_and(|p| {
-        std::fs::read_link("/proc/self/exe").is_ok_and(|me| me == p)
-    });
+    let is_self = config
+        .program
+        .as_deref()
+        .is_some_and(|p| std::fs::read_link("/proc/self/exe").is_ok_and(|me| me == p));
     let _ = SELF_PAYLOAD.set(inline.filter(|_| is_self));
     match outer(&config, &out) {
         Ok(code) => code,

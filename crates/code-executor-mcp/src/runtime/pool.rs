@@ -251,7 +251,10 @@ impl Pool {
                 .map(WorkerProcess::is_alive)
                 .filter(|alive| *alive)
                 .count();
-            (alive, ready.iter().filter_map(WorkerProcess::idle_memory).sum())
+            (
+                alive,
+                ready.iter().filter_map(WorkerProcess::idle_memory).sum(),
+            )
         };
         let i = &self.inner;
         PoolStats {
@@ -344,7 +347,10 @@ async fn account(inner: &Inner) -> usize {
     let mut ready = inner.ready.lock().await;
     // A pooled worker that died (killed from outside, out of memory) is replaced.
     ready.retain_mut(WorkerProcess::is_alive);
-    let sizes: Vec<u64> = ready.iter().filter_map(WorkerProcess::idle_memory).collect();
+    let sizes: Vec<u64> = ready
+        .iter()
+        .filter_map(WorkerProcess::idle_memory)
+        .collect();
     if let Some(max) = sizes.iter().max() {
         inner.worker_bytes.store(*max, Ordering::Relaxed);
     }
@@ -382,7 +388,8 @@ async fn refill(weak: Weak<Inner>) {
             } else {
                 1
             };
-            let started = futures::future::join_all((0..batch).map(|_| spawn_counted(&inner))).await;
+            let started =
+                futures::future::join_all((0..batch).map(|_| spawn_counted(&inner))).await;
             for result in started {
                 match result {
                     Ok(mut w) => {
@@ -481,7 +488,15 @@ mod tests {
     #[tokio::test]
     async fn a_start_that_fails_now_and_then_is_retried_without_the_request_seeing_it() {
         let dir = temp_dir("flaky");
-        let pool = Pool::start(flaky(&dir, 2), PoolSizing { min: 0, max: 0, shrink_after: Duration::from_secs(10) }, MemoryBudget::new(u64::MAX));
+        let pool = Pool::start(
+            flaky(&dir, 2),
+            PoolSizing {
+                min: 0,
+                max: 0,
+                shrink_after: Duration::from_secs(10),
+            },
+            MemoryBudget::new(u64::MAX),
+        );
         let mut worker = pool.take().await.expect("the third start works");
         assert!(worker.is_alive());
         let stats = pool.stats().await;
@@ -498,7 +513,15 @@ mod tests {
     #[tokio::test]
     async fn a_start_that_keeps_failing_is_reported_after_a_bounded_number_of_attempts() {
         let dir = temp_dir("broken");
-        let pool = Pool::start(flaky(&dir, u32::MAX), PoolSizing { min: 0, max: 0, shrink_after: Duration::from_secs(10) }, MemoryBudget::new(u64::MAX));
+        let pool = Pool::start(
+            flaky(&dir, u32::MAX),
+            PoolSizing {
+                min: 0,
+                max: 0,
+                shrink_after: Duration::from_secs(10),
+            },
+            MemoryBudget::new(u64::MAX),
+        );
         let err = pool.take().await.err().expect("every start fails");
         assert!(
             err.starts_with("no worker could be started (3 attempts); the last said:")

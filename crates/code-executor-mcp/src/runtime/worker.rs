@@ -373,7 +373,11 @@ impl WorkerProcess {
             if let Ok(children) =
                 std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
             {
-                pids.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+                pids.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
             }
         }
         Some(total)
