@@ -52,7 +52,7 @@ pub struct Cli {
     /// /usr/bin/python3, /usr/local/bin/python3).
     #[arg(long, global = true, value_name = "PATH", env = PYTHON_ENV)]
     python: Option<PathBuf>,
-    /// Pre-started Python workers (default 2, growing under load up to --pool-max; a size
+    /// Pre-started Python workers (default 1, growing under load up to --pool-max; a size
     /// given here is kept exactly unless --pool-max is given too).
     #[arg(long, global = true, value_name = "N")]
     python_pool_size: Option<usize>,

@@ -59,9 +59,10 @@ pub const DEMO_SERVER_ARG: &str = "__demo-server";
 /// Default number of pre-started JavaScript workers: one request in flight and one spare
 /// covers an agent's sequential use; each idle worker costs a few MB.
 pub const DEFAULT_POOL_SIZE: usize = 2;
-/// Default number of pre-started Python workers, for the same reason; an idle CPython with
-/// the shim loaded costs about 15 MB.
-pub const DEFAULT_PYTHON_POOL_SIZE: usize = 2;
+/// Default number of pre-started Python workers: an idle CPython with the shim loaded costs
+/// about 17 MB (proportional set size), so one is kept warm, and the pool grows under load
+/// (up to `poolMax`); the server and its warm pools stay under 60 MB idle.
+pub const DEFAULT_PYTHON_POOL_SIZE: usize = 1;
 /// Largest `poolMax` (and `poolSize`).
 pub const MAX_POOL_SIZE: usize = 64;
 /// Default `poolMax`: eight warm workers per language absorb a burst of parallel tool calls.
