@@ -10,6 +10,7 @@
 #     cross-check their `mcp list` against ours (tests/client_trust.rs)
 #   - fixtures the upstreams work on, and PREFIX/upstreams.json ({"mcpServers": ...})
 #   - the packaging tools of the install tests (maturin, uv, pipx; scripts/setup-dist-tools.sh)
+#   - kubernetes-validate, and a check for kustomize (scripts/setup-deploy-tools.sh)
 #     and tmux (the terminal `setup`'s prompts are tested in; apt when missing)
 # Idempotent: what is already there is kept.
 set -euo pipefail
@@ -90,6 +91,7 @@ cat > "$PREFIX/upstreams.json" <<JSON
 }
 JSON
 bash "$(dirname "$0")/setup-dist-tools.sh" "$PREFIX"
+bash "$(dirname "$0")/setup-deploy-tools.sh" "$PREFIX"
 if ! command -v tmux >/dev/null 2>&1; then
   log "apt-get install tmux (setup's prompts are tested in a real terminal)"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -54,6 +54,11 @@ pub struct BenchArgs {
     /// direct `echo` measured the same way; and idle memory with warm pools.
     #[arg(long)]
     paths_only: bool,
+    /// Instead of the latency report: a trivial execution (TypeScript and Python) over HTTP
+    /// against the server at URL (e.g. the container image), next to this binary serving on
+    /// the host, interleaved in the same run (bearer token: $CODE_EXECUTOR_BENCH_TOKEN).
+    #[arg(long, value_name = "URL")]
+    pub(crate) container_url: Option<String>,
 }
 
 #[path = "bench_access.rs"]

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use crate::bench::BenchArgs;
 use crate::console::say;
 
-type Client = RunningService<RoleClient, ()>;
+pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// Concurrent clients per round.
 const CLIENTS: [usize; 3] = [1, 8, 32];
@@ -41,7 +41,7 @@ fn settings() -> Value {
     }})
 }
 
-async fn connect(url: &str, token: Option<&str>) -> anyhow::Result<Client> {
+pub(crate) async fn connect(url: &str, token: Option<&str>) -> anyhow::Result<Client> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     if let Some(t) = token {
         config = config.auth_header(t);
@@ -50,7 +50,7 @@ async fn connect(url: &str, token: Option<&str>) -> anyhow::Result<Client> {
     Ok(().serve(transport).await?)
 }
 
-async fn call(client: &Client, tool: &str, args: &Value) -> anyhow::Result<()> {
+pub(crate) async fn call(client: &Client, tool: &str, args: &Value) -> anyhow::Result<()> {
     let Value::Object(map) = args.clone() else {
         anyhow::bail!("arguments must be an object")
     };

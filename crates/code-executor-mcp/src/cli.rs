@@ -186,8 +186,8 @@ struct ServeArgs {
     /// Our base URL as clients reach it (default: http://ADDR).
     #[arg(long, value_name = "URL", env = "CODE_EXECUTOR_PUBLIC_URL")]
     public_url: Option<String>,
-    /// A Host value to accept, `name` or `name:port` (repeatable; default: loopback names;
-    /// `*`: any).
+    /// A Host value to accept besides the loopback names, `name` or `name:port`
+    /// (repeatable; `*`: any).
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
     /// An Origin to accept, scheme://host[:port] (repeatable; default: origins on an
@@ -218,6 +218,11 @@ struct ServeArgs {
     /// On SIGTERM, seconds running executions get to finish before they are cancelled.
     #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().shutdown_grace.as_secs())]
     shutdown_grace: u64,
+    /// This server is one of several replicas named ID (`hostname`: the host name): handles
+    /// of sessions, paused executions and tasks end in `@ID`, the affinity key a proxy routes
+    /// on, and another replica's handle is refused naming its replica (docs/kubernetes.md).
+    #[arg(long, value_name = "ID", env = "CODE_EXECUTOR_REPLICA_ID")]
+    replica_id: Option<String>,
 }
 
 impl ServeArgs {
@@ -407,8 +412,16 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
             sandbox::SandboxMode::Disabled
         }
     };
+    let replica = match &cli.command {
+        Some(Command::Serve(ServeArgs {
+            replica_id: Some(id),
+            ..
+        })) => crate::replica::Replica::named(id).map_err(anyhow::Error::msg)?,
+        _ => crate::replica::Replica::single(),
+    };
     Ok(CoreOptions {
         exe,
+        replica,
         pool_size: cli.pool_size.unwrap_or(DEFAULT_POOL_SIZE),
         pool_size_pinned: cli.pool_size.is_some(),
         pool_max: cli.pool_max,
@@ -646,6 +659,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             say(&commands::wrappers(&catalog(&cli)?, *lang, out).await?);
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Bench(args)) if args.container_url.is_some() => {
+            let opts = options(&cli)?;
+            crate::bench_container::run(opts.exe, args).await
+        }
         Some(Command::Bench(args)) if args.http => {
             let opts = options(&cli)?;
             crate::bench_http::run(opts.exe, args).await
@@ -730,6 +747,10 @@ async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
         "sandbox (what --sandbox=enforce applies to every worker):\n{report}"
     ));
     let mut healthy = report.minimum_guarantee_met();
+    // In a container, name the runtime setting that stops the sandbox (docs/container.md).
+    if let Some(diagnosis) = sandbox::container::diagnose(&report) {
+        say(diagnosis.to_string().trim_end());
+    }
     if !healthy {
         say("=> the minimum guarantee is NOT met: executions will be refused (fail closed).");
     }

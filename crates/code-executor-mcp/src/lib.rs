@@ -8,6 +8,7 @@
 //! demo server and program.
 
 pub(crate) mod bench;
+pub(crate) mod bench_container;
 pub(crate) mod bench_http;
 pub mod catalog;
 mod child;
@@ -19,6 +20,7 @@ pub(crate) mod http;
 pub(crate) mod oauth;
 pub(crate) mod policy;
 mod principal;
+mod replica;
 pub(crate) mod runtime;
 pub(crate) mod server;
 pub(crate) mod setup;
@@ -92,6 +94,9 @@ pub struct CoreOptions {
     pub pool_shrink_after: std::time::Duration,
     pub sandbox: sandbox::SandboxMode,
     pub python: PythonOptions,
+    /// Set when this server is one of several replicas: the handles of what outlives a
+    /// request name it (`replica`, docs/kubernetes.md).
+    pub replica: replica::Replica,
 }
 
 impl CoreOptions {
@@ -170,6 +175,7 @@ impl Core {
             options.sandbox == sandbox::SandboxMode::Disabled,
             policy.clone(),
             sessions,
+            options.replica.clone(),
         ));
         runtime::session::end_idle_sessions(Arc::downgrade(&runtime));
         runtime::parked::sweep_periodically(Arc::downgrade(&runtime));
@@ -214,6 +220,7 @@ impl Core {
             "version": env!("CARGO_PKG_VERSION"),
             "uptimeMs": self.started.elapsed().as_millis() as u64,
             "principal": {"name": principal.name(), "via": principal.via().as_str()},
+            "replica": self.options.replica.id(),
             "sandbox": format!("{:?}", self.options.sandbox).to_lowercase(),
             "pools": self.runtime.pool_stats().await,
             "sessions": self.runtime.sessions().report(principal),

@@ -217,26 +217,58 @@ impl CodeExecutorServer {
                     let handle = long_runs::start_task(core, language, req, principal, client);
                     return legacy_tasks::create(core, handle).await.map(Into::into);
                 }
-                match long_runs::Answer::choose(core, tasks == Tasks::Declared, a.yield_after_ms) {
+                let req = match long_runs::Answer::choose(
+                    core,
+                    tasks == Tasks::Declared,
+                    a.yield_after_ms,
+                ) {
                     long_runs::Answer::Early(early) => {
-                        client.route = InputRoute::Inline;
-                        Ok(long_runs::early(core, language, req, principal, client, early).await)
+                        let mut link = client.clone();
+                        // A 2026-07-28 task carries its questions itself; anything else that
+                        // outlives the request asks inline (or meets the fallback).
+                        let asks = match &client.route {
+                            InputRoute::Mrtr(_) if early.is_task() => {
+                                let (tx, rx) = tokio::sync::mpsc::channel(MAX_QUESTIONS_AT_ONCE);
+                                link.route = InputRoute::Mrtr(tx);
+                                Some(rx)
+                            }
+                            _ => {
+                                link.route = InputRoute::Inline;
+                                None
+                            }
+                        };
+                        match long_runs::early(
+                            core,
+                            language,
+                            req,
+                            principal.clone(),
+                            link,
+                            early,
+                            asks,
+                        )
+                        .await
+                        {
+                            Ok(answer) => return Ok(answer),
+                            // The server chose a task it could not make: answered plainly.
+                            Err(req) => req,
+                        }
                     }
-                    long_runs::Answer::Plain => match client.route {
-                        InputRoute::Inline => {
-                            Ok(long_runs::plain(core, language, req, principal, client)
-                                .await
-                                .into())
-                        }
-                        InputRoute::Mrtr(_) => {
-                            let (tx, rx) = tokio::sync::mpsc::channel(MAX_QUESTIONS_AT_ONCE);
-                            client.route = InputRoute::Mrtr(tx);
-                            let execution = core
-                                .begin(language, req, principal.clone(), Some(client))
-                                .with_asks(rx);
-                            self.follow(execution, &principal, name).await
-                        }
-                    },
+                    long_runs::Answer::Plain => req,
+                };
+                match client.route {
+                    InputRoute::Inline => {
+                        Ok(long_runs::plain(core, language, req, principal, client)
+                            .await
+                            .into())
+                    }
+                    InputRoute::Mrtr(_) => {
+                        let (tx, rx) = tokio::sync::mpsc::channel(MAX_QUESTIONS_AT_ONCE);
+                        client.route = InputRoute::Mrtr(tx);
+                        let execution = core
+                            .begin(language, req, principal.clone(), Some(client))
+                            .with_asks(rx);
+                        self.follow(execution, &principal, name).await
+                    }
                 }
             }
             "wait" => {
@@ -663,14 +695,19 @@ impl ServerHandler for CodeExecutorServer {
         .await
     }
 
-    /// Our tasks never ask the client for input; an update to a task of this client is
-    /// acknowledged (unknown keys are ignored, as the extension says).
+    /// The client's answers to a task's questions (`inputRequests` of `tasks/get`); keys that
+    /// name no open question are ignored.
     async fn update_task(
         &self,
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        long_runs::get_task(&self.core, &principal_of(&context), &request.task_id).map(|_| ())
+        long_runs::answer_task(
+            &self.core,
+            &principal_of(&context),
+            &request.task_id,
+            request.input_responses,
+        )
     }
 }
 

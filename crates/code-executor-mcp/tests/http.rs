@@ -255,7 +255,8 @@ async fn twenty_principals_at_once_never_see_each_others_results_or_state() {
 
 #[tokio::test]
 async fn wrong_host_or_origin_is_403() {
-    let (s, toks, _d) = server(1, &[], json!({})).await;
+    // --allowed-host adds a name; the loopback names stay allowed.
+    let (s, toks, _d) = server(1, &["--allowed-host", "mcp.example.internal"], json!({})).await;
     let http = reqwest::Client::new();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}});
     let send = |host: Option<&str>, origin: Option<&str>| {
@@ -285,6 +286,14 @@ async fn wrong_host_or_origin_is_403() {
     for origin in [None, Some(format!("http://localhost:{}", s.port))] {
         let r = send(None, origin.as_deref()).await.unwrap();
         assert_eq!(r.status(), 200, "{origin:?}");
+    }
+    for host in [
+        "mcp.example.internal",
+        "mcp.example.internal:443",
+        "localhost",
+    ] {
+        let r = send(Some(host), None).await.unwrap();
+        assert_eq!(r.status(), 200, "{host}");
     }
     // The health probes answer whatever the Host.
     let r = http

@@ -34,6 +34,8 @@ const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
 struct Person {
     answers: Arc<Mutex<Vec<String>>>,
     asked: Arc<Mutex<Vec<String>>>,
+    /// Declares the tasks extension (2026-07-28).
+    tasks: bool,
 }
 
 impl ClientHandler for Person {
@@ -86,8 +88,12 @@ impl ClientHandler for Person {
     }
 
     fn get_info(&self) -> ClientConfig {
+        let mut caps = json!({"elicitation": {}, "sampling": {}});
+        if self.tasks {
+            caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
+        }
         ClientConfig::new(
-            serde_json::from_value(json!({"elicitation": {}, "sampling": {}})).unwrap(),
+            serde_json::from_value(caps).unwrap(),
             Implementation::new("pauses-test", "0"),
         )
     }
@@ -101,6 +107,10 @@ struct Server {
 }
 
 async fn start(modern: bool) -> Server {
+    start_as(modern, Person::default()).await
+}
+
+async fn start_as(modern: bool, person: Person) -> Server {
     let mut fix = test_support::fixture_entry("fix");
     fix["env"] = json!({"FIXTURE_PAUSE_TOOLS": "1"});
     let config = TempConfig::new(json!({ "fix": fix }));
@@ -122,7 +132,6 @@ async fn start(modern: bool) -> Server {
         .env("CODE_EXECUTOR_CACHE_DIR", dir.0.join("cache"))
         .kill_on_drop(true);
     let (transport, _) = TokioChildProcess::builder(cmd).spawn().unwrap();
-    let person = Person::default();
     let client = if modern {
         person
             .clone()
@@ -469,5 +478,99 @@ async fn the_fallback_decides_for_a_client_that_cannot_be_asked() {
             if want_through { "approved" } else { "denied" }
         );
         assert_eq!(line["tool"], "tick");
+    }
+}
+
+/// A 2026-07-28 client that declared tasks gets a task for a run that asks: the question is
+/// `input_required` in `tasks/get`, the answer goes back by `tasks/update`, and the run goes on
+/// (nothing ran twice); a denial there is the code's `ApprovalDenied`. Both languages.
+#[tokio::test]
+async fn a_task_asks_through_tasks_get_and_takes_the_answer_by_tasks_update() {
+    use rmcp::model::{GetTaskParams, TaskPayload, UpdateTaskParams};
+    let s = start_as(
+        true,
+        Person {
+            tasks: true,
+            ..Person::default()
+        },
+    )
+    .await;
+    let py = "t = tools.fix.tick({})\na = tools.fix.write_note({'text': 'p'})\n\
+              try:\n    tools.fix.write_note({'text': 'q'})\n    denied = None\n\
+              except ApprovalDenied as e:\n    denied = type(e).__name__\n\
+              {'t': t, 'a': a, 'local': 2, 'denied': denied}";
+    for (round, (tool, code)) in [("execute_typescript", TWO_WRITES), ("execute_python", py)]
+        .into_iter()
+        .enumerate()
+    {
+        let created = match s
+            .client
+            .call_tool_once(params_for(tool, code, json!({})))
+            .await
+        {
+            Ok(CallToolResponse::Task(t)) => t.task,
+            other => panic!("{tool}: a task was expected: {other:?}"),
+        };
+        let id = created.task_id.clone();
+        let mut answered = Vec::new();
+        let result = loop {
+            let got = s
+                .client
+                .get_task(GetTaskParams::new(id.clone()))
+                .await
+                .unwrap();
+            match got.task.payload {
+                TaskPayload::InputRequired { input_requests } => {
+                    let mut responses = rmcp::model::InputResponses::new();
+                    for (key, request) in input_requests {
+                        let request = serde_json::to_value(&request).unwrap();
+                        assert_eq!(request["method"], "elicitation/create", "{request}");
+                        assert!(
+                            request["params"]["message"]
+                                .as_str()
+                                .unwrap()
+                                .contains("write_note"),
+                            "{request}"
+                        );
+                        assert!(!answered.contains(&key), "{key} asked twice");
+                        let decision = if answered.is_empty() { "once" } else { "deny" };
+                        answered.push(key.clone());
+                        responses.insert(
+                            key,
+                            json!({"action": "accept", "content": {"decision": decision}}),
+                        );
+                    }
+                    s.client
+                        .update_task(UpdateTaskParams::new(id.clone(), responses))
+                        .await
+                        .unwrap();
+                }
+                TaskPayload::Completed { result } => break Value::Object(result),
+                TaskPayload::Working => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                other => panic!("{tool}: unexpected task state {other:?}"),
+            }
+        };
+        assert_eq!(answered.len(), 2, "{tool}: two questions: {answered:?}");
+        assert_eq!(
+            result["structuredContent"]["result"],
+            json!({"t": round + 1, "a": round + 1, "local": 2, "denied": "ApprovalDenied"}),
+            "{tool}: {result}"
+        );
+        // An update for a task of nobody's or with stale keys is harmless or refused.
+        let stale = s
+            .client
+            .update_task(UpdateTaskParams::new(
+                id.clone(),
+                [("q1".to_string(), json!({"action": "accept"}))].into(),
+            ))
+            .await;
+        assert!(stale.is_ok(), "a key no longer open is ignored: {stale:?}");
+        let unknown = s
+            .client
+            .update_task(UpdateTaskParams::new("run-not-ours", Default::default()))
+            .await;
+        assert!(unknown.is_err(), "an unknown task is refused");
     }
 }

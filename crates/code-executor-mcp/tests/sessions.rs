@@ -154,6 +154,25 @@ async fn state_persists_within_a_session_and_nowhere_else() {
         // Again: the counter moved on, so the same worker ran both.
         let v = ok_in(&h, lang, &id, lang.pick("return counter", "counter")).await;
         assert_eq!(v["result"], json!(11), "{lang:?}: {v}");
+        // A name of our API that the code takes for its own keeps the code's value in the next
+        // run; a function from an earlier run still reaches the API it did not shadow.
+        let shadow = lang.pick(
+            "const progress = 41; function usesApi() { return typeof store } return 'ok'",
+            "progress = 41\ndef uses_api():\n    return callable(store)\n'ok'",
+        );
+        ok_in(&h, lang, &id, shadow).await;
+        let v = ok_in(
+            &h,
+            lang,
+            &id,
+            lang.pick(
+                "return [progress + 1, usesApi(), typeof fetch]",
+                "[progress + 1, uses_api(), callable(fetch)]",
+            ),
+        )
+        .await;
+        let expected = lang.pick(json!([42, "function", "function"]), json!([42, true, true]));
+        assert_eq!(v["result"], expected, "{lang:?}: {v}");
 
         let absent = lang.pick(
             json!([

@@ -17,6 +17,7 @@
 
 mod cgroup;
 mod config;
+pub mod container;
 mod forker;
 mod helper;
 mod landlock;

@@ -52,12 +52,15 @@ pub fn remedy(layer: &str) -> &'static str {
         | layer::PID_NAMESPACE => {
             "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
              user.max_user_namespaces>0; on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0 \
-             or an AppArmor profile granting `userns`; in a container, run it with user namespaces \
-             allowed), or choose the unsandboxed mode explicitly for development"
+             or an AppArmor profile granting `userns`; in a container, the seccomp profile \
+             deploy/container/seccomp.json, see docs/container.md and `doctor`), or choose the \
+             unsandboxed mode explicitly for development"
         }
         layer::FILESYSTEM_VIEW | layer::PROC => {
             "the kernel must allow mounts in a user namespace (tmpfs, bind, proc) and mount_setattr \
-             (Linux 5.12+); a /proc with hidden entries (some containers) forbids a fresh proc mount"
+             (Linux 5.12+); a /proc with hidden entries forbids a fresh proc mount (in a container: \
+             Podman `--security-opt unmask=/proc/*`, Docker `--security-opt systempaths=unconfined`, \
+             see docs/container.md and `doctor`)"
         }
         layer::LANDLOCK => "use Linux 5.13+ with Landlock enabled (lsm=...,landlock)",
         layer::SECCOMP => "use a kernel built with CONFIG_SECCOMP_FILTER",

@@ -18,6 +18,7 @@ pub mod fixture;
 pub mod http;
 pub mod jwt;
 pub mod oauth;
+pub mod proxy;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -109,6 +109,14 @@ impl HttpMetrics {
         );
         let _ = writeln!(
             out,
+            "# HELP code_executor_handles_misrouted_total Handles of another replica refused \
+             (sessions, requestStates, tasks): requests not routed on the affinity key.\n\
+             # TYPE code_executor_handles_misrouted_total counter\n\
+             code_executor_handles_misrouted_total {}",
+            core.options.replica.misrouted(),
+        );
+        let _ = writeln!(
+            out,
             "# HELP code_executor_pool_ready Warm workers ready, by language.\n\
              # TYPE code_executor_pool_ready gauge"
         );

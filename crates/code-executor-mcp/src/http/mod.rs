@@ -216,10 +216,10 @@ pub async fn serve(
         );
     }
 
-    let mut hosts: Vec<String> = opts.allowed_hosts.clone();
-    if hosts.is_empty() {
-        hosts = guard::LOOPBACK_HOSTS.map(String::from).to_vec();
-    }
+    // The loopback names are always allowed (a rebinding attack cannot use them);
+    // --allowed-host adds to them.
+    let mut hosts: Vec<String> = guard::LOOPBACK_HOSTS.map(String::from).to_vec();
+    hosts.extend(opts.allowed_hosts.iter().cloned());
     // The public URL's own host is always allowed.
     if let Some(h) = public
         .split_once("://")

@@ -316,17 +316,30 @@ impl Runtime {
         mut req: ExecRequest,
         ctx: ExecContext,
         kind: super::parked::Kind,
+        asks: Option<tokio::sync::mpsc::Receiver<Ask>>,
     ) -> Result<String, super::parked::ParkError> {
         req.long_run = true;
         let limits = &self.policy().long_runs;
         let duration =
             std::time::Duration::from_millis(req.timeout_ms.unwrap_or(limits.default_duration_ms));
         let handle = self.parked().reserve(kind, duration, &ctx)?;
-        let execution = self.start(language, req, ctx);
+        let mut execution = self.start(language, req, ctx);
+        if let Some(asks) = asks {
+            execution = execution.with_asks(asks);
+        }
         let runtime = Arc::downgrade(self);
         let key = handle.clone();
         tokio::spawn(async move {
-            let outcome = execution.outcome().await;
+            // Questions (a task of a 2026-07-28 client) wait on the entry for `tasks/update`.
+            let outcome = loop {
+                match execution.next().await {
+                    Event::Done(outcome) => break *outcome,
+                    Event::Asks(asks) => match runtime.upgrade() {
+                        Some(rt) => rt.parked().ask(&key, asks),
+                        None => return,
+                    },
+                }
+            };
             if let Some(rt) = runtime.upgrade() {
                 rt.parked().finish(&key, outcome);
             }

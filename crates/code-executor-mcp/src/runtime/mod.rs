@@ -167,6 +167,7 @@ impl Runtime {
         unconfined: bool,
         policy: Arc<Policy>,
         sessions: Sessions,
+        replica: crate::replica::Replica,
     ) -> Self {
         Runtime {
             fetch_clients: Arc::default(),
@@ -175,10 +176,10 @@ impl Runtime {
             js_pool,
             python,
             unconfined,
-            parked: parked::Parked::new(policy.long_runs),
+            parked: parked::Parked::new(policy.long_runs).with_replica(replica.clone()),
             policy,
-            sessions,
-            paused: paused::PausedTable::new(),
+            sessions: sessions.with_replica(replica.clone()),
+            paused: paused::PausedTable::new(replica),
             remembered: Arc::default(),
         }
     }

@@ -17,6 +17,12 @@
 //! An execution that finishes before it is handed out (its request waited `yieldAfterMs` or
 //! `taskAfterMs` and it was done) is taken back out of the table by that request
 //! ([`Parked::publish_as`]) and answered directly.
+//!
+//! A task of a 2026-07-28 client asks its questions (approvals, `llm.ask`) through the task
+//! itself: [`Parked::ask`] keeps them on the entry under keys unique over the task's life,
+//! `tasks/get` shows them as `input_required` with `inputRequests`, and `tasks/update`
+//! ([`Parked::answer`]) delivers the client's `inputResponses`. A question asked before the
+//! task was handed out hands it out at once (the client cannot answer what it cannot see).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -28,10 +34,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{Events, Progress};
 use super::execution::ExecContext;
+use super::paused::Ask;
 use super::{ExecOutcome, LogEntry, Runtime};
 use crate::policy::audit::{AuditEvent, AuditLog};
 use crate::policy::long_runs::LongRunLimits;
 use crate::principal::Principal;
+use crate::replica::{Elsewhere, Replica};
 
 /// Handles of dropped or expired results remembered, for a clear answer about them.
 const REMEMBERED_GONE: usize = 1024;
@@ -47,6 +55,11 @@ pub(crate) const STATUS_LOG_LINES: usize = 5;
 pub(crate) enum ParkError {
     #[error("unknown handle \"{0}\": it was never issued to this client")]
     Unknown(String),
+    #[error("handle \"{handle}\" is not here: {elsewhere}")]
+    WrongReplica {
+        handle: String,
+        elsewhere: Elsewhere,
+    },
     #[error("the result of \"{handle}\" is gone: {reason}")]
     Gone { handle: String, reason: String },
     #[error(
@@ -104,6 +117,19 @@ struct Entry {
     cancelled_by: Option<&'static str>,
     state: State,
     finished: Arc<watch::Sender<bool>>,
+    /// Questions put to the client through the task, not yet answered.
+    questions: Vec<Question>,
+    /// Questions asked so far (their keys are `q1`, `q2`, ...).
+    asked: u64,
+    /// Woken when a question arrives (a request still deciding hands the task out).
+    asking: Arc<tokio::sync::Notify>,
+}
+
+/// A question a task put to its client, until `tasks/update` answers it.
+struct Question {
+    key: String,
+    request: Value,
+    reply: tokio::sync::oneshot::Sender<Value>,
 }
 
 #[derive(Default)]
@@ -118,6 +144,8 @@ struct Table {
 pub(crate) struct Parked {
     table: Mutex<Table>,
     limits: LongRunLimits,
+    /// Tags new handles, refuses another replica's.
+    replica: Replica,
 }
 
 /// The state of one parked execution, as `wait` and `tasks/get` show it.
@@ -138,6 +166,8 @@ pub(crate) struct Snapshot {
     /// Tool calls so far.
     pub tool_calls: u32,
     pub cancelled_by: Option<&'static str>,
+    /// Questions to the client not answered yet: (key, `{"method", "params"}`).
+    pub questions: Vec<(String, Value)>,
     /// The outcome, once finished (for `wait`, its logs are only the lines not handed out).
     pub outcome: Option<Arc<ExecOutcome>>,
 }
@@ -191,7 +221,14 @@ impl Parked {
         Parked {
             table: Mutex::default(),
             limits,
+            replica: Replica::single(),
         }
+    }
+
+    /// Handles end in `@ID` of `replica` (see `crate::replica`).
+    pub(crate) fn with_replica(mut self, replica: Replica) -> Parked {
+        self.replica = replica;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
@@ -241,7 +278,7 @@ impl Parked {
                 setting: "maxParked",
             });
         }
-        let handle = new_handle();
+        let handle = self.replica.tag(new_handle());
         t.entries.insert(
             handle.clone(),
             Entry {
@@ -259,6 +296,9 @@ impl Parked {
                 cancelled_by: None,
                 state: State::Running,
                 finished: Arc::new(watch::channel(false).0),
+                questions: Vec::new(),
+                asked: 0,
+                asking: Arc::default(),
             },
         );
         Ok(handle)
@@ -303,13 +343,16 @@ impl Parked {
         limit: Duration,
         always: bool,
     ) -> Option<Published> {
-        let signal = self
+        let (signal, asking) = self
             .lock()
             .entries
             .get(handle)
-            .map(|e| e.finished.clone())?;
+            .map(|e| (e.finished.clone(), e.asking.clone()))?;
         let mut rx = signal.subscribe();
-        let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
+        tokio::select! {
+            _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)) => {}
+            () = asking.notified() => {}
+        }
         let mut t = self.lock();
         let finished = matches!(t.entries.get(handle)?.state, State::Finished { .. });
         if finished && !always {
@@ -349,10 +392,17 @@ impl Parked {
 
     /// The entry of `handle` if `owner` may see it.
     fn visible<'a>(
+        replica: &Replica,
         t: &'a mut Table,
         owner: &Principal,
         handle: &str,
     ) -> Result<&'a mut Entry, ParkError> {
+        replica
+            .check(handle)
+            .map_err(|elsewhere| ParkError::WrongReplica {
+                handle: handle.to_string(),
+                elsewhere,
+            })?;
         match t.entries.get_mut(handle) {
             Some(e) if &e.owner == owner && e.visible => Ok(e),
             Some(_) => Err(ParkError::Unknown(handle.to_string())),
@@ -378,7 +428,7 @@ impl Parked {
     ) -> Result<(), ParkError> {
         let mut t = self.lock();
         self.sweep(&mut t);
-        let e = Parked::visible(&mut t, owner, handle)?;
+        let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
         if matches!(e.state, State::Running) && e.cancelled_by.is_none() {
             e.cancelled_by = Some(by);
             e.cancel.cancel();
@@ -411,12 +461,14 @@ impl Parked {
         let signal = {
             let mut t = self.lock();
             self.sweep(&mut t);
-            Parked::visible(&mut t, owner, handle)?.finished.clone()
+            Parked::visible(&self.replica, &mut t, owner, handle)?
+                .finished
+                .clone()
         };
         let mut rx = signal.subscribe();
         let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
         let mut t = self.lock();
-        let e = Parked::visible(&mut t, owner, handle)?;
+        let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
         match &e.state {
             State::Running => {
                 let (logs, progress) = e.events.since(e.delivered);
@@ -446,18 +498,62 @@ impl Parked {
         let signal = {
             let mut t = self.lock();
             self.sweep(&mut t);
-            Parked::visible(&mut t, owner, handle)?.finished.clone()
+            Parked::visible(&self.replica, &mut t, owner, handle)?
+                .finished
+                .clone()
         };
         let mut rx = signal.subscribe();
         let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
         self.get(owner, handle)
     }
 
+    /// The run behind `handle` asks its client `asks` (see the module docs). Questions of an
+    /// entry that is gone are dropped, which the asker sees as no answer.
+    pub(crate) fn ask(&self, handle: &str, asks: Vec<Ask>) {
+        let mut t = self.lock();
+        let Some(e) = t.entries.get_mut(handle) else {
+            return;
+        };
+        e.questions.retain(|q| !q.reply.is_closed());
+        for ask in asks {
+            e.asked += 1;
+            e.questions.push(Question {
+                key: format!("q{}", e.asked),
+                request: ask.request,
+                reply: ask.reply,
+            });
+        }
+        e.asking.notify_one();
+    }
+
+    /// `tasks/update`: the client's answers to the task's open questions, by key; a key that
+    /// names no open question is ignored (it was answered, or timed out, meanwhile).
+    pub(crate) fn answer(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        mut responses: rmcp::model::InputResponses,
+    ) -> Result<(), ParkError> {
+        let mut t = self.lock();
+        self.sweep(&mut t);
+        let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
+        for q in std::mem::take(&mut e.questions) {
+            match responses.remove(&q.key) {
+                Some(answer) => {
+                    let _ = q.reply.send(answer);
+                }
+                None if !q.reply.is_closed() => e.questions.push(q),
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
     /// `tasks/get`: the state now, with the last few lines.
     pub(crate) fn get(&self, owner: &Principal, handle: &str) -> Result<Snapshot, ParkError> {
         let mut t = self.lock();
         self.sweep(&mut t);
-        let e = Parked::visible(&mut t, owner, handle)?;
+        let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
         let (logs, _) = e.events.tail(STATUS_LOG_LINES);
         let progress = e.events.latest_progress();
         Ok(snapshot(handle, e, logs, progress, &self.limits))
@@ -556,6 +652,12 @@ fn snapshot(
         elapsed_ms: e.created.elapsed().as_millis() as u64,
         tool_calls: e.tool_calls.load(std::sync::atomic::Ordering::Relaxed),
         cancelled_by: e.cancelled_by,
+        questions: e
+            .questions
+            .iter()
+            .filter(|q| !q.reply.is_closed())
+            .map(|q| (q.key.clone(), q.request.clone()))
+            .collect(),
         outcome,
     }
 }
@@ -679,6 +781,31 @@ mod tests {
         assert_eq!(
             p.get(&b, "run-nope").err(),
             Some(ParkError::Unknown("run-nope".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_replicas_handle_names_it_and_stays_bound_to_its_client() {
+        let here = Replica::named("r1").unwrap_or_default();
+        let p = Parked::new(limits()).with_replica(here);
+        let other = Parked::new(limits()).with_replica(Replica::named("r2").unwrap_or_default());
+        let (a, b) = (Principal::new("a"), Principal::new("b"));
+        let h = reserve(&p, &a).unwrap_or_default();
+        hand_out(&p, &h).await;
+        assert!(h.starts_with("run-") && h.ends_with("@r1"), "{h}");
+        assert!(p.get(&a, &h).is_ok());
+        // On its own replica another client still gets "unknown".
+        assert_eq!(p.get(&b, &h).err(), Some(ParkError::Unknown(h.clone())));
+        // Elsewhere, the answer names the replica to route to.
+        let err = other.get(&a, &h).err();
+        assert!(
+            matches!(&err, Some(ParkError::WrongReplica { elsewhere, .. }) if elsewhere.owner == "r1"),
+            "{err:?}"
+        );
+        let text = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            text.contains("replica \"r1\"") && text.contains("this is replica \"r2\""),
+            "{text}"
         );
     }
 

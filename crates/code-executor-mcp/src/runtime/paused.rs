@@ -29,6 +29,7 @@ use tokio::sync::oneshot;
 
 use super::execution::Execution;
 use crate::principal::Principal;
+use crate::replica::{Elsewhere, Replica};
 
 /// One question for the client: a JSON-RPC request without id (`{"method", "params"}`), and
 /// where its answer (the client's result, or `null` when none came) goes.
@@ -46,6 +47,8 @@ const MAX_PAUSED_PER_PRINCIPAL: usize = 64;
 #[derive(Default)]
 pub(crate) struct PausedTable {
     entries: Mutex<HashMap<String, Entry>>,
+    /// Tags new states, refuses another replica's.
+    replica: Replica,
 }
 
 struct Entry {
@@ -64,6 +67,8 @@ pub(crate) enum PausedError {
          resumed, or issued for another tool); start the execution again"
     )]
     Unknown,
+    #[error("requestState names a paused execution that is not here: {0}")]
+    WrongReplica(Elsewhere),
     #[error(
         "this client holds {MAX_PAUSED_PER_PRINCIPAL} paused executions already; answer or \
          abandon one first"
@@ -79,8 +84,12 @@ pub(crate) struct Resumed {
 }
 
 impl PausedTable {
-    pub(crate) fn new() -> Arc<PausedTable> {
-        Arc::default()
+    /// States end in `@ID` of `replica` (see `crate::replica`).
+    pub(crate) fn new(replica: Replica) -> Arc<PausedTable> {
+        Arc::new(PausedTable {
+            entries: Mutex::default(),
+            replica,
+        })
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
@@ -99,7 +108,7 @@ impl PausedTable {
         waiting: Vec<(String, oneshot::Sender<Value>)>,
         ttl: Duration,
     ) -> Result<String, PausedError> {
-        let state = new_state();
+        let state = self.replica.tag(new_state());
         {
             let mut entries = self.entries();
             let held = entries
@@ -140,6 +149,9 @@ impl PausedTable {
         tool: &str,
         state: &str,
     ) -> Result<Resumed, PausedError> {
+        self.replica
+            .check(state)
+            .map_err(PausedError::WrongReplica)?;
         let mut entries = self.entries();
         match entries.get(state) {
             Some(e) if &e.principal == principal && e.tool == tool => {}

@@ -1320,17 +1320,26 @@ def _restore_memory(saved):
 
 
 def _namespace(bindings, persist):
-    """The run's globals: fresh, or in a session the namespace of its earlier runs with the
-    API refreshed (its tools are this run's)."""
-    ns = {}
+    """The run's globals: fresh, or in a session the namespace of its earlier runs.
+
+    Our API (tools, store, fetch, progress, ...) lives in the builtins layer under the globals,
+    refreshed for every run (its tools are this run's), so a name the code defines shadows it
+    and keeps its value in the next run of the session. A session keeps one builtins dict and
+    refreshes it in place: functions defined in an earlier run see this run's API."""
     if persist:
         if _State.session_ns is None:
-            _State.session_ns = {}
+            _State.session_ns = {"__builtins__": {}}
         ns = _State.session_ns
         ns.pop(_RESULT, None)
-    ns.update({
-        "__name__": "__main__",
-        "__builtins__": builtins,
+        layer = ns.get("__builtins__")
+        if not isinstance(layer, dict):  # the code replaced it: start a fresh layer
+            layer = ns["__builtins__"] = {}
+        layer.clear()
+    else:
+        layer = {}
+        ns = {"__builtins__": layer}
+    layer.update(builtins.__dict__)
+    layer.update({
         "__cem_return__": _cem_return,
         "call_mcp_tool": call_mcp_tool,
         "acall_mcp_tool": acall_mcp_tool,
@@ -1348,7 +1357,8 @@ def _namespace(bindings, persist):
         "afetch": afetch,
         "FetchResponse": FetchResponse,
     })
-    ns.update(_OUR_ERRORS)
+    layer.update(_OUR_ERRORS)
+    ns["__name__"] = "__main__"
     return ns
 
 

@@ -26,6 +26,7 @@ use super::worker::{Language, WorkerProcess};
 use crate::policy::audit::{AuditEvent, AuditLog};
 use crate::policy::session_limits::SessionLimits;
 use crate::principal::Principal;
+use crate::replica::{Elsewhere, Replica};
 
 /// Ended sessions remembered so that their next call can say why they ended.
 const ENDED_KEPT: usize = 4096;
@@ -38,13 +39,14 @@ pub(crate) enum SessionArg {
 }
 
 impl SessionArg {
-    /// `"new"`, or a handle. Handles are 34 characters; a longer text cannot be one and is
-    /// cut (it is echoed in the error that says it is unknown).
+    /// `"new"`, or a handle. Handles are 34 characters, 98 at most with a replica's suffix;
+    /// a longer text cannot be one and is cut (it is echoed in the error that says it is
+    /// unknown).
     pub(crate) fn parse(s: &str) -> SessionArg {
         if s == "new" {
             SessionArg::New
         } else {
-            SessionArg::Existing(s.chars().take(64).collect())
+            SessionArg::Existing(s.chars().take(128).collect())
         }
     }
 }
@@ -93,6 +95,8 @@ pub(crate) enum SessionError {
          session: \"new\""
     )]
     Unknown(String),
+    #[error("session \"{id}\" is not here: {elsewhere}")]
+    WrongReplica { id: String, elsewhere: Elsewhere },
     #[error(
         "session \"{id}\" has ended: {why}; its variables, stored values and workspace are \
          gone; start a new one with session: \"new\""
@@ -262,6 +266,8 @@ pub(crate) struct Sessions {
     /// Where workspaces are made (one directory per session).
     root: PathBuf,
     table: Mutex<Table>,
+    /// Tags new handles, refuses another replica's.
+    replica: Replica,
 }
 
 impl Sessions {
@@ -273,7 +279,14 @@ impl Sessions {
                 live: HashMap::new(),
                 ended: VecDeque::new(),
             }),
+            replica: Replica::single(),
         }
+    }
+
+    /// Handles end in `@ID` of `replica` (see `crate::replica`).
+    pub(crate) fn with_replica(mut self, replica: Replica) -> Sessions {
+        self.replica = replica;
+        self
     }
 
     pub(crate) fn limits(&self) -> &SessionLimits {
@@ -291,7 +304,7 @@ impl Sessions {
         if self.limits.max_workers == 0 {
             return Err(SessionError::Disabled);
         }
-        let id = new_handle();
+        let id = self.replica.tag(new_handle());
         let workspace = self.root.join(&id);
         make_dir(&self.root, 0o711)
             .and_then(|()| make_dir(&workspace, 0o700))
@@ -360,6 +373,12 @@ impl Sessions {
         id: &str,
         language: Language,
     ) -> Result<Arc<Session>, SessionError> {
+        self.replica
+            .check(id)
+            .map_err(|elsewhere| SessionError::WrongReplica {
+                id: id.to_string(),
+                elsewhere,
+            })?;
         let table = self.lock();
         if let Some(s) = table.live.get(id).filter(|s| &s.principal == principal) {
             if s.language != language {

@@ -8,6 +8,9 @@
 //! status message, both also structured in `_meta`) and, once finished, the same
 //! `CallToolResult` a plain call returns; `tasks/cancel` stops it. A client without tasks that
 //! passed `yieldAfterMs` gets what the run printed so far and a handle for `wait`.
+//! A 2026-07-28 task asks its questions (approvals, `llm.ask`) through the task:
+//! `input_required` with `inputRequests` in `tasks/get`, answered by `tasks/update`. A run
+//! with a handle for `wait`, and a task of an older client, ask inline (or meet the fallback).
 //! Everything parked lives in `runtime::parked`; this module only maps it to the wire.
 
 use std::time::Duration;
@@ -15,7 +18,8 @@ use std::time::Duration;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult,
-    JsonObject, MetaObject, Task, TaskPayload, TaskStatus,
+    InputRequest, InputRequests, InputResponses, JsonObject, MetaObject, Task, TaskPayload,
+    TaskStatus,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -135,8 +139,18 @@ impl Drop for Unpublished<'_> {
     }
 }
 
+impl Early {
+    /// It becomes an MCP task (else a handle for `wait`).
+    pub(super) fn is_task(&self) -> bool {
+        self.kind == Kind::Task
+    }
+}
+
 /// Starts a long run and answers after `after`: with the outcome if it finished, else with a
-/// task (`kind` Task) or with the output so far and a handle for `wait`.
+/// task (`kind` Task) or with the output so far and a handle for `wait`. `asks` receives the
+/// questions of a task whose client answers them through the task (2026-07-28); the first
+/// one hands the task out at once. A run the server chose to make long that cannot be one
+/// comes back as `Err` with its request, to be answered plainly.
 pub(super) async fn early(
     core: &Core,
     language: Language,
@@ -144,7 +158,8 @@ pub(super) async fn early(
     principal: Principal,
     client: ClientLink,
     early: Early,
-) -> CallToolResponse {
+    asks: Option<tokio::sync::mpsc::Receiver<crate::runtime::paused::Ask>>,
+) -> Result<CallToolResponse, ExecRequest> {
     let Early {
         kind,
         after,
@@ -158,9 +173,9 @@ pub(super) async fn early(
         req.timeout_ms,
     ) {
         if optional {
-            return plain(core, language, req, principal, client).await.into();
+            return Err(req);
         }
-        return execution_result(&ExecOutcome::refused("RangeError", e)).into();
+        return Ok(execution_result(&ExecOutcome::refused("RangeError", e)).into());
     }
     let ctx = ExecContext::for_client(
         principal.clone(),
@@ -169,12 +184,14 @@ pub(super) async fn early(
     );
     let execution = ctx.execution.clone();
     let fallback = optional.then(|| req.clone());
-    let handle = match core.runtime.start_parked(language, req, ctx, kind) {
+    let handle = match core.runtime.start_parked(language, req, ctx, kind, asks) {
         Ok(h) => h,
         Err(e) => {
             return match fallback {
-                Some(req) => plain(core, language, req, principal, client).await.into(),
-                None => execution_result(&ExecOutcome::refused("LimitError", e.to_string())).into(),
+                Some(req) => Err(req),
+                None => {
+                    Ok(execution_result(&ExecOutcome::refused("LimitError", e.to_string())).into())
+                }
             };
         }
     };
@@ -195,13 +212,18 @@ pub(super) async fn early(
         .await;
     guard.handle = None;
     guard.audit.execution = None;
-    match published {
+    Ok(match published {
         Some(Published::Finished(outcome)) => execution_result(&outcome).into(),
         Some(Published::Handed(snap)) => match kind {
             Kind::Task => {
+                let status = if snap.questions.is_empty() {
+                    TaskStatus::Working
+                } else {
+                    TaskStatus::InputRequired
+                };
                 let mut task = Task::new(
                     snap.handle.clone(),
-                    TaskStatus::Working,
+                    status,
                     snap.created_at.clone(),
                     snap.updated_at.clone(),
                 )
@@ -217,7 +239,7 @@ pub(super) async fn early(
             "the execution's entry vanished before it was handed out".into(),
         ))
         .into(),
-    }
+    })
 }
 
 /// Starts an execution as a task at the client's request (the older revision's
@@ -236,7 +258,7 @@ pub(super) fn start_task(
     )?;
     let ctx = ExecContext::for_client(principal, Some(client), &core.policy.long_runs);
     core.runtime
-        .start_parked(language, req, ctx, Kind::Task)
+        .start_parked(language, req, ctx, Kind::Task, None)
         .map_err(|e| e.to_string())
 }
 
@@ -309,7 +331,9 @@ pub(super) async fn wait(core: &Core, args: WaitArgs, principal: &Principal) -> 
 
 fn park_error_name(e: &ParkError) -> &'static str {
     match e {
-        ParkError::Unknown(_) | ParkError::Gone { .. } => "HandleError",
+        ParkError::Unknown(_) | ParkError::Gone { .. } | ParkError::WrongReplica { .. } => {
+            "HandleError"
+        }
         ParkError::Full { .. } | ParkError::Off => "LimitError",
     }
 }
@@ -343,6 +367,7 @@ pub(super) fn get_task(
 /// The task a snapshot describes.
 pub(super) fn detailed_task(core: &Core, snap: &Snapshot) -> DetailedTask {
     let payload = match &snap.outcome {
+        None if !snap.questions.is_empty() => input_required(&snap.questions),
         None => TaskPayload::Working,
         Some(o) if snap.cancelled_by.is_some() && is_cancelled(o) => TaskPayload::Cancelled,
         Some(o) => TaskPayload::Completed {
@@ -366,6 +391,38 @@ pub(super) fn detailed_task(core: &Core, snap: &Snapshot) -> DetailedTask {
         },
     });
     DetailedTask::new(task, payload)
+}
+
+/// The task's open questions as `inputRequests`; a question that is not one the client can
+/// be asked (it never is) is left out, and with none left the task is `working`.
+fn input_required(questions: &[(String, Value)]) -> TaskPayload {
+    let mut input_requests = InputRequests::new();
+    for (key, request) in questions {
+        match serde_json::from_value::<InputRequest>(request.clone()) {
+            Ok(r) => {
+                input_requests.insert(key.clone(), r);
+            }
+            Err(e) => tracing::warn!("a question could not be put to the client: {e}"),
+        }
+    }
+    if input_requests.is_empty() {
+        TaskPayload::Working
+    } else {
+        TaskPayload::InputRequired { input_requests }
+    }
+}
+
+/// `tasks/update`: the client's answers to the task's open questions.
+pub(super) fn answer_task(
+    core: &Core,
+    principal: &Principal,
+    task_id: &str,
+    responses: InputResponses,
+) -> Result<(), McpError> {
+    core.runtime
+        .parked()
+        .answer(principal, task_id, responses)
+        .map_err(|e| McpError::invalid_params(e.to_string(), None))
 }
 
 fn is_cancelled(o: &ExecOutcome) -> bool {
