@@ -363,10 +363,19 @@ fn pool_sizing_settings_are_read_and_bounded() {
         )
     );
     for (bad, says) in [
-        (r#"{"poolMax": 65}"#, "poolMax 65 is above the maximum of 64"),
+        (
+            r#"{"poolMax": 65}"#,
+            "poolMax 65 is above the maximum of 64",
+        ),
         (r#"{"poolMemoryMb": 8}"#, "poolMemoryMb 8 is outside"),
-        (r#"{"poolShrinkAfterMs": 10}"#, "poolShrinkAfterMs must be between"),
-        (r#"{"poolShrinkAfterMs": 3600001}"#, "poolShrinkAfterMs must be between"),
+        (
+            r#"{"poolShrinkAfterMs": 10}"#,
+            "poolShrinkAfterMs must be between",
+        ),
+        (
+            r#"{"poolShrinkAfterMs": 3600001}"#,
+            "poolShrinkAfterMs must be between",
+        ),
     ] {
         let err = Settings::parse(bad).unwrap_err();
         assert!(err.contains(says), "{bad}: {err}");
