@@ -49,6 +49,11 @@ pub struct BenchArgs {
     /// 10 MB granted file read from code next to `cat`.
     #[arg(long)]
     access_only: bool,
+    /// Only the paths section: trivial executions after 1 s and 5 s of idle, in bursts of 4,
+    /// back to back (n=200) and sustained for 10 s, in both languages, each next to the
+    /// direct `echo` measured the same way; and idle memory with warm pools.
+    #[arg(long)]
+    paths_only: bool,
     /// Instead of the latency report: a trivial execution (TypeScript and Python) over HTTP
     /// against the server at URL (e.g. the container image), next to this binary serving on
     /// the host, interleaved in the same run (bearer token: $CODE_EXECUTOR_BENCH_TOKEN).
@@ -58,6 +63,8 @@ pub struct BenchArgs {
 
 #[path = "bench_access.rs"]
 mod access;
+#[path = "bench_paths.rs"]
+mod paths;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -293,15 +300,18 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
         "--no-discover".to_string(),
         "--sandbox".to_string(),
         sandbox.to_string(),
-        "--pool-size".to_string(),
-        opts.pool_size.to_string(),
-        "--python-pool-size".to_string(),
-        opts.python.pool_size.to_string(),
     ];
     let mut our_args = our_args;
+    our_args.extend(pool_args(&opts));
     if let Some(python) = &opts.python.interpreter {
         our_args.push("--python".to_string());
         our_args.push(python.display().to_string());
+    }
+    if args.paths_only {
+        let report = paths::report(&direct, &exe, &our_args, &dir, n).await?;
+        say(&serde_json::to_string_pretty(&json!({"paths": report}))?);
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(ExitCode::SUCCESS);
     }
     // Start to first `tools/list`, with one upstream and with five configured (as fast: they
     // connect lazily). A started server fills its worker pools in the background, which
@@ -447,6 +457,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let tasks = task_rounds(&direct, &exe, &our_args, n.min(30)).await?;
     let approvals = approval_rounds(&direct, &exe, &our_args, &cfg, &dir, n.min(30)).await?;
     let access = access::report(&exe, &our_base_args(&opts), &dir, n.min(30)).await?;
+    let paths = paths::report(&direct, &exe, &our_args, &dir, n).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -457,6 +468,7 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let report = json!({
         "search": search_report(),
         "access": access,
+        "paths": paths,
         "baseline": {
             "direct_echo_ms": direct_echo,
             "direct_20_sequential_echo_ms": direct_20,
@@ -951,14 +963,33 @@ fn our_base_args(opts: &CoreOptions) -> Vec<String> {
         "--no-discover".to_string(),
         "--sandbox".to_string(),
         sandbox.to_string(),
+    ];
+    args.extend(pool_args(opts));
+    if let Some(python) = &opts.python.interpreter {
+        args.push("--python".to_string());
+        args.push(python.display().to_string());
+    }
+    args
+}
+
+/// Pool flags that size the measured server's pools as `opts` sizes ours: the sizes, the
+/// memory ceiling, and the growth limit (sizes given on the command line pin a pool unless a
+/// limit is given too).
+fn pool_args(opts: &CoreOptions) -> Vec<String> {
+    let mut args = vec![
         "--pool-size".to_string(),
         opts.pool_size.to_string(),
         "--python-pool-size".to_string(),
         opts.python.pool_size.to_string(),
+        "--pool-memory-mb".to_string(),
+        (opts.pool_memory_bytes / (1024 * 1024)).to_string(),
     ];
-    if let Some(python) = &opts.python.interpreter {
-        args.push("--python".to_string());
-        args.push(python.display().to_string());
+    let max = opts.pool_max.or_else(|| {
+        (!opts.pool_size_pinned && !opts.python.pool_size_pinned).then_some(crate::DEFAULT_POOL_MAX)
+    });
+    if let Some(max) = max {
+        args.push("--pool-max".to_string());
+        args.push(max.to_string());
     }
     args
 }

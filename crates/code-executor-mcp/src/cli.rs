@@ -37,7 +37,9 @@ pub struct Cli {
     /// Upstream servers, as {"mcpServers": {...}} (default: $MCP_CONFIG_PATH).
     #[arg(long, global = true, value_name = "PATH")]
     config: Option<PathBuf>,
-    /// Pre-started workers per language (default: settings' poolSize, else 2).
+    /// Pre-started workers per language (default: settings' poolSize, else 2, growing under
+    /// load up to --pool-max; a size given here or in the settings is kept exactly unless
+    /// --pool-max or poolMax is given too).
     #[arg(long, global = true, value_name = "N")]
     pool_size: Option<usize>,
     /// Read only --config / $MCP_CONFIG_PATH, not the config files of other MCP clients.
@@ -50,9 +52,18 @@ pub struct Cli {
     /// /usr/bin/python3, /usr/local/bin/python3).
     #[arg(long, global = true, value_name = "PATH", env = PYTHON_ENV)]
     python: Option<PathBuf>,
-    /// Pre-started Python workers.
-    #[arg(long, global = true, default_value_t = DEFAULT_PYTHON_POOL_SIZE, value_name = "N")]
-    python_pool_size: usize,
+    /// Pre-started Python workers (default 1, growing under load up to --pool-max; a size
+    /// given here is kept exactly unless --pool-max is given too).
+    #[arg(long, global = true, value_name = "N")]
+    python_pool_size: Option<usize>,
+    /// Most workers each pool grows to under back-to-back or parallel load (default:
+    /// settings' poolMax, else 8); idle pools shrink back to their size.
+    #[arg(long, global = true, value_name = "N")]
+    pool_max: Option<usize>,
+    /// Memory ceiling of all pools' ready workers together, in MiB (default: settings'
+    /// poolMemoryMb, else 256).
+    #[arg(long, global = true, value_name = "MIB")]
+    pool_memory_mb: Option<u64>,
     /// Let Python code import the interpreter's site-packages (mounted read-only; see
     /// docs/python.md).
     #[arg(long, global = true, env = SITE_PACKAGES_ENV)]
@@ -376,6 +387,18 @@ fn load(cli: &Cli) -> anyhow::Result<(Config, Settings, CoreOptions)> {
         opts.pool_size = n;
     } else {
         opts.pool_size = settings.pool_size;
+        opts.pool_size_pinned = settings.pool_size_set;
+    }
+    opts.pool_max = cli.pool_max.or(settings.pool_max);
+    opts.pool_memory_bytes = cli.pool_memory_mb.map_or(settings.pool_memory_bytes, |mb| {
+        mb.saturating_mul(1024 * 1024)
+    });
+    opts.pool_shrink_after = settings.pool_shrink_after;
+    if opts.pool_max.is_some_and(|m| m > crate::MAX_POOL_SIZE) {
+        anyhow::bail!("--pool-max is above the maximum of 64");
+    }
+    if cli.pool_memory_mb.is_some_and(|mb| mb < 16) {
+        anyhow::bail!("--pool-memory-mb must be at least 16");
     }
     let config = Config::load(&LoadOptions {
         explicit: cli.config.clone(),
@@ -407,10 +430,19 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
         exe,
         replica,
         pool_size: cli.pool_size.unwrap_or(DEFAULT_POOL_SIZE),
+        pool_size_pinned: cli.pool_size.is_some(),
+        pool_max: cli.pool_max,
+        pool_memory_bytes: cli
+            .pool_memory_mb
+            .map_or(crate::DEFAULT_POOL_MEMORY_BYTES, |mb| {
+                mb.saturating_mul(1024 * 1024)
+            }),
+        pool_shrink_after: crate::DEFAULT_POOL_SHRINK_AFTER,
         sandbox,
         python: PythonOptions {
             interpreter: cli.python.clone(),
-            pool_size: cli.python_pool_size,
+            pool_size: cli.python_pool_size.unwrap_or(DEFAULT_PYTHON_POOL_SIZE),
+            pool_size_pinned: cli.python_pool_size.is_some(),
             site_packages: cli.python_site_packages,
         },
     })
@@ -588,6 +620,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             shown["settings"] = serde_json::json!({
                 "source": settings.source,
                 "poolSize": settings.pool_size,
+                "poolMax": settings.pool_max,
+                "poolMemoryMb": settings.pool_memory_bytes / (1024 * 1024),
+                "poolShrinkAfterMs": settings.pool_shrink_after.as_millis() as u64,
                 "connectedServers": settings.connected_servers,
                 "discover": settings.discover && !cli.no_discover,
                 "upstreamCallTimeoutMs": settings.upstream_call_timeout.as_millis() as u64,

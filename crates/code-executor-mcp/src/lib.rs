@@ -62,21 +62,58 @@ pub const DEMO_SERVER_ARG: &str = "__demo-server";
 /// Default number of pre-started JavaScript workers: one request in flight and one spare
 /// covers an agent's sequential use; each idle worker costs a few MB.
 pub const DEFAULT_POOL_SIZE: usize = 2;
-/// Default number of pre-started Python workers, for the same reason; an idle CPython with
-/// the shim loaded costs about 15 MB.
-pub const DEFAULT_PYTHON_POOL_SIZE: usize = 2;
+/// Default number of pre-started Python workers: an idle CPython with the shim loaded costs
+/// about 17 MB (proportional set size), so one is kept warm, and the pool grows under load
+/// (up to `poolMax`); the server and its warm pools stay under 60 MB idle.
+pub const DEFAULT_PYTHON_POOL_SIZE: usize = 1;
+/// Largest `poolMax` (and `poolSize`).
+pub const MAX_POOL_SIZE: usize = 64;
+/// Default `poolMax`: eight warm workers per language absorb a burst of parallel tool calls.
+pub const DEFAULT_POOL_MAX: usize = 8;
+/// Default `poolMemoryMb`: the ceiling of all pools' ready workers together.
+pub const DEFAULT_POOL_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
+/// Default `poolShrinkAfterMs`: idle time after which a grown pool stops one worker.
+pub const DEFAULT_POOL_SHRINK_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How the core is started.
 #[derive(Debug, Clone)]
 pub struct CoreOptions {
     /// The binary re-entered for workers (normally `std::env::current_exe()`).
     pub exe: PathBuf,
+    /// Warm workers per language kept however idle the server is (for Python:
+    /// `python.pool_size`).
     pub pool_size: usize,
+    /// `pool_size` was chosen (flag, environment or settings): without `pool_max` the pool
+    /// then keeps exactly that many.
+    pub pool_size_pinned: bool,
+    /// Most workers each pool grows to under demand (`None`: [`runtime::pool::DEFAULT_POOL_MAX`],
+    /// or the pool's own size if larger; a pool of size 0 stays empty).
+    pub pool_max: Option<usize>,
+    /// Memory all pools' ready workers may hold together.
+    pub pool_memory_bytes: u64,
+    /// Idle time after which a grown pool stops one surplus worker.
+    pub pool_shrink_after: std::time::Duration,
     pub sandbox: sandbox::SandboxMode,
     pub python: PythonOptions,
     /// Set when this server is one of several replicas: the handles of what outlives a
     /// request name it (`replica`, docs/kubernetes.md).
     pub replica: replica::Replica,
+}
+
+impl CoreOptions {
+    /// How a pool of `min` warm workers is sized.
+    pub(crate) fn sizing(&self, min: usize, pinned: bool) -> runtime::pool::PoolSizing {
+        let max = match self.pool_max {
+            Some(max) => max.max(min),
+            None if min == 0 || pinned => min,
+            None => DEFAULT_POOL_MAX.max(min),
+        };
+        runtime::pool::PoolSizing {
+            min,
+            max,
+            shrink_after: self.pool_shrink_after,
+        }
+    }
 }
 
 /// Everything an execution needs, shared by the MCP handler and the command line.
@@ -119,8 +156,18 @@ impl Core {
             settings.long_runs.max_duration_ms,
         );
         let spawner = WorkerSpawner::javascript(&options.exe, sandbox_policy.clone());
-        let pool = Pool::start(spawner, options.pool_size);
-        let python = PythonRuntime::start(options.python.clone(), sandbox_policy);
+        let budget = runtime::pool::MemoryBudget::new(options.pool_memory_bytes);
+        let pool = Pool::start(
+            spawner,
+            options.sizing(options.pool_size, options.pool_size_pinned),
+            budget.clone(),
+        );
+        let python = PythonRuntime::start(
+            options.python.clone(),
+            sandbox_policy,
+            options.sizing(options.python.pool_size, options.python.pool_size_pinned),
+            budget,
+        );
         let sessions = Sessions::new(settings.sessions, runtime::session::workspace_root());
         let runtime = Arc::new(Runtime::new(
             catalog.clone(),

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let first = std::env::args_os().nth(1);
     match first.as_ref().and_then(|a| a.to_str()) {
-        Some(sandbox::HELPER_ARG) => sandbox::helper_main(),
+        Some(sandbox::HELPER_ARG) => sandbox::helper_main_with(inline_worker),
         Some(code_executor_mcp::WORKER_ARG) => {
             let kind = std::env::args_os().nth(2);
             match kind.as_ref().and_then(|a| a.to_str()) {
@@ -17,5 +17,15 @@ fn main() -> ExitCode {
         }
         Some(code_executor_mcp::DEMO_SERVER_ARG) => code_executor_mcp::demo::serve_demo_main(),
         _ => code_executor_mcp::cli::main(),
+    }
+}
+
+/// The worker modes the sandbox helper runs in its payload process instead of executing this
+/// binary again (see `sandbox::helper_main_with`).
+fn inline_worker(args: &[std::ffi::OsString]) -> Option<ExitCode> {
+    let args: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
+    match args.as_slice() {
+        [code_executor_mcp::WORKER_ARG, "js"] => Some(js_worker::worker_main()),
+        _ => None,
     }
 }

@@ -63,7 +63,16 @@ impl Reporter {
     }
 }
 
-pub(crate) fn main() -> ExitCode {
+/// A payload the helper can run in its own process: given the payload's arguments, it runs
+/// the payload and returns its exit code, or returns `None` for a payload it does not know
+/// (which is then executed as usual).
+pub type InlinePayload = fn(&[OsString]) -> Option<ExitCode>;
+
+/// Whether the payload program is this very binary (then an [`InlinePayload`] may run it
+/// without a second `execve`); decided before any namespace changes what paths mean.
+static SELF_PAYLOAD: std::sync::OnceLock<Option<InlinePayload>> = std::sync::OnceLock::new();
+
+pub(crate) fn main_with(inline: Option<InlinePayload>) -> ExitCode {
     let config = match read_config() {
         Ok(config) => config,
         Err(message) => {
@@ -77,6 +86,11 @@ pub(crate) fn main() -> ExitCode {
     let out = Reporter {
         probe: config.probe,
     };
+    let is_self = config
+        .program
+        .as_deref()
+        .is_some_and(|p| std::fs::read_link("/proc/self/exe").is_ok_and(|me| me == p));
+    let _ = SELF_PAYLOAD.set(inline.filter(|_| is_self));
     match outer(&config, &out) {
         Ok(code) => code,
         Err(e) => fail(&out, &e),
@@ -301,8 +315,9 @@ fn init_steps(cfg: &HelperConfig, out: &Reporter, alive_r: &OwnedFd) -> Result<(
 fn payload(cfg: &HelperConfig, out: &Reporter) -> ExitCode {
     match payload_steps(cfg, out) {
         Err(e) => fail(out, &e),
-        Ok(None) => ExitCode::SUCCESS,
-        Ok(Some(e)) => {
+        Ok(Payload::Probed) => ExitCode::SUCCESS,
+        Ok(Payload::Ran(code)) => code,
+        Ok(Payload::ExecFailed(e)) => {
             let program = cfg
                 .program
                 .as_deref()
@@ -317,8 +332,17 @@ fn payload(cfg: &HelperConfig, out: &Reporter) -> ExitCode {
     }
 }
 
-/// Returns the execve error (`Ok(Some)`), or `Ok(None)` in probe mode.
-fn payload_steps(cfg: &HelperConfig, out: &Reporter) -> Result<Option<nix::Error>, SetupError> {
+/// How the payload step ended, when it returns at all.
+enum Payload {
+    /// Probe mode: every layer is in place, nothing is run.
+    Probed,
+    /// `execve` failed.
+    ExecFailed(nix::Error),
+    /// An [`InlinePayload`] ran and ended with this code.
+    Ran(ExitCode),
+}
+
+fn payload_steps(cfg: &HelperConfig, out: &Reporter) -> Result<Payload, SetupError> {
     // Step 7: everything that allocates or opens files happens before the limits apply.
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("PR_SET_PDEATHSIG: {e}")))?;
@@ -363,10 +387,39 @@ fn payload_steps(cfg: &HelperConfig, out: &Reporter) -> Result<Option<nix::Error
     crate::sys::cloexec_from(3)
         .map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
     if cfg.probe {
-        return Ok(None);
+        return Ok(Payload::Probed);
+    }
+    if let Some(inline) = SELF_PAYLOAD.get().copied().flatten() {
+        // The program is this binary: run it here, confined exactly as it would be after
+        // `execve` (every layer above is in place), without loading the binary again. Its
+        // environment is the one it would have been given.
+        for (key, _) in std::env::vars_os() {
+            // SAFETY: the payload process is single-threaded (forked from the init, which
+            // is); nothing reads the environment concurrently.
+            unsafe { std::env::remove_var(key) };
+        }
+        for entry in &cfg.env {
+            let bytes = entry.as_bytes();
+            if let Some(eq) = bytes.iter().position(|b| *b == b'=') {
+                let (k, v) = (&bytes[..eq], &bytes[eq + 1..]);
+                // SAFETY: as above, single-threaded.
+                unsafe {
+                    std::env::set_var(
+                        std::ffi::OsStr::from_bytes(k),
+                        std::ffi::OsStr::from_bytes(v),
+                    )
+                };
+            }
+        }
+        // Tools that tell processes apart by their command line (`ps`, the host's tests)
+        // see the payload's, as after `execve`.
+        show_command_line(&exec.argv);
+        if let Some(code) = inline(&cfg.args) {
+            return Ok(Payload::Ran(code));
+        }
     }
     let Err(e) = unistd::execve(&exec.program, &exec.argv, &exec.envp);
-    Ok(Some(e))
+    Ok(Payload::ExecFailed(e))
 }
 
 struct ExecArgs {
@@ -396,6 +449,48 @@ impl ExecArgs {
             argv,
             envp,
         })
+    }
+}
+
+/// Rewrites this process's command line (what `/proc/self/cmdline` shows) to `argv`, in the
+/// memory the kernel reads it from, when it fits there; the rest of that memory is zeroed.
+/// Best effort: a command line that cannot be rewritten stays the helper's.
+fn show_command_line(argv: &[CString]) {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return;
+    };
+    // Fields after the command name (which may hold spaces and parentheses) start at field 3;
+    // arg_start and arg_end are fields 48 and 49.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let (Some(Ok(start)), Some(Ok(end))) = (
+        fields.get(45).map(|f| f.parse::<usize>()),
+        fields.get(46).map(|f| f.parse::<usize>()),
+    ) else {
+        return;
+    };
+    let mut bytes = Vec::new();
+    for arg in argv {
+        bytes.extend_from_slice(arg.as_bytes_with_nul());
+    }
+    let Some(room) = end.checked_sub(start) else {
+        return;
+    };
+    if start == 0 || bytes.len() > room {
+        return;
+    }
+    // SAFETY: [arg_start, arg_end) is this process's argument area, on its own stack, mapped
+    // and writable (the kernel placed the strings there at `execve`); the process is single-
+    // threaded, and what else points into the area (the standard library's saved `argv`)
+    // only reads NUL-terminated strings, which it still holds after the rewrite. What can
+    // still go wrong: a kernel reporting other addresses would make this write elsewhere in
+    // our own memory; the kernel has reported these fields this way since Linux 3.5.
+    unsafe {
+        let area = start as *mut u8;
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), area, bytes.len());
+        std::ptr::write_bytes(area.add(bytes.len()), 0, room - bytes.len());
     }
 }
 

@@ -209,7 +209,19 @@ pub fn shared_libraries(objects: &[PathBuf]) -> Vec<PathBuf> {
 /// Runs the sandbox helper. Call it first thing in `main` when `argv[1] == HELPER_ARG`, before
 /// any thread or async runtime starts, and return its exit code from `main`.
 pub fn helper_main() -> std::process::ExitCode {
-    helper::main()
+    helper::main_with(None)
+}
+
+pub use helper::InlinePayload;
+
+/// [`helper_main`] for a host whose own binary is also a payload (a worker mode chosen by its
+/// arguments): when the payload program is this very binary, `inline` is offered the payload's
+/// arguments in the payload process, after every layer is in place, where `execve` would run
+/// it; a payload it takes is run there without loading the binary a second time. Only the
+/// `execve` is saved: the process is confined exactly as the executed program would be, and
+/// its environment is the one it would have been given.
+pub fn helper_main_with(inline: InlinePayload) -> std::process::ExitCode {
+    helper::main_with(Some(inline))
 }
 
 /// Reports, layer by layer, what [`command`] would enforce under `policy` on this machine, by

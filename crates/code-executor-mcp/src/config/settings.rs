@@ -46,6 +46,9 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = 16 * 1024 * 1024;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RawSettings {
     pool_size: Option<usize>,
+    pool_max: Option<usize>,
+    pool_memory_mb: Option<u64>,
+    pool_shrink_after_ms: Option<u64>,
     connected_servers: Option<Vec<String>>,
     discover: Option<bool>,
     upstream_call_timeout_ms: Option<u64>,
@@ -71,6 +74,16 @@ struct RawSettings {
 pub struct Settings {
     /// Pre-started workers per language.
     pub pool_size: usize,
+    /// Whether `poolSize` was set (file or environment): a set size pins the pool unless
+    /// `poolMax` is set too.
+    pub pool_size_set: bool,
+    /// Most workers a pool grows to under demand (`poolMax`; default: 8, or `poolSize` if
+    /// larger; 0 when `poolSize` is 0).
+    pub pool_max: Option<usize>,
+    /// Memory all pools' ready workers may hold together (`poolMemoryMb`, default 256).
+    pub pool_memory_bytes: u64,
+    /// Idle time after which a grown pool stops one surplus worker (`poolShrinkAfterMs`).
+    pub pool_shrink_after: Duration,
     /// Servers connected at start, in the background (never delaying `initialize`).
     pub connected_servers: Vec<String>,
     /// Whether other clients' config files are read.
@@ -121,6 +134,10 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             pool_size: crate::DEFAULT_POOL_SIZE,
+            pool_size_set: false,
+            pool_max: None,
+            pool_memory_bytes: crate::DEFAULT_POOL_MEMORY_BYTES,
+            pool_shrink_after: crate::DEFAULT_POOL_SHRINK_AFTER,
             connected_servers: Vec::new(),
             discover: true,
             upstream_call_timeout: UPSTREAM_CALL_TIMEOUT,
@@ -261,8 +278,33 @@ impl Settings {
         if pool_size > 64 {
             return Err(format!("poolSize {pool_size} is above the maximum of 64"));
         }
+        if let Some(max) = raw.pool_max
+            && max > crate::MAX_POOL_SIZE
+        {
+            return Err(format!("poolMax {max} is above the maximum of 64"));
+        }
+        let pool_memory_mb = raw
+            .pool_memory_mb
+            .unwrap_or(d.pool_memory_bytes / (1024 * 1024));
+        if !(16..=1_048_576).contains(&pool_memory_mb) {
+            return Err(format!(
+                "poolMemoryMb {pool_memory_mb} is outside 16..=1048576"
+            ));
+        }
+        let pool_shrink_after = raw
+            .pool_shrink_after_ms
+            .map_or(d.pool_shrink_after, Duration::from_millis);
+        if pool_shrink_after < Duration::from_millis(100)
+            || pool_shrink_after > Duration::from_secs(3600)
+        {
+            return Err("poolShrinkAfterMs must be between 100 and 3600000".into());
+        }
         Ok(Settings {
             pool_size,
+            pool_size_set: raw.pool_size.is_some(),
+            pool_max: raw.pool_max,
+            pool_memory_bytes: pool_memory_mb * 1024 * 1024,
+            pool_shrink_after,
             connected_servers: raw.connected_servers.unwrap_or_default(),
             discover: raw.discover.unwrap_or(d.discover),
             upstream_call_timeout: raw
@@ -290,6 +332,7 @@ impl Settings {
 
     fn apply_env(&mut self, get: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
         if let Some(v) = get(POOL_SIZE_ENV) {
+            self.pool_size_set = true;
             self.pool_size = v
                 .trim()
                 .parse()

@@ -3,6 +3,7 @@
 //! files in place of either give a clear error instead of a hang.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -341,4 +342,42 @@ fn deeply_nested_user_settings_are_an_error() {
     .unwrap();
     let err = d.load().unwrap_err();
     assert!(err.contains("trailing characters"), "{err}");
+}
+
+#[test]
+fn pool_sizing_settings_are_read_and_bounded() {
+    let s = Settings::parse(r#"{"poolMax": 12, "poolMemoryMb": 512, "poolShrinkAfterMs": 2500}"#)
+        .unwrap();
+    assert_eq!(s.pool_max, Some(12));
+    assert_eq!(s.pool_memory_bytes, 512 * 1024 * 1024);
+    assert_eq!(s.pool_shrink_after, Duration::from_millis(2500));
+    assert!(!s.pool_size_set, "poolSize was not given");
+    assert!(Settings::parse(r#"{"poolSize": 2}"#).unwrap().pool_size_set);
+    let d = Settings::default();
+    assert_eq!(
+        (d.pool_max, d.pool_memory_bytes, d.pool_shrink_after),
+        (
+            None,
+            crate::DEFAULT_POOL_MEMORY_BYTES,
+            crate::DEFAULT_POOL_SHRINK_AFTER
+        )
+    );
+    for (bad, says) in [
+        (
+            r#"{"poolMax": 65}"#,
+            "poolMax 65 is above the maximum of 64",
+        ),
+        (r#"{"poolMemoryMb": 8}"#, "poolMemoryMb 8 is outside"),
+        (
+            r#"{"poolShrinkAfterMs": 10}"#,
+            "poolShrinkAfterMs must be between",
+        ),
+        (
+            r#"{"poolShrinkAfterMs": 3600001}"#,
+            "poolShrinkAfterMs must be between",
+        ),
+    ] {
+        let err = Settings::parse(bad).unwrap_err();
+        assert!(err.contains(says), "{bad}: {err}");
+    }
 }

@@ -1,13 +1,21 @@
-//! A warm pool of pre-started workers, refilled in the background.
+//! A warm pool of pre-started workers whose size follows demand, refilled in the background.
 //!
 //! Starting and confining a worker costs milliseconds; the pool pays that before a request
 //! arrives. Each worker serves one execution and is then killed. When the pool is empty a
 //! request starts its own worker rather than wait for the refill.
+//!
+//! Sizing ([`PoolSizing`]): the pool keeps at least `min` workers warm. A request that finds
+//! the pool empty (back-to-back or concurrent executions outrun the refill) raises the
+//! target by one, up to `max`, and the refill then starts the missing workers two at a time.
+//! Every `shrink_after` without a request the target drops by one toward `min`, and the
+//! surplus worker is stopped. A target is never raised while the ready workers of every
+//! pool sharing the [`MemoryBudget`] (their whole process trees' proportional set size, from
+//! `/proc`) plus one more would exceed the budget's ceiling.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::sync::{Mutex, Notify};
@@ -19,18 +27,94 @@ use super::worker::{WorkerProcess, WorkerSpawner};
 const REFILL_DELAY: Duration = Duration::from_millis(3);
 /// Pause after a failed start before the refill tries again, so a broken setup does not spin.
 const REFILL_BACKOFF: Duration = Duration::from_secs(2);
+/// Workers the refill starts at once when several are missing (a start is mostly one
+/// process's CPU time: two use both cores of a small machine).
+const REFILL_PARALLEL: usize = 2;
+/// How often an idle refill looks at the pool (a pooled worker may have died; the target may
+/// shrink).
+const IDLE_CHECK: Duration = Duration::from_secs(30);
 /// Starts a request makes before it reports that no worker could be started: a start that
 /// fails once in a while (a transient error of the machine's) is retried without the
 /// execution seeing it, while a broken setup still fails within a few attempts.
 pub const START_ATTEMPTS: u32 = 3;
 
+/// How many workers a pool keeps ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSizing {
+    /// Kept warm however idle the server is.
+    pub min: usize,
+    /// Reached under sustained or concurrent demand (never below `min`).
+    pub max: usize,
+    /// Idle time after which one surplus worker is stopped.
+    pub shrink_after: Duration,
+}
+
+/// The memory all pools' ready workers may hold together.
+#[derive(Debug)]
+pub struct MemoryBudget {
+    ceiling: u64,
+    /// Bytes of each pool's ready workers, as last measured (index: pool id).
+    held: std::sync::Mutex<Vec<u64>>,
+}
+
+impl MemoryBudget {
+    pub fn new(ceiling_bytes: u64) -> Arc<Self> {
+        Arc::new(MemoryBudget {
+            ceiling: ceiling_bytes,
+            held: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    fn register(&self) -> usize {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.push(0);
+        held.len() - 1
+    }
+
+    fn set(&self, id: usize, bytes: u64) {
+        if let Some(slot) = self
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(id)
+        {
+            *slot = bytes;
+        }
+    }
+
+    /// Whether `more` bytes still fit under the ceiling.
+    fn fits(&self, more: u64) -> bool {
+        let held: u64 = self
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .sum();
+        held.saturating_add(more) <= self.ceiling
+    }
+}
+
 struct Inner {
     spawner: WorkerSpawner,
-    target: usize,
+    sizing: PoolSizing,
+    /// The current target, between `sizing.min` and `sizing.max`.
+    target: AtomicUsize,
+    budget: Arc<MemoryBudget>,
+    budget_id: usize,
     ready: Mutex<VecDeque<WorkerProcess>>,
     wake: Notify,
+    /// When a request last took (or asked for) a worker.
+    last_take: std::sync::Mutex<Instant>,
     started: AtomicU64,
     failures: AtomicU64,
+    /// Requests that found no ready worker and started their own.
+    misses: AtomicU64,
+    grown: AtomicU64,
+    shrunk: AtomicU64,
+    /// Highest target reached.
+    peak_target: AtomicUsize,
+    /// Bytes of one ready worker's process tree (its largest, as last measured; 0: not yet).
+    worker_bytes: AtomicU64,
     last_error: std::sync::Mutex<Option<String>>,
 }
 
@@ -40,9 +124,21 @@ struct Inner {
 pub struct PoolStats {
     pub language: &'static str,
     pub ready: usize,
+    /// Workers the pool holds now (follows demand between `min` and `max`).
     pub target: usize,
+    pub min: usize,
+    pub max: usize,
+    /// Highest target since start.
+    pub peak_target: usize,
     pub started: u64,
     pub start_failures: u64,
+    /// Executions that found the pool empty and waited for a start of their own.
+    pub misses: u64,
+    pub grown: u64,
+    pub shrunk: u64,
+    /// Memory of the ready workers' process trees (proportional set size: pages the
+    /// processes share count once).
+    pub memory_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
 }
@@ -54,17 +150,31 @@ pub struct Pool {
 
 impl Pool {
     /// Creates the pool and starts filling it in the background (needs a tokio runtime).
-    pub fn start(spawner: WorkerSpawner, target: usize) -> Pool {
+    pub fn start(spawner: WorkerSpawner, sizing: PoolSizing, budget: Arc<MemoryBudget>) -> Pool {
+        let sizing = PoolSizing {
+            max: sizing.max.max(sizing.min),
+            ..sizing
+        };
+        let budget_id = budget.register();
         let inner = Arc::new(Inner {
             spawner,
-            target,
+            sizing,
+            target: AtomicUsize::new(sizing.min),
+            budget,
+            budget_id,
             ready: Mutex::new(VecDeque::new()),
             wake: Notify::new(),
+            last_take: std::sync::Mutex::new(Instant::now()),
             started: AtomicU64::new(0),
             failures: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            grown: AtomicU64::new(0),
+            shrunk: AtomicU64::new(0),
+            peak_target: AtomicUsize::new(sizing.min),
+            worker_bytes: AtomicU64::new(0),
             last_error: std::sync::Mutex::new(None),
         });
-        if target > 0 {
+        if sizing.max > 0 {
             tokio::spawn(refill(Arc::downgrade(&inner)));
         }
         Pool { inner }
@@ -73,8 +183,12 @@ impl Pool {
     /// A ready worker: a pooled one if any is alive, else a new one.
     /// Starting a replacement costs a few milliseconds of CPU; while a spare is left, that
     /// start waits for [`Pool::replenish`] (after the execution), so it does not compete with
-    /// the execution for the CPU. An empty pool refills at once.
+    /// the execution for the CPU. An empty pool refills at once, and grows (demand outran
+    /// it).
     pub async fn take(&self) -> Result<WorkerProcess, String> {
+        if let Ok(mut last) = self.inner.last_take.lock() {
+            *last = Instant::now();
+        }
         loop {
             let (pooled, left) = {
                 let mut ready = self.inner.ready.lock().await;
@@ -89,7 +203,12 @@ impl Pool {
                         return Ok(w);
                     }
                 }
-                None => return self.start_now().await,
+                None => {
+                    self.inner.misses.fetch_add(1, Ordering::Relaxed);
+                    grow(&self.inner);
+                    self.inner.wake.notify_one();
+                    return self.start_now().await;
+                }
             }
         }
     }
@@ -112,36 +231,95 @@ impl Pool {
         }
     }
 
-    /// Tops the pool up in the background (call when an execution has ended).
     /// How this pool starts its workers (sessions start theirs the same way, confined
     /// further).
     pub fn spawner(&self) -> &WorkerSpawner {
         &self.inner.spawner
     }
 
+    /// Tops the pool up in the background (call when an execution has ended).
     pub fn replenish(&self) {
         self.inner.wake.notify_one();
     }
 
     pub async fn stats(&self) -> PoolStats {
         let last_error = self.inner.last_error.lock().ok().and_then(|e| e.clone());
-        PoolStats {
-            language: self.inner.spawner.language.name(),
-            ready: self
-                .inner
-                .ready
-                .lock()
-                .await
+        let (ready, memory_bytes) = {
+            let mut ready = self.inner.ready.lock().await;
+            let alive = ready
                 .iter_mut()
                 .map(WorkerProcess::is_alive)
                 .filter(|alive| *alive)
-                .count(),
-            target: self.inner.target,
-            started: self.inner.started.load(Ordering::Relaxed),
-            start_failures: self.inner.failures.load(Ordering::Relaxed),
+                .count();
+            (
+                alive,
+                ready.iter().filter_map(WorkerProcess::idle_memory).sum(),
+            )
+        };
+        let i = &self.inner;
+        PoolStats {
+            language: i.spawner.language.name(),
+            ready,
+            target: i.target.load(Ordering::Relaxed),
+            min: i.sizing.min,
+            max: i.sizing.max,
+            peak_target: i.peak_target.load(Ordering::Relaxed),
+            started: i.started.load(Ordering::Relaxed),
+            start_failures: i.failures.load(Ordering::Relaxed),
+            misses: i.misses.load(Ordering::Relaxed),
+            grown: i.grown.load(Ordering::Relaxed),
+            shrunk: i.shrunk.load(Ordering::Relaxed),
+            memory_bytes,
             last_error,
         }
     }
+}
+
+/// Raises the target by one, unless it is at `max` or one more worker would not fit the
+/// memory budget.
+fn grow(inner: &Inner) {
+    let per_worker = inner.worker_bytes.load(Ordering::Relaxed);
+    if !inner.budget.fits(per_worker) {
+        return;
+    }
+    let max = inner.sizing.max;
+    let grown = inner
+        .target
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+            (t < max).then_some(t + 1)
+        });
+    if let Ok(before) = grown {
+        inner.grown.fetch_add(1, Ordering::Relaxed);
+        inner.peak_target.fetch_max(before + 1, Ordering::Relaxed);
+    }
+}
+
+/// Lowers the target by one toward `min` when no request came for `shrink_after`; returns
+/// whether it did.
+fn shrink_if_idle(inner: &Inner) -> bool {
+    let idle = inner
+        .last_take
+        .lock()
+        .map(|t| t.elapsed())
+        .unwrap_or_default();
+    if idle < inner.sizing.shrink_after {
+        return false;
+    }
+    let min = inner.sizing.min;
+    let shrunk = inner
+        .target
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+            (t > min).then_some(t - 1)
+        })
+        .is_ok();
+    if shrunk {
+        inner.shrunk.fetch_add(1, Ordering::Relaxed);
+        // The next step down waits for another idle period.
+        if let Ok(mut last) = inner.last_take.lock() {
+            *last = Instant::now();
+        }
+    }
+    shrunk
 }
 
 async fn spawn_counted(inner: &Inner) -> Result<WorkerProcess, String> {
@@ -164,37 +342,85 @@ async fn spawn_counted(inner: &Inner) -> Result<WorkerProcess, String> {
     }
 }
 
+/// Measures the ready workers' memory for the budget; returns how many are ready.
+async fn account(inner: &Inner) -> usize {
+    let mut ready = inner.ready.lock().await;
+    // A pooled worker that died (killed from outside, out of memory) is replaced.
+    ready.retain_mut(WorkerProcess::is_alive);
+    let sizes: Vec<u64> = ready
+        .iter()
+        .filter_map(WorkerProcess::idle_memory)
+        .collect();
+    if let Some(max) = sizes.iter().max() {
+        inner.worker_bytes.store(*max, Ordering::Relaxed);
+    }
+    inner.budget.set(inner.budget_id, sizes.iter().sum());
+    ready.len()
+}
+
 async fn refill(weak: Weak<Inner>) {
     loop {
         let Some(inner) = weak.upgrade() else { return };
-        let missing = {
-            let mut ready = inner.ready.lock().await;
-            // A pooled worker that died (killed from outside, out of memory) is replaced.
-            ready.retain_mut(WorkerProcess::is_alive);
-            inner.target.saturating_sub(ready.len())
-        };
+        if shrink_if_idle(&inner) {
+            let target = inner.target.load(Ordering::Relaxed);
+            let surplus: Vec<WorkerProcess> = {
+                let mut ready = inner.ready.lock().await;
+                let keep = target.min(ready.len());
+                ready.drain(keep..).collect()
+            };
+            for w in surplus {
+                tokio::spawn(w.finish());
+            }
+        }
+        let have = account(&inner).await;
+        let missing = inner.target.load(Ordering::Relaxed).saturating_sub(have);
         if missing > 0 {
             // Let the answer that woke us go out first.
             tokio::time::sleep(REFILL_DELAY).await;
         }
         let mut failed = false;
-        for _ in 0..missing {
-            match spawn_counted(&inner).await {
-                Ok(w) => inner.ready.lock().await.push_back(w),
-                Err(_) => {
-                    failed = true;
-                    break;
+        let mut left = missing;
+        while left > 0 {
+            // One at a time while the pool is at its floor (the usual case, and a start then
+            // competes with nothing); two at a time when demand raised the target.
+            let batch = if inner.target.load(Ordering::Relaxed) > inner.sizing.min {
+                left.min(REFILL_PARALLEL)
+            } else {
+                1
+            };
+            let started =
+                futures::future::join_all((0..batch).map(|_| spawn_counted(&inner))).await;
+            for result in started {
+                match result {
+                    Ok(mut w) => {
+                        // Once, while it is idle: what it costs to keep (for the budget).
+                        w.measure_idle_memory();
+                        inner.ready.lock().await.push_back(w);
+                    }
+                    Err(_) => failed = true,
                 }
             }
+            if failed {
+                break;
+            }
+            left -= batch;
+            account(&inner).await;
         }
         if failed {
             drop(inner);
             tokio::time::sleep(REFILL_BACKOFF).await;
             continue;
         }
-        // Wake on a take, or check again now and then in case a pooled worker died. The
-        // refill ends within that period once the pool is dropped.
-        let _ = tokio::time::timeout(Duration::from_secs(30), inner.wake.notified()).await;
+        // Wake on a take; else check again when the target may shrink, or now and then in
+        // case a pooled worker died. The refill ends within that period once the pool is
+        // dropped.
+        let target = inner.target.load(Ordering::Relaxed);
+        let period = if target > inner.sizing.min {
+            inner.sizing.shrink_after.min(IDLE_CHECK)
+        } else {
+            IDLE_CHECK
+        };
+        let _ = tokio::time::timeout(period, inner.wake.notified()).await;
     }
 }
 
@@ -247,10 +473,30 @@ mod tests {
         dir
     }
 
+    #[test]
+    fn the_memory_budget_counts_every_pool_and_refuses_what_would_pass_its_ceiling() {
+        let budget = MemoryBudget::new(100);
+        let (js, py) = (budget.register(), budget.register());
+        budget.set(js, 40);
+        budget.set(py, 50);
+        assert!(budget.fits(10));
+        assert!(!budget.fits(11));
+        budget.set(py, 0);
+        assert!(budget.fits(60));
+    }
+
     #[tokio::test]
     async fn a_start_that_fails_now_and_then_is_retried_without_the_request_seeing_it() {
         let dir = temp_dir("flaky");
-        let pool = Pool::start(flaky(&dir, 2), 0);
+        let pool = Pool::start(
+            flaky(&dir, 2),
+            PoolSizing {
+                min: 0,
+                max: 0,
+                shrink_after: Duration::from_secs(10),
+            },
+            MemoryBudget::new(u64::MAX),
+        );
         let mut worker = pool.take().await.expect("the third start works");
         assert!(worker.is_alive());
         let stats = pool.stats().await;
@@ -267,7 +513,15 @@ mod tests {
     #[tokio::test]
     async fn a_start_that_keeps_failing_is_reported_after_a_bounded_number_of_attempts() {
         let dir = temp_dir("broken");
-        let pool = Pool::start(flaky(&dir, u32::MAX), 0);
+        let pool = Pool::start(
+            flaky(&dir, u32::MAX),
+            PoolSizing {
+                min: 0,
+                max: 0,
+                shrink_after: Duration::from_secs(10),
+            },
+            MemoryBudget::new(u64::MAX),
+        );
         let err = pool.take().await.err().expect("every start fails");
         assert!(
             err.starts_with("no worker could be started (3 attempts); the last said:")

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 
-use super::pool::{Pool, PoolStats};
+use super::pool::{MemoryBudget, Pool, PoolSizing, PoolStats};
 use super::worker::{Language, WorkerSpawner, worker_env};
 
 /// Environment variable naming the interpreter (same as `--python`).
@@ -105,6 +105,8 @@ pub struct PythonOptions {
     pub interpreter: Option<PathBuf>,
     /// Pre-started Python workers.
     pub pool_size: usize,
+    /// `pool_size` was chosen: without a `poolMax` the pool keeps exactly that many.
+    pub pool_size_pinned: bool,
     /// Make the interpreter's site-packages importable (read-only).
     pub site_packages: bool,
 }
@@ -439,16 +441,25 @@ pub struct PythonRuntime {
 struct Inner {
     options: PythonOptions,
     policy: sandbox::SandboxPolicy,
+    sizing: PoolSizing,
+    budget: Arc<MemoryBudget>,
     ready: OnceCell<Result<(PythonInstall, Pool), String>>,
 }
 
 impl PythonRuntime {
     /// Starts resolving the interpreter and filling the pool (needs a tokio runtime).
-    pub fn start(options: PythonOptions, policy: sandbox::SandboxPolicy) -> Self {
+    pub fn start(
+        options: PythonOptions,
+        policy: sandbox::SandboxPolicy,
+        sizing: PoolSizing,
+        budget: Arc<MemoryBudget>,
+    ) -> Self {
         let rt = PythonRuntime {
             inner: Arc::new(Inner {
                 options,
                 policy,
+                sizing,
+                budget,
                 ready: OnceCell::new(),
             }),
         };
@@ -481,7 +492,7 @@ impl PythonRuntime {
             tokio::task::spawn_blocking(move || spawner(&for_spawner, policy, site_packages))
                 .await
                 .map_err(|e| format!("preparing the Python view failed: {e}"))?;
-        let pool = Pool::start(spawner, self.inner.options.pool_size);
+        let pool = Pool::start(spawner, self.inner.sizing, self.inner.budget.clone());
         Ok((install, pool))
     }
 
@@ -507,9 +518,16 @@ impl PythonRuntime {
             other => PoolStats {
                 language: Language::Python.name(),
                 ready: 0,
-                target: self.inner.options.pool_size,
+                target: self.inner.sizing.min,
+                min: self.inner.sizing.min,
+                max: self.inner.sizing.max,
+                peak_target: self.inner.sizing.min,
                 started: 0,
                 start_failures: 0,
+                misses: 0,
+                grown: 0,
+                shrunk: 0,
+                memory_bytes: 0,
                 last_error: match other {
                     Some(Err(e)) => Some(e.clone()),
                     _ => Some("the interpreter is still being looked up".into()),

@@ -81,6 +81,8 @@ pub struct WorkerProcess {
     /// the worker is ready, for its peak memory. Held open, it always means that process, and
     /// reading it at the end of a run costs one `pread`.
     engine_status: Option<std::fs::File>,
+    /// [`WorkerProcess::tree_memory`] measured once while the worker waited in its pool.
+    idle_memory: Option<u64>,
 }
 
 /// Smallest read from a worker's stdout.
@@ -232,6 +234,7 @@ impl WorkerSpawner {
             stderr_tail,
             stderr_reader,
             engine_status: None,
+            idle_memory: None,
         };
         match tokio::time::timeout(WORKER_READY_TIMEOUT, worker.frames.recv()).await {
             Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) if protocol == PROTOCOL_VERSION => {
@@ -338,6 +341,57 @@ impl WorkerProcess {
         let n = self.engine_status.as_ref()?.read_at(&mut buf, 0).ok()?;
         let status = std::str::from_utf8(&buf[..n]).ok()?;
         status_kib(status, key)
+    }
+
+    /// Memory of the worker's whole process tree (the sandbox's helpers and the engine), from
+    /// the host's `/proc`: the proportional set size (`Pss` of `smaps_rollup`: a page shared
+    /// by the helpers and the engine, which map the same binary, counts once in all), else the
+    /// resident set size; `None` when it is gone. What a pooled worker costs while it waits.
+    pub fn tree_memory(&self) -> Option<u64> {
+        let mut total = 0;
+        let mut pids = vec![self.pid];
+        let mut seen = 0;
+        while let Some(pid) = pids.pop() {
+            seen += 1;
+            if seen > 16 {
+                break;
+            }
+            let kib = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+                .ok()
+                .and_then(|s| status_kib(&s, "Pss:"))
+                .or_else(|| {
+                    std::fs::read_to_string(format!("/proc/{pid}/status"))
+                        .ok()
+                        .and_then(|s| status_kib(&s, "VmRSS:"))
+                });
+            match kib {
+                Some(kib) => total += kib * 1024,
+                // The worker itself is gone; a helper that just exited is not.
+                None if pid == self.pid => return None,
+                None => {}
+            }
+            if let Ok(children) =
+                std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            {
+                pids.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+        Some(total)
+    }
+
+    /// Measures [`WorkerProcess::tree_memory`] now (a pool does it once, when the worker is
+    /// ready and idle) and keeps it for [`WorkerProcess::idle_memory`].
+    pub fn measure_idle_memory(&mut self) {
+        self.idle_memory = self.tree_memory();
+    }
+
+    /// What [`WorkerProcess::measure_idle_memory`] measured, if it was called.
+    pub fn idle_memory(&self) -> Option<u64> {
+        self.idle_memory
     }
 
     /// The frame reader and the worker's stdin apart, to read and write at once.
