@@ -49,10 +49,16 @@ pub struct BenchArgs {
     /// 10 MB granted file read from code next to `cat`.
     #[arg(long)]
     access_only: bool,
+    /// Only the `large_results` section (a 5 MB result from code next to the direct call)
+    /// and the `tokens` line.
+    #[arg(long)]
+    large_only: bool,
 }
 
 #[path = "bench_access.rs"]
 mod access;
+#[path = "bench_large.rs"]
+mod large;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -298,6 +304,16 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
         our_args.push("--python".to_string());
         our_args.push(python.display().to_string());
     }
+    if args.large_only {
+        let (_, ours, _) = cold_start(&exe, &our_args).await?;
+        let report = json!({
+            "tokens": large::tokens(&ours).await?,
+            "large_results": large::report(&direct, &ours, n.min(30)).await?,
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        say(&serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     // Start to first `tools/list`, with one upstream and with five configured (as fast: they
     // connect lazily). A started server fills its worker pools in the background, which
     // would slow the next start on a small machine: alternate, let each settle, take medians.
@@ -442,6 +458,8 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let tasks = task_rounds(&direct, &exe, &our_args, n.min(30)).await?;
     let approvals = approval_rounds(&direct, &exe, &our_args, &cfg, &dir, n.min(30)).await?;
     let access = access::report(&exe, &our_base_args(&opts), &dir, n.min(30)).await?;
+    let large_results = large::report(&direct, &ours, n.min(30)).await?;
+    let tokens = large::tokens(&ours).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -452,6 +470,8 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let report = json!({
         "search": search_report(),
         "access": access,
+        "tokens": tokens,
+        "large_results": large_results,
         "baseline": {
             "direct_echo_ms": direct_echo,
             "direct_20_sequential_echo_ms": direct_20,
