@@ -317,7 +317,7 @@ impl CodeExecutorServer {
     ) -> Result<CallToolResponse, McpError> {
         loop {
             match execution.next().await {
-                Event::Done(outcome) => return Ok(execution_result(&outcome).into()),
+                Event::Done(outcome) => return Ok(execution_result_owned(*outcome).into()),
                 Event::Asks(asks) => {
                     let mut requests = InputRequests::new();
                     let mut waiting = Vec::new();
@@ -420,6 +420,22 @@ fn value_result(v: Result<Value, String>) -> CallToolResult {
 pub fn execution_result(outcome: &ExecOutcome) -> CallToolResult {
     let structured = serde_json::to_value(outcome).unwrap_or(Value::Null);
     let text = render_text(outcome);
+    with_structured(outcome, text, structured)
+}
+
+/// [`execution_result`] of an outcome nobody needs afterwards: the result moves into
+/// `structuredContent` instead of being copied (a copy of a multi-megabyte tree costs as
+/// much as decoding it).
+pub fn execution_result_owned(mut outcome: ExecOutcome) -> CallToolResult {
+    let text = render_text(&outcome);
+    let result = std::mem::take(&mut outcome.result);
+    let mut structured = serde_json::to_value(&outcome).unwrap_or(Value::Null);
+    // `result` is the first field, and stays first (the map keeps its order).
+    structured["result"] = result;
+    with_structured(&outcome, text, structured)
+}
+
+fn with_structured(outcome: &ExecOutcome, text: String, structured: Value) -> CallToolResult {
     let mut r = if outcome.error.is_some() {
         CallToolResult::error(vec![ContentBlock::text(text)])
     } else {

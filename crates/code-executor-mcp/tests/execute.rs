@@ -749,3 +749,74 @@ async fn proxies_carry_typed_declarations_in_both_languages() {
         "{py}"
     );
 }
+
+/// A multi-megabyte upstream result reaches code whole, goes back upstream as arguments, and
+/// comes back to the client exactly: every string byte for byte (non-ASCII, emoji, escapes,
+/// control characters), every number, a chain nested 60 levels deep; in both languages. The
+/// host passes the upstream's JSON text on without decoding it (see `bridge::unwrap_result`),
+/// so this is what checks that nothing is lost on the way.
+#[tokio::test]
+async fn a_multi_megabyte_result_round_trips_exactly_in_both_languages() {
+    const BYTES: usize = 3 << 20;
+    let h = harness().await;
+    let text = test_support::fixture::document(BYTES);
+    assert!(text.len() >= BYTES, "{}", text.len());
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let want = json!([doc, doc, true]);
+    let ts = format!(
+        "const doc = await tools.fx.document({{ bytes: {BYTES} }});\n\
+         const back = await callMCPTool('mcp__fx__reflect', {{ value: doc }});\n\
+         return [doc, back, JSON.stringify(doc) === JSON.stringify(back)];"
+    );
+    let py = format!(
+        "doc = tools.fx.document(bytes={BYTES})\n\
+         back = call_mcp_tool('fx', 'reflect', {{'value': doc}})\n\
+         [doc, back, doc == back]"
+    );
+    for (tool, code) in [("execute_typescript", ts), ("execute_python", py)] {
+        let r = h.call(tool, json!({ "code": code })).await;
+        assert_ne!(r.is_error, Some(true), "{tool}: {:?}", r.content);
+        let v = r.structured_content.unwrap();
+        let got = &v["result"];
+        if let Some(at) = first_difference(got, &want, "result".into()) {
+            panic!("{tool}: the result differs from the document at {at}");
+        }
+        // Byte for byte as JSON text too (same key order, same number forms).
+        let got_text = serde_json::to_string(got).unwrap();
+        assert_eq!(
+            got_text.len(),
+            serde_json::to_string(&want).unwrap().len(),
+            "{tool}"
+        );
+        assert!(
+            got_text.starts_with(&format!("[{text},")),
+            "{tool}: not byte-equal"
+        );
+        // The text rendering carries the same JSON.
+        let rendered = r.content[0].as_text().unwrap().text.as_str();
+        assert!(
+            rendered.starts_with(&got_text),
+            "{tool}: text rendering differs"
+        );
+    }
+}
+
+/// Where two JSON values first differ, as a path, with both sides there (cut short).
+fn first_difference(got: &Value, want: &Value, path: String) -> Option<String> {
+    match (got, want) {
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, format!("{path}[{i}]"))),
+        (Value::Object(a), Value::Object(b)) if a.keys().eq(b.keys()) => a
+            .iter()
+            .zip(b.values())
+            .find_map(|((k, x), y)| first_difference(x, y, format!("{path}.{k}"))),
+        _ if got == want => None,
+        _ => {
+            let cut = |v: &Value| v.to_string().chars().take(300).collect::<String>();
+            Some(format!("{path}: got {} want {}", cut(got), cut(want)))
+        }
+    }
+}
