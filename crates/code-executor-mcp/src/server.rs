@@ -714,6 +714,7 @@ mod tests {
             output_file: None,
             session: None,
             memory_peak_bytes: None,
+            result_bytes: 0,
             llm: None,
         };
         let text = render_text(&outcome);
