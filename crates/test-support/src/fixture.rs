@@ -93,7 +93,7 @@ pub fn document(bytes: usize) -> String {
             "name": format!("Zoë Åström 名前 🚀 e\u{301} #{i}"),
             "escapes": format!("quote \" backslash \\ tab \t nl \n cr \r nul \u{0} bell \u{7} ls \u{2028} {i}"),
             "numbers": [(i % 4096) as f64 + 0.25, -(i as i64), 9007199254740991_i64, 1.5e300, -2.5e-300, 0, -0.5],
-            "flags": [i % 2 == 0, serde_json::Value::Null],
+            "flags": [i.is_multiple_of(2), serde_json::Value::Null],
             "nested": {"a": {"b": {"c": [i % 7, {"d": "ünïcödé"}]}}},
         });
         size += record.to_string().len() + 1;
