@@ -820,3 +820,29 @@ fn first_difference(got: &Value, want: &Value, path: String) -> Option<String> {
         }
     }
 }
+
+/// A JavaScript string can hold a lone surrogate, which has no UTF-8 form. Raw JSON on the
+/// way is only scanned, which does not see it: such text takes the decoding path, so a result
+/// or a tool call's arguments with one give the code or the client an error, as they always
+/// did, never a worker broken by a frame the host cannot read.
+#[tokio::test]
+async fn a_lone_surrogate_is_an_error_not_a_broken_worker() {
+    let h = harness().await;
+    let (v, is_error) = h.exec("return { s: 'a\\ud800b' };").await;
+    assert!(is_error, "{v}");
+    assert_eq!(error_name(&v), "InternalError", "{v}");
+    let (v, is_error) = h
+        .exec(
+            "try { await tools.fx.echo({ message: 'x\\udc00' }); return 'sent'; } \
+             catch (e) { return e.name; }",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], "TypeError", "{v}");
+    // A valid pair, escaped or not, is text like any other.
+    let (v, is_error) = h
+        .exec("return [await tools.fx.echo({ message: '\\ud83d\\ude80' }), JSON.parse('\"\\\\ud83d\\\\ude80\"')];")
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!(["Echo: 🚀", "🚀"]), "{v}");
+}

@@ -23,7 +23,8 @@ use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, R
 use worker_protocol::{
     AccessInfo, CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FrameError, HostFrame,
     LogLevel, MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RawRunOutcome, RawValue, RawWorkerFrame,
-    RunOutcome, RunRequest, ToolBinding, WorkerFrame, encode, read_frame,
+    RunOutcome, RunRequest, ToolBinding, WorkerFrame, encode, has_lone_surrogate_escape,
+    read_frame,
 };
 
 use crate::strip::SOURCE_NAME;
@@ -208,6 +209,25 @@ impl Shared {
             .map_err(io::Error::other)
             .and_then(|bytes| self.write_reading(&bytes));
         if let Err(e) = written {
+            self.broken = Some(format!("cannot write to host: {e}"));
+        }
+    }
+
+    /// Sends a call whose request is JSON text already checked by a full parse (the probe in
+    /// `host.call`): written into the frame as it is, the same bytes
+    /// [`RawWorkerFrame::Call`] would write, without checking the text a second time.
+    fn send_call_text(&mut self, id: u64, request: &str) {
+        if self.broken.is_some() {
+            return;
+        }
+        let head = format!(r#"{{"type":"call","id":{id},"request":"#);
+        let len = head.len() + request.len() + 1;
+        let mut bytes = Vec::with_capacity(4 + len);
+        bytes.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
+        bytes.extend_from_slice(head.as_bytes());
+        bytes.extend_from_slice(request.as_bytes());
+        bytes.push(b'}');
+        if let Err(e) = self.write_reading(&bytes) {
             self.broken = Some(format!("cannot write to host: {e}"));
         }
     }
@@ -516,6 +536,17 @@ fn settled(text: String, memory_limit: u64) -> Finished {
         }
         .into()
     };
+    if has_lone_surrogate_escape(&text) {
+        // No UTF-8 form: decoding says so, as it always did.
+        return match serde_json::from_str::<RunOutcome>(&text) {
+            Ok(RunOutcome::Err { error }) => RunOutcome::Err {
+                error: name_oom(error, memory_limit),
+            }
+            .into(),
+            Ok(ok) => ok.into(),
+            Err(e) => internal(format!("result could not be encoded: {e}")),
+        };
+    }
     match serde_json::from_str::<Settled<'_>>(&text) {
         Ok(Settled { status, result, .. }) if status == "ok" => {
             Finished::Result(result.map_or_else(|| RawValue::NULL.to_owned(), |r| r.to_owned()))
@@ -553,17 +584,19 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
                     |e: String| Exception::throw_type(&ctx, &format!("invalid host request: {e}"));
                 let id = id as u64;
                 // A tool call's arguments go to the host as the prelude encoded them: checked
-                // here (valid JSON, a tool request), not decoded into a tree and encoded again.
+                // here by one parse that keeps nothing (valid JSON, a tool request naming a
+                // tool), not decoded into a tree and encoded again.
                 let probe: ToolProbe =
                     serde_json::from_str(&request).map_err(|e| invalid(e.to_string()))?;
-                if probe.op == "tool" {
+                // Text with a lone surrogate has no UTF-8 form: the full parse below refuses
+                // it, as it always did.
+                if probe.op == "tool" && !has_lone_surrogate_escape(&request) {
                     if probe.name.is_none() {
                         return Err(invalid("a tool request names no tool".into()));
                     }
-                    let raw = RawValue::from_string(request).map_err(|e| invalid(e.to_string()))?;
                     let mut s = s.borrow_mut();
                     s.outstanding.insert(id);
-                    s.send(&RawWorkerFrame::Call { id, request: &raw });
+                    s.send_call_text(id, &request);
                 } else {
                     let request: CallRequest =
                         serde_json::from_str(&request).map_err(|e| invalid(e.to_string()))?;

@@ -375,6 +375,43 @@ impl<'de> Deserialize<'de> for HostFrame {
     }
 }
 
+/// Whether JSON text has a `\uXXXX` escape of a lone UTF-16 surrogate (one not part of an
+/// escaped pair). Such text is valid JSON to a scan, and JavaScript writes it for a string
+/// with a lone surrogate, but it has no UTF-8 form: decoding it into a `Value` fails. Raw JSON
+/// with one therefore takes the decoding path, which fails or falls back as before.
+pub fn has_lone_surrogate_escape(json: &str) -> bool {
+    let b = json.as_bytes();
+    let hex4 = |at: usize| -> Option<u16> {
+        let s = std::str::from_utf8(b.get(at..at + 4)?).ok()?;
+        u16::from_str_radix(s, 16).ok()
+    };
+    let mut i = 0;
+    while let Some(off) = b
+        .get(i..)
+        .and_then(|rest| rest.iter().position(|&c| c == b'\\'))
+    {
+        let at = i + off;
+        if b.get(at + 1) != Some(&b'u') {
+            i = at + 2; // any other escape, `\\` included
+            continue;
+        }
+        match hex4(at + 2) {
+            Some(0xD800..=0xDBFF) => {
+                let low = (b.get(at + 6..at + 8) == Some(b"\\u"))
+                    .then(|| hex4(at + 8))
+                    .flatten();
+                if !matches!(low, Some(0xDC00..=0xDFFF)) {
+                    return true;
+                }
+                i = at + 12;
+            }
+            Some(0xDC00..=0xDFFF) => return true,
+            _ => i = at + 6,
+        }
+    }
+    false
+}
+
 /// Worker-to-host frames whose large part the worker already holds as JSON text, written
 /// as they are: the same bytes on the wire as the [`WorkerFrame`] they stand for.
 #[derive(Debug, Serialize)]
@@ -638,6 +675,31 @@ mod tests {
                 },
             }
         );
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_are_found_and_pairs_are_not() {
+        let cases = [
+            (r#""plain é 🚀""#, false),
+            (r#""\ud83d\ude80 pair""#, false),
+            (r#""\uD83D\uDE80 pair in capitals""#, false),
+            (r#""\ud800""#, true),
+            (r#""\udc00 low alone""#, true),
+            (r#""\ud800\u0041 high then not low""#, true),
+            (r#""\ud800 then text \udc00""#, true),
+            (r#""\\ud800 an escaped backslash, then text""#, false),
+            (r#""\\\ud800""#, true),
+            (r#""\n\t\u0000\u00e9""#, false),
+            (r#""\ud83d\ude80\ud800""#, true),
+        ];
+        for (json, lone) in cases {
+            assert_eq!(has_lone_surrogate_escape(json), lone, "{json}");
+            // It agrees with what decoding says.
+            assert_eq!(serde_json::from_str::<Value>(json).is_err(), lone, "{json}");
+        }
+        // Cut text ends where it ends.
+        assert!(!has_lone_surrogate_escape(r#""ends in a backslash \"#));
+        assert!(!has_lone_surrogate_escape(r#""cut \ud8"#));
     }
 
     #[test]

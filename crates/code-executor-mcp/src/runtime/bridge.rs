@@ -640,8 +640,12 @@ fn raw_block(c: ContentBlock) -> Box<RawValue> {
         // One scan checks the text is JSON (and trims whitespace around it); then it is
         // copied as it is.
         ContentBlock::Text(t) => match serde_json::from_str::<&RawValue>(&t.text) {
-            Ok(raw) => return raw.to_owned(),
-            Err(_) => serde_json::value::to_raw_value(&t.text),
+            // A lone surrogate escape has no UTF-8 form: such a text is not taken as JSON
+            // (a decoder refuses it), and reaches code as the text it is.
+            Ok(raw) if !worker_protocol::has_lone_surrogate_escape(raw.get()) => {
+                return raw.to_owned();
+            }
+            _ => serde_json::value::to_raw_value(&t.text),
         },
         other => serde_json::value::to_raw_value(&other),
     };
