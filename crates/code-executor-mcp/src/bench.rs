@@ -59,12 +59,18 @@ pub struct BenchArgs {
     /// the host, interleaved in the same run (bearer token: $CODE_EXECUTOR_BENCH_TOKEN).
     #[arg(long, value_name = "URL")]
     pub(crate) container_url: Option<String>,
+    /// Only the `large_results` section (a 5 MB result from code next to the direct call)
+    /// and the `tokens` line.
+    #[arg(long)]
+    large_only: bool,
 }
 
 #[path = "bench_access.rs"]
 mod access;
 #[path = "bench_paths.rs"]
 mod paths;
+#[path = "bench_large.rs"]
+mod large;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -313,6 +319,16 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
         let _ = std::fs::remove_dir_all(&dir);
         return Ok(ExitCode::SUCCESS);
     }
+    if args.large_only {
+        let (_, ours, _) = cold_start(&exe, &our_args).await?;
+        let report = json!({
+            "tokens": large::tokens(&ours).await?,
+            "large_results": large::report(&direct, &ours, n.min(30)).await?,
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        say(&serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     // Start to first `tools/list`, with one upstream and with five configured (as fast: they
     // connect lazily). A started server fills its worker pools in the background, which
     // would slow the next start on a small machine: alternate, let each settle, take medians.
@@ -458,6 +474,8 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let approvals = approval_rounds(&direct, &exe, &our_args, &cfg, &dir, n.min(30)).await?;
     let access = access::report(&exe, &our_base_args(&opts), &dir, n.min(30)).await?;
     let paths = paths::report(&direct, &exe, &our_args, &dir, n).await?;
+    let large_results = large::report(&direct, &ours, n.min(30)).await?;
+    let tokens = large::tokens(&ours).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -469,6 +487,8 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
         "search": search_report(),
         "access": access,
         "paths": paths,
+        "tokens": tokens,
+        "large_results": large_results,
         "baseline": {
             "direct_echo_ms": direct_echo,
             "direct_20_sequential_echo_ms": direct_20,

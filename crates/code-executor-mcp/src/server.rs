@@ -7,6 +7,7 @@
 
 pub(crate) mod legacy_tasks;
 mod long_runs;
+mod reference;
 
 use std::sync::Arc;
 
@@ -33,95 +34,76 @@ use crate::runtime::session::SessionArg;
 use crate::runtime::worker::Language;
 
 /// The tools we offer, exactly as `tools/list` returns them.
+///
+/// Every word here is paid for by every agent on every turn: the list stays under 500 cl100k
+/// tokens (`our_tools_list_fits_the_token_budget`) and keeps the facts an agent needs to start
+/// (`our_tools_list_keeps_the_facts_an_agent_needs`). Facts both execute tools share are said
+/// once, in `execute_typescript`; the long reference (every parameter described, the result's
+/// fields, limits, sessions, approvals, files and network) is what `get_tool_schema` answers
+/// for our own tool names ([`reference`]), and the description says so.
 pub fn tool_definitions() -> Vec<Tool> {
     let exec_input = json!({
         "type": "object",
         "properties": {
             "code": {"type": "string"},
-            "timeoutMs": {"type": "integer", "default": 30000},
-            "allowedTools": {"type": "array", "description": "mcp__server__tool globs; default all"},
-            "limits": {"type": "object", "description": "tighten maxToolCalls, memoryMb..."},
-            "session": {"type": "string", "description": "new|result.session.id; keeps globals, store/load, files"},
-            "reset": {"type": "boolean"},
-            "yieldAfterMs": {"type": "integer", "description": "then use wait"},
-            "permissions": {"description": "read:[path] write net:[host]"}
+            "timeoutMs": {"default": 30000},
+            "session": {"description": "new|id: keeps state, store/load, /workspace"},
+            "yieldAfterMs": {},
+            "permissions": {"description": "{read,write,net} for fs, fetch"},
+            "allowedTools": {},
+            "limits": {},
+            "reset": {}
         },
         "required": ["code"]
     });
-    // Also toolCalls, durationMs, session, outputFile, running (see README); left out of the
-    // schema to keep tools/list small.
-    let exec_output = json!({
-        "type": "object",
-        "properties": {"result": {}, "logs": {"type": "array"}, "error": {"type": "object"}},
-        "required": ["result", "logs"]
-    });
+    // Python takes the same parameters; its description says so rather than repeat them.
+    let py_input =
+        json!({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]});
+    let object = json!({"type": "object"});
     let defs = json!([
         {
             "name": "execute_typescript",
-            "annotations": {"title": "Run TypeScript", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run TypeScript/JavaScript in a sandbox as an async function body; `return x` sets result. Call MCP tools: `await tools.<server>.<tool>(args)` or `callMCPTool('mcp__server__tool', args)`; Promise.all parallelizes. Also searchTools(query), getToolSchema(name), listServers(), progress(done, total?), llm.ask(prompt). Failures throw ToolError; console is captured. Return only what you need.",
+            "description": "TypeScript, sandboxed async body; return sets result. await tools.server.tool(args) | callMCPTool('mcp__server__tool' | server, tool, args) -> structuredContent/parsed text, throws ToolError. searchTools, getToolSchema, listServers, progress, llm.ask. Docs: get_tool_schema execute_typescript",
             "inputSchema": exec_input,
-            "outputSchema": exec_output
+            "outputSchema": {"type": "object", "properties": {"result": {}, "logs": {}, "error": {}}}
         },
         {
             "name": "execute_python",
-            "annotations": {"title": "Run Python", "readOnlyHint": false, "openWorldHint": true},
-            "description": "Run Python 3 in a sandbox; the last expression is the result. Same API: call_mcp_tool('mcp__server__tool', args), tools.<server>.<tool>(**args), search_tools, get_tool_schema, list_servers, progress, llm.ask; parallel: await asyncio.gather(acall_mcp_tool(...)); failures raise ToolError; print captured.",
-            "inputSchema": exec_input,
-            "outputSchema": exec_output
+            "description": "Python; last expression is the result. Same API and parameters, snake_case: tools.server.tool(**args), call_mcp_tool, acall_mcp_tool for asyncio.gather",
+            "inputSchema": py_input,
+            "outputSchema": object
         },
         {
             "name": "search_tools",
-            "annotations": {"title": "Search tools", "readOnlyHint": true},
-            "description": "Ranked search over upstream tools. detail: names, summary (default) or full (schemas, signature).",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string"},
-                    "detail": {"enum": ["names", "summary", "full"]},
-                    "server": {"type": "string"},
-                    "limit": {"type": "integer", "minimum": 1},
-                    "cursor": {"type": "string"}
-                },
-                "required": ["query"]
-            },
-            "outputSchema": {
-                "type": "object",
-                "properties": {"tools": {"type": "array"}, "total": {"type": "integer"}, "nextCursor": {"type": "string"}, "unavailable": {"type": "array"}},
-                "required": ["tools"]
-            }
+            "description": "Search upstream tools; detail: names|summary|full",
+            "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}, "detail": {}, "server": {}, "limit": {}, "cursor": {}}},
+            "outputSchema": object,
+            "annotations": {"readOnlyHint": true}
         },
         {
             "name": "get_tool_schema",
-            "annotations": {"title": "Tool schema", "readOnlyHint": true},
-            "description": "Input/output JSON Schema and TypeScript signature of one upstream tool (mcp__server__tool).",
-            "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
-            "outputSchema": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "inputSchema": {"type": "object"}, "signature": {"type": "string"}},
-                "required": ["name", "inputSchema"]
-            }
+            "description": "Schemas, signature of mcp__server__tool",
+            "inputSchema": {"type": "object", "properties": {"name": {}}},
+            "outputSchema": object,
+            "annotations": {"readOnlyHint": true}
         },
         {
             "name": "list_servers",
-            "annotations": {"title": "List servers", "readOnlyHint": true},
-            "description": "Upstream MCP servers: status (why failed), tool counts; your sessions and runs.",
-            "inputSchema": {"type": "object", "properties": {}},
-            "outputSchema": {"type": "object", "properties": {"servers": {"type": "array"}}, "required": ["servers"]}
+            "description": "Upstream servers; your sessions, runs",
+            "inputSchema": object,
+            "outputSchema": object
         },
         {
             "name": "wait",
-            "annotations": {"title": "Wait for a run"},
-            "description": "Poll a run that returned early: new logs, then its result; cancel stops it.",
-            "inputSchema": {"type": "object", "properties": {"handle": {"type": "string"}, "timeoutMs": {"type": "integer"}, "cancel": {"type": "boolean"}}, "required": ["handle"]},
-            "outputSchema": {"type": "object"}
+            "description": "Poll a yieldAfterMs run or task",
+            "inputSchema": {"type": "object", "properties": {"handle": {}, "timeoutMs": {}, "cancel": {}}},
+            "outputSchema": object
         },
         {
             "name": "health",
-            "annotations": {"title": "Health", "readOnlyHint": true},
-            "description": "Uptime, pools, sessions, sandbox, upstreams, versions.",
-            "inputSchema": {"type": "object", "properties": {}},
-            "outputSchema": {"type": "object"}
+            "description": "Uptime, pools, sandbox, versions",
+            "inputSchema": object,
+            "outputSchema": object
         }
     ]);
     serde_json::from_value(defs).unwrap_or_default()
@@ -297,6 +279,10 @@ impl CodeExecutorServer {
             }
             "get_tool_schema" => {
                 let a: SchemaArgs = parse(args)?;
+                // Our own execute tools answer with their long reference.
+                if let Some(r) = reference::reference(&a.name) {
+                    return Ok(value_result(Ok(r)).into());
+                }
                 Ok(value_result(self.core.catalog.schema(&a.name).await).into())
             }
             "list_servers" => {
@@ -365,7 +351,7 @@ impl CodeExecutorServer {
     ) -> Result<CallToolResponse, McpError> {
         loop {
             match execution.next().await {
-                Event::Done(outcome) => return Ok(execution_result(&outcome).into()),
+                Event::Done(outcome) => return Ok(execution_result_owned(*outcome).into()),
                 Event::Asks(asks) => {
                     let mut requests = InputRequests::new();
                     let mut waiting = Vec::new();
@@ -468,6 +454,22 @@ fn value_result(v: Result<Value, String>) -> CallToolResult {
 pub fn execution_result(outcome: &ExecOutcome) -> CallToolResult {
     let structured = serde_json::to_value(outcome).unwrap_or(Value::Null);
     let text = render_text(outcome);
+    with_structured(outcome, text, structured)
+}
+
+/// [`execution_result`] of an outcome nobody needs afterwards: the result moves into
+/// `structuredContent` instead of being copied (a copy of a multi-megabyte tree costs as
+/// much as decoding it).
+pub fn execution_result_owned(mut outcome: ExecOutcome) -> CallToolResult {
+    let text = render_text(&outcome);
+    let result = std::mem::take(&mut outcome.result);
+    let mut structured = serde_json::to_value(&outcome).unwrap_or(Value::Null);
+    // `result` is the first field, and stays first (the map keeps its order).
+    structured["result"] = result;
+    with_structured(&outcome, text, structured)
+}
+
+fn with_structured(outcome: &ExecOutcome, text: String, structured: Value) -> CallToolResult {
     let mut r = if outcome.error.is_some() {
         CallToolResult::error(vec![ContentBlock::text(text)])
     } else {
@@ -806,6 +808,7 @@ mod tests {
             output_file: None,
             session: None,
             memory_peak_bytes: None,
+            result_bytes: 0,
             llm: None,
         };
         let text = render_text(&outcome);
@@ -842,31 +845,34 @@ mod tests {
         }
     }
 
-    /// Clients decide from annotations what to run without asking: discovery is read-only,
-    /// running code is not, and reaches other servers.
+    /// Clients decide from annotations what to run without asking, or in parallel: the two
+    /// discovery tools are read-only. Running code carries no annotation, which by the spec's
+    /// defaults says what it is (not read-only, possibly destructive, open world) in no tokens.
     #[test]
     fn our_tools_are_annotated() {
-        let annotations: Vec<(String, Value)> = tool_definitions()
+        let read_only: Vec<(String, Option<bool>)> = tool_definitions()
             .into_iter()
             .map(|t| {
-                let a = serde_json::to_value(&t.annotations).unwrap_or(Value::Null);
-                (t.name.to_string(), a)
+                let hint = t.annotations.as_ref().and_then(|a| a.read_only_hint);
+                (t.name.to_string(), hint)
             })
             .collect();
-        let exec =
-            |title: &str| json!({"title": title, "readOnlyHint": false, "openWorldHint": true});
-        let read = |title: &str| json!({"title": title, "readOnlyHint": true});
         assert_eq!(
-            annotations,
+            read_only,
             [
-                ("execute_typescript".to_string(), exec("Run TypeScript")),
-                ("execute_python".to_string(), exec("Run Python")),
-                ("search_tools".to_string(), read("Search tools")),
-                ("get_tool_schema".to_string(), read("Tool schema")),
-                ("list_servers".to_string(), read("List servers")),
-                ("wait".to_string(), json!({"title": "Wait for a run"})),
-                ("health".to_string(), read("Health")),
+                ("execute_typescript".to_string(), None),
+                ("execute_python".to_string(), None),
+                ("search_tools".to_string(), Some(true)),
+                ("get_tool_schema".to_string(), Some(true)),
+                ("list_servers".to_string(), None),
+                ("wait".to_string(), None),
+                ("health".to_string(), None),
             ]
         );
+        for t in tool_definitions() {
+            let a = t.annotations.unwrap_or_default();
+            assert_ne!(a.destructive_hint, Some(false), "{}", t.name);
+            assert_ne!(a.open_world_hint, Some(false), "{}", t.name);
+        }
     }
 }

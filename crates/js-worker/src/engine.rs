@@ -22,8 +22,9 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime, Value};
 use worker_protocol::{
     AccessInfo, CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FrameError, HostFrame,
-    LogLevel, MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RunOutcome, RunRequest, ToolBinding,
-    WorkerFrame, encode, read_frame,
+    LogLevel, MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RawRunOutcome, RawValue, RawWorkerFrame,
+    RunOutcome, RunRequest, ToolBinding, WorkerFrame, encode, has_lone_surrogate_escape,
+    read_frame,
 };
 
 use crate::strip::SOURCE_NAME;
@@ -107,10 +108,12 @@ fn run_worker() -> Result<(), String> {
     loop {
         let next = engine.shared.borrow_mut().next_event(None);
         match next {
-            Some(Event::Frame(HostFrame::Run(req))) => {
-                let outcome = engine.run(req)?;
-                engine.send(&WorkerFrame::Done { outcome })?;
-            }
+            Some(Event::Frame(HostFrame::Run(req))) => match engine.run(req)? {
+                Finished::Result(result) => engine.send(&RawWorkerFrame::Done {
+                    outcome: RawRunOutcome::Ok { result: &result },
+                })?,
+                Finished::Outcome(outcome) => engine.send(&WorkerFrame::Done { outcome })?,
+            },
             Some(Event::Frame(HostFrame::Reply { id, .. })) => {
                 return Err(format!("reply {id} arrived while no code was running"));
             }
@@ -198,7 +201,7 @@ impl Shared {
             .get_or_insert_with(|| ToolIndex::new(std::mem::take(tools)))
     }
 
-    fn send(&mut self, frame: &WorkerFrame) {
+    fn send<T: serde::Serialize>(&mut self, frame: &T) {
         if self.broken.is_some() {
             return;
         }
@@ -206,6 +209,25 @@ impl Shared {
             .map_err(io::Error::other)
             .and_then(|bytes| self.write_reading(&bytes));
         if let Err(e) = written {
+            self.broken = Some(format!("cannot write to host: {e}"));
+        }
+    }
+
+    /// Sends a call whose request is JSON text already checked by a full parse (the probe in
+    /// `host.call`): written into the frame as it is, the same bytes
+    /// [`RawWorkerFrame::Call`] would write, without checking the text a second time.
+    fn send_call_text(&mut self, id: u64, request: &str) {
+        if self.broken.is_some() {
+            return;
+        }
+        let head = format!(r#"{{"type":"call","id":{id},"request":"#);
+        let len = head.len() + request.len() + 1;
+        let mut bytes = Vec::with_capacity(4 + len);
+        bytes.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
+        bytes.extend_from_slice(head.as_bytes());
+        bytes.extend_from_slice(request.as_bytes());
+        bytes.push(b'}');
+        if let Err(e) = self.write_reading(&bytes) {
             self.broken = Some(format!("cannot write to host: {e}"));
         }
     }
@@ -301,7 +323,7 @@ impl Engine {
         })
     }
 
-    fn send(&self, frame: &WorkerFrame) -> Result<(), String> {
+    fn send<T: serde::Serialize>(&self, frame: &T) -> Result<(), String> {
         let mut s = self.shared.borrow_mut();
         s.send(frame);
         match &s.broken {
@@ -321,7 +343,7 @@ impl Engine {
     }
 
     /// Runs one request to completion (or until the host goes away).
-    fn run(&self, req: RunRequest) -> Result<RunOutcome, String> {
+    fn run(&self, req: RunRequest) -> Result<Finished, String> {
         self.apply_limits(&req.limits);
         {
             let mut s = self.shared.borrow_mut();
@@ -349,12 +371,12 @@ impl Engine {
                 ctx.eval_with_options(wrapped, eval_options(SOURCE_NAME, false));
             let func = match compiled {
                 Ok(f) => f,
-                Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit)),
+                Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit).into()),
             };
             let run: Function = entry.get("run").map_err(|e| e.to_string())?;
             let promise: Promise = match run.call((func,)) {
                 Ok(p) => p,
-                Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit)),
+                Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit).into()),
             };
             self.drive(&ctx, &entry, &promise, memory_limit)
         })
@@ -367,7 +389,7 @@ impl Engine {
         entry: &Object<'js>,
         promise: &Promise<'js>,
         memory_limit: u64,
-    ) -> Result<RunOutcome, String> {
+    ) -> Result<Finished, String> {
         let deliver: Function = entry.get("deliver").map_err(|e| e.to_string())?;
         let fire: Function = entry.get("fireTimer").map_err(|e| e.to_string())?;
         loop {
@@ -381,19 +403,7 @@ impl Engine {
                         .result::<String>()
                         .and_then(|r| r.ok())
                         .unwrap_or_default();
-                    return Ok(match serde_json::from_str(&text) {
-                        Ok(RunOutcome::Err { error }) => RunOutcome::Err {
-                            error: name_oom(error, memory_limit),
-                        },
-                        Ok(ok) => ok,
-                        Err(e) => RunOutcome::Err {
-                            error: ErrorInfo {
-                                name: "InternalError".into(),
-                                message: format!("result could not be encoded: {e}"),
-                                stack: None,
-                            },
-                        },
-                    });
+                    return Ok(settled(text, memory_limit));
                 }
                 PromiseState::Rejected => {
                     let reason: Value = promise
@@ -402,7 +412,8 @@ impl Engine {
                         .unwrap_or_else(|| Value::new_null(ctx.clone()));
                     return Ok(RunOutcome::Err {
                         error: value_error(&reason, memory_limit),
-                    });
+                    }
+                    .into());
                 }
                 PromiseState::Pending => {}
             }
@@ -444,7 +455,8 @@ impl Engine {
                             .into(),
                         stack: None,
                     },
-                });
+                }
+                .into());
             }
             let wait = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
             let next = self.shared.borrow_mut().next_event(wait);
@@ -456,13 +468,19 @@ impl Engine {
                     if !self.shared.borrow_mut().outstanding.remove(&id) {
                         return Err(format!("reply {id} matches no pending call"));
                     }
-                    let (ok, payload) = match &outcome {
-                        CallOutcome::Ok { value } => (true, serde_json::to_string(value)),
-                        CallOutcome::Err { error } => (false, serde_json::to_string(error)),
+                    // The value is handed to JSON.parse as the host wrote it: parsed once.
+                    let delivered = match &outcome {
+                        CallOutcome::Ok { value } => {
+                            deliver.call::<_, ()>((id as f64, true, value.get()))
+                        }
+                        CallOutcome::Err { error } => {
+                            let payload =
+                                serde_json::to_string(error).map_err(|e| e.to_string())?;
+                            deliver.call::<_, ()>((id as f64, false, payload))
+                        }
                     };
-                    let payload = payload.map_err(|e| e.to_string())?;
-                    if let Err(e) = deliver.call::<_, ()>((id as f64, ok, payload)) {
-                        return Ok(exception_outcome(ctx, e, memory_limit));
+                    if let Err(e) = delivered {
+                        return Ok(exception_outcome(ctx, e, memory_limit).into());
                     }
                 }
                 Event::Frame(HostFrame::Run(_)) => {
@@ -471,6 +489,76 @@ impl Engine {
                 Event::Closed(e) => return Err(closed(e)),
             }
         }
+    }
+}
+
+/// How a run ended: a successful result as the JSON text the prelude made (sent on as it is),
+/// or any other outcome.
+enum Finished {
+    Result(Box<RawValue>),
+    Outcome(RunOutcome),
+}
+
+impl From<RunOutcome> for Finished {
+    fn from(o: RunOutcome) -> Self {
+        Finished::Outcome(o)
+    }
+}
+
+/// The fields of a request from the prelude that say what it is; the rest (a tool call's
+/// arguments) is checked to be JSON and passed on as text.
+#[derive(serde::Deserialize)]
+struct ToolProbe {
+    op: String,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+/// The prelude's settled run (`{"status":"ok","result":...}` or an error), read without
+/// decoding the result into a tree.
+#[derive(serde::Deserialize)]
+struct Settled<'a> {
+    status: String,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<ErrorInfo>,
+}
+
+fn settled(text: String, memory_limit: u64) -> Finished {
+    let internal = |message: String| {
+        RunOutcome::Err {
+            error: ErrorInfo {
+                name: "InternalError".into(),
+                message,
+                stack: None,
+            },
+        }
+        .into()
+    };
+    if has_lone_surrogate_escape(&text) {
+        // No UTF-8 form: decoding says so, as it always did.
+        return match serde_json::from_str::<RunOutcome>(&text) {
+            Ok(RunOutcome::Err { error }) => RunOutcome::Err {
+                error: name_oom(error, memory_limit),
+            }
+            .into(),
+            Ok(ok) => ok.into(),
+            Err(e) => internal(format!("result could not be encoded: {e}")),
+        };
+    }
+    match serde_json::from_str::<Settled<'_>>(&text) {
+        Ok(Settled { status, result, .. }) if status == "ok" => {
+            Finished::Result(result.map_or_else(|| RawValue::NULL.to_owned(), |r| r.to_owned()))
+        }
+        Ok(Settled {
+            error: Some(error), ..
+        }) => RunOutcome::Err {
+            error: name_oom(error, memory_limit),
+        }
+        .into(),
+        Ok(_) => internal("the run settled without a result or an error".into()),
+        Err(e) => internal(format!("result could not be encoded: {e}")),
     }
 }
 
@@ -492,13 +580,30 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
         Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>, id: f64, request: String| {
-                let request: CallRequest = serde_json::from_str(&request).map_err(|e| {
-                    Exception::throw_type(&ctx, &format!("invalid host request: {e}"))
-                })?;
+                let invalid =
+                    |e: String| Exception::throw_type(&ctx, &format!("invalid host request: {e}"));
                 let id = id as u64;
-                let mut s = s.borrow_mut();
-                s.outstanding.insert(id);
-                s.send(&WorkerFrame::Call { id, request });
+                // A tool call's arguments go to the host as the prelude encoded them: checked
+                // here by one parse that keeps nothing (valid JSON, a tool request naming a
+                // tool), not decoded into a tree and encoded again.
+                let probe: ToolProbe =
+                    serde_json::from_str(&request).map_err(|e| invalid(e.to_string()))?;
+                // Text with a lone surrogate has no UTF-8 form: the full parse below refuses
+                // it, as it always did.
+                if probe.op == "tool" && !has_lone_surrogate_escape(&request) {
+                    if probe.name.is_none() {
+                        return Err(invalid("a tool request names no tool".into()));
+                    }
+                    let mut s = s.borrow_mut();
+                    s.outstanding.insert(id);
+                    s.send_call_text(id, &request);
+                } else {
+                    let request: CallRequest =
+                        serde_json::from_str(&request).map_err(|e| invalid(e.to_string()))?;
+                    let mut s = s.borrow_mut();
+                    s.outstanding.insert(id);
+                    s.send(&WorkerFrame::Call { id, request });
+                }
                 Ok::<_, rquickjs::Error>(())
             },
         )?,
@@ -595,7 +700,9 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
                 language: Dialect::Typescript,
             };
             match s.borrow_mut().request_now(request) {
-                Ok(CallOutcome::Ok { value }) => value.as_str().map(str::to_string),
+                Ok(outcome @ CallOutcome::Ok { .. }) => {
+                    outcome.value().and_then(|v| v.as_str().map(str::to_string))
+                }
                 Ok(CallOutcome::Err { .. }) | Err(_) => None,
             }
         })?,

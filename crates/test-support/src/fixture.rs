@@ -61,6 +61,49 @@ pub struct BytesArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReflectArgs {
+    pub value: serde_json::Value,
+}
+
+/// How deep [`document`] nests its chain: deep, and still within every JSON reader on the way
+/// (serde_json reads 128 levels; the Python worker returns 100; the envelopes add a few).
+pub const DOCUMENT_DEPTH: usize = 60;
+
+/// A JSON document of about `bytes` bytes, the same for the same size: records with
+/// non-ASCII text (accents, CJK, emoji outside the BMP, combining marks), escapes (quotes,
+/// backslashes, control characters, U+2028), numbers of every form JavaScript keeps exactly
+/// (no float with a zero fraction: JavaScript has one number type and writes `0.0` as `0`;
+/// fractions in quarters, which every JSON reader on the way reads exactly, fast path or not),
+/// and a chain nested [`DOCUMENT_DEPTH`] levels deep. As compact JSON text.
+pub fn document(bytes: usize) -> String {
+    let mut chain = serde_json::json!({"end": "fin 🏁"});
+    for level in (0..DOCUMENT_DEPTH).rev() {
+        chain = if level % 2 == 0 {
+            serde_json::json!([level, chain])
+        } else {
+            serde_json::json!({"level": level, "next": chain})
+        };
+    }
+    let mut records = Vec::new();
+    let mut size = 0;
+    let mut i: u64 = 0;
+    while size < bytes {
+        let record = serde_json::json!({
+            "id": i,
+            "name": format!("Zoë Åström 名前 🚀 e\u{301} #{i}"),
+            "escapes": format!("quote \" backslash \\ tab \t nl \n cr \r nul \u{0} bell \u{7} ls \u{2028} {i}"),
+            "numbers": [(i % 4096) as f64 + 0.25, -(i as i64), 9007199254740991_i64, 1.5e300, -2.5e-300, 0, -0.5],
+            "flags": [i.is_multiple_of(2), serde_json::Value::Null],
+            "nested": {"a": {"b": {"c": [i % 7, {"d": "ünïcödé"}]}}},
+        });
+        size += record.to_string().len() + 1;
+        records.push(record);
+        i += 1;
+    }
+    serde_json::json!({"records": records, "chain": chain, "count": i}).to_string()
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct RendezvousArgs {
     /// Calls sharing this key wait for each other.
     pub key: String,
@@ -357,6 +400,18 @@ impl Fixture {
     #[tool(description = "A text of the given size.")]
     async fn big(&self, Parameters(a): Parameters<BytesArgs>) -> String {
         "x".repeat(a.bytes)
+    }
+
+    #[tool(
+        description = "A JSON document of about the given size (unicode, escapes, deep nesting), as text."
+    )]
+    async fn document(&self, Parameters(a): Parameters<BytesArgs>) -> String {
+        document(a.bytes)
+    }
+
+    #[tool(description = "Returns value as JSON text, exactly as received.")]
+    async fn reflect(&self, Parameters(a): Parameters<ReflectArgs>) -> String {
+        serde_json::to_string(&a.value).unwrap_or_default()
     }
 
     #[tool(name = "get.page", description = "A tool whose name has a dot.")]

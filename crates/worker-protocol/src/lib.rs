@@ -6,6 +6,11 @@
 //!
 //! The host treats every byte from a worker as untrusted: [`MAX_WORKER_FRAME_BYTES`] caps a
 //! frame before its body is read, and a frame that does not decode ends that worker.
+//!
+//! Large values pass through without being decoded and encoded again: a reply's value is raw
+//! JSON ([`RawValue`]), which the host writes as it got it (an upstream's JSON text) and the
+//! JavaScript worker hands to `JSON.parse` as it arrived; [`RawWorkerFrame`] lets the worker
+//! send a tool call's request and a run's result the same way.
 
 mod errors;
 
@@ -13,8 +18,9 @@ use std::io::{self, Read, Write};
 
 pub use errors::CallError;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+pub use serde_json::value::RawValue;
 
 /// Protocol version, sent in [`WorkerFrame::Ready`]; the host refuses a worker that speaks another.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -28,7 +34,7 @@ pub const MAX_WORKER_FRAME_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_HOST_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
 /// Host to worker.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostFrame {
     /// Run one piece of code. A worker runs one at a time; after [`WorkerFrame::Done`] it waits
@@ -258,12 +264,170 @@ pub enum Dialect {
     Python,
 }
 
-/// The answer to a [`CallRequest`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The answer to a [`CallRequest`]. The value is raw JSON text: the host does not build a
+/// tree of an upstream's result only to write it out again, and the worker parses it once,
+/// in the engine.
+#[derive(Debug, Clone, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum CallOutcome {
-    Ok { value: Value },
+    Ok { value: Box<RawValue> },
     Err { error: ErrorInfo },
+}
+
+impl CallOutcome {
+    /// A success carrying `value`, encoded once here.
+    pub fn ok(value: &Value) -> CallOutcome {
+        // A `Value` always encodes (its map keys are strings).
+        let raw = serde_json::value::to_raw_value(value).unwrap_or_else(|_| null());
+        CallOutcome::Ok { value: raw }
+    }
+
+    /// The value of a success, decoded (for small answers the worker itself reads).
+    pub fn value(&self) -> Option<Value> {
+        match self {
+            CallOutcome::Ok { value } => serde_json::from_str(value.get()).ok(),
+            CallOutcome::Err { .. } => None,
+        }
+    }
+}
+
+fn null() -> Box<RawValue> {
+    RawValue::NULL.to_owned()
+}
+
+/// Equal when the values are equal as JSON (not as text: `{"a": 1}` equals `{"a":1}`).
+impl PartialEq for CallOutcome {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (CallOutcome::Ok { .. }, CallOutcome::Ok { .. }) => self.value() == other.value(),
+            (CallOutcome::Err { error: a }, CallOutcome::Err { error: b }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// The wire form of a [`CallOutcome`] and of a [`HostFrame`], read field by field: serde
+/// reads an internally tagged enum through a buffer, where raw JSON cannot be kept.
+#[derive(Deserialize)]
+struct OutcomeWire {
+    status: String,
+    #[serde(default)]
+    value: Option<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<ErrorInfo>,
+}
+
+impl OutcomeWire {
+    fn into_outcome<E: serde::de::Error>(self) -> Result<CallOutcome, E> {
+        match (self.status.as_str(), self.value, self.error) {
+            ("ok", value, _) => Ok(CallOutcome::Ok {
+                value: value.unwrap_or_else(null),
+            }),
+            ("err", _, Some(error)) => Ok(CallOutcome::Err { error }),
+            ("err", _, None) => Err(E::missing_field("error")),
+            (other, _, _) => Err(E::unknown_variant(other, &["ok", "err"])),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CallOutcome {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        OutcomeWire::deserialize(d)?.into_outcome()
+    }
+}
+
+#[derive(Deserialize)]
+struct HostFrameWire {
+    #[serde(rename = "type")]
+    kind: String,
+    id: Option<u64>,
+    outcome: Option<OutcomeWire>,
+    code: Option<String>,
+    tools: Option<Vec<ToolBinding>>,
+    limits: Option<EngineLimits>,
+    #[serde(default)]
+    persist: bool,
+    #[serde(default)]
+    access: Option<AccessInfo>,
+}
+
+impl<'de> Deserialize<'de> for HostFrame {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let w = HostFrameWire::deserialize(d)?;
+        match w.kind.as_str() {
+            "reply" => Ok(HostFrame::Reply {
+                id: w.id.ok_or_else(|| D::Error::missing_field("id"))?,
+                outcome: w
+                    .outcome
+                    .ok_or_else(|| D::Error::missing_field("outcome"))?
+                    .into_outcome()?,
+            }),
+            "run" => Ok(HostFrame::Run(RunRequest {
+                code: w.code.ok_or_else(|| D::Error::missing_field("code"))?,
+                tools: w.tools.ok_or_else(|| D::Error::missing_field("tools"))?,
+                limits: w.limits.ok_or_else(|| D::Error::missing_field("limits"))?,
+                persist: w.persist,
+                access: w.access,
+            })),
+            other => Err(D::Error::unknown_variant(other, &["run", "reply"])),
+        }
+    }
+}
+
+/// Whether JSON text has a `\uXXXX` escape of a lone UTF-16 surrogate (one not part of an
+/// escaped pair). Such text is valid JSON to a scan, and JavaScript writes it for a string
+/// with a lone surrogate, but it has no UTF-8 form: decoding it into a `Value` fails. Raw JSON
+/// with one therefore takes the decoding path, which fails or falls back as before.
+pub fn has_lone_surrogate_escape(json: &str) -> bool {
+    let b = json.as_bytes();
+    let hex4 = |at: usize| -> Option<u16> {
+        let s = std::str::from_utf8(b.get(at..at + 4)?).ok()?;
+        u16::from_str_radix(s, 16).ok()
+    };
+    let mut i = 0;
+    while let Some(off) = b
+        .get(i..)
+        .and_then(|rest| rest.iter().position(|&c| c == b'\\'))
+    {
+        let at = i + off;
+        if b.get(at + 1) != Some(&b'u') {
+            i = at + 2; // any other escape, `\\` included
+            continue;
+        }
+        match hex4(at + 2) {
+            Some(0xD800..=0xDBFF) => {
+                let low = (b.get(at + 6..at + 8) == Some(b"\\u"))
+                    .then(|| hex4(at + 8))
+                    .flatten();
+                if !matches!(low, Some(0xDC00..=0xDFFF)) {
+                    return true;
+                }
+                i = at + 12;
+            }
+            Some(0xDC00..=0xDFFF) => return true,
+            _ => i = at + 6,
+        }
+    }
+    false
+}
+
+/// Worker-to-host frames whose large part the worker already holds as JSON text, written
+/// as they are: the same bytes on the wire as the [`WorkerFrame`] they stand for.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RawWorkerFrame<'a> {
+    /// [`WorkerFrame::Call`] with the request as JSON text (checked by the worker).
+    Call { id: u64, request: &'a RawValue },
+    /// [`WorkerFrame::Done`] with a successful run's result as JSON text.
+    Done { outcome: RawRunOutcome<'a> },
+}
+
+/// [`RunOutcome::Ok`] with its result as JSON text.
+#[derive(Debug, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RawRunOutcome<'a> {
+    Ok { result: &'a RawValue },
 }
 
 /// An error as the code sees it: `name` becomes the class (`ToolError`, `PolicyError`, ...).
@@ -311,12 +475,14 @@ impl LogLevel {
 }
 
 /// Encodes one frame: length prefix plus JSON.
+///
+/// The body is written in place after room for the prefix, so a large frame is not copied.
 pub fn encode<T: Serialize>(frame: &T) -> Result<Vec<u8>, serde_json::Error> {
-    let body = serde_json::to_vec(frame)?;
-    let len = u32::try_from(body.len()).unwrap_or(u32::MAX);
-    let mut out = Vec::with_capacity(body.len() + 4);
-    out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(&body);
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(&[0; 4]);
+    serde_json::to_writer(&mut out, frame)?;
+    let len = u32::try_from(out.len() - 4).unwrap_or(u32::MAX);
+    out[..4].copy_from_slice(&len.to_be_bytes());
     Ok(out)
 }
 
@@ -403,6 +569,137 @@ mod tests {
         );
         let back: WorkerFrame = read_frame(&mut &bytes[..], MAX_WORKER_FRAME_BYTES).unwrap();
         assert_eq!(back, frame);
+    }
+
+    #[test]
+    fn replies_carry_raw_json_both_ways() {
+        let text = r#"{"b": [1, 2.50, "é\u00e9"], "a": {"deep": [[[null]]]}}"#;
+        let frame = HostFrame::Reply {
+            id: 3,
+            outcome: CallOutcome::Ok {
+                value: RawValue::from_string(text.into()).unwrap(),
+            },
+        };
+        let bytes = encode(&frame).unwrap();
+        // Written as it came: spacing, number forms and escapes untouched.
+        let body = std::str::from_utf8(&bytes[4..]).unwrap();
+        assert_eq!(
+            body,
+            format!(r#"{{"type":"reply","id":3,"outcome":{{"status":"ok","value":{text}}}}}"#)
+        );
+        let back: HostFrame = read_frame(&mut &bytes[..], MAX_HOST_FRAME_BYTES).unwrap();
+        match &back {
+            HostFrame::Reply {
+                id: 3,
+                outcome: CallOutcome::Ok { value },
+            } => assert_eq!(value.get(), text),
+            other => panic!("{other:?}"),
+        }
+        let err = HostFrame::Reply {
+            id: 4,
+            outcome: CallOutcome::Err {
+                error: ErrorInfo {
+                    name: "ToolError".into(),
+                    message: "boom".into(),
+                    stack: None,
+                },
+            },
+        };
+        let bytes = encode(&err).unwrap();
+        assert_eq!(
+            read_frame::<_, HostFrame>(&mut &bytes[..], 1 << 20).unwrap(),
+            err
+        );
+        let run = HostFrame::Run(RunRequest {
+            code: "1".into(),
+            tools: vec![ToolBinding {
+                server: "s".into(),
+                tool: Some("t".into()),
+            }],
+            limits: EngineLimits {
+                memory_bytes: 1,
+                stack_bytes: 2,
+                max_log_bytes: 3,
+            },
+            persist: true,
+            access: None,
+        });
+        let bytes = encode(&run).unwrap();
+        assert_eq!(
+            read_frame::<_, HostFrame>(&mut &bytes[..], 1 << 20).unwrap(),
+            run
+        );
+        for bad in [
+            r#"{"type":"reply","id":1,"outcome":{"status":"maybe"}}"#,
+            r#"{"type":"reply","outcome":{"status":"ok","value":1}}"#,
+            r#"{"type":"reply","id":1,"outcome":{"status":"err"}}"#,
+            r#"{"type":"nope"}"#,
+            r#"{"type":"reply","id":1,"outcome":{"status":"ok","value":[1,}}"#,
+        ] {
+            assert!(serde_json::from_str::<HostFrame>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn raw_worker_frames_are_the_frames_they_stand_for() {
+        let request = r#"{"op":"tool","name":"mcp__a__b","args":{"x":"é"}}"#;
+        let raw = RawValue::from_string(request.into()).unwrap();
+        let bytes = encode(&RawWorkerFrame::Call {
+            id: 9,
+            request: &raw,
+        })
+        .unwrap();
+        let back: WorkerFrame = read_frame(&mut &bytes[..], MAX_WORKER_FRAME_BYTES).unwrap();
+        assert_eq!(
+            back,
+            WorkerFrame::Call {
+                id: 9,
+                request: CallRequest::Tool {
+                    server: None,
+                    name: "mcp__a__b".into(),
+                    args: json!({"x": "é"}),
+                },
+            }
+        );
+        let result = RawValue::from_string(r#"[1,{"a":"b"}]"#.into()).unwrap();
+        let bytes = encode(&RawWorkerFrame::Done {
+            outcome: RawRunOutcome::Ok { result: &result },
+        })
+        .unwrap();
+        let back: WorkerFrame = read_frame(&mut &bytes[..], MAX_WORKER_FRAME_BYTES).unwrap();
+        assert_eq!(
+            back,
+            WorkerFrame::Done {
+                outcome: RunOutcome::Ok {
+                    result: json!([1, {"a": "b"}]),
+                },
+            }
+        );
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_are_found_and_pairs_are_not() {
+        let cases = [
+            (r#""plain é 🚀""#, false),
+            (r#""\ud83d\ude80 pair""#, false),
+            (r#""\uD83D\uDE80 pair in capitals""#, false),
+            (r#""\ud800""#, true),
+            (r#""\udc00 low alone""#, true),
+            (r#""\ud800\u0041 high then not low""#, true),
+            (r#""\ud800 then text \udc00""#, true),
+            (r#""\\ud800 an escaped backslash, then text""#, false),
+            (r#""\\\ud800""#, true),
+            (r#""\n\t\u0000\u00e9""#, false),
+            (r#""\ud83d\ude80\ud800""#, true),
+        ];
+        for (json, lone) in cases {
+            assert_eq!(has_lone_surrogate_escape(json), lone, "{json}");
+            // It agrees with what decoding says.
+            assert_eq!(serde_json::from_str::<Value>(json).is_err(), lone, "{json}");
+        }
+        // Cut text ends where it ends.
+        assert!(!has_lone_surrogate_escape(r#""ends in a backslash \"#));
+        assert!(!has_lone_surrogate_escape(r#""cut \ud8"#));
     }
 
     #[test]

@@ -208,12 +208,35 @@ pub enum AuditEvent {
 
 /// SHA-256 of bytes, hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(digest: &[u8]) -> String {
     use std::fmt::Write;
     let mut hex = String::with_capacity(64);
-    for b in Sha256::digest(bytes) {
+    for b in digest {
         let _ = write!(hex, "{b:02x}");
     }
     hex
+}
+
+/// The SHA-256 (hex) and length of `value`'s compact JSON, hashed as it is encoded: the same
+/// digest as [`sha256_hex`] of `serde_json::to_vec(value)`, without holding a copy.
+pub fn json_sha256_hex(value: &serde_json::Value) -> (String, usize) {
+    struct Hashing(Sha256, usize);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.update(buf);
+            self.1 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Hashing(Sha256::new(), 0);
+    let _ = serde_json::to_writer(&mut h, value);
+    (hex(&h.0.finalize()), h.1)
 }
 
 struct Sink {

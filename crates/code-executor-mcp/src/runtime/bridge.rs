@@ -13,6 +13,7 @@ use std::time::Instant;
 use governor::DefaultDirectRateLimiter;
 
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo};
 
@@ -25,7 +26,7 @@ use super::events::{Events, MAX_PROGRESS_MESSAGE_BYTES, Progress};
 use super::execution::{ClientLink, ExecContext};
 use super::session::Session;
 use crate::catalog::{Asker, Catalog, Detail, SearchParams, ToolView, describe};
-use crate::policy::audit::{AuditEvent, sha256_hex};
+use crate::policy::audit::AuditEvent;
 use crate::policy::llm::LlmBudget;
 use crate::policy::{Decision, Limits, Policy, ToolAllowlist, UPSTREAM_CALL_TIMEOUT};
 use crate::principal::Principal;
@@ -139,7 +140,7 @@ pub(super) fn err(kind: CallError, message: impl Into<String>) -> CallOutcome {
 }
 
 pub(super) fn ok(value: Value) -> CallOutcome {
-    CallOutcome::Ok { value }
+    CallOutcome::ok(&value)
 }
 
 /// Answers one request from a worker.
@@ -356,7 +357,8 @@ async fn call_tool(
     args: Value,
 ) -> CallOutcome {
     let started = Instant::now();
-    let args_json = serde_json::to_vec(&args).unwrap_or_default();
+    // Hashed as it is encoded: no copy of large arguments is held for the audit line.
+    let (args_sha256, args_bytes) = crate::policy::audit::json_sha256_hex(&args);
     // Until the call is resolved, its audit line names what the code asked for.
     let (asked_server, asked_tool) = match server {
         Some(s) => (s.to_string(), name.to_string()),
@@ -368,8 +370,8 @@ async fn call_tool(
         server: asked_server,
         tool: asked_tool,
         started,
-        args_sha256: sha256_hex(&args_json),
-        args_bytes: args_json.len(),
+        args_sha256,
+        args_bytes,
         args: scope.policy.audit.log_arguments().then(|| args.clone()),
         allowed: false,
     };
@@ -628,6 +630,10 @@ impl Drop for CallRecord<'_> {
 /// text block parsed as JSON when it parses, else the text; several blocks as an array of
 /// those; non-text blocks (images, audio, resources) as their MCP objects. An `isError`
 /// result becomes a `ToolError` carrying the upstream's message.
+///
+/// A text block that is JSON is passed on as its text (checked to be JSON, never decoded
+/// into a tree and encoded again): the worker parses it once, in the engine. Only a text that
+/// is not JSON is encoded here, as a JSON string.
 pub fn unwrap_result(result: CallToolResult) -> CallOutcome {
     if result.is_error == Some(true) {
         let text: Vec<String> = result
@@ -647,21 +653,45 @@ pub fn unwrap_result(result: CallToolResult) -> CallOutcome {
     if let Some(s) = result.structured_content {
         return ok(s);
     }
-    let mut values: Vec<Value> = result
-        .content
-        .into_iter()
-        .map(|c| match c {
-            ContentBlock::Text(t) => {
-                serde_json::from_str::<Value>(&t.text).unwrap_or(Value::String(t.text))
+    let mut values: Vec<Box<RawValue>> = result.content.into_iter().map(raw_block).collect();
+    let value = match values.len() {
+        0 => RawValue::NULL.to_owned(),
+        1 => values.pop().unwrap_or_else(|| RawValue::NULL.to_owned()),
+        _ => {
+            // An array of the blocks, written from their texts.
+            let len = values.iter().map(|v| v.get().len() + 1).sum::<usize>() + 1;
+            let mut s = String::with_capacity(len);
+            s.push('[');
+            for (i, v) in values.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                s.push_str(v.get());
             }
-            other => serde_json::to_value(&other).unwrap_or(Value::Null),
-        })
-        .collect();
-    ok(match values.len() {
-        0 => Value::Null,
-        1 => values.pop().unwrap_or(Value::Null),
-        _ => Value::Array(values),
-    })
+            s.push(']');
+            RawValue::from_string(s).unwrap_or_else(|_| RawValue::NULL.to_owned())
+        }
+    };
+    CallOutcome::Ok { value }
+}
+
+/// One content block as the JSON code sees: a text's JSON as it is (leading and trailing
+/// whitespace dropped), or the text as a JSON string; any other block as its MCP object.
+fn raw_block(c: ContentBlock) -> Box<RawValue> {
+    let encoded = match c {
+        // One scan checks the text is JSON (and trims whitespace around it); then it is
+        // copied as it is.
+        ContentBlock::Text(t) => match serde_json::from_str::<&RawValue>(&t.text) {
+            // A lone surrogate escape has no UTF-8 form: such a text is not taken as JSON
+            // (a decoder refuses it), and reaches code as the text it is.
+            Ok(raw) if !worker_protocol::has_lone_surrogate_escape(raw.get()) => {
+                return raw.to_owned();
+            }
+            _ => serde_json::value::to_raw_value(&t.text),
+        },
+        other => serde_json::value::to_raw_value(&other),
+    };
+    encoded.unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 #[cfg(test)]

@@ -32,6 +32,9 @@ pub(crate) trait Host: Send + Sync {
 /// How a run the worker finished ended.
 pub(super) struct Finished {
     pub outcome: RunOutcome,
+    /// Bytes of the worker's done frame: the result's size as the worker sent it, measured
+    /// without encoding the result again.
+    pub bytes: usize,
     /// No reply was left half-written or unsent: the worker can take another run (sessions).
     pub clean: bool,
 }
@@ -106,7 +109,11 @@ pub(super) async fn drive(
                 Some(Ok(WorkerFrame::Log { level, text })) => logs.push(level, text),
                 Some(Ok(WorkerFrame::LogsTruncated)) => logs.truncated_by_worker(),
                 Some(Ok(WorkerFrame::Done { outcome })) => {
-                    return Ok(Finished { outcome, clean: outbox.is_empty() && calls.is_empty() });
+                    return Ok(Finished {
+                        outcome,
+                        bytes: frames.last_len(),
+                        clean: outbox.is_empty() && calls.is_empty(),
+                    });
                 }
                 Some(Ok(WorkerFrame::Call { id, request })) => {
                     let len = frames.last_len();

@@ -551,7 +551,7 @@ impl RunEnd<'_> {
             error: outcome.error.as_ref().map(|e| e.name.clone()),
             duration_ms: outcome.duration_ms,
             tool_calls: outcome.tool_calls,
-            result_bytes: outcome.result.to_string().len(),
+            result_bytes: outcome.result_bytes,
             log_bytes: outcome.logs.iter().map(|l| l.text.len()).sum(),
             memory_peak_bytes: outcome.memory_peak_bytes,
         });

@@ -475,8 +475,8 @@ pub(crate) async fn fetch(scope: &RunScope, req: FetchRequest) -> CallOutcome {
             headers: head_headers,
             body: B64.encode(&body),
         };
-        return match serde_json::to_value(answer) {
-            Ok(v) => CallOutcome::Ok { value: v },
+        return match serde_json::value::to_raw_value(&answer) {
+            Ok(value) => CallOutcome::Ok { value },
             Err(e) => err(
                 CallError::Tool,
                 format!("fetch: cannot encode the answer: {e}"),

@@ -86,6 +86,9 @@ pub struct ExecOutcome {
     /// Peak resident memory of the worker, for the audit log (not part of the answer).
     #[serde(skip)]
     pub memory_peak_bytes: Option<u64>,
+    /// The result's size as the worker sent it, for the audit log (not part of the answer).
+    #[serde(skip)]
+    pub result_bytes: usize,
     /// Model calls the code made, and their tokens (present when it made any).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm: Option<crate::policy::llm::LlmUsage>,
@@ -122,6 +125,7 @@ impl ExecOutcome {
             output_file: None,
             session: None,
             memory_peak_bytes: None,
+            result_bytes: 0,
             llm: None,
         }
     }
@@ -239,6 +243,7 @@ impl Runtime {
             output_file: None,
             session: None,
             memory_peak_bytes: None,
+            result_bytes: 0,
             llm: None,
         };
         let finish = |mut out: ExecOutcome| {
@@ -440,9 +445,16 @@ impl Runtime {
         out.llm = (llm.calls > 0).then_some(llm);
         let mut reusable = None;
         match ended {
-            Ok(Ok(Finished { outcome, clean })) => {
+            Ok(Ok(Finished {
+                outcome,
+                bytes,
+                clean,
+            })) => {
                 match outcome {
-                    RunOutcome::Ok { result } => out.result = result,
+                    RunOutcome::Ok { result } => {
+                        out.result = result;
+                        out.result_bytes = bytes;
+                    }
                     RunOutcome::Err { mut error } => {
                         if let Some(stripped) = &prepared.stripped {
                             error.stack = error.stack.map(|s| map_stack(&s, stripped));

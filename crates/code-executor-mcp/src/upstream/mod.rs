@@ -911,9 +911,12 @@ fn retry_pause(failures: u32) -> Duration {
 }
 
 /// Cuts a result larger than `max` bytes down to a text that says so and keeps the start.
-/// Also returns the result's size as received, so nobody serializes it again to measure it.
+/// Also returns the result's size, so nobody measures it again.
+///
+/// The size is that of the result as JSON, measured without encoding it again (see
+/// [`result_size`]). The transport already refused any message above twice the cap.
 pub fn cap_result(result: CallToolResult, max: usize) -> (CallToolResult, usize) {
-    let size = serde_json::to_vec(&result).map_or(0, |v| v.len());
+    let size = result_size(&result);
     if size <= max {
         return (result, size);
     }
@@ -935,6 +938,49 @@ pub fn cap_result(result: CallToolResult, max: usize) -> (CallToolResult, usize)
     ]);
     r.is_error = result.is_error;
     (r, size)
+}
+
+/// The size of a result as JSON: a text block's by scanning its text for what JSON escapes
+/// (no copy), everything else (other blocks, `structuredContent`) by counting its encoding.
+fn result_size(result: &CallToolResult) -> usize {
+    /// `{"type":"text","text":""}` around a text, and `{"content":[]}` around the blocks.
+    const TEXT_BLOCK: usize = 25;
+    const ENVELOPE: usize = 14;
+    fn escaped_len(text: &str) -> usize {
+        text.len()
+            + text
+                .bytes()
+                .map(|b| match b {
+                    b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+                    0..0x20 => 5,
+                    _ => 0,
+                })
+                .sum::<usize>()
+    }
+    /// Counts what would be written.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(ENVELOPE + result.content.len());
+    for block in &result.content {
+        match block.as_text() {
+            Some(t) => count.0 += TEXT_BLOCK + escaped_len(&t.text),
+            None => {
+                let _ = serde_json::to_writer(&mut count, block);
+            }
+        }
+    }
+    if let Some(s) = &result.structured_content {
+        let _ = serde_json::to_writer(&mut count, s);
+    }
+    count.0
 }
 
 #[cfg(test)]

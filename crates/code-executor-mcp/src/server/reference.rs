@@ -1,0 +1,104 @@
+//! The long reference of `execute_typescript` and `execute_python`, fetched on demand.
+//!
+//! `tools/list` stays under 500 tokens (a test counts them), so it carries the facts an agent
+//! needs to start (how to call a tool, what comes back, how to discover) and says where the
+//! rest is: `get_tool_schema` with the name of one of our execute tools answers with this
+//! reference, the parameters with their descriptions, and the shape of the result. Upstream
+//! tools are named `mcp__server__tool`, so our bare names do not shadow any of them.
+
+use serde_json::{Value, json};
+
+/// Facts both languages share, said once.
+const COMMON: &str = "\
+Tool results: a tool's structuredContent when it has one, else its text parsed as JSON when \
+it parses, else the text; several content blocks come as an array; an isError result throws \
+ToolError with the upstream's message. PolicyError (denied by allowedTools, rules or \
+read-only mode), LimitError (a cap below) and ApprovalDenied extend ToolError; a bad argument \
+names the field and the expected schema.
+Discovery: searchTools(query, {detail: names|summary|full, server, limit}) / search_tools, \
+getToolSchema('mcp__server__tool') / get_tool_schema, listServers() / list_servers, \
+discoverMCPTools() / discover_mcp_tools(); tools.<server>.<tool>.signature is the typed \
+declaration. Names: 'mcp__server__tool', or (server, tool); tools.<server>.<tool> uses \
+identifier forms (my-server -> my_server).
+Approvals: a call the user's rules mark for approval waits while the client asks a person; \
+a denial throws ApprovalDenied. Model calls: llm.ask(prompt) / llm.think(messages) go \
+through the client's sampling or the configured provider when the server enables llm.
+Sessions: session: \"new\" starts one; its id comes back in result.session.id; pass it to \
+later calls to keep globals, store(key, value) / load(key) values and files under \
+/workspace (the only writable directory). reset: true ends the named session.
+Long runs: yieldAfterMs answers early with running.handle; call wait {handle, timeoutMs?, \
+cancel?} for new logs and then the result. progress(done, total?, message?) reports \
+progress.
+Files and network: none by default. permissions {read: [path], write: true, net: [host]} \
+asks for them within the server's ceiling; fetch(url, init) and file reads fail with the \
+missing grant named.
+Limits (defaults; the server's settings may differ): timeoutMs 30000 (at most 300000; long \
+runs 10 min), memoryMb 256, maxToolCalls 1000, maxConcurrentToolCalls 32, \
+maxDiscoveryCalls 2000, code 512 KiB, captured output 1 MiB (the whole output is kept in \
+outputFile), one upstream result or argument 16 MiB. limits: {maxToolCalls, \
+maxConcurrentToolCalls, maxDiscoveryCalls, maxLogBytes, memoryMb} only tightens them. \
+allowedTools: mcp__server__tool globs the code may call (default all).
+Result: structuredContent {result, logs, error?, toolCalls, durationMs, session?, \
+outputFile?, running?}; a failure (exception, timeout, limit) is isError with error {name, \
+message, stack?}. Return only what you need: the result goes into your context.";
+
+const TYPESCRIPT: &str = "\
+TypeScript or JavaScript, run as the body of an async function: top-level await; `return x` \
+sets result (JSON). Call tools: await tools.<server>.<tool>(args) (typed proxies), \
+await callMCPTool('mcp__server__tool', args) or await callMCPTool(server, tool, args); \
+Promise.all([...]) runs calls in parallel. console.* is captured into logs. Also fetch, \
+llm.ask, progress, store/load, fs (node-style readFile/writeFile; writable only under /workspace).";
+
+const PYTHON: &str = "\
+Python 3 (the host's CPython); the last expression is the result (JSON-able). Call tools: \
+tools.<server>.<tool>(**args) (typed proxies), call_mcp_tool('mcp__server__tool', args) or \
+call_mcp_tool(server, tool, args); in parallel: await asyncio.gather(acall_mcp_tool(...), \
+...) (top-level await works). print and logging are captured into logs. Also fetch / \
+afetch, llm.ask / llm.aask, progress, store/load, open() under /workspace.";
+
+/// The full parameters of both execute tools.
+fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string"},
+            "timeoutMs": {"type": "integer", "default": 30000, "description": "deadline of the run; long runs up to 30 min"},
+            "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool globs the code may call; default all"},
+            "limits": {"type": "object", "description": "tighten maxToolCalls, maxConcurrentToolCalls, maxDiscoveryCalls, maxLogBytes, memoryMb"},
+            "session": {"type": "string", "description": "\"new\", or result.session.id of an earlier run: keeps globals, store/load values and /workspace files"},
+            "reset": {"type": "boolean", "description": "end the named session and run outside it"},
+            "yieldAfterMs": {"type": "integer", "description": "answer with running.handle after this long if not done; then call wait"},
+            "permissions": {"type": "object", "description": "{read: [path], write: true, net: [host]}: files and network for fs and fetch, within the server's ceiling"}
+        },
+        "required": ["code"]
+    })
+}
+
+fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "result": {}, "logs": {"type": "array"}, "error": {"type": "object"},
+            "toolCalls": {"type": "integer"}, "durationMs": {"type": "number"},
+            "session": {"type": "object"}, "outputFile": {"type": "string"},
+            "running": {"type": "object"}
+        },
+        "required": ["result", "logs"]
+    })
+}
+
+/// The reference of one of our execute tools, or `None` for any other name.
+pub(crate) fn reference(name: &str) -> Option<Value> {
+    let (language, text) = match name {
+        "execute_typescript" => ("typescript", TYPESCRIPT),
+        "execute_python" => ("python", PYTHON),
+        _ => return None,
+    };
+    Some(json!({
+        "name": name,
+        "language": language,
+        "reference": format!("{text}\n{COMMON}"),
+        "inputSchema": input_schema(),
+        "outputSchema": output_schema(),
+    }))
+}
