@@ -67,10 +67,10 @@ pub struct BenchArgs {
 
 #[path = "bench_access.rs"]
 mod access;
-#[path = "bench_paths.rs"]
-mod paths;
 #[path = "bench_large.rs"]
 mod large;
+#[path = "bench_paths.rs"]
+mod paths;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -138,6 +138,21 @@ async fn spawn_client_with(
         .with_context(|| format!("cannot start {program}"))?;
     let pid = transport.id();
     Ok((().serve(transport).await?, pid))
+}
+
+/// Our server (started with `args`) with the admission limits raised out of the way (its
+/// settings file is `dir/<name>-settings.json`), so that only failures and delays of ours count.
+async fn spawn_unlimited(
+    exe: &str,
+    args: &[String],
+    dir: &std::path::Path,
+    name: &str,
+) -> anyhow::Result<(Client, Option<u32>)> {
+    let settings = dir.join(format!("{name}-settings.json"));
+    let limits =
+        json!({"limits": {"executionsPerMinute": 1_000_000, "toolCallsPerMinute": 1_000_000}});
+    std::fs::write(&settings, serde_json::to_vec(&limits)?)?;
+    spawn_client_with(exe, args, &[("CODE_EXECUTOR_CONFIG_PATH", &settings)]).await
 }
 
 async fn call(client: &Client, tool: &str, args: Value) -> anyhow::Result<CallToolResult> {
@@ -907,12 +922,7 @@ async fn soak(
     dir: &std::path::Path,
     runs: usize,
 ) -> anyhow::Result<Value> {
-    let settings = dir.join("soak-settings.json");
-    let limits =
-        json!({"limits": {"executionsPerMinute": 1_000_000, "toolCallsPerMinute": 1_000_000}});
-    std::fs::write(&settings, serde_json::to_vec(&limits)?)?;
-    let (ours, _) =
-        spawn_client_with(exe, args, &[("CODE_EXECUTOR_CONFIG_PATH", &settings)]).await?;
+    let (ours, _) = spawn_unlimited(exe, args, dir, "soak").await?;
     let ts = "return await tools.everything.echo({ message: 'soak' });";
     let py = "call_mcp_tool('everything', 'echo', {'message': 'soak'})";
     let mut ms = [

@@ -17,7 +17,7 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use crate::bench::BenchArgs;
-use crate::bench_http::{Client, call, connect};
+use crate::bench_http::{Client, call, connect, served_url, wait_ready};
 use crate::console::say;
 
 /// Environment variable holding the container's bearer token.
@@ -61,38 +61,8 @@ async fn start_host(
         .kill_on_drop(true)
         .spawn()
         .context("cannot start the host server")?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if let Some(i) = text.find("serving MCP on ") {
-            let url = text[i + "serving MCP on ".len()..]
-                .split_whitespace()
-                .next()
-                .unwrap_or_default()
-                .to_string();
-            return Ok((child, url));
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the host server did not start:\n{text}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Waits until `<base>/readyz` answers 200 (pools warm).
-async fn wait_ready(base: &str) -> anyhow::Result<()> {
-    let http = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(r) = http.get(format!("{base}/readyz")).send().await
-            && r.status().is_success()
-        {
-            return Ok(());
-        }
-        anyhow::ensure!(Instant::now() < deadline, "{base} never became ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let url = served_url(&log, "the host server").await?;
+    Ok((child, url))
 }
 
 fn summary(mut ms: Vec<f64>) -> Value {

@@ -183,27 +183,29 @@ async fn start_ours(
         .kill_on_drop(true)
         .spawn()
         .context("cannot start our server")?;
+    let url = served_url(&log, "our server").await?;
+    Ok((child, url))
+}
+
+/// The URL a server started with `serve --http ...:0` logged to `log` ("serving MCP on URL").
+pub(crate) async fn served_url(log: &Path, what: &str) -> anyhow::Result<String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let text = std::fs::read_to_string(log).unwrap_or_default();
         if let Some(i) = text.find("serving MCP on ") {
-            let url = text[i + "serving MCP on ".len()..]
+            return Ok(text[i + "serving MCP on ".len()..]
                 .split_whitespace()
                 .next()
                 .unwrap_or_default()
-                .to_string();
-            return Ok((child, url));
+                .to_string());
         }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "our server did not start:\n{text}"
-        );
+        anyhow::ensure!(Instant::now() < deadline, "{what} did not start:\n{text}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
-/// Waits until `/readyz` says the pools are warm.
-async fn wait_ready(base: &str) -> anyhow::Result<()> {
+/// Waits until `<base>/readyz` says the pools are warm.
+pub(crate) async fn wait_ready(base: &str) -> anyhow::Result<()> {
     let http = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -212,7 +214,7 @@ async fn wait_ready(base: &str) -> anyhow::Result<()> {
         {
             return Ok(());
         }
-        anyhow::ensure!(Instant::now() < deadline, "our server never became ready");
+        anyhow::ensure!(Instant::now() < deadline, "{base} never became ready");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Client, call, round, rss_kib, spawn_client_with, timed};
+use super::{Client, call, round, rss_kib, spawn_unlimited, timed};
 
 /// How long the sustained runs last.
 const SUSTAINED: Duration = Duration::from_secs(10);
@@ -222,12 +222,7 @@ pub(super) async fn report(
     dir: &std::path::Path,
     iterations: usize,
 ) -> anyhow::Result<Value> {
-    let settings = dir.join("paths-settings.json");
-    let limits =
-        json!({"limits": {"executionsPerMinute": 1_000_000, "toolCallsPerMinute": 1_000_000}});
-    std::fs::write(&settings, serde_json::to_vec(&limits)?)?;
-    let (ours, pid) =
-        spawn_client_with(exe, our_args, &[("CODE_EXECUTOR_CONFIG_PATH", &settings)]).await?;
+    let (ours, pid) = spawn_unlimited(exe, our_args, dir, "paths").await?;
     // Idle memory of a server that has just filled its pools (at their floor: nothing ran).
     settle(&ours).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
