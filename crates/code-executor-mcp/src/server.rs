@@ -208,10 +208,11 @@ impl CodeExecutorServer {
                 ) {
                     long_runs::Answer::Early(early) => {
                         let mut link = client.clone();
-                        // A 2026-07-28 task carries its questions itself; anything else that
-                        // outlives the request asks inline (or meets the fallback).
+                        // A 2026-07-28 run that outlives its request carries its questions
+                        // through its handle (tasks/get, or wait); an older client's are asked
+                        // inline (or meet the fallback).
                         let asks = match &client.route {
-                            InputRoute::Mrtr(_) if early.is_task() => {
+                            InputRoute::Mrtr(_) => {
                                 let (tx, rx) = tokio::sync::mpsc::channel(MAX_QUESTIONS_AT_ONCE);
                                 link.route = InputRoute::Mrtr(tx);
                                 Some(rx)
@@ -257,7 +258,7 @@ impl CodeExecutorServer {
             }
             "wait" => {
                 let a: long_runs::WaitArgs = parse(args)?;
-                Ok(long_runs::wait(&self.core, a, &principal).await.into())
+                Ok(long_runs::wait(&self.core, a, &principal, None).await)
             }
             "search_tools" => {
                 let a: SearchArgs = parse(args)?;
@@ -677,6 +678,12 @@ impl ServerHandler for CodeExecutorServer {
         };
         let work = async {
             match request.request_state.as_deref() {
+                // A `wait` that answered input_required: its retry answers the run's questions.
+                Some(state) if &*request.name == "wait" => {
+                    let a: long_runs::WaitArgs = parse(args)?;
+                    let answers = request.input_responses.clone().unwrap_or_default();
+                    Ok(long_runs::wait(&self.core, a, &principal, Some((state, answers))).await)
+                }
                 Some(state) => {
                     self.resume(
                         &request.name,

@@ -574,3 +574,55 @@ async fn a_task_asks_through_tasks_get_and_takes_the_answer_by_tasks_update() {
         assert!(unknown.is_err(), "an unknown task is refused");
     }
 }
+
+/// A 2026-07-28 run with a `wait` handle asks through `wait`: it answers `input_required`, and
+/// the retry with the answers goes on waiting (rmcp's client drives the rounds with the same
+/// person); a `requestState` of another handle is refused.
+#[tokio::test]
+async fn a_yielded_run_asks_through_wait() {
+    let s = start(true).await;
+    s.person
+        .answers
+        .lock()
+        .unwrap()
+        .extend(["once".into(), "deny".into()]);
+    let v = exec(&s, TWO_WRITES, json!({"yieldAfterMs": 0})).await;
+    let handle = v["running"]["handle"]
+        .as_str()
+        .expect("a handle")
+        .to_string();
+    let wait = |extra: Value| {
+        let mut args = json!({"handle": handle, "timeoutMs": 10_000});
+        for (k, v) in extra.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        let Value::Object(map) = args else {
+            unreachable!()
+        };
+        CallToolRequestParams::new("wait").with_arguments(map)
+    };
+    let mut bad = wait(json!({}));
+    bad.request_state = Some("wait:run-someone-elses".into());
+    match s.client.call_tool_once(bad).await.unwrap() {
+        CallToolResponse::Complete(r) => {
+            let v = r.structured_content.unwrap();
+            assert_eq!(v["error"]["name"], "HandleError", "{v}");
+        }
+        other => panic!("a refusal was expected: {other:?}"),
+    }
+    let result = loop {
+        let r = s.client.call_tool(wait(json!({}))).await.unwrap();
+        let v = r.structured_content.unwrap();
+        if v.get("running").is_none() {
+            break v;
+        }
+    };
+    assert_eq!(
+        result["result"],
+        json!({"t": 1, "a": 1, "local": 2, "denied": "ApprovalDenied"}),
+        "{result}"
+    );
+    assert_eq!(s.person.asked.lock().unwrap().len(), 2);
+    let v = exec(&s, "return await tools.fix.counts({})", json!({})).await;
+    assert_eq!(v["result"], json!({"tick": 1, "write_note": 1}), "{v}");
+}

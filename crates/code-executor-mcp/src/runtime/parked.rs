@@ -18,11 +18,12 @@
 //! `taskAfterMs` and it was done) is taken back out of the table by that request
 //! ([`Parked::publish_as`]) and answered directly.
 //!
-//! A task of a 2026-07-28 client asks its questions (approvals, `llm.ask`) through the task
-//! itself: [`Parked::ask`] keeps them on the entry under keys unique over the task's life,
-//! `tasks/get` shows them as `input_required` with `inputRequests`, and `tasks/update`
-//! ([`Parked::answer`]) delivers the client's `inputResponses`. A question asked before the
-//! task was handed out hands it out at once (the client cannot answer what it cannot see).
+//! A long run of a 2026-07-28 client asks its questions (approvals, `llm.ask`) through its
+//! handle: [`Parked::ask`] keeps them on the entry under keys unique over the run's life;
+//! `tasks/get` shows them as `input_required` with `inputRequests` and `tasks/update`
+//! ([`Parked::answer`]) delivers the client's `inputResponses`; for a `wait` handle, `wait`
+//! answers `input_required` and its retry carries the answers. A question asked before the
+//! handle was handed out hands it out at once (the client cannot answer what it cannot see).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -458,18 +459,30 @@ impl Parked {
         } else {
             limit
         };
-        let signal = {
+        let (signal, asking, open) = {
             let mut t = self.lock();
             self.sweep(&mut t);
-            Parked::visible(&self.replica, &mut t, owner, handle)?
-                .finished
-                .clone()
+            let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
+            let open = e.questions.iter().any(|q| !q.reply.is_closed());
+            (e.finished.clone(), e.asking.clone(), open)
         };
-        let mut rx = signal.subscribe();
-        let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
+        // Open questions are answered at once: the run waits for the client, not the reverse.
+        if !open {
+            let mut rx = signal.subscribe();
+            tokio::select! {
+                _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)) => {}
+                () = asking.notified() => {}
+            }
+        }
         let mut t = self.lock();
         let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
         match &e.state {
+            State::Running if e.questions.iter().any(|q| !q.reply.is_closed()) => {
+                // The answer is the questions (`input_required` carries no lines): the lines
+                // stay for the next `wait`.
+                let progress = e.events.latest_progress();
+                Ok(snapshot(handle, e, Vec::new(), progress, &self.limits))
+            }
             State::Running => {
                 let (logs, progress) = e.events.since(e.delivered);
                 e.delivered += logs.len();

@@ -8,9 +8,11 @@
 //! status message, both also structured in `_meta`) and, once finished, the same
 //! `CallToolResult` a plain call returns; `tasks/cancel` stops it. A client without tasks that
 //! passed `yieldAfterMs` gets what the run printed so far and a handle for `wait`.
-//! A 2026-07-28 task asks its questions (approvals, `llm.ask`) through the task:
-//! `input_required` with `inputRequests` in `tasks/get`, answered by `tasks/update`. A run
-//! with a handle for `wait`, and a task of an older client, ask inline (or meet the fallback).
+//! A long run of a 2026-07-28 client asks its questions (approvals, `llm.ask`) through its
+//! handle: a task shows `input_required` with `inputRequests` in `tasks/get`, answered by
+//! `tasks/update`; `wait` answers `input_required`, and its retry (with `inputResponses` and
+//! the `requestState`) carries the answers. A task of an older client asks inline (or meets
+//! the fallback).
 //! Everything parked lives in `runtime::parked`; this module only maps it to the wire.
 
 use std::time::Duration;
@@ -18,8 +20,8 @@ use std::time::Duration;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult,
-    InputRequest, InputRequests, InputResponses, JsonObject, MetaObject, Task, TaskPayload,
-    TaskStatus,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject, MetaObject, Task,
+    TaskPayload, TaskStatus,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -139,17 +141,10 @@ impl Drop for Unpublished<'_> {
     }
 }
 
-impl Early {
-    /// It becomes an MCP task (else a handle for `wait`).
-    pub(super) fn is_task(&self) -> bool {
-        self.kind == Kind::Task
-    }
-}
-
 /// Starts a long run and answers after `after`: with the outcome if it finished, else with a
 /// task (`kind` Task) or with the output so far and a handle for `wait`. `asks` receives the
-/// questions of a task whose client answers them through the task (2026-07-28); the first
-/// one hands the task out at once. A run the server chose to make long that cannot be one
+/// questions of a run whose client answers them through its handle (2026-07-28); the first
+/// one hands the handle out at once. A run the server chose to make long that cannot be one
 /// comes back as `Err` with its request, to be answered plainly.
 pub(super) async fn early(
     core: &Core,
@@ -299,18 +294,43 @@ pub(super) struct WaitArgs {
     cancel: bool,
 }
 
-/// `wait`: new output of a parked execution, or its outcome once finished.
-pub(super) async fn wait(core: &Core, args: WaitArgs, principal: &Principal) -> CallToolResult {
+/// `requestState` of a `wait` answered `input_required`: names the run (bound to its client
+/// in the table), so the retry's answers reach its questions.
+const WAIT_STATE: &str = "wait:";
+
+/// `wait`: new output of a parked execution, or its outcome once finished; `input_required`
+/// while the run (of a 2026-07-28 client) has questions open. `answers` are a retry's
+/// `inputResponses` with its `requestState`.
+pub(super) async fn wait(
+    core: &Core,
+    args: WaitArgs,
+    principal: &Principal,
+    answers: Option<(&str, InputResponses)>,
+) -> CallToolResponse {
+    let refused = |name: &str, e: String| execution_result(&ExecOutcome::refused(name, e)).into();
     if args.timeout_ms.is_some_and(|ms| ms > MAX_WAIT_MS) {
-        return execution_result(&ExecOutcome::refused(
+        return refused(
             "RangeError",
             format!(
                 "timeoutMs of wait must be at most {MAX_WAIT_MS}; call wait again to wait longer"
             ),
-        ));
+        );
+    }
+    let parked = core.runtime.parked();
+    if let Some((state, responses)) = answers {
+        if state.strip_prefix(WAIT_STATE) != Some(args.handle.as_str()) {
+            return refused(
+                "HandleError",
+                "requestState does not belong to this handle: retry wait with the requestState \
+                 its input_required answer gave"
+                    .into(),
+            );
+        }
+        if let Err(e) = parked.answer(principal, &args.handle, responses) {
+            return refused(park_error_name(&e), e.to_string());
+        }
     }
     let limit = Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_WAIT_MS));
-    let parked = core.runtime.parked();
     match parked
         .wait(
             principal,
@@ -322,10 +342,17 @@ pub(super) async fn wait(core: &Core, args: WaitArgs, principal: &Principal) -> 
         .await
     {
         Ok(snap) => match &snap.outcome {
-            Some(outcome) => execution_result(outcome),
-            None => running_result(&snap),
+            Some(outcome) => execution_result(outcome).into(),
+            None => match input_required(&snap.questions) {
+                TaskPayload::InputRequired { input_requests } => InputRequiredResult::new(
+                    Some(input_requests),
+                    Some(format!("{WAIT_STATE}{}", snap.handle)),
+                )
+                .into(),
+                _ => running_result(&snap).into(),
+            },
         },
-        Err(e) => execution_result(&ExecOutcome::refused(park_error_name(&e), e.to_string())),
+        Err(e) => refused(park_error_name(&e), e.to_string()),
     }
 }
 
