@@ -33,14 +33,20 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{Events, Progress};
+use super::events::Events;
 use super::execution::ExecContext;
-use super::paused::Ask;
-use super::{ExecOutcome, LogEntry, Runtime};
+use super::{ExecOutcome, Runtime};
 use crate::policy::audit::{AuditEvent, AuditLog};
 use crate::policy::long_runs::LongRunLimits;
 use crate::principal::Principal;
 use crate::replica::{Elsewhere, Replica};
+
+mod questions;
+mod snapshot;
+
+use questions::Question;
+pub(crate) use snapshot::Snapshot;
+use snapshot::snapshot;
 
 /// Handles of dropped or expired results remembered, for a clear answer about them.
 const REMEMBERED_GONE: usize = 1024;
@@ -126,13 +132,6 @@ struct Entry {
     asking: Arc<tokio::sync::Notify>,
 }
 
-/// A question a task put to its client, until `tasks/update` answers it.
-struct Question {
-    key: String,
-    request: Value,
-    reply: tokio::sync::oneshot::Sender<Value>,
-}
-
 #[derive(Default)]
 struct Table {
     entries: HashMap<String, Entry>,
@@ -147,66 +146,6 @@ pub(crate) struct Parked {
     limits: LongRunLimits,
     /// Tags new handles, refuses another replica's.
     replica: Replica,
-}
-
-/// The state of one parked execution, as `wait` and `tasks/get` show it.
-pub(crate) struct Snapshot {
-    pub handle: String,
-    pub created_at: String,
-    /// When it finished (or now, while it runs).
-    pub updated_at: String,
-    /// Milliseconds from creation until the entry may be dropped: the run's deadline plus
-    /// the keep time while it runs, exact once it finished.
-    pub ttl_ms: u64,
-    pub progress: Option<Progress>,
-    /// Log lines: the new ones for `wait`, the last few for a task.
-    pub logs: Vec<LogEntry>,
-    /// Lines printed in all so far.
-    pub log_count: usize,
-    pub elapsed_ms: u64,
-    /// Tool calls so far.
-    pub tool_calls: u32,
-    pub cancelled_by: Option<&'static str>,
-    /// Questions to the client not answered yet: (key, `{"method", "params"}`).
-    pub questions: Vec<(String, Value)>,
-    /// The outcome, once finished (for `wait`, its logs are only the lines not handed out).
-    pub outcome: Option<Arc<ExecOutcome>>,
-}
-
-impl Snapshot {
-    /// The task's status message: progress and the last line printed.
-    pub(crate) fn status_message(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(p) = &self.progress {
-            parts.push(format!("progress {}", p.line()));
-        }
-        if let Some(l) = self.logs.last() {
-            let mut text: String = l.text.chars().take(200).collect();
-            if text.len() < l.text.len() {
-                text.push('…');
-            }
-            parts.push(format!("last output [{}] {}", l.level, text));
-        }
-        if parts.is_empty() {
-            parts.push(format!("running for {} ms", self.elapsed_ms));
-        }
-        parts.join("; ")
-    }
-
-    /// What a running execution shows: logs, progress, and how to go on.
-    pub(crate) fn running_value(&self) -> Value {
-        json!({
-            "result": null,
-            "logs": self.logs,
-            "toolCalls": self.tool_calls,
-            "durationMs": self.elapsed_ms,
-            "running": {
-                "handle": self.handle,
-                "progress": self.progress,
-                "linesSoFar": self.log_count,
-            }
-        })
-    }
 }
 
 /// Whether a reserved execution finished before its request handed it out.
@@ -463,7 +402,7 @@ impl Parked {
             let mut t = self.lock();
             self.sweep(&mut t);
             let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
-            let open = e.questions.iter().any(|q| !q.reply.is_closed());
+            let open = e.open_questions().next().is_some();
             (e.finished.clone(), e.asking.clone(), open)
         };
         // Open questions are answered at once: the run waits for the client, not the reverse.
@@ -477,7 +416,7 @@ impl Parked {
         let mut t = self.lock();
         let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
         match &e.state {
-            State::Running if e.questions.iter().any(|q| !q.reply.is_closed()) => {
+            State::Running if e.open_questions().next().is_some() => {
                 // The answer is the questions (`input_required` carries no lines): the lines
                 // stay for the next `wait`.
                 let progress = e.events.latest_progress();
@@ -518,48 +457,6 @@ impl Parked {
         let mut rx = signal.subscribe();
         let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
         self.get(owner, handle)
-    }
-
-    /// The run behind `handle` asks its client `asks` (see the module docs). Questions of an
-    /// entry that is gone are dropped, which the asker sees as no answer.
-    pub(crate) fn ask(&self, handle: &str, asks: Vec<Ask>) {
-        let mut t = self.lock();
-        let Some(e) = t.entries.get_mut(handle) else {
-            return;
-        };
-        e.questions.retain(|q| !q.reply.is_closed());
-        for ask in asks {
-            e.asked += 1;
-            e.questions.push(Question {
-                key: format!("q{}", e.asked),
-                request: ask.request,
-                reply: ask.reply,
-            });
-        }
-        e.asking.notify_one();
-    }
-
-    /// `tasks/update`: the client's answers to the task's open questions, by key; a key that
-    /// names no open question is ignored (it was answered, or timed out, meanwhile).
-    pub(crate) fn answer(
-        &self,
-        owner: &Principal,
-        handle: &str,
-        mut responses: rmcp::model::InputResponses,
-    ) -> Result<(), ParkError> {
-        let mut t = self.lock();
-        self.sweep(&mut t);
-        let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
-        for q in std::mem::take(&mut e.questions) {
-            match responses.remove(&q.key) {
-                Some(answer) => {
-                    let _ = q.reply.send(answer);
-                }
-                None if !q.reply.is_closed() => e.questions.push(q),
-                None => {}
-            }
-        }
-        Ok(())
     }
 
     /// `tasks/get`: the state now, with the last few lines.
@@ -626,52 +523,6 @@ impl Parked {
             );
             remove(t, &h, reason);
         }
-    }
-}
-
-fn snapshot(
-    handle: &str,
-    e: &Entry,
-    logs: Vec<LogEntry>,
-    progress: Option<Progress>,
-    limits: &LongRunLimits,
-) -> Snapshot {
-    let keep = limits.keep_result_ms;
-    let (updated_at, ttl_ms, outcome) = match &e.state {
-        State::Running => (
-            rmcp::task_manager::current_timestamp(),
-            e.duration.as_millis() as u64 + keep,
-            None,
-        ),
-        State::Finished {
-            outcome,
-            at,
-            at_text,
-            ..
-        } => (
-            at_text.clone(),
-            at.duration_since(e.created).as_millis() as u64 + keep,
-            Some(outcome.clone()),
-        ),
-    };
-    Snapshot {
-        handle: handle.to_string(),
-        created_at: e.created_at.clone(),
-        updated_at,
-        ttl_ms,
-        progress,
-        log_count: e.events.tail(0).1,
-        logs,
-        elapsed_ms: e.created.elapsed().as_millis() as u64,
-        tool_calls: e.tool_calls.load(std::sync::atomic::Ordering::Relaxed),
-        cancelled_by: e.cancelled_by,
-        questions: e
-            .questions
-            .iter()
-            .filter(|q| !q.reply.is_closed())
-            .map(|q| (q.key.clone(), q.request.clone()))
-            .collect(),
-        outcome,
     }
 }
 
