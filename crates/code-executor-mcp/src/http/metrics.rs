@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::Core;
+use crate::runtime::pool::PoolStats;
 
 /// Counters of the HTTP layer.
 #[derive(Default)]
@@ -115,42 +116,35 @@ impl HttpMetrics {
              code_executor_handles_misrouted_total {}",
             core.options.replica.misrouted(),
         );
-        let _ = writeln!(
-            out,
-            "# HELP code_executor_pool_ready Warm workers ready, by language.\n\
-             # TYPE code_executor_pool_ready gauge"
-        );
         let pools = core.runtime.pool_stats().await;
-        for p in &pools {
+        let families: [PoolFamily; 3] = [
+            (
+                "code_executor_pool_ready",
+                "gauge",
+                "Warm workers ready",
+                |p| p.ready as u64,
+            ),
+            (
+                "code_executor_pool_target",
+                "gauge",
+                "Warm workers kept",
+                |p| p.target as u64,
+            ),
+            (
+                "code_executor_pool_start_failures_total",
+                "counter",
+                "Workers that failed to start",
+                |p| p.start_failures,
+            ),
+        ];
+        for (name, kind, help, value) in families {
             let _ = writeln!(
                 out,
-                "code_executor_pool_ready{{language=\"{}\"}} {}",
-                p.language, p.ready
+                "# HELP {name} {help}, by language.\n# TYPE {name} {kind}"
             );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP code_executor_pool_target Warm workers kept, by language.\n\
-             # TYPE code_executor_pool_target gauge"
-        );
-        for p in &pools {
-            let _ = writeln!(
-                out,
-                "code_executor_pool_target{{language=\"{}\"}} {}",
-                p.language, p.target
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP code_executor_pool_start_failures_total Workers that failed to start, by language.\n\
-             # TYPE code_executor_pool_start_failures_total counter"
-        );
-        for p in &pools {
-            let _ = writeln!(
-                out,
-                "code_executor_pool_start_failures_total{{language=\"{}\"}} {}",
-                p.language, p.start_failures
-            );
+            for p in &pools {
+                let _ = writeln!(out, "{name}{{language=\"{}\"}} {}", p.language, value(p));
+            }
         }
         let _ = writeln!(
             out,
@@ -162,6 +156,14 @@ impl HttpMetrics {
         out
     }
 }
+
+/// A per-language pool metric: name, type, help, and its value for a pool.
+type PoolFamily = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&PoolStats) -> u64,
+);
 
 /// The server's resident set size, from /proc.
 pub(crate) fn resident_bytes() -> Option<u64> {
