@@ -217,10 +217,7 @@ impl CodeExecutorServer {
                                 link.route = InputRoute::Mrtr(tx);
                                 Some(rx)
                             }
-                            _ => {
-                                link.route = InputRoute::Inline;
-                                None
-                            }
+                            InputRoute::Inline => None,
                         };
                         match long_runs::early(
                             core,
