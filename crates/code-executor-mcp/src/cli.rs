@@ -355,6 +355,9 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     };
+    // stdin's reader is a blocking thread that waits for input which may never come (after
+    // a signal): the runtime does not wait for it.
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
     // Spans still queued are exported before the process ends.
     crate::trace::shutdown();
     code
@@ -504,7 +507,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .serve(crate::server::legacy_tasks::wrap(reader, writer))
                 .await
                 .context("MCP initialization failed")?;
+            // A client that stops us with a signal instead of closing stdin (or after it)
+            // gets the same orderly end: sessions and their workspaces go, the audit is
+            // flushed.
+            let token = service.cancellation_token();
+            let watcher = tokio::spawn(async move {
+                tracing::info!("{}: shutting down", crate::shutdown::signal().await);
+                token.cancel();
+            });
             let ended = service.waiting().await;
+            watcher.abort();
             core.runtime.sessions().end_all(&core.policy.audit);
             // Lines of runs cut off by the end are written before we exit.
             core.policy.audit.flush();

@@ -24,6 +24,7 @@ mod replica;
 pub(crate) mod runtime;
 pub(crate) mod server;
 pub(crate) mod setup;
+mod shutdown;
 mod tls;
 pub(crate) mod trace;
 pub(crate) mod upstream;
@@ -168,7 +169,9 @@ impl Core {
             options.sizing(options.python.pool_size, options.python.pool_size_pinned),
             budget,
         );
-        let sessions = Sessions::new(settings.sessions, runtime::session::workspace_root());
+        let root = runtime::session::workspace_root();
+        runtime::session::remove_stale_roots_in_background(root.clone());
+        let sessions = Sessions::new(settings.sessions, root);
         let runtime = Arc::new(Runtime::new(
             catalog.clone(),
             pool,

@@ -735,3 +735,86 @@ async fn a_workspace_nested_past_path_max_is_refused_and_still_deleted() {
     let (v, is_error) = run(&h, Lang::Py, json!({"code": "2"})).await;
     assert!(!is_error, "{v}");
 }
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+    }
+}
+
+/// Polls `done` until it holds, for at most 20 s.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_stopped_server_deletes_its_workspaces_and_a_killed_ones_go_with_the_next_start() {
+    // Stopped by a signal, as clients stop stdio servers (after closing stdin, or instead):
+    // every session ends in the audit log and the workspaces are deleted.
+    for signal in ["TERM", "INT"] {
+        let (h, _d) = server(json!({})).await;
+        let mut roots = Vec::new();
+        for lang in BOTH {
+            let (id, _) = new_session(&h, lang, define(lang)).await;
+            roots.push(host_workspace(&id).parent().unwrap().to_path_buf());
+        }
+        roots.dedup();
+        assert_eq!(roots.len(), 1, "{roots:?}");
+        let pid = h.pid.unwrap();
+        let status = std::process::Command::new("kill")
+            .args([format!("-{signal}"), pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        eventually("the server exits", || ended(pid)).await;
+        assert!(
+            !roots[0].exists(),
+            "SIG{signal}: {} is left",
+            roots[0].display()
+        );
+        let audit = std::fs::read_to_string(h.audit_path()).unwrap();
+        let ends = audit
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|l| l["event"] == "session.end" && l["reason"] == "shutdown")
+            .count();
+        assert_eq!(ends, 2, "SIG{signal}: {audit}");
+    }
+
+    // Killed, it cannot: the next server to start deletes what it left.
+    let (h, _d) = server(json!({})).await;
+    let (id, _) = new_session(&h, Lang::Py, define(Lang::Py)).await;
+    let workspace = host_workspace(&id);
+    assert!(workspace.join("notes.txt").is_file());
+    let pid = h.pid.unwrap();
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    eventually("the server dies", || ended(pid)).await;
+    assert!(workspace.is_dir(), "nothing could delete it yet");
+    let (next, _d2) = server(json!({})).await;
+    eventually("the next server deletes the dead one's workspaces", || {
+        !workspace.parent().unwrap().exists()
+    })
+    .await;
+    // And leaves a live server's alone.
+    let (id, _) = new_session(&next, Lang::Ts, "return 1").await;
+    let (_third, _d3) = server(json!({})).await;
+    ok_in(&next, Lang::Ts, &id, "return 2").await;
+    assert!(host_workspace(&id).is_dir());
+}

@@ -282,7 +282,7 @@ pub async fn serve(
             Some(rx) => {
                 let _ = rx.await;
             }
-            None => wait_for_signal().await,
+            None => tracing::info!("{}: shutting down", crate::shutdown::signal().await),
         }
     };
     tokio::pin!(shutdown);
@@ -372,22 +372,6 @@ pub async fn serve(
     core.policy.audit.flush();
     tracing::info!("shut down");
     Ok(())
-}
-
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!("cannot watch SIGTERM: {e}");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT"),
-    }
 }
 
 /// Closes transport sessions rmcp has ended (idle) in our ownership table.
