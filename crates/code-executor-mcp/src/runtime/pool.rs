@@ -394,7 +394,7 @@ async fn refill(weak: Weak<Inner>) {
                 match result {
                     Ok(mut w) => {
                         // Once, while it is idle: what it costs to keep (for the budget).
-                        w.measure_idle_memory();
+                        w.measure_idle_memory().await;
                         inner.ready.lock().await.push_back(w);
                     }
                     Err(_) => failed = true,

@@ -81,7 +81,7 @@ pub struct WorkerProcess {
     /// the worker is ready, for its peak memory. Held open, it always means that process, and
     /// reading it at the end of a run costs one `pread`.
     engine_status: Option<std::fs::File>,
-    /// [`WorkerProcess::tree_memory`] measured once while the worker waited in its pool.
+    /// [`tree_memory`] measured once while the worker waited in its pool.
     idle_memory: Option<u64>,
 }
 
@@ -343,50 +343,15 @@ impl WorkerProcess {
         status_kib(status, key)
     }
 
-    /// Memory of the worker's whole process tree (the sandbox's helpers and the engine), from
-    /// the host's `/proc`: the proportional set size (`Pss` of `smaps_rollup`: a page shared
-    /// by the helpers and the engine, which map the same binary, counts once in all), else the
-    /// resident set size; `None` when it is gone. What a pooled worker costs while it waits.
-    pub fn tree_memory(&self) -> Option<u64> {
-        let mut total = 0;
-        let mut pids = vec![self.pid];
-        let mut seen = 0;
-        while let Some(pid) = pids.pop() {
-            seen += 1;
-            if seen > 16 {
-                break;
-            }
-            let kib = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-                .ok()
-                .and_then(|s| status_kib(&s, "Pss:"))
-                .or_else(|| {
-                    std::fs::read_to_string(format!("/proc/{pid}/status"))
-                        .ok()
-                        .and_then(|s| status_kib(&s, "VmRSS:"))
-                });
-            match kib {
-                Some(kib) => total += kib * 1024,
-                // The worker itself is gone; a helper that just exited is not.
-                None if pid == self.pid => return None,
-                None => {}
-            }
-            if let Ok(children) =
-                std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-            {
-                pids.extend(
-                    children
-                        .split_whitespace()
-                        .filter_map(|c| c.parse::<u32>().ok()),
-                );
-            }
-        }
-        Some(total)
-    }
-
-    /// Measures [`WorkerProcess::tree_memory`] now (a pool does it once, when the worker is
-    /// ready and idle) and keeps it for [`WorkerProcess::idle_memory`].
-    pub fn measure_idle_memory(&mut self) {
-        self.idle_memory = self.tree_memory();
+    /// Measures the worker's whole process tree ([`tree_memory`]) now (a pool does it once, when the worker is
+    /// ready and idle) and keeps it for [`WorkerProcess::idle_memory`]. The `/proc` reads
+    /// (`smaps_rollup` walks every mapping of each process) run on the blocking pool, not on
+    /// the thread that serves requests.
+    pub async fn measure_idle_memory(&mut self) {
+        let pid = self.pid;
+        self.idle_memory = tokio::task::spawn_blocking(move || tree_memory(pid))
+            .await
+            .unwrap_or_else(|_| tree_memory(pid));
     }
 
     /// What [`WorkerProcess::measure_idle_memory`] measured, if it was called.
@@ -468,4 +433,42 @@ impl Drop for WorkerProcess {
         // One execution per worker: whatever it left running dies with it.
         self.kill();
     }
+}
+
+/// Memory of the process tree under `pid` (the sandbox's helpers and the engine), from the
+/// host's `/proc`: the proportional set size (`Pss` of `smaps_rollup`: a page shared by the
+/// helpers and the engine, which map the same binary, counts once in all), else the resident
+/// set size; `None` when `pid` is gone.
+fn tree_memory(root: u32) -> Option<u64> {
+    let mut total = 0;
+    let mut pids = vec![root];
+    let mut seen = 0;
+    while let Some(pid) = pids.pop() {
+        seen += 1;
+        if seen > 16 {
+            break;
+        }
+        let kib = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+            .ok()
+            .and_then(|s| status_kib(&s, "Pss:"))
+            .or_else(|| {
+                std::fs::read_to_string(format!("/proc/{pid}/status"))
+                    .ok()
+                    .and_then(|s| status_kib(&s, "VmRSS:"))
+            });
+        match kib {
+            Some(kib) => total += kib * 1024,
+            // The worker itself is gone; a helper that just exited is not.
+            None if pid == root => return None,
+            None => {}
+        }
+        if let Ok(children) = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")) {
+            pids.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+    }
+    Some(total)
 }
