@@ -300,7 +300,18 @@ fn init_steps(cfg: &HelperConfig, out: &Reporter, alive_r: &OwnedFd) -> Result<(
         true,
         "new PID namespace; a reaping init is PID 1; killing it (or the process group) kills every process inside",
     );
-    let plan = mounts::plan(cfg)?;
+    // The host's plan of the shared paths, checked against the configured paths (it must be
+    // exactly what they resolve to), then each fact in it against the host while mounting;
+    // without one, the paths are resolved here.
+    let plan = match &cfg.plan {
+        Some(shared) => {
+            mounts::check(cfg, shared)?;
+            let mut steps = shared.to_vec();
+            mounts::plan_own(cfg, &mut steps)?;
+            steps
+        }
+        None => mounts::plan(cfg)?,
+    };
     let detail = mounts::build(&plan)?;
     out.layer(layer::FILESYSTEM_VIEW, true, &detail);
     out.layer(
