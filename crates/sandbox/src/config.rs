@@ -297,9 +297,9 @@ mod tests {
             b"plan\x001\0pbind\0xf/etc\0",
             b"plan\x001\0pbindat\0/workspace\0",
         ]
-            .iter()
-            .map(|b| HelperConfig::decode(b).err().unwrap())
-            .collect();
+        .iter()
+        .map(|b| HelperConfig::decode(b).err().unwrap())
+        .collect();
         assert_eq!(
             errs,
             [

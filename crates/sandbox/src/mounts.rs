@@ -100,7 +100,11 @@ fn shared_inputs(cfg: &HelperConfig) -> impl Iterator<Item = (&Path, Access)> {
     cfg.program
         .iter()
         .map(|p| (p.as_path(), Access::ReadOnly))
-        .chain(cfg.read_only.iter().map(|p| (p.as_path(), Access::ReadOnly)))
+        .chain(
+            cfg.read_only
+                .iter()
+                .map(|p| (p.as_path(), Access::ReadOnly)),
+        )
         .chain(cfg.data.iter().map(|p| (p.as_path(), Access::Data)))
         .chain(DEVICES.iter().map(|p| (Path::new(p), Access::Device)))
 }
@@ -273,7 +277,9 @@ enum Found {
     Symlink(PathBuf),
     Dir,
     /// A file, or a directory at the end of the path.
-    Other { is_dir: bool },
+    Other {
+        is_dir: bool,
+    },
 }
 
 /// Resolves `path` on the host like the kernel would, recording the directories walked, the
@@ -730,8 +736,7 @@ mod tests {
     }
 
     fn config(program: &str, read_only: &[&str], data: &[&str]) -> HelperConfig {
-        let mut cfg =
-            HelperConfig::decode(format!("program\0{program}\0").as_bytes()).unwrap();
+        let mut cfg = HelperConfig::decode(format!("program\0{program}\0").as_bytes()).unwrap();
         cfg.read_only = read_only.iter().map(PathBuf::from).collect();
         cfg.data = data.iter().map(PathBuf::from).collect();
         cfg

@@ -302,5 +302,10 @@ pub(crate) fn open_no_symlinks(
         current = Some(fd);
     }
     let at = current.as_ref().map_or(root, |fd| fd.as_fd());
-    Ok(nix::fcntl::openat(at, *last, flags, nix::sys::stat::Mode::empty())?)
+    Ok(nix::fcntl::openat(
+        at,
+        *last,
+        flags,
+        nix::sys::stat::Mode::empty(),
+    )?)
 }

@@ -82,7 +82,10 @@ fn a_path_changed_between_plan_and_mount_fails_the_view() {
         std::fs::rename(&project, &moved).unwrap();
         symlink(home, &project).unwrap();
     });
-    refused_with(&out, "changed since the view was planned (it is a symlink now)");
+    refused_with(
+        &out,
+        "changed since the view was planned (it is a symlink now)",
+    );
     assert!(!text(&out.stdout).contains(SECRET));
     std::fs::remove_file(&project).unwrap();
     std::fs::rename(&moved, &project).unwrap();
@@ -95,7 +98,10 @@ fn a_path_changed_between_plan_and_mount_fails_the_view() {
         std::fs::rename(&outer, &outer_moved).unwrap();
         symlink(&outer_moved, &outer).unwrap();
     });
-    refused_with(&out, "changed since the view was planned (a symlink is on its way now)");
+    refused_with(
+        &out,
+        "changed since the view was planned (a symlink is on its way now)",
+    );
     std::fs::remove_file(&outer).unwrap();
     std::fs::rename(&outer_moved, &outer).unwrap();
 
@@ -132,7 +138,12 @@ fn a_path_changed_between_plan_and_mount_fails_the_view() {
 fn configuration_of(command: &Command) -> std::fs::File {
     let fd = command
         .get_args()
-        .find_map(|a| a.to_str()?.strip_prefix("--config-fd=")?.parse::<i32>().ok())
+        .find_map(|a| {
+            a.to_str()?
+                .strip_prefix("--config-fd=")?
+                .parse::<i32>()
+                .ok()
+        })
         .expect("--config-fd=N");
     std::fs::OpenOptions::new()
         .read(true)
@@ -148,7 +159,10 @@ fn a_configuration_whose_plan_binds_more_than_its_paths_is_refused() {
     }
     let fx = Fixture::new("planforged");
     let policy = fx.policy(Enforce);
-    let payload = sh(&format!("read -r l < {}; echo \"[$l]\"", fx.secret.display()));
+    let payload = sh(&format!(
+        "read -r l < {}; echo \"[$l]\"",
+        fx.secret.display()
+    ));
 
     // As the host wrote it: the secret is not in the view.
     let out = output(sandbox::command(&payload, &policy).unwrap());
@@ -165,7 +179,10 @@ fn a_configuration_whose_plan_binds_more_than_its_paths_is_refused() {
         .iter()
         .position(|f| *f == b"plan")
         .expect("the host sends a plan");
-    let steps: usize = std::str::from_utf8(fields[at + 1]).unwrap().parse().unwrap();
+    let steps: usize = std::str::from_utf8(fields[at + 1])
+        .unwrap()
+        .parse()
+        .unwrap();
     let mut forged = Vec::new();
     for (i, field) in fields[..fields.len() - 1].iter().enumerate() {
         if i == at + 1 {
