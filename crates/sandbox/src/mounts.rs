@@ -162,7 +162,8 @@ const PLANS_KEPT: usize = 16;
 /// helper then resolves it itself and reports why it fails, as it always did.
 pub(crate) fn cached(cfg: &HelperConfig) -> Option<Arc<Vec<Step>>> {
     type Key = (Option<PathBuf>, Vec<PathBuf>, Vec<PathBuf>);
-    static CACHE: OnceLock<Mutex<Vec<(Key, Instant, Arc<Vec<Step>>)>>> = OnceLock::new();
+    type Kept = Vec<(Key, Instant, Arc<Vec<Step>>)>;
+    static CACHE: OnceLock<Mutex<Kept>> = OnceLock::new();
     let key: Key = (cfg.program.clone(), cfg.read_only.clone(), cfg.data.clone());
     let cache = CACHE.get_or_init(Default::default);
     let now = Instant::now();
