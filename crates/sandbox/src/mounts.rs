@@ -121,9 +121,7 @@ pub(crate) fn plan_own(cfg: &HelperConfig, steps: &mut Vec<Step>) -> Result<(), 
                     format!("{}: {e}", scratch.display()),
                 )
             })?;
-            if let Some(parent) = at.parent() {
-                steps.push(Step::Dir(parent.to_owned()));
-            }
+            // Its mount point's parents exist only in the view: `build` makes them.
             steps.push(Step::BindAt {
                 source,
                 path: at.clone(),
@@ -428,7 +426,14 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
                         .map_err(|e| err(format!("symlink {}", path.display()), &e))?;
                 }
             }
-            Step::Bind { .. } | Step::BindAt { .. } => {}
+            // The scratch directory's mount point: its parents exist only in the view.
+            Step::BindAt { path, .. } => {
+                if let Some(parent) = path.parent() {
+                    mkdir_all(parent)
+                        .map_err(|e| err(format!("mkdir {}", parent.display()), &e))?;
+                }
+            }
+            Step::Bind { .. } => {}
         }
     }
 

@@ -203,3 +203,29 @@ fn a_configuration_whose_plan_binds_more_than_its_paths_is_refused() {
     refused_with(&out, "which no configured path resolves to; refusing it");
     assert!(!text(&out.stdout).contains(SECRET));
 }
+
+#[test]
+fn a_scratch_mount_point_under_directories_the_host_lacks_is_made_in_the_view() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    let fx = Fixture::new("planat");
+    let at = format!("/sandbox-test-absent-{}/deeper/ws", std::process::id());
+    assert!(!Path::new(&at).exists());
+    let mut policy = fx.policy(Enforce);
+    policy.scratch_mount_at = Some(at.clone().into());
+    let out = output(
+        sandbox::command(
+            &sh(&format!(
+                "echo written > {at}/f && read -r l < {at}/f && echo \"$l\""
+            )),
+            &policy,
+        )
+        .unwrap(),
+    );
+    assert_eq!(text(&out.stdout), "written\n", "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(fx.scratch.path().join("f")).unwrap(),
+        "written\n"
+    );
+}
