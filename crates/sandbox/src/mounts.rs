@@ -682,10 +682,9 @@ impl HostRoot {
     /// `path` is still a symlink to `target`.
     fn check_symlink(&self, path: &Path, target: &Path) -> Result<(), SetupError> {
         let fd = self.lookup(path, false)?;
-        if Self::kind(path, &fd)? != nix::libc::S_IFLNK {
-            return Err(Self::changed(path, "it is no longer a symlink"));
-        }
-        let now = nix::fcntl::readlinkat(&fd, "").map_err(|e| Self::changed(path, e))?;
+        // On a descriptor of anything but a symlink, `readlinkat(fd, "")` fails (ENOENT).
+        let now = nix::fcntl::readlinkat(&fd, "")
+            .map_err(|_| Self::changed(path, "it is no longer a symlink"))?;
         if Path::new(&now) != target {
             return Err(Self::changed(
                 path,

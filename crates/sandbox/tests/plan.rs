@@ -127,8 +127,15 @@ fn a_path_changed_between_plan_and_mount_fails_the_view() {
     });
     refused_with(&out, "it leads to v2 now, not v1");
 
+    // The symlink replaced by the directory it led to.
+    let out = plan_then_change(&policy, &sh("echo ran"), || {
+        std::fs::remove_file(&current).unwrap();
+        std::fs::rename(lib.join("v1"), &current).unwrap();
+    });
+    refused_with(&out, "it is no longer a symlink");
+    std::fs::rename(&current, lib.join("v1")).unwrap();
+
     // Back as it was planned: runs again.
-    std::fs::remove_file(&current).unwrap();
     symlink("v1", &current).unwrap();
     let out = output(sandbox::command(&sh("echo ran"), &policy).unwrap());
     assert_eq!(text(&out.stdout), "ran\n", "{out:?}");
