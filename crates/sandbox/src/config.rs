@@ -3,7 +3,9 @@
 //! which would reach the dynamic loader of the helper itself).
 //!
 //! Encoding: `key NUL value NUL` pairs. No value can contain NUL (execve and paths forbid it),
-//! so the encoding is unambiguous without escaping.
+//! so the encoding is unambiguous without escaping. The view's plan, when the host sends one:
+//! `plan` (its number of steps), then per step `pdir PATH`, `plink PATH` followed by
+//! `pto TARGET`, or `pbind` with the access letter, `d` or `f`, and the path in one value.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};

@@ -4,10 +4,15 @@
 //! program, the shared libraries it links, the host's read-only paths) is resolved component
 //! by component, so the symlinks on the way (`/bin -> usr/bin`, `/lib64/ld-linux... -> ...`)
 //! are recreated as symlinks and only real files and directories are bind-mounted. No library
-//! directory is mounted as a whole. Then [`build`] mounts a tmpfs, pivots into it, recreates
-//! the symlinks and directories, bind-mounts the plan read-only (scratch read-write), covers
-//! hidden directories with an empty read-only tmpfs, adds a small `/dev` and a fresh `/proc`,
-//! detaches the host root and makes the tmpfs root read-only.
+//! directory is mounted as a whole. The part every worker of a spawner shares
+//! ([`plan_shared`]) is made by the host and reused while the paths are the same ([`cached`]);
+//! the helper checks it against the configured paths ([`check`]) and resolves only its own
+//! scratch directory and hidden paths ([`plan_own`]). Then [`build`] mounts a tmpfs, pivots
+//! into it, recreates the symlinks and directories, checks every host path of the plan again
+//! (opened without following a symlink, so a path changed since the plan fails the view) and
+//! bind-mounts what it opened, read-only (scratch read-write), covers hidden directories with
+//! an empty read-only tmpfs, adds a small `/dev` and a fresh `/proc`, detaches the host root
+//! and makes the tmpfs root read-only.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
