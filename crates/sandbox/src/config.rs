@@ -3,13 +3,27 @@
 //! which would reach the dynamic loader of the helper itself).
 //!
 //! Encoding: `key NUL value NUL` pairs. No value can contain NUL (execve and paths forbid it),
-//! so the encoding is unambiguous without escaping.
+//! so the encoding is unambiguous without escaping. The view's plan, when the host sends one:
+//! `plan` (its number of steps), then per step `pdir PATH`, `plink PATH` followed by
+//! `pto TARGET`, or `pbind` with the access letter, `d` or `f`, and the path in one value.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
+use std::sync::Arc;
+
 use crate::ResourceLimits;
+use crate::mounts::{Access, Step};
+
+/// One byte per access in the configuration.
+const ACCESS_CODES: &[(Access, u8)] = &[
+    (Access::Hidden, b'h'),
+    (Access::Data, b'd'),
+    (Access::ReadOnly, b'r'),
+    (Access::Device, b'v'),
+    (Access::ReadWrite, b'w'),
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HelperConfig {
@@ -30,6 +44,10 @@ pub(crate) struct HelperConfig {
     /// Where `scratch` is mounted inside the view (`None`: at its own path).
     pub scratch_at: Option<PathBuf>,
     pub limits: ResourceLimits,
+    /// The view's shared plan (program, read-only and data paths, devices), resolved by the
+    /// host once per spawner ([`crate::mounts::cached`]); the helper checks it against the
+    /// paths above and the host's files. `None`: the helper resolves it itself.
+    pub plan: Option<Arc<Vec<Step>>>,
 }
 
 impl HelperConfig {
@@ -86,6 +104,34 @@ impl HelperConfig {
         ] {
             put(key, OsStr::new(&value.to_string()));
         }
+        if let Some(plan) = &self.plan {
+            put("plan", OsStr::new(&plan.len().to_string()));
+            for step in plan.iter() {
+                match step {
+                    Step::Dir(path) => put("pdir", path.as_os_str()),
+                    Step::Symlink { path, target } => {
+                        put("plink", path.as_os_str());
+                        put("pto", target.as_os_str());
+                    }
+                    Step::Bind {
+                        path,
+                        access,
+                        is_dir,
+                    } => {
+                        let code = ACCESS_CODES
+                            .iter()
+                            .find(|(a, _)| a == access)
+                            .map_or(b'?', |(_, c)| *c);
+                        let mut value = vec![code, if *is_dir { b'd' } else { b'f' }];
+                        value.extend_from_slice(path.as_os_str().as_bytes());
+                        put("pbind", OsStr::from_bytes(&value));
+                    }
+                    // Never in a shared plan (the scratch directory is each worker's own); the
+                    // helper would refuse the plan anyway.
+                    Step::BindAt { path, .. } => put("pbindat", path.as_os_str()),
+                }
+            }
+        }
         out
     }
 
@@ -102,7 +148,11 @@ impl HelperConfig {
             scratch: None,
             scratch_at: None,
             limits: ResourceLimits::default(),
+            plan: None,
         };
+        let mut plan_len: Option<u64> = None;
+        let mut plan: Vec<Step> = Vec::new();
+        let mut link: Option<PathBuf> = None;
         let body = bytes
             .strip_suffix(&[0])
             .ok_or_else(|| "configuration does not end with NUL".to_owned())?;
@@ -118,7 +168,44 @@ impl HelperConfig {
                     .and_then(|s| s.parse().ok())
                     .ok_or_else(|| format!("bad number for {:?}", String::from_utf8_lossy(key)))
             };
+            if key != b"pto"
+                && let Some(path) = &link
+            {
+                return Err(format!("plan symlink {} has no target", path.display()));
+            }
             match key {
+                b"plan" => plan_len = Some(number()?),
+                b"pdir" => plan.push(Step::Dir(os().into())),
+                b"plink" => link = Some(os().into()),
+                b"pto" => {
+                    let path = link.take().ok_or("plan target without a symlink")?;
+                    plan.push(Step::Symlink {
+                        path,
+                        target: os().into(),
+                    });
+                }
+                b"pbind" => {
+                    let (code, kind, path) = match value {
+                        [code, kind, path @ ..] if !path.is_empty() => (code, kind, path),
+                        _ => return Err("malformed plan bind".into()),
+                    };
+                    let access = ACCESS_CODES
+                        .iter()
+                        .find(|(_, c)| c == code)
+                        .map(|(a, _)| *a)
+                        .ok_or("unknown access in a plan bind")?;
+                    let is_dir = match kind {
+                        b'd' => true,
+                        b'f' => false,
+                        _ => return Err("malformed plan bind".into()),
+                    };
+                    plan.push(Step::Bind {
+                        path: OsString::from_vec(path.to_vec()).into(),
+                        access,
+                        is_dir,
+                    });
+                }
+                b"pbindat" => return Err("a shared plan may not bind at another path".into()),
                 b"probe" => cfg.probe = value == b"1",
                 b"program" => cfg.program = Some(os().into()),
                 b"arg" => cfg.args.push(os()),
@@ -136,6 +223,15 @@ impl HelperConfig {
                 b"fsize" => cfg.limits.max_file_size_bytes = number()?,
                 other => return Err(format!("unknown key {:?}", String::from_utf8_lossy(other))),
             }
+        }
+        if let Some(path) = link {
+            return Err(format!("plan symlink {} has no target", path.display()));
+        }
+        match plan_len {
+            Some(n) if n == plan.len() as u64 => cfg.plan = Some(Arc::new(plan)),
+            Some(n) => return Err(format!("plan of {n} steps holds {}", plan.len())),
+            None if plan.is_empty() => {}
+            None => return Err("plan steps without a plan".into()),
         }
         Ok(cfg)
     }
@@ -165,22 +261,58 @@ mod tests {
                 max_open_files: 5,
                 max_file_size_bytes: 6,
             },
+            plan: Some(Arc::new(vec![
+                Step::Dir("/usr".into()),
+                Step::Symlink {
+                    path: "/bin".into(),
+                    target: "usr/bin".into(),
+                },
+                Step::Bind {
+                    path: "/usr/bin/dash".into(),
+                    access: Access::ReadOnly,
+                    is_dir: false,
+                },
+                Step::Bind {
+                    path: "/home/me/project".into(),
+                    access: Access::Data,
+                    is_dir: true,
+                },
+                Step::Bind {
+                    path: "/dev/null".into(),
+                    access: Access::Device,
+                    is_dir: false,
+                },
+            ])),
         };
         assert_eq!(HelperConfig::decode(&cfg.encode()), Ok(cfg));
     }
 
     #[test]
     fn rejects_truncated_input() {
-        let errs: Vec<String> = [&b"program\0/bin/sh"[..], b"program\0", b"nope\0x\0"]
-            .iter()
-            .map(|b| HelperConfig::decode(b).err().unwrap())
-            .collect();
+        let errs: Vec<String> = [
+            &b"program\0/bin/sh"[..],
+            b"program\0",
+            b"nope\0x\0",
+            b"plan\x002\0pdir\0/usr\0",
+            b"pdir\0/usr\0",
+            b"plan\x001\0plink\0/bin\0",
+            b"plan\x001\0pbind\0xf/etc\0",
+            b"plan\x001\0pbindat\0/workspace\0",
+        ]
+        .iter()
+        .map(|b| HelperConfig::decode(b).err().unwrap())
+        .collect();
         assert_eq!(
             errs,
             [
                 "configuration does not end with NUL",
                 "key \"program\" has no value",
                 "unknown key \"nope\"",
+                "plan of 2 steps holds 1",
+                "plan steps without a plan",
+                "plan symlink /bin has no target",
+                "unknown access in a plan bind",
+                "a shared plan may not bind at another path",
             ]
         );
     }

@@ -249,12 +249,14 @@ fn supervise(init: Pid, status_r: OwnedFd, _alive_w: OwnedFd) -> ExitCode {
 /// Step 5 (second half) and 6, in the init (PID 1 of the new namespace); it forks step 7.
 fn init(cfg: &HelperConfig, out: &Reporter, alive_r: OwnedFd, status_w: OwnedFd) -> ExitCode {
     // The view is complete (and read-only) before the init opens anything in it.
-    match init_steps(cfg, out, &alive_r).and_then(|()| open_null(cfg.probe)) {
+    match init_steps(cfg, out, &alive_r)
+        .and_then(|view| open_null(cfg.probe).map(|null| (view, null)))
+    {
         Err(e) => fail(out, &e),
         // SAFETY: the init is single-threaded, as the outer helper was, so the child may do
         // anything after fork. What can go wrong: a fork failure (e.g. RLIMIT_NPROC of the
         // host uid reached) is reported as a setup failure, never as a payload result.
-        Ok(null) => match unsafe { unistd::fork() } {
+        Ok((view, null)) => match unsafe { unistd::fork() } {
             Err(e) => fail(
                 out,
                 &SetupError::new(layer::PID_NAMESPACE, format!("fork: {e}")),
@@ -263,7 +265,7 @@ fn init(cfg: &HelperConfig, out: &Reporter, alive_r: OwnedFd, status_w: OwnedFd)
                 drop(alive_r);
                 drop(status_w);
                 drop(null);
-                payload(cfg, out)
+                payload(cfg, &view, out)
             }
             Ok(ForkResult::Parent { child }) => {
                 drop(alive_r);
@@ -277,7 +279,12 @@ fn init(cfg: &HelperConfig, out: &Reporter, alive_r: OwnedFd, status_w: OwnedFd)
     }
 }
 
-fn init_steps(cfg: &HelperConfig, out: &Reporter, alive_r: &OwnedFd) -> Result<(), SetupError> {
+/// Returns the plan the view was built from.
+fn init_steps(
+    cfg: &HelperConfig,
+    out: &Reporter,
+    alive_r: &OwnedFd,
+) -> Result<Vec<mounts::Step>, SetupError> {
     // The outer helper is our parent, outside the namespace: die with it, and make sure it is
     // still there now that the signal is armed (its end of `alive` closes when it exits).
     prctl::set_pdeathsig(Signal::SIGKILL)
@@ -300,7 +307,18 @@ fn init_steps(cfg: &HelperConfig, out: &Reporter, alive_r: &OwnedFd) -> Result<(
         true,
         "new PID namespace; a reaping init is PID 1; killing it (or the process group) kills every process inside",
     );
-    let plan = mounts::plan(cfg)?;
+    // The host's plan of the shared paths, checked against the configured paths (it must be
+    // exactly what they resolve to), then each fact in it against the host while mounting;
+    // without one, the paths are resolved here.
+    let plan = match &cfg.plan {
+        Some(shared) => {
+            mounts::check(cfg, shared)?;
+            let mut steps = shared.to_vec();
+            mounts::plan_own(cfg, &mut steps)?;
+            steps
+        }
+        None => mounts::plan(cfg)?,
+    };
     let detail = mounts::build(&plan)?;
     out.layer(layer::FILESYSTEM_VIEW, true, &detail);
     out.layer(
@@ -308,12 +326,12 @@ fn init_steps(cfg: &HelperConfig, out: &Reporter, alive_r: &OwnedFd) -> Result<(
         true,
         "fresh /proc of the new PID namespace (host processes invisible)",
     );
-    Ok(())
+    Ok(plan)
 }
 
 /// Steps 7 to 13, in the payload process (PID 2), ending in `execve`.
-fn payload(cfg: &HelperConfig, out: &Reporter) -> ExitCode {
-    match payload_steps(cfg, out) {
+fn payload(cfg: &HelperConfig, view: &[mounts::Step], out: &Reporter) -> ExitCode {
+    match payload_steps(cfg, view, out) {
         Err(e) => fail(out, &e),
         Ok(Payload::Probed) => ExitCode::SUCCESS,
         Ok(Payload::Ran(code)) => code,
@@ -342,12 +360,16 @@ enum Payload {
     Ran(ExitCode),
 }
 
-fn payload_steps(cfg: &HelperConfig, out: &Reporter) -> Result<Payload, SetupError> {
+fn payload_steps(
+    cfg: &HelperConfig,
+    view: &[mounts::Step],
+    out: &Reporter,
+) -> Result<Payload, SetupError> {
     // Step 7: everything that allocates or opens files happens before the limits apply.
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("PR_SET_PDEATHSIG: {e}")))?;
     let exec = ExecArgs::new(cfg)?;
-    let ruleset = landlock::prepare(cfg)?;
+    let ruleset = landlock::prepare(cfg, view)?;
     let filters = seccomp::compile()?;
     let cwd = cfg
         .cwd

@@ -4,18 +4,29 @@
 //! program, the shared libraries it links, the host's read-only paths) is resolved component
 //! by component, so the symlinks on the way (`/bin -> usr/bin`, `/lib64/ld-linux... -> ...`)
 //! are recreated as symlinks and only real files and directories are bind-mounted. No library
-//! directory is mounted as a whole. Then [`build`] mounts a tmpfs, pivots into it, recreates
-//! the symlinks and directories, bind-mounts the plan read-only (scratch read-write), covers
-//! hidden directories with an empty read-only tmpfs, adds a small `/dev` and a fresh `/proc`,
-//! detaches the host root and makes the tmpfs root read-only.
+//! directory is mounted as a whole. The part every worker of a spawner shares
+//! ([`plan_shared`]) is made by the host and reused while the paths are the same ([`cached`]);
+//! the helper checks it against the configured paths ([`check`]) and resolves only its own
+//! scratch directory and hidden paths ([`plan_own`]). Then [`build`] mounts a tmpfs, pivots
+//! into it, recreates the symlinks and directories, checks every host path of the plan again
+//! (opened without following a symlink, so a path changed since the plan fails the view) and
+//! bind-mounts what it opened, read-only (scratch read-write), covers hidden directories with
+//! an empty read-only tmpfs, adds a small `/dev` and a fresh `/proc`, detaches the host root
+//! and makes the tmpfs root read-only.
 
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs;
 use std::io::ErrorKind;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
+use nix::fcntl::OFlag;
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
+use nix::sys::stat::Mode;
 use nix::unistd;
 
 use crate::config::HelperConfig;
@@ -34,7 +45,7 @@ const OLD_ROOT: &str = "/oldroot";
 /// Symlinks followed while resolving one path, as the kernel's own limit.
 const MAX_SYMLINKS: usize = 40;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Access {
     /// A directory inside a read-only path, shown empty (an empty read-only tmpfs on it).
     /// Least permissive: the same path with any other access stays visible.
@@ -49,7 +60,7 @@ pub(crate) enum Access {
     ReadWrite,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Step {
     Dir(PathBuf),
     Symlink {
@@ -71,19 +82,42 @@ pub(crate) enum Step {
 
 /// Every step needed to make the configured paths resolve inside the view as on the host.
 pub(crate) fn plan(cfg: &HelperConfig) -> Result<Vec<Step>, SetupError> {
+    let mut steps = plan_shared(cfg)?;
+    plan_own(cfg, &mut steps)?;
+    Ok(steps)
+}
+
+/// The part of the plan every worker of a spawner shares: the program, the read-only paths,
+/// the data paths and the devices, each resolved component by component, each step listed
+/// once. The host computes it ([`cached`]) and the helper checks it ([`check`]).
+pub(crate) fn plan_shared(cfg: &HelperConfig) -> Result<Vec<Step>, SetupError> {
     let mut steps = Vec::new();
-    if let Some(program) = &cfg.program {
-        resolve(program, Access::ReadOnly, &mut steps)?;
+    for (path, access) in shared_inputs(cfg) {
+        resolve(path, access, &mut steps)?;
     }
-    for path in &cfg.read_only {
-        resolve(path, Access::ReadOnly, &mut steps)?;
-    }
-    for path in &cfg.data {
-        resolve(path, Access::Data, &mut steps)?;
-    }
-    for path in DEVICES {
-        resolve(Path::new(path), Access::Device, &mut steps)?;
-    }
+    let mut seen = HashSet::new();
+    steps.retain(|step| seen.insert(step.clone()));
+    Ok(steps)
+}
+
+/// The paths [`plan_shared`] resolves, with the access each is resolved for.
+fn shared_inputs(cfg: &HelperConfig) -> impl Iterator<Item = (&Path, Access)> {
+    cfg.program
+        .iter()
+        .map(|p| (p.as_path(), Access::ReadOnly))
+        .chain(
+            cfg.read_only
+                .iter()
+                .map(|p| (p.as_path(), Access::ReadOnly)),
+        )
+        .chain(cfg.data.iter().map(|p| (p.as_path(), Access::Data)))
+        .chain(DEVICES.iter().map(|p| (Path::new(p), Access::Device)))
+}
+
+/// The part of the plan each worker resolves itself: its scratch directory (which differs
+/// between workers of a session) and the directories shown empty (no host file is bound for
+/// them, so they expose nothing whatever they resolve to).
+pub(crate) fn plan_own(cfg: &HelperConfig, steps: &mut Vec<Step>) -> Result<(), SetupError> {
     match (&cfg.scratch, &cfg.scratch_at) {
         (Some(scratch), Some(at)) => {
             let source = fs::canonicalize(scratch).map_err(|e| {
@@ -92,16 +126,14 @@ pub(crate) fn plan(cfg: &HelperConfig) -> Result<Vec<Step>, SetupError> {
                     format!("{}: {e}", scratch.display()),
                 )
             })?;
-            if let Some(parent) = at.parent() {
-                steps.push(Step::Dir(parent.to_owned()));
-            }
+            // Its mount point's parents exist only in the view: `build` makes them.
             steps.push(Step::BindAt {
                 source,
                 path: at.clone(),
                 access: Access::ReadWrite,
             });
         }
-        (Some(scratch), None) => resolve(scratch, Access::ReadWrite, &mut steps)?,
+        (Some(scratch), None) => resolve(scratch, Access::ReadWrite, steps)?,
         (None, _) => {}
     }
     // Hidden directories are named by their real path and add no directory or symlink of their
@@ -118,7 +150,117 @@ pub(crate) fn plan(cfg: &HelperConfig) -> Result<Vec<Step>, SetupError> {
             });
         }
     }
-    Ok(steps)
+    Ok(())
+}
+
+/// How long the host reuses a shared plan before resolving it again: a path that changes on
+/// the host (a library upgraded) fails the view of the workers started with the older plan
+/// (see [`build`]) for at most this long.
+const PLAN_REUSE: Duration = Duration::from_secs(2);
+/// Plans kept at once (one per spawner and data grant); the oldest go first.
+const PLANS_KEPT: usize = 16;
+
+/// [`plan_shared`] for `cfg`, computed on the host and reused for [`PLAN_REUSE`] while the
+/// program, read-only and data paths are the same. `None` when the plan cannot be made: the
+/// helper then resolves it itself and reports why it fails, as it always did.
+pub(crate) fn cached(cfg: &HelperConfig) -> Option<Arc<Vec<Step>>> {
+    type Key = (Option<PathBuf>, Vec<PathBuf>, Vec<PathBuf>);
+    type Kept = Vec<(Key, Instant, Arc<Vec<Step>>)>;
+    static CACHE: OnceLock<Mutex<Kept>> = OnceLock::new();
+    let key: Key = (cfg.program.clone(), cfg.read_only.clone(), cfg.data.clone());
+    let cache = CACHE.get_or_init(Default::default);
+    let now = Instant::now();
+    if let Ok(mut kept) = cache.lock() {
+        kept.retain(|(_, made, _)| now.duration_since(*made) < PLAN_REUSE);
+        if let Some((_, _, plan)) = kept.iter().find(|(k, _, _)| *k == key) {
+            return Some(plan.clone());
+        }
+    }
+    let plan = Arc::new(plan_shared(cfg).ok()?);
+    if let Ok(mut kept) = cache.lock() {
+        if kept.len() >= PLANS_KEPT {
+            kept.remove(0);
+        }
+        kept.push((key, now, plan.clone()));
+    }
+    Some(plan)
+}
+
+/// Checks a shared plan received in the configuration against the configuration's own paths:
+/// it must be exactly what resolving them gives when the symlinks, directories and files it
+/// records are what is on the host. Walking each configured path through the plan's
+/// recorded symlinks (no file is touched here) must end at a bind of that path with its
+/// access, and every step of the plan must be met on some walk. [`build`] then checks each
+/// recorded fact against the host while it mounts. A plan that binds anything no configured
+/// path leads to, or with another access, is refused.
+pub(crate) fn check(cfg: &HelperConfig, plan: &[Step]) -> Result<(), SetupError> {
+    let err = |reason: String| SetupError::new(layer::FILESYSTEM_VIEW, reason);
+    let mut links: HashMap<&Path, &Path> = HashMap::new();
+    let mut dirs: HashSet<&Path> = HashSet::new();
+    let mut binds: HashSet<(&Path, Access, bool)> = HashSet::new();
+    for step in plan {
+        match step {
+            Step::Dir(path) => {
+                dirs.insert(path);
+            }
+            Step::Symlink { path, target } => {
+                if links.insert(path, target).is_some_and(|t| t != target) {
+                    return Err(err(format!(
+                        "the view's plan names two targets for the symlink {}",
+                        path.display()
+                    )));
+                }
+            }
+            Step::Bind {
+                path,
+                access,
+                is_dir,
+            } => {
+                binds.insert((path, *access, *is_dir));
+            }
+            Step::BindAt { path, .. } => {
+                return Err(err(format!(
+                    "the view's plan binds {} at another path, which only the scratch directory may be",
+                    path.display()
+                )));
+            }
+        }
+    }
+    let in_plan: HashSet<&Step> = plan.iter().collect();
+    let mut met: HashSet<Step> = HashSet::new();
+    for (path, access) in shared_inputs(cfg) {
+        let mut walked = Vec::new();
+        resolve_with(path, access, &mut walked, |next| {
+            if let Some(target) = links.get(next) {
+                Ok(Found::Symlink(target.to_path_buf()))
+            } else if dirs.contains(next) {
+                Ok(Found::Dir)
+            } else if binds.contains(&(next, access, true)) {
+                Ok(Found::Other { is_dir: true })
+            } else if binds.contains(&(next, access, false)) {
+                Ok(Found::Other { is_dir: false })
+            } else {
+                Err(format!(
+                    "the view's plan does not say what {} is (resolving {})",
+                    next.display(),
+                    path.display()
+                ))
+            }
+        })?;
+        if let Some(missing) = walked.iter().find(|s| !in_plan.contains(s)) {
+            return Err(err(format!(
+                "the view's plan lacks {missing:?} (resolving {}); refusing it",
+                path.display()
+            )));
+        }
+        met.extend(walked);
+    }
+    if let Some(extra) = plan.iter().find(|s| !met.contains(*s)) {
+        return Err(err(format!(
+            "the view's plan holds {extra:?}, which no configured path resolves to; refusing it"
+        )));
+    }
+    Ok(())
 }
 
 enum Part {
@@ -134,9 +276,39 @@ fn parts(path: &Path) -> impl DoubleEndedIterator<Item = Part> + '_ {
     })
 }
 
+/// What one component of a path is, as [`resolve_with`] asks.
+enum Found {
+    Symlink(PathBuf),
+    Dir,
+    /// A file, or a directory at the end of the path.
+    Other {
+        is_dir: bool,
+    },
+}
+
 /// Resolves `path` on the host like the kernel would, recording the directories walked, the
 /// symlinks followed and, at the end, the real file or directory to bind.
 fn resolve(path: &Path, access: Access, steps: &mut Vec<Step>) -> Result<(), SetupError> {
+    resolve_with(path, access, steps, |next| {
+        let meta = fs::symlink_metadata(next).map_err(|e| format!("{}: {e}", next.display()))?;
+        Ok(if meta.file_type().is_symlink() {
+            Found::Symlink(fs::read_link(next).map_err(|e| format!("{}: {e}", next.display()))?)
+        } else if meta.is_dir() {
+            Found::Dir
+        } else {
+            Found::Other { is_dir: false }
+        })
+    })
+}
+
+/// [`resolve`] with `look` telling what each component is (the host's filesystem, or a plan
+/// being checked).
+fn resolve_with(
+    path: &Path,
+    access: Access,
+    steps: &mut Vec<Step>,
+    mut look: impl FnMut(&Path) -> Result<Found, String>,
+) -> Result<(), SetupError> {
     let err = |reason: String| SetupError::new(layer::FILESYSTEM_VIEW, reason);
     if !path.is_absolute() {
         return Err(err(format!("{} is not absolute", path.display())));
@@ -145,6 +317,7 @@ fn resolve(path: &Path, access: Access, steps: &mut Vec<Step>) -> Result<(), Set
     let mut pending: Vec<Part> = parts(path).rev().collect();
     let mut current = PathBuf::from("/");
     let mut links = 0;
+    let mut bound = false;
     while let Some(part) = pending.pop() {
         let name = match part {
             Part::Parent => {
@@ -154,46 +327,57 @@ fn resolve(path: &Path, access: Access, steps: &mut Vec<Step>) -> Result<(), Set
             Part::Name(name) => name,
         };
         let next = current.join(&name);
-        let meta =
-            fs::symlink_metadata(&next).map_err(|e| err(format!("{}: {e}", next.display())))?;
+        let found = look(&next).map_err(err)?;
         // A data path was resolved by the host (symlinks followed, checked against what may be
         // granted): a symlink on its way now means it changed since, and might lead elsewhere.
-        if access == Access::Data && meta.file_type().is_symlink() {
+        if access == Access::Data && matches!(found, Found::Symlink(_)) {
             return Err(err(format!(
                 "data path {}: {} is a symlink (it changed since it was granted)",
                 path.display(),
                 next.display()
             )));
         }
-        if meta.file_type().is_symlink() {
-            links += 1;
-            if links > MAX_SYMLINKS {
-                return Err(err(format!(
-                    "too many symlinks resolving {}",
-                    path.display()
-                )));
+        match found {
+            Found::Symlink(target) => {
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(err(format!(
+                        "too many symlinks resolving {}",
+                        path.display()
+                    )));
+                }
+                if target.is_absolute() {
+                    current = PathBuf::from("/");
+                }
+                pending.extend(parts(&target).rev());
+                steps.push(Step::Symlink { path: next, target });
             }
-            let target =
-                fs::read_link(&next).map_err(|e| err(format!("{}: {e}", next.display())))?;
-            if target.is_absolute() {
-                current = PathBuf::from("/");
+            Found::Dir if pending.is_empty() => {
+                bound = true;
+                steps.push(Step::Bind {
+                    path: next,
+                    access,
+                    is_dir: true,
+                });
             }
-            pending.extend(parts(&target).rev());
-            steps.push(Step::Symlink { path: next, target });
-        } else if pending.is_empty() {
-            steps.push(Step::Bind {
-                path: next,
-                access,
-                is_dir: meta.is_dir(),
-            });
-        } else if meta.is_dir() {
-            steps.push(Step::Dir(next.clone()));
-            current = next;
-        } else {
-            return Err(err(format!("{} is not a directory", next.display())));
+            Found::Other { is_dir } if pending.is_empty() => {
+                bound = true;
+                steps.push(Step::Bind {
+                    path: next,
+                    access,
+                    is_dir,
+                });
+            }
+            Found::Dir => {
+                steps.push(Step::Dir(next.clone()));
+                current = next;
+            }
+            Found::Other { .. } => {
+                return Err(err(format!("{} is not a directory", next.display())));
+            }
         }
     }
-    if current == Path::new("/") && !steps.iter().any(|s| matches!(s, Step::Bind { .. })) {
+    if current == Path::new("/") && !bound {
         return Err(err(format!("{} resolves to the host root", path.display())));
     }
     Ok(())
@@ -210,6 +394,11 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
     // 6.1 Nothing we mount propagates back to the host, and nothing of the host's reaches us.
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
         .map_err(|e| err("make / private".into(), &e))?;
+    // The host root, held open: every host path of the plan is opened beneath it without
+    // following a symlink, and what is bound is exactly what was opened.
+    let host = HostRoot::new().map_err(|e| err("open the host root".into(), &e))?;
+    // Paths of the plan checked against the host, with their parents (checked on the way).
+    let mut checked: HashSet<&Path> = HashSet::new();
     // 6.2 A small tmpfs becomes the new root; the host root moves to /oldroot.
     mount(
         Some("tmpfs"),
@@ -235,12 +424,21 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
                     mkdir_all(parent)
                         .map_err(|e| err(format!("mkdir {}", parent.display()), &e))?;
                 }
+                host.check_symlink(path, target)?;
+                checked.extend(path.ancestors());
                 if fs::symlink_metadata(path).is_err() {
                     std::os::unix::fs::symlink(target, path)
                         .map_err(|e| err(format!("symlink {}", path.display()), &e))?;
                 }
             }
-            Step::Bind { .. } | Step::BindAt { .. } => {}
+            // The scratch directory's mount point: its parents exist only in the view.
+            Step::BindAt { path, .. } => {
+                if let Some(parent) = path.parent() {
+                    mkdir_all(parent)
+                        .map_err(|e| err(format!("mkdir {}", parent.display()), &e))?;
+                }
+            }
+            Step::Bind { .. } => {}
         }
     }
 
@@ -302,16 +500,18 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
             };
             made.map_err(|e| err(format!("mount point {}", path.display()), &e))?;
         }
-        let host = from.unwrap_or(path);
-        let source = Path::new(OLD_ROOT).join(host.strip_prefix("/").unwrap_or(host));
+        let real = from.unwrap_or(path);
+        let source = host.open(real, is_dir)?;
+        checked.extend(real.ancestors());
         mount(
-            Some(&source),
+            Some(&source.magic_link()),
             path,
             none,
             MsFlags::MS_BIND | MsFlags::MS_REC,
             none,
         )
         .map_err(|e| err(format!("bind {}", path.display()), &e))?;
+        drop(source);
         let attrs = match access {
             Access::ReadOnly => ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV,
             Access::Data => ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
@@ -323,6 +523,16 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
             .map_err(|e| err(format!("mount_setattr {}", path.display()), &e))?;
         applied.push((path, access));
     }
+
+    // The directories walked that no bind or symlink above passed through (a path with `..`).
+    for step in steps {
+        if let Step::Dir(path) = step
+            && !checked.contains(path.as_path())
+        {
+            host.check_dir(path)?;
+        }
+    }
+    drop(host);
 
     // 6.5 The rest of /dev: the usual links into /proc.
     mkdir_all(Path::new("/dev")).map_err(|e| err("mkdir /dev".into(), &e))?;
@@ -403,6 +613,102 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
     ))
 }
 
+/// The host root while the view is built: every host path of the plan is opened beneath it
+/// with no symlink followed ([`crate::sys::open_no_symlinks`]), so a path that changed since
+/// the plan was made (a component replaced by a symlink, removed, a file where a directory
+/// was) fails the view instead of binding something else.
+struct HostRoot(OwnedFd);
+
+/// A host file or directory opened by [`HostRoot::open`].
+struct Opened(OwnedFd);
+
+impl Opened {
+    /// The path `mount` binds it by: its descriptor in the host's `/proc` (under the old root
+    /// while the view is built), which names exactly the opened object.
+    fn magic_link(&self) -> PathBuf {
+        PathBuf::from(format!("{OLD_ROOT}/proc/self/fd/{}", self.0.as_raw_fd()))
+    }
+}
+
+impl HostRoot {
+    fn new() -> nix::Result<Self> {
+        nix::fcntl::open(
+            "/",
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map(Self)
+    }
+
+    fn changed(path: &Path, why: impl std::fmt::Display) -> SetupError {
+        SetupError::new(
+            layer::FILESYSTEM_VIEW,
+            format!(
+                "{} changed since the view was planned ({why}); refusing to bind it",
+                path.display()
+            ),
+        )
+    }
+
+    fn lookup(&self, path: &Path, directory: bool) -> Result<OwnedFd, SetupError> {
+        let rel = path.strip_prefix("/").unwrap_or(path);
+        crate::sys::open_no_symlinks(self.0.as_fd(), rel, directory).map_err(|e| {
+            match e.raw_os_error() {
+                Some(nix::libc::ELOOP) => Self::changed(path, "a symlink is on its way now"),
+                Some(nix::libc::ENOTDIR) if directory => {
+                    Self::changed(path, "it is not a directory now")
+                }
+                Some(nix::libc::ENOTDIR) => Self::changed(path, "a file is on its way now"),
+                Some(nix::libc::ENOENT) => Self::changed(path, "it is gone"),
+                _ => SetupError::new(layer::FILESYSTEM_VIEW, format!("{}: {e}", path.display())),
+            }
+        })
+    }
+
+    fn kind(path: &Path, fd: &OwnedFd) -> Result<nix::libc::mode_t, SetupError> {
+        nix::sys::stat::fstat(fd)
+            .map(|st| st.st_mode & nix::libc::S_IFMT)
+            .map_err(|e| Self::changed(path, e))
+    }
+
+    /// The real file or directory `path` (no symlink in it), to bind.
+    fn open(&self, path: &Path, is_dir: bool) -> Result<Opened, SetupError> {
+        let fd = self.lookup(path, false)?;
+        match Self::kind(path, &fd)? {
+            nix::libc::S_IFLNK => Err(Self::changed(path, "it is a symlink now")),
+            nix::libc::S_IFDIR if !is_dir => Err(Self::changed(path, "it is a directory now")),
+            kind if is_dir && kind != nix::libc::S_IFDIR => {
+                Err(Self::changed(path, "it is not a directory now"))
+            }
+            _ => Ok(Opened(fd)),
+        }
+    }
+
+    /// `path` is still a symlink to `target`.
+    fn check_symlink(&self, path: &Path, target: &Path) -> Result<(), SetupError> {
+        let fd = self.lookup(path, false)?;
+        // On a descriptor of anything but a symlink, `readlinkat(fd, "")` fails (ENOENT).
+        let now = nix::fcntl::readlinkat(&fd, "")
+            .map_err(|_| Self::changed(path, "it is no longer a symlink"))?;
+        if Path::new(&now) != target {
+            return Err(Self::changed(
+                path,
+                format!(
+                    "it leads to {} now, not {}",
+                    Path::new(&now).display(),
+                    target.display()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `path` is still a real directory.
+    fn check_dir(&self, path: &Path) -> Result<(), SetupError> {
+        self.lookup(path, true).map(drop)
+    }
+}
+
 fn mkdir(path: &Path) -> std::io::Result<()> {
     fs::DirBuilder::new().mode(0o755).create(path)
 }
@@ -437,6 +743,105 @@ mod tests {
         };
         assert!(!is_dir);
         assert_eq!(fs::canonicalize("/bin/sh").unwrap(), *path);
+    }
+
+    fn config(program: &str, read_only: &[&str], data: &[&str]) -> HelperConfig {
+        let mut cfg = HelperConfig::decode(format!("program\0{program}\0").as_bytes()).unwrap();
+        cfg.read_only = read_only.iter().map(PathBuf::from).collect();
+        cfg.data = data.iter().map(PathBuf::from).collect();
+        cfg
+    }
+
+    fn refusal(cfg: &HelperConfig, plan: &[Step]) -> String {
+        check(cfg, plan).unwrap_err().reason
+    }
+
+    #[test]
+    fn the_hosts_own_plan_passes_the_check() {
+        let cfg = config("/bin/sh", &["/usr/lib", "/etc/hostname"], &["/tmp"]);
+        let plan = plan_shared(&cfg).unwrap();
+        check(&cfg, &plan).unwrap();
+        // Each step once, however many paths share it.
+        let unique: HashSet<&Step> = plan.iter().collect();
+        assert_eq!(unique.len(), plan.len());
+    }
+
+    #[test]
+    fn a_plan_binding_more_than_the_policy_is_refused() {
+        let cfg = config("/bin/sh", &[], &[]);
+        let mut plan = plan_shared(&cfg).unwrap();
+        // Something no configured path leads to.
+        plan.push(Step::Bind {
+            path: "/etc".into(),
+            access: Access::ReadOnly,
+            is_dir: true,
+        });
+        assert!(
+            refusal(&cfg, &plan).contains("which no configured path resolves to"),
+            "{plan:?}"
+        );
+    }
+
+    #[test]
+    fn a_plan_granting_more_access_than_the_policy_is_refused() {
+        // A data directory (read, never exec) planned as read-only (exec allowed).
+        let cfg = config("/bin/sh", &[], &["/tmp"]);
+        let plan: Vec<Step> = plan_shared(&cfg)
+            .unwrap()
+            .into_iter()
+            .map(|step| match step {
+                Step::Bind {
+                    path,
+                    access: Access::Data,
+                    is_dir,
+                } => Step::Bind {
+                    path,
+                    access: Access::ReadOnly,
+                    is_dir,
+                },
+                other => other,
+            })
+            .collect();
+        assert!(refusal(&cfg, &plan).contains("does not say what /tmp is"));
+    }
+
+    #[test]
+    fn a_plan_leading_a_path_elsewhere_is_refused() {
+        // The program's symlink made to lead to another file, without the steps to get there.
+        // (/bin/sh is a symlink, or reached through one, on every system this runs on.)
+        let cfg = config("/bin/sh", &[], &[]);
+        let mut plan = plan_shared(&cfg).unwrap();
+        let Some(Step::Symlink { target, .. }) =
+            plan.iter_mut().find(|s| matches!(s, Step::Symlink { .. }))
+        else {
+            panic!("no symlink resolving /bin/sh: {plan:?}");
+        };
+        *target = "/etc".into();
+        let reason = refusal(&cfg, &plan);
+        assert!(reason.contains("does not say what /etc is"), "{reason}");
+        // A plan that leaves out a path of the policy is refused too.
+        let plan = plan_shared(&config("/bin/sh", &[], &[])).unwrap();
+        let reason = refusal(&config("/bin/sh", &["/usr/lib"], &[]), &plan);
+        assert!(reason.contains("/usr/lib"), "{reason}");
+        // A scratch bind smuggled into the shared plan.
+        let mut plan = plan_shared(&cfg).unwrap();
+        plan.push(Step::BindAt {
+            source: "/".into(),
+            path: "/workspace".into(),
+            access: Access::ReadWrite,
+        });
+        assert!(refusal(&cfg, &plan).contains("only the scratch directory"));
+    }
+
+    #[test]
+    fn a_data_path_through_a_planned_symlink_is_refused() {
+        // /bin is a symlink: a plan resolving a data path through it is refused as the host's
+        // own resolution would be.
+        let cfg = config("/bin/sh", &[], &[]);
+        let mut plan = plan_shared(&cfg).unwrap();
+        let data = config("/bin/sh", &[], &["/bin/sh"]);
+        plan.extend(plan_shared(&config("/bin/sh", &["/bin/sh"], &[])).unwrap());
+        assert!(refusal(&data, &plan).contains("is a symlink"));
     }
 
     #[test]

@@ -62,6 +62,7 @@ const DENIED: &[(&str, libc::c_long)] = &[
 ];
 
 /// `clone` flags that would make a new namespace.
+#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
 const NAMESPACE_FLAGS: &[libc::c_int] = &[
     libc::CLONE_NEWUSER,
     libc::CLONE_NEWNS,
@@ -74,18 +75,54 @@ const NAMESPACE_FLAGS: &[libc::c_int] = &[
     0x80,
 ];
 
-pub(crate) struct Filters(Vec<BpfProgram>);
+/// The programs to install: the table built into the binary, or compiled here.
+pub(crate) enum Filters {
+    Table(&'static [&'static [sock_filter]]),
+    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+    Compiled(Vec<BpfProgram>),
+}
+
+impl Filters {
+    fn programs(&self) -> Vec<&[sock_filter]> {
+        match self {
+            Filters::Table(table) => table.to_vec(),
+            Filters::Compiled(programs) => programs.iter().map(Vec::as_slice).collect(),
+        }
+    }
+}
+
+/// The filters, compiled when the binary was built where this architecture has a table
+/// (`seccomp_table.rs`, checked by a test to be exactly what [`compile_rules`] gives, so the
+/// rules above and the table cannot drift apart); compiled here otherwise. Nothing of them
+/// comes from the configuration: there is nothing a host could hand the helper to weaken.
+pub(crate) fn compile() -> Result<Filters, SetupError> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        Ok(Filters::Table(table::PROGRAMS))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        compile_rules().map(Filters::Compiled)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[path = "seccomp_table.rs"]
+mod table;
 
 fn err(e: &dyn std::fmt::Display) -> SetupError {
     SetupError::new(layer::SECCOMP, e.to_string())
 }
 
+#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
 fn arch() -> Result<TargetArch, SetupError> {
     std::env::consts::ARCH.try_into().map_err(|e| err(&e))
 }
 
-/// Compiles the filters (allocates; done before rlimits apply).
-pub(crate) fn compile() -> Result<Filters, SetupError> {
+/// Compiles the filters from the rules above with seccompiler (allocates; done before rlimits
+/// apply). About 15 µs; [`compile`] takes them from the binary instead where it can.
+#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
+pub(crate) fn compile_rules() -> Result<Vec<BpfProgram>, SetupError> {
     let arch = arch()?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for (_, nr) in DENIED {
@@ -139,10 +176,11 @@ pub(crate) fn compile() -> Result<Filters, SetupError> {
     if cfg!(target_arch = "x86_64") {
         programs.push(x32_filter());
     }
-    Ok(Filters(programs))
+    Ok(programs)
 }
 
 /// Denies every x32 system call (number with `__X32_SYSCALL_BIT`) on x86_64.
+#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
 fn x32_filter() -> BpfProgram {
     const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
     const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
@@ -165,7 +203,11 @@ fn x32_filter() -> BpfProgram {
 
 /// Installs the filters on this thread. Needs no_new_privs (step 9).
 pub(crate) fn apply(filters: &Filters) -> Result<String, SetupError> {
-    for program in &filters.0 {
+    let programs = filters.programs();
+    if programs.len() < 2 || programs.iter().any(|p| p.is_empty()) {
+        return Err(err(&"no filter to install (the built-in table is empty)"));
+    }
+    for program in programs {
         seccompiler::apply_filter(program)
             .map_err(|e| err(&format!("installing a filter: {e}")))?;
     }
@@ -179,4 +221,54 @@ pub(crate) fn apply(filters: &Filters) -> Result<String, SetupError> {
             ""
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table built into the binary is exactly what the rules compile to. After changing
+    /// the rules, `SECCOMP_TABLE_WRITE=1 cargo test -p code-executor-mcp-sandbox --lib seccomp`
+    /// writes it again (review the diff: it is the filter the payload gets).
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn the_built_in_table_is_what_the_rules_compile_to() {
+        let compiled = compile_rules().unwrap();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/seccomp_table.rs");
+        if std::env::var_os("SECCOMP_TABLE_WRITE").is_some_and(|v| v == "1") {
+            let mut out = String::from(
+                "//! The seccomp filters of `seccomp.rs` as compiled for x86_64: written by the test\n\
+                 //! `the_built_in_table_is_what_the_rules_compile_to` (`SECCOMP_TABLE_WRITE=1`), which\n\
+                 //! fails when the rules and this table differ. One row per instruction:\n\
+                 //! (code, jt, jf, k).\n\nuse seccompiler::sock_filter;\n\n\
+                 const fn op(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {\n    \
+                 sock_filter { code, jt, jf, k }\n}\n\n\
+                 pub(super) const PROGRAMS: &[&[sock_filter]] = &[\n",
+            );
+            for program in &compiled {
+                out.push_str("    &[\n");
+                for i in program {
+                    out.push_str(&format!(
+                        "        op({:#06x}, {}, {}, {:#x}),\n",
+                        i.code, i.jt, i.jf, i.k
+                    ));
+                }
+                out.push_str("    ],\n");
+            }
+            out.push_str("];\n");
+            std::fs::write(path, out).unwrap();
+        }
+        let table: Vec<Vec<(u16, u8, u8, u32)>> = table::PROGRAMS
+            .iter()
+            .map(|p| p.iter().map(|i| (i.code, i.jt, i.jf, i.k)).collect())
+            .collect();
+        let rules: Vec<Vec<(u16, u8, u8, u32)>> = compiled
+            .iter()
+            .map(|p| p.iter().map(|i| (i.code, i.jt, i.jf, i.k)).collect())
+            .collect();
+        assert!(
+            table == rules,
+            "{path} is not what the rules compile to: run this test with SECCOMP_TABLE_WRITE=1"
+        );
+    }
 }

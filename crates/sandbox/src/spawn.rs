@@ -79,7 +79,7 @@ fn confined(
         reason,
         remedy: report::remedy(report::layer::USER_NAMESPACE),
     })?;
-    let config = HelperConfig {
+    let mut config = HelperConfig {
         probe,
         program: (!probe).then(|| target.program.clone()),
         args: target.args.clone(),
@@ -109,7 +109,9 @@ fn confined(
         scratch: policy.scratch_dir.clone(),
         scratch_at: policy.scratch_mount_at.clone(),
         limits: policy.limits,
+        plan: None,
     };
+    config.plan = crate::mounts::cached(&config);
     let memfd = memfd_create(c"code-executor-sandbox-config", MFdFlags::MFD_CLOEXEC)
         .map_err(std::io::Error::from)?;
     let memfd = crate::sys::above_stdio(memfd)?;

@@ -2,7 +2,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -250,4 +250,62 @@ pub(crate) fn lock_securebits() -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// Opens `rel` (relative, no `..`) beneath the directory `root` as an `O_PATH` descriptor
+/// without following any symlink on the way or at the end (`openat2(2)` with
+/// `RESOLVE_NO_SYMLINKS`, Linux 5.6; on kernels or container filters without it, one
+/// `openat(O_PATH | O_NOFOLLOW)` per component, each but the last checked to be a
+/// directory). A symlink at the end is returned as such (the caller looks at its type); one on
+/// the way fails with `ELOOP`. With `directory`, the end must be a directory (`ENOTDIR`).
+pub(crate) fn open_no_symlinks(
+    root: std::os::fd::BorrowedFd<'_>,
+    rel: &Path,
+    directory: bool,
+) -> io::Result<OwnedFd> {
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+    let mut flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    if directory {
+        flags |= OFlag::O_DIRECTORY;
+    }
+    let how = OpenHow::new()
+        .flags(flags)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    match openat2(root, rel, how) {
+        Ok(fd) => return Ok(fd),
+        Err(nix::Error::ENOSYS | nix::Error::EPERM) => {}
+        Err(e) => return Err(e.into()),
+    }
+    // No openat2: walk the components ourselves.
+    let names: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .map(|c| match c {
+            std::path::Component::Normal(n) => Ok(n),
+            _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+        })
+        .collect::<io::Result<_>>()?;
+    let Some((last, dirs)) = names.split_last() else {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    let path_flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut current: Option<OwnedFd> = None;
+    for name in dirs {
+        let at = current.as_ref().map_or(root, |fd| fd.as_fd());
+        let fd = nix::fcntl::openat(at, *name, path_flags, nix::sys::stat::Mode::empty())?;
+        let kind = nix::sys::stat::fstat(&fd)?.st_mode & libc::S_IFMT;
+        if kind == libc::S_IFLNK {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        if kind != libc::S_IFDIR {
+            return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+        }
+        current = Some(fd);
+    }
+    let at = current.as_ref().map_or(root, |fd| fd.as_fd());
+    Ok(nix::fcntl::openat(
+        at,
+        *last,
+        flags,
+        nix::sys::stat::Mode::empty(),
+    )?)
 }
