@@ -585,7 +585,11 @@ fn json_string(json: &str) -> Option<String> {
 /// A run that returned a string: the string encoded here as JSON (serde's encoder instead of
 /// `JSON.stringify` and its replacer in QuickJS). A string with a lone surrogate has no UTF-8
 /// form and is an error, as it is when `JSON.stringify` writes it as an escape.
-fn string_result(ctx: &Ctx<'_>, string: Option<rquickjs::String<'_>>, memory_limit: u64) -> Finished {
+fn string_result(
+    ctx: &Ctx<'_>,
+    string: Option<rquickjs::String<'_>>,
+    memory_limit: u64,
+) -> Finished {
     let internal = |message: String| {
         RunOutcome::Err {
             error: ErrorInfo {

@@ -16,6 +16,10 @@
 import os
 import sys
 
+# glibc read its allocator settings (`GLIBC_TUNABLES`, from the host: see `python_env` in
+# runtime/python.rs) when the interpreter started; code sees the environment without them.
+os.environ.pop("GLIBC_TUNABLES", None)
+
 # 1. The protocol owns the original stdin/stdout. Keep private copies (os.dup makes them
 #    non-inheritable, so no child process gets them), then point fd 0 at /dev/null and fd 1 at
 #    stderr: a stray write from C code, a subprocess or os.write(1, ...) can never corrupt a
