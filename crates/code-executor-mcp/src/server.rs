@@ -497,9 +497,10 @@ pub fn render_text(outcome: &ExecOutcome) -> String {
             push_indented(&mut s, "  ", stack);
         }
     } else {
-        // JSON text: one line, newlines escaped.
-        s.push_str(&outcome.result.to_string());
-        s.push('\n');
+        // JSON text: one line, newlines escaped. Written in place: a large result is not
+        // encoded into a string of its own first and then copied.
+        s.reserve(outcome.result.as_str().map_or(0, |t| t.len() + 2));
+        let _ = std::fmt::Write::write_fmt(&mut s, format_args!("{}\n", outcome.result));
     }
     if !outcome.logs.is_empty() {
         s.push_str("--- logs ---\n");

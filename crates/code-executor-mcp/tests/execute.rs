@@ -801,6 +801,144 @@ async fn a_multi_megabyte_result_round_trips_exactly_in_both_languages() {
     }
 }
 
+/// Large values take the shortest way through each hop (an upstream's plain text or JSON
+/// string reaches code as a string without a parse in the engine; a string result is encoded
+/// natively; see docs/protocol.md, "Large values"), and every way gives back exactly what the
+/// slow one did, in both languages, through the real fixture upstream: a large string from a
+/// text that is not JSON, from a text that is a JSON string, changed by the code after the
+/// call; a large object returned whole and changed after the call; escapes, U+2028/U+2029,
+/// NUL, combining marks and emoji outside the BMP (surrogate pairs in JavaScript); a lone
+/// surrogate, which has no UTF-8 form, in a large result. The text block carries the same
+/// JSON as `structuredContent`.
+#[tokio::test]
+async fn large_values_take_their_fast_paths_exactly_in_both_languages() {
+    const BYTES: usize = 2 << 20;
+    let h = harness().await;
+    let unit = "quote \" backslash \\ tab \t nl \n cr \r nul \u{0} ls \u{2028} ps \u{2029} \
+                Zoë 名前 🚀 e\u{301} ";
+    let n = BYTES / unit.len() + 1;
+    let message = unit.repeat(n);
+    let unit_lit = serde_json::to_string(unit).unwrap();
+    let doc_text = test_support::fixture::document(BYTES);
+    let doc: Value = serde_json::from_str(&doc_text).unwrap();
+    let mut changed = doc.clone();
+    changed["records"][1]["name"] = json!("changed ✓ 🚀");
+    changed["records"].as_array_mut().unwrap().pop();
+    changed["extra"] = json!({"n": 1, "s": "\u{2028}"});
+    let ts_head = format!("const message = {unit_lit}.repeat({n});\n");
+    let py_head = format!("message = {unit_lit} * {n}\n");
+    let cases: Vec<(&str, String, String, Value)> = vec![
+        (
+            "a text that is not JSON, returned whole",
+            "return await tools.fx.echo({ message });".into(),
+            "call_mcp_tool('fx', 'echo', {'message': message})".into(),
+            json!(format!("Echo: {message}")),
+        ),
+        (
+            "a text that is a JSON string, returned whole",
+            "return await tools.fx.reflect({ value: message });".into(),
+            "tools.fx.reflect(value=message)".into(),
+            json!(message),
+        ),
+        (
+            "a string changed after the call",
+            "const s = await tools.fx.echo({ message });\n\
+             return s.slice(6) + '!' + s.length;"
+                .into(),
+            "s = call_mcp_tool('fx', 'echo', {'message': message})\n\
+             s[6:] + '!' + str(len(s.encode('utf-16-le')) // 2)"
+                .into(),
+            json!(format!(
+                "{message}!{}",
+                format!("Echo: {message}").encode_utf16().count()
+            )),
+        ),
+        (
+            "a string inside an object",
+            "const s = await tools.fx.echo({ message });\n\
+             return { s, n: [1, 2.5], t: true };"
+                .into(),
+            "s = call_mcp_tool('fx', 'echo', {'message': message})\n\
+             {'s': s, 'n': [1, 2.5], 't': True}"
+                .into(),
+            json!({"s": format!("Echo: {message}"), "n": [1, 2.5], "t": true}),
+        ),
+        (
+            "an object returned whole",
+            format!("return await tools.fx.document({{ bytes: {BYTES} }});"),
+            format!("tools.fx.document(bytes={BYTES})"),
+            doc.clone(),
+        ),
+        (
+            "an object changed after the call",
+            format!(
+                "const doc = await tools.fx.document({{ bytes: {BYTES} }});\n\
+                 doc.records[1].name = 'changed ✓ 🚀';\n\
+                 doc.records.pop();\n\
+                 doc.extra = {{ n: 1, s: '\\u2028' }};\n\
+                 return doc;"
+            ),
+            format!(
+                "doc = tools.fx.document(bytes={BYTES})\n\
+                 doc['records'][1]['name'] = 'changed ✓ 🚀'\n\
+                 doc['records'].pop()\n\
+                 doc['extra'] = {{'n': 1, 's': '\\u2028'}}\n\
+                 doc"
+            ),
+            changed,
+        ),
+        (
+            "a large ASCII text",
+            format!("return await tools.fx.big({{ bytes: {BYTES} }});"),
+            format!("tools.fx.big(bytes={BYTES})"),
+            json!("x".repeat(BYTES)),
+        ),
+    ];
+    for (what, ts, py, want) in &cases {
+        for (tool, code) in [
+            ("execute_typescript", format!("{ts_head}{ts}")),
+            ("execute_python", format!("{py_head}{py}")),
+        ] {
+            let r = h.call(tool, json!({ "code": code })).await;
+            let v = r.structured_content.clone().unwrap_or_default();
+            assert_ne!(r.is_error, Some(true), "{tool}, {what}: {}", v["error"]);
+            if let Some(at) = first_difference(&v["result"], want, "result".into()) {
+                panic!("{tool}, {what}: the result differs at {at}");
+            }
+            let rendered = r.content[0].as_text().unwrap().text.as_str();
+            let json_text = serde_json::to_string(want).unwrap();
+            assert!(
+                rendered.starts_with(&format!("{json_text}\n")),
+                "{tool}, {what}: the text block does not carry the result's JSON"
+            );
+        }
+    }
+    // A lone surrogate has no UTF-8 form. JavaScript: a result with one is an error, as it
+    // always was, however large; Python replaces it (its `_clean`).
+    let (v, is_error) = h
+        .exec(&format!(
+            "{ts_head}return (await tools.fx.echo({{ message }})) + '\\ud800';"
+        ))
+        .await;
+    assert!(is_error, "{}", v["result"].as_str().map_or(0, str::len));
+    assert_eq!(error_name(&v), "InternalError", "{}", v["error"]);
+    let (v, is_error) = h
+        .exec(&format!(
+            "{ts_head}const s = await tools.fx.echo({{ message }});\n\
+             return s.slice(0, 6) + '\\udc00' + s.slice(6);"
+        ))
+        .await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "InternalError", "{}", v["error"]);
+    let (v, is_error) = h
+        .exec_python(&format!(
+            "{py_head}call_mcp_tool('fx', 'echo', {{'message': message}}) + '\\ud800'"
+        ))
+        .await;
+    assert!(!is_error, "{}", v["error"]);
+    assert_eq!(v["result"], json!(format!("Echo: {message}?")), "python");
+}
+
 /// Where two JSON values first differ, as a path, with both sides there (cut short).
 fn first_difference(got: &Value, want: &Value, path: String) -> Option<String> {
     match (got, want) {

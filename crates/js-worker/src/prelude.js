@@ -64,6 +64,14 @@
     if (ok) p.resolve(value);
     else p.reject(makeError(value));
   }
+  // A reply whose value the engine decoded itself (a string: QuickJS's JSON.parse is slow on
+  // megabytes of text, the engine's decoder is not), handed over as it is.
+  function deliverValue(id, value) {
+    const p = pending.get(id);
+    if (!p) return;
+    pending.delete(id);
+    p.resolve(value);
+  }
 
   // ------------------------------------------------------- formatting/JSON
   function jsonSafe(value) {
@@ -944,7 +952,8 @@
     return { name: 'Error', message: `Uncaught ${inspect(e)}` };
   }
 
-  // Runs the user's async function; always resolves to a JSON RunOutcome.
+  // Runs the user's async function; always resolves to a JSON RunOutcome, or to `[string]`
+  // for a string result, which the engine encodes.
   async function run(fn) {
     // `tools` is made on first use; code that never touches it does not pay for it.
     let tools;
@@ -956,6 +965,9 @@
     });
     try {
       const value = await fn();
+      // A string is encoded by the engine (natively, with no replacer called for it): a
+      // one-element array says so.
+      if (typeof value === 'string') return [value];
       let result = value === undefined ? 'null' : jsonSafe(value);
       if (result === undefined) result = 'null';
       return `{"status":"ok","result":${result}}`;
@@ -967,5 +979,5 @@
     }
   }
 
-  return { run, deliver, fireTimer };
+  return { run, deliver, deliverValue, fireTimer };
 })

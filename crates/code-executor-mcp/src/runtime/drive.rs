@@ -74,20 +74,27 @@ pub(super) async fn drive(
     logs: &mut LogCollector,
 ) -> Result<Finished, Failure> {
     let mut calls = FuturesUnordered::new();
+    // Replies not yet written start at `sent`: a large reply is written a pipe's worth at a
+    // time, and taking each piece off the front of the buffer would move the rest every time.
     let mut outbox: Vec<u8> = Vec::new();
+    let mut sent = 0usize;
     let mut held_bytes = 0usize;
     let (frames, stdin) = worker.io();
     loop {
-        let answering = outbox.len() < MAX_UNREAD_REPLY_BYTES;
+        let answering = outbox.len() - sent < MAX_UNREAD_REPLY_BYTES;
         let reading =
             answering && calls.len() < MAX_HELD_REQUESTS && held_bytes < MAX_HELD_REQUEST_BYTES;
         tokio::select! {
             biased;
-            written = stdin.write(&outbox), if !outbox.is_empty() => match written {
+            written = stdin.write(&outbox[sent..]), if sent < outbox.len() => match written {
                 Ok(n) if n > 0 => {
-                    outbox.drain(..n);
-                    if outbox.is_empty() && outbox.capacity() > MAX_UNREAD_REPLY_BYTES {
-                        outbox = Vec::new();
+                    sent += n;
+                    if sent == outbox.len() {
+                        outbox.clear();
+                        sent = 0;
+                        if outbox.capacity() > MAX_UNREAD_REPLY_BYTES {
+                            outbox = Vec::new();
+                        }
                     }
                 }
                 Ok(_) => return Err(Failure::Exited),
@@ -99,7 +106,16 @@ pub(super) async fn drive(
             Some((id, outcome, len)) = calls.next(), if answering && !calls.is_empty() => {
                 held_bytes -= len;
                 match encode(&HostFrame::Reply { id, outcome }) {
-                    Ok(bytes) => outbox.extend_from_slice(&bytes),
+                    // The written part is dropped once it is most of the buffer, so the
+                    // buffer holds at most about twice what is unwritten.
+                    Ok(bytes) if outbox.is_empty() => outbox = bytes,
+                    Ok(bytes) => {
+                        if sent > outbox.len() / 2 {
+                            outbox.drain(..sent);
+                            sent = 0;
+                        }
+                        outbox.extend_from_slice(&bytes);
+                    }
                     Err(e) => return Err(Failure::Protocol(format!("cannot encode a reply: {e}"))),
                 }
             }
@@ -112,7 +128,7 @@ pub(super) async fn drive(
                     return Ok(Finished {
                         outcome,
                         bytes: frames.last_len(),
-                        clean: outbox.is_empty() && calls.is_empty(),
+                        clean: sent == outbox.len() && calls.is_empty(),
                     });
                 }
                 Some(Ok(WorkerFrame::Call { id, request })) => {

@@ -16,6 +16,10 @@
 import os
 import sys
 
+# glibc read its allocator settings (`GLIBC_TUNABLES`, from the host: see `python_env` in
+# runtime/python.rs) when the interpreter started; code sees the environment without them.
+os.environ.pop("GLIBC_TUNABLES", None)
+
 # 1. The protocol owns the original stdin/stdout. Keep private copies (os.dup makes them
 #    non-inheritable, so no child process gets them), then point fd 0 at /dev/null and fd 1 at
 #    stderr: a stray write from C code, a subprocess or os.write(1, ...) can never corrupt a
@@ -113,13 +117,16 @@ def _decode(body):
 
 
 def _send_bytes(body):
-    data = len(body).to_bytes(4, "big") + body
+    head = len(body).to_bytes(4, "big")
+    # A large body is written after its length, not copied behind it.
+    parts = (head + body,) if len(body) < 65536 else (head, body)
     with _send_lock:
-        n = os.write(_OUT, data)
-        if n < len(data):
-            data = memoryview(data)[n:]
-            while data:
-                data = data[os.write(_OUT, data) :]
+        for data in parts:
+            n = os.write(_OUT, data)
+            if n < len(data):
+                data = memoryview(data)[n:]
+                while data:
+                    data = data[os.write(_OUT, data) :]
 
 
 def _send(frame):
@@ -139,7 +146,8 @@ def _read_frame():
             (length,) = struct.unpack_from(">I", _inbuf)
             end = 4 + length
             if have >= end:
-                body = _inbuf[4:end].decode("utf-8")
+                with memoryview(_inbuf) as view:
+                    body = str(view[4:end], "utf-8")  # decoded in place, not copied first
                 del _inbuf[:end]
                 return _decode(body)
             if end - have > len(_chunk):
@@ -1409,7 +1417,9 @@ def _run(frame):
         _restore_memory(saved)
     _stdout.finish()
     _stderr.finish()
-    if outcome["status"] == "ok":
+    # A string result needs no conversion: `_encode` replaces a lone surrogate exactly as
+    # `_clean` would, without a second pass over a large text.
+    if outcome["status"] == "ok" and type(outcome["result"]) is not str:
         try:
             outcome["result"] = _jsonable(outcome["result"])
         except BaseException as e:  # noqa: BLE001

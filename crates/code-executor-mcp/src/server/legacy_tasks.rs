@@ -157,8 +157,10 @@ impl Shim {
     }
 }
 
+/// Whether `needle` occurs in `hay`. Every message to and from the client passes here, a
+/// large result among them: a vectorised search, not a comparison at every offset.
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(hay, needle).is_some()
 }
 
 /// A key as one step of a JSON pointer.

@@ -180,7 +180,7 @@ impl<R> BoundedLines<R> {
             && self.made_pos >= self.made.len()
         {
             let avail = &self.input[self.input_pos..self.input_len];
-            let newline = avail.iter().position(|b| *b == b'\n');
+            let newline = memchr::memchr(b'\n', avail);
             if self.discarding {
                 let end = newline.map_or(avail.len(), |i| i + 1);
                 for b in &avail[..end] {
