@@ -91,7 +91,11 @@ pub struct SandboxPolicy {
     pub scratch_mount_at: Option<PathBuf>,
     pub limits: ResourceLimits,
     /// The executable that re-enters [`helper_main`] when started with [`HELPER_ARG`]; the host
-    /// passes `std::env::current_exe()`. Required in [`SandboxMode::Enforce`].
+    /// passes `std::env::current_exe()`. Required in [`SandboxMode::Enforce`]. Optional in
+    /// [`SandboxMode::Disabled`]: with it the child is the helper, started with `posix_spawn`
+    /// (cheap for a large multi-threaded host), which makes its own session and parent-death
+    /// signal and runs the program unconfined; without it the host is forked and a `pre_exec`
+    /// hook does the same.
     pub helper_exe: Option<PathBuf>,
 }
 
