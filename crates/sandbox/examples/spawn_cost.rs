@@ -26,7 +26,12 @@ fn main() {
         std::thread::spawn(std::thread::park);
     }
     let exe = std::env::current_exe().unwrap();
-    let helper = exe.parent().unwrap().parent().unwrap().join("sandbox-probe");
+    let helper = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("sandbox-probe");
     let target = sandbox::WorkerCommand {
         program: "/bin/true".into(),
         args: Vec::new(),
