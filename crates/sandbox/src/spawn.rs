@@ -207,9 +207,14 @@ pub(crate) fn config_env(bytes: &[u8]) -> Vec<(String, std::ffi::OsString)> {
 
 /// The configuration back from the variables of [`config_env`], in the helper.
 pub(crate) fn config_from_env() -> Result<Vec<u8>, String> {
+    config_from(|name| std::env::var_os(name))
+}
+
+/// [`config_from_env`] with `var` as the environment.
+fn config_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
     for i in 0.. {
-        let Some(value) = std::env::var_os(format!("{CONFIG_ENV}{i}")) else {
+        let Some(value) = var(&format!("{CONFIG_ENV}{i}")) else {
             if i == 0 {
                 return Err(format!(
                     "no configuration in the environment ({CONFIG_ENV}0)"
@@ -331,4 +336,30 @@ fn validate(target: &WorkerCommand, policy: &SandboxPolicy) -> Result<(), Sandbo
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_configuration_survives_the_environment_whatever_its_bytes_and_size() {
+        // Every byte value, NUL and the escape byte included, over several variables.
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 256) as u8).collect();
+        let env = config_env(&bytes);
+        assert_eq!(env.len(), bytes.len().div_ceil(CONFIG_CHUNK));
+        for (name, value) in &env {
+            assert!(!value.as_bytes().contains(&0), "{name} holds a NUL");
+            // The kernel refuses one environment string above 128 KiB.
+            assert!(name.len() + 1 + value.len() < 128 * 1024, "{name}");
+        }
+        let lookup = |name: &str| env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        assert_eq!(config_from(lookup).unwrap(), bytes);
+        // A cut escape is refused, not guessed at.
+        let cut = |name: &str| (name == "CODE_EXECUTOR_SANDBOX_CONFIG_0").then(|| "a\u{1}".into());
+        assert!(config_from(cut).is_err());
+        assert!(config_from(|_| None).is_err());
+    }
 }
