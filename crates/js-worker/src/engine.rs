@@ -1,4 +1,5 @@
-//! The QuickJS worker process: one runtime, the prelude, and a loop that runs code.
+//! The QuickJS worker process: one runtime, the prelude (loaded from the bytecode `build.rs`
+//! compiles, its source as a fallback), and a loop that runs code.
 //!
 //! The worker owns its process. It reads [`HostFrame`]s from stdin and writes [`WorkerFrame`]s
 //! to stdout, both on the engine thread; nothing else is ever written to
