@@ -6,7 +6,8 @@ Usage: scripts/start-steps.py BINARY js|py [RUNS]
 Runs `BINARY exec` of a trivial program RUNS times (pools off, so the worker starts on the
 request path) under `strace -f --seccomp-bpf -ttt`, tracing only the calls that mark the
 steps, and prints the median (and minimum) time between consecutive steps, from the host's
-fork of the sandbox helper to the worker's `ready` frame. Needs strace.
+spawn of the sandbox helper (a `clone` of the whole host, or since issue #26 a `clone3` with
+CLONE_VM|CLONE_VFORK: posix_spawn) to the worker's `ready` frame. Needs strace.
 """
 import os, re, statistics, subprocess, sys, tempfile
 B = os.path.abspath(sys.argv[1]); lang = sys.argv[2]; runs = int(sys.argv[3]) if len(sys.argv) > 3 else 7
@@ -54,10 +55,21 @@ for r in range(runs):
             ev['exec_payload'] = t
         elif payload and pid == payload and rest.startswith('write(') and 'ready' in rest and 'ready' not in ev:
             ev['ready'] = t
-    # the host's fork of the helper: the clone whose result is the helper pid
+    # the host's spawn of the helper: the start of the clone (a full fork) or clone3 (with
+    # CLONE_VM|CLONE_VFORK: posix_spawn) whose result is the helper pid. A vfork-style clone3
+    # is split by strace into `<unfinished ...>` and `<... clone3 resumed>` lines.
+    pending = {}
     for l in lines:
-        if helper and re.search(r'clone\(.*\) = %d$' % helper, l):
-            ev['host_fork'] = ts(l); break
+        m = re.match(r'(\d+)\s+(\S+)\s+(.*)', l)
+        if not m or not helper: continue
+        pid, t, rest = int(m.group(1)), float(m.group(2)), m.group(3)
+        if re.match(r'(clone3?|vfork)\(', rest):
+            if rest.endswith('= %d' % helper):
+                ev['host_fork'] = t; break
+            if rest.endswith('<unfinished ...>'):
+                pending[pid] = t
+        elif re.match(r'<\.\.\. (clone3?|vfork) resumed>.*= %d$' % helper, rest) and pid in pending:
+            ev['host_fork'] = pending[pid]; break
     rows.append(ev)
 keys = ['host_fork','exec_helper','unshare','init_fork','pivot_root','payload_fork','landlock','seccomp','exec_payload','ready']
 print('step (from previous), median ms over', runs, 'runs')

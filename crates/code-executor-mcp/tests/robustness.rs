@@ -289,3 +289,96 @@ async fn code_cannot_forge_the_output_marker_or_the_footer() {
         );
     }
 }
+
+/// Every process below `root` (by parent pid), with its start time (field 22 of its `stat`),
+/// so that a pid reused later is not mistaken for one of them.
+fn descendants(root: u32) -> Vec<(u32, String)> {
+    let stat = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    // Fields after the command name (which may hold spaces): state, ppid, ..., starttime.
+    let fields = |s: &str| -> Vec<String> {
+        s.rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    let all: Vec<(u32, Vec<String>)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter_map(|pid| Some((pid, fields(&stat(pid)?))))
+        .collect();
+    let mut out: Vec<(u32, String)> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for (pid, f) in &all {
+            if f.get(1).and_then(|p| p.parse().ok()) == Some(parent)
+                && !out.iter().any(|(p, _)| p == pid)
+            {
+                out.push((*pid, f.get(19).cloned().unwrap_or_default()));
+                frontier.push(*pid);
+            }
+        }
+    }
+    out
+}
+
+/// Whether `pid` still runs as the process that started at `start` (a zombie waiting for
+/// its new parent to reap it has ended).
+fn still_running(pid: u32, start: &str) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let rest: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r.split_whitespace().collect())
+        .unwrap_or_default();
+    rest.get(19) == Some(&start) && rest.first() != Some(&"Z") && rest.first() != Some(&"X")
+}
+
+/// The server killed with SIGKILL (no cleanup of its own) takes every process it started
+/// with it: the sandbox helpers, each namespace's init, the JavaScript and Python workers of
+/// its pools, and the stdio upstream. Workers are started with `posix_spawn` and arm their
+/// parent-death signal themselves (checking that their parent still is the server).
+#[tokio::test]
+async fn killing_the_server_with_sigkill_ends_every_worker_and_helper() {
+    let (h, _dir) = server(json!({})).await;
+    wait_for_full_pools(&h).await;
+    let server_pid = h.pid.unwrap();
+    let procs = descendants(server_pid);
+    let cmdline = |pid: u32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default()
+    };
+    let lines: Vec<String> = procs
+        .iter()
+        .map(|(p, _)| format!("{p} {}", cmdline(*p)))
+        .collect();
+    let count = |needle: &str| lines.iter().filter(|l| l.contains(needle)).count();
+    // Two TypeScript and one Python worker: an outer helper and an init each, and the engine.
+    assert!(count("__sandbox") >= 6, "{lines:#?}");
+    assert!(count("__worker js") >= 2, "{lines:#?}");
+    assert!(count("python") >= 1, "{lines:#?}");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &server_pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: Vec<&String> = procs
+            .iter()
+            .zip(&lines)
+            .filter(|((pid, start), _)| still_running(*pid, start))
+            .map(|(_, line)| line)
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "alive 10 s after the server was killed: {left:#?}"
+        );
+        // Polling a condition, not waiting for time to pass.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

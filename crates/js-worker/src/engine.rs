@@ -1,4 +1,5 @@
-//! The QuickJS worker process: one runtime, the prelude, and a loop that runs code.
+//! The QuickJS worker process: one runtime, the prelude (loaded from the bytecode `build.rs`
+//! compiles, its source as a fallback), and a loop that runs code.
 //!
 //! The worker owns its process. It reads [`HostFrame`]s from stdin and writes [`WorkerFrame`]s
 //! to stdout, both on the engine thread; nothing else is ever written to
@@ -18,8 +19,11 @@ use std::time::{Duration, Instant};
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use rquickjs::context::EvalOptions;
+use rquickjs::loader::bundle::Bundle;
 use rquickjs::promise::PromiseState;
-use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime, Value};
+use rquickjs::{
+    Context, Ctx, Exception, Function, Module, Object, Persistent, Promise, Runtime, Value,
+};
 use worker_protocol::{
     AccessInfo, CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FrameError, HostFrame,
     LogLevel, MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RawRunOutcome, RawValue, RawWorkerFrame,
@@ -31,6 +35,17 @@ use crate::strip::SOURCE_NAME;
 use crate::tools::ToolIndex;
 
 const PRELUDE: &str = include_str!("prelude.js");
+
+/// The prelude compiled to QuickJS bytecode at build time (`build.rs`): a module whose
+/// default export is the prelude's function. Loading it skips parsing and compiling the
+/// source at every worker start; [`PRELUDE`] stays as the fallback.
+static PRELUDE_BYTECODE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/prelude.qjsbc"));
+/// The module name of the prelude's bytecode (the file name its stack frames show).
+const PRELUDE_MODULE: &str = "prelude.js";
+/// The only module a worker's runtime can load, and only while the engine starts.
+static PRELUDE_BUNDLE: &[(&str, &[u8])] = &[(PRELUDE_MODULE, PRELUDE_BYTECODE)];
+/// The loader left in place once the prelude is loaded: code finds no module at all.
+static NO_MODULES: &[(&str, &[u8])] = &[];
 
 /// Exit code when the host broke the protocol or went away.
 const EXIT_PROTOCOL: u8 = 3;
@@ -290,6 +305,12 @@ impl Engine {
     }
 
     fn with_io(input: Input, out: File) -> rquickjs::Result<Self> {
+        Self::start(input, out, true)
+    }
+
+    /// [`Self::with_io`]; `bytecode`: the prelude from its bytecode (else from its source,
+    /// as a fallback does; tests compare both).
+    fn start(input: Input, out: File, bytecode: bool) -> rquickjs::Result<Self> {
         let rt = Runtime::new()?;
         let ctx = Context::full(&rt)?;
         let shared = Rc::new(RefCell::new(Shared {
@@ -308,13 +329,27 @@ impl Engine {
             access: None,
             fs_error: None,
         }));
+        rt.set_loader(Bundle(PRELUDE_BUNDLE), Bundle(PRELUDE_BUNDLE));
         let entry = ctx.with(|ctx| -> rquickjs::Result<_> {
             let host = host_object(&ctx, &shared)?;
-            let prelude: Function =
-                ctx.eval_with_options(PRELUDE, eval_options("prelude.js", true))?;
+            let loaded = if bytecode {
+                prelude_from_bytecode(&ctx)
+            } else {
+                Err(rquickjs::Error::Unknown)
+            };
+            let prelude = match loaded {
+                Ok(prelude) => prelude,
+                Err(_) => {
+                    // A bytecode QuickJS refuses (it checks its version): parse the source.
+                    let _ = ctx.catch();
+                    ctx.eval_with_options(PRELUDE, eval_options("prelude.js", true))?
+                }
+            };
             let entry: Object = prelude.call((host,))?;
             Ok(Persistent::save(&ctx, entry))
-        })?;
+        });
+        rt.set_loader(Bundle(NO_MODULES), Bundle(NO_MODULES));
+        let entry = entry?;
         Ok(Engine {
             rt,
             ctx,
@@ -622,6 +657,13 @@ fn string_result(
             .into()
         }
     }
+}
+
+/// The prelude's function, from its bytecode ([`PRELUDE_BYTECODE`], through the runtime's
+/// loader, which must be [`PRELUDE_BUNDLE`] here).
+fn prelude_from_bytecode<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    let namespace: Object = Module::import(ctx, PRELUDE_MODULE)?.finish()?;
+    namespace.get("default")
 }
 
 fn eval_options(filename: &str, strict: bool) -> EvalOptions {
@@ -1058,5 +1100,74 @@ fn value_error(v: &Value<'_>, memory_limit: u64) -> ErrorInfo {
         name: "Error".into(),
         message: format!("Uncaught {text}"),
         stack: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+    use super::*;
+
+    /// An engine on `/dev/null`. Tests never drop one (the worker never does: its process
+    /// exits), since its runtime would be freed before the values it still holds.
+    fn engine(bytecode: bool) -> &'static Engine {
+        let null = || File::open("/dev/null").unwrap();
+        let input = Input {
+            reader: BufReader::new(null()),
+        };
+        let out = File::options().write(true).open("/dev/null").unwrap();
+        Box::leak(Box::new(Engine::start(input, out, bytecode).unwrap()))
+    }
+
+    fn eval(engine: &Engine, code: &str) -> String {
+        engine.ctx.with(|ctx| ctx.eval(code).unwrap())
+    }
+
+    /// What the prelude leaves behind in a context: every global's name and type, one level
+    /// into objects, and the entry points it returns.
+    const SHAPE: &str = "Object.getOwnPropertyNames(globalThis).sort().map(n => {\
+            const v = globalThis[n];\
+            const inner = v && typeof v === 'object' ? Object.getOwnPropertyNames(v).sort() : [];\
+            return n + ':' + typeof v + '[' + inner.join() + ']';\
+        }).join(',')";
+
+    #[test]
+    fn the_prelude_loads_from_its_bytecode_as_it_evaluates_from_source() {
+        // The bytecode (compiled by build.rs) must load: the fallback to the source would
+        // hide a stale or refused bytecode, and with it the saving.
+        let rt = Runtime::new().unwrap();
+        rt.set_loader(Bundle(PRELUDE_BUNDLE), Bundle(PRELUDE_BUNDLE));
+        let ctx = Context::full(&rt).unwrap();
+        ctx.with(|ctx| {
+            prelude_from_bytecode(&ctx).expect("the prelude's bytecode loads");
+        });
+        let (bytecode, source) = (engine(true), engine(false));
+        let entry = |engine: &Engine| -> Vec<String> {
+            engine.ctx.with(|ctx| {
+                let entry = engine.entry.clone().restore(&ctx).unwrap();
+                entry.keys().collect::<rquickjs::Result<_>>().unwrap()
+            })
+        };
+        assert_eq!(entry(bytecode), ["run", "deliver", "fireTimer"]);
+        assert_eq!(entry(bytecode), entry(source));
+        let shape = eval(bytecode, SHAPE);
+        assert!(shape.contains("fetch:function"), "{shape}");
+        assert_eq!(shape, eval(source, SHAPE));
+    }
+
+    #[test]
+    fn a_started_engine_loads_no_module_and_draws_its_own_random_numbers() {
+        let (first, second) = (engine(true), engine(true));
+        let draw = "[0, 1, 2, 3].map(() => Math.random()).join()";
+        // Each context is created in its own worker and seeds its own generator.
+        assert_ne!(eval(first, draw), eval(second, draw));
+        // The loader that served the prelude is gone once the engine runs: code imports
+        // nothing, the prelude included.
+        first.ctx.with(|ctx| {
+            let promise: Promise = ctx.eval("import('prelude.js')").unwrap();
+            assert!(promise.finish::<Value>().is_err());
+            let _ = ctx.catch();
+        });
     }
 }

@@ -3,8 +3,9 @@
 //! - [`strip`]: TypeScript to JavaScript with oxc, run in the host before a worker is involved.
 //! - [`nesting`]: a bound on how deeply code nests, checked before it is parsed.
 //! - [`engine`]: the worker process itself (`code-executor-mcp __worker js`): a QuickJS-NG
-//!   runtime with the in-sandbox API and Web API shims (`prelude.js`), speaking
-//!   `worker-protocol` frames over stdin/stdout.
+//!   runtime with the in-sandbox API and Web API shims (`prelude.js`, compiled to QuickJS
+//!   bytecode at build time by `build.rs`), speaking `worker-protocol` frames over
+//!   stdin/stdout.
 //! - [`repl`]: top-level declarations of session code kept as globals for the next run.
 //! - [`tools`]: the run's upstream tools, indexed for the `tools.server.tool` proxies.
 

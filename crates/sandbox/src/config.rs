@@ -1,6 +1,9 @@
-//! What the host tells the helper: serialised into a memfd the helper
-//! inherits (never argv, which every local user can read, and never the helper's environment,
-//! which would reach the dynamic loader of the helper itself).
+//! What the host tells the helper: serialised, then carried in the helper's environment
+//! (`spawn::config_env`: variables `CODE_EXECUTOR_SANDBOX_CONFIG_<n>`, NUL escaped), never in
+//! argv, which every local user can read; `/proc/<pid>/environ` is readable by the same user
+//! only, and the helper removes the variables and wipes that memory once it has read them.
+//! The dynamic loader reads only `LD_*` and `GLIBC_TUNABLES`, so the worker's own environment
+//! inside these values never reaches the helper's loader.
 //!
 //! Encoding: `key NUL value NUL` pairs. No value can contain NUL (execve and paths forbid it),
 //! so the encoding is unambiguous without escaping. The view's plan, when the host sends one:

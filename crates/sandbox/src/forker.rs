@@ -6,6 +6,11 @@
 //! killed with that thread, in the middle of its work. Every child that should live exactly
 //! as long as the host is therefore forked on this thread, which is started once and never
 //! exits: its parent-death signal then means "the host process is gone".
+//!
+//! Workers are started with `posix_spawn` (a `clone3` with `CLONE_VM | CLONE_VFORK`: see
+//! `spawn::helper_command`), so the thread is blocked only until the helper's `execve`
+//! (about 0.1 ms) instead of for a fork of the whole host; the child's parent is this thread
+//! all the same, and the helper arms its parent-death signal itself.
 
 use std::sync::OnceLock;
 use std::sync::mpsc::{Sender, channel};

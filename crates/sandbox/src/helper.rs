@@ -16,7 +16,6 @@ use std::ffi::{CString, OsString};
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::FileExt;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -30,6 +29,7 @@ use nix::unistd::{self, ForkResult, Pid};
 
 use crate::config::HelperConfig;
 use crate::report::{format_line, layer, remedy};
+use crate::spawn::{HOST_PID_ARG, UNCONFINED_ARG, config_from_env};
 use crate::{EXIT_BAD_INVOCATION, EXIT_EXEC_FAILED, EXIT_SETUP_FAILED, HELPER_ARG};
 use crate::{landlock, limits, mounts, namespaces, seccomp};
 
@@ -73,8 +73,8 @@ pub type InlinePayload = fn(&[OsString]) -> Option<ExitCode>;
 static SELF_PAYLOAD: std::sync::OnceLock<Option<InlinePayload>> = std::sync::OnceLock::new();
 
 pub(crate) fn main_with(inline: Option<InlinePayload>) -> ExitCode {
-    let config = match read_config() {
-        Ok(config) => config,
+    let (config, unconfined) = match start() {
+        Ok(started) => started,
         Err(message) => {
             let _ = writeln!(
                 std::io::stderr(),
@@ -91,6 +91,9 @@ pub(crate) fn main_with(inline: Option<InlinePayload>) -> ExitCode {
         .as_deref()
         .is_some_and(|p| std::fs::read_link("/proc/self/exe").is_ok_and(|me| me == p));
     let _ = SELF_PAYLOAD.set(inline.filter(|_| is_self));
+    if unconfined {
+        return run_unconfined(&config);
+    }
     match outer(&config, &out) {
         Ok(code) => code,
         Err(e) => fail(&out, &e),
@@ -109,45 +112,122 @@ fn fail(out: &Reporter, e: &SetupError) -> ExitCode {
     ExitCode::from(EXIT_SETUP_FAILED)
 }
 
-/// Step 1: the configuration, from the memfd named on the command line.
-fn read_config() -> Result<HelperConfig, String> {
+/// Step 1: what a `pre_exec` hook in the host once did, then the configuration. The host
+/// starts the helper with `posix_spawn` (see `spawn::helper_command`): `<helper> __sandbox
+/// --host-pid=N [--unconfined]`, the configuration in the environment. Before anything else
+/// the helper leads its own session and process group, arms its parent-death signal and only
+/// then checks that its parent is still the host (had the host died before, the signal would
+/// never come: the helper would be an orphan), and closes every descriptor above 2. Returns
+/// the configuration and whether the helper runs the program unconfined.
+fn start() -> Result<(HelperConfig, bool), String> {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).map(|a| a.as_os_str()) != Some(HELPER_ARG.as_ref()) {
         return Err(format!("expected `{HELPER_ARG}` as first argument"));
     }
-    let fd: i32 = args
+    let host: i32 = args
         .get(2)
         .and_then(|a| a.to_str())
-        .and_then(|a| a.strip_prefix("--config-fd="))
+        .and_then(|a| a.strip_prefix(HOST_PID_ARG))
         .and_then(|n| n.parse().ok())
-        .ok_or("expected --config-fd=N as second argument")?;
-    if fd < 3 {
-        return Err("the configuration descriptor must be above stdio".into());
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("expected {HOST_PID_ARG}N as second argument"))?;
+    let unconfined = match args.get(3).map(|a| a.as_os_str()) {
+        None => false,
+        Some(a) if a == UNCONFINED_ARG => true,
+        Some(a) => return Err(format!("unexpected argument {a:?}")),
+    };
+    if args.len() > 4 {
+        return Err("unexpected arguments after the mode".into());
     }
-    // Make sure the descriptor is open before taking ownership of it.
-    nix::fcntl::fcntl(
-        // SAFETY: borrowing a number for one fcntl call; the borrow does not outlive it. If the
-        // number is not open the call fails with EBADF and we stop; nothing else can go wrong.
-        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
-        nix::fcntl::FcntlArg::F_GETFD,
-    )
-    .map_err(|e| format!("configuration descriptor {fd}: {e}"))?;
-    // SAFETY: the descriptor is open (checked above) and nothing else in this fresh process
-    // refers to it; it is closed when `file` drops. What can still go wrong: a host that passed
-    // the number of some other descriptor makes us read garbage, which fails to decode.
-    let file = std::fs::File::from(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
-    let mut bytes = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = file
-            .read_at(&mut buf, bytes.len() as u64)
-            .map_err(|e| format!("reading the configuration: {e}"))?;
-        if n == 0 {
-            break;
-        }
-        bytes.extend_from_slice(&buf[..n]);
+    // A new session makes the helper leader of its own process group (pgid == pid), so the
+    // host's `kill_group` reaches every process it starts.
+    unistd::setsid().map_err(|e| format!("cannot lead a new session: {e}"))?;
+    prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| format!("cannot set the parent-death signal: {e}"))?;
+    if unistd::getppid().as_raw() != host {
+        return Err(format!(
+            "the parent is not the host (pid {host}): the host exited, or the helper was not \
+             started through sandbox::command"
+        ));
     }
-    HelperConfig::decode(&bytes)
+    // Descriptors the host opened without O_CLOEXEC (none of ours, but a library's) end here.
+    crate::sys::close_from(3).map_err(|e| format!("close_range: {e}"))?;
+    let bytes = config_from_env()?;
+    forget_environment();
+    let config = HelperConfig::decode(&bytes)?;
+    // The host's working directory is not ours to hold: the configuration's, or `/`.
+    let cwd = match (&config.cwd, unconfined) {
+        (Some(cwd), true) => cwd.as_path(),
+        _ => std::path::Path::new("/"),
+    };
+    unistd::chdir(cwd).map_err(|e| format!("chdir {}: {e}", cwd.display()))?;
+    Ok((config, unconfined))
+}
+
+/// Removes the configuration from the environment and zeroes the memory the kernel shows as
+/// this process's `/proc/PID/environ` (it held only the configuration): the payload, which
+/// may be this very process's descendant without an `execve` in between (an
+/// [`InlinePayload`]), reads an empty environment there, as before.
+fn forget_environment() {
+    for (key, _) in std::env::vars_os() {
+        // SAFETY: the helper is single-threaded (started before any thread by the host's
+        // main); nothing reads the environment concurrently.
+        unsafe { std::env::remove_var(key) };
+    }
+    let Some((start, end)) = stat_area(47) else {
+        return;
+    };
+    if start == 0 || end <= start {
+        return;
+    }
+    // SAFETY: [env_start, env_end) is this process's environment area, on its own stack,
+    // mapped and writable (the kernel placed the strings there at `execve`). Nothing points
+    // into it any more: every variable was removed above, so libc's `environ` array is
+    // empty, and the standard library keeps no pointer of its own. What can still go wrong:
+    // a kernel reporting other addresses would make this write elsewhere in our own memory;
+    // the kernel has reported these fields this way since Linux 3.5.
+    unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
+}
+
+/// Two consecutive address fields of `/proc/self/stat`, by index after the command name
+/// (field 3 is index 0): 45 for `arg_start`/`arg_end`, 47 for `env_start`/`env_end`.
+fn stat_area(index: usize) -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name may hold spaces and parentheses: fields start after the last `)`.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(index);
+    let start = fields.next()?.parse().ok()?;
+    let end = fields.next()?.parse().ok()?;
+    Some((start, end))
+}
+
+/// [`crate::SandboxMode::Disabled`]: nothing is confined; the session, the parent-death
+/// signal, the descriptors and the working directory are in place ([`start`]). The program
+/// runs with exactly its environment, in this process: executed, or inline when it is this
+/// binary.
+fn run_unconfined(cfg: &HelperConfig) -> ExitCode {
+    let exec = match ExecArgs::new(cfg) {
+        Ok(exec) => exec,
+        Err(e) => return fail(&Reporter { probe: false }, &e),
+    };
+    match exec_or_inline(cfg, &exec) {
+        Payload::Ran(code) => code,
+        Payload::ExecFailed(e) => exec_failed(cfg, e),
+        Payload::Probed => ExitCode::SUCCESS,
+    }
+}
+
+fn exec_failed(cfg: &HelperConfig, e: nix::Error) -> ExitCode {
+    let program = cfg
+        .program
+        .as_deref()
+        .unwrap_or(std::path::Path::new(""))
+        .display();
+    let _ = writeln!(
+        std::io::stderr(),
+        "code-executor-mcp sandbox: cannot execute {program}: {e}"
+    );
+    ExitCode::from(EXIT_EXEC_FAILED)
 }
 
 /// Steps 2 to 5, in the outer helper.
@@ -335,18 +415,7 @@ fn payload(cfg: &HelperConfig, view: &[mounts::Step], out: &Reporter) -> ExitCod
         Err(e) => fail(out, &e),
         Ok(Payload::Probed) => ExitCode::SUCCESS,
         Ok(Payload::Ran(code)) => code,
-        Ok(Payload::ExecFailed(e)) => {
-            let program = cfg
-                .program
-                .as_deref()
-                .unwrap_or(std::path::Path::new(""))
-                .display();
-            let _ = writeln!(
-                std::io::stderr(),
-                "code-executor-mcp sandbox: cannot execute {program}: {e}"
-            );
-            ExitCode::from(EXIT_EXEC_FAILED)
-        }
+        Ok(Payload::ExecFailed(e)) => exec_failed(cfg, e),
     }
 }
 
@@ -411,13 +480,19 @@ fn payload_steps(
     if cfg.probe {
         return Ok(Payload::Probed);
     }
+    Ok(exec_or_inline(cfg, &exec))
+}
+
+/// Runs the program: inline when it is this binary and an [`InlinePayload`] takes it, else
+/// with `execve`, which returns only when it fails.
+fn exec_or_inline(cfg: &HelperConfig, exec: &ExecArgs) -> Payload {
     if let Some(inline) = SELF_PAYLOAD.get().copied().flatten() {
         // The program is this binary: run it here, confined exactly as it would be after
-        // `execve` (every layer above is in place), without loading the binary again. Its
-        // environment is the one it would have been given.
+        // `execve` (every layer is in place; unconfined: none is asked for), without loading
+        // the binary again. Its environment is the one it would have been given.
         for (key, _) in std::env::vars_os() {
-            // SAFETY: the payload process is single-threaded (forked from the init, which
-            // is); nothing reads the environment concurrently.
+            // SAFETY: the payload process (forked from the init) and the unconfined helper
+            // are single-threaded; nothing reads the environment concurrently.
             unsafe { std::env::remove_var(key) };
         }
         for entry in &cfg.env {
@@ -437,11 +512,11 @@ fn payload_steps(
         // see the payload's, as after `execve`.
         show_command_line(&exec.argv);
         if let Some(code) = inline(&cfg.args) {
-            return Ok(Payload::Ran(code));
+            return Payload::Ran(code);
         }
     }
     let Err(e) = unistd::execve(&exec.program, &exec.argv, &exec.envp);
-    Ok(Payload::ExecFailed(e))
+    Payload::ExecFailed(e)
 }
 
 struct ExecArgs {

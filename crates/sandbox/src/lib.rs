@@ -6,7 +6,7 @@
 //! environment it was given, and inherits no descriptor but stdin, stdout and stderr.
 //!
 //! In [`SandboxMode::Enforce`] the command re-enters the host binary as a helper
-//! (`<helper_exe> __sandbox --config-fd=N`, see [`HELPER_ARG`] and [`helper_main`]) that applies
+//! (`<helper_exe> __sandbox --host-pid=N`, see [`HELPER_ARG`] and [`helper_main`]) that applies
 //! the numbered, fail-closed sequence documented in `docs/sandbox.md` before it executes the
 //! payload: user, mount, PID, network, IPC and UTS namespaces; a minimal read-only filesystem
 //! view with one writable scratch directory; Landlock; rlimits; no capabilities; seccomp.
@@ -91,7 +91,11 @@ pub struct SandboxPolicy {
     pub scratch_mount_at: Option<PathBuf>,
     pub limits: ResourceLimits,
     /// The executable that re-enters [`helper_main`] when started with [`HELPER_ARG`]; the host
-    /// passes `std::env::current_exe()`. Required in [`SandboxMode::Enforce`].
+    /// passes `std::env::current_exe()`. Required in [`SandboxMode::Enforce`]. Optional in
+    /// [`SandboxMode::Disabled`]: with it the child is the helper, started with `posix_spawn`
+    /// (cheap for a large multi-threaded host), which makes its own session and parent-death
+    /// signal and runs the program unconfined; without it the host is forked and a `pre_exec`
+    /// hook does the same.
     pub helper_exe: Option<PathBuf>,
 }
 
@@ -248,15 +252,18 @@ pub fn ensure_available(policy: &SandboxPolicy) -> Result<SandboxReport, Sandbox
 /// Kills every process in the worker's process group (the worker is its leader). Under
 /// [`SandboxMode::Enforce`] the group holds the helper and the namespace's init; when that init
 /// dies the kernel kills every process left in the PID namespace, including any that left the
-/// group with `setsid`. Pids 0 and 1 are ignored: `killpg(0)` would hit the caller's own group.
+/// group with `setsid`. A worker killed so early that it has not made its session yet (the
+/// helper's first step) has no group: it is killed alone, before it could start anything.
+/// Pids 0 and 1 are ignored: `killpg(0)` would hit the caller's own group.
 pub fn kill_group(pid: u32) {
     if pid <= 1 {
         return;
     }
     if let Ok(pid) = i32::try_from(pid) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        let pid = nix::unistd::Pid::from_raw(pid);
+        let killed = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
+        if killed == Err(nix::errno::Errno::ESRCH) {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
     }
 }

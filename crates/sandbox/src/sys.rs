@@ -2,7 +2,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -65,36 +65,6 @@ pub(crate) fn close_from(first: RawFd) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
-}
-
-/// Clears close-on-exec on `fd` so it survives `execve`. Async-signal-safe.
-pub(crate) fn clear_cloexec(fd: RawFd) -> io::Result<()> {
-    // SAFETY: F_SETFD with 0 only changes the descriptor's flag; no memory is involved. What
-    // can still go wrong: a wrong `fd` would leak that descriptor into the helper, which closes
-    // every descriptor above 2 as its first step anyway.
-    let rc = unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Moves `fd` to a number of at least 3 (close-on-exec), so that the stdio setup of a child
-/// (`dup2` onto 0, 1 and 2) can never overwrite it.
-pub(crate) fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
-    if fd.as_raw_fd() >= 3 {
-        return Ok(fd);
-    }
-    // SAFETY: F_DUPFD_CLOEXEC returns a fresh descriptor or -1; no memory is involved, and
-    // nothing else can go wrong.
-    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
-    if new < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `new` was just returned by the kernel and is owned by nobody else; it is closed
-    // exactly once, when the `OwnedFd` drops.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
 /// Mount attributes set by [`mount_setattr`].

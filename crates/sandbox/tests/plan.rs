@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::io::{Read, Seek, Write};
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -141,22 +141,59 @@ fn a_path_changed_between_plan_and_mount_fails_the_view() {
     assert_eq!(text(&out.stdout), "ran\n", "{out:?}");
 }
 
-/// The configuration the host wrote for `command`: its memfd, named on the command line.
-fn configuration_of(command: &Command) -> std::fs::File {
-    let fd = command
-        .get_args()
-        .find_map(|a| {
-            a.to_str()?
-                .strip_prefix("--config-fd=")?
-                .parse::<i32>()
-                .ok()
+/// Prefix of the environment variables that carry the helper's configuration.
+const CONFIG_ENV: &str = "CODE_EXECUTOR_SANDBOX_CONFIG_";
+
+/// The configuration the host gave `command`: its environment variables, in order, unescaped
+/// (`0x01 '0'` is NUL, `0x01 '1'` is `0x01`).
+fn configuration_of(command: &Command) -> Vec<u8> {
+    let mut chunks: Vec<(usize, Vec<u8>)> = command
+        .get_envs()
+        .filter_map(|(k, v)| {
+            let i = k.to_str()?.strip_prefix(CONFIG_ENV)?.parse().ok()?;
+            Some((i, v?.as_encoded_bytes().to_vec()))
         })
-        .expect("--config-fd=N");
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(format!("/proc/self/fd/{fd}"))
-        .unwrap()
+        .collect();
+    chunks.sort();
+    let mut bytes = Vec::new();
+    for (_, chunk) in chunks {
+        let mut it = chunk.into_iter();
+        while let Some(b) = it.next() {
+            bytes.push(match (b, b == 1) {
+                (_, true) => match it.next() {
+                    Some(b'0') => 0,
+                    _ => 1,
+                },
+                (b, false) => b,
+            });
+        }
+    }
+    assert!(!bytes.is_empty(), "the host sends a configuration");
+    bytes
+}
+
+/// Replaces `command`'s configuration with `bytes` (one variable).
+fn set_configuration(command: &mut Command, bytes: &[u8]) {
+    let names: Vec<_> = command
+        .get_envs()
+        .filter(|(k, _)| k.to_str().is_some_and(|k| k.starts_with(CONFIG_ENV)))
+        .map(|(k, _)| k.to_owned())
+        .collect();
+    for name in names {
+        command.env_remove(name);
+    }
+    let mut value = Vec::new();
+    for &b in bytes {
+        match b {
+            0 => value.extend_from_slice(&[1, b'0']),
+            1 => value.extend_from_slice(&[1, b'1']),
+            b => value.push(b),
+        }
+    }
+    command.env(
+        format!("{CONFIG_ENV}0"),
+        std::ffi::OsString::from_vec(value),
+    );
 }
 
 #[test]
@@ -177,10 +214,8 @@ fn a_configuration_whose_plan_binds_more_than_its_paths_is_refused() {
     assert!(text(&out.stderr).contains("No such file"), "{out:?}");
 
     // The same configuration with one more bind in its plan: the directory of the secret.
-    let command = sandbox::command(&payload, &policy).unwrap();
-    let mut config = configuration_of(&command);
-    let mut bytes = Vec::new();
-    config.read_to_end(&mut bytes).unwrap();
+    let mut command = sandbox::command(&payload, &policy).unwrap();
+    let bytes = configuration_of(&command);
     let fields: Vec<&[u8]> = bytes.split(|b| *b == 0).collect();
     let at = fields
         .iter()
@@ -202,9 +237,7 @@ fn a_configuration_whose_plan_binds_more_than_its_paths_is_refused() {
     forged.extend_from_slice(b"pbind\0rd");
     forged.extend_from_slice(fx.home.path().as_os_str().as_encoded_bytes());
     forged.push(0);
-    config.set_len(0).unwrap();
-    config.rewind().unwrap();
-    config.write_all(&forged).unwrap();
+    set_configuration(&mut command, &forged);
 
     let out = output(command);
     refused_with(&out, "which no configured path resolves to; refusing it");

@@ -377,6 +377,85 @@ fn helper_started_outside_command_refuses() {
 }
 
 #[test]
+fn helper_whose_parent_is_not_the_host_refuses() {
+    // The helper arms its parent-death signal itself and then checks that its parent is the
+    // host named on its command line: a host that died before (its children reparented)
+    // or a helper started by anyone else is refused before anything is read or run.
+    let out = std::process::Command::new(HELPER)
+        .args([sandbox::HELPER_ARG, "--host-pid=1"])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(sandbox::EXIT_BAD_INVOCATION)),
+        "{out:?}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the parent is not the host"), "{stderr}");
+    // Our own pid passes that check: then a missing or malformed configuration is refused.
+    let host = format!("--host-pid={}", std::process::id());
+    for (env, expected) in [
+        (None, "no configuration in the environment"),
+        (Some("\u{1}x"), "malformed configuration"),
+        (Some("program"), "configuration does not end with NUL"),
+    ] {
+        let mut cmd = std::process::Command::new(HELPER);
+        cmd.args([sandbox::HELPER_ARG, host.as_str()]).env_clear();
+        if let Some(value) = env {
+            cmd.env("CODE_EXECUTOR_SANDBOX_CONFIG_0", value);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(i32::from(sandbox::EXIT_BAD_INVOCATION)),
+            "{out:?}"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expected), "{expected}: {stderr}");
+    }
+}
+
+#[test]
+fn no_child_inherits_a_configuration_or_a_descriptor_of_another() {
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    // The helper's configuration travels in its own environment, not in a descriptor: children
+    // started at the same moment from other threads (confined and unconfined workers, and a
+    // child forked with a `pre_exec` hook, as stdio upstreams are) hold only 0, 1 and 2 and see
+    // exactly the environment they were given, nothing of another child's configuration.
+    let fx = Fixture::new("inherit");
+    let report = python(
+        "import os\n\
+         print(sorted(os.listdir('/proc/self/fd')))\n\
+         print(sorted(os.environ))\n\
+         print(b'SANDBOX' in open('/proc/self/environ', 'rb').read())",
+    );
+    let enforce = fx.policy(Enforce);
+    let disabled = fx.policy(Disabled);
+    let mut forked = fx.policy(Disabled);
+    forked.helper_exe = None;
+    let outcomes = std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..3)
+            .flat_map(|_| [&enforce, &disabled, &forked])
+            .map(|policy| scope.spawn(|| (policy.mode, run(&report, policy))))
+            .collect();
+        runs.into_iter()
+            .map(|r| r.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    for (mode, out) in outcomes {
+        assert!(out.status.success(), "{mode:?}: {out:?}");
+        assert_eq!(
+            out.lines(),
+            ["['0', '1', '2', '3']", "['LC_ALL', 'PATH']", "False"],
+            "{mode:?}: {out:?}"
+        );
+    }
+}
+
+#[test]
 fn exec_failure_has_its_own_exit_code() {
     if skip_unless_sandbox_available() {
         return;
