@@ -1481,11 +1481,13 @@ def _namespace(bindings, persist):
     return ns
 
 
-def _execute(code, ns):
-    """Runs the code; returns the result value. Raises what the code raised."""
-    codeobj = _compile(code)
+CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
+
+
+def _execute(codeobj, ns):
+    """Runs the compiled code; returns the result value. Raises what the code raised."""
     try:
-        if codeobj.co_flags & 0x80:  # CO_COROUTINE: the code awaits at top level
+        if codeobj.co_flags & CO_COROUTINE:  # the code awaits at top level
             import asyncio
 
             loop = asyncio.new_event_loop()
@@ -1515,20 +1517,24 @@ def _run(frame):
     persist = bool(frame.get("persist"))
     _State.access = frame.get("access") or {}
     ns = _namespace(frame.get("tools") or [], persist)
-    if "asyncio" not in sys.modules and ("await" in code or "async" in code):
-        # Code that may await at top level runs in an asyncio loop: asyncio is loaded (by a
-        # worker not yet warm) before the memory limit, as it would have been ahead of time.
-        try:
-            import asyncio  # noqa: F401
-        except Exception:  # noqa: BLE001 - running the code reports it
-            pass
-        if not _State.runs:
-            _State.idle_vm = _address_space()
+    first = not _State.runs
     _State.runs += 1
     saved = _limit_memory(_State.memory_bytes)
     outcome = None
     try:
-        value = _execute(code, ns)
+        codeobj = _compile(code)
+        if codeobj.co_flags & CO_COROUTINE and "asyncio" not in sys.modules:
+            # Code that awaits at top level runs in an asyncio loop. A worker that had no time
+            # to import asyncio ahead does it now, outside the memory limit, as it would have.
+            _restore_memory(saved)
+            try:
+                import asyncio  # noqa: F401
+            except Exception:  # noqa: BLE001 - running the code reports it
+                pass
+            if first:
+                _State.idle_vm = _address_space()
+            saved = _limit_memory(_State.memory_bytes)
+        value = _execute(codeobj, ns)
         outcome = {"status": "ok", "result": value}
     except SystemExit as e:
         if e.code is None or e.code == 0:
