@@ -1594,9 +1594,11 @@ _PREFETCH = (
     "selectors", "socket", "locale", "signal", "subprocess", "contextvars", "typing",
     "asyncio",
 )
-# How long a worker waits for a run before it imports `_PREFETCH`: a worker taken at once
-# (back to back, bursts, sustained load) spends no CPU on it.
-_PREFETCH_AFTER = 0.2
+# How long a worker waits for a run before it imports `_PREFETCH`: a worker taken within it
+# (back to back, bursts, sustained load: the pool hands workers out as they start) spends no
+# CPU on it, and a run rarely arrives during it (the import of asyncio's own modules, the
+# longest step, would make it wait a few ms); a worker left idle longer is warm as before.
+_PREFETCH_AFTER = 0.5
 
 
 def _prefetch():
