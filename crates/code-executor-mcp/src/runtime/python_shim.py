@@ -1605,7 +1605,7 @@ def _prefetch():
     """Imports `_PREFETCH` while nothing is asked of the worker: after `_PREFETCH_AFTER`
     without a frame, one module at a time, looking at the input before each, so a run that
     comes meanwhile waits for one module's import at most. True once all are imported."""
-    done = False
+    imported = done = False
     try:
         if _inbuf or select.select([_IN], [], [], _PREFETCH_AFTER)[0]:
             return False
@@ -1614,6 +1614,7 @@ def _prefetch():
                 continue
             if _runs or select.select([_IN], [], [], 0)[0]:
                 return False
+            imported = True
             try:
                 __import__(name)
             except Exception:  # noqa: BLE001 - a module this interpreter does not have
@@ -1621,7 +1622,7 @@ def _prefetch():
         done = True
         return True
     finally:
-        if not _State.runs:
+        if imported and not _State.runs:
             # Before the first run, what is loaded now is the interpreter at rest, as when
             # it was all loaded before `ready`: the memory limit adds to it, and the
             # collector need not walk it again.
