@@ -1594,11 +1594,12 @@ _PREFETCH = (
     "selectors", "socket", "locale", "signal", "subprocess", "contextvars", "typing",
     "asyncio",
 )
-# How long a worker waits for a run before it imports `_PREFETCH`: a worker taken within it
-# (back to back, bursts, sustained load: the pool hands workers out as they start) spends no
-# CPU on it, and a run rarely arrives during it (the import of asyncio's own modules, the
-# longest step, would make it wait a few ms); a worker left idle longer is warm as before.
-_PREFETCH_AFTER = 0.5
+# How long a worker waits for a run before it imports `_PREFETCH`. Importing ahead costs about
+# as much CPU as the worker's whole start, so it is only for a worker that stays idle: one
+# handed out sooner (back to back, bursts, sustained load) spends none of it, and none of it
+# competes with the starts that load needs; a run that arrives during it waits for one
+# module's import at most (asyncio's own package, the longest step, a few ms).
+_PREFETCH_AFTER = 2.0
 
 
 def _prefetch():
