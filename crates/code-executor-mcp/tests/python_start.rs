@@ -119,6 +119,24 @@ async fn modules_imported_late_work_in_a_fresh_worker() {
         "{v}"
     );
 
+    // Out of memory: the error is described (which imports traceback) outside the run's limit.
+    let (v, is_error) = h
+        .exec_python("a = []\nwhile True:\n    a.append('x' * 4096 + str(len(a)))")
+        .await;
+    assert!(is_error, "{v}");
+    assert_eq!(v["error"]["name"], "MemoryError", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("MiB")
+            && v["error"]["stack"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("code.py\", line 3"),
+        "{v}"
+    );
+
     // A top-level return, a result of every kind the shim converts, and keys JSON cannot hold.
     let (v, is_error) = h
         .exec_python(

@@ -1542,6 +1542,10 @@ def _run(frame):
         else:
             outcome = {"status": "err", "error": {"name": "SystemExit", "message": "exit code %s" % (e.code,)}}
     except BaseException as e:  # noqa: BLE001 - everything the code raised is reported
+        # Describing it may import traceback: outside the run's memory limit, which a
+        # MemoryError leaves no room under.
+        _restore_memory(saved)
+        saved = None
         outcome = {"status": "err", "error": _describe(e)}
     finally:
         if not persist:
