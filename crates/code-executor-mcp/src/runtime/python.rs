@@ -32,13 +32,14 @@ pub static SHIM: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let table = serde_json::Value::String(worker_protocol::CallError::table_json()).to_string();
     include_str!("python_shim.py").replacen("\"__CALL_ERRORS__\"", &table, 1)
 });
-/// `-c` program: runs the shim as compiled by the probe (argv[1]: base64 of the interpreter's
-/// bytecode magic and the marshalled code), which saves compiling it in every worker (about
-/// 12 ms of a 75 ms start). If the magic is not this interpreter's (it was replaced since the
-/// probe), it compiles the source (argv[2]) instead. The name `<shim>` lets tracebacks tell
-/// its frames from the user's `code.py`.
+/// `-c` program: runs the shim as compiled by the probe (argv[1] and argv[2]: the two halves of
+/// the base64 of the interpreter's bytecode magic and the marshalled code, as Linux caps one
+/// argument at 128 KiB), which saves compiling it in every worker (about 12 ms). If the magic
+/// is not this interpreter's (it was replaced since the probe), it compiles the source
+/// (argv[3]) instead. The name `<shim>` lets tracebacks tell its frames from the user's
+/// `code.py`.
 const BOOTSTRAP: &str = "import sys,marshal,binascii,_frozen_importlib_external as f
-c,s=binascii.a2b_base64(sys.argv.pop(1)),sys.argv.pop(1)
+c,s=binascii.a2b_base64(sys.argv.pop(1)+sys.argv.pop(1)),sys.argv.pop(1)
 exec(marshal.loads(c[4:]) if c[:4]==f.MAGIC_NUMBER else compile(s,'<shim>','exec'))";
 /// Oldest CPython the shim supports (positional-only parameters, top-level await flag).
 const MIN_VERSION: (u32, u32) = (3, 8);
@@ -384,13 +385,15 @@ pub fn spawner(
     policy
         .hidden_paths
         .extend(install.user_site.iter().cloned());
+    let (first, second) = halves(&install.compiled_shim);
     let mut args: Vec<OsString> = [
         "-I",
         "-S",
         "-B",
         "-c",
         BOOTSTRAP,
-        &install.compiled_shim,
+        first,
+        second,
         SHIM.as_str(),
     ]
     .iter()
@@ -445,6 +448,11 @@ fn python_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
         "glibc.malloc.mmap_threshold=67108864:glibc.malloc.trim_threshold=134217728".into(),
     ));
     env
+}
+
+/// The compiled shim (base64, ASCII) in two arguments, as `BOOTSTRAP` takes it.
+fn halves(compiled: &str) -> (&str, &str) {
+    compiled.split_at(compiled.len() / 2)
 }
 
 /// The Python side of the runtime: the interpreter is resolved and the pool started in the
@@ -589,8 +597,9 @@ mod tests {
     /// The first frame a worker started with `compiled` and `source` sends.
     fn first_frame(install: &PythonInstall, compiled: &str, source: &str) -> String {
         use std::io::Read;
+        let (first, second) = halves(compiled);
         let mut child = std::process::Command::new(&install.executable)
-            .args(["-I", "-S", "-B", "-c", BOOTSTRAP, compiled, source])
+            .args(["-I", "-S", "-B", "-c", BOOTSTRAP, first, second, source])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
@@ -614,9 +623,10 @@ mod tests {
         };
         assert!(install.compiled_shim.len() > 1000, "{install:?}");
         // Linux caps one argument at 128 KiB (MAX_ARG_STRLEN).
+        let (first, second) = halves(&install.compiled_shim);
         assert!(
-            install.compiled_shim.len() < 120 * 1024 && SHIM.len() < 120 * 1024,
-            "the shim outgrows one argument: pass it another way"
+            first.len().max(second.len()) < 120 * 1024 && SHIM.len() < 120 * 1024,
+            "the shim outgrows its arguments: pass it another way"
         );
         // The compiled shim runs; the source is not looked at.
         let ready = first_frame(&install, &install.compiled_shim, "raise SystemExit(3)");
@@ -654,7 +664,7 @@ mod tests {
                 PathBuf::from("/opt/py/lib/python3.11/site-packages")
             ]
         );
-        assert_eq!(off.command.args.len(), 7);
+        assert_eq!(off.command.args.len(), 8);
         assert_eq!(off.policy.limits.max_processes, PYTHON_MAX_PROCESSES);
         let on = spawner(&install, policy, true);
         assert_eq!(

@@ -31,39 +31,26 @@ os.dup2(_null, 0)
 os.dup2(2, 1)
 os.close(_null)
 
-import ast  # noqa: E402
-import base64  # noqa: E402
+# Only what the protocol and a trivial run need is imported before `ready`: C modules built
+# into the interpreter, and modules CPython's own start has loaded already (io, codecs,
+# _collections_abc). Everything else the shim uses (json, threading, ast, traceback, logging,
+# asyncio, ...) is imported where it is used, and a worker left idle in the pool imports it
+# ahead of time, a module at a time, between looks at its input (`_prefetch`): a warm worker
+# has everything loaded as before, and a worker taken at once (bursts, back to back) starts
+# without it. See docs/performance.md.
+import _ast  # noqa: E402
+import _collections_abc  # noqa: E402
+import _json  # noqa: E402
+import _thread  # noqa: E402
+import binascii  # noqa: E402
 import builtins  # noqa: E402
-import collections.abc  # noqa: E402
-import dataclasses  # noqa: E402
-import enum  # noqa: E402
 import gc  # noqa: E402
 import io  # noqa: E402
 import itertools  # noqa: E402
-import json  # noqa: E402
-import keyword  # noqa: E402
-import linecache  # noqa: E402
-import logging  # noqa: E402
 import math  # noqa: E402
-import queue  # noqa: E402
-import re  # noqa: E402
-import struct  # noqa: E402
-import threading  # noqa: E402
-import traceback  # noqa: E402
+import select  # noqa: E402
 import warnings  # noqa: E402
-
-# asyncio is imported here so pooled workers are warm for top-level await. It would also import
-# ssl, which is useless without a network: keep it out of asyncio (which then runs without TLS)
-# and let user code import ssl normally later if it wants to.
-_saved_ssl = sys.modules.get("ssl")
-sys.modules["ssl"] = None
-try:
-    import asyncio  # noqa: E402
-finally:
-    if _saved_ssl is None:
-        del sys.modules["ssl"]
-    else:
-        sys.modules["ssl"] = _saved_ssl
+from _collections import deque as _deque  # noqa: E402
 
 try:
     import resource
@@ -87,24 +74,42 @@ _site_dirs = sys.argv[1:]
 sys.argv = [SOURCE_NAME]
 
 # ------------------------------------------------------------------------------- frames
-_send_lock = threading.Lock()
+_send_lock = _thread.allocate_lock()
 
 
-# One encoder and decoder for every frame, made once. Frames hold only values `_jsonable` made
-# (no cycles, nesting bounded), so the C encoder runs without cycle markers, and the host's
-# frames are compact JSON objects, which the C scanner reads from offset 0.
-_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-_decoder = json.JSONDecoder()
-if json.encoder.c_make_encoder is not None:
-    _c_encode = json.encoder.c_make_encoder(
-        None, None, json.encoder.encode_basestring, None, ":", ",", False, False, False
+class _ScanContext:
+    """What the C scanner reads of a `json.JSONDecoder` (its defaults), without importing the
+    json package (and re, which it needs) before the worker is ready."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+
+# One encoder and decoder for every frame, made once, straight from the C accelerator (what
+# json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")) and
+# json.JSONDecoder() use). Frames hold only values `_jsonable` made (no cycles, nesting
+# bounded), so the encoder runs without cycle markers, and the host's frames are compact JSON
+# objects, which the scanner reads from offset 0.
+try:
+    _c_encode = _json.make_encoder(
+        None, None, _json.encode_basestring, None, ":", ",", False, False, False
     )
+    _scan_once = _json.make_scanner(_ScanContext())
 
     def _to_json(frame):
         return "".join(_c_encode(frame, 0))
 
-else:  # pragma: no cover - an interpreter built without the _json accelerator
-    _to_json = _encoder.encode
+except (AttributeError, TypeError):  # pragma: no cover - an interpreter without the accelerator
+    import json as _json_module
+
+    _to_json = _json_module.JSONEncoder(
+        ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    ).encode
+    _scan_once = _json_module.JSONDecoder().scan_once
 
 
 def _encode(frame):
@@ -113,7 +118,7 @@ def _encode(frame):
 
 
 def _decode(body):
-    return _decoder.scan_once(body, 0)[0]
+    return _scan_once(body, 0)[0]
 
 
 def _send_bytes(body):
@@ -143,7 +148,7 @@ def _read_frame():
     while True:
         have = len(_inbuf)
         if have >= 4:
-            (length,) = struct.unpack_from(">I", _inbuf)
+            length = int.from_bytes(_inbuf[:4], "big")
             end = 4 + length
             if have >= end:
                 with memoryview(_inbuf) as view:
@@ -166,7 +171,8 @@ def _read_frame():
         _inbuf.extend(_chunk_view[:n])
 
 
-_runs = queue.Queue()
+# Run frames not yet taken by the main thread (appending and popping are atomic).
+_runs = _deque()
 # Call id -> waiter. Setting and popping one key are atomic (the GIL; per-object locks on
 # free-threaded builds), so no lock guards it.
 _pending = {}
@@ -177,17 +183,19 @@ _ids = itertools.count(1)
 # `_rlock` and reads, delivering every frame to its waiter; the others wait on their event.
 # A reader that leaves, and a waiter that leaves while nobody reads, nudge one remaining
 # waiter to take over. A background thread reads while asyncio calls are in flight.
-_rlock = threading.Lock()
+_rlock = _thread.allocate_lock()
 _waiting = set()
-_waiting_lock = threading.Lock()
-_async = threading.Condition()
+_waiting_lock = _thread.allocate_lock()
+# The background reader and its condition, made by the first asyncio call (`_async_cond`).
+_async = None
+_async_init = _thread.allocate_lock()
 _async_pending = [0]
 
 
 def _dispatch(frame):
     kind = frame.get("type")
     if kind == "run":
-        _runs.put(frame)
+        _runs.append(frame)
         _run_waiter.wake()
     elif kind == "reply":
         waiter = _pending.pop(frame.get("id"), None)
@@ -222,6 +230,8 @@ def _await_frames(done, waiter):
                     _rlock.release()
                 break
             if waiter.event is None:
+                import threading
+
                 waiter.event = threading.Event()
             with _waiting_lock:
                 _waiting.add(waiter)
@@ -237,7 +247,24 @@ def _await_frames(done, waiter):
         _nudge()
 
 
-def _background_reader():
+def _async_cond():
+    """The condition asyncio calls count themselves under, with the background reader started
+    on first use (runs that make no asyncio call start no thread)."""
+    global _async
+    if _async is None:
+        with _async_init:
+            if _async is None:
+                import threading
+
+                cond = threading.Condition()
+                threading.Thread(
+                    target=_background_reader, args=(cond,), name="protocol-reader", daemon=True
+                ).start()
+                _async = cond
+    return _async
+
+
+def _background_reader(_async):
     """Reads for asyncio calls, whose event loop cannot block on the pipe."""
     waiter = _Waiter()
     while True:
@@ -259,6 +286,10 @@ class _State:
     access = {}
     urllib_installed = False
     last_open = None
+    # The code of the current (or last) run, for linecache.
+    source = None
+    # Runs served so far.
+    runs = 0
 
 
 def _clean(text):
@@ -293,7 +324,7 @@ class _Capture(io.TextIOBase):
         self._level = level
         self._name = name
         self._buf = ""
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     @property
     def encoding(self):
@@ -336,32 +367,33 @@ sys.stdout = sys.__stdout__ = _stdout
 sys.stderr = sys.__stderr__ = _stderr
 
 
-class _LogHandler(logging.Handler):
-    """logging: every record is captured with its level (root logger at DEBUG)."""
+def _install_logging(logging):
+    """logging: every record is captured with its level (root logger at DEBUG). Installed as
+    soon as the logging module is loaded (by the code, by asyncio or ahead of time)."""
 
-    def emit(self, record):
-        try:
-            text = self.format(record)
-        except Exception:  # noqa: BLE001
-            text = str(record.msg)
-        if record.name != "root":
-            text = "%s: %s" % (record.name, text)
-        if record.levelno >= logging.ERROR:
-            level = "error"
-        elif record.levelno >= logging.WARNING:
-            level = "warn"
-        elif record.levelno >= logging.INFO:
-            level = "info"
-        else:
-            level = "debug"
-        _log(level, text)
+    class _LogHandler(logging.Handler):
+        def emit(self, record):
+            try:
+                text = self.format(record)
+            except Exception:  # noqa: BLE001
+                text = str(record.msg)
+            if record.name != "root":
+                text = "%s: %s" % (record.name, text)
+            if record.levelno >= logging.ERROR:
+                level = "error"
+            elif record.levelno >= logging.WARNING:
+                level = "warn"
+            elif record.levelno >= logging.INFO:
+                level = "info"
+            else:
+                level = "debug"
+            _log(level, text)
 
-
-_root_logger = logging.getLogger()
-_root_logger.handlers[:] = [_LogHandler()]
-_root_logger.setLevel(logging.DEBUG)
-# asyncio logs its selector choice at DEBUG on every new loop: noise, not the user's output.
-logging.getLogger("asyncio").setLevel(logging.WARNING)
+    root = logging.getLogger()
+    root.handlers[:] = [_LogHandler()]
+    root.setLevel(logging.DEBUG)
+    # asyncio logs its selector choice at DEBUG on every new loop: noise, not the user's output.
+    logging.getLogger("asyncio").setLevel(logging.WARNING)
 
 
 def _showwarning(message, category, filename, lineno, file=None, line=None):
@@ -377,6 +409,8 @@ def _json_key(k):
     if isinstance(k, str):
         return _clean(k)
     if k is None or isinstance(k, (bool, int, float)):
+        import json
+
         return json.dumps(k)
     return str(k)
 
@@ -394,7 +428,9 @@ def _jsonable(v, depth=0, path=None):
     if t is float:
         return v if math.isfinite(v) else repr(v)
     if t is not dict and t is not list:
-        if isinstance(v, enum.Enum):
+        # A value of an enum's type means the module is loaded: look it up, do not import it.
+        enum = sys.modules.get("enum")
+        if enum is not None and isinstance(v, enum.Enum):
             return _jsonable(v.value, depth, path)
         if isinstance(v, bool):
             return bool(v)
@@ -419,7 +455,7 @@ def _jsonable(v, depth=0, path=None):
 
 
 def _container(v, depth, path):
-    if type(v) is dict or isinstance(v, collections.abc.Mapping):
+    if type(v) is dict or isinstance(v, _collections_abc.Mapping):
         # Plain string keys and values are taken as they are, without a call each.
         return {
             (k if type(k) is str and k.isascii() else _json_key(k)): (
@@ -429,7 +465,7 @@ def _container(v, depth, path):
         }
     if isinstance(v, tuple) and hasattr(v, "_asdict"):
         return _jsonable(v._asdict(), depth, path)
-    if isinstance(v, (list, tuple, collections.deque)):
+    if isinstance(v, (list, tuple, _deque)):
         return [_jsonable(x, depth, path) for x in v]
     if isinstance(v, (set, frozenset)):
         try:
@@ -438,7 +474,7 @@ def _container(v, depth, path):
             items = list(v)
         return [_jsonable(x, depth, path) for x in items]
     if isinstance(v, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(v)).decode("ascii")
+        return _b64encode(v)
     # Modules the user's value could come from are looked up, not imported: a value of one of
     # their types means the module is loaded already, and workers start faster without them.
     datetime = sys.modules.get("datetime")
@@ -449,7 +485,8 @@ def _container(v, depth, path):
             return v.total_seconds()
     if isinstance(v, complex) or type(v).__name__ in ("Decimal", "UUID") or _is_path(v):
         return str(v)
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+    dataclasses = sys.modules.get("dataclasses")
+    if dataclasses is not None and dataclasses.is_dataclass(v) and not isinstance(v, type):
         return {f.name: _jsonable(getattr(v, f.name), depth, path) for f in dataclasses.fields(v)}
     if isinstance(v, BaseException):
         return {"name": type(v).__name__, "message": str(v)}
@@ -463,6 +500,11 @@ def _container(v, depth, path):
                 except Exception:  # noqa: BLE001
                     break
     return _repr(v)
+
+
+def _b64encode(data):
+    """base64.b64encode(data) as str, without importing base64."""
+    return binascii.b2a_base64(bytes(data), newline=False).decode("ascii")
 
 
 def _is_path(v):
@@ -490,7 +532,7 @@ def _error_init(self, message=""):
 
 _ERRORS = {}
 _OUR_ERRORS = {}
-for _row in json.loads(_ERROR_TABLE):
+for _row in _decode(_ERROR_TABLE):
     if _row["py"]:
         _ERRORS[_row["name"]] = getattr(builtins, _row["py"])
     else:
@@ -510,7 +552,7 @@ def _make_error(info):
     cls = _ERRORS.get(name)
     if cls is None:
         cls = ToolError
-        if name.isidentifier() and not keyword.iskeyword(name):
+        if name.isidentifier() and not _iskeyword(name):
             cls = _ERRORS[name] = type(name, (ToolError,), {})
     return cls(message)
 
@@ -578,11 +620,14 @@ def _request(request):
 
 
 async def _arequest(request):
+    import asyncio  # loaded already when an event loop awaits this
+
     loop = asyncio.get_running_loop()
     future = loop.create_future()
-    with _async:
+    cond = _async_cond()
+    with cond:
         _async_pending[0] += 1
-        _async.notify()
+        cond.notify()
     call_id = next(_ids)
     waiter = _FutureWaiter(loop, future)
     _pending[call_id] = waiter
@@ -604,7 +649,7 @@ def _tool_request(fn, a, b, c, kwargs):
         server, name, args = None, a, b
     if args is None:
         args = {}
-    elif type(args) is not dict and not isinstance(args, collections.abc.Mapping):
+    elif type(args) is not dict and not isinstance(args, _collections_abc.Mapping):
         raise TypeError("%s: arguments must be a dict, got %s" % (fn, _repr(args)))
     if kwargs:
         args = {**args, **kwargs}
@@ -717,14 +762,16 @@ def _llm_request(fn, messages, system, max_tokens, model):
 
 
 def _llm_messages(fn, messages):
-    if isinstance(messages, (str, bytes)) or not isinstance(messages, collections.abc.Iterable):
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, _collections_abc.Iterable):
         raise TypeError("%s: messages must be a list of {'role', 'content'}, got %s" % (fn, _repr(messages)))
     out = []
     for i, m in enumerate(messages):
-        if not isinstance(m, collections.abc.Mapping) or "role" not in m:
+        if not isinstance(m, _collections_abc.Mapping) or "role" not in m:
             raise TypeError("%s: messages[%d] must be {'role', 'content'}" % (fn, i))
         content = m.get("content", "")
         if not isinstance(content, str):
+            import json
+
             content = json.dumps(_jsonable(content))
         out.append({"role": str(m["role"]), "content": content})
     return out
@@ -833,7 +880,7 @@ class FetchResponse:
         self.url = answer.get("url") or ""
         self.redirected = bool(answer.get("redirected"))
         self.headers = FetchHeaders(answer.get("headers") or [])
-        self.content = base64.b64decode(answer.get("body") or "")
+        self.content = binascii.a2b_base64(answer.get("body") or "")
 
     @property
     def ok(self):
@@ -845,6 +892,8 @@ class FetchResponse:
         return self.content.decode(encoding, "replace")
 
     def json(self):
+        import json
+
         return json.loads(self.content)
 
     def raise_for_status(self):
@@ -860,11 +909,13 @@ def _fetch_request(url, method, headers, body, json_body, redirect):
     if json_body is not _MISSING:
         if body is not None:
             raise TypeError("fetch: pass body or json, not both")
-        body = json.dumps(_jsonable(json_body)).encode()
+        import json as _json_module
+
+        body = _json_module.dumps(_jsonable(json_body)).encode()
         headers = dict(headers or {})
         if not any(str(k).lower() == "content-type" for k in headers):
             headers["Content-Type"] = "application/json"
-    if isinstance(headers, collections.abc.Mapping):
+    if isinstance(headers, _collections_abc.Mapping):
         pairs = [[str(k), str(v)] for k, v in headers.items()]
     elif headers is None:
         pairs = []
@@ -874,7 +925,7 @@ def _fetch_request(url, method, headers, body, json_body, redirect):
     if body is not None:
         if isinstance(body, str):
             body = body.encode()
-        elif isinstance(body, collections.abc.Mapping):
+        elif isinstance(body, _collections_abc.Mapping):
             import urllib.parse
 
             body = urllib.parse.urlencode(body).encode()
@@ -882,7 +933,7 @@ def _fetch_request(url, method, headers, body, json_body, redirect):
                 pairs.append(["Content-Type", "application/x-www-form-urlencoded"])
         elif not isinstance(body, (bytes, bytearray, memoryview)):
             raise TypeError("fetch: body must be str, bytes or a dict, not %s" % type(body).__name__)
-        request["body"] = base64.b64encode(bytes(body)).decode()
+        request["body"] = _b64encode(body)
     if redirect is not None:
         request["redirect"] = str(redirect)
     return request
@@ -901,46 +952,81 @@ async def afetch(url, method="GET", headers=None, body=None, json=_MISSING, redi
     )
 
 
-class _UrllibHook:
-    """Installs the host opener when code imports urllib.request (importing it costs tens of
-    milliseconds, which runs that never use it should not pay)."""
-
-    busy = False
+class _ImportHook:
+    """Sets up what the shim changes in a module whenever that module is loaded, by the code,
+    by another module, or ahead of time (`_prefetch`): urllib.request through the host (its
+    import costs tens of milliseconds, which runs that never use it should not pay), logging
+    captured, linecache holding code.py, asyncio loaded without ssl. The module is found by the
+    other finders and loaded by its own loader; only its execution is wrapped."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != "urllib.request" or _UrllibHook.busy or _State.urllib_installed:
+        if name not in _AFTER_IMPORT and name != "asyncio":
             return None
-        import importlib.util
-
-        _UrllibHook.busy = True
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            _UrllibHook.busy = False
-        if spec is None or spec.loader is None:
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        loader = spec.loader
-
-        class _Loader:
-            def create_module(self, spec):
-                return loader.create_module(spec)
-
-            def exec_module(self, module):
-                loader.exec_module(module)
-                _install_urllib(module)
-
-        spec.loader = _Loader()
+        spec.loader = _WrappedLoader(spec.loader)
         return spec
 
 
-def _route_urllib():
-    """urllib.request through the host: now if it is loaded, else when it is imported."""
-    if _State.urllib_installed:
-        return
-    if "urllib.request" in sys.modules:
-        _install_urllib(sys.modules["urllib.request"])
-    elif not any(isinstance(f, _UrllibHook) for f in sys.meta_path):
-        sys.meta_path.insert(0, _UrllibHook())
+class _WrappedLoader:
+    __slots__ = ("loader",)
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def __getattr__(self, attr):
+        return getattr(self.loader, attr)
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        # The module keeps its own loader (resources, source, reload), as if imported plainly.
+        loader = self.loader
+        module.__loader__ = loader
+        if getattr(module, "__spec__", None) is not None:
+            module.__spec__.loader = loader
+        name = module.__name__
+        if name == "asyncio" and "ssl" not in sys.modules:
+            # asyncio would import ssl, which costs as much as asyncio itself and is useless
+            # without a network: asyncio runs without TLS, and code can still import ssl itself.
+            sys.modules["ssl"] = None
+            try:
+                loader.exec_module(module)
+            finally:
+                if sys.modules.get("ssl", 0) is None:
+                    del sys.modules["ssl"]
+        else:
+            loader.exec_module(module)
+        setup = _AFTER_IMPORT.get(name)
+        if setup is not None:
+            setup(module)
+
+
+def _fill_linecache(linecache):
+    """linecache knows code.py (for tracebacks and warnings of the code)."""
+    code = _State.source
+    if code is not None:
+        linecache.cache[SOURCE_NAME] = (len(code), None, code.splitlines(True), SOURCE_NAME)
+
+
+def _install_hooks():
+    """What `_ImportHook` sets up, now for the modules loaded already (a .pth file of
+    site-packages may have loaded some), later for the others."""
+    for name, setup in _AFTER_IMPORT.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            setup(module)
+    if not any(isinstance(f, _ImportHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _ImportHook())
 
 
 def _install_urllib(request_module):
@@ -1058,12 +1144,21 @@ def _grant_hint(exc):
 def _ident(name):
     """The identifier form of a name: every character that cannot be in an identifier becomes
     `_`, a leading digit gets a `_` prefix, a keyword gets a `_` suffix."""
-    s = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    s = "".join(c if c in _IDENT_CHARS else "_" for c in name)
     if s[:1].isdigit():
         s = "_" + s
-    if keyword.iskeyword(s):
+    if _iskeyword(s):
         s += "_"
     return s
+
+
+_IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _iskeyword(s):
+    import keyword
+
+    return keyword.iskeyword(s)
 
 
 class _Tool:
@@ -1218,43 +1313,55 @@ def _cem_return(value=None):
     raise _Return(value)
 
 
-class _TopLevelReturn(ast.NodeTransformer):
-    """Turns `return x` outside any function into `__cem_return__(x)`."""
+# The code is parsed with the C `_ast` module: `ast` (with enum and contextlib) is not needed
+# to turn a tree around. Both walks below are what ast.NodeTransformer and copy_location did.
+_SCOPES = (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef, _ast.Lambda)
 
-    def visit_FunctionDef(self, node):
-        return node
 
-    visit_AsyncFunctionDef = visit_FunctionDef
-    visit_ClassDef = visit_FunctionDef
-    visit_Lambda = visit_FunctionDef
+def _at(node, like):
+    """`node` at the position of `like` (ast.copy_location)."""
+    node.lineno = like.lineno
+    node.col_offset = like.col_offset
+    node.end_lineno = getattr(like, "end_lineno", None)
+    node.end_col_offset = getattr(like, "end_col_offset", None)
+    return node
 
-    def visit_Return(self, node):
-        call = ast.Call(
-            func=ast.Name(id="__cem_return__", ctx=ast.Load()),
-            args=[node.value] if node.value is not None else [],
-            keywords=[],
-        )
-        return ast.copy_location(ast.Expr(value=call), node)
+
+def _top_level_returns(node):
+    """Turns `return x` outside any function into `__cem_return__(x)`, in place."""
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, _ast.Return):
+                    func = _at(_ast.Name(id="__cem_return__", ctx=_ast.Load()), item)
+                    args = [item.value] if item.value is not None else []
+                    call = _at(_ast.Call(func=func, args=args, keywords=[]), item)
+                    value[i] = _at(_ast.Expr(value=call), item)
+                elif isinstance(item, _ast.AST) and not isinstance(item, _SCOPES):
+                    _top_level_returns(item)
+        elif isinstance(value, _ast.AST) and not isinstance(value, _SCOPES):
+            _top_level_returns(value)
 
 
 def _compile(code):
-    flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    flags = _ast.PyCF_ONLY_AST | _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     tree = compile(code, SOURCE_NAME, "exec", flags=flags, dont_inherit=True)
     if "return" in code:
         # Only code that says `return` can have one at top level: the walk costs the rest.
-        tree = _TopLevelReturn().visit(tree)
-        ast.fix_missing_locations(tree)
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        _top_level_returns(tree)
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
         last = tree.body[-1]
-        target = ast.copy_location(ast.Name(id=_RESULT, ctx=ast.Store()), last)
-        assign = ast.Assign(targets=[target], value=last.value)
-        tree.body[-1] = ast.copy_location(assign, last)
+        target = _at(_ast.Name(id=_RESULT, ctx=_ast.Store()), last)
+        tree.body[-1] = _at(_ast.Assign(targets=[target], value=last.value), last)
     return compile(
-        tree, SOURCE_NAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+        tree, SOURCE_NAME, "exec", flags=_ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
     )
 
 
 def _user_frames(tb):
+    import traceback
+
     frames = traceback.extract_tb(tb)
     start = next((i for i, f in enumerate(frames) if f.filename == SOURCE_NAME), len(frames))
     return [f for f in frames[start:] if f.filename != SHIM_NAME]
@@ -1263,6 +1370,8 @@ def _user_frames(tb):
 def _describe(exc):
     name = type(exc).__name__
     if isinstance(exc, SyntaxError) and exc.filename == SOURCE_NAME:
+        import traceback
+
         lines = traceback.format_exception_only(type(exc), exc)
         stack = "".join(lines[:-1]).rstrip("\n") or None
         return {
@@ -1286,6 +1395,8 @@ def _describe(exc):
     frames = _user_frames(exc.__traceback__)
     stack = None
     if frames:
+        import traceback
+
         stack = "Traceback (most recent call last):\n" + "".join(
             traceback.format_list(frames)
         ).rstrip("\n")
@@ -1370,11 +1481,15 @@ def _namespace(bindings, persist):
     return ns
 
 
-def _execute(code, ns):
-    """Runs the code; returns the result value. Raises what the code raised."""
-    codeobj = _compile(code)
+CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
+
+
+def _execute(codeobj, ns):
+    """Runs the compiled code; returns the result value. Raises what the code raised."""
     try:
-        if codeobj.co_flags & 0x80:  # CO_COROUTINE: the code awaits at top level
+        if codeobj.co_flags & CO_COROUTINE:  # the code awaits at top level
+            import asyncio
+
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
             try:
@@ -1395,14 +1510,31 @@ def _run(frame):
     _State.truncated = False
     _State.memory_bytes = int(limits.get("memory_bytes") or 0)
     code = frame.get("code") or ""
-    linecache.cache[SOURCE_NAME] = (len(code), None, code.splitlines(True), SOURCE_NAME)
+    _State.source = code
+    linecache = sys.modules.get("linecache")
+    if linecache is not None:
+        _fill_linecache(linecache)
     persist = bool(frame.get("persist"))
     _State.access = frame.get("access") or {}
     ns = _namespace(frame.get("tools") or [], persist)
+    first = not _State.runs
+    _State.runs += 1
     saved = _limit_memory(_State.memory_bytes)
     outcome = None
     try:
-        value = _execute(code, ns)
+        codeobj = _compile(code)
+        if codeobj.co_flags & CO_COROUTINE and "asyncio" not in sys.modules:
+            # Code that awaits at top level runs in an asyncio loop. A worker that had no time
+            # to import asyncio ahead does it now, outside the memory limit, as it would have.
+            _restore_memory(saved)
+            try:
+                import asyncio  # noqa: F401
+            except Exception:  # noqa: BLE001 - running the code reports it
+                pass
+            if first:
+                _State.idle_vm = _address_space()
+            saved = _limit_memory(_State.memory_bytes)
+        value = _execute(codeobj, ns)
         outcome = {"status": "ok", "result": value}
     except SystemExit as e:
         if e.code is None or e.code == 0:
@@ -1410,6 +1542,10 @@ def _run(frame):
         else:
             outcome = {"status": "err", "error": {"name": "SystemExit", "message": "exit code %s" % (e.code,)}}
     except BaseException as e:  # noqa: BLE001 - everything the code raised is reported
+        # Describing it may import traceback: outside the run's memory limit, which a
+        # MemoryError leaves no room under.
+        _restore_memory(saved)
+        saved = None
         outcome = {"status": "err", "error": _describe(e)}
     finally:
         if not persist:
@@ -1442,12 +1578,70 @@ def _run(frame):
     _send_bytes(body)
 
 
+# What the code finds set up when it imports these modules (`_ImportHook`).
+_AFTER_IMPORT = {
+    "urllib.request": _install_urllib,
+    "logging": _install_logging,
+    "linecache": _fill_linecache,
+}
+
+# What a worker imported before it was ready when it imported everything up front: the
+# modules of the shim's slower paths (errors, tracebacks, asyncio calls, fetch, logging) and
+# the ones code uses most. A worker idle in the pool imports them (`_prefetch`), dependencies
+# before what imports them, so each step is one module's own work (about 0.1-1 ms; asyncio's
+# package, the longest, a few ms).
+_PREFETCH = (
+    "keyword", "operator", "reprlib", "collections", "types", "functools", "contextlib",
+    "enum", "ast", "re", "struct", "base64", "collections.abc", "weakref", "copy", "dis",
+    "token", "tokenize", "linecache", "inspect", "dataclasses", "json", "textwrap",
+    "traceback", "string", "threading", "logging", "heapq", "queue", "concurrent.futures",
+    "selectors", "socket", "locale", "signal", "subprocess", "contextvars", "typing",
+    "asyncio",
+)
+# How long a worker waits for a run before it imports `_PREFETCH`. Importing ahead costs about
+# as much CPU as the worker's whole start, so it is only for a worker that stays idle: one
+# handed out sooner (back to back, bursts, sustained load) spends none of it, and none of it
+# competes with the starts that load needs; a run that arrives during it waits for one
+# module's import at most (asyncio's own package, the longest step, a few ms).
+_PREFETCH_AFTER = 2.0
+
+
+def _prefetch():
+    """Imports `_PREFETCH` while nothing is asked of the worker: after `_PREFETCH_AFTER`
+    without a frame, one module at a time, looking at the input before each, so a run that
+    comes meanwhile waits for one module's import at most. True once all are imported."""
+    imported = done = False
+    try:
+        if _inbuf or select.select([_IN], [], [], _PREFETCH_AFTER)[0]:
+            return False
+        for name in _PREFETCH:
+            if name in sys.modules:
+                continue
+            if _runs or select.select([_IN], [], [], 0)[0]:
+                return False
+            imported = True
+            try:
+                __import__(name)
+            except Exception:  # noqa: BLE001 - a module this interpreter does not have
+                pass
+        done = True
+        return True
+    finally:
+        if imported and not _State.runs:
+            # Before the first run, what is loaded now is the interpreter at rest, as when
+            # it was all loaded before `ready`: the memory limit adds to it, and the
+            # collector need not walk it again.
+            if done:
+                gc.freeze()
+            _State.idle_vm = _address_space()
+
+
 def _main():
     sys.addaudithook(_audit_open)
     builtins.open = io.open = _open
     # urllib.request goes through the host (which refuses it without a network grant, saying
-    # how to ask), installed when code imports it.
-    _route_urllib()
+    # how to ask), logging is captured, ...: set up when the module is imported.
+    _install_hooks()
     for d in _site_dirs:
         try:
             import site
@@ -1456,7 +1650,6 @@ def _main():
         except Exception as e:  # noqa: BLE001
             sys.__stderr__ = sys.stderr = _stderr
             os.write(2, ("cannot add site dir %s: %s\n" % (d, e)).encode())
-    threading.Thread(target=_background_reader, name="protocol-reader", daemon=True).start()
     # What is loaded now lives as long as the worker: the collector need not walk it again.
     gc.freeze()
     _State.idle_vm = _address_space()
@@ -1467,9 +1660,15 @@ def _main():
             "engine": "CPython %s" % sys.version.split()[0],
         }
     )
+    prefetch = True
     while True:
-        _await_frames(lambda: not _runs.empty(), _run_waiter)
-        _run(_runs.get_nowait())
+        if prefetch and not _runs:
+            prefetch = not _prefetch()
+        _await_frames(lambda: bool(_runs), _run_waiter)
+        frame = _runs.popleft()
+        # Outside a session the worker ends after this run: importing ahead would be wasted.
+        prefetch = prefetch and bool(frame.get("persist"))
+        _run(frame)
 
 
 _main()
