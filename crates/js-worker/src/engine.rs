@@ -569,17 +569,19 @@ struct Settled<'a> {
     error: Option<ErrorInfo>,
 }
 
+/// An `InternalError` outcome: the engine could not make a result of what the run settled with.
+fn internal(message: String) -> Finished {
+    RunOutcome::Err {
+        error: ErrorInfo {
+            name: "InternalError".into(),
+            message,
+            stack: None,
+        },
+    }
+    .into()
+}
+
 fn settled(text: String, memory_limit: u64) -> Finished {
-    let internal = |message: String| {
-        RunOutcome::Err {
-            error: ErrorInfo {
-                name: "InternalError".into(),
-                message,
-                stack: None,
-            },
-        }
-        .into()
-    };
     if has_lone_surrogate_escape(&text) {
         // No UTF-8 form: decoding says so, as it always did.
         return match serde_json::from_str::<RunOutcome>(&text) {
@@ -625,16 +627,6 @@ fn string_result(
     string: Option<rquickjs::String<'_>>,
     memory_limit: u64,
 ) -> Finished {
-    let internal = |message: String| {
-        RunOutcome::Err {
-            error: ErrorInfo {
-                name: "InternalError".into(),
-                message,
-                stack: None,
-            },
-        }
-        .into()
-    };
     let Some(string) = string else {
         return internal("the run settled without a result or an error".into());
     };
@@ -1149,7 +1141,10 @@ mod tests {
                 entry.keys().collect::<rquickjs::Result<_>>().unwrap()
             })
         };
-        assert_eq!(entry(bytecode), ["run", "deliver", "fireTimer"]);
+        assert_eq!(
+            entry(bytecode),
+            ["run", "deliver", "deliverValue", "fireTimer"]
+        );
         assert_eq!(entry(bytecode), entry(source));
         let shape = eval(bytecode, SHAPE);
         assert!(shape.contains("fetch:function"), "{shape}");
