@@ -169,8 +169,8 @@ impl Core {
             options.sizing(options.python.pool_size, options.python.pool_size_pinned),
             budget,
         );
-        let root = runtime::session::workspace_root();
-        runtime::session::remove_stale_roots_in_background(root.clone());
+        let root = runtime::roots::workspace_root();
+        runtime::roots::remove_stale_roots_in_background(root.clone());
         let sessions = Sessions::new(settings.sessions, root);
         let runtime = Arc::new(Runtime::new(
             catalog.clone(),

@@ -578,12 +578,5 @@ impl Drop for RunEnd<'_> {
 
 /// A fresh, unguessable execution id (16 hex digits).
 fn new_execution_id() -> String {
-    let mut b = [0u8; 8];
-    if getrandom::fill(&mut b).is_err() {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        b = (t.as_nanos() as u64).to_le_bytes();
-    }
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    super::ids::random_hex::<8>()
 }

@@ -172,17 +172,5 @@ impl PausedTable {
 
 /// 128 random bits, hex.
 fn new_state() -> String {
-    let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
-        // No entropy source: fall back to a hash of the time and a counter, still unique.
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos();
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let h = crate::policy::audit::sha256_hex(format!("{t}:{n}").as_bytes());
-        return h[..32].to_string();
-    }
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    super::ids::random_hex::<16>()
 }

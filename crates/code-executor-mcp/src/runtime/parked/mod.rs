@@ -572,15 +572,7 @@ fn outcome_bytes(o: &ExecOutcome) -> usize {
 
 /// A fresh, unguessable handle: `run-` and 128 random bits in hex.
 fn new_handle() -> String {
-    let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        b[..16].copy_from_slice(&t.as_nanos().to_le_bytes());
-    }
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("run-{hex}")
+    format!("run-{}", crate::runtime::ids::random_hex::<16>())
 }
 
 /// Drops expired results every few seconds, so their memory goes even when nobody asks;
