@@ -463,6 +463,7 @@ mod tests {
                 cwd: None,
             },
             policy: sandbox::SandboxPolicy::new(sandbox::SandboxMode::Disabled, None),
+            preamble: None,
         }
     }
 

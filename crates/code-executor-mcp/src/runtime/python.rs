@@ -19,7 +19,7 @@ use serde::Deserialize;
 use tokio::sync::OnceCell;
 
 use super::pool::{MemoryBudget, Pool, PoolSizing, PoolStats};
-use super::worker::{Language, WorkerSpawner, worker_env};
+use super::worker::{Language, Preamble, WorkerSpawner, worker_env};
 
 /// Environment variable naming the interpreter (same as `--python`).
 pub const PYTHON_ENV: &str = "CODE_EXECUTOR_PYTHON";
@@ -32,14 +32,22 @@ pub static SHIM: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let table = serde_json::Value::String(worker_protocol::CallError::table_json()).to_string();
     include_str!("python_shim.py").replacen("\"__CALL_ERRORS__\"", &table, 1)
 });
-/// `-c` program: runs the shim as compiled by the probe (argv[1] and argv[2]: the two halves of
-/// the base64 of the interpreter's bytecode magic and the marshalled code, as Linux caps one
-/// argument at 128 KiB), which saves compiling it in every worker (about 12 ms). If the magic
-/// is not this interpreter's (it was replaced since the probe), it compiles the source
-/// (argv[3]) instead. The name `<shim>` lets tracebacks tell its frames from the user's
-/// `code.py`.
-const BOOTSTRAP: &str = "import sys,marshal,binascii,_frozen_importlib_external as f
-c,s=binascii.a2b_base64(sys.argv.pop(1)+sys.argv.pop(1)),sys.argv.pop(1)
+/// `-c` program: runs the shim as compiled by the probe, read from stdin before anything else
+/// (see [`preamble`]: the interpreter's bytecode magic and the marshalled code, then the
+/// source), which saves compiling it in every worker (about 12 ms). If the magic is not this
+/// interpreter's (it was replaced since the probe), it compiles the source instead. The name
+/// `<shim>` lets tracebacks tell its frames from the user's `code.py`. (The shim was passed as
+/// arguments before: CPython decodes every argument to wide characters and back at its start,
+/// about 4 ms for the shim's 230 KB.)
+const BOOTSTRAP: &str = "import os,marshal,_frozen_importlib_external as f
+def r(n):
+ b=bytearray()
+ while len(b)<n:
+  c=os.read(0,n-len(b))
+  if not c:raise SystemExit('the host closed stdin before the shim was read')
+  b+=c
+ return bytes(b)
+c=r(int.from_bytes(r(4),'big'));s=r(int.from_bytes(r(4),'big'))
 exec(marshal.loads(c[4:]) if c[:4]==f.MAGIC_NUMBER else compile(s,'<shim>','exec'))";
 /// Oldest CPython the shim supports (positional-only parameters, top-level await flag).
 const MIN_VERSION: (u32, u32) = (3, 8);
@@ -56,7 +64,7 @@ const DEFAULT_CANDIDATES: &[&str] = &["python3", "/usr/bin/python3", "/usr/local
 /// interpreter plus the venv's site-packages (and the base's with
 /// `include-system-site-packages`), found from `pyvenv.cfg` as `site` would, without running
 /// `site` (which would run `.pth` files). It also compiles the shim (argv[1]) for the
-/// workers' `BOOTSTRAP`.
+/// workers' `BOOTSTRAP` (base64 in the answer).
 const PROBE: &str = r#"import binascii, json, marshal, os, site, sys, sysconfig
 import _frozen_importlib_external as f
 p = sysconfig.get_paths()
@@ -128,8 +136,8 @@ pub struct PythonInstall {
     /// Existing user site-packages directory (`~/.local/lib/pythonX.Y/site-packages`), never
     /// importable (workers run isolated) and hidden should it be inside the view.
     pub user_site: Vec<PathBuf>,
-    /// The shim compiled by this interpreter, as `BOOTSTRAP` takes it.
-    pub compiled_shim: String,
+    /// The shim compiled by this interpreter: its bytecode magic, then the marshalled code.
+    pub compiled_shim: Vec<u8>,
 }
 
 #[derive(Deserialize)]
@@ -217,6 +225,10 @@ fn probe(candidate: &Path) -> Result<PythonInstall, String> {
             "the interpreter cannot tell its own executable (sys.executable is empty)".into(),
         );
     }
+    use base64::Engine;
+    let compiled_shim = base64::engine::general_purpose::STANDARD
+        .decode(&answer.shim)
+        .map_err(|e| format!("unexpected compiled shim in the path probe's answer: {e}"))?;
     let executable = std::fs::canonicalize(&answer.executable)
         .map_err(|e| format!("{}: {e}", answer.executable))?;
     let existing = |paths: Vec<Option<String>>| -> Vec<PathBuf> {
@@ -261,7 +273,7 @@ fn probe(candidate: &Path) -> Result<PythonInstall, String> {
         shared_libraries,
         site_packages,
         user_site,
-        compiled_shim: answer.shim,
+        compiled_shim,
     })
 }
 
@@ -385,20 +397,10 @@ pub fn spawner(
     policy
         .hidden_paths
         .extend(install.user_site.iter().cloned());
-    let (first, second) = halves(&install.compiled_shim);
-    let mut args: Vec<OsString> = [
-        "-I",
-        "-S",
-        "-B",
-        "-c",
-        BOOTSTRAP,
-        first,
-        second,
-        SHIM.as_str(),
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
+    let mut args: Vec<OsString> = ["-I", "-S", "-B", "-c", BOOTSTRAP]
+        .iter()
+        .map(OsString::from)
+        .collect();
     if site_packages {
         policy
             .read_only_paths
@@ -431,6 +433,7 @@ pub fn spawner(
             cwd: None,
         },
         policy,
+        preamble: Some(Preamble(preamble(&install.compiled_shim, &SHIM))),
     }
 }
 
@@ -450,9 +453,15 @@ fn python_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     env
 }
 
-/// The compiled shim (base64, ASCII) in two arguments, as `BOOTSTRAP` takes it.
-fn halves(compiled: &str) -> (&str, &str) {
-    compiled.split_at(compiled.len() / 2)
+/// What a worker reads from stdin before its first frame (`BOOTSTRAP`): the compiled shim and
+/// the shim's source, each after its length (4 bytes, big-endian).
+fn preamble(compiled: &[u8], source: &str) -> Arc<[u8]> {
+    let mut out = Vec::with_capacity(8 + compiled.len() + source.len());
+    for part in [compiled, source.as_bytes()] {
+        out.extend_from_slice(&(part.len() as u32).to_be_bytes());
+        out.extend_from_slice(part);
+    }
+    out.into()
 }
 
 /// The Python side of the runtime: the interpreter is resolved and the pool started in the
@@ -595,22 +604,28 @@ mod tests {
     }
 
     /// The first frame a worker started with `compiled` and `source` sends.
-    fn first_frame(install: &PythonInstall, compiled: &str, source: &str) -> String {
-        use std::io::Read;
-        let (first, second) = halves(compiled);
+    fn first_frame(install: &PythonInstall, compiled: &[u8], source: &str) -> String {
+        use std::io::{Read, Write};
         let mut child = std::process::Command::new(&install.executable)
-            .args(["-I", "-S", "-B", "-c", BOOTSTRAP, first, second, source])
+            .args(["-I", "-S", "-B", "-c", BOOTSTRAP])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .spawn()
             .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let bytes = preamble(compiled, source);
+        // More than a pipe holds: written while the worker reads.
+        let writer = std::thread::spawn(move || {
+            stdin.write_all(&bytes).unwrap();
+            stdin
+        });
         let mut out = child.stdout.take().unwrap();
         let mut len = [0u8; 4];
         out.read_exact(&mut len).unwrap();
         let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
         out.read_exact(&mut body).unwrap();
-        drop(child.stdin.take()); // EOF: the worker exits
+        drop(writer.join().unwrap()); // EOF: the worker exits
         child.wait().unwrap();
         String::from_utf8(body).unwrap()
     }
@@ -621,20 +636,39 @@ mod tests {
             eprintln!("SKIP: no /usr/bin/python3 on this machine");
             return;
         };
-        assert!(install.compiled_shim.len() > 1000, "{install:?}");
-        // Linux caps one argument at 128 KiB (MAX_ARG_STRLEN).
-        let (first, second) = halves(&install.compiled_shim);
-        assert!(
-            first.len().max(second.len()) < 120 * 1024 && SHIM.len() < 120 * 1024,
-            "the shim outgrows its arguments: pass it another way"
-        );
+        assert!(install.compiled_shim.len() > 1000, "{}", install.version);
         // The compiled shim runs; the source is not looked at.
         let ready = first_frame(&install, &install.compiled_shim, "raise SystemExit(3)");
         assert!(ready.contains(r#""type":"ready""#), "{ready}");
         // Bytecode of another interpreter (another magic number): the source is compiled.
-        let foreign = "AAAAAAAAAAAA";
-        let ready = first_frame(&install, foreign, &SHIM);
+        let ready = first_frame(&install, &[0; 9], &SHIM);
         assert!(ready.contains(r#""type":"ready""#), "{ready}");
+        // The shim is not an argument: CPython's start would decode it (about 4 ms).
+        let spawner = spawner(
+            &install,
+            sandbox::SandboxPolicy::new(sandbox::SandboxMode::Enforce, None),
+            false,
+        );
+        let argv: usize = spawner.command.args.iter().map(|a| a.len()).sum();
+        assert!(argv < 4096, "{argv} bytes of arguments");
+    }
+
+    #[test]
+    fn a_worker_whose_stdin_closes_before_the_shim_says_so() {
+        let Ok(install) = resolve(Some(Path::new("/usr/bin/python3")), false) else {
+            eprintln!("SKIP: no /usr/bin/python3 on this machine");
+            return;
+        };
+        let out = std::process::Command::new(&install.executable)
+            .args(["-I", "-S", "-B", "-c", BOOTSTRAP])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("closed stdin before the shim"),
+            "{out:?}"
+        );
     }
 
     #[test]
@@ -646,7 +680,7 @@ mod tests {
             shared_libraries: vec!["/lib/x86_64-linux-gnu/libc.so.6".into()],
             site_packages: vec!["/opt/py/lib/python3.11/site-packages".into()],
             user_site: vec!["/home/u/.local/lib/python3.11/site-packages".into()],
-            compiled_shim: "AAAA".into(),
+            compiled_shim: vec![0; 4],
         };
         let policy = sandbox::SandboxPolicy::new(sandbox::SandboxMode::Enforce, None);
         let off = spawner(&install, policy.clone(), false);
@@ -664,7 +698,7 @@ mod tests {
                 PathBuf::from("/opt/py/lib/python3.11/site-packages")
             ]
         );
-        assert_eq!(off.command.args.len(), 8);
+        assert_eq!(off.command.args.len(), 5);
         assert_eq!(off.policy.limits.max_processes, PYTHON_MAX_PROCESSES);
         let on = spawner(&install, policy, true);
         assert_eq!(

@@ -62,6 +62,19 @@ pub struct WorkerSpawner {
     pub language: Language,
     pub command: sandbox::WorkerCommand,
     pub policy: sandbox::SandboxPolicy,
+    /// Bytes written to a new worker's stdin before any frame, for the engine to read before
+    /// it says it is ready (Python: its compiled shim, see `runtime/python.rs`).
+    pub preamble: Option<Preamble>,
+}
+
+/// What [`WorkerSpawner::preamble`] writes; shown by its length only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Preamble(pub Arc<[u8]>);
+
+impl std::fmt::Debug for Preamble {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Preamble({} bytes)", self.0.len())
+    }
 }
 
 /// What the run loop receives from a worker.
@@ -200,6 +213,7 @@ impl WorkerSpawner {
                 cwd: None,
             },
             policy,
+            preamble: None,
         }
     }
 
@@ -236,7 +250,15 @@ impl WorkerSpawner {
             engine_status: None,
             idle_memory: None,
         };
-        match tokio::time::timeout(WORKER_READY_TIMEOUT, worker.frames.recv()).await {
+        let ready = async {
+            if let Some(Preamble(bytes)) = &self.preamble
+                && worker.stdin.write_all(bytes).await.is_err()
+            {
+                return None; // gone before it read it: its exit says why
+            }
+            worker.frames.recv().await
+        };
+        match tokio::time::timeout(WORKER_READY_TIMEOUT, ready).await {
             Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) if protocol == PROTOCOL_VERSION => {
                 worker.engine_status = engine_pid(pid)
                     .and_then(|p| std::fs::File::open(format!("/proc/{p}/status")).ok());
