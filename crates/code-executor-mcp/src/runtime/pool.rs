@@ -10,7 +10,8 @@
 //! Every `shrink_after` without a request the target drops by one toward `min`, and the
 //! surplus worker is stopped. A target is never raised while the ready workers of every
 //! pool sharing the [`MemoryBudget`] (their whole process trees' proportional set size, from
-//! `/proc`) plus one more would exceed the budget's ceiling.
+//! `/proc`, measured for at most one new worker a second; the others count as the largest
+//! measured) plus one more would exceed the budget's ceiling.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -30,6 +31,10 @@ const REFILL_BACKOFF: Duration = Duration::from_secs(2);
 /// Workers the refill starts at once when several are missing (a start is mostly one
 /// process's CPU time: two use both cores of a small machine).
 const REFILL_PARALLEL: usize = 2;
+/// Least time between two measurements of a new worker's memory: reading a process tree's
+/// `smaps_rollup` walks every mapping (about 2% of the CPU when every execution starts a
+/// worker); workers started in between count as the largest measured.
+const MEASURE_EVERY: Duration = Duration::from_secs(1);
 /// How often an idle refill looks at the pool (a pooled worker may have died; the target may
 /// shrink).
 const IDLE_CHECK: Duration = Duration::from_secs(30);
@@ -115,6 +120,8 @@ struct Inner {
     peak_target: AtomicUsize,
     /// Bytes of one ready worker's process tree (its largest, as last measured; 0: not yet).
     worker_bytes: AtomicU64,
+    /// When a new worker's memory was last measured.
+    last_measured: std::sync::Mutex<Option<Instant>>,
     last_error: std::sync::Mutex<Option<String>>,
 }
 
@@ -172,6 +179,7 @@ impl Pool {
             shrunk: AtomicU64::new(0),
             peak_target: AtomicUsize::new(sizing.min),
             worker_bytes: AtomicU64::new(0),
+            last_measured: std::sync::Mutex::new(None),
             last_error: std::sync::Mutex::new(None),
         });
         if sizing.max > 0 {
@@ -251,10 +259,7 @@ impl Pool {
                 .map(WorkerProcess::is_alive)
                 .filter(|alive| *alive)
                 .count();
-            (
-                alive,
-                ready.iter().filter_map(WorkerProcess::idle_memory).sum(),
-            )
+            (alive, held_bytes(&self.inner, &ready))
         };
         let i = &self.inner;
         PoolStats {
@@ -347,15 +352,32 @@ async fn account(inner: &Inner) -> usize {
     let mut ready = inner.ready.lock().await;
     // A pooled worker that died (killed from outside, out of memory) is replaced.
     ready.retain_mut(WorkerProcess::is_alive);
-    let sizes: Vec<u64> = ready
-        .iter()
-        .filter_map(WorkerProcess::idle_memory)
-        .collect();
-    if let Some(max) = sizes.iter().max() {
-        inner.worker_bytes.store(*max, Ordering::Relaxed);
+    if let Some(max) = ready.iter().filter_map(WorkerProcess::idle_memory).max() {
+        inner.worker_bytes.store(max, Ordering::Relaxed);
     }
-    inner.budget.set(inner.budget_id, sizes.iter().sum());
+    inner.budget.set(inner.budget_id, held_bytes(inner, &ready));
     ready.len()
+}
+
+/// Memory of the `ready` workers: as measured, or the largest measured for one that was not.
+fn held_bytes(inner: &Inner, ready: &VecDeque<WorkerProcess>) -> u64 {
+    let estimate = inner.worker_bytes.load(Ordering::Relaxed);
+    ready
+        .iter()
+        .map(|w| w.idle_memory().unwrap_or(estimate))
+        .sum()
+}
+
+/// Whether a new worker's memory is to be measured (at most once per [`MEASURE_EVERY`]).
+fn measure_due(inner: &Inner) -> bool {
+    let Ok(mut last) = inner.last_measured.lock() else {
+        return true;
+    };
+    let due = last.is_none_or(|t| t.elapsed() >= MEASURE_EVERY);
+    if due {
+        *last = Some(Instant::now());
+    }
+    due
 }
 
 async fn refill(weak: Weak<Inner>) {
@@ -394,7 +416,9 @@ async fn refill(weak: Weak<Inner>) {
                 match result {
                     Ok(mut w) => {
                         // Once, while it is idle: what it costs to keep (for the budget).
-                        w.measure_idle_memory().await;
+                        if measure_due(&inner) {
+                            w.measure_idle_memory().await;
+                        }
                         inner.ready.lock().await.push_back(w);
                     }
                     Err(_) => failed = true,
