@@ -194,3 +194,55 @@ async fn modules_imported_late_work_across_a_sessions_runs() {
     assert_eq!(v["result"], json!(21), "{v}");
     assert_eq!(v["logs"], json!([{"level": "warn", "text": "w"}]), "{v}");
 }
+
+/// The Python pool's state from `health`.
+async fn python_pool(h: &Harness) -> Value {
+    let (v, _) = h.run_tool("health", json!({})).await;
+    v["pools"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["language"] == "python").cloned())
+        .unwrap_or_else(|| panic!("no python pool in health: {v}"))
+}
+
+#[tokio::test]
+async fn after_code_that_used_asyncio_the_pool_starts_workers_with_asyncio_loaded() {
+    let h = Harness::start(
+        EXE.as_ref(),
+        json!({ "fx": fixture_entry("fx") }),
+        &["--python-pool-size", "1"],
+        &[],
+    )
+    .await;
+    let (v, is_error) = h.exec_python(ASYNC_CODE).await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], async_expected(), "{v}");
+    // The worker that replaces it is started warm: asyncio is imported before it is ready.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let p = python_pool(&h).await;
+        if p["ready"] == p["target"] && p["started"].as_u64().unwrap_or(0) >= 2 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the pool was not refilled: {p}"
+        );
+        // Polling a condition, not waiting for time to pass.
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // Taken at once, before a worker idle for 2 s imports everything ahead (json among it,
+    // which asyncio does not import): asyncio is there because the host asked for it.
+    let (v, is_error) = h
+        .exec_python(
+            "import sys\n['asyncio' in sys.modules, 'json' in sys.modules, 'ssl' in sys.modules]",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!([true, false, false]), "{v}");
+    // The hint is not in the environment code sees.
+    let (v, is_error) = h
+        .exec_python("import os\n[k for k in os.environ if k.startswith('CODE_EXECUTOR')]")
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!([]), "{v}");
+}

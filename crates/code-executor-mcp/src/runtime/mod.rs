@@ -311,6 +311,9 @@ impl Runtime {
                 return finish(out);
             }
         };
+        if language == Language::Python && python::uses_asyncio(&req.code) {
+            pool.prefer_warm();
+        }
         let mut scope = RunScope::new(
             ctx,
             self.policy.allowlist(req.allowed_tools.clone()),

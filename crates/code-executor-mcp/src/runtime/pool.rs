@@ -35,6 +35,9 @@ const REFILL_PARALLEL: usize = 2;
 /// `smaps_rollup` walks every mapping (about 2% of the CPU when every execution starts a
 /// worker); workers started in between count as the largest measured.
 const MEASURE_EVERY: Duration = Duration::from_secs(1);
+/// How long after [`Pool::prefer_warm`] the refill starts workers with the spawner's
+/// `warm_env`.
+const WARM_FOR: Duration = Duration::from_secs(60);
 /// How often an idle refill looks at the pool (a pooled worker may have died; the target may
 /// shrink).
 const IDLE_CHECK: Duration = Duration::from_secs(30);
@@ -120,6 +123,8 @@ struct Inner {
     peak_target: AtomicUsize,
     /// Bytes of one ready worker's process tree (its largest, as last measured; 0: not yet).
     worker_bytes: AtomicU64,
+    /// Until when the refill starts warm workers ([`Pool::prefer_warm`]).
+    warm_until: std::sync::Mutex<Option<Instant>>,
     /// When a new worker's memory was last measured.
     last_measured: std::sync::Mutex<Option<Instant>>,
     last_error: std::sync::Mutex<Option<String>>,
@@ -179,6 +184,7 @@ impl Pool {
             shrunk: AtomicU64::new(0),
             peak_target: AtomicUsize::new(sizing.min),
             worker_bytes: AtomicU64::new(0),
+            warm_until: std::sync::Mutex::new(None),
             last_measured: std::sync::Mutex::new(None),
             last_error: std::sync::Mutex::new(None),
         });
@@ -226,7 +232,7 @@ impl Pool {
     async fn start_now(&self) -> Result<WorkerProcess, String> {
         let mut attempt = 1;
         loop {
-            match spawn_counted(&self.inner).await {
+            match spawn_counted(&self.inner, false).await {
                 Ok(w) => return Ok(w),
                 Err(e) if attempt >= START_ATTEMPTS => {
                     return Err(format!(
@@ -243,6 +249,16 @@ impl Pool {
     /// further).
     pub fn spawner(&self) -> &WorkerSpawner {
         &self.inner.spawner
+    }
+
+    /// Recent code needed what the spawner's `warm_env` prepares (Python: asyncio): for the
+    /// next [`WARM_FOR`], the workers the refill starts ahead are started with it, so code
+    /// that comes while one waits in the pool finds it loaded. A request that finds the pool
+    /// empty still starts a plain worker (it would load the same on its run).
+    pub fn prefer_warm(&self) {
+        if let Ok(mut until) = self.inner.warm_until.lock() {
+            *until = Some(Instant::now() + WARM_FOR);
+        }
     }
 
     /// Tops the pool up in the background (call when an execution has ended).
@@ -327,8 +343,16 @@ fn shrink_if_idle(inner: &Inner) -> bool {
     shrunk
 }
 
-async fn spawn_counted(inner: &Inner) -> Result<WorkerProcess, String> {
-    match inner.spawner.spawn().await {
+/// Whether workers started ahead now are to be warm ([`Pool::prefer_warm`]).
+fn warm_now(inner: &Inner) -> bool {
+    inner
+        .warm_until
+        .lock()
+        .is_ok_and(|until| until.is_some_and(|t| Instant::now() < t))
+}
+
+async fn spawn_counted(inner: &Inner, warm: bool) -> Result<WorkerProcess, String> {
+    match inner.spawner.spawn_as(warm).await {
         Ok(w) => {
             inner.started.fetch_add(1, Ordering::Relaxed);
             Ok(w)
@@ -410,8 +434,9 @@ async fn refill(weak: Weak<Inner>) {
             } else {
                 1
             };
+            let warm = warm_now(&inner);
             let started =
-                futures::future::join_all((0..batch).map(|_| spawn_counted(&inner))).await;
+                futures::future::join_all((0..batch).map(|_| spawn_counted(&inner, warm))).await;
             for result in started {
                 match result {
                     Ok(mut w) => {
@@ -488,6 +513,7 @@ mod tests {
             },
             policy: sandbox::SandboxPolicy::new(sandbox::SandboxMode::Disabled, None),
             preamble: None,
+            warm_env: Vec::new(),
         }
     }
 

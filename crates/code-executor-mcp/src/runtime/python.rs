@@ -434,7 +434,20 @@ pub fn spawner(
         },
         policy,
         preamble: Some(Preamble(preamble(&install.compiled_shim, &SHIM))),
+        warm_env: vec![(WARM_ENV.into(), "asyncio".into())],
     }
+}
+
+/// Modules a worker started ahead imports before `ready` (comma-separated; the shim takes it
+/// out of the environment code sees): set while the pool's recent code used asyncio
+/// ([`uses_asyncio`]), whose import (10-20 ms) a worker started less than 2 s before its
+/// run has not done yet (later it imports it while idle anyway).
+const WARM_ENV: &str = "CODE_EXECUTOR_WARM";
+
+/// Whether Python code (likely) runs asyncio: it awaits at top level or names the module.
+/// A false positive costs only a warmer pool.
+pub fn uses_asyncio(code: &str) -> bool {
+    code.contains("await") || code.contains("asyncio")
 }
 
 /// A Python worker's environment: [`worker_env`], plus glibc's allocator told to keep large

@@ -19,6 +19,9 @@ import sys
 # glibc read its allocator settings (`GLIBC_TUNABLES`, from the host: see `python_env` in
 # runtime/python.rs) when the interpreter started; code sees the environment without them.
 os.environ.pop("GLIBC_TUNABLES", None)
+# Modules to import before `ready` (from the host, for a worker started ahead while its pool's
+# recent code used them; see `WARM_ENV` in runtime/python.rs).
+_WARM = os.environ.pop("CODE_EXECUTOR_WARM", "")
 
 # 1. The protocol owns the original stdin/stdout. Keep private copies (os.dup makes them
 #    non-inheritable, so no child process gets them), then point fd 0 at /dev/null and fd 1 at
@@ -1650,6 +1653,12 @@ def _main():
         except Exception as e:  # noqa: BLE001
             sys.__stderr__ = sys.stderr = _stderr
             os.write(2, ("cannot add site dir %s: %s\n" % (d, e)).encode())
+    for name in _WARM.split(","):
+        if name in _PREFETCH and name not in sys.modules:
+            try:
+                __import__(name)
+            except Exception:  # noqa: BLE001 - a module this interpreter does not have
+                pass
     # What is loaded now lives as long as the worker: the collector need not walk it again.
     gc.freeze()
     _State.idle_vm = _address_space()

@@ -65,6 +65,10 @@ pub struct WorkerSpawner {
     /// Bytes written to a new worker's stdin before any frame, for the engine to read before
     /// it says it is ready (Python: its compiled shim, see `runtime/python.rs`).
     pub preamble: Option<Preamble>,
+    /// Extra environment for the workers a pool starts ahead while its recent code needed
+    /// more than a trivial run does (Python: modules to import before `ready`; see
+    /// `Pool::prefer_warm`). Empty when the language has none.
+    pub warm_env: Vec<(OsString, OsString)>,
 }
 
 /// What [`WorkerSpawner::preamble`] writes; shown by its length only.
@@ -214,13 +218,28 @@ impl WorkerSpawner {
             },
             policy,
             preamble: None,
+            warm_env: Vec::new(),
         }
     }
 
     /// Starts a worker and waits for its `ready` frame.
     pub async fn spawn(&self) -> Result<WorkerProcess, String> {
+        self.spawn_as(false).await
+    }
+
+    /// [`WorkerSpawner::spawn`], `warm`: with [`WorkerSpawner::warm_env`].
+    pub async fn spawn_as(&self, warm: bool) -> Result<WorkerProcess, String> {
         let program = self.command.program.display().to_string();
-        let cmd = sandbox::command(&self.command, &self.policy).map_err(|e| e.to_string())?;
+        let warmed;
+        let command = if warm && !self.warm_env.is_empty() {
+            let mut c = self.command.clone();
+            c.env.extend(self.warm_env.iter().cloned());
+            warmed = c;
+            &warmed
+        } else {
+            &self.command
+        };
+        let cmd = sandbox::command(command, &self.policy).map_err(|e| e.to_string())?;
         let mut cmd = tokio::process::Command::from(cmd);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
