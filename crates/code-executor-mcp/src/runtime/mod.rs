@@ -567,6 +567,7 @@ fn scratch_name(execution: &str) -> String {
 /// follows the answer instead of competing with writing it: killed at once, it cost a
 /// trivial execution 0.3-0.4 ms on a 2-core machine. A worker whose run failed or ran out
 /// of time was killed already; this one has sent its result and waits for its next frame.
+/// Only pooled workers wait: a worker of its own may have a workspace, deleted at once.
 const REAP_DELAY: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// What a session's slot says while a run holds its worker: a run that never gives it back
@@ -728,12 +729,21 @@ impl<'a> Lease<'a> {
     /// it is stopped and the slot says why for the next run.
     fn give_back(self, reusable: Option<bool>, out: &ExecOutcome, sessions: &Sessions) {
         let Lease {
-            worker, home, data, ..
+            mut worker,
+            home,
+            data,
+            ..
         } = self;
         let (session, mut slot) = match home {
             // The pool's refill is woken when `_refill` drops, after the answer is ready.
             Home::Pool(_refill) => return reap_later(worker),
-            Home::Own => return reap_later(worker),
+            // Killed now: its workspace is deleted right after, and nothing of the code may
+            // write into it meanwhile.
+            Home::Own => {
+                worker.kill();
+                tokio::spawn(worker.finish());
+                return;
+            }
             Home::Session { session, slot } => (session, slot),
         };
         let max_memory = sessions.limits().max_worker_memory_mb * 1024 * 1024;
