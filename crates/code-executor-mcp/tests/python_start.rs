@@ -204,6 +204,25 @@ async fn python_pool(h: &Harness) -> Value {
         .unwrap_or_else(|| panic!("no python pool in health: {v}"))
 }
 
+/// Waits until the Python pool is full, having started at least `started` workers; returns
+/// how many it has started.
+async fn python_pool_full(h: &Harness, started: u64) -> u64 {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let p = python_pool(h).await;
+        let now = p["started"].as_u64().unwrap_or(0);
+        if p["ready"] == p["target"] && now >= started {
+            return now;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the pool was not refilled: {p}"
+        );
+        // Polling a condition, not waiting for time to pass.
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test]
 async fn after_code_that_used_asyncio_the_pool_starts_workers_with_asyncio_loaded() {
     let h = Harness::start(
@@ -213,23 +232,13 @@ async fn after_code_that_used_asyncio_the_pool_starts_workers_with_asyncio_loade
         &[],
     )
     .await;
+    // The code below takes the pooled worker, started before any code ran (plain).
+    let started = python_pool_full(&h, 1).await;
     let (v, is_error) = h.exec_python(ASYNC_CODE).await;
     assert!(!is_error, "{v}");
     assert_eq!(v["result"], async_expected(), "{v}");
     // The worker that replaces it is started warm: asyncio is imported before it is ready.
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let p = python_pool(&h).await;
-        if p["ready"] == p["target"] && p["started"].as_u64().unwrap_or(0) >= 2 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the pool was not refilled: {p}"
-        );
-        // Polling a condition, not waiting for time to pass.
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    python_pool_full(&h, started + 1).await;
     // Taken at once, before a worker idle for 2 s imports everything ahead (json among it,
     // which asyncio does not import): asyncio is there because the host asked for it.
     let (v, is_error) = h
