@@ -39,14 +39,6 @@ async fn server(extra: Value) -> (Harness, TempConfig) {
     .await
 }
 
-async fn pool(h: &Harness, language: &str) -> Value {
-    let (v, _) = h.run_tool("health", json!({})).await;
-    v["pools"]
-        .as_array()
-        .and_then(|p| p.iter().find(|p| p["language"] == language).cloned())
-        .unwrap_or_else(|| panic!("no {language} pool in health: {v}"))
-}
-
 /// What an execution reports about the process that ran it: whether it was the first
 /// execution there (a global left by an earlier one is absent), and tokens drawn from the
 /// process's random state (Math.random; Python's random and its per-process hash seed).
@@ -103,7 +95,7 @@ async fn a_worker_never_serves_two_executions_outside_a_session() {
 #[tokio::test]
 async fn a_pool_grows_under_a_burst_of_50_and_shrinks_back_within_its_bounds() {
     let (h, _dir) = server(json!({"poolMax": 4, "poolShrinkAfterMs": 300})).await;
-    let before = pool(&h, "js").await;
+    let before = h.pool("js").await;
     let (min, max) = (
         before["min"].as_u64().unwrap(),
         before["max"].as_u64().unwrap(),
@@ -117,7 +109,7 @@ async fn a_pool_grows_under_a_burst_of_50_and_shrinks_back_within_its_bounds() {
         assert!(!is_error, "{v}");
         assert_eq!(v["result"], json!(i));
     }
-    let after = pool(&h, "js").await;
+    let after = h.pool("js").await;
     let peak = after["peakTarget"].as_u64().unwrap();
     assert!(
         peak > min && peak <= max,
@@ -130,7 +122,7 @@ async fn a_pool_grows_under_a_burst_of_50_and_shrinks_back_within_its_bounds() {
     // Idle: back to its floor, one step per idle period, never below it.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let now = pool(&h, "js").await;
+        let now = h.pool("js").await;
         let (target, ready) = (
             now["target"].as_u64().unwrap(),
             now["ready"].as_u64().unwrap(),

@@ -195,21 +195,12 @@ async fn modules_imported_late_work_across_a_sessions_runs() {
     assert_eq!(v["logs"], json!([{"level": "warn", "text": "w"}]), "{v}");
 }
 
-/// The Python pool's state from `health`.
-async fn python_pool(h: &Harness) -> Value {
-    let (v, _) = h.run_tool("health", json!({})).await;
-    v["pools"]
-        .as_array()
-        .and_then(|p| p.iter().find(|p| p["language"] == "python").cloned())
-        .unwrap_or_else(|| panic!("no python pool in health: {v}"))
-}
-
 /// Waits until the Python pool is full, having started at least `started` workers; returns
 /// how many it has started.
 async fn python_pool_full(h: &Harness, started: u64) -> u64 {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let p = python_pool(h).await;
+        let p = h.pool("python").await;
         let now = p["started"].as_u64().unwrap_or(0);
         if p["ready"] == p["target"] && now >= started {
             return now;

@@ -303,6 +303,15 @@ impl Harness {
         (v, r.is_error == Some(true))
     }
 
+    /// One language's pool from `health` (`js` or `python`).
+    pub async fn pool(&self, language: &str) -> Value {
+        let (v, _) = self.run_tool("health", json!({})).await;
+        v["pools"]
+            .as_array()
+            .and_then(|p| p.iter().find(|p| p["language"] == language).cloned())
+            .unwrap_or_else(|| panic!("no {language} pool in health: {v}"))
+    }
+
     /// The MCP config file the server was started with.
     pub fn config_path(&self) -> Option<&Path> {
         self._config.as_ref().map(|c| c.path.as_path())
