@@ -977,6 +977,15 @@ async fn a_lone_surrogate_is_an_error_not_a_broken_worker() {
         .await;
     assert!(!is_error, "{v}");
     assert_eq!(v["result"], "TypeError", "{v}");
+    // The same in a large argument, which the engine quotes itself when it has a UTF-8 form.
+    let (v, is_error) = h
+        .exec(
+            "try { await tools.fx.echo({ message: 'x'.repeat(100000) + '\\udc00' }); \
+             return 'sent'; } catch (e) { return e.name; }",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], "TypeError", "{v}");
     // A valid pair, escaped or not, is text like any other.
     let (v, is_error) = h
         .exec("return [await tools.fx.echo({ message: '\\ud83d\\ude80' }), JSON.parse('\"\\\\ud83d\\\\ude80\"')];")

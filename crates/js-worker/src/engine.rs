@@ -20,6 +20,7 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use rquickjs::context::EvalOptions;
 use rquickjs::loader::bundle::Bundle;
+use rquickjs::prelude::Opt;
 use rquickjs::promise::PromiseState;
 use rquickjs::{
     Context, Ctx, Exception, Function, Module, Object, Persistent, Promise, Runtime, Value,
@@ -231,7 +232,7 @@ impl Shared {
     /// Sends a call whose request is JSON text already checked by a full parse (the probe in
     /// `host.call`): written into the frame as it is, the same bytes
     /// [`RawWorkerFrame::Call`] would write, without checking the text a second time.
-    fn send_call_text(&mut self, id: u64, request: &str) {
+    fn send_call_text(&mut self, id: u64, request: &[u8]) {
         if self.broken.is_some() {
             return;
         }
@@ -240,7 +241,7 @@ impl Shared {
         let mut bytes = Vec::with_capacity(4 + len);
         bytes.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
         bytes.extend_from_slice(head.as_bytes());
-        bytes.extend_from_slice(request.as_bytes());
+        bytes.extend_from_slice(request);
         bytes.push(b'}');
         if let Err(e) = self.write_reading(&bytes) {
             self.broken = Some(format!("cannot write to host: {e}"));
@@ -558,6 +559,41 @@ struct ToolProbe {
     name: Option<String>,
 }
 
+/// `json` (a request the prelude encoded, each of its large strings replaced by `marker`
+/// and the string's index, as an object's value) with each marker replaced by that string's
+/// JSON. A marker counts only as a whole string right after a `:` (inside a JSON string a
+/// quote is escaped, so `:"` cannot occur there); `None` unless every string is placed
+/// exactly once.
+fn splice_big_strings(json: &str, marker: &str, bigs: &[String]) -> Option<Vec<u8>> {
+    let quoted = serde_json::to_string(marker).ok()?;
+    let head = format!(":{}", &quoted[..quoted.len() - 1]);
+    let mut out = Vec::with_capacity(
+        json.len()
+            + bigs
+                .iter()
+                .map(|b| b.len() + b.len() / 8 + 2)
+                .sum::<usize>(),
+    );
+    let mut placed = vec![false; bigs.len()];
+    let mut rest = json;
+    while let Some(at) = rest.find(&head) {
+        let after = &rest[at + head.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if after.as_bytes().get(digits) != Some(&b'"') {
+            return None;
+        }
+        let i: usize = after[..digits].parse().ok()?;
+        if std::mem::replace(placed.get_mut(i)?, true) {
+            return None;
+        }
+        out.extend_from_slice(&rest.as_bytes()[..=at]);
+        serde_json::to_writer(&mut out, &bigs[i]).ok()?;
+        rest = &after[digits + 1..];
+    }
+    out.extend_from_slice(rest.as_bytes());
+    placed.iter().all(|p| *p).then_some(out)
+}
+
 /// The prelude's settled run (`{"status":"ok","result":...}` or an error), read without
 /// decoding the result into a tree.
 #[derive(serde::Deserialize)]
@@ -675,7 +711,11 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
         "call",
         Function::new(
             ctx.clone(),
-            move |ctx: Ctx<'js>, id: f64, request: String| {
+            move |ctx: Ctx<'js>,
+                  id: f64,
+                  request: String,
+                  marker: Opt<String>,
+                  bigs: Opt<Vec<rquickjs::String<'js>>>| {
                 let invalid =
                     |e: String| Exception::throw_type(&ctx, &format!("invalid host request: {e}"));
                 let id = id as u64;
@@ -684,15 +724,39 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
                 // tool), not decoded into a tree and encoded again.
                 let probe: ToolProbe =
                     serde_json::from_str(&request).map_err(|e| invalid(e.to_string()))?;
+                let tool = probe.op == "tool" && !has_lone_surrogate_escape(&request);
+                if let (Some(marker), Some(bigs)) = (marker.0, bigs.0) {
+                    // The prelude took the arguments' large strings out (`splitBigStrings`):
+                    // they are quoted here. Anything unexpected (a string without a UTF-8
+                    // form, a marker missing) sends the prelude the usual way (false).
+                    if !tool || probe.name.is_none() {
+                        return Ok(false);
+                    }
+                    let mut texts = Vec::with_capacity(bigs.len());
+                    for big in bigs {
+                        match big.to_string() {
+                            Ok(text) => texts.push(text),
+                            Err(rquickjs::Error::Utf8(_)) => return Ok(false),
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    let Some(request) = splice_big_strings(&request, &marker, &texts) else {
+                        return Ok(false);
+                    };
+                    let mut s = s.borrow_mut();
+                    s.outstanding.insert(id);
+                    s.send_call_text(id, &request);
+                    return Ok(true);
+                }
                 // Text with a lone surrogate has no UTF-8 form: the full parse below refuses
                 // it, as it always did.
-                if probe.op == "tool" && !has_lone_surrogate_escape(&request) {
+                if tool {
                     if probe.name.is_none() {
                         return Err(invalid("a tool request names no tool".into()));
                     }
                     let mut s = s.borrow_mut();
                     s.outstanding.insert(id);
-                    s.send_call_text(id, &request);
+                    s.send_call_text(id, request.as_bytes());
                 } else {
                     let request: CallRequest =
                         serde_json::from_str(&request).map_err(|e| invalid(e.to_string()))?;
@@ -700,7 +764,7 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
                     s.outstanding.insert(id);
                     s.send(&WorkerFrame::Call { id, request });
                 }
-                Ok::<_, rquickjs::Error>(())
+                Ok::<_, rquickjs::Error>(true)
             },
         )?,
     )?;
@@ -1149,6 +1213,138 @@ mod tests {
         let shape = eval(bytecode, SHAPE);
         assert!(shape.contains("fetch:function"), "{shape}");
         assert_eq!(shape, eval(source, SHAPE));
+    }
+
+    /// An engine whose frames go to a file, and that file.
+    fn engine_writing() -> (&'static Engine, std::path::PathBuf) {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("js-worker-frames-{}-{n}", std::process::id()));
+        let input = Input {
+            reader: BufReader::new(File::open("/dev/null").unwrap()),
+        };
+        let out = File::create(&path).unwrap();
+        let engine = Box::leak(Box::new(Engine::start(input, out, true).unwrap()));
+        (engine, path)
+    }
+
+    /// The request texts of the call frames in `path`, in order.
+    fn call_requests(path: &std::path::Path) -> Vec<String> {
+        let bytes = std::fs::read(path).unwrap();
+        let mut rest = &bytes[..];
+        let mut requests = Vec::new();
+        while rest.len() >= 4 {
+            let len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+            let frame = std::str::from_utf8(&rest[4..4 + len]).unwrap();
+            rest = &rest[4 + len..];
+            let head = frame.find(r#""request":"#).expect("a call frame");
+            requests.push(frame[head + 10..frame.len() - 1].to_string());
+        }
+        requests
+    }
+
+    #[test]
+    fn large_string_arguments_leave_as_json_stringify_writes_them() {
+        // Every case's request goes out byte for byte as JSON.stringify writes it, whether
+        // its large strings are quoted by the engine (top-level strings of a plain object)
+        // or not (everything else); a getter is read once either way.
+        let (engine, path) = engine_writing();
+        let cases = [
+            "{ message: big }",
+            "{ a: 1, message: big, z: [big.slice(1)], n: null, u: undefined, f() {}, s: Symbol('x'), d: new Date(0), t: 'small \\u2028' }",
+            "{ '10': big, '2': 'two', b: big + '!', [Symbol('k')]: big }",
+            "JSON.parse('{\"__proto__\": 1}')",
+            "Object.assign(JSON.parse('{\"__proto__\": 1}'), { big })",
+            "Object.assign(Object.create(null), { big, x: 2 })",
+            "{ nested: { big }, list: [big] }",
+            "{ big, toJSON() { return { replaced: this.big.length }; } }",
+            "new (class A { constructor() { this.big = big; } })()",
+            "new Map([[1, big]])",
+            "{ v: { toJSON: () => big }, w: big }",
+            "{ big: new String(big) }",
+        ];
+        let unit = "quote \" backslash \\ tab \t nl \n cr \r nul \0 ls \u{2028} ps \u{2029} Zoë 名前 🚀 e\u{301} \u{1f} ";
+        let setup = format!(
+            "globalThis.big = {}.repeat(2000); globalThis.reads = 0; \
+             globalThis.expected = [];",
+            serde_json::to_string(unit).unwrap()
+        );
+        engine
+            .ctx
+            .with(|ctx| ctx.eval::<(), _>(setup.as_str()).unwrap());
+        for case in cases {
+            let code = format!(
+                "{{ const args = {case}; \
+                   expected.push(JSON.stringify({{ op: 'tool', server: 's', name: 't', args }})); \
+                   callMCPTool('s', 't', args); }}"
+            );
+            engine
+                .ctx
+                .with(|ctx| ctx.eval::<(), _>(code.as_str()).unwrap());
+        }
+        let getter = "{ let n = 0; const args = { get message() { n++; return big; }, k: 1 }; \
+                      callMCPTool('s', 't', args); n }";
+        let reads: i32 = engine.ctx.with(|ctx| ctx.eval(getter).unwrap());
+        assert_eq!(reads, 1, "the getter was read {reads} times");
+        let expected: Vec<String> = engine.ctx.with(|ctx| ctx.eval("expected").unwrap());
+        let got = call_requests(&path);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(got.len(), cases.len() + 1);
+        for ((case, want), got) in cases.iter().zip(&expected).zip(&got) {
+            assert!(
+                got == want,
+                "{case}: the request differs ({} bytes, want {})",
+                got.len(),
+                want.len()
+            );
+        }
+        assert!(got[cases.len()].contains(r#""k":1"#));
+        assert!(got[cases.len()].len() > 2000 * unit.len());
+    }
+
+    #[test]
+    fn a_large_string_without_utf8_form_goes_the_usual_way() {
+        // A lone surrogate: the engine declines the string, the request is encoded by
+        // JSON.stringify and refused as it always was (no frame, a TypeError for the code).
+        let (engine, path) = engine_writing();
+        let code = "let err = null; \
+                    callMCPTool('s', 't', { m: 'x'.repeat(40000) + '\\ud800' }).catch(e => { err = e.name; });";
+        engine.ctx.with(|ctx| ctx.eval::<(), _>(code).unwrap());
+        engine.ctx.with(|ctx| while ctx.execute_pending_job() {});
+        let name: String = engine.ctx.with(|ctx| ctx.eval("err").unwrap());
+        assert_eq!(name, "TypeError");
+        assert!(call_requests(&path).is_empty());
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn spliced_strings_go_exactly_where_their_markers_are() {
+        let m = "\u{0}big-n0nce-";
+        let bigs = ["a\"b\\c\n".to_string(), "é🚀".to_string()];
+        let json =
+            r#"{"op":"tool","args":{"x":"\u0000big-n0nce-1","y":1,"z":"\u0000big-n0nce-0"}}"#;
+        let out = String::from_utf8(splice_big_strings(json, m, &bigs).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            r#"{"op":"tool","args":{"x":"é🚀","y":1,"z":"a\"b\\c\n"}}"#
+        );
+        // A marker missing, used twice, out of range, or not a whole value: refused.
+        let one = r#"{"args":{"x":"\u0000big-n0nce-0"}}"#;
+        assert!(splice_big_strings(one, m, &bigs).is_none());
+        let twice = r#"{"args":{"x":"\u0000big-n0nce-0","y":"\u0000big-n0nce-0"}}"#;
+        assert!(splice_big_strings(twice, m, &bigs[..1]).is_none());
+        let range = r#"{"args":{"x":"\u0000big-n0nce-7"}}"#;
+        assert!(splice_big_strings(range, m, &bigs[..1]).is_none());
+        let inside = r#"{"args":{"x":"\u0000big-n0nce-0 and more"}}"#;
+        assert!(splice_big_strings(inside, m, &bigs[..1]).is_none());
+        // Text that only looks like a marker inside a string (its quote escaped) stays.
+        let quoted = r#"{"args":{"x":"\u0000big-n0nce-0","y":"a:\"\u0000big-n0nce-0\""}}"#;
+        let out = String::from_utf8(splice_big_strings(quoted, m, &bigs[..1]).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            r#"{"args":{"x":"a\"b\\c\n","y":"a:\"\u0000big-n0nce-0\""}}"#
+        );
     }
 
     #[test]
