@@ -6,7 +6,12 @@
 //! - **bursts**: 4 trivial executions sent at once, as a client issuing parallel tool calls
 //!   does (p50 of the four, against one direct call after the same pause);
 //! - **back to back**: trivial executions one after another (the pool drains, so this is the
-//!   cost of starting a worker), and sustained for 10 s with 4 in flight: executions/s, p99;
+//!   cost of starting a worker), and sustained for 10 s with 4 in flight: executions/s, p99.
+//!   Issue #26 sets the back-to-back target against *one* direct call (the bursts' baseline:
+//!   one `echo` after a pause, about 1 ms here); its own figures (7.9x and 60x for starts of
+//!   20 and 70-80 ms, 3x meaning a start of at most 5 ms) only fit that baseline. The direct
+//!   calls made back to back (about 0.11 ms: every process and CPU already awake) are reported
+//!   next to it with their own, stricter ratio;
 //! - **idle memory**: the server's RSS plus its warm pools' process trees (proportional set
 //!   size: the pages a worker's helpers share with its engine count once), right after start.
 //!
@@ -261,13 +266,18 @@ pub(super) async fn report(
     settle(&ours).await?;
     let n = 200;
     let direct_b2b = percentiles(back_to_back(n, || echo(direct)).await?);
+    let direct_one = med(&burst["direct_echo_ms"]);
     let mut b2b = serde_json::Map::new();
     let mut ratios = serde_json::Map::new();
     for lang in &LANGS {
         settle(&ours).await?;
         let ms = percentiles(back_to_back(n, || exec(&ours, lang)).await?);
         ratios.insert(
-            format!("{}_back_to_back_p50_vs_direct", lang.name),
+            format!("{}_back_to_back_p50_vs_one_direct_call", lang.name),
+            json!(ratio(med(&ms), direct_one)),
+        );
+        ratios.insert(
+            format!("{}_back_to_back_p50_vs_direct_back_to_back", lang.name),
             json!(ratio(med(&ms), med(&direct_b2b))),
         );
         b2b.insert(format!("{}_trivial_ms", lang.name), ms);
@@ -301,7 +311,8 @@ pub(super) async fn report(
         "bursts": burst,
         "back_to_back": {
             "n": n,
-            "direct_echo_ms": direct_b2b,
+            "one_direct_echo_ms": direct_one,
+            "direct_echo_back_to_back_ms": direct_b2b,
             "ours": b2b,
         },
         "sustained": sustained_runs,
@@ -316,8 +327,8 @@ pub(super) async fn report(
         "targets": {
             "after_idle_vs_direct": "<= 1.0",
             "burst_p50_vs_direct": "<= 2",
-            "typescript_back_to_back_p50_vs_direct": "<= 3",
-            "python_back_to_back_p50_vs_direct": "<= 5",
+            "typescript_back_to_back_p50_vs_one_direct_call": "<= 3",
+            "python_back_to_back_p50_vs_one_direct_call": "<= 5",
             "typescript_sustained_executions_per_second": ">= 150",
             "python_sustained_executions_per_second": ">= 100",
             "idle_memory.total_kib": "< 61440",
