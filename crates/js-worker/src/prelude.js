@@ -75,6 +75,9 @@
   const MAX_SPLIT_KEYS = 256;
   const { keys: ownKeys, getPrototypeOf, create: createObject } = Object;
   const ObjectPrototype = Object.prototype;
+  // Drawn on first use from the engine's own generator (code replacing Math.random does not
+  // choose it); a marker code forged anyway only makes the engine decline (see the engine).
+  const random = Math.random;
   let bigMarker = null;
   function splitBigStrings(args) {
     if (args === null || typeof args !== 'object' || typeof args.toJSON === 'function') return null;
@@ -88,7 +91,7 @@
       const v = args[k];
       if (typeof v === 'string' && v.length >= BIG_STRING) {
         if (!found) {
-          bigMarker ??= `\u0000big-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}-`;
+          bigMarker ??= `\u0000big-${random().toString(36).slice(2)}${random().toString(36).slice(2)}-`;
           found = { marker: bigMarker, bigs: [], keys: [], args: copy };
         }
         copy[k] = bigMarker + found.bigs.length;
