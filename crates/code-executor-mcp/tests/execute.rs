@@ -993,3 +993,55 @@ async fn a_lone_surrogate_is_an_error_not_a_broken_worker() {
     assert!(!is_error, "{v}");
     assert_eq!(v["result"], json!(["Echo: 🚀", "🚀"]), "{v}");
 }
+
+/// Python code of one line that is one expression compiles straight to its value ("eval"
+/// mode) instead of through a syntax tree: every such program answers exactly as the tree's
+/// way does (the same code after a comment line, which takes it), results, errors, awaited
+/// values and tool calls alike, and one-liners that are not one expression take the tree's way.
+#[tokio::test]
+async fn python_one_line_expressions_answer_as_the_tree_does() {
+    let h = harness().await;
+    let cases = [
+        "1 + 1",
+        "(y := 5)",
+        "'return'",
+        "[i * i for i in range(4)]",
+        "{'a': (1, 2), 'b': None}",
+        "print('hi')",
+        "tools.fx.echo(message='one line')",
+        "await acall_mcp_tool('fx', 'echo', {'message': 'awaited'})",
+        "(await __import__('asyncio').sleep(0, 'slept')).upper()",
+        "1 / 0",
+        "undefined_name",
+        "call_mcp_tool('fx', 'fail', {'message': 'no'})",
+        "1;",
+        "x = 1",
+        "return 7",
+        "len('ab'); 3",
+        "1  # a comment",
+        "lambda: 1",
+    ];
+    for code in cases {
+        let (one, one_err) = h.exec_python(code).await;
+        let (tree, tree_err) = h.exec_python(&format!("# the tree's way\n{code}")).await;
+        assert_eq!(one_err, tree_err, "{code}: {one} / {tree}");
+        assert_eq!(error_name(&one), error_name(&tree), "{code}");
+        assert_eq!(error_message(&one), error_message(&tree), "{code}");
+        if code.starts_with("lambda") {
+            // A function's form names its address, which differs between processes.
+            assert!(
+                one["result"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("<function <lambda>")
+            );
+        } else {
+            assert_eq!(one["result"], tree["result"], "{code}");
+        }
+        assert_eq!(one["logs"], tree["logs"], "{code}");
+        assert_eq!(one["toolCalls"], tree["toolCalls"], "{code}");
+    }
+    let (v, is_error) = h.exec_python(" 1").await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "IndentationError", "{v}");
+}

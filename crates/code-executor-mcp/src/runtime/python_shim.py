@@ -1347,7 +1347,28 @@ def _top_level_returns(node):
             _top_level_returns(value)
 
 
+# Code of at most this many characters on one line is tried as one expression first.
+_ONE_LINE = 4096
+
+
 def _compile(code):
+    """(the code compiled, whether it is one expression whose value is the result).
+
+    Code is parsed to a syntax tree, its last expression made the result (and a top-level
+    `return` a call), then compiled. A one-line expression is compiled straight to its value
+    instead ("eval" mode accepts exactly the one-line programs that are one expression, and
+    their value is the one the tree would give): building the tree in Python objects and
+    compiling it again is the longest step of a small run while a worker's caches are cold
+    after idle (about 110 -> 50 µs for `1 + 1`). Whatever "eval" refuses takes the tree's way,
+    which reports the code's own errors."""
+    if len(code) <= _ONE_LINE:
+        text = code.strip()
+        if text and "\n" not in text and "\r" not in text:
+            try:
+                flags = _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+                return compile(code, SOURCE_NAME, "eval", flags=flags, dont_inherit=True), True
+            except SyntaxError:
+                pass
     flags = _ast.PyCF_ONLY_AST | _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     tree = compile(code, SOURCE_NAME, "exec", flags=flags, dont_inherit=True)
     if "return" in code:
@@ -1357,9 +1378,10 @@ def _compile(code):
         last = tree.body[-1]
         target = _at(_ast.Name(id=_RESULT, ctx=_ast.Store()), last)
         tree.body[-1] = _at(_ast.Assign(targets=[target], value=last.value), last)
-    return compile(
+    codeobj = compile(
         tree, SOURCE_NAME, "exec", flags=_ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
     )
+    return codeobj, False
 
 
 def _user_frames(tb):
@@ -1487,8 +1509,9 @@ def _namespace(bindings, persist):
 CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
 
 
-def _execute(codeobj, ns):
-    """Runs the compiled code; returns the result value. Raises what the code raised."""
+def _execute(codeobj, expression, ns):
+    """Runs the compiled code (`expression`: one expression, its value the result); returns
+    the result value. Raises what the code raised."""
     try:
         if codeobj.co_flags & CO_COROUTINE:  # the code awaits at top level
             import asyncio
@@ -1496,10 +1519,14 @@ def _execute(codeobj, ns):
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
             try:
-                loop.run_until_complete(eval(codeobj, ns))
+                value = loop.run_until_complete(eval(codeobj, ns))
             finally:
                 asyncio.set_event_loop(None)
                 loop.close()
+            if expression:
+                return value
+        elif expression:
+            return eval(codeobj, ns)
         else:
             exec(codeobj, ns)
     except _Return as r:
@@ -1525,7 +1552,7 @@ def _run(frame):
     saved = _limit_memory(_State.memory_bytes)
     outcome = None
     try:
-        codeobj = _compile(code)
+        codeobj, expression = _compile(code)
         if codeobj.co_flags & CO_COROUTINE and "asyncio" not in sys.modules:
             # Code that awaits at top level runs in an asyncio loop. A worker that had no time
             # to import asyncio ahead does it now, outside the memory limit, as it would have.
@@ -1537,7 +1564,7 @@ def _run(frame):
             if first:
                 _State.idle_vm = _address_space()
             saved = _limit_memory(_State.memory_bytes)
-        value = _execute(codeobj, ns)
+        value = _execute(codeobj, expression, ns)
         outcome = {"status": "ok", "result": value}
     except SystemExit as e:
         if e.code is None or e.code == 0:
