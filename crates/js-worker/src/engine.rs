@@ -1289,10 +1289,14 @@ mod tests {
                       callMCPTool('s', 't', args); n }";
         let reads: i32 = engine.ctx.with(|ctx| ctx.eval(getter).unwrap());
         assert_eq!(reads, 1, "the getter was read {reads} times");
+        let small =
+            "{ let n = 0; callMCPTool('s', 't', { get message() { n++; return 'x'; } }); n }";
+        let reads: i32 = engine.ctx.with(|ctx| ctx.eval(small).unwrap());
+        assert_eq!(reads, 1, "the small getter was read {reads} times");
         let expected: Vec<String> = engine.ctx.with(|ctx| ctx.eval("expected").unwrap());
         let got = call_requests(&path);
         let _ = std::fs::remove_file(&path);
-        assert_eq!(got.len(), cases.len() + 1);
+        assert_eq!(got.len(), cases.len() + 2);
         for ((case, want), got) in cases.iter().zip(&expected).zip(&got) {
             assert!(
                 got == want,
@@ -1303,6 +1307,7 @@ mod tests {
         }
         assert!(got[cases.len()].contains(r#""k":1"#));
         assert!(got[cases.len()].len() > 2000 * unit.len());
+        assert!(got[cases.len() + 1].ends_with(r#""args":{"message":"x"}}"#));
     }
 
     #[test]

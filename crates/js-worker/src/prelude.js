@@ -55,22 +55,24 @@
       pending.set(id, { resolve, reject });
       const split = request.op === 'tool' ? splitBigStrings(request.args) : null;
       if (split) {
-        // The large strings leave as they are and the engine quotes them (serde), not
-        // JSON.stringify (a character at a time in QuickJS: 30 ms for 5 MB); a string the
-        // engine cannot take (a lone surrogate) means the whole request goes the usual way.
-        const text = JSON.stringify({ ...request, args: split.args });
-        if (host.call(id, text, split.marker, split.bigs)) return;
         request = { ...request, args: split.args };
-        split.bigs.forEach((big, i) => (request.args[split.keys[i]] = big));
+        if (split.bigs.length) {
+          // The large strings leave as they are and the engine quotes them (serde), not
+          // JSON.stringify (a character at a time in QuickJS: 30 ms for 5 MB); a string the
+          // engine cannot take (a lone surrogate) means the whole request goes the usual way.
+          if (host.call(id, JSON.stringify(request), split.marker, split.bigs)) return;
+          split.bigs.forEach((big, i) => (split.args[split.keys[i]] = big));
+        }
       }
       host.call(id, JSON.stringify(request));
     });
   }
   // A tool call's arguments with their large top-level strings taken out: a copy of a plain
-  // object (the values read once, in the order JSON.stringify reads them) where each such
-  // string is a marker the engine replaces with the string's JSON. Nothing else changes:
-  // an object with its own toJSON, an object of another class, an array, one with many keys
-  // or without a large string goes to JSON.stringify whole (null).
+  // object (the values read once, in the order JSON.stringify reads them, and the copy is
+  // what is sent, so no getter runs twice) where each such string is a marker the engine
+  // replaces with the string's JSON. Nothing else changes: an object with its own toJSON, an
+  // object of another class, an array or one with many keys goes to JSON.stringify whole
+  // (null).
   const BIG_STRING = 32768;
   const MAX_SPLIT_KEYS = 256;
   const { keys: ownKeys, getPrototypeOf, create: createObject } = Object;
@@ -85,23 +87,20 @@
     if (proto !== ObjectPrototype && proto !== null) return null;
     const names = ownKeys(args);
     if (names.length > MAX_SPLIT_KEYS) return null;
-    let found = null;
-    const copy = createObject(null);
+    const split = { marker: null, bigs: [], keys: [], args: createObject(null) };
     for (const k of names) {
       const v = args[k];
       if (typeof v === 'string' && v.length >= BIG_STRING) {
-        if (!found) {
-          bigMarker ??= `\u0000big-${random().toString(36).slice(2)}${random().toString(36).slice(2)}-`;
-          found = { marker: bigMarker, bigs: [], keys: [], args: copy };
-        }
-        copy[k] = bigMarker + found.bigs.length;
-        found.bigs.push(v);
-        found.keys.push(k);
+        bigMarker ??= `\u0000big-${random().toString(36).slice(2)}${random().toString(36).slice(2)}-`;
+        split.marker = bigMarker;
+        split.args[k] = bigMarker + split.bigs.length;
+        split.bigs.push(v);
+        split.keys.push(k);
       } else {
-        copy[k] = v;
+        split.args[k] = v;
       }
     }
-    return found;
+    return split;
   }
   function deliver(id, ok, payload) {
     const p = pending.get(id);
