@@ -1045,3 +1045,58 @@ async fn python_one_line_expressions_answer_as_the_tree_does() {
     assert!(is_error);
     assert_eq!(error_name(&v), "IndentationError", "{v}");
 }
+
+/// A tool call or a result past the 16 MiB a worker's frame may carry is the code's error,
+/// said where it happens and catchable (a call), never a worker the host must kill for
+/// breaking the protocol; in both languages, and the server answers the next run.
+#[tokio::test]
+async fn calls_and_results_past_the_frame_limit_are_the_codes_errors() {
+    let h = harness().await;
+    let (v, is_error) = h
+        .exec(
+            "const m = 'x'.repeat(17 * 1024 * 1024);\n\
+             try { await tools.fx.echo({ message: m }); return 'sent'; }\n\
+             catch (e) { return [e.name, e.message]; }",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"][0], "RangeError", "{v}");
+    assert!(v["result"][1].as_str().unwrap().contains("17.0 MiB"), "{v}");
+    // 17 Mi characters are encoded by JSON.stringify (past what the engine quotes itself);
+    // 9 Mi non-ASCII ones by the engine, and are 18 MiB of UTF-8: refused the same way.
+    let (v, _) = h
+        .exec(
+            "try { await tools.fx.echo({ message: 'é'.repeat(9 * 1024 * 1024) }); return 'sent'; }\n\
+             catch (e) { return e.name; }",
+        )
+        .await;
+    assert_eq!(v["result"], "RangeError", "{v}");
+    let (v, is_error) = h.exec("return 'x'.repeat(17 * 1024 * 1024);").await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "RangeError", "{v}");
+    assert!(error_message(&v).contains("the result is 17.0 MiB"), "{v}");
+    let (v, is_error) = h
+        .exec_python(
+            "m = 'x' * (17 * 1024 * 1024)\n\
+             try:\n    call_mcp_tool('fx', 'echo', {'message': m})\n    r = 'sent'\n\
+             except ValueError as e:\n    r = str(e)\n\
+             r",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert!(v["result"].as_str().unwrap().contains("17.0 MiB"), "{v}");
+    let (v, is_error) = h
+        .exec_python(
+            "import asyncio\n\
+             try:\n    await acall_mcp_tool('fx', 'echo', {'message': 'x' * (17 * 1024 * 1024)})\n    r = 'sent'\n\
+             except ValueError as e:\n    r = 'refused'\n\
+             [r, await acall_mcp_tool('fx', 'echo', {'message': 'after'})]",
+        )
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!(["refused", "Echo: after"]), "{v}");
+    let (v, _) = h
+        .exec("return await tools.fx.echo({ message: 'still here' });")
+        .await;
+    assert_eq!(v["result"], "Echo: still here");
+}

@@ -27,9 +27,9 @@ use rquickjs::{
 };
 use worker_protocol::{
     AccessInfo, CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FrameError, HostFrame,
-    LogLevel, MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, RawRunOutcome, RawValue, RawWorkerFrame,
-    RunOutcome, RunRequest, ToolBinding, WorkerFrame, encode, has_lone_surrogate_escape,
-    read_frame,
+    LogLevel, MAX_HOST_FRAME_BYTES, MAX_WORKER_FRAME_BYTES, PROTOCOL_VERSION, RawRunOutcome,
+    RawValue, RawWorkerFrame, RunOutcome, RunRequest, ToolBinding, WorkerFrame, encode,
+    has_lone_surrogate_escape, read_frame,
 };
 
 use crate::strip::SOURCE_NAME;
@@ -125,6 +125,23 @@ fn run_worker() -> Result<(), String> {
         let next = engine.shared.borrow_mut().next_event(None);
         match next {
             Some(Event::Frame(HostFrame::Run(req))) => match engine.run(req)? {
+                // The host refuses a frame past its limit as a broken protocol: a result that
+                // large is the code's error, said as such (the frame's envelope is 48 bytes).
+                Finished::Result(result) if result.get().len() + 64 > MAX_WORKER_FRAME_BYTES => {
+                    engine.send(&WorkerFrame::Done {
+                        outcome: RunOutcome::Err {
+                            error: ErrorInfo {
+                                name: "RangeError".into(),
+                                message: format!(
+                                    "the result is {:.1} MiB as JSON; the limit is 16 MiB: filter \
+                                     or summarise it in code and return less",
+                                    result.get().len() as f64 / 1048576.0
+                                ),
+                                stack: None,
+                            },
+                        },
+                    })?
+                }
                 Finished::Result(result) => engine.send(&RawWorkerFrame::Done {
                     outcome: RawRunOutcome::Ok { result: &result },
                 })?,
@@ -559,6 +576,22 @@ struct ToolProbe {
     name: Option<String>,
 }
 
+/// A tool call whose frame would pass the host's limit (which the host treats as a broken
+/// protocol): the code's error instead, thrown where it called.
+fn call_too_large(ctx: &Ctx<'_>, id: u64, request_len: usize) -> Option<rquickjs::Error> {
+    let frame = format!(r#"{{"type":"call","id":{id},"request":}}"#).len() + request_len;
+    (frame > MAX_WORKER_FRAME_BYTES).then(|| {
+        Exception::throw_range(
+            ctx,
+            &format!(
+                "the tool call's arguments are {:.1} MiB as JSON; a call carries at most 16 MiB: \
+                 pass less per call (split the data over several calls)",
+                request_len as f64 / 1048576.0
+            ),
+        )
+    })
+}
+
 /// `json` (a request the prelude encoded, each of its large strings replaced by `marker`
 /// and the string's index, as an object's value) with each marker replaced by that string's
 /// JSON. A marker counts only as a whole string right after a `:` (inside a JSON string a
@@ -743,6 +776,9 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
                     let Some(request) = splice_big_strings(&request, &marker, &texts) else {
                         return Ok(false);
                     };
+                    if let Some(e) = call_too_large(&ctx, id, request.len()) {
+                        return Err(e);
+                    }
                     let mut s = s.borrow_mut();
                     s.outstanding.insert(id);
                     s.send_call_text(id, &request);
@@ -753,6 +789,9 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
                 if tool {
                     if probe.name.is_none() {
                         return Err(invalid("a tool request names no tool".into()));
+                    }
+                    if let Some(e) = call_too_large(&ctx, id, request.len()) {
+                        return Err(e);
                     }
                     let mut s = s.borrow_mut();
                     s.outstanding.insert(id);

@@ -75,6 +75,10 @@
   // (null).
   const BIG_STRING = 32768;
   const MAX_SPLIT_KEYS = 256;
+  // At most this many characters are quoted by the engine, outside the engine's memory limit:
+  // a call's frame is at most 16 MiB (MAX_WORKER_FRAME_BYTES; the engine refuses a larger one
+  // with a RangeError), so more is encoded in the engine's heap as before, within its limit.
+  const MAX_SPLIT_CHARS = 16 * 1024 * 1024;
   const { keys: ownKeys, getPrototypeOf, create: createObject } = Object;
   const ObjectPrototype = Object.prototype;
   // Drawn on first use from the engine's own generator (code replacing Math.random does not
@@ -88,9 +92,10 @@
     const names = ownKeys(args);
     if (names.length > MAX_SPLIT_KEYS) return null;
     const split = { marker: null, bigs: [], keys: [], args: createObject(null) };
+    let chars = 0;
     for (const k of names) {
       const v = args[k];
-      if (typeof v === 'string' && v.length >= BIG_STRING) {
+      if (typeof v === 'string' && v.length >= BIG_STRING && (chars += v.length) <= MAX_SPLIT_CHARS) {
         bigMarker ??= `\u0000big-${random().toString(36).slice(2)}${random().toString(36).slice(2)}-`;
         split.marker = bigMarker;
         split.args[k] = bigMarker + split.bigs.length;

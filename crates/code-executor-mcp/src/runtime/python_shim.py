@@ -612,12 +612,25 @@ def _settle(future, outcome):
         future.set_result(outcome)
 
 
+def _call_frame(request):
+    """(id, encoded frame) of one request. A frame past the host's limit would be a broken
+    protocol to the host: it is the code's error instead, raised where it called."""
+    call_id = next(_ids)
+    body = _encode({"type": "call", "id": call_id, "request": request})
+    if len(body) > MAX_FRAME_BYTES:
+        raise ValueError(
+            "the tool call's arguments are %.1f MiB as JSON; a call carries at most 16 MiB: "
+            "pass less per call (split the data over several calls)" % (len(body) / 2**20)
+        )
+    return call_id, body
+
+
 def _request(request):
     """Sends one request and blocks until its reply (see `_await_frames` for who reads it)."""
+    call_id, body = _call_frame(request)
     waiter = _Waiter()
-    call_id = next(_ids)
     _pending[call_id] = waiter
-    _send({"type": "call", "id": call_id, "request": request})
+    _send_bytes(body)
     _await_frames(lambda: waiter.outcome is not None, waiter)
     return _result(waiter.outcome)
 
@@ -625,17 +638,17 @@ def _request(request):
 async def _arequest(request):
     import asyncio  # loaded already when an event loop awaits this
 
+    call_id, body = _call_frame(request)
     loop = asyncio.get_running_loop()
     future = loop.create_future()
     cond = _async_cond()
     with cond:
         _async_pending[0] += 1
         cond.notify()
-    call_id = next(_ids)
     waiter = _FutureWaiter(loop, future)
     _pending[call_id] = waiter
     try:
-        _send({"type": "call", "id": call_id, "request": request})
+        _send_bytes(body)
         return _result(await future)
     finally:
         # A call abandoned before its reply (cancelled) no longer keeps the reader busy.
