@@ -1095,6 +1095,27 @@ async fn calls_and_results_past_the_frame_limit_are_the_codes_errors() {
         .await;
     assert!(!is_error, "{v}");
     assert_eq!(v["result"], json!(["refused", "Echo: after"]), "{v}");
+    // An error whose message (which code writes) is that large is cut, not a broken worker.
+    let (v, is_error) = h
+        .exec("throw new Error('e'.repeat(20 * 1024 * 1024));")
+        .await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "Error", "{}", error_name(&v));
+    assert!(
+        error_message(&v).ends_with("(cut: 20.0 MiB in all)"),
+        "{}",
+        error_message(&v).len()
+    );
+    let (v, is_error) = h
+        .exec_python("raise ValueError('e' * (20 * 1024 * 1024))")
+        .await;
+    assert!(is_error);
+    assert_eq!(error_name(&v), "ValueError", "{}", error_name(&v));
+    assert!(
+        error_message(&v).ends_with("(cut: 20.0 MiB in all)"),
+        "{}",
+        error_message(&v).len()
+    );
     let (v, _) = h
         .exec("return await tools.fx.echo({ message: 'still here' });")
         .await;

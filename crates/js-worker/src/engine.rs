@@ -145,7 +145,9 @@ fn run_worker() -> Result<(), String> {
                 Finished::Result(result) => engine.send(&RawWorkerFrame::Done {
                     outcome: RawRunOutcome::Ok { result: &result },
                 })?,
-                Finished::Outcome(outcome) => engine.send(&WorkerFrame::Done { outcome })?,
+                Finished::Outcome(outcome) => engine.send(&WorkerFrame::Done {
+                    outcome: within_frame(outcome),
+                })?,
             },
             Some(Event::Frame(HostFrame::Reply { id, .. })) => {
                 return Err(format!("reply {id} arrived while no code was running"));
@@ -574,6 +576,38 @@ struct ToolProbe {
     op: String,
     #[serde(default)]
     name: Option<String>,
+}
+
+/// How much of an error's message and of its stack a failed run reports (code writes both).
+const MAX_ERROR_TEXT_BYTES: usize = 1024 * 1024;
+
+/// `outcome` with an error's message and stack cut to [`MAX_ERROR_TEXT_BYTES`] each (saying
+/// so), so the frame stays under the host's limit whatever code threw.
+fn within_frame(outcome: RunOutcome) -> RunOutcome {
+    let cut = |text: String| {
+        if text.len() <= MAX_ERROR_TEXT_BYTES {
+            return text;
+        }
+        let mut end = MAX_ERROR_TEXT_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!(
+            "{}... (cut: {:.1} MiB in all)",
+            &text[..end],
+            text.len() as f64 / 1048576.0
+        )
+    };
+    match outcome {
+        RunOutcome::Err { error } => RunOutcome::Err {
+            error: ErrorInfo {
+                name: cut(error.name),
+                message: cut(error.message),
+                stack: error.stack.map(cut),
+            },
+        },
+        ok => ok,
+    }
 }
 
 /// A tool call whose frame would pass the host's limit (which the host treats as a broken

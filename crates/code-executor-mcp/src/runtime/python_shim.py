@@ -69,6 +69,8 @@ MAX_FRAME_BYTES = 16 * 1024 * 1024 - 1024
 # An unterminated line is sent once it reaches this size, so a writer that never prints a
 # newline cannot grow the buffer without bound.
 MAX_PARTIAL_LINE = 64 * 1024
+# Characters of an error's message, and of its stack, a failed run reports.
+_MAX_ERROR_TEXT = 1024 * 1024
 # Nesting depth beyond which a result is shown as its repr.
 MAX_RESULT_DEPTH = 100
 _RESULT = "__code_executor_result__"
@@ -1603,6 +1605,17 @@ def _run(frame):
             outcome["result"] = _jsonable(outcome["result"])
         except BaseException as e:  # noqa: BLE001
             outcome = {"status": "err", "error": _describe(e)}
+    if outcome["status"] == "err":
+        # Code writes an error's message (and its stack's lines): past 1 MiB each they are cut,
+        # saying so, so the frame fits whatever code raised.
+        error = outcome["error"]
+        for key in ("message", "stack"):
+            text = error.get(key)
+            if text is not None and len(text) > _MAX_ERROR_TEXT:
+                error[key] = "%s... (cut: %.1f MiB in all)" % (
+                    text[:_MAX_ERROR_TEXT],
+                    len(text.encode("utf-8", "replace")) / 2**20,
+                )
     body = _encode({"type": "done", "outcome": outcome})
     if len(body) > MAX_FRAME_BYTES:
         body = _encode(
