@@ -1096,26 +1096,28 @@ async fn calls_and_results_past_the_frame_limit_are_the_codes_errors() {
     assert!(!is_error, "{v}");
     assert_eq!(v["result"], json!(["refused", "Echo: after"]), "{v}");
     // An error whose message (which code writes) is that large is cut, not a broken worker.
-    let (v, is_error) = h
-        .exec("throw new Error('e'.repeat(20 * 1024 * 1024));")
-        .await;
-    assert!(is_error);
-    assert_eq!(error_name(&v), "Error", "{}", error_name(&v));
-    assert!(
-        error_message(&v).ends_with("(cut: 20.0 MiB in all)"),
-        "{}",
-        error_message(&v).len()
-    );
-    let (v, is_error) = h
-        .exec_python("raise ValueError('e' * (20 * 1024 * 1024))")
-        .await;
-    assert!(is_error);
-    assert_eq!(error_name(&v), "ValueError", "{}", error_name(&v));
-    assert!(
-        error_message(&v).ends_with("(cut: 20.0 MiB in all)"),
-        "{}",
-        error_message(&v).len()
-    );
+    for (tool, code, name) in [
+        (
+            "execute_typescript",
+            "throw new Error('e'.repeat(20 * 1024 * 1024));",
+            "Error",
+        ),
+        (
+            "execute_python",
+            "raise ValueError('e' * (20 * 1024 * 1024))",
+            "ValueError",
+        ),
+    ] {
+        let (v, is_error) = h.run_tool(tool, json!({ "code": code })).await;
+        assert!(is_error, "{tool}");
+        assert_eq!(error_name(&v), name, "{tool}");
+        let message = error_message(&v);
+        assert!(
+            message.ends_with("(cut: 20.0 MiB in all)"),
+            "{tool}: {}",
+            message.len()
+        );
+    }
     let (v, _) = h
         .exec("return await tools.fx.echo({ message: 'still here' });")
         .await;

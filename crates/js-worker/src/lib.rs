@@ -6,12 +6,15 @@
 //!   runtime with the in-sandbox API and Web API shims (`prelude.js`, compiled to QuickJS
 //!   bytecode at build time by `build.rs`), speaking `worker-protocol` frames over
 //!   stdin/stdout.
+//! - `outgoing`: what the worker sends, kept within what the host takes (large string
+//!   arguments quoted by the engine, oversized calls and errors turned into the code's errors).
 //! - [`repl`]: top-level declarations of session code kept as globals for the next run.
 //! - [`tools`]: the run's upstream tools, indexed for the `tools.server.tool` proxies.
 
 pub mod engine;
 mod fs;
 pub mod nesting;
+mod outgoing;
 pub mod repl;
 pub mod strip;
 pub mod tools;

@@ -61,21 +61,15 @@ impl<'a> Lease<'a> {
         files: &Files,
     ) -> Result<Lease<'a>, ErrorInfo> {
         if session.is_none() && files.needs_own_worker() {
-            let mut w = start_own_worker(
+            let w = start_own_worker(
                 pool,
                 &files.data,
                 files.workspace.as_deref(),
                 sessions,
-                "the execution's",
+                "the execution's worker",
+                run,
             )
-            .await
-            .map_err(|e| error("SandboxError", e))?;
-            w.send_encoded(run).await.map_err(|e| {
-                error(
-                    "SandboxError",
-                    format!("the execution's worker did not take the code: {e}"),
-                )
-            })?;
+            .await?;
             return Ok(Lease {
                 worker: w,
                 home: Home::Own,
@@ -146,22 +140,15 @@ impl<'a> Lease<'a> {
         let worker = match worker {
             Some(w) => w,
             None => {
-                let mut w = start_own_worker(
+                start_own_worker(
                     pool,
                     &files.data,
                     Some(&session.workspace),
                     sessions,
-                    "the session's",
+                    "the session's new worker",
+                    run,
                 )
-                .await
-                .map_err(|e| error("SandboxError", e))?;
-                w.send_encoded(run).await.map_err(|e| {
-                    error(
-                        "SandboxError",
-                        format!("the session's new worker did not take the code: {e}"),
-                    )
-                })?;
-                w
+                .await?
             }
         };
         Ok(Lease {
@@ -255,14 +242,16 @@ impl Files {
 /// Starts a worker of its own for one execution or a session: confined as a pooled one, plus
 /// `data` (read-only, never executable) and `workspace` as its one writable directory and
 /// working directory, mounted at [`session::WORKSPACE_MOUNT`] (with the sandbox off: at its host
-/// path), each file capped at the workspace quota.
+/// path), each file capped at the workspace quota; then hands it the encoded `run`. `which`
+/// names the worker in errors.
 async fn start_own_worker(
     pool: &Pool,
     data: &[std::path::PathBuf],
     workspace: Option<&std::path::Path>,
     sessions: &Sessions,
-    whose: &str,
-) -> Result<worker::WorkerProcess, String> {
+    which: &str,
+    run: &[u8],
+) -> Result<worker::WorkerProcess, ErrorInfo> {
     let mut spawner = pool.spawner().clone();
     spawner.policy.data_paths = data.to_vec();
     if let Some(ws) = workspace {
@@ -274,10 +263,17 @@ async fn start_own_worker(
         spawner.policy.limits.max_file_size_bytes =
             spawner.policy.limits.max_file_size_bytes.min(quota);
     }
-    spawner
+    let mut worker = spawner
         .spawn()
         .await
-        .map_err(|e| format!("cannot start {whose} worker: {e}"))
+        .map_err(|e| error("SandboxError", format!("cannot start {which}: {e}")))?;
+    worker.send_encoded(run).await.map_err(|e| {
+        error(
+            "SandboxError",
+            format!("{which} did not take the code: {e}"),
+        )
+    })?;
+    Ok(worker)
 }
 
 /// A worker that has received the encoded `run`. A worker that died before it could take
