@@ -5,6 +5,9 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Large blocks freed are kept for reuse, in the server and in the JavaScript worker alike
+    // (see `sandbox::heap`); the server gives them back once it is quiet.
+    sandbox::heap::keep_freed_blocks();
     let first = std::env::args_os().nth(1);
     match first.as_ref().and_then(|a| a.to_str()) {
         Some(sandbox::HELPER_ARG) => sandbox::helper_main_with(inline_worker),

@@ -19,6 +19,7 @@ mod cgroup;
 mod config;
 pub mod container;
 mod forker;
+pub mod heap;
 mod helper;
 mod landlock;
 mod libraries;

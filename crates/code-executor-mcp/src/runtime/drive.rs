@@ -15,6 +15,7 @@ use tokio::io::AsyncWriteExt;
 use worker_protocol::{CallOutcome, CallRequest, HostFrame, RunOutcome, WorkerFrame, encode};
 
 use super::bridge::RunScope;
+use super::memory;
 use super::output::LogCollector;
 use super::worker;
 
@@ -105,7 +106,11 @@ pub(super) async fn drive(
             },
             Some((id, outcome, len)) = calls.next(), if answering && !calls.is_empty() => {
                 held_bytes -= len;
-                match encode(&HostFrame::Reply { id, outcome }) {
+                let reply = encode(&HostFrame::Reply { id, outcome });
+                if let Ok(bytes) = &reply {
+                    memory::SERVER.moved(bytes.len());
+                }
+                match reply {
                     // The written part is dropped once it is most of the buffer, so the
                     // buffer holds at most about twice what is unwritten.
                     Ok(bytes) if outbox.is_empty() => outbox = bytes,
@@ -125,6 +130,7 @@ pub(super) async fn drive(
                 Some(Ok(WorkerFrame::Log { level, text })) => logs.push(level, text),
                 Some(Ok(WorkerFrame::LogsTruncated)) => logs.truncated_by_worker(),
                 Some(Ok(WorkerFrame::Done { outcome })) => {
+                    memory::SERVER.moved(frames.last_len());
                     return Ok(Finished {
                         outcome,
                         bytes: frames.last_len(),
@@ -133,6 +139,7 @@ pub(super) async fn drive(
                 }
                 Some(Ok(WorkerFrame::Call { id, request })) => {
                     let len = frames.last_len();
+                    memory::SERVER.moved(len);
                     held_bytes += len;
                     calls.push(async move {
                         (id, host.handle(scope, request).await, len)

@@ -25,6 +25,7 @@ mod fetch;
 pub(crate) mod ids;
 mod lease;
 mod llm;
+pub(crate) mod memory;
 pub(crate) mod output;
 pub(crate) mod parked;
 pub(crate) mod paused;

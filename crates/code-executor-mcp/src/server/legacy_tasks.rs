@@ -46,6 +46,8 @@ const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 const EXTENSION_REVISION: &str = "2026-07-28";
 /// Bytes of one message the pipes buffer between the shim and rmcp.
 const PIPE_BYTES: usize = 1 << 16;
+/// A line buffer larger than this is not kept for the next line ([`reuse`]).
+const KEPT_LINE_BYTES: usize = 1 << 20;
 
 /// What the shim knows of the session.
 #[derive(Debug, Default)]
@@ -181,10 +183,10 @@ where
     let (rmcp_out, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
     let inbound = shim.clone();
     tokio::spawn(async move {
-        let mut lines = BufReader::new(reader);
+        let mut lines = BufReader::with_capacity(PIPE_BYTES, reader);
         let mut line = Vec::new();
         loop {
-            line.clear();
+            reuse(&mut line);
             match lines.read_until(b'\n', &mut line).await {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
@@ -206,10 +208,10 @@ where
     });
     tokio::spawn(async move {
         let mut writer = writer;
-        let mut lines = BufReader::new(from_rmcp);
+        let mut lines = BufReader::with_capacity(PIPE_BYTES, from_rmcp);
         let mut line = Vec::new();
         loop {
-            line.clear();
+            reuse(&mut line);
             match lines.read_until(b'\n', &mut line).await {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
@@ -228,6 +230,16 @@ where
         }
     });
     (rmcp_in, rmcp_out)
+}
+
+/// Empties a line buffer for the next line; one that a large message grew is let go, so the
+/// server does not hold the largest message it ever passed for the rest of the connection.
+fn reuse(line: &mut Vec<u8>) {
+    if line.capacity() > KEPT_LINE_BYTES {
+        *line = Vec::new();
+    } else {
+        line.clear();
+    }
 }
 
 /// The older revision's task object.
