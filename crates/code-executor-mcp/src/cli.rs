@@ -504,7 +504,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Between the pipes and rmcp: tasks for clients of the 2025-11-25 revision.
             let (reader, writer) = rmcp::transport::stdio_pipes();
             let service = CodeExecutorServer::new(core.clone())
-                .serve(crate::server::legacy_tasks::wrap(reader, writer))
+                .serve(crate::server::legacy_tasks::transport(reader, writer))
                 .await
                 .context("MCP initialization failed")?;
             // A client that stops us with a signal instead of closing stdin (or after it)

@@ -17,6 +17,7 @@ mod config;
 mod console;
 pub mod demo;
 pub(crate) mod http;
+mod lines;
 pub(crate) mod oauth;
 pub(crate) mod policy;
 mod principal;

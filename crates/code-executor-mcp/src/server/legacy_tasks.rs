@@ -5,7 +5,7 @@
 //! rmcp 3.11 speaks only the tasks extension of 2026-07-28: it drops `params.task`, parses
 //! `tasks/get` and `tasks/cancel` as the newer methods (and refuses them for a client that did
 //! not declare the extension), and has no `tasks/result` or `tasks/list`. So on stdio a
-//! [`Shim`] sits between the pipes and rmcp (over HTTP, `http::shim` applies one per transport
+//! [`Shim`] sits in the transport between the pipes and rmcp (over HTTP, `http::shim` applies one per transport
 //! session to request bodies and answer messages) and rewrites the few messages concerned, for a
 //! session that negotiated an older revision with `initialize` (in that revision a client
 //! asks for a task per request; it declares nothing for it):
@@ -27,11 +27,12 @@ use std::time::Duration;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, CustomResult};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::execution_result;
 use super::long_runs::result_object;
 use crate::Core;
+use crate::lines::{LineFilter, LineTransport};
 use crate::principal::Principal;
 use crate::runtime::parked::{Kind, Published, Snapshot};
 
@@ -44,10 +45,6 @@ const RENAMED: &str = "code-executor-mcp/";
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// The revision from which tasks are the extension instead.
 const EXTENSION_REVISION: &str = "2026-07-28";
-/// Bytes of one message the pipes buffer between the shim and rmcp.
-const PIPE_BYTES: usize = 1 << 16;
-/// A line buffer larger than this is not kept for the next line ([`reuse`]).
-const KEPT_LINE_BYTES: usize = 1 << 20;
 
 /// What the shim knows of the session.
 #[derive(Debug, Default)]
@@ -170,75 +167,30 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-/// Puts a [`Shim`] between `reader`/`writer` (the client's pipes) and the returned pair, which
-/// rmcp serves. Each direction is a task that copies whole lines, rewriting those the shim
-/// wants; it ends when its side closes.
-pub(crate) fn wrap<R, W>(reader: R, writer: W) -> (DuplexStream, DuplexStream)
+/// The stdio transport rmcp serves, with a [`Shim`] on every line between it and the
+/// client's pipes (`lines::LineTransport`).
+pub(crate) fn transport<R, W>(
+    reader: R,
+    writer: W,
+) -> LineTransport<rmcp::RoleServer, R, W, Mutex<Shim>>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let shim = Arc::new(Mutex::new(Shim::default()));
-    let (mut to_rmcp, rmcp_in) = tokio::io::duplex(PIPE_BYTES);
-    let (rmcp_out, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
-    let inbound = shim.clone();
-    tokio::spawn(async move {
-        let mut lines = BufReader::with_capacity(PIPE_BYTES, reader);
-        let mut line = Vec::new();
-        loop {
-            reuse(&mut line);
-            match lines.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let changed = inbound.lock().ok().and_then(|mut s| s.inbound(&line));
-            let out = match &changed {
-                Some(c) => {
-                    let mut c = c.clone();
-                    c.push(b'\n');
-                    c
-                }
-                None => line.clone(),
-            };
-            if to_rmcp.write_all(&out).await.is_err() {
-                break;
-            }
-        }
-        let _ = to_rmcp.shutdown().await;
-    });
-    tokio::spawn(async move {
-        let mut writer = writer;
-        let mut lines = BufReader::with_capacity(PIPE_BYTES, from_rmcp);
-        let mut line = Vec::new();
-        loop {
-            reuse(&mut line);
-            match lines.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let changed = shim.lock().ok().and_then(|mut s| s.outbound(&line));
-            let written = match changed {
-                Some(mut c) => {
-                    c.push(b'\n');
-                    writer.write_all(&c).await
-                }
-                None => writer.write_all(&line).await,
-            };
-            if written.is_err() || writer.flush().await.is_err() {
-                break;
-            }
-        }
-    });
-    (rmcp_in, rmcp_out)
+    LineTransport::new(
+        reader,
+        writer,
+        rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH,
+        Arc::new(Mutex::new(Shim::default())),
+    )
 }
 
-/// Empties a line buffer for the next line; one that a large message grew is let go, so the
-/// server does not hold the largest message it ever passed for the rest of the connection.
-fn reuse(line: &mut Vec<u8>) {
-    if line.capacity() > KEPT_LINE_BYTES {
-        *line = Vec::new();
-    } else {
-        line.clear();
+impl LineFilter for Mutex<Shim> {
+    fn inbound(&self, line: &[u8]) -> Option<Vec<u8>> {
+        self.lock().ok().and_then(|mut s| s.inbound(line))
+    }
+    fn outbound(&self, line: &[u8]) -> Option<Vec<u8>> {
+        self.lock().ok().and_then(|mut s| s.outbound(line))
     }
 }
 

@@ -18,6 +18,9 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
 
+/// A line copy larger than this is not kept for the next line.
+const KEPT_HEAD_BYTES: usize = 1 << 20;
+
 /// Longest id kept (ids are small numbers or short strings).
 const MAX_ID_BYTES: usize = 128;
 
@@ -221,7 +224,12 @@ impl<R> BoundedLines<R> {
             let chunk = &avail[..take];
             out.put_slice(chunk);
             if chunk.ends_with(b"\n") {
-                self.head.clear();
+                // A large line's copy is let go rather than kept for the connection's life.
+                if self.head.capacity() > KEPT_HEAD_BYTES {
+                    self.head = Vec::new();
+                } else {
+                    self.head.clear();
+                }
             } else {
                 self.head.extend_from_slice(chunk);
             }

@@ -1,7 +1,7 @@
 //! Starting a stdio upstream: its process (curated environment, own process group, dies
 //! with us), its stderr into our log (its last lines also kept, to say why a start failed),
-//! and the transport rmcp speaks over its pipes, with each incoming message bounded
-//! ([`super::bounded`]) and a graceful close then kill when the connection is dropped.
+//! and the transport rmcp speaks over its pipes (`lines::LineTransport`), with each incoming
+//! message bounded ([`super::bounded`]) and a graceful close then kill when the connection is dropped.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
@@ -11,15 +11,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::RoleClient;
-use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::AsyncBufReadExt;
 
 use super::bounded;
 use crate::config::INHERITED_ENV;
+use crate::lines::{LineTransport, Unfiltered};
 
 /// The transport to a stdio child: its stdout bounded per message ([`bounded`]), its stdin
 /// closed when the connection is dropped.
-pub(super) type StdioTransport = AsyncRwTransport<
+pub(super) type StdioTransport = LineTransport<
     RoleClient,
     bounded::BoundedLines<tokio::process::ChildStdout>,
     CloseNotice<tokio::process::ChildStdin>,
@@ -151,15 +151,16 @@ pub(super) async fn spawn_stdio(
             Err(e) => format!("(its status is unknown: {e})"),
         }));
     });
-    let transport = AsyncRwTransport::new_client(
+    // The line limit is never reached: the bounded reader cuts first, and answers.
+    let transport = LineTransport::new(
         bounded::BoundedLines::new(stdout, max_message),
         CloseNotice {
             inner: stdin,
             closed: Some(closed_tx),
         },
-    )
-    // Never reached: the bounded reader cuts first, and answers.
-    .with_max_line_length(max_message.saturating_add(2));
+        max_message.saturating_add(2),
+        Arc::new(Unfiltered),
+    );
     Ok((transport, watch))
 }
 
