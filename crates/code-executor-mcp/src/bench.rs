@@ -498,7 +498,9 @@ pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<Ex
     let tokens = large::tokens(&ours).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Idle: past the quiet period after which the server gives back the memory that the
+    // large results above left it keeping for reuse (`runtime::memory`).
+    tokio::time::sleep(crate::runtime::memory::QUIET + Duration::from_millis(500)).await;
     let idle_rss = our_pid.and_then(rss_kib);
 
     let _ = std::fs::remove_dir_all(&dir);

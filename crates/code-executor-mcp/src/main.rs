@@ -5,22 +5,31 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // Large blocks freed are kept for reuse, in the server and in the JavaScript worker alike
-    // (see `sandbox::heap`); the server gives them back once it is quiet.
-    sandbox::heap::keep_freed_blocks();
     let first = std::env::args_os().nth(1);
     match first.as_ref().and_then(|a| a.to_str()) {
         Some(sandbox::HELPER_ARG) => sandbox::helper_main_with(inline_worker),
         Some(code_executor_mcp::WORKER_ARG) => {
             let kind = std::env::args_os().nth(2);
             match kind.as_ref().and_then(|a| a.to_str()) {
-                Some("js") => js_worker::worker_main(),
+                Some("js") => js_worker_main(),
                 _ => ExitCode::from(2),
             }
         }
         Some(code_executor_mcp::DEMO_SERVER_ARG) => code_executor_mcp::demo::serve_demo_main(),
-        _ => code_executor_mcp::cli::main(),
+        _ => {
+            // Large blocks freed are kept for reuse (`sandbox::heap`): a large value passes
+            // through several buffers on each hop. The server gives them back once it is quiet.
+            sandbox::heap::keep_freed_blocks();
+            code_executor_mcp::cli::main()
+        }
     }
+}
+
+/// The JavaScript worker, which keeps large freed blocks for reuse as the server does (it
+/// lives for its run). The sandbox helper does not: its payload would inherit what it kept.
+fn js_worker_main() -> ExitCode {
+    sandbox::heap::keep_freed_blocks();
+    js_worker::worker_main()
 }
 
 /// The worker modes the sandbox helper runs in its payload process instead of executing this
@@ -28,7 +37,7 @@ fn main() -> ExitCode {
 fn inline_worker(args: &[std::ffi::OsString]) -> Option<ExitCode> {
     let args: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
     match args.as_slice() {
-        [code_executor_mcp::WORKER_ARG, "js"] => Some(js_worker::worker_main()),
+        [code_executor_mcp::WORKER_ARG, "js"] => Some(js_worker_main()),
         _ => None,
     }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 pub(crate) const LARGE: usize = 1 << 20;
 
 /// How long nothing large must pass through the host before kept memory is given back.
-const QUIET: Duration = Duration::from_secs(2);
+pub(crate) const QUIET: Duration = Duration::from_secs(2);
 
 /// The watch of one process's allocator; [`SERVER`] is the real one.
 pub(crate) struct QuietRelease {
