@@ -5,10 +5,11 @@
 //! rmcp 3.11 speaks only the tasks extension of 2026-07-28: it drops `params.task`, parses
 //! `tasks/get` and `tasks/cancel` as the newer methods (and refuses them for a client that did
 //! not declare the extension), and has no `tasks/result` or `tasks/list`. So on stdio a
-//! [`Shim`] sits in the transport between the pipes and rmcp (over HTTP, `http::shim` applies one per transport
-//! session to request bodies and answer messages) and rewrites the few messages concerned, for a
-//! session that negotiated an older revision with `initialize` (in that revision a client
-//! asks for a task per request; it declares nothing for it):
+//! [`Shim`] sits in the transport between the pipes and rmcp (`crate::lines`; over HTTP,
+//! `http::shim` applies one per transport session to request bodies and answer messages) and
+//! rewrites the few messages concerned, for a session that negotiated an older revision with
+//! `initialize` (in that revision a client asks for a task per request; it declares nothing
+//! for it):
 //!
 //! - the `initialize` answer gains `capabilities.tasks` (list, cancel, tools/call), and the
 //!   execute tools in `tools/list` gain `execution.taskSupport: "optional"`;
