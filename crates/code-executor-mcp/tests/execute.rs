@@ -937,6 +937,24 @@ async fn large_values_take_their_fast_paths_exactly_in_both_languages() {
         .await;
     assert!(!is_error, "{}", v["error"]);
     assert_eq!(v["result"], json!(format!("Echo: {message}?")), "python");
+    // In Python's arguments too, large or small, at the top or nested, in keys and values.
+    let (v, is_error) = h
+        .exec_python(&format!(
+            "{py_head}[call_mcp_tool('fx', 'echo', {{'message': message + '\\udc00'}}),\n\
+             call_mcp_tool('fx', 'echo', {{'message': 'a\\ud800b'}}),\n\
+             call_mcp_tool('fx', 'echo', message='\\ud83d' + message[:5])]"
+        ))
+        .await;
+    assert!(!is_error, "{}", v["error"]);
+    assert_eq!(
+        v["result"],
+        json!([
+            format!("Echo: {message}?"),
+            "Echo: a?b",
+            format!("Echo: ?{}", &message[..5])
+        ]),
+        "python arguments"
+    );
 }
 
 /// Where two JSON values first differ, as a path, with both sides there (cut short).

@@ -121,31 +121,46 @@ fn mcp_conformance_server_scenarios_pass_over_http() {
 }
 
 /// server-everything in one of its HTTP modes on a free loopback port; killed on drop.
+/// Ready once it answers an HTTP request (a listening socket alone is not a served one); a
+/// server that exits first (its port taken meanwhile by another test's) is started again on
+/// another port.
 async fn everything_over_http(p: &std::path::Path, mode: &str) -> (tokio::process::Child, u16) {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let js = p.join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let server = tokio::process::Command::new("node")
-        .arg(&js)
-        .arg(mode)
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start server-everything over HTTP");
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return (server, port);
+    for _ in 0..3 {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut server = tokio::process::Command::new("node")
+            .arg(&js)
+            .arg(mode)
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start server-everything over HTTP");
+        for _ in 0..200 {
+            if server.try_wait().unwrap().is_some() {
+                break;
+            }
+            if let Ok(mut c) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+                let mut head = [0u8; 8];
+                let answered = c
+                    .write_all(b"GET /ready-probe HTTP/1.0\r\n\r\n")
+                    .await
+                    .is_ok()
+                    && c.read_exact(&mut head).await.is_ok()
+                    && head.starts_with(b"HTTP/1.");
+                if answered {
+                    return (server, port);
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    panic!("server-everything ({mode}) did not listen on {port}");
+    panic!("server-everything ({mode}) did not serve HTTP on a loopback port");
 }
 
 async fn call_remote(entry: serde_json::Value) {

@@ -671,10 +671,26 @@ def _tool_request(fn, a, b, c, kwargs):
         raise TypeError("%s: arguments must be a dict, got %s" % (fn, _repr(args)))
     if kwargs:
         args = {**args, **kwargs}
-    request = {"op": "tool", "name": str(name), "args": _jsonable(args)}
+    request = {"op": "tool", "name": str(name), "args": _tool_args(args)}
     if server is not None:
         request["server"] = str(server)
     return request
+
+
+def _tool_args(args):
+    """A call's arguments as `_jsonable` makes them, except that a plain dict's own string
+    values are taken as they are: the frame's encoder replaces a lone surrogate exactly as
+    `_clean` would, so checking a large text first (a UTF-8 encode of it) is a pass for
+    nothing."""
+    if type(args) is not dict:
+        return _jsonable(args)
+    path = {id(args)}
+    return {
+        (k if type(k) is str and k.isascii() else _json_key(k)): (
+            x if type(x) is str else _jsonable(x, 1, path)
+        )
+        for k, x in args.items()
+    }
 
 
 def call_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
