@@ -8,8 +8,11 @@
 //! reply of [`LARGE`] bytes or more counts as large; executions that move only small values
 //! never start the watch.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// A frame or reply of this many bytes or more is what the allocator keeps once freed.
 pub(crate) const LARGE: usize = 1 << 20;
@@ -19,8 +22,8 @@ pub(crate) const QUIET: Duration = Duration::from_secs(2);
 
 /// The watch of one process's allocator; [`SERVER`] is the real one.
 pub(crate) struct QuietRelease {
-    /// Large moves noted so far (the watch compares it across a quiet period).
-    moves: AtomicU64,
+    /// When the latest large move was noted.
+    last: Mutex<Option<Instant>>,
     /// A watch task is running (at most one is).
     watching: AtomicBool,
     quiet: Duration,
@@ -34,7 +37,7 @@ pub(crate) static SERVER: QuietRelease =
 impl QuietRelease {
     const fn new(quiet: Duration, release: fn() -> bool) -> Self {
         Self {
-            moves: AtomicU64::new(0),
+            last: Mutex::new(None),
             watching: AtomicBool::new(false),
             quiet,
             release,
@@ -47,7 +50,9 @@ impl QuietRelease {
         if bytes < LARGE {
             return;
         }
-        self.moves.fetch_add(1, Ordering::AcqRel);
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(Instant::now());
+        }
         if self.watching.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -59,19 +64,24 @@ impl QuietRelease {
         }
     }
 
+    fn last(&self) -> Option<Instant> {
+        self.last.lock().ok().and_then(|last| *last)
+    }
+
+    /// Waits until [`QUIET`] has passed since the latest large move, then releases.
     async fn release_when_quiet(&'static self) {
         loop {
-            let seen = self.moves.load(Ordering::Acquire);
-            tokio::time::sleep(self.quiet).await;
-            if self.moves.load(Ordering::Acquire) != seen {
+            let seen = self.last();
+            if let Some(due) = seen.map(|at| at + self.quiet)
+                && Instant::now() < due
+            {
+                tokio::time::sleep_until(due).await;
                 continue;
             }
             self.watching.store(false, Ordering::Release);
             // A move noted between the look above and now found the watch still running and
             // started none: keep watching for it, unless a new watch took over.
-            if self.moves.load(Ordering::Acquire) != seen
-                && !self.watching.swap(true, Ordering::AcqRel)
-            {
+            if self.last() != seen && !self.watching.swap(true, Ordering::AcqRel) {
                 continue;
             }
             // It takes the allocator's locks and walks its heaps: not on a runtime thread.
@@ -85,6 +95,7 @@ impl QuietRelease {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicU64;
 
     static RELEASES: AtomicU64 = AtomicU64::new(0);
     fn count_release() -> bool {
@@ -116,8 +127,16 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
         assert_eq!(RELEASES.load(Ordering::SeqCst), 0);
-        // Two quiet seconds after the last one (and one watch for all of them): one release.
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        // Two quiet seconds after the last one, not sooner (one watch for all of them): one
+        // release.
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        settle().await;
+        assert_eq!(
+            RELEASES.load(Ordering::SeqCst),
+            0,
+            "before the quiet period is over"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
         settle().await;
         assert_eq!(RELEASES.load(Ordering::SeqCst), 1);
         assert!(!WATCH.watching.load(Ordering::SeqCst));
