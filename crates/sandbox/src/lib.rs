@@ -13,7 +13,9 @@
 //! Should a required layer be missing, the helper writes a message naming it to stderr and
 //! exits with [`EXIT_SETUP_FAILED`]; [`probe`] reports every layer for a `doctor` command.
 //!
-//! This is the only crate allowed `unsafe`; every block says what could still go wrong.
+//! This is the only crate allowed `unsafe`; every block says what could still go wrong. For
+//! that reason it also holds [`heap`], how the process's allocator treats large blocks (used by
+//! the server and the JavaScript worker, not by confinement).
 
 mod cgroup;
 mod config;
