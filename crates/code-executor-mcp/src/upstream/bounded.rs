@@ -18,9 +18,6 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
 
-/// A line copy larger than this is not kept for the next line.
-const KEPT_HEAD_BYTES: usize = 1 << 20;
-
 /// Longest id kept (ids are small numbers or short strings).
 const MAX_ID_BYTES: usize = 128;
 
@@ -225,7 +222,7 @@ impl<R> BoundedLines<R> {
             out.put_slice(chunk);
             if chunk.ends_with(b"\n") {
                 // A large line's copy is let go rather than kept for the connection's life.
-                if self.head.capacity() > KEPT_HEAD_BYTES {
+                if self.head.capacity() > crate::lines::KEPT_BYTES {
                     self.head = Vec::new();
                 } else {
                     self.head.clear();
