@@ -1,7 +1,8 @@
 //! Starting a stdio upstream: its process (curated environment, own process group, dies
 //! with us), its stderr into our log (its last lines also kept, to say why a start failed),
 //! and the transport rmcp speaks over its pipes (`lines::LineTransport`), with each incoming
-//! message bounded ([`super::bounded`]) and a graceful close then kill when the connection is dropped.
+//! message bounded ([`super::bounded`]) and a graceful close then kill when the connection is
+//! dropped.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
