@@ -6,6 +6,7 @@
 //! the person on stderr while it waits.
 
 use std::io::{IsTerminal, Read};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -503,8 +504,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             // Between the pipes and rmcp: tasks for clients of the 2025-11-25 revision.
             let (reader, writer) = rmcp::transport::stdio_pipes();
+            // Duplicates of stdin and stdout, to widen them when a large message passes.
+            let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok();
+            let transport = crate::server::legacy_tasks::transport(reader, writer).widening(
+                dup(std::io::stdin().as_fd()),
+                dup(std::io::stdout().as_fd()),
+            );
             let service = CodeExecutorServer::new(core.clone())
-                .serve(crate::server::legacy_tasks::transport(reader, writer))
+                .serve(transport)
                 .await
                 .context("MCP initialization failed")?;
             // A client that stops us with a signal instead of closing stdin (or after it)

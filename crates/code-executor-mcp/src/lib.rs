@@ -19,6 +19,7 @@ pub mod demo;
 pub(crate) mod http;
 mod lines;
 pub(crate) mod oauth;
+mod pipes;
 pub(crate) mod policy;
 mod principal;
 mod replica;

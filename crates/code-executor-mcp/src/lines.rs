@@ -12,9 +12,12 @@
 //! `Invalid request` error (id `null`). A line longer than the limit is dropped, said in the log.
 //!
 //! The server's side runs the 2025-11-25 task shim (`server::legacy_tasks`) on each line as it
-//! passes ([`LineFilter`]); upstreams pass lines as they are.
+//! passes ([`LineFilter`]); upstreams pass lines as they are. Given the pipes' descriptors
+//! ([`LineTransport::widening`]), a large line widens the pipe it passes through
+//! (`crate::pipes`).
 
 use std::marker::PhantomData;
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use rmcp::model::ErrorData;
@@ -66,9 +69,18 @@ pub(crate) struct LineTransport<Role, R, W, F = Unfiltered> {
     discarding: bool,
     /// An `Invalid request` error is owed to the peer.
     owe_error: bool,
-    write: Arc<Mutex<Option<W>>>,
+    write: Arc<Mutex<Option<Writer<W>>>>,
+    /// The read side's pipe, to widen for a large line; `None` once widened.
+    read_pipe: Option<OwnedFd>,
     filter: Arc<F>,
     _role: PhantomData<fn() -> Role>,
+}
+
+/// The write side, and a duplicate of its pipe's descriptor to widen it for a large line
+/// (dropped with it: the peer sees the end of its input when the writer goes).
+struct Writer<W> {
+    out: W,
+    pipe: Option<OwnedFd>,
 }
 
 /// How reading one line ended.
@@ -96,10 +108,26 @@ where
             max_line,
             discarding: false,
             owe_error: false,
-            write: Arc::new(Mutex::new(Some(write))),
+            write: Arc::new(Mutex::new(Some(Writer {
+                out: write,
+                pipe: None,
+            }))),
+            read_pipe: None,
             filter,
             _role: PhantomData,
         }
+    }
+
+    /// Widens the pipes behind `read` and `write` (duplicates of their descriptors) when a
+    /// line of [`crate::pipes::LARGE_MESSAGE_BYTES`] or more passes.
+    pub(crate) fn widening(mut self, read: Option<OwnedFd>, write: Option<OwnedFd>) -> Self {
+        self.read_pipe = read;
+        if let Ok(mut w) = self.write.try_lock()
+            && let Some(w) = w.as_mut()
+        {
+            w.pipe = write;
+        }
+        self
     }
 
     /// Reads up to the end of the next line (into `self.line`, newline included).
@@ -125,6 +153,12 @@ where
                 }
                 self.line.extend_from_slice(&avail[..take]);
                 self.pos += take;
+                // A large line is coming in: the rest comes through a wider pipe.
+                if self.line.len() >= crate::pipes::LARGE_MESSAGE_BYTES
+                    && let Some(pipe) = self.read_pipe.take()
+                {
+                    crate::pipes::widen(pipe);
+                }
                 if newline.is_some() {
                     return Ok(Read::Line);
                 }
@@ -232,7 +266,7 @@ fn encode<T: serde::Serialize>(item: &T) -> std::io::Result<Vec<u8>> {
 
 /// Writes `bytes` and a newline, and flushes.
 async fn write_line<W: AsyncWrite + Unpin>(
-    write: &Mutex<Option<W>>,
+    write: &Mutex<Option<Writer<W>>>,
     mut bytes: Vec<u8>,
 ) -> std::io::Result<()> {
     bytes.push(b'\n');
@@ -243,8 +277,12 @@ async fn write_line<W: AsyncWrite + Unpin>(
             "the transport is closed",
         ));
     };
-    w.write_all(&bytes).await?;
-    w.flush().await
+    // Once wide, a pipe stays so: its duplicate is not needed any more.
+    if bytes.len() >= crate::pipes::LARGE_MESSAGE_BYTES {
+        w.pipe.take_if(|p| crate::pipes::widen(&*p));
+    }
+    w.out.write_all(&bytes).await?;
+    w.out.flush().await
 }
 
 /// What a line held.
@@ -462,6 +500,85 @@ mod tests {
             "a small line's buffer is kept for the next"
         );
         drop(writer.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_large_line_widens_the_pipes_it_passes_and_small_ones_do_not() {
+        use std::os::fd::AsFd;
+        // A real pair of pipes: the transport writes into `cat`, which writes it back.
+        let mut cat = tokio::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("cat runs");
+        let (stdin, stdout) = (cat.stdin.take().unwrap(), cat.stdout.take().unwrap());
+        let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().unwrap();
+        let (probe_in, probe_out) = (dup(stdin.as_fd()), dup(stdout.as_fd()));
+        let mut t: LineTransport<RoleServer, _, _> =
+            LineTransport::new(stdout, stdin, 16 << 20, Arc::new(Unfiltered))
+                .widening(Some(dup(probe_out.as_fd())), Some(dup(probe_in.as_fd())));
+        let ping_with = |id: u64, text: &str| -> TxJsonRpcMessage<RoleServer> {
+            serde_json::from_value(serde_json::json!({
+                "jsonrpc": "2.0", "id": id, "method": "ping", "params": {"_meta": {"x": text}}
+            }))
+            .unwrap()
+        };
+        let echoed = |msg: &ClientJsonRpcMessage| serde_json::to_value(msg).unwrap();
+        let narrow = crate::pipes::size(&probe_in);
+        assert!(narrow < crate::pipes::WIDE_BYTES);
+
+        let small = "s".repeat(100 << 10);
+        let (sent, got) = tokio::join!(t.send(ping_with(1, &small)), t.receive());
+        sent.unwrap();
+        assert_eq!(
+            echoed(&got.unwrap())["params"]["_meta"]["x"],
+            small.as_str()
+        );
+        assert_eq!(
+            crate::pipes::size(&probe_in),
+            narrow,
+            "100 KiB do not widen"
+        );
+        assert_eq!(crate::pipes::size(&probe_out), narrow);
+
+        let large = "é\"\n🚀".repeat(600 << 10);
+        let (sent, got) = tokio::join!(t.send(ping_with(2, &large)), t.receive());
+        sent.unwrap();
+        assert!(is_ping(got.as_ref().unwrap(), 2));
+        assert_eq!(
+            echoed(&got.unwrap())["params"]["_meta"]["x"],
+            large.as_str()
+        );
+        assert_eq!(crate::pipes::size(&probe_in), crate::pipes::WIDE_BYTES);
+        assert_eq!(crate::pipes::size(&probe_out), crate::pipes::WIDE_BYTES);
+
+        // The writer's duplicate goes with it: `cat` sees the end of its input and exits.
+        t.close().await.unwrap();
+        drop(probe_in);
+        let status = tokio::time::timeout(std::time::Duration::from_secs(10), cat.wait()).await;
+        assert!(status.expect("cat saw its input end").unwrap().success());
+    }
+
+    #[tokio::test]
+    async fn a_transport_that_never_widened_still_closes_its_peers_input() {
+        use std::os::fd::AsFd;
+        let mut cat = tokio::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("cat runs");
+        let (stdin, stdout) = (cat.stdin.take().unwrap(), cat.stdout.take().unwrap());
+        let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok();
+        let (read_pipe, write_pipe) = (dup(stdout.as_fd()), dup(stdin.as_fd()));
+        let mut t: LineTransport<RoleServer, _, _> =
+            LineTransport::new(stdout, stdin, 1 << 20, Arc::new(Unfiltered))
+                .widening(read_pipe, write_pipe);
+        t.close().await.unwrap();
+        let status = tokio::time::timeout(std::time::Duration::from_secs(10), cat.wait()).await;
+        assert!(status.expect("cat saw its input end").unwrap().success());
+        drop(t);
     }
 
     #[tokio::test]

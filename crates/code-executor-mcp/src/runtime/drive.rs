@@ -109,6 +109,9 @@ pub(super) async fn drive(
                 let reply = encode(&HostFrame::Reply { id, outcome });
                 if let Ok(bytes) = &reply {
                     memory::SERVER.moved(bytes.len());
+                    if bytes.len() >= crate::pipes::LARGE_MESSAGE_BYTES {
+                        crate::pipes::widen(&*stdin);
+                    }
                 }
                 match reply {
                     // The written part is dropped once it is most of the buffer, so the

@@ -115,6 +115,8 @@ pub struct FrameReader {
     done: bool,
     /// Size in bytes of the last frame returned, for what the host holds on its behalf.
     last_len: usize,
+    /// The pipe was widened for a large frame (`crate::pipes`).
+    wide: bool,
 }
 
 impl FrameReader {
@@ -125,6 +127,7 @@ impl FrameReader {
             pos: 0,
             done: false,
             last_len: 0,
+            wide: false,
         }
     }
 
@@ -176,12 +179,18 @@ impl FrameReader {
             }
             // Room for the rest of the frame whose header is in (its length is capped), or
             // for a chunk.
-            let want = match self.buf.get(..4).and_then(|h| <[u8; 4]>::try_from(h).ok()) {
-                Some(h) => (u32::from_be_bytes(h) as usize + 4)
-                    .saturating_sub(self.buf.len())
-                    .max(READ_CHUNK),
-                None => READ_CHUNK,
-            };
+            let frame_len = self
+                .buf
+                .get(..4)
+                .and_then(|h| <[u8; 4]>::try_from(h).ok())
+                .map(|h| u32::from_be_bytes(h) as usize + 4);
+            // A large frame is on its way: the rest comes through a wider pipe.
+            if !self.wide && frame_len.is_some_and(|n| n >= crate::pipes::LARGE_MESSAGE_BYTES) {
+                self.wide = crate::pipes::widen(&self.stdout);
+            }
+            let want = frame_len.map_or(READ_CHUNK, |n| {
+                n.saturating_sub(self.buf.len()).max(READ_CHUNK)
+            });
             self.buf.reserve(want);
             match self.stdout.read_buf(&mut self.buf).await {
                 Ok(0) => {
@@ -512,4 +521,48 @@ fn tree_memory(root: u32) -> Option<u64> {
         }
     }
     Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    /// A [`FrameReader`] over a child that writes `script`'s output, and a probe of its pipe.
+    fn frames_of(script: &str) -> (tokio::process::Child, FrameReader, std::os::fd::OwnedFd) {
+        let mut child = tokio::process::Command::new("sh")
+            .args(["-c", script])
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("sh runs");
+        let stdout = child.stdout.take().unwrap();
+        let probe = stdout.as_fd().try_clone_to_owned().unwrap();
+        (child, FrameReader::new(stdout), probe)
+    }
+
+    #[tokio::test]
+    async fn a_large_frame_widens_the_workers_pipe_and_a_small_one_does_not() {
+        let small = r#"{"type":"log","level":"info","text":"hi"}"#;
+        assert!(small.len() < 64);
+        let (_child, mut frames, probe) = frames_of(&format!(
+            "printf '\\000\\000\\000\\{:03o}{small}'; sleep 5",
+            small.len()
+        ));
+        assert!(matches!(
+            frames.recv().await,
+            Some(Ok(WorkerFrame::Log { .. }))
+        ));
+        assert!(crate::pipes::size(&probe) < crate::pipes::WIDE_BYTES);
+
+        // A 2 MiB frame (its body is not JSON: the reader says so, after the whole of it).
+        let (_child, mut frames, probe) =
+            frames_of("printf '\\000\\040\\000\\000'; head -c 2097152 /dev/zero; sleep 5");
+        let got = frames.recv().await;
+        assert!(
+            matches!(&got, Some(Err(e)) if e.contains("malformed frame")),
+            "{got:?}"
+        );
+        assert_eq!(crate::pipes::size(&probe), crate::pipes::WIDE_BYTES);
+    }
 }

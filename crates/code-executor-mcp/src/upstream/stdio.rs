@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -96,6 +97,9 @@ pub(super) async fn spawn_stdio(
     else {
         return Err(format!("`{command}` started without its pipes"));
     };
+    // Duplicates of the pipes' ends, to widen them when a large message passes.
+    let stdin_pipe = stdin.as_fd().try_clone_to_owned().ok();
+    let stdout_pipe = stdout.as_fd().try_clone_to_owned().ok();
     let server = name.to_string();
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     let (done_tx, stderr_done) = tokio::sync::watch::channel(false);
@@ -161,7 +165,8 @@ pub(super) async fn spawn_stdio(
         },
         max_message.saturating_add(2),
         Arc::new(Unfiltered),
-    );
+    )
+    .widening(stdout_pipe, stdin_pipe);
     Ok((transport, watch))
 }
 
