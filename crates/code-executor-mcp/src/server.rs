@@ -497,10 +497,16 @@ pub fn render_text(outcome: &ExecOutcome) -> String {
             push_indented(&mut s, "  ", stack);
         }
     } else {
-        // JSON text: one line, newlines escaped. Written in place: a large result is not
-        // encoded into a string of its own first and then copied.
-        s.reserve(outcome.result.as_str().map_or(0, |t| t.len() + 2));
-        let _ = std::fmt::Write::write_fmt(&mut s, format_args!("{}\n", outcome.result));
+        // JSON text: one line, newlines escaped. Encoded into bytes (formatting it with
+        // `Display` passes every piece between escapes through `fmt`, several times slower for
+        // a large text), which become the text itself when nothing comes before them.
+        let json = serde_json::to_string(&outcome.result).unwrap_or_default();
+        if s.is_empty() {
+            s = json;
+        } else {
+            s.push_str(&json);
+        }
+        s.push('\n');
     }
     if !outcome.logs.is_empty() {
         s.push_str("--- logs ---\n");

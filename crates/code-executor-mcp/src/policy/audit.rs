@@ -234,8 +234,12 @@ pub fn json_sha256_hex(value: &serde_json::Value) -> (String, usize) {
             Ok(())
         }
     }
-    let mut h = Hashing(Sha256::new(), 0);
+    // The encoder writes a string in pieces between its escapes (a few bytes each in text
+    // full of quotes); the hasher takes them in 64 KiB blocks.
+    let mut h = std::io::BufWriter::with_capacity(64 << 10, Hashing(Sha256::new(), 0));
     let _ = serde_json::to_writer(&mut h, value);
+    let _ = std::io::Write::flush(&mut h);
+    let (h, _) = h.into_parts();
     (hex(&h.0.finalize()), h.1)
 }
 
@@ -526,6 +530,20 @@ pub fn pretty(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments_hash_as_their_compact_json_does() {
+        let quoted = "she said \"hi\"\n\t é 🚀 \u{1} ".repeat(40_000);
+        for v in [
+            serde_json::json!({}),
+            serde_json::json!({"a": 1, "b": [true, null, 2.5e-7], "c": {"d": "é"}}),
+            serde_json::json!({"message": quoted}),
+            serde_json::json!({"x": "y".repeat(64 << 10), "z": [quoted.clone(), quoted]}),
+        ] {
+            let bytes = serde_json::to_vec(&v).unwrap();
+            assert_eq!(json_sha256_hex(&v), (sha256_hex(&bytes), bytes.len()));
+        }
+    }
 
     #[test]
     fn timestamps_are_rfc3339() {
