@@ -70,7 +70,7 @@ pub(crate) struct LineTransport<Role, R, W, F = Unfiltered> {
     /// An `Invalid request` error is owed to the peer.
     owe_error: bool,
     write: Arc<Mutex<Option<Writer<W>>>>,
-    /// The read side's pipe, to widen for a large line; `None` once widened.
+    /// The read side's pipe, to widen for a large line; `None` once one came.
     read_pipe: Option<OwnedFd>,
     filter: Arc<F>,
     _role: PhantomData<fn() -> Role>,
@@ -122,9 +122,8 @@ where
     /// line of [`crate::pipes::LARGE_MESSAGE_BYTES`] or more passes.
     pub(crate) fn widening(mut self, read: Option<OwnedFd>, write: Option<OwnedFd>) -> Self {
         self.read_pipe = read;
-        if let Ok(mut w) = self.write.try_lock()
-            && let Some(w) = w.as_mut()
-        {
+        // Nothing else holds the writer yet: `send` has not been called.
+        if let Some(Some(w)) = Arc::get_mut(&mut self.write).map(Mutex::get_mut) {
             w.pipe = write;
         }
         self
