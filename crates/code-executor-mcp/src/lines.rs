@@ -501,10 +501,12 @@ mod tests {
         drop(writer.await.unwrap());
     }
 
-    #[tokio::test]
-    async fn a_large_line_widens_the_pipes_it_passes_and_small_ones_do_not() {
-        use std::os::fd::AsFd;
-        // A real pair of pipes: the transport writes into `cat`, which writes it back.
+    /// A real pair of pipes: what goes into `cat` comes back out.
+    fn cat() -> (
+        tokio::process::Child,
+        tokio::process::ChildStdin,
+        tokio::process::ChildStdout,
+    ) {
         let mut cat = tokio::process::Command::new("cat")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -512,6 +514,13 @@ mod tests {
             .spawn()
             .expect("cat runs");
         let (stdin, stdout) = (cat.stdin.take().unwrap(), cat.stdout.take().unwrap());
+        (cat, stdin, stdout)
+    }
+
+    #[tokio::test]
+    async fn a_large_line_widens_the_pipes_it_passes_and_small_ones_do_not() {
+        use std::os::fd::AsFd;
+        let (mut cat, stdin, stdout) = cat();
         let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().unwrap();
         let (probe_in, probe_out) = (dup(stdin.as_fd()), dup(stdout.as_fd()));
         let mut t: LineTransport<RoleServer, _, _> =
@@ -562,13 +571,7 @@ mod tests {
     #[tokio::test]
     async fn a_transport_that_never_widened_still_closes_its_peers_input() {
         use std::os::fd::AsFd;
-        let mut cat = tokio::process::Command::new("cat")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("cat runs");
-        let (stdin, stdout) = (cat.stdin.take().unwrap(), cat.stdout.take().unwrap());
+        let (mut cat, stdin, stdout) = cat();
         let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok();
         let (read_pipe, write_pipe) = (dup(stdout.as_fd()), dup(stdin.as_fd()));
         let mut t: LineTransport<RoleServer, _, _> =
