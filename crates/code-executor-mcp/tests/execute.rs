@@ -957,6 +957,154 @@ async fn large_values_take_their_fast_paths_exactly_in_both_languages() {
     );
 }
 
+/// A run whose result is the very string a tool gave it (the latest large one) sends a
+/// reference instead of the text, and the host answers with the string it kept
+/// (`worker_protocol::RunOutcome::Reply`). Every shape around it must give exactly what the
+/// text would: the kept string returned after other calls, an earlier large string (no longer
+/// kept) returned instead, one of two parallel calls, a string equal to the kept one but not
+/// it, and a session whose next run returns a string kept by the run before (reply ids are a
+/// run's own, so that one goes back as text). In both languages.
+#[tokio::test]
+async fn a_result_that_is_a_tools_own_string_comes_back_exactly() {
+    const BYTES: usize = 1536 << 10;
+    let h = harness().await;
+    let unit = "quote \" nl \n Zoë 名前 🚀 e\u{301} ";
+    let n = BYTES / unit.len() + 1;
+    let message = unit.repeat(n);
+    let unit_lit = serde_json::to_string(unit).unwrap();
+    let echoed = format!("Echo: {message}");
+    let big = "x".repeat(BYTES);
+    let ts_head = format!("const message = {unit_lit}.repeat({n});\n");
+    let py_head = format!("message = {unit_lit} * {n}\n");
+    let cases: Vec<(&str, String, String, Value)> = vec![
+        (
+            "the kept string, after a small call",
+            "const s = await tools.fx.echo({ message });\n\
+             await tools.fx.echo({ message: 'small' });\n\
+             return s;"
+                .into(),
+            "s = call_mcp_tool('fx', 'echo', {'message': message})\n\
+             call_mcp_tool('fx', 'echo', {'message': 'small'})\n\
+             s"
+            .into(),
+            json!(echoed),
+        ),
+        (
+            "an earlier large string, after a later large one",
+            format!(
+                "const s = await tools.fx.echo({{ message }});\n\
+                 const b = await tools.fx.big({{ bytes: {BYTES} }});\n\
+                 return b.length > 0 ? s : b;"
+            ),
+            format!(
+                "s = call_mcp_tool('fx', 'echo', {{'message': message}})\n\
+                 b = tools.fx.big(bytes={BYTES})\n\
+                 s if b else b"
+            ),
+            json!(echoed),
+        ),
+        (
+            "the later of two large strings",
+            format!(
+                "const s = await tools.fx.echo({{ message }});\n\
+                 const b = await tools.fx.big({{ bytes: {BYTES} }});\n\
+                 return s.length > 0 ? b : s;"
+            ),
+            format!(
+                "s = call_mcp_tool('fx', 'echo', {{'message': message}})\n\
+                 b = tools.fx.big(bytes={BYTES})\n\
+                 b if s else s"
+            ),
+            json!(big),
+        ),
+        (
+            "one of two parallel calls",
+            format!(
+                "const [s, b] = await Promise.all([tools.fx.echo({{ message }}), \
+                 tools.fx.big({{ bytes: {BYTES} }})]);\n\
+                 return s;"
+            ),
+            format!(
+                "import asyncio\n\
+                 async def both():\n    \
+                     return await asyncio.gather(acall_mcp_tool('fx', 'echo', {{'message': message}}), \
+                     acall_mcp_tool('fx', 'big', {{'bytes': {BYTES}}}))\n\
+                 s, b = await both()\n\
+                 s"
+            ),
+            json!(echoed),
+        ),
+        (
+            "an equal string that is not the tool's",
+            "const s = await tools.fx.echo({ message });\n\
+             return ('Echo: ' + message).slice(0);"
+                .into(),
+            "s = call_mcp_tool('fx', 'echo', {'message': message})\n\
+             ''.join(['Echo: ', message])"
+                .into(),
+            json!(echoed),
+        ),
+    ];
+    for (what, ts, py, want) in &cases {
+        for (tool, code) in [
+            ("execute_typescript", format!("{ts_head}{ts}")),
+            ("execute_python", format!("{py_head}{py}")),
+        ] {
+            let r = h.call(tool, json!({ "code": code })).await;
+            let v = r.structured_content.clone().unwrap_or_default();
+            assert_ne!(r.is_error, Some(true), "{tool}, {what}: {}", v["error"]);
+            if let Some(at) = first_difference(&v["result"], want, "result".into()) {
+                panic!("{tool}, {what}: the result differs at {at}");
+            }
+            let rendered = r.content[0].as_text().unwrap().text.as_str();
+            let json_text = serde_json::to_string(want).unwrap();
+            assert!(
+                rendered.starts_with(&format!("{json_text}\n")),
+                "{tool}, {what}: the text block does not carry the result's JSON"
+            );
+        }
+    }
+    // A session: the first run returns the kept string, the next one returns it again from
+    // the session's variables, after a call of its own.
+    for (tool, first, second) in [
+        (
+            "execute_typescript",
+            format!("{ts_head}globalThis.kept = await tools.fx.echo({{ message }});\nreturn kept;"),
+            "await tools.fx.echo({ message: 'x'.repeat(2 << 20) });\nreturn kept;".to_string(),
+        ),
+        (
+            "execute_python",
+            format!("{py_head}kept = call_mcp_tool('fx', 'echo', {{'message': message}})\nkept"),
+            "call_mcp_tool('fx', 'echo', {'message': 'x' * (2 << 20)})\nkept".to_string(),
+        ),
+    ] {
+        let r = h
+            .call(tool, json!({ "code": first, "session": "new" }))
+            .await;
+        let v = r.structured_content.unwrap_or_default();
+        assert_eq!(
+            v["result"],
+            json!(echoed),
+            "{tool}, session run 1: {}",
+            v["error"]
+        );
+        let session = v["session"]["id"]
+            .as_str()
+            .expect("a session handle")
+            .to_string();
+        let r = h
+            .call(tool, json!({ "code": second, "session": session }))
+            .await;
+        let v = r.structured_content.unwrap_or_default();
+        assert_eq!(
+            v["result"],
+            json!(echoed),
+            "{tool}, session run 2: {}",
+            v["error"]
+        );
+    }
+}
+
 /// Where two JSON values first differ, as a path, with both sides there (cut short).
 fn first_difference(got: &Value, want: &Value, path: String) -> Option<String> {
     match (got, want) {

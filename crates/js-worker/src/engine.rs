@@ -146,6 +146,9 @@ fn run_worker() -> Result<(), String> {
                 Finished::Result(result) => engine.send(&RawWorkerFrame::Done {
                     outcome: RawRunOutcome::Ok { result: &result },
                 })?,
+                Finished::Reply(id) => engine.send(&WorkerFrame::Done {
+                    outcome: RunOutcome::Reply { id },
+                })?,
                 Finished::Outcome(outcome) => engine.send(&WorkerFrame::Done {
                     outcome: within_frame(outcome),
                 })?,
@@ -217,7 +220,9 @@ impl Shared {
         }
         loop {
             match self.input.next(None) {
-                Some(Event::Frame(HostFrame::Reply { id: got, outcome })) if got == id => {
+                Some(Event::Frame(HostFrame::Reply {
+                    id: got, outcome, ..
+                })) if got == id => {
                     return Ok(outcome);
                 }
                 Some(Event::Frame(frame)) => self.deferred.push_back(frame),
@@ -309,6 +314,10 @@ struct Engine {
     ctx: Context,
     shared: Rc<RefCell<Shared>>,
     entry: Persistent<Object<'static>>,
+    /// The string of the run's latest reply the host kept (`HostFrame::Reply`'s `kept`), and
+    /// that reply's id: a run that returns this very string says so instead of sending it.
+    /// Held (so that its address cannot be another string's) until the run ends.
+    kept: RefCell<Option<(u64, Persistent<rquickjs::String<'static>>)>>,
 }
 
 impl Engine {
@@ -376,6 +385,7 @@ impl Engine {
             ctx,
             shared,
             entry,
+            kept: RefCell::new(None),
         })
     }
 
@@ -434,7 +444,10 @@ impl Engine {
                 Ok(p) => p,
                 Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit).into()),
             };
-            self.drive(&ctx, &entry, &promise, memory_limit)
+            let finished = self.drive(&ctx, &entry, &promise, memory_limit);
+            // The kept string belongs to this run (reply ids are the run's own).
+            self.kept.borrow_mut().take();
+            finished
         })
     }
 
@@ -461,11 +474,15 @@ impl Engine {
                         let text = text.to_string().unwrap_or_default();
                         return Ok(settled(text, memory_limit));
                     }
-                    // `[string]`: a string result, encoded here.
+                    // `[string]`: a string result, encoded here, unless it is the very string
+                    // of the reply the host kept.
                     let string = settled_to
                         .as_ref()
                         .and_then(Value::as_array)
                         .and_then(|a| a.get::<rquickjs::String>(0).ok());
+                    if let Some(id) = self.returned_kept(ctx, string.as_ref()) {
+                        return Ok(Finished::Reply(id));
+                    }
                     return Ok(string_result(ctx, string, memory_limit));
                 }
                 PromiseState::Rejected => {
@@ -527,14 +544,21 @@ impl Engine {
                 continue; // a timer is due
             };
             match event {
-                Event::Frame(HostFrame::Reply { id, outcome }) => {
+                Event::Frame(HostFrame::Reply { id, outcome, kept }) => {
                     if !self.shared.borrow_mut().outstanding.remove(&id) {
                         return Err(format!("reply {id} matches no pending call"));
+                    }
+                    // The host keeps only its latest such reply: an older kept string is
+                    // no longer one a result may refer to, even if this value is not taken
+                    // as kept below.
+                    if kept {
+                        self.kept.borrow_mut().take();
                     }
                     // A string is decoded here and handed over as one; any other value is
                     // handed to JSON.parse as the host wrote it. Either way: parsed once.
                     let delivered = match &outcome {
                         CallOutcome::Ok { value } => match json_string(value.get()) {
+                            Some(text) if kept => self.deliver_kept(ctx, &deliver_value, id, text),
                             Some(text) => deliver_value.call::<_, ()>((id as f64, text.as_str())),
                             None => deliver.call::<_, ()>((id as f64, true, value.get())),
                         },
@@ -557,10 +581,39 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Hands code a kept reply's string, remembering the JavaScript string made for it.
+    fn deliver_kept<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        deliver_value: &Function<'js>,
+        id: u64,
+        text: String,
+    ) -> rquickjs::Result<()> {
+        let string = rquickjs::String::from_str(ctx.clone(), &text)?;
+        drop(text);
+        *self.kept.borrow_mut() = Some((id, Persistent::save(ctx, string.clone())));
+        deliver_value.call::<_, ()>((id as f64, string))
+    }
+
+    /// The kept reply's id when `string` is that reply's very string (the same JavaScript
+    /// string: strings are immutable, so it holds the same text).
+    fn returned_kept<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        string: Option<&rquickjs::String<'js>>,
+    ) -> Option<u64> {
+        let (id, kept) = self.kept.borrow_mut().take()?;
+        let kept = kept.restore(ctx).ok()?;
+        (string?.as_value() == kept.as_value()).then_some(id)
+    }
+}
+
 /// How a run ended: a successful result as the JSON text the prelude made (sent on as it is),
-/// or any other outcome.
+/// the kept reply's string (by its id), or any other outcome.
 enum Finished {
     Result(Box<RawValue>),
+    Reply(u64),
     Outcome(RunOutcome),
 }
 

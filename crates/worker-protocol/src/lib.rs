@@ -40,8 +40,15 @@ pub enum HostFrame {
     /// Run one piece of code. A worker runs one at a time; after [`WorkerFrame::Done`] it waits
     /// for the next `Run` (sessions) or exits when its stdin closes.
     Run(RunRequest),
-    /// The answer to a [`WorkerFrame::Call`] with the same `id`.
-    Reply { id: u64, outcome: CallOutcome },
+    /// The answer to a [`WorkerFrame::Call`] with the same `id`. `kept`: the value is a large
+    /// string the host keeps until the run ends, so a run whose result is that very string
+    /// may end with [`RunOutcome::Reply`] instead of sending it back.
+    Reply {
+        id: u64,
+        outcome: CallOutcome,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        kept: bool,
+    },
 }
 
 /// What to run and what the code may see.
@@ -349,6 +356,8 @@ struct HostFrameWire {
     persist: bool,
     #[serde(default)]
     access: Option<AccessInfo>,
+    #[serde(default)]
+    kept: bool,
 }
 
 impl<'de> Deserialize<'de> for HostFrame {
@@ -362,6 +371,7 @@ impl<'de> Deserialize<'de> for HostFrame {
                     .outcome
                     .ok_or_else(|| D::Error::missing_field("outcome"))?
                     .into_outcome()?,
+                kept: w.kept,
             }),
             "run" => Ok(HostFrame::Run(RunRequest {
                 code: w.code.ok_or_else(|| D::Error::missing_field("code"))?,
@@ -449,6 +459,11 @@ pub enum RunOutcome {
     },
     Err {
         error: ErrorInfo,
+    },
+    /// The result is the string value of reply `id`, which the host kept
+    /// ([`HostFrame::Reply`]'s `kept`): code returned what a tool gave it, unchanged.
+    Reply {
+        id: u64,
     },
 }
 
@@ -572,6 +587,41 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_reply_and_a_result_that_refers_to_it() {
+        let frame = HostFrame::Reply {
+            id: 5,
+            outcome: CallOutcome::Ok {
+                value: RawValue::from_string(r#""big""#.into()).unwrap(),
+            },
+            kept: true,
+        };
+        let bytes = encode(&frame).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&bytes[4..]).unwrap(),
+            r#"{"type":"reply","id":5,"outcome":{"status":"ok","value":"big"},"kept":true}"#
+        );
+        let back: HostFrame = read_frame(&mut &bytes[..], MAX_HOST_FRAME_BYTES).unwrap();
+        assert!(matches!(
+            back,
+            HostFrame::Reply {
+                id: 5,
+                kept: true,
+                ..
+            }
+        ));
+        let done = WorkerFrame::Done {
+            outcome: RunOutcome::Reply { id: 5 },
+        };
+        let bytes = encode(&done).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&bytes[4..]).unwrap(),
+            json!({"type": "done", "outcome": {"status": "reply", "id": 5}})
+        );
+        let back: WorkerFrame = read_frame(&mut &bytes[..], MAX_WORKER_FRAME_BYTES).unwrap();
+        assert_eq!(back, done);
+    }
+
+    #[test]
     fn replies_carry_raw_json_both_ways() {
         let text = r#"{"b": [1, 2.50, "é\u00e9"], "a": {"deep": [[[null]]]}}"#;
         let frame = HostFrame::Reply {
@@ -579,6 +629,7 @@ mod tests {
             outcome: CallOutcome::Ok {
                 value: RawValue::from_string(text.into()).unwrap(),
             },
+            kept: false,
         };
         let bytes = encode(&frame).unwrap();
         // Written as it came: spacing, number forms and escapes untouched.
@@ -592,11 +643,13 @@ mod tests {
             HostFrame::Reply {
                 id: 3,
                 outcome: CallOutcome::Ok { value },
+                kept: false,
             } => assert_eq!(value.get(), text),
             other => panic!("{other:?}"),
         }
         let err = HostFrame::Reply {
             id: 4,
+            kept: false,
             outcome: CallOutcome::Err {
                 error: ErrorInfo {
                     name: "ToolError".into(),

@@ -34,7 +34,8 @@ pub(crate) trait Host: Send + Sync {
 pub(super) struct Finished {
     pub outcome: RunOutcome,
     /// Bytes of the worker's done frame: the result's size as the worker sent it, measured
-    /// without encoding the result again.
+    /// without encoding the result again (for a result that is a kept reply's string, that
+    /// reply's value).
     pub bytes: usize,
     /// No reply was left half-written or unsent: the worker can take another run (sessions).
     pub clean: bool,
@@ -47,6 +48,20 @@ pub(super) enum Failure {
     Exited,
     /// The session's workspace grew past a limit (the reason); the worker is killed.
     Quota(String),
+}
+
+/// A reply whose value is a string of this many bytes of JSON or more is kept until the run
+/// ends (the latest one), so that a run returning that very string need not send it back
+/// ([`RunOutcome::Reply`]): code that returns what a tool gave it saves the way back through
+/// the worker. At most what a done frame could carry, so results too large for one are
+/// refused by the worker as before.
+const KEPT_REPLY_BYTES: std::ops::RangeInclusive<usize> =
+    (1 << 20)..=(worker_protocol::MAX_WORKER_FRAME_BYTES - 64);
+
+/// The latest kept reply: its id and its value as the host sent it.
+struct Kept {
+    id: u64,
+    value: Box<worker_protocol::RawValue>,
 }
 
 /// Bytes of replies the worker has not read yet past which the host stops reading its
@@ -80,6 +95,7 @@ pub(super) async fn drive(
     let mut outbox: Vec<u8> = Vec::new();
     let mut sent = 0usize;
     let mut held_bytes = 0usize;
+    let mut kept: Option<Kept> = None;
     let (frames, stdin) = worker.io();
     loop {
         let answering = outbox.len() - sent < MAX_UNREAD_REPLY_BYTES;
@@ -106,7 +122,13 @@ pub(super) async fn drive(
             },
             Some((id, outcome, len)) = calls.next(), if answering && !calls.is_empty() => {
                 held_bytes -= len;
-                let reply = encode(&HostFrame::Reply { id, outcome });
+                let keep = matches!(&outcome, CallOutcome::Ok { value }
+                    if value.get().starts_with('"') && KEPT_REPLY_BYTES.contains(&value.get().len()));
+                let frame = HostFrame::Reply { id, outcome, kept: keep };
+                let reply = encode(&frame);
+                if let HostFrame::Reply { outcome: CallOutcome::Ok { value }, kept: true, .. } = frame {
+                    kept = Some(Kept { id, value });
+                }
                 if let Ok(bytes) = &reply {
                     memory::SERVER.moved(bytes.len());
                     if bytes.len() >= crate::pipes::LARGE_MESSAGE_BYTES {
@@ -132,6 +154,24 @@ pub(super) async fn drive(
                 Some(Err(e)) => return Err(Failure::Protocol(e)),
                 Some(Ok(WorkerFrame::Log { level, text })) => logs.push(level, text),
                 Some(Ok(WorkerFrame::LogsTruncated)) => logs.truncated_by_worker(),
+                Some(Ok(WorkerFrame::Done { outcome: RunOutcome::Reply { id } })) => {
+                    // The result is the kept reply's string: decoded once, here.
+                    let Some(Kept { value, .. }) = kept.take().filter(|k| k.id == id) else {
+                        return Err(Failure::Protocol(format!(
+                            "the result refers to reply {id}, which the host did not keep"
+                        )));
+                    };
+                    let text = serde_json::from_str::<String>(value.get()).map_err(|e| {
+                        Failure::Protocol(format!("the kept reply {id} is not a string: {e}"))
+                    })?;
+                    return Ok(Finished {
+                        outcome: RunOutcome::Ok {
+                            result: serde_json::Value::String(text),
+                        },
+                        bytes: value.get().len(),
+                        clean: sent == outbox.len() && calls.is_empty(),
+                    });
+                }
                 Some(Ok(WorkerFrame::Done { outcome })) => {
                     memory::SERVER.moved(frames.last_len());
                     return Ok(Finished {

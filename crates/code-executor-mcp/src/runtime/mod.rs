@@ -463,6 +463,13 @@ impl Runtime {
                         out.result = result;
                         out.result_bytes = bytes;
                     }
+                    // The drive loop turns a reference to a kept reply into its string.
+                    RunOutcome::Reply { id } => {
+                        out.error = Some(error(
+                            "WorkerError",
+                            format!("the result refers to reply {id}, which was not resolved"),
+                        ));
+                    }
                     RunOutcome::Err { mut error } => {
                         if let Some(stripped) = &prepared.stripped {
                             error.stack = error.stack.map(|s| map_stack(&s, stripped));

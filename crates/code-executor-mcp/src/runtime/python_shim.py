@@ -203,9 +203,12 @@ def _dispatch(frame):
         _runs.append(frame)
         _run_waiter.wake()
     elif kind == "reply":
+        outcome = frame.get("outcome") or {}
+        if frame.get("kept"):
+            _State.kept = (frame.get("id"), outcome.get("value"))
         waiter = _pending.pop(frame.get("id"), None)
         if waiter is not None:
-            waiter.deliver(frame.get("outcome") or {})
+            waiter.deliver(outcome)
 
 
 def _nudge():
@@ -295,6 +298,9 @@ class _State:
     source = None
     # Runs served so far.
     runs = 0
+    # The latest reply the host kept (its id and string): a run whose result is that very
+    # string sends a reference to it instead of the text (`RunOutcome::Reply`).
+    kept = None
 
 
 def _clean(text):
@@ -1577,6 +1583,7 @@ def _run(frame):
         _fill_linecache(linecache)
     persist = bool(frame.get("persist"))
     _State.access = frame.get("access") or {}
+    _State.kept = None
     ns = _namespace(frame.get("tools") or [], persist)
     first = not _State.runs
     _State.runs += 1
@@ -1614,6 +1621,15 @@ def _run(frame):
         _restore_memory(saved)
     _stdout.finish()
     _stderr.finish()
+    # The very string of the reply the host kept goes back as a reference to it.
+    kept, _State.kept = _State.kept, None
+    if (
+        kept is not None
+        and outcome["status"] == "ok"
+        and type(kept[1]) is str
+        and outcome["result"] is kept[1]
+    ):
+        outcome = {"status": "reply", "id": kept[0]}
     # A string result needs no conversion: `_encode` replaces a lone surrogate exactly as
     # `_clean` would, without a second pass over a large text.
     if outcome["status"] == "ok" and type(outcome["result"]) is not str:
