@@ -894,25 +894,7 @@ async fn large_values_take_their_fast_paths_exactly_in_both_languages() {
             json!("x".repeat(BYTES)),
         ),
     ];
-    for (what, ts, py, want) in &cases {
-        for (tool, code) in [
-            ("execute_typescript", format!("{ts_head}{ts}")),
-            ("execute_python", format!("{py_head}{py}")),
-        ] {
-            let r = h.call(tool, json!({ "code": code })).await;
-            let v = r.structured_content.clone().unwrap_or_default();
-            assert_ne!(r.is_error, Some(true), "{tool}, {what}: {}", v["error"]);
-            if let Some(at) = first_difference(&v["result"], want, "result".into()) {
-                panic!("{tool}, {what}: the result differs at {at}");
-            }
-            let rendered = r.content[0].as_text().unwrap().text.as_str();
-            let json_text = serde_json::to_string(want).unwrap();
-            assert!(
-                rendered.starts_with(&format!("{json_text}\n")),
-                "{tool}, {what}: the text block does not carry the result's JSON"
-            );
-        }
-    }
+    expect_results(&h, &ts_head, &py_head, &cases).await;
     // A lone surrogate has no UTF-8 form. JavaScript: a result with one is an error, as it
     // always was, however large; Python replaces it (its `_clean`).
     let (v, is_error) = h
@@ -1045,25 +1027,7 @@ async fn a_result_that_is_a_tools_own_string_comes_back_exactly() {
             json!(echoed),
         ),
     ];
-    for (what, ts, py, want) in &cases {
-        for (tool, code) in [
-            ("execute_typescript", format!("{ts_head}{ts}")),
-            ("execute_python", format!("{py_head}{py}")),
-        ] {
-            let r = h.call(tool, json!({ "code": code })).await;
-            let v = r.structured_content.clone().unwrap_or_default();
-            assert_ne!(r.is_error, Some(true), "{tool}, {what}: {}", v["error"]);
-            if let Some(at) = first_difference(&v["result"], want, "result".into()) {
-                panic!("{tool}, {what}: the result differs at {at}");
-            }
-            let rendered = r.content[0].as_text().unwrap().text.as_str();
-            let json_text = serde_json::to_string(want).unwrap();
-            assert!(
-                rendered.starts_with(&format!("{json_text}\n")),
-                "{tool}, {what}: the text block does not carry the result's JSON"
-            );
-        }
-    }
+    expect_results(&h, &ts_head, &py_head, &cases).await;
     // A session: the first run returns the kept string, the next one returns it again from
     // the session's variables, after a call of its own.
     for (tool, first, second) in [
@@ -1102,6 +1066,36 @@ async fn a_result_that_is_a_tools_own_string_comes_back_exactly() {
             "{tool}, session run 2: {}",
             v["error"]
         );
+    }
+}
+
+/// Runs each case (what it is, TypeScript, Python, the result wanted) in both languages after
+/// its language's `head`, and checks the result exactly and that the text block carries its
+/// JSON.
+async fn expect_results(
+    h: &Harness,
+    ts_head: &str,
+    py_head: &str,
+    cases: &[(&str, String, String, Value)],
+) {
+    for (what, ts, py, want) in cases {
+        for (tool, code) in [
+            ("execute_typescript", format!("{ts_head}{ts}")),
+            ("execute_python", format!("{py_head}{py}")),
+        ] {
+            let r = h.call(tool, json!({ "code": code })).await;
+            let v = r.structured_content.clone().unwrap_or_default();
+            assert_ne!(r.is_error, Some(true), "{tool}, {what}: {}", v["error"]);
+            if let Some(at) = first_difference(&v["result"], want, "result".into()) {
+                panic!("{tool}, {what}: the result differs at {at}");
+            }
+            let rendered = r.content[0].as_text().unwrap().text.as_str();
+            let json_text = serde_json::to_string(want).unwrap();
+            assert!(
+                rendered.starts_with(&format!("{json_text}\n")),
+                "{tool}, {what}: the text block does not carry the result's JSON"
+            );
+        }
     }
 }
 

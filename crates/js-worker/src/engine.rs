@@ -579,9 +579,7 @@ impl Engine {
             }
         }
     }
-}
 
-impl Engine {
     /// Hands code a kept reply's string, remembering the JavaScript string made for it.
     fn deliver_kept<'js>(
         &self,

@@ -20,10 +20,23 @@ pub(crate) fn workspace_root() -> PathBuf {
     std::env::temp_dir().join(format!("{ROOT_PREFIX}{}-{tag}", std::process::id()))
 }
 
-/// Takes the lock of `root` (made now if need be), held while the returned file is open.
+/// Takes the lock of `root`, held while the returned file is open. The lock file is made
+/// under a name of its own, locked, then moved into place: a server sweeping stale roots at
+/// the same moment ([`remove_stale_roots`]) must never find it unlocked, or it would take the
+/// lock itself and delete a live root (two servers starting together did).
 pub(super) fn hold_lock(root: &Path) -> std::io::Result<std::fs::File> {
-    let file = open_lock(root, true)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let making = root.join(format!("{ROOT_LOCK}-{}", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&making)?;
     file.try_lock().map_err(std::io::Error::from)?;
+    std::fs::rename(&making, root.join(ROOT_LOCK))?;
     Ok(file)
 }
 
@@ -108,6 +121,25 @@ mod tests {
     use super::*;
     use crate::policy::session_limits::SessionLimits;
     use crate::runtime::session::Sessions;
+
+    #[test]
+    fn a_root_is_never_seen_with_its_lock_file_unlocked() {
+        let tmp = test_support::TempDir::new("held-root");
+        let root = tmp
+            .0
+            .join(format!("{ROOT_PREFIX}{}-held", std::process::id()));
+        std::fs::create_dir(&root).unwrap();
+        let held = hold_lock(&root).unwrap();
+        // What a sweeping server finds: the lock file, taken.
+        assert!(!owner_gone(&root, "1-held"));
+        let names: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, [ROOT_LOCK], "only the lock file, under its own name");
+        drop(held);
+        assert!(owner_gone(&root, "1-held"), "let go when its holder goes");
+    }
 
     #[test]
     fn only_the_roots_of_servers_that_are_gone_are_deleted() {
