@@ -25,7 +25,7 @@ use crate::principal::Principal;
 use crate::runtime::execution::ExecRequest;
 use crate::runtime::python::{PYTHON_ENV, PythonOptions, SITE_PACKAGES_ENV};
 use crate::runtime::worker::Language;
-use crate::server::{CodeExecutorServer, render_text};
+use crate::server::{CodeExecutorServer, render_text_within};
 use crate::{Core, CoreOptions, DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
 
 #[derive(Debug, Parser)]
@@ -577,7 +577,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let text = if *json {
                 serde_json::to_string_pretty(&outcome)?
             } else {
-                render_text(&outcome)
+                render_text_within(&outcome, usize::MAX)
             };
             say(&text);
             Ok(if outcome.error.is_some() {

@@ -1091,10 +1091,39 @@ async fn expect_results(
             }
             let rendered = r.content[0].as_text().unwrap().text.as_str();
             let json_text = serde_json::to_string(want).unwrap();
-            assert!(
-                rendered.starts_with(&format!("{json_text}\n")),
-                "{tool}, {what}: the text block does not carry the result's JSON"
-            );
+            // Past 1 MiB of JSON the text carries its head and says so (`structuredContent`
+            // has all of it).
+            const TEXT_RESULT_BYTES: usize = 1 << 20;
+            if json_text.len() <= TEXT_RESULT_BYTES {
+                assert!(
+                    rendered.starts_with(&format!("{json_text}\n")),
+                    "{tool}, {what}: the text block does not carry the result's JSON"
+                );
+            } else {
+                let (head, rest) = rendered.split_once('\n').unwrap();
+                assert!(
+                    head.len() > TEXT_RESULT_BYTES - 4 && json_text.starts_with(head),
+                    "{tool}, {what}: the text block does not start with the result's JSON"
+                );
+                // The size is the worker's (its done frame's), within an envelope of ours.
+                let note = rest.lines().next().unwrap_or_default();
+                let about: usize = note
+                    .strip_prefix("[host] the result's JSON (about ")
+                    .and_then(|t| t.split_once(' '))
+                    .and_then(|(n, _)| n.parse().ok())
+                    .unwrap_or_else(|| panic!("{tool}, {what}: {note}"));
+                assert!(
+                    about.abs_diff(json_text.len()) < 64
+                        && note.ends_with(&format!(
+                            "bytes) is cut here at {} bytes; structuredContent.result holds \
+                             all of it. Return less (filter or slice it in code) to read it in \
+                             this text.",
+                            head.len()
+                        )),
+                    "{tool}, {what}: {note} (its JSON is {} bytes)",
+                    json_text.len()
+                );
+            }
         }
     }
 }

@@ -243,6 +243,74 @@ pub fn json_sha256_hex(value: &serde_json::Value) -> (String, usize) {
     (hex(&h.0.finalize()), h.1)
 }
 
+/// The audit digest of a tool call's arguments ([`json_sha256_hex`]), made while the call
+/// goes out when the arguments are large: hashing 6 MB of escape-heavy text takes several
+/// milliseconds, which the call no longer waits for. Such arguments are copied (the call
+/// takes the original) and hashed on a blocking thread; small ones are hashed at once.
+pub(crate) enum ArgsDigest {
+    Done(String, usize),
+    Pending(std::sync::mpsc::Receiver<(String, usize)>),
+}
+
+/// Arguments whose JSON is at least this long (estimated) are hashed beside the call.
+const HASH_BESIDE_BYTES: usize = 256 << 10;
+
+impl ArgsDigest {
+    pub(crate) fn start(args: &serde_json::Value) -> Self {
+        let beside = tokio::runtime::Handle::try_current()
+            .ok()
+            .filter(|_| at_least(args, HASH_BESIDE_BYTES));
+        let Some(runtime) = beside else {
+            let (hash, len) = json_sha256_hex(args);
+            return Self::Done(hash, len);
+        };
+        let copy = args.clone();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        runtime.spawn_blocking(move || {
+            let _ = tx.send(json_sha256_hex(&copy));
+        });
+        Self::Pending(rx)
+    }
+
+    /// The digest and length; waits for the hash when it is still being made (only a call
+    /// refused before it went out can ask that early).
+    pub(crate) fn take(&mut self) -> (String, usize) {
+        match std::mem::replace(self, Self::Done(String::new(), 0)) {
+            Self::Done(hash, len) => (hash, len),
+            Self::Pending(rx) => rx.recv().unwrap_or_default(),
+        }
+    }
+}
+
+/// Whether `value`'s JSON is at least `n` bytes long, by the lengths of its strings and a
+/// few bytes for everything else; stops counting once it knows.
+fn at_least(value: &serde_json::Value, n: usize) -> bool {
+    use serde_json::Value;
+    fn count(v: &Value, left: &mut usize) -> bool {
+        let own = match v {
+            Value::String(s) => s.len() + 2,
+            Value::Array(a) => {
+                *left = left.saturating_sub(a.len() + 1);
+                return a.iter().any(|v| count(v, left));
+            }
+            Value::Object(m) => {
+                for (k, v) in m {
+                    *left = left.saturating_sub(k.len() + 4);
+                    if count(v, left) {
+                        return true;
+                    }
+                }
+                return *left == 0;
+            }
+            _ => 4,
+        };
+        *left = left.saturating_sub(own);
+        *left == 0
+    }
+    let mut left = n;
+    count(value, &mut left) || left == 0
+}
+
 struct Sink {
     path: PathBuf,
     file: File,
@@ -543,6 +611,33 @@ mod tests {
             let bytes = serde_json::to_vec(&v).unwrap();
             assert_eq!(json_sha256_hex(&v), (sha256_hex(&bytes), bytes.len()));
         }
+    }
+
+    /// Large arguments are hashed beside the call, to the same digest; small ones at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn large_arguments_hash_beside_the_call_to_the_same_digest() {
+        let big = "\"é\\".repeat(HASH_BESIDE_BYTES / 4);
+        let cases = [
+            (serde_json::json!({"a": "b"}), false),
+            (serde_json::json!({"message": big}), true),
+            (serde_json::json!({"m": [[{"k": big.clone()}], 1]}), true),
+            (
+                serde_json::json!({"n": vec![1_000_000; HASH_BESIDE_BYTES / 4]}),
+                true,
+            ),
+        ];
+        for (v, beside) in cases {
+            let bytes = serde_json::to_vec(&v).unwrap();
+            assert_eq!(at_least(&v, HASH_BESIDE_BYTES), beside);
+            assert_eq!(bytes.len() >= HASH_BESIDE_BYTES, beside);
+            let mut d = ArgsDigest::start(&v);
+            assert_eq!(matches!(d, ArgsDigest::Pending(_)), beside);
+            assert_eq!(d.take(), (sha256_hex(&bytes), bytes.len()));
+        }
+        // Outside a runtime there is no thread to hash on: at once.
+        let v = serde_json::json!({"message": big});
+        let d = std::thread::spawn(move || matches!(ArgsDigest::start(&v), ArgsDigest::Done(..)));
+        assert!(d.join().unwrap());
     }
 
     #[test]

@@ -357,8 +357,8 @@ async fn call_tool(
     args: Value,
 ) -> CallOutcome {
     let started = Instant::now();
-    // Hashed as it is encoded: no copy of large arguments is held for the audit line.
-    let (args_sha256, args_bytes) = crate::policy::audit::json_sha256_hex(&args);
+    // Hashed as it is encoded, beside the call when large (`ArgsDigest`).
+    let digest = crate::policy::audit::ArgsDigest::start(&args);
     // Until the call is resolved, its audit line names what the code asked for.
     let (asked_server, asked_tool) = match server {
         Some(s) => (s.to_string(), name.to_string()),
@@ -370,8 +370,7 @@ async fn call_tool(
         server: asked_server,
         tool: asked_tool,
         started,
-        args_sha256,
-        args_bytes,
+        digest,
         args: scope.policy.audit.log_arguments().then(|| args.clone()),
         allowed: false,
     };
@@ -581,8 +580,7 @@ struct CallRecord<'a> {
     server: String,
     tool: String,
     started: Instant,
-    args_sha256: String,
-    args_bytes: usize,
+    digest: crate::policy::audit::ArgsDigest,
     args: Option<Value>,
     /// Allowed and not yet recorded.
     allowed: bool,
@@ -597,6 +595,7 @@ impl CallRecord<'_> {
         result_bytes: usize,
     ) {
         self.allowed = false;
+        let (args_sha256, args_bytes) = self.digest.take();
         self.scope.policy.audit.record(AuditEvent::ToolCall {
             execution: self.scope.execution.clone(),
             server: self.server.clone(),
@@ -605,8 +604,8 @@ impl CallRecord<'_> {
             reason,
             outcome,
             duration_ms: (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
-            args_sha256: std::mem::take(&mut self.args_sha256),
-            args_bytes: self.args_bytes,
+            args_sha256,
+            args_bytes,
             args: self.args.take(),
             result_bytes,
         });
