@@ -92,7 +92,7 @@ enum Read {
 
 impl<Role, R, W, F> LineTransport<Role, R, W, F>
 where
-    Role: ServiceRole,
+    Role: Decode,
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
     F: LineFilter,
@@ -187,7 +187,7 @@ where
 
 impl<Role, R, W, F> Transport<Role> for LineTransport<Role, R, W, F>
 where
-    Role: ServiceRole,
+    Role: Decode,
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
     F: LineFilter,
@@ -238,7 +238,13 @@ where
                 let changed = self.filter.inbound(text);
                 let text = changed.as_deref().unwrap_or(text);
                 let text = text.strip_prefix(BOM).unwrap_or(text);
-                (!text.is_empty()).then(|| parse::<RxJsonRpcMessage<Role>>(text))
+                let direct = (text.len() >= DIRECT_DECODE_BYTES)
+                    .then(|| Role::decode_directly(text))
+                    .flatten();
+                match direct {
+                    Some(msg) => Some(Parsed::Message(msg)),
+                    None => (!text.is_empty()).then(|| parse::<RxJsonRpcMessage<Role>>(text)),
+                }
             };
             // The buffer is kept for the next line unless a large message grew it.
             if line.capacity() <= KEPT_BYTES {
@@ -256,6 +262,79 @@ where
     async fn close(&mut self) -> Result<(), Self::Error> {
         drop(self.write.lock().await.take());
         Ok(())
+    }
+}
+
+/// Lines at least this long are first decoded by [`Decode::decode_directly`].
+const DIRECT_DECODE_BYTES: usize = 64 << 10;
+
+/// How a side decodes a large line of its peer's when the line has the one shape that makes
+/// lines large: an upstream's tool result. rmcp decodes a message through two untagged enums
+/// (its JSON-RPC message, then the union of every result), buffering it and copying its
+/// strings at each: for a 6 MB result three times the work of decoding the result's own type
+/// (about 15 ms against 5). `None`: the line is decoded as usual, as are all lines of a
+/// server's client.
+pub(crate) trait Decode: ServiceRole {
+    fn decode_directly(_line: &[u8]) -> Option<RxJsonRpcMessage<Self>> {
+        None
+    }
+}
+
+impl Decode for rmcp::RoleServer {}
+
+impl Decode for rmcp::RoleClient {
+    /// A response whose keys are `jsonrpc`, `id` and `result` only, and whose result's keys
+    /// are those of a completed `CallToolResult` only: rmcp would decode it to the same
+    /// message (no result type before `CallToolResult` in its union takes such an object,
+    /// or every tool result would be taken for it), so the two decodings cannot disagree.
+    fn decode_directly(line: &[u8]) -> Option<RxJsonRpcMessage<Self>> {
+        use rmcp::model::{
+            CallToolResult, ContentBlock, JsonRpcMessage, JsonRpcResponse, JsonRpcVersion2_0,
+            MetaObject, RequestId, ResultType, ServerResult,
+        };
+        use serde::Deserialize;
+        /// A present `null` is `Some(Null)`, as rmcp keeps it.
+        fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+            Value::deserialize(d).map(Some)
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        struct ToolResult {
+            #[serde(default)]
+            result_type: Option<ResultType>,
+            content: Vec<ContentBlock>,
+            #[serde(default, deserialize_with = "present")]
+            structured_content: Option<Value>,
+            #[serde(default)]
+            is_error: Option<bool>,
+            #[serde(default, rename = "_meta")]
+            meta: Option<MetaObject>,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Response {
+            jsonrpc: JsonRpcVersion2_0,
+            id: RequestId,
+            result: ToolResult,
+        }
+        let r: Response = serde_json::from_slice(line).ok()?;
+        if r.result
+            .result_type
+            .as_ref()
+            .is_some_and(|t| !t.is_complete())
+        {
+            return None;
+        }
+        let mut result = CallToolResult::success(r.result.content);
+        result.result_type = r.result.result_type;
+        result.structured_content = r.result.structured_content;
+        result.is_error = r.result.is_error;
+        result.meta = r.result.meta;
+        Some(JsonRpcMessage::Response(JsonRpcResponse {
+            jsonrpc: r.jsonrpc,
+            id: r.id,
+            result: ServerResult::CallToolResult(result),
+        }))
     }
 }
 
@@ -371,6 +450,7 @@ mod tests {
     use super::*;
     use rmcp::RoleServer;
     use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
+    use serde_json::json;
     use tokio::io::{AsyncBufReadExt, BufReader, DuplexStream};
 
     type Server = LineTransport<RoleServer, DuplexStream, DuplexStream>;
@@ -391,6 +471,64 @@ mod tests {
 
     fn ping(id: u64) -> String {
         format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#)
+    }
+
+    /// An upstream's large tool result decodes directly to what rmcp makes of it; every other
+    /// shape (another result, a result type that is not complete, a stray key, a request, an
+    /// error) is left to rmcp.
+    #[test]
+    fn a_large_tool_result_decodes_directly_to_what_rmcp_makes_of_it() {
+        use rmcp::RoleClient;
+        use rmcp::model::ServerResult;
+        let big = "she said \"hi\"\n\t é 🚀 \u{1}".repeat(4000);
+        let text = json!({"type": "text", "text": big});
+        let direct = [
+            json!({"content": [text]}),
+            json!({"content": [text, {"type": "image", "data": "AAAA", "mimeType": "image/png"}],
+                   "isError": true, "_meta": {"k": 1}}),
+            json!({"resultType": "complete", "content": [], "structuredContent": {"t": big}}),
+            json!({"content": [text], "structuredContent": null}),
+            json!({"content": [text], "structuredContent": big}),
+        ];
+        let left_to_rmcp = [
+            json!({"resultType": "input_required", "content": [text]}),
+            json!({"content": [text], "extra": 1}),
+            json!({"contents": [{"uri": "a:b", "text": big}]}),
+            json!({"structuredContent": big}),
+        ];
+        let line = |result: &Value| {
+            serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": "r-1", "result": result})).unwrap()
+        };
+        for result in &direct {
+            let line = line(result);
+            let ours = RoleClient::decode_directly(&line).expect("decoded directly");
+            let theirs: RxJsonRpcMessage<RoleClient> = serde_json::from_slice(&line).unwrap();
+            assert_eq!(
+                serde_json::to_value(&ours).unwrap(),
+                serde_json::to_value(&theirs).unwrap()
+            );
+            for m in [ours, theirs] {
+                let JsonRpcMessage::Response(r) = m else {
+                    panic!("not a response")
+                };
+                assert!(matches!(r.result, ServerResult::CallToolResult(_)));
+            }
+        }
+        for result in &left_to_rmcp {
+            assert!(
+                RoleClient::decode_directly(&line(result)).is_none(),
+                "{result}"
+            );
+        }
+        let others = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": {"x": big}}),
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -1, "message": big}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [text]}, "error": null}),
+        ];
+        for m in others {
+            assert!(RoleClient::decode_directly(&serde_json::to_vec(&m).unwrap()).is_none());
+        }
+        assert!(RoleServer::decode_directly(&line(&direct[0])).is_none());
     }
 
     fn is_ping(msg: &ClientJsonRpcMessage, want: u64) -> bool {
