@@ -792,10 +792,11 @@ async fn a_multi_megabyte_result_round_trips_exactly_in_both_languages() {
             got_text.starts_with(&format!("[{text},")),
             "{tool}: not byte-equal"
         );
-        // The text rendering carries the same JSON.
+        // The text rendering carries the same JSON, its first MiB (it is longer).
         let rendered = r.content[0].as_text().unwrap().text.as_str();
+        let head = rendered.lines().next().unwrap_or_default();
         assert!(
-            rendered.starts_with(&got_text),
+            head.len() > (1 << 20) - 4 && got_text.starts_with(head),
             "{tool}: text rendering differs"
         );
     }

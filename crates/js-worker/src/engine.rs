@@ -554,9 +554,16 @@ impl Engine {
                     if kept {
                         self.kept.borrow_mut().take();
                     }
-                    // A string is decoded here and handed over as one; any other value is
-                    // handed to JSON.parse as the host wrote it. Either way: parsed once.
-                    let delivered = match &outcome {
+                    // A tool's text comes as it is; a string is decoded here and handed over
+                    // as one; any other value is handed to JSON.parse as the host wrote it.
+                    // Either way: parsed once, or not at all.
+                    let delivered = match outcome {
+                        CallOutcome::Text { text } if kept => {
+                            self.deliver_kept(ctx, &deliver_value, id, text)
+                        }
+                        CallOutcome::Text { text } => {
+                            deliver_value.call::<_, ()>((id as f64, text.as_str()))
+                        }
                         CallOutcome::Ok { value } => match json_string(value.get()) {
                             Some(text) if kept => self.deliver_kept(ctx, &deliver_value, id, text),
                             Some(text) => deliver_value.call::<_, ()>((id as f64, text.as_str())),
@@ -564,7 +571,7 @@ impl Engine {
                         },
                         CallOutcome::Err { error } => {
                             let payload =
-                                serde_json::to_string(error).map_err(|e| e.to_string())?;
+                                serde_json::to_string(&error).map_err(|e| e.to_string())?;
                             deliver.call::<_, ()>((id as f64, false, payload))
                         }
                     };
@@ -902,7 +909,7 @@ fn host_object<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::R
                 language: Dialect::Typescript,
             };
             match s.borrow_mut().request_now(request) {
-                Ok(outcome @ CallOutcome::Ok { .. }) => {
+                Ok(outcome @ (CallOutcome::Ok { .. } | CallOutcome::Text { .. })) => {
                     outcome.value().and_then(|v| v.as_str().map(str::to_string))
                 }
                 Ok(CallOutcome::Err { .. }) | Err(_) => None,

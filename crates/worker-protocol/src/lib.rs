@@ -23,7 +23,7 @@ use serde_json::Value;
 pub use serde_json::value::RawValue;
 
 /// Protocol version, sent in [`WorkerFrame::Ready`]; the host refuses a worker that speaks another.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Largest frame a worker may send. A single log line, tool call or result above this is
 /// a protocol violation: 16 MiB leaves room for large tool arguments and results while
@@ -277,8 +277,20 @@ pub enum Dialect {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum CallOutcome {
-    Ok { value: Box<RawValue> },
-    Err { error: ErrorInfo },
+    Ok {
+        value: Box<RawValue>,
+    },
+    /// A success whose value is a string: a tool's text that is not JSON. In a reply frame
+    /// ([`HostFrame::encode`]) it follows the frame's JSON as its UTF-8 bytes, so neither side
+    /// writes or reads its escapes; written as JSON, it is `{"status":"ok","value":"…"}`.
+    #[serde(rename = "ok")]
+    Text {
+        #[serde(rename = "value")]
+        text: String,
+    },
+    Err {
+        error: ErrorInfo,
+    },
 }
 
 impl CallOutcome {
@@ -293,9 +305,26 @@ impl CallOutcome {
     pub fn value(&self) -> Option<Value> {
         match self {
             CallOutcome::Ok { value } => serde_json::from_str(value.get()).ok(),
+            CallOutcome::Text { text } => Some(Value::String(text.clone())),
             CallOutcome::Err { .. } => None,
         }
     }
+}
+
+/// The length of `text` written as a JSON string, quotes included, counted without writing
+/// it: quotes, backslashes and `\n \r \t \b \f` take one more byte, other control
+/// characters five. Counted in passes simple enough for the compiler to vectorise (a text of
+/// megabytes is counted on the way of every large result).
+pub fn json_string_len(text: &str) -> usize {
+    let b = text.as_bytes();
+    let count = |f: fn(u8) -> bool| b.iter().filter(|&&c| f(c)).count();
+    let control = count(|c| c < 0x20);
+    let short = if control == 0 {
+        0
+    } else {
+        count(|c| matches!(c, b'\n' | b'\r' | b'\t' | 0x08 | 0x0c))
+    };
+    2 + b.len() + count(|c| c == b'"' || c == b'\\') + short + 5 * (control - short)
 }
 
 fn null() -> Box<RawValue> {
@@ -306,7 +335,10 @@ fn null() -> Box<RawValue> {
 impl PartialEq for CallOutcome {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (CallOutcome::Ok { .. }, CallOutcome::Ok { .. }) => self.value() == other.value(),
+            (
+                CallOutcome::Ok { .. } | CallOutcome::Text { .. },
+                CallOutcome::Ok { .. } | CallOutcome::Text { .. },
+            ) => self.value() == other.value(),
             (CallOutcome::Err { error: a }, CallOutcome::Err { error: b }) => a == b,
             _ => false,
         }
@@ -322,11 +354,17 @@ struct OutcomeWire {
     value: Option<Box<RawValue>>,
     #[serde(default)]
     error: Option<ErrorInfo>,
+    /// The value is the frame's text after its JSON ([`HostFrame::encode`]).
+    #[serde(default)]
+    text: bool,
 }
 
 impl OutcomeWire {
     fn into_outcome<E: serde::de::Error>(self) -> Result<CallOutcome, E> {
         match (self.status.as_str(), self.value, self.error) {
+            ("ok", _, _) if self.text => Err(E::custom(
+                "an outcome whose text follows the frame's JSON, outside a frame",
+            )),
             ("ok", value, _) => Ok(CallOutcome::Ok {
                 value: value.unwrap_or_else(null),
             }),
@@ -381,6 +419,61 @@ impl<'de> Deserialize<'de> for HostFrame {
                 access: w.access,
             })),
             other => Err(D::Error::unknown_variant(other, &["run", "reply"])),
+        }
+    }
+}
+
+/// The JSON of a frame whose outcome's text follows it is at most this long; the host writes
+/// no raw newline in any frame's JSON, so a newline this early ends such a JSON.
+const TEXT_HEAD_BYTES: usize = 128;
+
+impl HostFrame {
+    /// Encodes the frame ([`encode`]); a reply whose outcome is a [`CallOutcome::Text`] as
+    /// its JSON (`"outcome":{"status":"ok","text":true}`), a newline, and the text's bytes.
+    pub fn encode(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let HostFrame::Reply {
+            id,
+            outcome: CallOutcome::Text { text },
+            kept,
+        } = self
+        else {
+            return encode(self);
+        };
+        let kept = if *kept { r#","kept":true"# } else { "" };
+        let head = format!(
+            r#"{{"type":"reply","id":{id},"outcome":{{"status":"ok","text":true}}{kept}}}"#
+        );
+        let len = head.len() + 1 + text.len();
+        let mut out = Vec::with_capacity(4 + len);
+        out.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
+        out.extend_from_slice(head.as_bytes());
+        out.push(b'\n');
+        out.extend_from_slice(text.as_bytes());
+        Ok(out)
+    }
+
+    /// Decodes a frame's body as [`HostFrame::encode`] wrote it.
+    pub fn decode(mut body: Vec<u8>) -> Result<HostFrame, serde_json::Error> {
+        let head = &body[..body.len().min(TEXT_HEAD_BYTES)];
+        let Some(newline) = head.iter().position(|&b| b == b'\n') else {
+            return serde_json::from_slice(&body);
+        };
+        let text = body.split_off(newline + 1);
+        let text = String::from_utf8(text).map_err(|e| {
+            <serde_json::Error as serde::de::Error>::custom(format!("a reply's text: {e}"))
+        })?;
+        let w: HostFrameWire = serde_json::from_slice(&body[..newline])?;
+        match (w.kind.as_str(), w.id, w.outcome) {
+            ("reply", Some(id), Some(outcome)) if outcome.text && outcome.status == "ok" => {
+                Ok(HostFrame::Reply {
+                    id,
+                    outcome: CallOutcome::Text { text },
+                    kept: w.kept,
+                })
+            }
+            _ => Err(<serde_json::Error as serde::de::Error>::custom(
+                "text after a frame's JSON that is not a reply with text",
+            )),
         }
     }
 }
@@ -545,11 +638,25 @@ pub fn check_len(header: [u8; 4], max: usize) -> Result<usize, FrameError> {
     Ok(len)
 }
 
+/// A frame's body decoded.
+pub trait FromBody: Sized {
+    fn from_body(body: Vec<u8>) -> Result<Self, serde_json::Error>;
+}
+
+impl FromBody for HostFrame {
+    fn from_body(body: Vec<u8>) -> Result<Self, serde_json::Error> {
+        HostFrame::decode(body)
+    }
+}
+
+impl FromBody for WorkerFrame {
+    fn from_body(body: Vec<u8>) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(&body)
+    }
+}
+
 /// Reads one frame (blocking), refusing bodies above `max` bytes before reading them.
-pub fn read_frame<R: Read, T: for<'de> Deserialize<'de>>(
-    r: &mut R,
-    max: usize,
-) -> Result<T, FrameError> {
+pub fn read_frame<R: Read, T: FromBody>(r: &mut R, max: usize) -> Result<T, FrameError> {
     let mut header = [0u8; 4];
     match r.read_exact(&mut header) {
         Ok(()) => {}
@@ -559,7 +666,7 @@ pub fn read_frame<R: Read, T: for<'de> Deserialize<'de>>(
     let len = check_len(header, max)?;
     let mut body = vec![0u8; len];
     r.read_exact(&mut body).map_err(FrameError::Io)?;
-    serde_json::from_slice(&body).map_err(FrameError::Malformed)
+    T::from_body(body).map_err(FrameError::Malformed)
 }
 
 #[cfg(test)]
@@ -619,6 +726,89 @@ mod tests {
         );
         let back: WorkerFrame = read_frame(&mut &bytes[..], MAX_WORKER_FRAME_BYTES).unwrap();
         assert_eq!(back, done);
+    }
+
+    /// A tool's text follows the reply's JSON as it is, escapes and newlines included; written
+    /// as plain JSON it is the same value.
+    #[test]
+    fn a_text_reply_carries_its_text_after_the_json() {
+        let text = "line\none \"quoted\" \\ é 🚀 \u{1} {\"not\": json".repeat(3);
+        for kept in [false, true] {
+            let frame = HostFrame::Reply {
+                id: 9,
+                outcome: CallOutcome::Text { text: text.clone() },
+                kept,
+            };
+            let bytes = frame.encode().unwrap();
+            let body = &bytes[4..];
+            assert_eq!(
+                u32::from_be_bytes(bytes[..4].try_into().unwrap()) as usize,
+                body.len()
+            );
+            let head = if kept {
+                r#"{"type":"reply","id":9,"outcome":{"status":"ok","text":true},"kept":true}"#
+            } else {
+                r#"{"type":"reply","id":9,"outcome":{"status":"ok","text":true}}"#
+            };
+            assert_eq!(body, [head.as_bytes(), b"\n", text.as_bytes()].concat());
+            let back: HostFrame = read_frame(&mut &bytes[..], MAX_HOST_FRAME_BYTES).unwrap();
+            match back {
+                HostFrame::Reply {
+                    id: 9,
+                    outcome: CallOutcome::Text { text: got },
+                    kept: k,
+                } => assert!(got == text && k == kept),
+                other => panic!("{other:?}"),
+            }
+            // As plain JSON: an ordinary success with the text as its value.
+            let json = encode(&frame).unwrap();
+            let back: HostFrame = read_frame(&mut &json[..], MAX_HOST_FRAME_BYTES).unwrap();
+            assert_eq!(back, frame);
+            let HostFrame::Reply { outcome, .. } = back else {
+                panic!()
+            };
+            assert!(matches!(outcome, CallOutcome::Ok { .. }));
+            assert_eq!(outcome.value(), Some(Value::String(text.clone())));
+        }
+        // A text that is empty; a text outside a frame; text after a frame that is not a text
+        // reply; a text that is not UTF-8.
+        let empty = HostFrame::Reply {
+            id: 1,
+            outcome: CallOutcome::Text {
+                text: String::new(),
+            },
+            kept: false,
+        };
+        let bytes = empty.encode().unwrap();
+        assert_eq!(
+            read_frame::<_, HostFrame>(&mut &bytes[..], 1 << 20).unwrap(),
+            empty
+        );
+        assert!(
+            serde_json::from_str::<HostFrame>(
+                r#"{"type":"reply","id":1,"outcome":{"status":"ok","text":true}}"#
+            )
+            .is_err()
+        );
+        for body in [
+            &b"{\"type\":\"reply\",\"id\":1,\"outcome\":{\"status\":\"ok\",\"value\":1}}\nx"[..],
+            &b"{\"type\":\"reply\",\"id\":1,\"outcome\":{\"status\":\"err\",\"text\":true}}\nx"[..],
+            &b"{\"type\":\"reply\",\"id\":1,\"outcome\":{\"status\":\"ok\",\"text\":true}}\n\xff"[..],
+        ] {
+            assert!(HostFrame::decode(body.to_vec()).is_err(), "{body:?}");
+        }
+    }
+
+    #[test]
+    fn a_json_strings_length_is_counted_without_writing_it() {
+        let nasty = "q\"b\\n\nr\rt\tb\u{8}f\u{c}z\u{0}\u{1f}\u{7f}é🚀".repeat(50);
+        for text in ["", "plain", "\u{1}", "\"", nasty.as_str()] {
+            assert_eq!(
+                json_string_len(text),
+                serde_json::to_string(text).unwrap().len(),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

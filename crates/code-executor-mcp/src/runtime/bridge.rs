@@ -528,7 +528,7 @@ async fn call_tool(
     match called {
         Ok((result, bytes)) => {
             let outcome = unwrap_result(result);
-            let label = if matches!(outcome, CallOutcome::Ok { .. }) {
+            let label = if matches!(outcome, CallOutcome::Ok { .. } | CallOutcome::Text { .. }) {
                 "ok"
             } else {
                 "tool_error"
@@ -631,8 +631,9 @@ impl Drop for CallRecord<'_> {
 /// result becomes a `ToolError` carrying the upstream's message.
 ///
 /// A text block that is JSON is passed on as its text (checked to be JSON, never decoded
-/// into a tree and encoded again): the worker parses it once, in the engine. Only a text that
-/// is not JSON is encoded here, as a JSON string.
+/// into a tree and encoded again): the worker parses it once, in the engine. One text that
+/// is not JSON goes as it is ([`CallOutcome::Text`]); among several blocks, it is encoded
+/// here as a JSON string.
 pub fn unwrap_result(result: CallToolResult) -> CallOutcome {
     if result.is_error == Some(true) {
         let text: Vec<String> = result
@@ -652,7 +653,15 @@ pub fn unwrap_result(result: CallToolResult) -> CallOutcome {
     if let Some(s) = result.structured_content {
         return ok(s);
     }
-    let mut values: Vec<Box<RawValue>> = result.content.into_iter().map(raw_block).collect();
+    let mut content = result.content;
+    if let [ContentBlock::Text(t)] = content.as_mut_slice()
+        && json_text(&t.text).is_none()
+    {
+        return CallOutcome::Text {
+            text: std::mem::take(&mut t.text),
+        };
+    }
+    let mut values: Vec<Box<RawValue>> = content.into_iter().map(raw_block).collect();
     let value = match values.len() {
         0 => RawValue::NULL.to_owned(),
         1 => values.pop().unwrap_or_else(|| RawValue::NULL.to_owned()),
@@ -678,19 +687,22 @@ pub fn unwrap_result(result: CallToolResult) -> CallOutcome {
 /// whitespace dropped), or the text as a JSON string; any other block as its MCP object.
 fn raw_block(c: ContentBlock) -> Box<RawValue> {
     let encoded = match c {
-        // One scan checks the text is JSON (and trims whitespace around it); then it is
-        // copied as it is.
-        ContentBlock::Text(t) => match serde_json::from_str::<&RawValue>(&t.text) {
-            // A lone surrogate escape has no UTF-8 form: such a text is not taken as JSON
-            // (a decoder refuses it), and reaches code as the text it is.
-            Ok(raw) if !worker_protocol::has_lone_surrogate_escape(raw.get()) => {
-                return raw.to_owned();
-            }
-            _ => serde_json::value::to_raw_value(&t.text),
+        ContentBlock::Text(t) => match json_text(&t.text) {
+            Some(raw) => return raw.to_owned(),
+            None => serde_json::value::to_raw_value(&t.text),
         },
         other => serde_json::value::to_raw_value(&other),
     };
     encoded.unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// A text that is JSON, as that JSON (whitespace around it dropped), by one scan. A lone
+/// surrogate escape has no UTF-8 form: such a text is not taken as JSON (a decoder refuses
+/// it), and reaches code as the text it is.
+fn json_text(text: &str) -> Option<&RawValue> {
+    serde_json::from_str::<&RawValue>(text)
+        .ok()
+        .filter(|raw| !worker_protocol::has_lone_surrogate_escape(raw.get()))
 }
 
 #[cfg(test)]
@@ -733,6 +745,14 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(unwrap_result(result(input.clone())), want, "{input}");
+        }
+        // One text that is not JSON goes as it is (a lone surrogate escape is not JSON).
+        for text in ["Echo: hi", "\"\\ud800\"", "[1,", " "] {
+            let got = unwrap_result(result(json!({"content": [{"type": "text", "text": text}]})));
+            assert!(
+                matches!(&got, CallOutcome::Text { text: t } if t == text),
+                "{text}: {got:?}"
+            );
         }
     }
 }

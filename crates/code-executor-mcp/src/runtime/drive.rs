@@ -12,7 +12,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use tokio::io::AsyncWriteExt;
-use worker_protocol::{CallOutcome, CallRequest, HostFrame, RunOutcome, WorkerFrame, encode};
+use worker_protocol::{CallOutcome, CallRequest, HostFrame, RunOutcome, WorkerFrame};
 
 use super::bridge::RunScope;
 use super::memory;
@@ -58,10 +58,25 @@ pub(super) enum Failure {
 const KEPT_REPLY_BYTES: std::ops::RangeInclusive<usize> =
     (1 << 20)..=(worker_protocol::MAX_WORKER_FRAME_BYTES - 64);
 
-/// The latest kept reply: its id and its value as the host sent it.
+/// The latest kept reply: its id, its string (a tool's text, or the JSON of a string value,
+/// decoded only if a result refers to it), and the string's length as JSON.
 struct Kept {
     id: u64,
-    value: Box<worker_protocol::RawValue>,
+    outcome: CallOutcome,
+    json_len: usize,
+}
+
+/// The length as JSON of a reply's string, if it is one to keep ([`KEPT_REPLY_BYTES`]: a
+/// tool's text of at least its start, whose JSON a done frame could carry).
+fn to_keep(outcome: &CallOutcome) -> Option<usize> {
+    match outcome {
+        CallOutcome::Text { text } if text.len() >= *KEPT_REPLY_BYTES.start() => {
+            Some(worker_protocol::json_string_len(text))
+        }
+        CallOutcome::Ok { value } if value.get().starts_with('"') => Some(value.get().len()),
+        _ => None,
+    }
+    .filter(|len| KEPT_REPLY_BYTES.contains(len))
 }
 
 /// Bytes of replies the worker has not read yet past which the host stops reading its
@@ -122,12 +137,11 @@ pub(super) async fn drive(
             },
             Some((id, outcome, len)) = calls.next(), if answering && !calls.is_empty() => {
                 held_bytes -= len;
-                let keep = matches!(&outcome, CallOutcome::Ok { value }
-                    if value.get().starts_with('"') && KEPT_REPLY_BYTES.contains(&value.get().len()));
-                let frame = HostFrame::Reply { id, outcome, kept: keep };
-                let reply = encode(&frame);
-                if let HostFrame::Reply { outcome: CallOutcome::Ok { value }, kept: true, .. } = frame {
-                    kept = Some(Kept { id, value });
+                let keep = to_keep(&outcome);
+                let frame = HostFrame::Reply { id, outcome, kept: keep.is_some() };
+                let reply = frame.encode();
+                if let (HostFrame::Reply { outcome, .. }, Some(json_len)) = (frame, keep) {
+                    kept = Some(Kept { id, outcome, json_len });
                 }
                 if let Ok(bytes) = &reply {
                     memory::SERVER.moved(bytes.len());
@@ -155,20 +169,27 @@ pub(super) async fn drive(
                 Some(Ok(WorkerFrame::Log { level, text })) => logs.push(level, text),
                 Some(Ok(WorkerFrame::LogsTruncated)) => logs.truncated_by_worker(),
                 Some(Ok(WorkerFrame::Done { outcome: RunOutcome::Reply { id } })) => {
-                    // The result is the kept reply's string: decoded once, here.
-                    let Some(Kept { value, .. }) = kept.take().filter(|k| k.id == id) else {
+                    // The result is the kept reply's string: a tool's text as it is, a
+                    // string value decoded once, here.
+                    let Some(Kept { outcome, json_len, .. }) = kept.take().filter(|k| k.id == id) else {
                         return Err(Failure::Protocol(format!(
                             "the result refers to reply {id}, which the host did not keep"
                         )));
                     };
-                    let text = serde_json::from_str::<String>(value.get()).map_err(|e| {
-                        Failure::Protocol(format!("the kept reply {id} is not a string: {e}"))
-                    })?;
+                    let text = match outcome {
+                        CallOutcome::Text { text } => text,
+                        CallOutcome::Ok { value } => serde_json::from_str(value.get()).map_err(|e| {
+                            Failure::Protocol(format!("the kept reply {id} is not a string: {e}"))
+                        })?,
+                        CallOutcome::Err { .. } => {
+                            return Err(Failure::Protocol(format!("the kept reply {id} is an error")));
+                        }
+                    };
                     return Ok(Finished {
                         outcome: RunOutcome::Ok {
                             result: serde_json::Value::String(text),
                         },
-                        bytes: value.get().len(),
+                        bytes: json_len,
                         clean: sent == outbox.len() && calls.is_empty(),
                     });
                 }

@@ -60,7 +60,7 @@ try:
 except ImportError:  # pragma: no cover - every Linux CPython has it
     resource = None
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 SOURCE_NAME = "code.py"
 SHIM_NAME = "<shim>"
 # The host refuses worker frames above 16 MiB (worker_protocol::MAX_WORKER_FRAME_BYTES); a
@@ -71,6 +71,8 @@ MAX_FRAME_BYTES = 16 * 1024 * 1024 - 1024
 MAX_PARTIAL_LINE = 64 * 1024
 # Characters of an error's message, and of its stack, a failed run reports.
 _MAX_ERROR_TEXT = 1024 * 1024
+# The JSON of a frame whose text follows it is at most this long (`worker_protocol`).
+_TEXT_HEAD_BYTES = 128
 # Nesting depth beyond which a result is shown as its repr.
 MAX_RESULT_DEPTH = 100
 _RESULT = "__code_executor_result__"
@@ -156,10 +158,23 @@ def _read_frame():
             length = int.from_bytes(_inbuf[:4], "big")
             end = 4 + length
             if have >= end:
+                # A reply carrying a tool's text: its JSON, a newline, the text as it is.
+                newline = _inbuf.find(b"\n", 4, min(end, 4 + _TEXT_HEAD_BYTES))
+                text = None
                 with memoryview(_inbuf) as view:
-                    body = str(view[4:end], "utf-8")  # decoded in place, not copied first
+                    if newline < 0:
+                        body = str(view[4:end], "utf-8")  # decoded in place, not copied first
+                    else:
+                        body = str(view[4:newline], "utf-8")
+                        text = str(view[newline + 1 : end], "utf-8")
                 del _inbuf[:end]
-                return _decode(body)
+                frame = _decode(body)
+                if text is not None:
+                    outcome = frame.get("outcome") if frame.get("type") == "reply" else None
+                    if not isinstance(outcome, dict) or outcome.pop("text", None) is not True:
+                        raise ValueError("text after a frame that is not a reply with text")
+                    outcome["value"] = text
+                return frame
             if end - have > len(_chunk):
                 # A large frame: read the rest of it straight into place.
                 _inbuf.extend(bytes(end - have))
