@@ -5,6 +5,9 @@
 //! The other commands are for people at a terminal and print to stdout; `login` talks to
 //! the person on stderr while it waits.
 
+mod doctor;
+mod serve_args;
+
 use std::io::{IsTerminal, Read};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
@@ -27,6 +30,8 @@ use crate::runtime::python::{PYTHON_ENV, PythonOptions, SITE_PACKAGES_ENV};
 use crate::runtime::worker::Language;
 use crate::server::{CodeExecutorServer, render_text_within};
 use crate::{Core, CoreOptions, DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
+use doctor::doctor;
+use serve_args::ServeArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -161,97 +166,6 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-}
-
-/// `serve` options; all but --http apply to HTTP only (see docs/http.md).
-#[derive(Debug, Clone, clap::Args)]
-struct ServeArgs {
-    /// Serve MCP over streamable HTTP on ADDR (path /mcp) instead of stdio.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::http::DEFAULT_ADDR)]
-    http: Option<String>,
-    /// Static bearer tokens: lines of NAME=TOKEN, each NAME a principal.
-    #[arg(long, value_name = "PATH", env = "CODE_EXECUTOR_HTTP_TOKENS_FILE")]
-    tokens_file: Option<PathBuf>,
-    /// Accept OAuth access tokens (JWT) issued by this authorization server.
-    #[arg(long, value_name = "URL", env = "CODE_EXECUTOR_OAUTH_ISSUER")]
-    oauth_issuer: Option<String>,
-    /// The issuer's JWKS (default: jwks_uri from its RFC 8414 metadata).
-    #[arg(long, value_name = "URL", env = "CODE_EXECUTOR_OAUTH_JWKS_URL")]
-    oauth_jwks_url: Option<String>,
-    /// The audience tokens must name (default: our resource URL, PUBLIC_URL/mcp).
-    #[arg(long, value_name = "URI", env = "CODE_EXECUTOR_OAUTH_AUDIENCE")]
-    oauth_audience: Option<String>,
-    /// A scope every token must carry (repeatable).
-    #[arg(long = "oauth-scope", value_name = "SCOPE")]
-    oauth_scopes: Vec<String>,
-    /// Our base URL as clients reach it (default: http://ADDR).
-    #[arg(long, value_name = "URL", env = "CODE_EXECUTOR_PUBLIC_URL")]
-    public_url: Option<String>,
-    /// A Host value to accept besides the loopback names, `name` or `name:port`
-    /// (repeatable; `*`: any).
-    #[arg(long = "allowed-host", value_name = "HOST")]
-    allowed_hosts: Vec<String>,
-    /// An Origin to accept, scheme://host[:port] (repeatable; default: origins on an
-    /// allowed host).
-    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
-    allowed_origins: Vec<String>,
-    /// Largest request body in bytes (larger: 413).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::http::HttpLimits::default().max_body_bytes)]
-    max_body_bytes: usize,
-    /// Connections served at once (more: 503).
-    #[arg(long, value_name = "N", default_value_t = crate::http::HttpLimits::default().max_connections)]
-    max_connections: usize,
-    /// MCP transport sessions open at once (more: 503).
-    #[arg(long, value_name = "N", default_value_t = crate::http::HttpLimits::default().max_sessions)]
-    max_sessions: usize,
-    /// MCP transport sessions per principal.
-    #[arg(long, value_name = "N", default_value_t = crate::http::HttpLimits::default().max_sessions_per_principal)]
-    max_sessions_per_principal: usize,
-    /// Seconds to send request headers; also the idle keep-alive time.
-    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().header_timeout.as_secs())]
-    header_timeout: u64,
-    /// Seconds to send a request body.
-    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().body_timeout.as_secs())]
-    body_timeout: u64,
-    /// Seconds an unused MCP transport session is kept.
-    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().session_idle.as_secs())]
-    session_idle: u64,
-    /// On SIGTERM, seconds running executions get to finish before they are cancelled.
-    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().shutdown_grace.as_secs())]
-    shutdown_grace: u64,
-    /// This server is one of several replicas named ID (`hostname`: the host name): handles
-    /// of sessions, paused executions and tasks end in `@ID`, the affinity key a proxy routes
-    /// on, and another replica's handle is refused naming its replica (docs/kubernetes.md).
-    #[arg(long, value_name = "ID", env = "CODE_EXECUTOR_REPLICA_ID")]
-    replica_id: Option<String>,
-}
-
-impl ServeArgs {
-    fn http_options(&self, addr: String) -> crate::http::HttpOptions {
-        use std::time::Duration;
-        crate::http::HttpOptions {
-            addr,
-            public_url: self.public_url.clone(),
-            tokens_file: self.tokens_file.clone(),
-            tokens_env: std::env::var(crate::http::auth::TOKENS_ENV).ok(),
-            oauth_issuer: self.oauth_issuer.clone(),
-            oauth_jwks_url: self.oauth_jwks_url.clone(),
-            oauth_audience: self.oauth_audience.clone(),
-            oauth_scopes: self.oauth_scopes.clone(),
-            allowed_hosts: self.allowed_hosts.clone(),
-            allowed_origins: self.allowed_origins.clone(),
-            limits: crate::http::HttpLimits {
-                max_body_bytes: self.max_body_bytes,
-                max_connections: self.max_connections,
-                max_sessions: self.max_sessions,
-                max_sessions_per_principal: self.max_sessions_per_principal,
-                header_timeout: Duration::from_secs(self.header_timeout.max(1)),
-                body_timeout: Duration::from_secs(self.body_timeout.max(1)),
-                session_idle: Duration::from_secs(self.session_idle.max(1)),
-                shutdown_grace: Duration::from_secs(self.shutdown_grace),
-            },
-        }
-    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -759,167 +673,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
-    let opts = options(cli)?;
-    let policy = crate::worker_policy(
-        sandbox::SandboxMode::Enforce,
-        &opts.exe,
-        crate::policy::MAX_TIMEOUT_MS,
-    );
-    let report = sandbox::probe(&policy);
-    say(&format!(
-        "sandbox (what --sandbox=enforce applies to every worker):\n{report}"
-    ));
-    let mut healthy = report.minimum_guarantee_met();
-    // In a container, name the runtime setting that stops the sandbox (docs/container.md).
-    if let Some(diagnosis) = sandbox::container::diagnose(&report) {
-        say(diagnosis.to_string().trim_end());
-    }
-    if !healthy {
-        say("=> the minimum guarantee is NOT met: executions will be refused (fail closed).");
-    }
-    match load(cli) {
-        Ok((config, settings, _)) => {
-            say(&format!(
-                "settings: {}",
-                settings
-                    .source
-                    .as_ref()
-                    .map_or("defaults".to_string(), |p| p.display().to_string())
-            ));
-            match &settings.project {
-                Some(ProjectSettings::Applied { path, trusted_by }) => say(&format!(
-                    "  project settings {} applied over them (trusted: {} is in trustedProjects)",
-                    path.display(),
-                    trusted_by.display()
-                )),
-                Some(ProjectSettings::Ignored { path, reason }) => {
-                    say(&format!("  warning: {}: {reason}", path.display()));
-                }
-                None => {}
-            }
-            say("permissions code may be granted (the ceiling; a call asks with `permissions`):");
-            for line in settings.permissions.describe() {
-                say(&format!("  {line}"));
-            }
-            for path in &settings.permissions.read {
-                if std::fs::canonicalize(path).is_err() {
-                    say(&format!(
-                        "  warning: permissions.read: {} does not exist; it grants nothing",
-                        path.display()
-                    ));
-                }
-            }
-            say(&format!(
-                "upstream servers configured: {}",
-                config.servers.len()
-            ));
-            for (name, spec) in &config.servers {
-                let login = match crate::oauth::server_url(spec) {
-                    None => String::new(),
-                    Some(_) if crate::oauth::has_login(spec, config.token_dir.as_deref()) => {
-                        "; OAuth login stored".to_string()
-                    }
-                    Some(_) => format!(
-                        "; no OAuth login stored (if it asks for one: code-executor-mcp login {name})"
-                    ),
-                };
-                say(&format!(
-                    "  {name} ({}, from {}{login})",
-                    spec.client,
-                    spec.source.display()
-                ));
-            }
-            for h in config.held_back.values() {
-                say(&format!(
-                    "  {} HELD BACK ({}, from {}): {}",
-                    h.name,
-                    h.client,
-                    h.source.display(),
-                    h.reason
-                ));
-            }
-            for w in &config.warnings {
-                say(&format!("  warning: {w}"));
-            }
-            // A file that cannot be read drops every server in it: not healthy.
-            for u in &config.unreadable {
-                healthy = false;
-                say(&format!("config: FAILED: {u}"));
-            }
-        }
-        Err(e) => {
-            healthy = false;
-            say(&format!("config: {e}"));
-        }
-    }
-    let core = Core::start(
-        &Config::default(),
-        &Settings::default(),
-        CoreOptions {
-            pool_size: 0,
-            python: PythonOptions {
-                pool_size: 0,
-                ..opts.python.clone()
-            },
-            ..opts
-        },
-    );
-    let outcome = core
-        .execute(
-            Language::JavaScript,
-            ExecRequest {
-                code: "return 1 + 1".into(),
-                ..ExecRequest::default()
-            },
-            Principal::new("doctor"),
-            None,
-        )
-        .await;
-    match &outcome.error {
-        None => say(&format!(
-            "js worker: ok (return 1 + 1 -> {} in {} ms)",
-            outcome.result, outcome.duration_ms
-        )),
-        Some(e) => {
-            healthy = false;
-            say(&format!("js worker: FAILED: {}: {}", e.name, e.message));
-        }
-    }
-    let outcome = core
-        .execute(
-            Language::Python,
-            ExecRequest {
-                code: "1 + 1".into(),
-                ..ExecRequest::default()
-            },
-            Principal::new("doctor"),
-            None,
-        )
-        .await;
-    let python = core
-        .runtime
-        .python()
-        .install()
-        .map(|i| format!("CPython {} at {}", i.version, i.executable.display()))
-        .unwrap_or_default();
-    match &outcome.error {
-        None => say(&format!(
-            "python worker: ok, {python} (1 + 1 -> {} in {} ms)",
-            outcome.result, outcome.duration_ms
-        )),
-        Some(e) => {
-            healthy = false;
-            say(&format!("python worker: FAILED: {}: {}", e.name, e.message));
-        }
-    }
-    Ok(if healthy {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
 }
 
 /// `config show`'s account of the working directory's `.code-executor.json`.

@@ -8,14 +8,20 @@
 //!   stdin/stdout.
 //! - `outgoing`: what the worker sends, kept within what the host takes (large string
 //!   arguments quoted by the engine, oversized calls and errors turned into the code's errors).
+//! - `host`: the functions the prelude gets as `host` (tool calls, logs, timers, files).
+//! - `link`: the worker's end of its pipes to the host, and the state its host functions share.
+//! - `settle`: how a run ends, as the outcome the host is sent.
 //! - [`repl`]: top-level declarations of session code kept as globals for the next run.
 //! - [`tools`]: the run's upstream tools, indexed for the `tools.server.tool` proxies.
 
 pub mod engine;
 mod fs;
+mod host;
+mod link;
 pub mod nesting;
 mod outgoing;
 pub mod repl;
+mod settle;
 pub mod strip;
 pub mod tools;
 

@@ -11,9 +11,10 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
+use super::handler::{Handler, Routing};
 use super::start_error::{self, PostMortem};
 use super::stdio::{self, spawn_stdio};
-use super::{Connection, Handler, POST_MORTEM_WAIT, sse};
+use super::{Connection, POST_MORTEM_WAIT, sse};
 use crate::config::{ServerSpec, Settings, Transport};
 use crate::oauth::{self, AuthWatch, PrepareError};
 use crate::policy::filter::retain_visible;
@@ -72,7 +73,7 @@ pub(super) async fn connect(
         forward: settings
             .forward_requests
             .forwards(&spec.name)
-            .then(|| super::Routing {
+            .then(|| Routing {
                 callers: callers.clone(),
                 roots: settings.forward_requests.roots.clone().into(),
             }),

@@ -27,15 +27,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use rmcp::RoleClient;
 use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{CallToolRequest, ClientRequest, ProgressNotificationParam, ServerResult};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
-    Implementation, Tool,
-};
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::PeerRequestOptions;
-use rmcp::service::{NotificationContext, RunningService};
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::service::RunningService;
 use serde::Serialize;
 use tokio::sync::Mutex;
 
@@ -45,16 +42,18 @@ use crate::policy::Decision;
 use crate::policy::filter::{ToolFilter, retain_visible};
 
 mod bounded;
+mod cap;
 mod connect;
 pub(crate) mod forward;
+mod handler;
 mod sse;
 mod start_error;
 mod stdio;
 
+pub use cap::cap_result;
 use connect::{ConnectError, connect};
 use forward::{Callers, Forward};
-use rmcp::ErrorData;
-use rmcp::service::RequestContext;
+use handler::Handler;
 
 /// Longest pause between start attempts of a server that keeps failing.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
@@ -149,127 +148,6 @@ impl Drop for CancelOnDrop<'_> {
 /// Times a call that passes progress on yields after its answer, to take the notifications
 /// the server sent just before it (see [`Upstreams::call_reporting`]).
 const PROGRESS_DRAIN_YIELDS: usize = 4;
-
-/// Our side of one upstream session: notes a changed tool list, passes progress notifications
-/// to the call that asked for them, and routes the server's requests to the client of the
-/// execution calling it when `forwardRequests` names the server (else refuses them: the
-/// defaults).
-#[derive(Clone)]
-struct Handler {
-    stale: Arc<AtomicBool>,
-    /// Routes a server's progress notifications to the call that asked for them.
-    progress: ProgressDispatcher,
-    server: String,
-    /// Set when this server's requests are routed.
-    forward: Option<Routing>,
-}
-
-#[derive(Clone)]
-struct Routing {
-    callers: Arc<Callers>,
-    roots: Arc<[String]>,
-}
-
-impl Handler {
-    /// The execution calling this server now, to route a request to.
-    fn caller(&self) -> Result<(Arc<dyn Forward>, &Routing), ErrorData> {
-        let Some(routing) = &self.forward else {
-            return Err(ErrorData::invalid_request(
-                "code-executor-mcp does not route this server's requests (forwardRequests)",
-                None,
-            ));
-        };
-        match routing.callers.current(&self.server) {
-            Some(c) => Ok((c, routing)),
-            None => Err(ErrorData::invalid_request(
-                "no execution is calling this server now; its requests are answered only during a tool call",
-                None,
-            )),
-        }
-    }
-
-    async fn route<T: serde::de::DeserializeOwned>(
-        &self,
-        method: &str,
-        params: serde_json::Value,
-    ) -> Result<T, ErrorData> {
-        let (caller, _) = self.caller()?;
-        let answer = caller
-            .ask(serde_json::json!({"method": method, "params": params}))
-            .await
-            .map_err(|e| ErrorData::internal_error(e, None))?;
-        serde_json::from_value(answer).map_err(|e| {
-            ErrorData::internal_error(format!("the client's answer does not fit: {e}"), None)
-        })
-    }
-}
-
-#[allow(
-    deprecated,
-    reason = "sampling and roots are what upstreams still send"
-)]
-impl ClientHandler for Handler {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.stale.store(true, Ordering::Release);
-    }
-
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.progress.handle_notification(params).await;
-    }
-
-    async fn create_message(
-        &self,
-        params: rmcp::model::CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
-        let params = serde_json::to_value(params).unwrap_or_default();
-        self.route("sampling/createMessage", params).await
-    }
-
-    async fn create_elicitation(
-        &self,
-        params: rmcp::model::ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, ErrorData> {
-        let params = serde_json::to_value(params).unwrap_or_default();
-        self.route("elicitation/create", params).await
-    }
-
-    async fn list_roots(
-        &self,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
-        let (caller, routing) = self.caller()?;
-        if !caller.has_roots() {
-            return Ok(rmcp::model::ListRootsResult::default());
-        }
-        let answer = caller
-            .ask(serde_json::json!({"method": "roots/list"}))
-            .await
-            .map_err(|e| ErrorData::internal_error(e, None))?;
-        serde_json::from_value(forward::narrow_roots(&answer, &routing.roots)).map_err(|e| {
-            ErrorData::internal_error(format!("the client's roots do not fit: {e}"), None)
-        })
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let caps = match self.forward {
-            Some(_) => serde_json::from_value(
-                serde_json::json!({"elicitation": {}, "sampling": {}, "roots": {"listChanged": false}}),
-            )
-            .unwrap_or_default(),
-            None => ClientCapabilities::default(),
-        };
-        ClientConfig::new(
-            caps,
-            Implementation::new("code-executor-mcp", env!("CARGO_PKG_VERSION")),
-        )
-    }
-}
 
 struct Connection {
     service: RunningService<RoleClient, Handler>,
@@ -910,82 +788,6 @@ fn retry_pause(failures: u32) -> Duration {
     }
 }
 
-/// Cuts a result larger than `max` bytes down to a text that says so and keeps the start.
-/// Also returns the result's size, so nobody measures it again.
-///
-/// The size is that of the result as JSON, measured without encoding it again (see
-/// [`result_size`]). The transport already refused any message above twice the cap.
-pub fn cap_result(result: CallToolResult, max: usize) -> (CallToolResult, usize) {
-    let size = result_size(&result);
-    if size <= max {
-        return (result, size);
-    }
-    let text: String = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let mut cut = max.min(text.len());
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let mut r = CallToolResult::success(vec![
-        ContentBlock::text(format!(
-            "[result truncated: {size} bytes exceed the {max}-byte limit (maxResultBytes); the first {cut} bytes of its text follow]"
-        )),
-        ContentBlock::text(&text[..cut]),
-    ]);
-    r.is_error = result.is_error;
-    (r, size)
-}
-
-/// The size of a result as JSON: a text block's by scanning its text for what JSON escapes
-/// (no copy), everything else (other blocks, `structuredContent`) by counting its encoding.
-fn result_size(result: &CallToolResult) -> usize {
-    /// `{"type":"text","text":""}` around a text, and `{"content":[]}` around the blocks.
-    const TEXT_BLOCK: usize = 25;
-    const ENVELOPE: usize = 14;
-    /// Quotes, backslashes and `\n \r \t \b \f` take one more byte, other control
-    /// characters five; counted in passes simple enough for the compiler to vectorise (a
-    /// 6 MB text is counted on every call of a large result).
-    fn escaped_len(text: &str) -> usize {
-        let b = text.as_bytes();
-        let count = |f: fn(u8) -> bool| b.iter().filter(|&&c| f(c)).count();
-        let control = count(|c| c < 0x20);
-        let short = if control == 0 {
-            0
-        } else {
-            count(|c| matches!(c, b'\n' | b'\r' | b'\t' | 0x08 | 0x0c))
-        };
-        b.len() + count(|c| c == b'"' || c == b'\\') + short + 5 * (control - short)
-    }
-    /// Counts what would be written.
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(ENVELOPE + result.content.len());
-    for block in &result.content {
-        match block.as_text() {
-            Some(t) => count.0 += TEXT_BLOCK + escaped_len(&t.text),
-            None => {
-                let _ = serde_json::to_writer(&mut count, block);
-            }
-        }
-    }
-    if let Some(s) = &result.structured_content {
-        let _ = serde_json::to_writer(&mut count, s);
-    }
-    count.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -994,31 +796,5 @@ mod tests {
     fn retry_pauses_grow_and_stop_growing() {
         let pauses: Vec<u64> = (0..10).map(|n| retry_pause(n).as_secs()).collect();
         assert_eq!(pauses, [0, 1, 2, 4, 8, 16, 30, 30, 30, 30]);
-    }
-
-    #[test]
-    fn oversized_results_are_cut_and_say_so() {
-        let r = CallToolResult::success(vec![ContentBlock::text("é".repeat(100))]);
-        let (capped, size) = cap_result(r.clone(), 50);
-        assert!(size > 200);
-        let texts: Vec<&str> = capped
-            .content
-            .iter()
-            .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-            .collect();
-        assert!(texts[0].starts_with("[result truncated:"), "{texts:?}");
-        assert!(texts[1].len() <= 50 && texts[1].chars().all(|c| c == 'é'));
-        assert_eq!(cap_result(r.clone(), 1 << 20).0, r);
-    }
-
-    /// A text counts as its JSON encoding, for text full of what JSON escapes.
-    #[test]
-    fn a_texts_size_is_its_encoded_length() {
-        let nasty = "q\"b\\n\nr\rt\tb\u{8}f\u{c}z\u{0}\u{1f}\u{7f}é🚀".repeat(50);
-        let size = |t: &str| result_size(&CallToolResult::success(vec![ContentBlock::text(t)]));
-        for text in ["plain", "\u{1}", nasty.as_str()] {
-            let encoded = serde_json::to_string(text).unwrap().len();
-            assert_eq!(size(text) - size(""), encoded - 2, "{text:?}");
-        }
     }
 }

@@ -1,0 +1,175 @@
+//! `doctor`: the sandbox checked layer by layer, the configuration and settings in effect,
+//! and a trivial run in each worker, with a failing exit code if any of them is unhealthy.
+
+use std::process::ExitCode;
+
+use super::{Cli, load, options};
+use crate::config::settings::ProjectSettings;
+use crate::config::{Config, Settings};
+use crate::console::say;
+use crate::principal::Principal;
+use crate::runtime::execution::ExecRequest;
+use crate::runtime::python::PythonOptions;
+use crate::runtime::worker::Language;
+use crate::{Core, CoreOptions};
+
+pub(super) async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let opts = options(cli)?;
+    let policy = crate::worker_policy(
+        sandbox::SandboxMode::Enforce,
+        &opts.exe,
+        crate::policy::MAX_TIMEOUT_MS,
+    );
+    let report = sandbox::probe(&policy);
+    say(&format!(
+        "sandbox (what --sandbox=enforce applies to every worker):\n{report}"
+    ));
+    let mut healthy = report.minimum_guarantee_met();
+    // In a container, name the runtime setting that stops the sandbox (docs/container.md).
+    if let Some(diagnosis) = sandbox::container::diagnose(&report) {
+        say(diagnosis.to_string().trim_end());
+    }
+    if !healthy {
+        say("=> the minimum guarantee is NOT met: executions will be refused (fail closed).");
+    }
+    match load(cli) {
+        Ok((config, settings, _)) => {
+            say(&format!(
+                "settings: {}",
+                settings
+                    .source
+                    .as_ref()
+                    .map_or("defaults".to_string(), |p| p.display().to_string())
+            ));
+            match &settings.project {
+                Some(ProjectSettings::Applied { path, trusted_by }) => say(&format!(
+                    "  project settings {} applied over them (trusted: {} is in trustedProjects)",
+                    path.display(),
+                    trusted_by.display()
+                )),
+                Some(ProjectSettings::Ignored { path, reason }) => {
+                    say(&format!("  warning: {}: {reason}", path.display()));
+                }
+                None => {}
+            }
+            say("permissions code may be granted (the ceiling; a call asks with `permissions`):");
+            for line in settings.permissions.describe() {
+                say(&format!("  {line}"));
+            }
+            for path in &settings.permissions.read {
+                if std::fs::canonicalize(path).is_err() {
+                    say(&format!(
+                        "  warning: permissions.read: {} does not exist; it grants nothing",
+                        path.display()
+                    ));
+                }
+            }
+            say(&format!(
+                "upstream servers configured: {}",
+                config.servers.len()
+            ));
+            for (name, spec) in &config.servers {
+                let login = match crate::oauth::server_url(spec) {
+                    None => String::new(),
+                    Some(_) if crate::oauth::has_login(spec, config.token_dir.as_deref()) => {
+                        "; OAuth login stored".to_string()
+                    }
+                    Some(_) => format!(
+                        "; no OAuth login stored (if it asks for one: code-executor-mcp login {name})"
+                    ),
+                };
+                say(&format!(
+                    "  {name} ({}, from {}{login})",
+                    spec.client,
+                    spec.source.display()
+                ));
+            }
+            for h in config.held_back.values() {
+                say(&format!(
+                    "  {} HELD BACK ({}, from {}): {}",
+                    h.name,
+                    h.client,
+                    h.source.display(),
+                    h.reason
+                ));
+            }
+            for w in &config.warnings {
+                say(&format!("  warning: {w}"));
+            }
+            // A file that cannot be read drops every server in it: not healthy.
+            for u in &config.unreadable {
+                healthy = false;
+                say(&format!("config: FAILED: {u}"));
+            }
+        }
+        Err(e) => {
+            healthy = false;
+            say(&format!("config: {e}"));
+        }
+    }
+    let core = Core::start(
+        &Config::default(),
+        &Settings::default(),
+        CoreOptions {
+            pool_size: 0,
+            python: PythonOptions {
+                pool_size: 0,
+                ..opts.python.clone()
+            },
+            ..opts
+        },
+    );
+    let outcome = core
+        .execute(
+            Language::JavaScript,
+            ExecRequest {
+                code: "return 1 + 1".into(),
+                ..ExecRequest::default()
+            },
+            Principal::new("doctor"),
+            None,
+        )
+        .await;
+    match &outcome.error {
+        None => say(&format!(
+            "js worker: ok (return 1 + 1 -> {} in {} ms)",
+            outcome.result, outcome.duration_ms
+        )),
+        Some(e) => {
+            healthy = false;
+            say(&format!("js worker: FAILED: {}: {}", e.name, e.message));
+        }
+    }
+    let outcome = core
+        .execute(
+            Language::Python,
+            ExecRequest {
+                code: "1 + 1".into(),
+                ..ExecRequest::default()
+            },
+            Principal::new("doctor"),
+            None,
+        )
+        .await;
+    let python = core
+        .runtime
+        .python()
+        .install()
+        .map(|i| format!("CPython {} at {}", i.version, i.executable.display()))
+        .unwrap_or_default();
+    match &outcome.error {
+        None => say(&format!(
+            "python worker: ok, {python} (1 + 1 -> {} in {} ms)",
+            outcome.result, outcome.duration_ms
+        )),
+        Some(e) => {
+            healthy = false;
+            say(&format!("python worker: FAILED: {}: {}", e.name, e.message));
+        }
+    }
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
