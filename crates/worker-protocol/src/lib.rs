@@ -638,6 +638,74 @@ pub fn check_len(header: [u8; 4], max: usize) -> Result<usize, FrameError> {
     Ok(len)
 }
 
+/// What [`WorkerFrame::decode`] reads of a call's JSON besides the frame: which arguments'
+/// texts follow it.
+#[derive(Deserialize)]
+struct TextsWire {
+    request: TextsRequest,
+}
+
+#[derive(Deserialize)]
+struct TextsRequest {
+    texts: Vec<(String, usize)>,
+}
+
+impl WorkerFrame {
+    /// Decodes a frame's body. A tool call's JSON may be followed by a newline and the UTF-8
+    /// bytes of some of its arguments' top-level strings, one after another, so that neither
+    /// side writes or reads their JSON escapes: the request's `texts` names them in order
+    /// (`[key, bytes]`), and each is `null` among the arguments, where its text goes (so the
+    /// arguments keep their order).
+    pub fn decode(body: &[u8]) -> Result<WorkerFrame, serde_json::Error> {
+        use serde::de::Error;
+        let mut frames = serde_json::Deserializer::from_slice(body).into_iter::<WorkerFrame>();
+        let mut frame = frames
+            .next()
+            .unwrap_or_else(|| serde_json::from_slice(body))?;
+        let end = frames.byte_offset();
+        let rest = &body[end..];
+        if rest.iter().all(u8::is_ascii_whitespace) {
+            return Ok(frame);
+        }
+        let (
+            Some(b'\n'),
+            WorkerFrame::Call {
+                request:
+                    CallRequest::Tool {
+                        args: Value::Object(args),
+                        ..
+                    },
+                ..
+            },
+        ) = (rest.first(), &mut frame)
+        else {
+            return Err(Error::custom(
+                "bytes after a frame's JSON that is not a tool call",
+            ));
+        };
+        let wire: TextsWire = serde_json::from_slice(&body[..end])?;
+        let mut tail = &rest[1..];
+        for (key, len) in wire.request.texts {
+            let Some(slot @ Value::Null) = args.get_mut(&key) else {
+                return Err(Error::custom(format!(
+                    "a text for the argument {key:?}, which is not null"
+                )));
+            };
+            let Some((text, more)) = tail.split_at_checked(len) else {
+                return Err(Error::custom("a call's texts are shorter than they say"));
+            };
+            let text = std::str::from_utf8(text)
+                .map_err(|e| Error::custom(format!("the text of argument {key:?}: {e}")))?;
+            *slot = Value::String(text.to_owned());
+            tail = more;
+        }
+        if !tail.is_empty() {
+            return Err(Error::custom("a call's texts are longer than they say"));
+        }
+        Ok(frame)
+    }
+}
+
 /// A frame's body decoded.
 pub trait FromBody: Sized {
     fn from_body(body: Vec<u8>) -> Result<Self, serde_json::Error>;
@@ -651,7 +719,7 @@ impl FromBody for HostFrame {
 
 impl FromBody for WorkerFrame {
     fn from_body(body: Vec<u8>) -> Result<Self, serde_json::Error> {
-        serde_json::from_slice(&body)
+        WorkerFrame::decode(&body)
     }
 }
 
@@ -797,6 +865,61 @@ mod tests {
         ] {
             assert!(HostFrame::decode(body.to_vec()).is_err(), "{body:?}");
         }
+    }
+
+    /// A tool call's large strings follow its JSON as they are, in its arguments' order.
+    #[test]
+    fn a_calls_texts_follow_its_json_and_take_their_places() {
+        let a = "line\none \"quoted\" é 🚀 \u{1}";
+        let b = "{\"not\": json";
+        let head = format!(
+            r#"{{"type":"call","id":3,"request":{{"op":"tool","name":"mcp__s__t","args":{{"a":null,"n":1,"b":null}},"texts":[["b",{}],["a",{}]]}}}}"#,
+            b.len(),
+            a.len()
+        );
+        let body = [head.as_bytes(), b"\n", b.as_bytes(), a.as_bytes()].concat();
+        let frame = WorkerFrame::decode(&body).unwrap();
+        let WorkerFrame::Call {
+            id: 3,
+            request: CallRequest::Tool { args, .. },
+        } = &frame
+        else {
+            panic!("{frame:?}")
+        };
+        assert_eq!(args, &json!({"a": a, "n": 1, "b": b}));
+        assert_eq!(
+            args.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["a", "n", "b"]
+        );
+        let mut framed = (body.len() as u32).to_be_bytes().to_vec();
+        framed.extend_from_slice(&body);
+        let read: WorkerFrame = read_frame(&mut &framed[..], MAX_WORKER_FRAME_BYTES).unwrap();
+        assert_eq!(read, frame);
+        // Plain JSON, with whitespace after it, as before.
+        let plain = br#"{"type":"log","level":"log","text":"x"}"#;
+        assert!(WorkerFrame::decode(plain).is_ok());
+        assert!(WorkerFrame::decode(&[&plain[..], b" \n"].concat()).is_ok());
+        let call = |args: &str, texts: &str, tail: &[u8]| {
+            let head = format!(
+                r#"{{"type":"call","id":1,"request":{{"op":"tool","name":"t","args":{args},"texts":{texts}}}}}"#
+            );
+            WorkerFrame::decode(&[head.as_bytes(), b"\n", tail].concat())
+        };
+        assert!(call(r#"{"a":null}"#, r#"[["a",2]]"#, b"hi").is_ok());
+        for (args, texts, tail) in [
+            (r#"{"a":1}"#, r#"[["a",2]]"#, &b"hi"[..]),
+            (r#"{"b":null}"#, r#"[["a",2]]"#, b"hi"),
+            (r#"{"a":null}"#, r#"[["a",3]]"#, b"hi"),
+            (r#"{"a":null}"#, r#"[["a",1]]"#, b"hi"),
+            (r#"{"a":null}"#, r#"[["a",2]]"#, b"\xff\xfe"),
+            (r#"{"a":null}"#, r#"[]"#, b"hi"),
+            (r#"[null]"#, r#"[["a",2]]"#, b"hi"),
+        ] {
+            assert!(call(args, texts, tail).is_err(), "{args} {texts} {tail:?}");
+        }
+        assert!(WorkerFrame::decode(&[&plain[..], b"\nhi"].concat()).is_err());
+        assert!(WorkerFrame::decode(&[&plain[..], b"x"].concat()).is_err());
+        assert!(WorkerFrame::decode(b"").is_err());
     }
 
     #[test]

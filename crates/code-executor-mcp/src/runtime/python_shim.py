@@ -635,11 +635,33 @@ def _settle(future, outcome):
         future.set_result(outcome)
 
 
+# A tool call's top-level string arguments at least this long go after the frame's JSON, as
+# their UTF-8 (`WorkerFrame::decode`): no JSON escapes to write here or to read on the host.
+_TEXT_ARG_CHARS = 65536
+
+
 def _call_frame(request):
     """(id, encoded frame) of one request. A frame past the host's limit would be a broken
     protocol to the host: it is the code's error instead, raised where it called."""
     call_id = next(_ids)
+    texts = None
+    args = request.get("args") if request.get("op") == "tool" else None
+    if type(args) is dict:
+        big = [
+            k
+            for k, v in args.items()
+            if type(v) is str and len(v) >= _TEXT_ARG_CHARS and k.isascii()
+        ]
+        if big:
+            args = dict(args)
+            # Lone surrogates cannot be UTF-8: replaced, as the frame's encoder replaces them.
+            texts = [args[k].encode("utf-8", "replace") for k in big]
+            for k in big:
+                args[k] = None
+            request = dict(request, args=args, texts=[[k, len(t)] for k, t in zip(big, texts)])
     body = _encode({"type": "call", "id": call_id, "request": request})
+    if texts:
+        body = b"".join([body, b"\n", *texts])
     if len(body) > MAX_FRAME_BYTES:
         raise ValueError(
             "the tool call's arguments are %.1f MiB as JSON; a call carries at most 16 MiB: "

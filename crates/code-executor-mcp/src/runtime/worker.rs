@@ -144,7 +144,7 @@ impl FrameReader {
             }
         };
         let body = avail.get(4..4 + len)?;
-        let frame = serde_json::from_slice::<WorkerFrame>(body)
+        let frame = WorkerFrame::decode(body)
             .map_err(|e| format!("worker broke the protocol: malformed frame: {e}"));
         self.pos += 4 + len;
         self.last_len = 4 + len;
