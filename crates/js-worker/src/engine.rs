@@ -493,26 +493,30 @@ mod tests {
         (engine, path)
     }
 
-    /// The request texts of the call frames in `path`, in order.
+    /// The requests of the call frames in `path`, in order, decoded as the host decodes them
+    /// and written as compact JSON.
     fn call_requests(path: &std::path::Path) -> Vec<String> {
         let bytes = std::fs::read(path).unwrap();
         let mut rest = &bytes[..];
         let mut requests = Vec::new();
         while rest.len() >= 4 {
             let len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
-            let frame = std::str::from_utf8(&rest[4..4 + len]).unwrap();
+            let frame = WorkerFrame::decode(&rest[4..4 + len]).unwrap();
             rest = &rest[4 + len..];
-            let head = frame.find(r#""request":"#).expect("a call frame");
-            requests.push(frame[head + 10..frame.len() - 1].to_string());
+            let WorkerFrame::Call { request, .. } = frame else {
+                panic!("not a call frame: {frame:?}")
+            };
+            requests.push(serde_json::to_string(&request).unwrap());
         }
         requests
     }
 
     #[test]
-    fn large_string_arguments_leave_as_json_stringify_writes_them() {
-        // Every case's request goes out byte for byte as JSON.stringify writes it, whether
-        // its large strings are quoted by the engine (top-level strings of a plain object)
-        // or not (everything else); a getter is read once either way.
+    fn large_string_arguments_arrive_as_json_stringify_writes_them() {
+        // Every case's request arrives, decoded as the host decodes it, as JSON.stringify
+        // writes it (key order included), whether its large strings follow the frame's JSON
+        // (top-level strings of a plain object) or not (everything else); a getter is read
+        // once either way.
         let (engine, path) = engine_writing();
         let cases = [
             "{ message: big }",
@@ -558,6 +562,14 @@ mod tests {
         let reads: i32 = engine.ctx.with(|ctx| ctx.eval(small).unwrap());
         assert_eq!(reads, 1, "the small getter was read {reads} times");
         let expected: Vec<String> = engine.ctx.with(|ctx| ctx.eval("expected").unwrap());
+        let expected: Vec<String> = expected
+            .iter()
+            .map(|text| {
+                serde_json::from_str::<serde_json::Value>(text)
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
         let got = call_requests(&path);
         let _ = std::fs::remove_file(&path);
         assert_eq!(got.len(), cases.len() + 2);

@@ -14,7 +14,7 @@ use worker_protocol::{
 };
 
 use crate::link::Shared;
-use crate::outgoing::{call_too_large, splice_big_strings};
+use crate::outgoing::{call_too_large, with_texts};
 
 /// The fields of a request from the prelude that say what it is; the rest (a tool call's
 /// arguments) is checked to be JSON and passed on as text.
@@ -41,7 +41,8 @@ pub(crate) fn host_object<'js>(
                   id: f64,
                   request: String,
                   marker: Opt<String>,
-                  bigs: Opt<Vec<rquickjs::String<'js>>>| {
+                  bigs: Opt<Vec<rquickjs::String<'js>>>,
+                  keys: Opt<Vec<rquickjs::String<'js>>>| {
                 let invalid =
                     |e: String| Exception::throw_type(&ctx, &format!("invalid host request: {e}"));
                 let id = id as u64;
@@ -51,30 +52,38 @@ pub(crate) fn host_object<'js>(
                 let probe: ToolProbe =
                     serde_json::from_str(&request).map_err(|e| invalid(e.to_string()))?;
                 let tool = probe.op == "tool" && !has_lone_surrogate_escape(&request);
-                if let (Some(marker), Some(bigs)) = (marker.0, bigs.0) {
+                if let (Some(marker), Some(bigs), Some(keys)) = (marker.0, bigs.0, keys.0) {
                     // The prelude took the arguments' large strings out (`splitBigStrings`):
-                    // they are quoted here. Anything unexpected (a string without a UTF-8
-                    // form, a marker missing) sends the prelude the usual way (false).
+                    // they follow the frame's JSON as they are. Anything unexpected (a string
+                    // without a UTF-8 form, a marker missing) sends the prelude the usual way
+                    // (false).
                     if !tool || probe.name.is_none() {
                         return Ok(false);
                     }
-                    let mut texts = Vec::with_capacity(bigs.len());
-                    for big in bigs {
-                        match big.to_string() {
-                            Ok(text) => texts.push(text),
-                            Err(rquickjs::Error::Utf8(_)) => return Ok(false),
-                            Err(e) => return Err(e),
+                    let utf8 = |strings: Vec<rquickjs::String<'js>>| {
+                        let mut out = Vec::with_capacity(strings.len());
+                        for string in strings {
+                            match string.to_string() {
+                                Ok(text) => out.push(text),
+                                Err(rquickjs::Error::Utf8(_)) => return Ok(None),
+                                Err(e) => return Err(e),
+                            }
                         }
-                    }
-                    let Some(request) = splice_big_strings(&request, &marker, &texts) else {
+                        Ok(Some(out))
+                    };
+                    let (Some(texts), Some(keys)) = (utf8(bigs)?, utf8(keys)?) else {
                         return Ok(false);
                     };
-                    if let Some(e) = call_too_large(&ctx, id, request.len()) {
+                    let Some(request) = with_texts(&request, &marker, &texts, &keys) else {
+                        return Ok(false);
+                    };
+                    let len = request.len() + 1 + texts.iter().map(String::len).sum::<usize>();
+                    if let Some(e) = call_too_large(&ctx, id, len) {
                         return Err(e);
                     }
                     let mut s = s.borrow_mut();
                     s.outstanding.insert(id);
-                    s.send_call_text(id, &request);
+                    s.send_call_text(id, &request, &texts);
                     return Ok(true);
                 }
                 // Text with a lone surrogate has no UTF-8 form: the full parse below refuses
@@ -88,7 +97,7 @@ pub(crate) fn host_object<'js>(
                     }
                     let mut s = s.borrow_mut();
                     s.outstanding.insert(id);
-                    s.send_call_text(id, request.as_bytes());
+                    s.send_call_text(id, request.as_bytes(), &[]);
                 } else {
                     let request: CallRequest =
                         serde_json::from_str(&request).map_err(|e| invalid(e.to_string()))?;

@@ -183,17 +183,28 @@ impl Shared {
     /// `host.call`): written into the frame as it is, the same bytes
     /// [`RawWorkerFrame::Call`](worker_protocol::RawWorkerFrame::Call) would write, without
     /// checking the text a second time.
-    pub(crate) fn send_call_text(&mut self, id: u64, request: &[u8]) {
+    pub(crate) fn send_call_text(&mut self, id: u64, request: &[u8], texts: &[String]) {
         if self.broken.is_some() {
             return;
         }
         let head = format!(r#"{{"type":"call","id":{id},"request":"#);
-        let len = head.len() + request.len() + 1;
+        let tail = if texts.is_empty() {
+            0
+        } else {
+            1 + texts.iter().map(String::len).sum::<usize>()
+        };
+        let len = head.len() + request.len() + 1 + tail;
         let mut bytes = Vec::with_capacity(4 + len);
         bytes.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
         bytes.extend_from_slice(head.as_bytes());
         bytes.extend_from_slice(request);
         bytes.push(b'}');
+        if tail > 0 {
+            bytes.push(b'\n');
+            for text in texts {
+                bytes.extend_from_slice(text.as_bytes());
+            }
+        }
         if let Err(e) = self.write_reading(&bytes) {
             self.broken = Some(format!("cannot write to host: {e}"));
         }

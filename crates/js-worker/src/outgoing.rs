@@ -1,5 +1,6 @@
 //! What a worker sends the host, kept within what the host takes: a tool call's large string
-//! arguments quoted here (serde) instead of by QuickJS's `JSON.stringify`, and calls and
+//! arguments sent as they are after the frame's JSON instead of quoted by QuickJS's
+//! `JSON.stringify`, and calls and
 //! failed runs that would pass the host's frame limit turned into the code's own errors
 //! (a host that meets an oversized frame ends the worker as broken).
 
@@ -58,23 +59,25 @@ pub(crate) fn call_too_large(
     })
 }
 
-/// `json` (a request the prelude encoded, each of its large strings replaced by `marker`
-/// and the string's index, as an object's value) with each marker replaced by that string's
-/// JSON. A marker counts only as a whole string right after a `:` (inside a JSON string a
-/// quote is escaped, so `:"` cannot occur there); `None` unless every string is placed
-/// exactly once.
-pub(crate) fn splice_big_strings(json: &str, marker: &str, bigs: &[String]) -> Option<Vec<u8>> {
+/// A tool request the prelude encoded (`json`, each of its arguments' large top-level strings
+/// replaced by `marker` and the string's index, as that argument's value) made ready to
+/// follow a call frame with those strings after its JSON ([`worker_protocol::WorkerFrame::decode`]):
+/// each marker becomes `null`, and the request names the strings in `texts` (`keys[i]` is
+/// the argument of `bigs[i]`). A marker counts only as a whole string right after a `:`
+/// (inside a JSON string a quote is escaped, so `:"` cannot occur there); `None` unless every
+/// string is placed exactly once.
+pub(crate) fn with_texts(
+    json: &str,
+    marker: &str,
+    bigs: &[String],
+    keys: &[String],
+) -> Option<Vec<u8>> {
     let quoted = serde_json::to_string(marker).ok()?;
     let head = format!(":{}", &quoted[..quoted.len() - 1]);
-    let mut out = Vec::with_capacity(
-        json.len()
-            + bigs
-                .iter()
-                .map(|b| b.len() + b.len() / 8 + 2)
-                .sum::<usize>(),
-    );
+    let body = json.strip_suffix('}')?;
+    let mut out = Vec::with_capacity(json.len() + 32 * bigs.len());
     let mut placed = vec![false; bigs.len()];
-    let mut rest = json;
+    let mut rest = body;
     while let Some(at) = rest.find(&head) {
         let after = &rest[at + head.len()..];
         let digits = after.bytes().take_while(u8::is_ascii_digit).count();
@@ -86,11 +89,24 @@ pub(crate) fn splice_big_strings(json: &str, marker: &str, bigs: &[String]) -> O
             return None;
         }
         out.extend_from_slice(&rest.as_bytes()[..=at]);
-        serde_json::to_writer(&mut out, &bigs[i]).ok()?;
+        out.extend_from_slice(b"null");
         rest = &after[digits + 1..];
     }
+    if !placed.iter().all(|p| *p) || keys.len() != bigs.len() {
+        return None;
+    }
     out.extend_from_slice(rest.as_bytes());
-    placed.iter().all(|p| *p).then_some(out)
+    out.extend_from_slice(br#","texts":["#);
+    for (i, (key, big)) in keys.iter().zip(bigs).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        serde_json::to_writer(&mut out, key).ok()?;
+        out.extend_from_slice(format!(",{}]", big.len()).as_bytes());
+    }
+    out.extend_from_slice(b"]}");
+    Some(out)
 }
 
 #[cfg(test)]
@@ -100,31 +116,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spliced_strings_go_exactly_where_their_markers_are() {
+    fn large_strings_leave_their_places_null_and_are_named() {
         let m = "\u{0}big-n0nce-";
         let bigs = ["a\"b\\c\n".to_string(), "é🚀".to_string()];
+        let keys = ["z".to_string(), "x\"".to_string()];
         let json =
-            r#"{"op":"tool","args":{"x":"\u0000big-n0nce-1","y":1,"z":"\u0000big-n0nce-0"}}"#;
-        let out = String::from_utf8(splice_big_strings(json, m, &bigs).unwrap()).unwrap();
+            r#"{"op":"tool","args":{"x\"":"\u0000big-n0nce-1","y":1,"z":"\u0000big-n0nce-0"}}"#;
+        let out = String::from_utf8(with_texts(json, m, &bigs, &keys).unwrap()).unwrap();
         assert_eq!(
             out,
-            r#"{"op":"tool","args":{"x":"é🚀","y":1,"z":"a\"b\\c\n"}}"#
+            r#"{"op":"tool","args":{"x\"":null,"y":1,"z":null},"texts":[["z",6],["x\"",6]]}"#
         );
-        // A marker missing, used twice, out of range, or not a whole value: refused.
+        // A marker missing, used twice, out of range, or not a whole value; a key missing:
+        // refused.
         let one = r#"{"args":{"x":"\u0000big-n0nce-0"}}"#;
-        assert!(splice_big_strings(one, m, &bigs).is_none());
+        assert!(with_texts(one, m, &bigs, &keys).is_none());
+        assert!(with_texts(one, m, &bigs[..1], &[]).is_none());
         let twice = r#"{"args":{"x":"\u0000big-n0nce-0","y":"\u0000big-n0nce-0"}}"#;
-        assert!(splice_big_strings(twice, m, &bigs[..1]).is_none());
+        assert!(with_texts(twice, m, &bigs[..1], &keys[..1]).is_none());
         let range = r#"{"args":{"x":"\u0000big-n0nce-7"}}"#;
-        assert!(splice_big_strings(range, m, &bigs[..1]).is_none());
+        assert!(with_texts(range, m, &bigs[..1], &keys[..1]).is_none());
         let inside = r#"{"args":{"x":"\u0000big-n0nce-0 and more"}}"#;
-        assert!(splice_big_strings(inside, m, &bigs[..1]).is_none());
+        assert!(with_texts(inside, m, &bigs[..1], &keys[..1]).is_none());
         // Text that only looks like a marker inside a string (its quote escaped) stays.
         let quoted = r#"{"args":{"x":"\u0000big-n0nce-0","y":"a:\"\u0000big-n0nce-0\""}}"#;
-        let out = String::from_utf8(splice_big_strings(quoted, m, &bigs[..1]).unwrap()).unwrap();
+        let out =
+            String::from_utf8(with_texts(quoted, m, &bigs[..1], &keys[..1]).unwrap()).unwrap();
         assert_eq!(
             out,
-            r#"{"args":{"x":"a\"b\\c\n","y":"a:\"\u0000big-n0nce-0\""}}"#
+            r#"{"args":{"x":null,"y":"a:\"\u0000big-n0nce-0\""},"texts":[["z",6]]}"#
         );
     }
 }

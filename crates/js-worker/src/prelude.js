@@ -57,10 +57,10 @@
       if (split) {
         request = { ...request, args: split.args };
         if (split.bigs.length) {
-          // The large strings leave as they are and the engine quotes them (serde), not
-          // JSON.stringify (a character at a time in QuickJS: 30 ms for 5 MB); a string the
+          // The large strings leave as they are, after the frame's JSON (not quoted by
+          // JSON.stringify, a character at a time in QuickJS: 30 ms for 5 MB); a string the
           // engine cannot take (a lone surrogate) means the whole request goes the usual way.
-          if (host.call(id, JSON.stringify(request), split.marker, split.bigs)) return;
+          if (host.call(id, JSON.stringify(request), split.marker, split.bigs, split.keys)) return;
           split.bigs.forEach((big, i) => (split.args[split.keys[i]] = big));
         }
       }
@@ -70,9 +70,9 @@
   // A tool call's arguments with their large top-level strings taken out: a copy of a plain
   // object (the values read once, in the order JSON.stringify reads them, and the copy is
   // what is sent, so no getter runs twice) where each such string is a marker the engine
-  // replaces with the string's JSON. Nothing else changes: an object with its own toJSON, an
-  // object of another class, an array or one with many keys goes to JSON.stringify whole
-  // (null).
+  // replaces with null, the string following the frame's JSON. Nothing else changes: an
+  // object with its own toJSON, an object of another class, an array or one with many keys
+  // goes to JSON.stringify whole (null).
   const BIG_STRING = 32768;
   const MAX_SPLIT_KEYS = 256;
   // At most this many characters are quoted by the engine, outside the engine's memory limit:
