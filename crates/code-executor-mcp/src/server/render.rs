@@ -49,8 +49,8 @@ pub fn render_text(outcome: &ExecOutcome) -> String {
 }
 
 /// How much of a result's JSON an answer's text block carries. A model reads the text, and no
-/// client gives one a megabyte (Claude Code refuses a tool's text past 25,000 tokens, about
-/// 100 KB): past this, the text shows the head of the JSON and says that `structuredContent`
+/// client gives one a megabyte (Claude Code lets a tool's text into the model's context up to
+/// 25,000 tokens by default, about 100 KB): past this, the text shows the head of the JSON and says that `structuredContent`
 /// has the whole result, instead of sending a second, larger copy of it that every client
 /// decodes (the text's JSON is escaped again on the wire).
 pub(crate) const TEXT_RESULT_BYTES: usize = 1 << 20;
