@@ -128,10 +128,12 @@ def _decode(body):
     return _scan_once(body, 0)[0]
 
 
-def _send_bytes(body):
-    head = len(body).to_bytes(4, "big")
-    # A large body is written after its length, not copied behind it.
-    parts = (head + body,) if len(body) < 65536 else (head, body)
+def _send_bytes(*body):
+    """Writes one frame whose body is the concatenation of `body`."""
+    size = sum(map(len, body))
+    head = size.to_bytes(4, "big")
+    # A large body is written after its length, part by part, not copied behind it.
+    parts = (b"".join((head, *body)),) if size < 65536 else (head, *body)
     with _send_lock:
         for data in parts:
             n = os.write(_OUT, data)
@@ -641,8 +643,8 @@ _TEXT_ARG_CHARS = 65536
 
 
 def _call_frame(request):
-    """(id, encoded frame) of one request. A frame past the host's limit would be a broken
-    protocol to the host: it is the code's error instead, raised where it called."""
+    """(id, the parts of the encoded frame) of one request. A frame past the host's limit would
+    be a broken protocol to the host: it is the code's error instead, raised where it called."""
     call_id = next(_ids)
     texts = None
     args = request.get("args") if request.get("op") == "tool" else None
@@ -659,13 +661,14 @@ def _call_frame(request):
             for k in big:
                 args[k] = None
             request = dict(request, args=args, texts=[[k, len(t)] for k, t in zip(big, texts)])
-    body = _encode({"type": "call", "id": call_id, "request": request})
+    body = (_encode({"type": "call", "id": call_id, "request": request}),)
     if texts:
-        body = b"".join([body, b"\n", *texts])
-    if len(body) > MAX_FRAME_BYTES:
+        body = (*body, b"\n", *texts)
+    size = sum(map(len, body))
+    if size > MAX_FRAME_BYTES:
         raise ValueError(
             "the tool call's arguments are %.1f MiB as JSON; a call carries at most 16 MiB: "
-            "pass less per call (split the data over several calls)" % (len(body) / 2**20)
+            "pass less per call (split the data over several calls)" % (size / 2**20)
         )
     return call_id, body
 
@@ -675,7 +678,7 @@ def _request(request):
     call_id, body = _call_frame(request)
     waiter = _Waiter()
     _pending[call_id] = waiter
-    _send_bytes(body)
+    _send_bytes(*body)
     _await_frames(lambda: waiter.outcome is not None, waiter)
     return _result(waiter.outcome)
 
@@ -693,7 +696,7 @@ async def _arequest(request):
     waiter = _FutureWaiter(loop, future)
     _pending[call_id] = waiter
     try:
-        _send_bytes(body)
+        _send_bytes(*body)
         return _result(await future)
     finally:
         # A call abandoned before its reply (cancelled) no longer keeps the reader busy.
