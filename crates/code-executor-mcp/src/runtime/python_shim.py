@@ -154,6 +154,7 @@ _chunk_view = memoryview(_chunk)
 
 def _read_frame():
     """Reads one frame from the host. Only the thread holding `_rlock` calls this."""
+    global _inbuf
     while True:
         have = len(_inbuf)
         if have >= 4:
@@ -178,8 +179,11 @@ def _read_frame():
                     outcome["value"] = text
                 return frame
             if end - have > len(_chunk):
-                # A large frame: read the rest of it straight into place.
-                _inbuf.extend(bytes(end - have))
+                # A large frame: read the rest of it straight into place, in a buffer made
+                # at its size (growing this one would zero a temporary and copy it in).
+                grown = bytearray(end)
+                grown[:have] = _inbuf
+                _inbuf = grown
                 with memoryview(_inbuf) as view:
                     while have < end:
                         n = os.readv(_IN, (view[have:end],))
