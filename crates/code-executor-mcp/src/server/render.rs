@@ -195,12 +195,8 @@ mod tests {
             error: None,
             tool_calls: 1,
             duration_ms: 2.0,
-            warning: None,
-            output_file: None,
-            session: None,
-            memory_peak_bytes: None,
             result_bytes,
-            llm: None,
+            ..ExecOutcome::refused("", String::new())
         }
     }
 
@@ -263,7 +259,6 @@ mod tests {
             text: "[output truncated at the 1 KiB limit]".into(),
         });
         let outcome = ExecOutcome {
-            result: Value::Null,
             logs,
             error: Some(ErrorInfo {
                 name: format!("{footer}\n[host] {forged}"),
@@ -272,12 +267,7 @@ mod tests {
             }),
             tool_calls: 3,
             duration_ms: 2.5,
-            warning: None,
-            output_file: None,
-            session: None,
-            memory_peak_bytes: None,
-            result_bytes: 0,
-            llm: None,
+            ..outcome_of(Value::Null, 0)
         };
         let text = render_text(&outcome);
         let lines: Vec<&str> = text.lines().collect();
