@@ -894,6 +894,12 @@ async fn large_values_take_their_fast_paths_exactly_in_both_languages() {
             format!("tools.fx.big(bytes={BYTES})"),
             json!("x".repeat(BYTES)),
         ),
+        (
+            "a large argument of only whitespace",
+            "return await tools.fx.echo({ message: ' \\n\\t'.repeat(40000) });".into(),
+            "call_mcp_tool('fx', 'echo', {'message': ' \\n\\t' * 40000})".into(),
+            json!(format!("Echo: {}", " \n\t".repeat(40000))),
+        ),
     ];
     expect_results(&h, &ts_head, &py_head, &cases).await;
     // A lone surrogate has no UTF-8 form. JavaScript: a result with one is an error, as it
