@@ -272,8 +272,9 @@ impl ArgsDigest {
         Self::Pending(rx)
     }
 
-    /// The digest and length; waits for the hash when it is still being made (only a call
-    /// refused before it went out can ask that early).
+    /// The digest and length; waits for the hash when it is still being made (a call refused
+    /// before it went out, or cancelled as it went, asks that early: at most the hash's few
+    /// milliseconds).
     pub(crate) fn take(&mut self) -> (String, usize) {
         match std::mem::replace(self, Self::Done(String::new(), 0)) {
             Self::Done(hash, len) => (hash, len),
