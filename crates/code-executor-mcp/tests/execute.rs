@@ -1098,9 +1098,9 @@ async fn expect_results(
             }
             let rendered = r.content[0].as_text().unwrap().text.as_str();
             let json_text = serde_json::to_string(want).unwrap();
-            // Past 1 MiB of JSON the text carries its head and says so (`structuredContent`
+            // Past 256 KiB of JSON the text carries its head and says so (`structuredContent`
             // has all of it).
-            const TEXT_RESULT_BYTES: usize = 1 << 20;
+            const TEXT_RESULT_BYTES: usize = 256 << 10;
             if json_text.len() <= TEXT_RESULT_BYTES {
                 assert!(
                     rendered.starts_with(&format!("{json_text}\n")),

@@ -48,12 +48,13 @@ pub fn render_text(outcome: &ExecOutcome) -> String {
     render_text_within(outcome, TEXT_RESULT_BYTES)
 }
 
-/// How much of a result's JSON an answer's text block carries. A model reads the text, and no
-/// client gives one a megabyte (Claude Code lets a tool's text into the model's context up to
-/// 25,000 tokens by default, about 100 KB): past this, the text shows the head of the JSON and says that `structuredContent`
-/// has the whole result, instead of sending a second, larger copy of it that every client
-/// decodes (the text's JSON is escaped again on the wire).
-pub(crate) const TEXT_RESULT_BYTES: usize = 1 << 20;
+/// How much of a result's JSON an answer's text block carries: 256 KiB, about 65,000 tokens.
+/// A model reads the text, and no client gives one more (Claude Code lets a tool's text into
+/// the model's context up to 25,000 tokens by default, about 100 KB; a megabyte would not fit
+/// most models' whole context). Past this, the text shows the head of the JSON and says that
+/// `structuredContent` has the whole result, instead of sending a second copy of it that every
+/// client decodes (the text's JSON is escaped again on the wire).
+pub(crate) const TEXT_RESULT_BYTES: usize = 256 << 10;
 
 /// [`render_text`] with the result's JSON cut past `max_result` bytes (`usize::MAX`: never,
 /// for `exec`, whose text is the only output).
