@@ -1076,6 +1076,201 @@ async fn a_result_that_is_a_tools_own_string_comes_back_exactly() {
     }
 }
 
+/// A program whose last statement is a tool call returns that call's large text as it is,
+/// in every form the call can take; Python makes it a tail call (the host keeps the text and
+/// never sends it to the worker), and what is not our tool function (one of the code's own
+/// with the same name) is called as written. A tail call that fails fails the run; a large
+/// reply to a concurrent call does not take the tail call's place; a session's run and a
+/// one-line program return the same text. In both languages.
+#[tokio::test]
+async fn a_last_statement_that_is_a_tool_call_returns_its_text_exactly() {
+    const BYTES: usize = 1536 << 10;
+    let h = harness().await;
+    let unit = "quote \" nl \n Zoë 名前 🚀 e\u{301} ";
+    let n = BYTES / unit.len() + 1;
+    let message = unit.repeat(n);
+    let unit_lit = serde_json::to_string(unit).unwrap();
+    let echoed = json!(format!("Echo: {message}"));
+    let ts_head = format!("const message = {unit_lit}.repeat({n});\n");
+    let py_head = format!("message = {unit_lit} * {n}\n");
+    let cases: Vec<(&str, String, String, Value)> = vec![
+        (
+            "a proxy's call",
+            "return await tools.fx.echo({ message });".into(),
+            "tools.fx.echo(message=message)".into(),
+            echoed.clone(),
+        ),
+        (
+            "call_mcp_tool, after a small call",
+            "await tools.fx.echo({ message: 'small' });\n\
+             return await callMCPTool('fx', 'echo', { message });"
+                .into(),
+            "call_mcp_tool('fx', 'echo', {'message': 'small'})\n\
+             call_mcp_tool('fx', 'echo', {'message': message})"
+                .into(),
+            echoed.clone(),
+        ),
+        (
+            "awaited",
+            "return tools.fx.echo({ message });".into(),
+            "await acall_mcp_tool('fx', 'echo', {'message': message})".into(),
+            echoed.clone(),
+        ),
+        (
+            "an awaited proxy's call",
+            "const m = message;\nreturn await tools.fx['echo']({ message: m });".into(),
+            "await atools.fx.echo(message=message)".into(),
+            echoed.clone(),
+        ),
+        (
+            "a top-level return",
+            "if (!message) return 'none';\nreturn await tools.fx.echo({ message });".into(),
+            "if not message:\n    return 'none'\nreturn call_mcp_tool('fx', 'echo', {'message': message})"
+                .into(),
+            echoed.clone(),
+        ),
+        (
+            "a function of the code's own with the name of ours",
+            "const callMCPTool = (...a) => 'mine';\nreturn await callMCPTool('fx', 'echo', { message });"
+                .into(),
+            "def call_mcp_tool(*a, **k):\n    return 'mine'\ncall_mcp_tool('fx', 'echo', {'message': message})"
+                .into(),
+            json!("mine"),
+        ),
+        (
+            "a function of the code's own that calls the tool",
+            "const f = () => tools.fx.echo({ message });\nreturn await f();".into(),
+            "def f():\n    return tools.fx.echo(message=message)\nf()".into(),
+            echoed.clone(),
+        ),
+        (
+            "with a concurrent call's large reply",
+            format!(
+                "const other = tools.fx.big({{ bytes: {BYTES} }});\n\
+                 return await tools.fx.echo({{ message }});"
+            ),
+            format!(
+                "import threading\n\
+                 t = threading.Thread(target=lambda: tools.fx.big(bytes={BYTES}))\n\
+                 t.start()\n\
+                 tools.fx.echo(message=message)"
+            ),
+            echoed.clone(),
+        ),
+        (
+            "a small value",
+            "return await tools.fx.echo({ message: 'hi' });".into(),
+            "tools.fx.echo(message='hi')".into(),
+            json!("Echo: hi"),
+        ),
+    ];
+    expect_results(&h, &ts_head, &py_head, &cases).await;
+    let big = json!("x".repeat(BYTES));
+    let one_line: [(&str, String, Value); 5] = [
+        (
+            "execute_python",
+            format!("tools.fx.big(bytes={BYTES})"),
+            big.clone(),
+        ),
+        (
+            "execute_python",
+            format!("call_mcp_tool('fx', 'big', {{'bytes': {BYTES}}})"),
+            big.clone(),
+        ),
+        (
+            "execute_python",
+            format!("await atools.fx.big(bytes={BYTES})"),
+            big.clone(),
+        ),
+        (
+            "execute_typescript",
+            format!("return await tools.fx.big({{ bytes: {BYTES} }})"),
+            big.clone(),
+        ),
+        (
+            "execute_python",
+            "tools.fx.add(a=2, b=2)".into(),
+            json!({"sum": 4.0}),
+        ),
+    ];
+    for (tool, code, want) in one_line {
+        let r = h.call(tool, json!({ "code": code })).await;
+        let v = r.structured_content.unwrap_or_default();
+        assert!(
+            v["result"] == want,
+            "{tool}, one line {code}: {}",
+            v["error"]
+        );
+    }
+    for (tool, code) in [
+        (
+            "execute_typescript",
+            "return await tools.fx.fail({ message: 'no such page' });",
+        ),
+        ("execute_python", "tools.fx.fail(message='no such page')"),
+    ] {
+        let r = h.call(tool, json!({ "code": code })).await;
+        let v = r.structured_content.unwrap_or_default();
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("no such page"),
+            "{tool}: a failing last call fails the run: {v}"
+        );
+    }
+    // Python's tail call leaves the text on the host: 15 MiB come back under a 16 MiB memory
+    // limit, which the same text made in the worker (the frame and the string) overruns.
+    let huge = 15usize << 20;
+    let limits = json!({ "memoryMb": 16 });
+    let r = h
+        .call(
+            "execute_python",
+            json!({ "code": format!("tools.fx.big(bytes={huge})"), "limits": limits }),
+        )
+        .await;
+    let v = r.structured_content.unwrap_or_default();
+    assert!(
+        v["result"].as_str().map(str::len) == Some(huge),
+        "a tail call under a small memory limit: {}",
+        v["error"]
+    );
+    let r = h
+        .call(
+            "execute_python",
+            json!({ "code": format!("s = tools.fx.big(bytes={huge})\ns"), "limits": limits }),
+        )
+        .await;
+    let v = r.structured_content.unwrap_or_default();
+    // (Reading the 15 MiB reply runs out of memory in the shim's reader, which ends the
+    // worker: the run fails as the worker's crash.)
+    assert!(
+        ["MemoryError", "WorkerCrashed"].contains(&v["error"]["name"].as_str().unwrap_or("")),
+        "the same text made in the worker: {v:.300}"
+    );
+    // In a session the value is made in the worker as before (code may keep it).
+    for (tool, code) in [
+        (
+            "execute_typescript",
+            format!("{ts_head}return await tools.fx.echo({{ message }});"),
+        ),
+        (
+            "execute_python",
+            format!("{py_head}tools.fx.echo(message=message)"),
+        ),
+    ] {
+        let r = h
+            .call(tool, json!({ "code": code, "session": "new" }))
+            .await;
+        let v = r.structured_content.unwrap_or_default();
+        assert!(
+            v["result"] == echoed,
+            "{tool}, in a session: {}",
+            v["error"]
+        );
+    }
+}
+
 /// Runs each case (what it is, TypeScript, Python, the result wanted) in both languages after
 /// its language's `head`, and checks the result exactly and that the text block carries its
 /// JSON.

@@ -97,7 +97,7 @@ fn run_worker() -> Result<(), String> {
                     outcome: within_frame(outcome),
                 })?,
             },
-            Some(Event::Frame(HostFrame::Reply { id, .. })) => {
+            Some(Event::Frame(HostFrame::Reply { id, .. } | HostFrame::Kept { id })) => {
                 return Err(format!("reply {id} arrived while no code was running"));
             }
             Some(Event::Closed(None)) | None => return Ok(()),
@@ -363,6 +363,12 @@ impl Engine {
                 }
                 Event::Frame(HostFrame::Run(_)) => {
                     return Err("a second run arrived while one was in progress".into());
+                }
+                // This engine makes no tail calls.
+                Event::Frame(HostFrame::Kept { id }) => {
+                    return Err(format!(
+                        "reply {id} kept for a call that was not a tail call"
+                    ));
                 }
                 Event::Closed(e) => return Err(closed(e)),
             }

@@ -103,7 +103,11 @@ pub(crate) fn host_object<'js>(
                         serde_json::from_str(&request).map_err(|e| invalid(e.to_string()))?;
                     let mut s = s.borrow_mut();
                     s.outstanding.insert(id);
-                    s.send(&WorkerFrame::Call { id, request });
+                    s.send(&WorkerFrame::Call {
+                        id,
+                        request,
+                        tail: false,
+                    });
                 }
                 Ok::<_, rquickjs::Error>(true)
             },

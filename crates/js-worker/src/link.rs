@@ -139,7 +139,11 @@ impl Shared {
     pub(crate) fn request_now(&mut self, request: CallRequest) -> Result<CallOutcome, String> {
         let id = SYNC_IDS + self.next_sync_id;
         self.next_sync_id += 1;
-        self.send(&WorkerFrame::Call { id, request });
+        self.send(&WorkerFrame::Call {
+            id,
+            request,
+            tail: false,
+        });
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }

@@ -326,6 +326,7 @@ mod tests {
         let WorkerFrame::Call {
             id: 3,
             request: CallRequest::Tool { args, .. },
+            tail: false,
         } = &frame
         else {
             panic!("{frame:?}")

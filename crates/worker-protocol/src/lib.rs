@@ -24,7 +24,7 @@ use serde_json::Value;
 pub use serde_json::value::RawValue;
 
 /// Protocol version, sent in [`WorkerFrame::Ready`]; the host refuses a worker that speaks another.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Largest frame a worker may send. A single log line, tool call or result above this is
 /// a protocol violation: 16 MiB leaves room for large tool arguments and results while
@@ -50,6 +50,11 @@ pub enum HostFrame {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         kept: bool,
     },
+    /// The answer to a tail call ([`WorkerFrame::Call`]'s `tail`) whose value is a string the
+    /// host keeps (as a [`HostFrame::Reply`] with `kept`) and does not send: the code returns
+    /// that value as it is, so the worker ends the run with [`RunOutcome::Reply`] for `id`
+    /// without ever making the string.
+    Kept { id: u64 },
 }
 
 /// What to run and what the code may see.
@@ -134,8 +139,15 @@ pub enum WorkerFrame {
     /// Sent once, when the engine is initialised and waiting for [`HostFrame::Run`].
     Ready { protocol: u32, engine: String },
     /// A request the code makes of the host; answered by [`HostFrame::Reply`] with the same id.
-    /// Ids are chosen by the worker and unique within one run.
-    Call { id: u64, request: CallRequest },
+    /// Ids are chosen by the worker and unique within one run. `tail`: a tool call whose value
+    /// is the run's result as it is (the code's last statement, outside a session), which the
+    /// host may answer with [`HostFrame::Kept`].
+    Call {
+        id: u64,
+        request: CallRequest,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        tail: bool,
+    },
     /// One captured line of output.
     Log { level: LogLevel, text: String },
     /// The worker dropped further output after reaching [`EngineLimits::max_log_bytes`].
@@ -424,7 +436,10 @@ impl<'de> Deserialize<'de> for HostFrame {
                 persist: w.persist,
                 access: w.access,
             })),
-            other => Err(D::Error::unknown_variant(other, &["run", "reply"])),
+            "kept" => Ok(HostFrame::Kept {
+                id: w.id.ok_or_else(|| D::Error::missing_field("id"))?,
+            }),
+            other => Err(D::Error::unknown_variant(other, &["run", "reply", "kept"])),
         }
     }
 }
@@ -547,6 +562,7 @@ mod tests {
                 name: "mcp__fs__read".into(),
                 args: json!({"path": "/a"}),
             },
+            tail: false,
         };
         let bytes = encode(&frame).unwrap();
         assert_eq!(
@@ -590,6 +606,45 @@ mod tests {
         );
         let back: WorkerFrame = read_frame(&mut &bytes[..], MAX_WORKER_FRAME_BYTES).unwrap();
         assert_eq!(back, done);
+    }
+
+    #[test]
+    fn a_tail_call_and_the_kept_answer_that_sends_nothing() {
+        let call = WorkerFrame::Call {
+            id: 9,
+            request: CallRequest::Tool {
+                server: Some("fs".into()),
+                name: "read".into(),
+                args: json!({}),
+            },
+            tail: true,
+        };
+        let bytes = encode(&call).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&bytes[4..]).unwrap(),
+            json!({"type": "call", "id": 9, "request": {"op": "tool", "server": "fs", "name": "read", "args": {}}, "tail": true})
+        );
+        let back = WorkerFrame::decode(&bytes[4..]).unwrap();
+        assert_eq!(back, call);
+        // A call that is not a tail call says nothing of it.
+        let WorkerFrame::Call { id, request, .. } = call else {
+            panic!("a call")
+        };
+        let plain = encode(&WorkerFrame::Call {
+            id,
+            request,
+            tail: false,
+        })
+        .unwrap();
+        assert!(!std::str::from_utf8(&plain[4..]).unwrap().contains("tail"));
+        let kept = HostFrame::Kept { id: 9 };
+        let bytes = kept.encode().unwrap();
+        assert_eq!(
+            std::str::from_utf8(&bytes[4..]).unwrap(),
+            r#"{"type":"kept","id":9}"#
+        );
+        assert_eq!(HostFrame::decode(bytes[4..].to_vec()).unwrap(), kept);
+        assert!(HostFrame::decode(br#"{"type":"kept"}"#.to_vec()).is_err());
     }
 
     #[test]
@@ -697,6 +752,7 @@ mod tests {
                     name: "mcp__a__b".into(),
                     args: json!({"x": "é"}),
                 },
+                tail: false,
             }
         );
         let result = RawValue::from_string(r#"[1,{"a":"b"}]"#.into()).unwrap();

@@ -59,11 +59,14 @@ const KEPT_REPLY_BYTES: std::ops::RangeInclusive<usize> =
     (1 << 20)..=(worker_protocol::MAX_WORKER_FRAME_BYTES - 64);
 
 /// The latest kept reply: its id, its string (a tool's text, or the JSON of a string value,
-/// decoded only if a result refers to it), and the string's length as JSON.
+/// decoded only if a result refers to it), and the string's length as JSON. `tail`: the
+/// reply to a tail call, not sent ([`HostFrame::Kept`]); it stays kept for the rest of the
+/// run, whatever replies come after it, since the worker never had it.
 struct Kept {
     id: u64,
     outcome: CallOutcome,
     json_len: usize,
+    tail: bool,
 }
 
 /// The length as JSON of a reply's string, if it is one to keep ([`KEPT_REPLY_BYTES`]: a
@@ -135,13 +138,24 @@ pub(super) async fn drive(
                     return Err(Failure::Exited);
                 }
             },
-            Some((id, outcome, len)) = calls.next(), if answering && !calls.is_empty() => {
+            Some((id, outcome, len, tail)) = calls.next(), if answering && !calls.is_empty() => {
                 held_bytes -= len;
-                let keep = to_keep(&outcome);
-                let frame = HostFrame::Reply { id, outcome, kept: keep.is_some() };
-                let reply = frame.encode();
-                if let (HostFrame::Reply { outcome, .. }, Some(json_len)) = (frame, keep) {
-                    kept = Some(Kept { id, outcome, json_len });
+                // A tail call's kept value is not sent at all: the code returns it as it is.
+                // Once one is kept, no later reply takes its place.
+                let keep = to_keep(&outcome).filter(|_| !kept.as_ref().is_some_and(|k| k.tail));
+                let (reply, outcome) = if tail && keep.is_some() {
+                    (HostFrame::Kept { id }.encode(), Some(outcome))
+                } else {
+                    let frame = HostFrame::Reply { id, outcome, kept: keep.is_some() };
+                    let reply = frame.encode();
+                    let outcome = match frame {
+                        HostFrame::Reply { outcome, .. } => Some(outcome),
+                        _ => None,
+                    };
+                    (reply, outcome)
+                };
+                if let (Some(outcome), Some(json_len)) = (outcome, keep) {
+                    kept = Some(Kept { id, outcome, json_len, tail });
                 }
                 if let Ok(bytes) = &reply {
                     memory::SERVER.moved(bytes.len());
@@ -201,12 +215,12 @@ pub(super) async fn drive(
                         clean: sent == outbox.len() && calls.is_empty(),
                     });
                 }
-                Some(Ok(WorkerFrame::Call { id, request })) => {
+                Some(Ok(WorkerFrame::Call { id, request, tail })) => {
                     let len = frames.last_len();
                     memory::SERVER.moved(len);
                     held_bytes += len;
                     calls.push(async move {
-                        (id, host.handle(scope, request).await, len)
+                        (id, host.handle(scope, request).await, len, tail)
                     });
                 }
                 Some(Ok(WorkerFrame::Ready { .. })) => {

@@ -60,7 +60,7 @@ try:
 except ImportError:  # pragma: no cover - every Linux CPython has it
     resource = None
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 SOURCE_NAME = "code.py"
 SHIM_NAME = "<shim>"
 # The host refuses worker frames above 16 MiB (worker_protocol::MAX_WORKER_FRAME_BYTES); a
@@ -230,6 +230,13 @@ def _dispatch(frame):
         waiter = _pending.pop(frame.get("id"), None)
         if waiter is not None:
             waiter.deliver(outcome)
+    elif kind == "kept":
+        # A tail call's large text, kept on the host and not sent (`_tail`).
+        kept = _Kept()
+        _State.kept = (frame.get("id"), kept)
+        waiter = _pending.pop(frame.get("id"), None)
+        if waiter is not None:
+            waiter.deliver({"status": "ok", "value": kept})
 
 
 def _nudge():
@@ -646,9 +653,10 @@ def _settle(future, outcome):
 _TEXT_ARG_CHARS = 65536
 
 
-def _call_frame(request):
-    """(id, the parts of the encoded frame) of one request. A frame past the host's limit would
-    be a broken protocol to the host: it is the code's error instead, raised where it called."""
+def _call_frame(request, tail=False):
+    """(id, the parts of the encoded frame) of one request (`tail`: see `_tail`). A frame past
+    the host's limit would be a broken protocol to the host: it is the code's error instead,
+    raised where it called."""
     call_id = next(_ids)
     texts = None
     args = request.get("args") if request.get("op") == "tool" else None
@@ -665,7 +673,10 @@ def _call_frame(request):
             for k in big:
                 args[k] = None
             request = dict(request, args=args, texts=[[k, len(t)] for k, t in zip(big, texts)])
-    body = (_encode({"type": "call", "id": call_id, "request": request}),)
+    frame = {"type": "call", "id": call_id, "request": request}
+    if tail:
+        frame["tail"] = True
+    body = (_encode(frame),)
     if texts:
         body = (*body, b"\n", *texts)
     size = sum(map(len, body))
@@ -677,9 +688,9 @@ def _call_frame(request):
     return call_id, body
 
 
-def _request(request):
+def _request(request, tail=False):
     """Sends one request and blocks until its reply (see `_await_frames` for who reads it)."""
-    call_id, body = _call_frame(request)
+    call_id, body = _call_frame(request, tail)
     waiter = _Waiter()
     _pending[call_id] = waiter
     _send_bytes(*body)
@@ -687,10 +698,10 @@ def _request(request):
     return _result(waiter.outcome)
 
 
-async def _arequest(request):
+async def _arequest(request, tail=False):
     import asyncio  # loaded already when an event loop awaits this
 
-    call_id, body = _call_frame(request)
+    call_id, body = _call_frame(request, tail)
     loop = asyncio.get_running_loop()
     future = loop.create_future()
     cond = _async_cond()
@@ -752,6 +763,40 @@ def call_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
 async def acall_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
     """Like call_mcp_tool, but awaitable: asyncio.gather(...) runs calls in parallel."""
     return await _arequest(_tool_request("acall_mcp_tool", name, args, tool_args, kwargs))
+
+
+class _Kept:
+    """Stands for a tool's large text that the host kept and did not send: the value of a
+    tail call (`_tail`), which is the run's result as it is and goes back as a reference to
+    the host's copy, so no code ever holds one."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<a tool's text kept on the host>"
+
+
+def _tail(f):
+    """What the code's last statement calls, when it is a call whose value is the result
+    (`_compile`, outside a session): our tool functions, as tail calls; anything else as it
+    is. A tail call tells the host that its value is returned as it is, so a large text
+    reply can stay on the host (`{"type": "kept"}`): the worker never decodes it, and the
+    result refers to the host's copy."""
+    if f is call_mcp_tool:
+        return _tail_call_mcp_tool
+    if f is acall_mcp_tool:
+        return _tail_acall_mcp_tool
+    if type(f) is _Tool:
+        return f._tail
+    return f
+
+
+def _tail_call_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
+    return _request(_tool_request("call_mcp_tool", name, args, tool_args, kwargs), True)
+
+
+async def _tail_acall_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
+    return await _arequest(_tool_request("acall_mcp_tool", name, args, tool_args, kwargs), True)
 
 
 def list_servers():
@@ -1265,14 +1310,22 @@ class _Tool:
             return None
 
     def __call__(self, *args, **kwargs):
+        return self._call(args, kwargs, False)
+
+    def _tail(self, *args, **kwargs):
+        return self._call(args, kwargs, True)
+
+    def _call(self, args, kwargs, tail):
         if len(args) > 1:
             raise TypeError(
                 "tools.%s.%s() takes keyword arguments or one dict" % (self._server, self._tool)
             )
         given = args[0] if args else None
         if self._async:
-            return acall_mcp_tool(self._server, self._tool, given, **kwargs)
-        return call_mcp_tool(self._server, self._tool, given, **kwargs)
+            call = _tail_acall_mcp_tool if tail else acall_mcp_tool
+        else:
+            call = _tail_call_mcp_tool if tail else call_mcp_tool
+        return call(self._server, self._tool, given, **kwargs)
 
     def __repr__(self):
         return "<tool mcp__%s__%s>" % (self._server, self._tool)
@@ -1432,8 +1485,23 @@ def _top_level_returns(node):
 _ONE_LINE = 4096
 
 
-def _compile(code):
+def _tail_call(node):
+    """Routes the call whose value `node` is (`f(...)` or `await f(...)`) through `_tail`, in
+    place: `f` is evaluated as before, then handed to `_tail`, then the arguments, then the
+    call, so only our tool functions change (to tail calls) and everything else is called as
+    written."""
+    if isinstance(node, _ast.Await):
+        node = node.value
+    if isinstance(node, _ast.Call) and isinstance(node.func, (_ast.Name, _ast.Attribute)):
+        wrap = _at(_ast.Name(id="__cem_tail__", ctx=_ast.Load()), node.func)
+        node.func = _at(_ast.Call(func=wrap, args=[node.func], keywords=[]), node.func)
+
+
+def _compile(code, tail=False):
     """(the code compiled, whether it is one expression whose value is the result).
+
+    `tail` (outside a session): a last statement whose value is a call's (`f(...)`, `await
+    f(...)`, `return f(...)`) makes that call through `_tail`.
 
     Code is parsed to a syntax tree, its last expression made the result (and a top-level
     `return` a call), then compiled. A one-line expression is compiled straight to its value
@@ -1447,11 +1515,21 @@ def _compile(code):
         if text and "\n" not in text and "\r" not in text:
             try:
                 flags = _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+                if tail and ("tools" in text or "call_mcp_tool" in text):
+                    # A one-line tool call: its tree, to make the call a tail call.
+                    tree = compile(
+                        code, SOURCE_NAME, "eval", flags=flags | _ast.PyCF_ONLY_AST,
+                        dont_inherit=True,
+                    )
+                    _tail_call(tree.body)
+                    code = tree
                 return compile(code, SOURCE_NAME, "eval", flags=flags, dont_inherit=True), True
             except SyntaxError:
                 pass
     flags = _ast.PyCF_ONLY_AST | _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     tree = compile(code, SOURCE_NAME, "exec", flags=flags, dont_inherit=True)
+    if tail and tree.body and isinstance(tree.body[-1], (_ast.Expr, _ast.Return)):
+        _tail_call(tree.body[-1].value)
     if "return" in code:
         # Only code that says `return` can have one at top level: the walk costs the rest.
         _top_level_returns(tree)
@@ -1566,6 +1644,7 @@ def _namespace(bindings, persist):
     layer.update(builtins.__dict__)
     layer.update({
         "__cem_return__": _cem_return,
+        "__cem_tail__": _tail,
         "call_mcp_tool": call_mcp_tool,
         "acall_mcp_tool": acall_mcp_tool,
         "tools": _Tools(bindings, False),
@@ -1634,7 +1713,7 @@ def _run(frame):
     saved = _limit_memory(_State.memory_bytes)
     outcome = None
     try:
-        codeobj, expression = _compile(code)
+        codeobj, expression = _compile(code, not persist)
         if codeobj.co_flags & CO_COROUTINE and "asyncio" not in sys.modules:
             # Code that awaits at top level runs in an asyncio loop. A worker that had no time
             # to import asyncio ahead does it now, outside the memory limit, as it would have.
@@ -1670,7 +1749,7 @@ def _run(frame):
     if (
         kept is not None
         and outcome["status"] == "ok"
-        and type(kept[1]) is str
+        and type(kept[1]) in (str, _Kept)
         and outcome["result"] is kept[1]
     ):
         outcome = {"status": "reply", "id": kept[0]}
