@@ -776,17 +776,18 @@ class _Kept:
         return "<a tool's text kept on the host>"
 
 
-def _tail(f):
+def _tail(f, awaited=False):
     """What the code's last statement calls, when it is a call whose value is the result
-    (`_compile`, outside a session): our tool functions, as tail calls; anything else as it
-    is. A tail call tells the host that its value is returned as it is, so a large text
-    reply can stay on the host (`{"type": "kept"}`): the worker never decodes it, and the
-    result refers to the host's copy."""
-    if f is call_mcp_tool:
+    (`_compile`, outside a session; `awaited`: the statement awaits it): our tool functions,
+    as tail calls, when the call's value is the result (a blocking call not awaited, an
+    awaitable one awaited); anything else as it is. A tail call tells the host that its value
+    is returned as it is, so a large text reply can stay on the host (`{"type": "kept"}`):
+    the worker never decodes it, and the result refers to the host's copy."""
+    if f is call_mcp_tool and not awaited:
         return _tail_call_mcp_tool
-    if f is acall_mcp_tool:
+    if f is acall_mcp_tool and awaited:
         return _tail_acall_mcp_tool
-    if type(f) is _Tool:
+    if type(f) is _Tool and f._async == awaited:
         return f._tail
     return f
 
@@ -1490,11 +1491,13 @@ def _tail_call(node):
     place: `f` is evaluated as before, then handed to `_tail`, then the arguments, then the
     call, so only our tool functions change (to tail calls) and everything else is called as
     written."""
-    if isinstance(node, _ast.Await):
+    awaited = isinstance(node, _ast.Await)
+    if awaited:
         node = node.value
     if isinstance(node, _ast.Call) and isinstance(node.func, (_ast.Name, _ast.Attribute)):
         wrap = _at(_ast.Name(id="__cem_tail__", ctx=_ast.Load()), node.func)
-        node.func = _at(_ast.Call(func=wrap, args=[node.func], keywords=[]), node.func)
+        args = [node.func, _at(_ast.Constant(value=awaited), node.func)]
+        node.func = _at(_ast.Call(func=wrap, args=args, keywords=[]), node.func)
 
 
 def _compile(code, tail=False):
