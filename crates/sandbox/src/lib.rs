@@ -257,7 +257,8 @@ pub fn ensure_available(policy: &SandboxPolicy) -> Result<SandboxReport, Sandbox
 /// dies the kernel kills every process left in the PID namespace, including any that left the
 /// group with `setsid`. A worker killed so early that it has not made its session yet (the
 /// helper's first step) has no group: it is killed alone, before it could start anything.
-/// Pids 0 and 1 are ignored: `killpg(0)` would hit the caller's own group.
+/// Pids 0 and 1 are ignored: `killpg(0)` would hit the caller's own group. The group is set to
+/// the lowest priority (nice 19) first, so that its processes free their memory on idle CPU.
 pub fn kill_group(pid: u32) {
     if pid <= 1 {
         return;
