@@ -433,7 +433,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // flushed.
             let token = service.cancellation_token();
             let watcher = tokio::spawn(async move {
-                tracing::info!("{}: shutting down", crate::shutdown::signal().await);
+                // Awaited outside the macro: with `info` off its arguments are never
+                // evaluated, and the watcher would cancel the service at once.
+                let signal = crate::shutdown::signal().await;
+                tracing::info!("{signal}: shutting down");
                 token.cancel();
             });
             let ended = service.waiting().await;

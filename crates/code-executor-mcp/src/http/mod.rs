@@ -283,7 +283,12 @@ pub async fn serve(
             Some(rx) => {
                 let _ = rx.await;
             }
-            None => tracing::info!("{}: shutting down", crate::shutdown::signal().await),
+            None => {
+                // Awaited outside the macro: a log level that turns `info` off must not
+                // skip the wait (the server would stop as soon as it started).
+                let signal = crate::shutdown::signal().await;
+                tracing::info!("{signal}: shutting down");
+            }
         }
     };
     tokio::pin!(shutdown);
