@@ -26,20 +26,21 @@ const BOTH: [Lang; 2] = [Lang::Ts, Lang::Py];
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 (one thread per connection, `Connection: close`):
 /// `/kb` 1,024 bytes, `/json`, `/echo` (method and body back), `/to-kb` and `/to-meta`
-/// (redirects), `/big` (2 MiB), `/status/N`.
+/// (redirects), `/to-localhost/N` (a redirect with status N to `http://localhost:PORT/echo`),
+/// `/big` (2 MiB), `/status/N`.
 fn http_server() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
-            std::thread::spawn(move || serve_one(stream));
+            std::thread::spawn(move || serve_one(stream, port));
         }
     });
     port
 }
 
-fn serve_one(mut stream: std::net::TcpStream) {
+fn serve_one(mut stream: std::net::TcpStream, port: u16) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
     if reader.read_line(&mut line).is_err() {
@@ -85,6 +86,15 @@ fn serve_one(mut stream: std::net::TcpStream) {
         "/to-meta" => (
             "302 Found",
             "Location: http://169.254.169.254/latest/meta-data/\r\n".into(),
+            Vec::new(),
+        ),
+        p if p.starts_with("/to-localhost/") => (
+            match p.trim_start_matches("/to-localhost/") {
+                "303" => "303 See Other",
+                "307" => "307 Temporary Redirect",
+                _ => "302 Found",
+            },
+            format!("Location: http://localhost:{port}/echo\r\n"),
             Vec::new(),
         ),
         "/big" => ("200 OK", String::new(), vec![b'y'; 2 << 20]),
@@ -133,15 +143,21 @@ fn files() -> Files {
 /// A server whose ceiling grants `project` (read), a workspace (write, 1 MiB quota), and the
 /// loopback server at `port` by address and by name, with responses capped at 1 MiB.
 async fn server(project: &Path, port: u16) -> (Harness, TempConfig) {
+    let net = json!([
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{}", port.wrapping_add(1).max(1)),
+    ]);
+    server_with_net(project, net).await
+}
+
+/// [`server`] with the network ceiling `net`.
+async fn server_with_net(project: &Path, net: Value) -> (Harness, TempConfig) {
     let settings = json!({
         "permissions": {
             "read": [project],
             "write": true,
-            "net": [
-                format!("127.0.0.1:{port}"),
-                format!("localhost:{port}"),
-                format!("127.0.0.1:{}", port.wrapping_add(1).max(1)),
-            ],
+            "net": net,
             "fetch": {"maxResponseBytes": 1 << 20}
         },
         "sessions": {"workspaceQuotaMb": 1}
@@ -206,6 +222,10 @@ fn audit_lines(h: &Harness, kind: &str) -> Vec<Value> {
 }
 
 // --------------------------------------------------------------------------- network
+
+/// Names and redirects that lead to loopback (issue 39, item 2).
+#[path = "access/ssrf.rs"]
+mod ssrf;
 
 #[tokio::test]
 async fn a_granted_fetch_to_a_loopback_server_the_ceiling_names_works_and_is_audited() {

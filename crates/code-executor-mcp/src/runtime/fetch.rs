@@ -1,13 +1,16 @@
 //! `fetch` from code, made by the host: the sandbox has no network, so an HTTP request is a
 //! [`worker_protocol::CallRequest::Fetch`] over the worker's pipe, checked and made here.
 //!
-//! - Every hop (the first request and each redirect) is checked against the execution's
-//!   grant ([`Grant::check_hop`]: scheme, host, port, method; a literal address too).
-//! - Names are resolved once, by the client's resolver ([`GuardedResolver`]), which drops every
-//!   special address (loopback, private, link-local, CGNAT, multicast, IPv4-mapped,
-//!   metadata...) the grant does not name, and refuses the request when none is left; the
-//!   connection goes to exactly the addresses it returned, so a second lookup cannot rebind
-//!   the name.
+//! - Every hop (the first request and each redirect, with its own method) is checked against
+//!   the execution's grant ([`Grant::admit`]: scheme, host as written, port, method; a literal
+//!   address too), which gives the hop's [`Reach`]: the special addresses a rule naming them
+//!   admits for this port and method.
+//! - The hop goes through a client whose resolver ([`GuardedResolver`]) holds that reach.
+//!   Names are resolved once, there: every special address (loopback, private, link-local,
+//!   CGNAT, multicast, IPv4-mapped, metadata...) outside the reach is dropped, and the request
+//!   is refused when none is left; the connection goes to exactly the addresses it returned,
+//!   so a second lookup cannot rebind the name. Clients are kept per reach, so a kept
+//!   connection only serves hops whose reach admitted its address.
 //! - Redirects are followed by hand, at most `maxRedirects`, each hop checked again;
 //!   credentials (`Authorization`, `Cookie`) are dropped when the origin changes.
 //! - Limits per execution: requests, bytes per response (read in chunks and stopped at the
@@ -16,18 +19,19 @@
 //!   environment; no header of ours but a `User-Agent`.
 //! - Every hop gets one audit line (`net.fetch`: method, host, port, status, bytes, decision).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
+use futures::future::BoxFuture;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use worker_protocol::{CallError, CallOutcome, ErrorInfo, FetchRequest, FetchResponse};
 
 use super::bridge::RunScope;
-use crate::policy::access::{Grant, Hop, MAX_REQUEST_BODY_BYTES, NetRule};
+use crate::policy::access::{Grant, Hop, MAX_REQUEST_BODY_BYTES, Reach, Unreachable};
 use crate::policy::audit::AuditEvent;
 
 /// Time to establish a connection (TCP and TLS), within the request's own timeout.
@@ -47,39 +51,70 @@ const FORBIDDEN_HEADERS: [&str; 9] = [
     "proxy-connection",
 ];
 
-/// Clients kept for reuse: making one (TLS roots, connection pool) costs milliseconds, and
-/// executions usually ask for the same destinations. Keyed by the granted rules, which are all
-/// a client's resolver looks at, so a client only ever serves executions with the same grant.
-#[derive(Default)]
-pub(crate) struct Clients(std::sync::Mutex<Vec<(Vec<NetRule>, reqwest::Client)>>);
+/// How a name becomes addresses: the system's resolver, or a table in tests.
+pub(crate) type Lookup =
+    Arc<dyn Fn(String) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> + Send + Sync>;
 
-/// Distinct grants whose clients are kept (the oldest goes first).
+/// The system's resolver (`getaddrinfo`: `/etc/hosts`, then DNS).
+fn system_lookup() -> Lookup {
+    Arc::new(|host: String| {
+        Box::pin(async move {
+            Ok(tokio::net::lookup_host((host.as_str(), 0))
+                .await?
+                .map(|a| a.ip())
+                .collect())
+        })
+    })
+}
+
+/// Clients kept for reuse: making one (TLS roots, connection pool) costs milliseconds, and
+/// executions usually ask for the same destinations. Keyed by the hop's [`Reach`], which is
+/// all a client's resolver looks at, so a client (and its kept connections) only ever serves
+/// hops whose port, method and grant admit the same special addresses.
+pub(crate) struct Clients {
+    kept: std::sync::Mutex<Vec<(Reach, reqwest::Client)>>,
+    lookup: Lookup,
+}
+
+impl Default for Clients {
+    fn default() -> Clients {
+        Clients::with_lookup(system_lookup())
+    }
+}
+
+/// Distinct reaches whose clients are kept (the oldest goes first).
 const KEPT_CLIENTS: usize = 16;
 
 impl Clients {
-    fn get(&self, grant: &Arc<Grant>) -> Result<reqwest::Client, String> {
-        if let Ok(kept) = self.0.lock()
-            && let Some((_, c)) = kept.iter().find(|(rules, _)| *rules == grant.net)
+    /// Clients whose resolvers look names up with `lookup`.
+    pub(crate) fn with_lookup(lookup: Lookup) -> Clients {
+        Clients {
+            kept: std::sync::Mutex::new(Vec::new()),
+            lookup,
+        }
+    }
+
+    fn get(&self, reach: &Reach) -> Result<reqwest::Client, String> {
+        if let Ok(kept) = self.kept.lock()
+            && let Some((_, c)) = kept.iter().find(|(r, _)| r == reach)
         {
             return Ok(c.clone());
         }
-        let client = make_client(grant)?;
-        if let Ok(mut kept) = self.0.lock() {
+        let client = make_client(reach.clone(), self.lookup.clone())?;
+        if let Ok(mut kept) = self.kept.lock() {
             if kept.len() >= KEPT_CLIENTS {
                 kept.remove(0);
             }
-            kept.push((grant.net.clone(), client.clone()));
+            kept.push((reach.clone(), client.clone()));
         }
         Ok(client)
     }
 }
 
-/// The network side of one execution: its grant, its client (found or made on first use)
-/// and its counters.
+/// The network side of one execution: its grant, the kept clients, and its counters.
 pub(crate) struct FetchState {
     pub grant: Arc<Grant>,
     clients: Arc<Clients>,
-    client: tokio::sync::OnceCell<Result<reqwest::Client, String>>,
     requests: AtomicU32,
     bytes: AtomicU64,
 }
@@ -89,23 +124,14 @@ impl FetchState {
         FetchState {
             grant,
             clients,
-            client: tokio::sync::OnceCell::new(),
             requests: AtomicU32::new(0),
             bytes: AtomicU64::new(0),
         }
     }
-
-    async fn client(&self) -> Result<&reqwest::Client, String> {
-        self.client
-            .get_or_init(|| async { self.clients.get(&self.grant) })
-            .await
-            .as_ref()
-            .map_err(Clone::clone)
-    }
 }
 
-/// A client whose every connection goes through the grant's resolver.
-fn make_client(grant: &Arc<Grant>) -> Result<reqwest::Client, String> {
+/// A client whose every connection goes through a resolver holding `reach`.
+fn make_client(reach: Reach, lookup: Lookup) -> Result<reqwest::Client, String> {
     crate::tls::install_tls_provider();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -113,25 +139,25 @@ fn make_client(grant: &Arc<Grant>) -> Result<reqwest::Client, String> {
         .referer(false)
         .connect_timeout(CONNECT_TIMEOUT)
         .user_agent(concat!("code-executor-mcp/", env!("CARGO_PKG_VERSION")))
-        .dns_resolver(Arc::new(GuardedResolver {
-            grant: grant.clone(),
-        }))
+        .dns_resolver(Arc::new(GuardedResolver { reach, lookup }))
         .build()
         .map_err(|e| format!("cannot make an HTTP client: {e}"))
 }
 
-/// The resolver of an execution's client: one lookup, every address checked.
+/// The resolver of a client: one lookup, every address checked against the reach of the
+/// hops the client serves. (A literal address never comes here: [`Grant::admit`] checked it.)
 struct GuardedResolver {
-    grant: Arc<Grant>,
+    reach: Reach,
+    lookup: Lookup,
 }
 
-/// A resolution the grant refuses; found again in the error chain to name it.
+/// A resolution the reach refuses; found again in the error chain to name it.
 #[derive(Debug)]
-struct Refused(String);
+struct Refused(Unreachable);
 
 impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        write!(f, "{} is not reachable under this grant", self.0.addr)
     }
 }
 
@@ -139,34 +165,20 @@ impl std::error::Error for Refused {}
 
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
-        let grant = self.grant.clone();
+        let reach = self.reach.clone();
+        let lookup = self.lookup.clone();
         let host = name.as_str().to_string();
         Box::pin(async move {
-            let found: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let found = lookup(host.clone()).await?;
             if found.is_empty() {
                 return Err(format!("{host}: the name has no address").into());
             }
-            // Every granted rule may name an address (`127.0.0.1`, `10.0.0.0/8`); a special
-            // address none names is dropped, and the client connects only to what is left
-            // (none left: refused, saying why).
-            let rules: Vec<_> = grant.net.iter().collect();
-            let mut refusal = None;
-            let allowed: Vec<SocketAddr> = found
-                .into_iter()
-                .filter(|a| match grant.check_addr(&rules, a.ip(), &host) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        refusal.get_or_insert(e);
-                        false
-                    }
-                })
-                .collect();
-            if allowed.is_empty() {
-                let why = refusal.unwrap_or_else(|| format!("{host}: no address"));
-                return Err(Box::new(Refused(why)) as Box<dyn std::error::Error + Send + Sync>);
-            }
-            Ok(Box::new(allowed.into_iter()) as Addrs)
+            // A special address outside the reach is dropped, and the client connects only
+            // to what is left (none left: refused, saying why).
+            let allowed = reach
+                .filter(&found)
+                .map_err(|u| Box::new(Refused(u)) as Box<dyn std::error::Error + Send + Sync>)?;
+            Ok(Box::new(allowed.into_iter().map(|ip| SocketAddr::new(ip, 0))) as Addrs)
         })
     }
 }
@@ -300,10 +312,6 @@ pub(crate) async fn fetch(scope: &RunScope, req: FetchRequest) -> CallOutcome {
             format!("fetch: redirect must be follow, error or manual, not \"{mode}\""),
         );
     }
-    let client = match state.client().await {
-        Ok(c) => c,
-        Err(e) => return err(CallError::Network, e),
-    };
     let mut redirects = 0u32;
     loop {
         let record = HopRecord {
@@ -322,18 +330,28 @@ pub(crate) async fn fetch(scope: &RunScope, req: FetchRequest) -> CallOutcome {
             record.write("deny", Some(reason.clone()), None, None, 0);
             return err(CallError::Limit, reason);
         }
-        if let Err(reason) = grant.check_hop(&Hop {
+        let reach = match grant.admit(&Hop {
             method: &method,
             url: &url,
         }) {
-            let reason = if redirects > 0 {
-                format!("{reason} (reached by a redirect)")
-            } else {
-                reason
-            };
-            record.write("deny", Some(reason.clone()), None, None, 0);
-            return err(CallError::Policy, reason);
-        }
+            Ok((_, reach)) => reach,
+            Err(reason) => {
+                let reason = if redirects > 0 {
+                    format!("{reason} (reached by a redirect)")
+                } else {
+                    reason
+                };
+                record.write("deny", Some(reason.clone()), None, None, 0);
+                return err(CallError::Policy, reason);
+            }
+        };
+        let client = match state.clients.get(&reach) {
+            Ok(c) => c,
+            Err(e) => {
+                record.write("allow", Some(e.clone()), None, None, 0);
+                return err(CallError::Network, e);
+            }
+        };
         let remaining = scope
             .clock
             .deadline()
@@ -354,6 +372,12 @@ pub(crate) async fn fetch(scope: &RunScope, req: FetchRequest) -> CallOutcome {
             Ok(r) => r,
             Err(e) => {
                 if let Some(refused) = refused(&e) {
+                    let refused = grant.unreachable(
+                        refused.addr,
+                        url.host_str().unwrap_or(""),
+                        url.port_or_known_default().unwrap_or(0),
+                        &method,
+                    );
                     let reason = if redirects > 0 {
                         format!("{refused} (reached by a redirect)")
                     } else {
@@ -542,12 +566,12 @@ async fn read_capped(
     }
 }
 
-/// The grant's refusal of a resolution, if that is why the request failed.
-fn refused(e: &reqwest::Error) -> Option<String> {
+/// The reach's refusal of a resolution, if that is why the request failed.
+fn refused(e: &reqwest::Error) -> Option<Unreachable> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = source {
         if let Some(r) = s.downcast_ref::<Refused>() {
-            return Some(r.0.clone());
+            return Some(r.0);
         }
         source = s.source();
     }
@@ -569,47 +593,4 @@ fn describe(e: &reqwest::Error, url: &url::Url, timeout: Duration) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::str::FromStr;
-
-    fn grant(rules: &[&str]) -> Arc<Grant> {
-        Arc::new(Grant {
-            net: rules
-                .iter()
-                .map(|r| NetRule::parse(&serde_json::json!(r)).unwrap())
-                .collect(),
-            ..Grant::default()
-        })
-    }
-
-    /// The addresses the client connects to are the ones checked here, from one lookup.
-    #[tokio::test]
-    async fn the_resolver_refuses_a_name_that_resolves_to_loopback_unless_an_address_is_granted() {
-        let refused = GuardedResolver {
-            grant: grant(&["localhost:8080"]),
-        }
-        .resolve(Name::from_str("localhost").unwrap())
-        .await;
-        let e = refused.err().expect("refused").to_string();
-        assert!(
-            e.contains("loopback") && e.contains("localhost resolves to it"),
-            "{e}"
-        );
-        let allowed = GuardedResolver {
-            grant: grant(&["localhost:8080", "127.0.0.1:8080"]),
-        }
-        .resolve(Name::from_str("localhost").unwrap())
-        .await
-        .expect("allowed");
-        // Only the granted address is left (`::1`, if the name has it too, is dropped).
-        let addrs: Vec<SocketAddr> = allowed.collect();
-        assert!(!addrs.is_empty(), "{addrs:?}");
-        assert!(
-            addrs
-                .iter()
-                .all(|a| a.ip() == std::net::Ipv4Addr::LOCALHOST),
-            "{addrs:?}"
-        );
-    }
-}
+mod tests;

@@ -6,12 +6,13 @@
 //! An execution asks for a part of it (`permissions: {read, write, net}`); asking for more
 //! is an [`AccessError`] naming the ceiling. Nothing is granted by default.
 //!
-//! Network checks are pure functions of the grant and a destination: [`Grant::check_hop`]
-//! (scheme, host, port, method of one request or redirect hop) and [`Grant::check_addr`] (an
-//! address the name resolved to, or the literal address of the URL). Loopback, private,
+//! Network checks are pure functions of the grant and a destination: [`Grant::admit`]
+//! (scheme, host, port, method of one request or redirect hop, and the literal address of the
+//! URL) and the hop's [`Reach`] (the addresses a name resolved to). Loopback, private,
 //! link-local, CGNAT, multicast, IPv4-mapped IPv6 and other special addresses are refused
-//! unless a granted rule names the address itself (an IP or a CIDR range): a rule naming a
-//! host name never reaches them, whatever the name resolves to.
+//! unless a granted rule names the address itself (an IP or a CIDR range) and admits the hop's
+//! port and method: a rule naming a host name never reaches them, whatever the name resolves
+//! to, and neither does a rule naming the address for another port or method.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -449,7 +450,7 @@ pub fn normalize(path: &Path) -> PathBuf {
 
 mod net;
 
-pub use net::{Hop, NetRule};
+pub use net::{Hop, NetRule, Reach, Unreachable};
 
 #[cfg(test)]
 mod tests {
@@ -611,25 +612,27 @@ mod tests {
         ];
         for (m, u, want) in cases {
             let url = url::Url::parse(u).unwrap();
-            let got = g.check_hop(&hop(m, &url)).map(|_| ());
+            let got = g.admit(&hop(m, &url)).map(|_| ());
             match want {
                 Ok(()) => assert!(got.is_ok(), "{u}: {got:?}"),
                 Err(w) => assert!(got.as_ref().unwrap_err().contains(w), "{u}: {got:?}"),
             }
         }
-        // A name that resolves to a special address is refused unless a rule names it.
+        // A name that resolves to a special address is refused unless a rule names it for
+        // this port and method (`GET 127.0.0.1:8080` does not admit port 443).
         let url = url::Url::parse("https://api.example.com/").unwrap();
-        let rules = g.check_hop(&hop("GET", &url)).unwrap();
-        let e = g
-            .check_addr(&rules, "127.0.0.1".parse().unwrap(), "api.example.com")
-            .unwrap_err();
+        let loopback: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        let public: std::net::IpAddr = "93.184.216.34".parse().unwrap();
+        let e = g.check_connect(&hop("GET", &url), &[loopback]).unwrap_err();
         assert!(
-            e.contains("loopback") && e.contains("resolves to it"),
+            e.contains("loopback")
+                && e.contains("api.example.com resolves to it")
+                && e.contains("GET 127.0.0.1:8080) do not admit GET to port 443"),
             "{e}"
         );
-        assert!(
-            g.check_addr(&rules, "93.184.216.34".parse().unwrap(), "x")
-                .is_ok()
+        assert_eq!(
+            g.check_connect(&hop("GET", &url), &[loopback, public]),
+            Ok(vec![public])
         );
     }
 

@@ -1,6 +1,11 @@
-//! Network destinations: host patterns, the rules of a ceiling or a request, and the checks
-//! of one hop ([`Grant::check_hop`]) and of an address ([`Grant::check_addr`]), including the
-//! special addresses refused unless a rule names them.
+//! Network destinations: host patterns, the rules of a ceiling or a request, and the one
+//! decision for a connection: [`Grant::admit`] checks a hop (scheme, host as written, port,
+//! method) and gives its [`Reach`], the special addresses a connection for that hop may go to;
+//! [`Reach::filter`] keeps, of what the host resolved to, the addresses it may. A special
+//! address (loopback, private, metadata, ...) is reachable only through a granted rule that
+//! names it (the address or a range holding it) *and* admits the hop's port and method,
+//! however the name was spelled or reached. [`Grant::check_connect`] is the two together, a
+//! pure function of the grant, the hop and a resolution.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -86,7 +91,7 @@ impl HostPattern {
             (Ip(a), Cidr(net, bits)) => in_cidr(*a, *net, *bits),
             (Cidr(a, abits), Cidr(b, bbits)) => bbits <= abits && in_cidr(*a, *b, *bbits),
             // An address is not a name: `*` reaches public addresses only (checked by
-            // `check_addr`), so it does not cover rules that name addresses.
+            // `Reach`), so it does not cover rules that name addresses.
             _ => false,
         }
     }
@@ -94,8 +99,9 @@ impl HostPattern {
     fn matches_host(&self, host: &url::Host<&str>) -> bool {
         match (self, host) {
             (HostPattern::Any, url::Host::Domain(_)) => true,
-            (HostPattern::Name(n), url::Host::Domain(d)) => n == d,
-            (HostPattern::Suffix(s), url::Host::Domain(d)) => below(d, s),
+            // `example.com.` (fully qualified) is the name `example.com`.
+            (HostPattern::Name(n), url::Host::Domain(d)) => n == strip_root(d),
+            (HostPattern::Suffix(s), url::Host::Domain(d)) => below(strip_root(d), s),
             (HostPattern::Ip(a), url::Host::Ipv4(b)) => *a == IpAddr::V4(*b),
             (HostPattern::Ip(a), url::Host::Ipv6(b)) => *a == IpAddr::V6(*b),
             (HostPattern::Cidr(n, bits), url::Host::Ipv4(b)) => in_cidr(IpAddr::V4(*b), *n, *bits),
@@ -127,6 +133,11 @@ impl fmt::Display for HostPattern {
             HostPattern::Cidr(a, b) => write!(f, "{a}/{b}"),
         }
     }
+}
+
+/// A name without the root's trailing dot (`example.com.` is `example.com`).
+fn strip_root(name: &str) -> &str {
+    name.strip_suffix('.').unwrap_or(name)
 }
 
 fn below(name: &str, suffix: &str) -> bool {
@@ -318,6 +329,15 @@ impl NetRule {
         ))
     }
 
+    /// Whether this rule admits `port` and `method` (whatever its hosts).
+    fn admits(&self, port: u16, method: &str) -> bool {
+        self.ports.contains(&port)
+            && self
+                .methods
+                .as_ref()
+                .is_none_or(|m| m.iter().any(|m| m == method))
+    }
+
     /// Whether everything this rule allows, `other` allows too.
     pub fn within(&self, other: &NetRule) -> bool {
         self.host.within(&other.host)
@@ -360,10 +380,58 @@ pub struct Hop<'a> {
     pub url: &'a url::Url,
 }
 
+/// The special addresses a connection for one hop may go to: the address patterns (an
+/// address, a range) of the granted rules that admit the hop's port and method. Every other
+/// special address is refused, whatever name led to it; ordinary addresses are not limited
+/// here (the hop's host was checked by [`Grant::admit`]).
+///
+/// Two hops with equal reaches get the same answer for every address, so a client whose
+/// resolver holds a reach may serve (and keep connections for) every hop with that reach.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Reach(Vec<HostPattern>);
+
+/// A resolution the hop's reach refuses: every address was special and none was named by a
+/// rule admitting the hop's port and method; `addr` is the first of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unreachable {
+    pub addr: IpAddr,
+}
+
+impl Reach {
+    /// Whether a connection may go to `addr`: an ordinary address, or a special one that a
+    /// pattern of the reach names.
+    pub fn admits(&self, addr: IpAddr) -> bool {
+        special(addr).is_none() || self.0.iter().any(|p| p.names_addr(addr))
+    }
+
+    /// The addresses of `resolved` a connection may go to, in their order (the others are
+    /// dropped), or the first refused one when none is left. An empty resolution is refused
+    /// by the caller (it has no address to name).
+    pub fn filter(&self, resolved: &[IpAddr]) -> Result<Vec<IpAddr>, Unreachable> {
+        let kept: Vec<IpAddr> = resolved
+            .iter()
+            .copied()
+            .filter(|a| self.admits(*a))
+            .collect();
+        match (kept.is_empty(), resolved.first()) {
+            (true, Some(first)) => Err(Unreachable {
+                addr: resolved
+                    .iter()
+                    .copied()
+                    .find(|a| !self.admits(*a))
+                    .unwrap_or(*first),
+            }),
+            _ => Ok(kept),
+        }
+    }
+}
+
 impl Grant {
-    /// The rules that allow this hop (scheme http/https, host, port, method), or why none
-    /// does.
-    pub fn check_hop(&self, hop: &Hop<'_>) -> Result<Vec<&NetRule>, String> {
+    /// The one decision for a hop: the rules that allow it (scheme http/https, host as
+    /// written, port, method) and the [`Reach`] of a connection for it, or why it is refused.
+    /// A literal address is checked here too (no resolution will happen); a name's addresses
+    /// go through the reach once resolved ([`Reach::filter`]).
+    pub fn admit(&self, hop: &Hop<'_>) -> Result<(Vec<&NetRule>, Reach), String> {
         let url = hop.url;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!(
@@ -410,11 +478,7 @@ impl Grant {
         }
         let by_method: Vec<&NetRule> = by_port
             .into_iter()
-            .filter(|r| {
-                r.methods
-                    .as_ref()
-                    .is_none_or(|m| m.iter().any(|m| m == hop.method))
-            })
+            .filter(|r| r.admits(port, hop.method))
             .collect();
         if by_method.is_empty() {
             return Err(format!(
@@ -424,36 +488,94 @@ impl Grant {
                 self.granted()
             ));
         }
-        // A literal address is checked here too: no resolution will happen.
+        let reach = self.reach(port, hop.method);
         let literal = match host {
             url::Host::Ipv4(a) => Some(IpAddr::V4(a)),
             url::Host::Ipv6(a) => Some(IpAddr::V6(a)),
             url::Host::Domain(_) => None,
         };
-        if let Some(addr) = literal {
-            self.check_addr(&by_method, addr, &host.to_string())?;
+        if let Some(addr) = literal
+            && !reach.admits(addr)
+        {
+            return Err(self.unreachable(addr, &host.to_string(), port, hop.method));
         }
-        Ok(by_method)
+        Ok((by_method, reach))
     }
 
-    /// Whether a connection to `addr` (what `host` resolved to, or its literal) is allowed
-    /// under the rules that allowed the hop: a special address only when one of them names it.
-    pub fn check_addr(&self, rules: &[&NetRule], addr: IpAddr, host: &str) -> Result<(), String> {
-        let Some(kind) = special(addr) else {
-            return Ok(());
-        };
-        if rules.iter().any(|r| r.host.names_addr(addr)) {
-            return Ok(());
+    /// The special addresses a connection on `port` with `method` may go to: those named by
+    /// a granted rule admitting both.
+    pub fn reach(&self, port: u16, method: &str) -> Reach {
+        let mut patterns: Vec<HostPattern> = Vec::new();
+        for r in &self.net {
+            if matches!(r.host, HostPattern::Ip(_) | HostPattern::Cidr(..))
+                && r.admits(port, method)
+                && !patterns.contains(&r.host)
+            {
+                patterns.push(r.host.clone());
+            }
         }
+        Reach(patterns)
+    }
+
+    /// Where a connection for `hop` may go when its host resolved to `resolved` (ignored for
+    /// a literal address, which is its own resolution): [`Grant::admit`], then
+    /// [`Reach::filter`], the two steps `fetch` takes (the second in its client's resolver),
+    /// put together to be tested by value (the property test in `net_prop`).
+    #[cfg(test)]
+    pub(crate) fn check_connect(
+        &self,
+        hop: &Hop<'_>,
+        resolved: &[IpAddr],
+    ) -> Result<Vec<IpAddr>, String> {
+        let (_, reach) = self.admit(hop)?;
+        let port = hop.url.port_or_known_default().unwrap_or(0);
+        let host = hop.url.host_str().unwrap_or("");
+        let literal = match hop.url.host() {
+            Some(url::Host::Ipv4(a)) => Some(IpAddr::V4(a)),
+            Some(url::Host::Ipv6(a)) => Some(IpAddr::V6(a)),
+            _ => None,
+        };
+        let addrs = literal.map_or_else(|| resolved.to_vec(), |a| vec![a]);
+        if addrs.is_empty() {
+            return Err(format!("fetch: {host}: the name has no address"));
+        }
+        reach
+            .filter(&addrs)
+            .map_err(|u| self.unreachable(u.addr, host, port, hop.method))
+    }
+
+    /// Why a connection to the special address `addr` (the literal `host`, or what it
+    /// resolved to) is refused for a hop on `port` with `method`, and what would allow it.
+    pub fn unreachable(&self, addr: IpAddr, host: &str, port: u16, method: &str) -> String {
+        let kind = special(addr).unwrap_or("a special address");
         let via = if host.trim_start_matches('[').trim_end_matches(']') == addr.to_string() {
             String::new()
         } else {
             format!(" ({host} resolves to it)")
         };
-        Err(format!(
-            "fetch: {addr} is {kind}{via}; such addresses are refused unless a granted rule \
-             names the address itself (e.g. \"{addr}\" in permissions.net)"
-        ))
+        let shown = match addr {
+            IpAddr::V6(a) => format!("[{a}]"),
+            IpAddr::V4(a) => a.to_string(),
+        };
+        let naming: Vec<String> = self
+            .net
+            .iter()
+            .filter(|r| r.host.names_addr(addr))
+            .map(ToString::to_string)
+            .collect();
+        let granted = if naming.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the rules naming it ({}) do not admit {method} to port {port}",
+                naming.join(", ")
+            )
+        };
+        format!(
+            "fetch {method} {host}:{port}: {addr} is {kind}{via}; such addresses are refused \
+             unless a granted rule names the address itself and admits this port and method{granted} \
+             (e.g. \"{method} {shown}:{port}\" in permissions.net)"
+        )
     }
 
     fn granted(&self) -> String {
