@@ -449,6 +449,8 @@ pub fn normalize(path: &Path) -> PathBuf {
 }
 
 mod net;
+#[cfg(test)]
+mod net_prop;
 
 pub use net::{Hop, NetRule, Reach, Unreachable};
 
