@@ -80,9 +80,13 @@ async fn a_name_or_address_for_loopback_is_refused_when_the_rule_naming_it_admit
         "2130706433",
         "127.0.0.1.",
         "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "[::127.0.0.1]",
+        "[64:ff9b::7f00:1]",
         "[::1]",
         "0.0.0.0",
         "[::]",
+        "169.254.169.254",
     ];
     let urls: Vec<String> = names
         .iter()
