@@ -16,6 +16,7 @@
 //! - [`bridge`]: every request from code passes here (policy, then upstream).
 
 mod approval;
+mod bounded;
 pub(crate) mod bridge;
 mod clock;
 mod drive;
