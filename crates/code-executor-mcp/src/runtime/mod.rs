@@ -500,10 +500,11 @@ impl Runtime {
         // A session run that ended well may still leave its workspace over the quota.
         let watched = session.map(|s| &s.workspace).or(files.workspace.as_ref());
         if let (Some(dir), Some(_)) = (watched, reusable)
-            && let Some(over) = workspace::verdict(
+            && let Some(over) = workspace::verdict_after(
                 workspace::measure(dir, self.sessions.limits(), Some(before)).await,
                 before,
                 self.sessions.limits(),
+                out.error.as_ref(),
             )
         {
             out.result = Value::Null;

@@ -79,10 +79,26 @@ pub(super) async fn measure(dir: &Path, limits: &SessionLimits, last: Option<Usa
 /// What is wrong with `now`, if the workspace exceeds a limit: for a bounded one, when the
 /// run filled it (growth past `before` only); for a measured one, whenever it is over.
 pub(super) fn verdict(now: Usage, before: Usage, limits: &SessionLimits) -> Option<String> {
+    verdict_after(now, before, limits, None)
+}
+
+/// [`verdict`] at the end of a run that ended with `error`: a bounded workspace that is full
+/// also fails a run that did not grow it when the run's error is the refused write itself
+/// (`ENOSPC`: it tried to write past the quota), so the answer says why.
+pub(super) fn verdict_after(
+    now: Usage,
+    before: Usage,
+    limits: &SessionLimits,
+    error: Option<&worker_protocol::ErrorInfo>,
+) -> Option<String> {
     let quota = limits.workspace_quota_bytes();
     if now.kernel {
         let grew = now.bytes > before.bytes || now.entries > before.entries;
-        return (now.full && grew).then(|| {
+        let refused = error.is_some_and(|e| {
+            let says = |t: &str| t.contains("ENOSPC") || t.contains("No space left on device");
+            says(&e.message) || says(&e.name)
+        });
+        return (now.full && (grew || refused)).then(|| {
             format!(
                 "the session's workspace is full: it holds {} bytes in {} files and \
                  directories, and its quota is {quota} bytes (sessions.workspaceQuotaMb) and {} \

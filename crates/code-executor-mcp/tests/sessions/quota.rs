@@ -309,8 +309,22 @@ async fn failed_runs_cannot_add_up_past_the_quota() {
         );
         let (v, is_error) = run(&h, Lang::Py, json!({"code": code, "session": id})).await;
         assert!(is_error, "round {round}: {v}");
+        assert_quota_error(&v);
         w.check(&format!("after failed run {round}"));
     }
+    // Appending to a file already there grows nothing the kernel lets through: the refused
+    // write is still the quota's error.
+    let (v, is_error) = run(
+        &h,
+        Lang::Py,
+        json!({"code": "open('r0_0', 'ab').write(b'x' * (100 << 10))", "session": id}),
+    )
+    .await;
+    assert!(is_error, "{v}");
+    assert_quota_error(&v);
+    w.check("after appending to a full workspace");
+    // Reading a full workspace is no error.
+    ok_in(&h, Lang::Py, &id, "len(open('r0_0', 'rb').read())").await;
     // JavaScript fails the same way, in a session of its own.
     let (js, _) = new_session(&h, Lang::Ts, "return 1").await;
     let Some(mut wj) = Watched::new(&js, 1, 10_000) else {
