@@ -226,6 +226,102 @@ pub(crate) fn remove(root: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Deletes what changed under `root` since `since` (a time on the filesystem's clock, as
+/// `(seconds, nanoseconds)`): every file, link or other non-directory whose status changed
+/// since then (made, written, linked), and every directory left empty that changed since
+/// then. Directories met at [`MAX_DEPTH`] that changed since then go whole (moved up and
+/// removed with [`remove`]). Returns how many entries went. This is how a failed run's
+/// additions are taken back from a workspace the host measures (`super::workspace`).
+pub(crate) fn remove_changed_since(root: &Path, since: (i64, i64)) -> std::io::Result<u64> {
+    let changed = |st: &nix::sys::stat::FileStat| (st.st_ctime, st.st_ctime_nsec) >= since;
+    let mut removed = 0;
+    let mut hoisted = Vec::new();
+    let first = match open_root(root) {
+        Ok(f) => f,
+        Err(nix::Error::ENOENT) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let root_fd = first.dir.as_fd().try_clone_to_owned()?;
+    let mut stack = vec![first];
+    loop {
+        let depth = stack.len();
+        let Some(top) = stack.last_mut() else {
+            break;
+        };
+        let Some(name) = top.names.get(top.next).cloned() else {
+            let done = stack.pop();
+            if let (Some(done), Some(parent)) = (done, stack.last()) {
+                let name = done.name.unwrap_or_default();
+                drop(done.dir);
+                if let Ok(st) = fstatat(
+                    parent.dir.as_fd(),
+                    name.as_c_str(),
+                    AtFlags::AT_SYMLINK_NOFOLLOW,
+                ) && changed(&st)
+                    && unlinkat(
+                        parent.dir.as_fd(),
+                        name.as_c_str(),
+                        UnlinkatFlags::RemoveDir,
+                    )
+                    .is_ok()
+                {
+                    removed += 1;
+                }
+            }
+            continue;
+        };
+        top.next += 1;
+        let Ok(st) = fstatat(
+            top.dir.as_fd(),
+            name.as_c_str(),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) else {
+            continue;
+        };
+        let dir = (st.st_mode & libc_mode_mask()) == libc_dir_mode();
+        if !dir {
+            if changed(&st) {
+                unlinkat(top.dir.as_fd(), name.as_c_str(), UnlinkatFlags::NoRemoveDir)?;
+                removed += 1;
+            }
+            continue;
+        }
+        if depth >= MAX_DEPTH {
+            if changed(&st) {
+                let to = CString::new(format!(".rolled-back-{}", hoisted.len()))
+                    .map_err(|_| std::io::Error::other("hoisted name"))?;
+                renameat(top.dir.as_fd(), name.as_c_str(), &root_fd, to.as_c_str())?;
+                hoisted.push(to);
+            }
+            continue;
+        }
+        if let Ok(child) = open(top.dir.as_fd(), &name) {
+            stack.push(child);
+        }
+    }
+    for name in hoisted {
+        remove(&root.join(std::ffi::OsStr::from_bytes(name.as_bytes())))?;
+        removed += 1;
+    }
+    Ok(removed)
+}
+
+/// The filesystem's clock now, as [`remove_changed_since`] compares it: the status-change
+/// time of a file made for the purpose in `dir` (then deleted), which is exactly the clock and
+/// granularity the files of `dir` are stamped with.
+pub(crate) fn fs_now(dir: &Path) -> Option<(i64, i64)> {
+    let probe = dir.join(".clock");
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&probe)
+        .and_then(|f| f.metadata());
+    let _ = std::fs::remove_file(&probe);
+    use std::os::unix::fs::MetadataExt;
+    made.ok().map(|m| (m.ctime(), m.ctime_nsec()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +374,49 @@ mod tests {
             Path::new("/etc/passwd").exists(),
             "the link was not followed"
         );
+    }
+
+    #[test]
+    fn what_changed_since_a_moment_is_taken_back_and_the_rest_kept() {
+        let dir = test_support::TempDir::new("tree-rollback");
+        let root = dir.0.join("ws");
+        std::fs::create_dir_all(root.join("old/keep")).unwrap();
+        std::fs::write(root.join("old/kept.txt"), b"earlier").unwrap();
+        std::fs::write(root.join("touched"), b"earlier").unwrap();
+        // The filesystem's clock moves in ticks: wait for the next one (no timing assertion).
+        let since = loop {
+            let now = fs_now(&root).unwrap();
+            let again = fs_now(&root).unwrap();
+            if again > now {
+                break again;
+            }
+        };
+        std::fs::write(root.join("old/new.txt"), vec![1u8; 5000]).unwrap();
+        std::fs::create_dir_all(root.join("fresh/a/b")).unwrap();
+        std::fs::write(root.join("fresh/a/b/f"), b"x").unwrap();
+        std::fs::write(root.join("touched"), b"earlier and later").unwrap();
+        std::fs::hard_link(root.join("old/new.txt"), root.join("link")).unwrap();
+        deep_chain(&root.join("old"), 300);
+        let went = remove_changed_since(&root, since).unwrap();
+        assert!(went >= 7, "{went}");
+        for p in ["old", "old/keep", "old/kept.txt"] {
+            assert!(root.join(p).exists(), "{p} was there before: kept");
+        }
+        for p in ["old/new.txt", "fresh", "touched", "link", "old/bottom"] {
+            assert!(!root.join(p).exists(), "{p} changed since: taken back");
+        }
+        let names: Vec<_> = std::fs::read_dir(root.join("old"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "the deep chain is gone too: {names:?}");
+        assert_eq!(
+            std::fs::read(root.join("old/kept.txt")).unwrap(),
+            b"earlier"
+        );
+        let usage = measure(&root, 1_000, u64::MAX);
+        assert!(!usage.too_deep && usage.entries == 3, "{usage:?}");
+        remove(&root).unwrap();
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub(super) struct Usage {
     pub full: bool,
     /// The kernel bounds the workspace: the counts are its filesystem's.
     pub kernel: bool,
+    /// The filesystem's clock when the run started (a measured session workspace): what
+    /// changed since is what the run wrote ([`take_back`]).
+    pub since: Option<(i64, i64)>,
 }
 
 impl From<TreeUsage> for Usage {
@@ -40,6 +43,7 @@ impl From<TreeUsage> for Usage {
             too_deep: t.too_deep,
             full: false,
             kernel: false,
+            since: None,
         }
     }
 }
@@ -60,6 +64,7 @@ pub(super) async fn measure(dir: &Path, limits: &SessionLimits, last: Option<Usa
             too_deep: false,
             full,
             kernel: true,
+            since: None,
         };
     }
     let max = limits.workspace_max_entries;
@@ -134,6 +139,37 @@ pub(super) fn verdict_after(
         ));
     }
     None
+}
+
+/// After a run failed a measured workspace's quota: stops `worker` (its threads may still
+/// write) and deletes what changed in `dir` since the run started (`before.since`), so the
+/// workspace is back where it was and failed runs cannot add up. Returns what to add to the
+/// error; `None` for a bounded workspace (the kernel refused what went past it, and what
+/// the run wrote within it stays).
+pub(super) async fn take_back(
+    worker: &mut super::worker::WorkerProcess,
+    dir: &Path,
+    before: Usage,
+) -> Option<String> {
+    let since = before.since.filter(|_| !before.kernel)?;
+    worker.kill();
+    // Bounded: the helper ends once the namespace's processes are killed.
+    let _ = worker.exit_description().await;
+    let owned = dir.to_path_buf();
+    let went = tokio::task::spawn_blocking(move || tree::remove_changed_since(&owned, since))
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|r| r);
+    Some(match went {
+        Ok(n) => format!(
+            "; the {n} files and directories this execution made or changed were deleted \
+             (the workspace is as it was before it), and the session's worker was stopped"
+        ),
+        Err(e) => format!(
+            "; deleting what this execution wrote failed ({e}): delete files from the \
+             workspace before writing more"
+        ),
+    })
 }
 
 /// Resolves (with the reason) when the workspace grows past a limit; never otherwise. A
