@@ -112,6 +112,10 @@ impl<'a> Lease<'a> {
             ));
         }
         *before = workspace::measure(&session.workspace, sessions.limits(), Some(*before)).await;
+        if !before.kernel {
+            // What changes from now on is this run's, to take back if it fails the quota.
+            before.since = super::tree::fs_now(&session.workspace);
+        }
         let mut state_lost = slot.lost.take();
         let mut kept = slot.worker.take();
         slot.lost = Some(CANCELLED.into());

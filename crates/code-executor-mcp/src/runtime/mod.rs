@@ -16,6 +16,7 @@
 //! - [`bridge`]: every request from code passes here (policy, then upstream).
 
 mod approval;
+mod bounded;
 pub(crate) mod bridge;
 mod clock;
 mod drive;
@@ -452,6 +453,7 @@ impl Runtime {
         let llm = scope.llm.usage();
         out.llm = (llm.calls > 0).then_some(llm);
         let mut reusable = None;
+        let mut quota_failed = false;
         match ended {
             Ok(Ok(Finished {
                 outcome,
@@ -489,6 +491,7 @@ impl Runtime {
             }
             Ok(Err(Failure::Quota(message))) => {
                 worker.kill();
+                quota_failed = true;
                 out.error = Some(error("LimitError", message));
             }
             Err(_) => {
@@ -499,14 +502,24 @@ impl Runtime {
         // A session run that ended well may still leave its workspace over the quota.
         let watched = session.map(|s| &s.workspace).or(files.workspace.as_ref());
         if let (Some(dir), Some(_)) = (watched, reusable)
-            && let Some(over) = workspace::verdict(
+            && let Some(over) = workspace::verdict_after(
                 workspace::measure(dir, self.sessions.limits(), Some(before)).await,
                 before,
                 self.sessions.limits(),
+                out.error.as_ref(),
             )
         {
             out.result = Value::Null;
+            quota_failed = true;
             out.error = Some(error("LimitError", over));
+        }
+        // A measured session workspace gets back what the failed run wrote, so failed runs
+        // cannot add up; its worker (whose threads may still write) is stopped first.
+        if let (true, Some(s), Some(e)) = (quota_failed, session, out.error.as_mut())
+            && let Some(note) = workspace::take_back(&mut lease.worker, &s.workspace, before).await
+        {
+            reusable = None;
+            e.message.push_str(&note);
         }
         lease.give_back(reusable, &out, &self.sessions);
         drop(run_workspace);

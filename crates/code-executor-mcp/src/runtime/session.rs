@@ -154,6 +154,8 @@ pub(crate) struct Session {
     max_store_bytes: u64,
     /// The only writable directory of the session's worker.
     pub workspace: PathBuf,
+    /// How its quota is enforced (a bounded tmpfs, or the host's measurement).
+    workspace_bound: super::bounded::Bound,
     /// Resident memory of the worker after its last execution.
     memory: AtomicU64,
     ended: Mutex<Option<EndReason>>,
@@ -237,6 +239,7 @@ impl Session {
             "memoryBytes": self.memory.load(Ordering::Relaxed),
             "storedKeys": keys,
             "storedBytes": store_bytes,
+            "workspaceBound": self.workspace_bound.as_str(),
         })
     }
 }
@@ -327,6 +330,7 @@ impl Sessions {
                 path: workspace.display().to_string(),
                 reason: e.to_string(),
             })?;
+        let workspace_bound = super::bounded::mount_on(&workspace, &self.limits);
         let session = Arc::new(Session {
             id: id.clone(),
             principal: principal.clone(),
@@ -343,6 +347,7 @@ impl Sessions {
             store: Mutex::new(Store::default()),
             max_store_bytes: self.limits.max_store_bytes,
             workspace,
+            workspace_bound,
             memory: AtomicU64::new(0),
             ended: Mutex::new(None),
         });
@@ -548,7 +553,10 @@ impl Sessions {
                 path: path.display().to_string(),
                 reason: e.to_string(),
             })?;
-        Ok(RunWorkspace(path))
+        // Bounded by the kernel where the server may mount (`super::bounded`).
+        let workspace = RunWorkspace(path);
+        super::bounded::mount_on(&workspace.0, &self.limits);
+        Ok(workspace)
     }
 }
 

@@ -9,10 +9,12 @@
 //!   [`MAX_DEPTH`] (the session's quota treats that as a violation, since what lies below
 //!   could not be counted);
 //! - [`remove`] deletes any tree, however deep: a directory met at [`MAX_DEPTH`] is first
-//!   moved up to the top of the tree, and the walk starts again.
+//!   moved up to the top of the tree, and the walk starts again. A directory that is a mount
+//!   point (a workspace's bounded tmpfs, `super::bounded`) is unmounted, not walked.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use nix::dir::Dir;
@@ -67,10 +69,41 @@ fn open_root(root: &Path) -> nix::Result<Frame> {
 }
 
 fn is_dir(at: impl AsFd, name: &CStr) -> nix::Result<(bool, u64)> {
+    stat(at, name).map(|(dir, bytes, _)| (dir, bytes))
+}
+
+/// Whether `name` is a directory, its bytes (the larger of its length and its blocks) and
+/// its device.
+fn stat(at: impl AsFd, name: &CStr) -> nix::Result<(bool, u64, u64)> {
     let st = fstatat(at, name, AtFlags::AT_SYMLINK_NOFOLLOW)?;
     let is_dir = (st.st_mode & libc_mode_mask()) == libc_dir_mode();
     let bytes = (st.st_size.max(0) as u64).max(st.st_blocks.max(0) as u64 * 512);
-    Ok((is_dir, bytes))
+    Ok((is_dir, bytes, st.st_dev))
+}
+
+/// Unmounts the mount on `name` in the directory `at` (detached: a worker still holding it
+/// in its own view keeps it until it ends). Only the server mounts under its workspace
+/// root (code mounts, if at all, in its worker's own namespace), so a mount met there is a
+/// workspace's.
+fn unmount(at: impl AsFd + AsRawFd, name: &CStr) -> std::io::Result<()> {
+    let path = Path::new(&format!("/proc/self/fd/{}", at.as_raw_fd()))
+        .join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    nix::mount::umount2(&path, nix::mount::MntFlags::MNT_DETACH).map_err(std::io::Error::from)
+}
+
+/// Unmounts `root` when it is a mount point of its own.
+fn unmount_root(root: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(me), Ok(parent)) = (
+        std::fs::symlink_metadata(root),
+        std::fs::symlink_metadata(root.join("..")),
+    ) else {
+        return Ok(());
+    };
+    if me.is_dir() && me.dev() != parent.dev() {
+        nix::mount::umount2(root, nix::mount::MntFlags::MNT_DETACH)?;
+    }
+    Ok(())
 }
 
 fn libc_mode_mask() -> u32 {
@@ -81,8 +114,9 @@ fn libc_dir_mode() -> u32 {
     nix::sys::stat::SFlag::S_IFDIR.bits()
 }
 
-/// Bytes and entries under `root`, stopping once more than `max_entries` are seen.
-pub(crate) fn measure(root: &Path, max_entries: u64) -> TreeUsage {
+/// Bytes and entries under `root`, stopping once more than `max_entries` or `max_bytes`
+/// are seen (the walk is bounded by the quota it checks).
+pub(crate) fn measure(root: &Path, max_entries: u64, max_bytes: u64) -> TreeUsage {
     let mut usage = TreeUsage::default();
     let Ok(first) = open_root(root) else {
         return usage;
@@ -102,7 +136,10 @@ pub(crate) fn measure(root: &Path, max_entries: u64) -> TreeUsage {
         let Ok((dir, bytes)) = is_dir(top.dir.as_fd(), &name) else {
             continue;
         };
-        usage.bytes += bytes;
+        usage.bytes = usage.bytes.saturating_add(bytes);
+        if usage.bytes > max_bytes {
+            return usage;
+        }
         if !dir {
             continue;
         }
@@ -120,8 +157,14 @@ pub(crate) fn measure(root: &Path, max_entries: u64) -> TreeUsage {
     usage
 }
 
+/// The device of the open directory `dir`.
+fn dev_of(dir: &Dir) -> Option<u64> {
+    nix::sys::stat::fstat(dir.as_fd()).ok().map(|st| st.st_dev)
+}
+
 /// Deletes `root` and everything under it, following no link, however deep it nests.
 pub(crate) fn remove(root: &Path) -> std::io::Result<()> {
+    unmount_root(root)?;
     // Each pass removes what it reaches and moves the directories at the depth bound up under
     // the root; a tree N levels deep is gone after about N / MAX_DEPTH passes.
     let mut hoisted: u64 = 0;
@@ -154,9 +197,14 @@ pub(crate) fn remove(root: &Path) -> std::io::Result<()> {
                 continue;
             };
             top.next += 1;
-            let Ok((dir, _)) = is_dir(top.dir.as_fd(), &name) else {
+            let Ok((dir, _, dev)) = stat(top.dir.as_fd(), &name) else {
                 continue;
             };
+            if dir && Some(dev) != dev_of(&top.dir) {
+                unmount(top.dir.as_fd(), &name)?;
+                unlinkat(top.dir.as_fd(), name.as_c_str(), UnlinkatFlags::RemoveDir)?;
+                continue;
+            }
             if !dir {
                 unlinkat(top.dir.as_fd(), name.as_c_str(), UnlinkatFlags::NoRemoveDir)?;
                 continue;
@@ -176,6 +224,102 @@ pub(crate) fn remove(root: &Path) -> std::io::Result<()> {
             return std::fs::remove_dir(root);
         }
     }
+}
+
+/// Deletes what changed under `root` since `since` (a time on the filesystem's clock, as
+/// `(seconds, nanoseconds)`): every file, link or other non-directory whose status changed
+/// since then (made, written, linked), and every directory left empty that changed since
+/// then. Directories met at [`MAX_DEPTH`] that changed since then go whole (moved up and
+/// removed with [`remove`]). Returns how many entries went. This is how a failed run's
+/// additions are taken back from a workspace the host measures (`super::workspace`).
+pub(crate) fn remove_changed_since(root: &Path, since: (i64, i64)) -> std::io::Result<u64> {
+    let changed = |st: &nix::sys::stat::FileStat| (st.st_ctime, st.st_ctime_nsec) >= since;
+    let mut removed = 0;
+    let mut hoisted = Vec::new();
+    let first = match open_root(root) {
+        Ok(f) => f,
+        Err(nix::Error::ENOENT) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let root_fd = first.dir.as_fd().try_clone_to_owned()?;
+    let mut stack = vec![first];
+    loop {
+        let depth = stack.len();
+        let Some(top) = stack.last_mut() else {
+            break;
+        };
+        let Some(name) = top.names.get(top.next).cloned() else {
+            let done = stack.pop();
+            if let (Some(done), Some(parent)) = (done, stack.last()) {
+                let name = done.name.unwrap_or_default();
+                drop(done.dir);
+                if let Ok(st) = fstatat(
+                    parent.dir.as_fd(),
+                    name.as_c_str(),
+                    AtFlags::AT_SYMLINK_NOFOLLOW,
+                ) && changed(&st)
+                    && unlinkat(
+                        parent.dir.as_fd(),
+                        name.as_c_str(),
+                        UnlinkatFlags::RemoveDir,
+                    )
+                    .is_ok()
+                {
+                    removed += 1;
+                }
+            }
+            continue;
+        };
+        top.next += 1;
+        let Ok(st) = fstatat(
+            top.dir.as_fd(),
+            name.as_c_str(),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) else {
+            continue;
+        };
+        let dir = (st.st_mode & libc_mode_mask()) == libc_dir_mode();
+        if !dir {
+            if changed(&st) {
+                unlinkat(top.dir.as_fd(), name.as_c_str(), UnlinkatFlags::NoRemoveDir)?;
+                removed += 1;
+            }
+            continue;
+        }
+        if depth >= MAX_DEPTH {
+            if changed(&st) {
+                let to = CString::new(format!(".rolled-back-{}", hoisted.len()))
+                    .map_err(|_| std::io::Error::other("hoisted name"))?;
+                renameat(top.dir.as_fd(), name.as_c_str(), &root_fd, to.as_c_str())?;
+                hoisted.push(to);
+            }
+            continue;
+        }
+        if let Ok(child) = open(top.dir.as_fd(), &name) {
+            stack.push(child);
+        }
+    }
+    for name in hoisted {
+        remove(&root.join(std::ffi::OsStr::from_bytes(name.as_bytes())))?;
+        removed += 1;
+    }
+    Ok(removed)
+}
+
+/// The filesystem's clock now, as [`remove_changed_since`] compares it: the status-change
+/// time of a file made for the purpose in `dir` (then deleted), which is exactly the clock and
+/// granularity the files of `dir` are stamped with.
+pub(crate) fn fs_now(dir: &Path) -> Option<(i64, i64)> {
+    let probe = dir.join(".clock");
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&probe)
+        .and_then(|f| f.metadata());
+    let _ = std::fs::remove_file(&probe);
+    use std::os::unix::fs::MetadataExt;
+    made.ok().map(|m| (m.ctime(), m.ctime_nsec()))
 }
 
 #[cfg(test)]
@@ -217,7 +361,7 @@ mod tests {
         std::fs::create_dir(&root).unwrap();
         deep_chain(&root, 3_000);
         std::os::unix::fs::symlink("/etc", root.join("link")).unwrap();
-        let usage = measure(&root, 1_000_000);
+        let usage = measure(&root, 1_000_000, u64::MAX);
         assert!(usage.too_deep, "{usage:?}");
         assert_eq!(
             usage.entries,
@@ -233,17 +377,65 @@ mod tests {
     }
 
     #[test]
+    fn what_changed_since_a_moment_is_taken_back_and_the_rest_kept() {
+        let dir = test_support::TempDir::new("tree-rollback");
+        let root = dir.0.join("ws");
+        std::fs::create_dir_all(root.join("old/keep")).unwrap();
+        std::fs::write(root.join("old/kept.txt"), b"earlier").unwrap();
+        std::fs::write(root.join("touched"), b"earlier").unwrap();
+        // The filesystem's clock moves in ticks: wait for the next one (no timing assertion).
+        let since = loop {
+            let now = fs_now(&root).unwrap();
+            let again = fs_now(&root).unwrap();
+            if again > now {
+                break again;
+            }
+        };
+        std::fs::write(root.join("old/new.txt"), vec![1u8; 5000]).unwrap();
+        std::fs::create_dir_all(root.join("fresh/a/b")).unwrap();
+        std::fs::write(root.join("fresh/a/b/f"), b"x").unwrap();
+        std::fs::write(root.join("touched"), b"earlier and later").unwrap();
+        std::fs::hard_link(root.join("old/new.txt"), root.join("link")).unwrap();
+        deep_chain(&root.join("old"), 300);
+        let went = remove_changed_since(&root, since).unwrap();
+        assert!(went >= 7, "{went}");
+        for p in ["old", "old/keep", "old/kept.txt"] {
+            assert!(root.join(p).exists(), "{p} was there before: kept");
+        }
+        for p in ["old/new.txt", "fresh", "touched", "link", "old/bottom"] {
+            assert!(!root.join(p).exists(), "{p} changed since: taken back");
+        }
+        let names: Vec<_> = std::fs::read_dir(root.join("old"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "the deep chain is gone too: {names:?}");
+        assert_eq!(
+            std::fs::read(root.join("old/kept.txt")).unwrap(),
+            b"earlier"
+        );
+        let usage = measure(&root, 1_000, u64::MAX);
+        assert!(!usage.too_deep && usage.entries == 3, "{usage:?}");
+        remove(&root).unwrap();
+    }
+
+    #[test]
     fn a_shallow_tree_is_counted_whole() {
         let dir = test_support::TempDir::new("tree-shallow");
         let root = dir.0.join("ws");
         std::fs::create_dir_all(root.join("a/b")).unwrap();
         std::fs::write(root.join("a/b/f"), vec![1u8; 5000]).unwrap();
         std::fs::write(root.join("g"), b"x").unwrap();
-        let usage = measure(&root, 100);
+        let usage = measure(&root, 100, u64::MAX);
         assert!(!usage.too_deep);
         assert_eq!(usage.entries, 4);
         assert!(usage.bytes >= 5001, "{usage:?}");
-        assert_eq!(measure(&root, 2).entries, 3, "stops past the cap");
+        assert_eq!(measure(&root, 2, u64::MAX).entries, 3, "stops past the cap");
+        assert_eq!(
+            measure(&root, 100, 0).entries,
+            1,
+            "stops at the first entry past the quota"
+        );
         remove(&root).unwrap();
         assert!(!root.exists());
         remove(&root).unwrap();
