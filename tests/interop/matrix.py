@@ -356,7 +356,7 @@ def report(table: list[Row], results: list[Result], skipped: list[str], seconds:
         lines.append(f"\nSKIP (not root): {', '.join(skipped)}")
     passed = sum(r.ok for r in results)
     lines.append(f"\n{passed} passed, {len(results) - passed} failed")
-    return "\n".join(lines) + "\n"
+    return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 if __name__ == "__main__":
