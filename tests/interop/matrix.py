@@ -327,7 +327,9 @@ def main() -> int:
         if args.report:
             with open(args.report, "w") as f:
                 f.write(text)
-        return 0 if all(r.ok for r in results) and not (skipped and os.environ.get("CODE_EXECUTOR_REQUIRE_SANDBOX") == "1") else 1
+        # Not being root is a fact of the machine, not of the sandbox: a loud skip (README,
+        # "Tests"), never a failure; CI runs as root (the container tests need it too).
+        return 0 if all(r.ok for r in results) else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -353,7 +355,7 @@ def report(table: list[Row], results: list[Result], skipped: list[str], seconds:
         if not r.ok:
             lines.append(f"\n==== FAIL {r.row} / {r.sdk} {r.transport}: {r.summary}\n{r.detail}")
     if skipped:
-        lines.append(f"\nSKIP (not root): {', '.join(skipped)}")
+        lines.append(f"\n==================== SKIP (not root): {', '.join(skipped)} ====================")
     passed = sum(r.ok for r in results)
     lines.append(f"\n{passed} passed, {len(results) - passed} failed")
     return "\n".join(line.rstrip() for line in lines) + "\n"
