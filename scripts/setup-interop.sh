@@ -4,6 +4,8 @@
 #   - reference MCP servers: server-everything, -filesystem, -memory (npm);
 #     mcp-server-time, mcp-server-git (PyPI)
 #   - the official Python MCP SDK (the client our tests drive the server with)
+#   - the official TypeScript MCP SDK, at PREFIX/ts-sdk (the other real client of the
+#     matrix of settings users run with: tests/interop/matrix.py)
 #   - the MCP conformance suite (0.1.13: the last release that runs on Node 20) and
 #     supergateway (conformance only speaks HTTP; it bridges our stdio server)
 #   - the MCP clients whose trust rules we follow (Claude Code, Gemini CLI, Codex; npm), to
@@ -32,6 +34,7 @@ CLAUDE_CODE_VER="2.1.197"
 GEMINI_CLI_VER="0.61.0"
 CODEX_VER="0.169.0"
 GIT_VER="2026.10.19"
+TS_SDK_VER="1.32.2"
 
 log() { printf '[setup-interop] %s\n' "$*" >&2; }
 
@@ -57,6 +60,14 @@ if [ ! -x "$PREFIX/clients/node_modules/.bin/claude" ] || [ ! -x "$PREFIX/client
       "@anthropic-ai/claude-code@$CLAUDE_CODE_VER" \
       "@google/gemini-cli@$GEMINI_CLI_VER" \
       "@openai/codex@$CODEX_VER")
+fi
+
+mkdir -p "$PREFIX/ts-sdk"
+[ -f "$PREFIX/ts-sdk/package.json" ] || printf '{"name":"code-executor-ts-sdk","private":true,"type":"module"}\n' > "$PREFIX/ts-sdk/package.json"
+if ! grep -qs "\"version\": \"$TS_SDK_VER\"" "$PREFIX/ts-sdk/node_modules/@modelcontextprotocol/sdk/package.json"; then
+  log "npm install @modelcontextprotocol/sdk@$TS_SDK_VER (the TypeScript client of the matrix)"
+  (cd "$PREFIX/ts-sdk" && npm install --no-audit --no-fund --loglevel=error \
+      "@modelcontextprotocol/sdk@$TS_SDK_VER")
 fi
 
 if [ ! -x "$PREFIX/venv/bin/python" ]; then

@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use test_support::http::{Generation, McpHttp};
 
+#[path = "container/matrix.rs"]
+mod matrix;
+
 const REQUIRE: &str = "CODE_EXECUTOR_REQUIRE_CONTAINER";
 const IMAGE: &str = "localhost/code-executor-mcp:test";
 const TOKEN: &str = "container-test-token-5b1d0c7e9a2f";

@@ -94,6 +94,17 @@ fn clean(program: impl AsRef<std::ffi::OsStr>) -> Command {
     cmd
 }
 
+/// The target directory of the release builds these tests make (`scripts/build-dist.sh` and
+/// `cargo install`): a directory of its own inside the workspace's `target/`, never
+/// `target/release`, so the user's release build (`cargo run --release -- demo`, then `bench`)
+/// is neither replaced by one built with other settings nor made stale by the tests.
+fn build_target() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("install-tests")
+}
+
 /// Every artifact, built once for all the tests of this file.
 fn dist() -> Option<&'static Path> {
     static DIST: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -103,6 +114,7 @@ fn dist() -> Option<&'static Path> {
         let status = clean("bash")
             .arg(repo().join("scripts/build-dist.sh"))
             .arg(&out)
+            .env("CARGO_TARGET_DIR", build_target())
             .env("CODE_EXECUTOR_INTEROP", prefix())
             .status()
             .unwrap();
@@ -449,9 +461,9 @@ fn cargo_install_builds_the_packaged_crate_offline() {
     }
     let m = Machine::new("cargo");
     let root = m.root.join("cargo-root");
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap();
     let vendor = dist.join("vendor");
-    // The workspace's release profile, so the dependencies built for the wheel are reused.
+    // The target directory the wheel was built in (its dependencies are reused), not the
+    // workspace's: these profile settings would replace the user's release binary.
     // `cargo install code-executor-mcp` as users type it, crates.io replaced by the
     // directory source; --locked: the lock file cargo package put in the crate.
     let status = clean(env!("CARGO"))
@@ -466,7 +478,7 @@ fn cargo_install_builds_the_packaged_crate_offline() {
             "--config",
         ])
         .arg(format!("source.dist.directory=\"{}\"", vendor.display()))
-        .env("CARGO_TARGET_DIR", target)
+        .env("CARGO_TARGET_DIR", build_target())
         .env("CARGO_PROFILE_RELEASE_LTO", "thin")
         .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "4")
         .env("CARGO_PROFILE_RELEASE_STRIP", "symbols")

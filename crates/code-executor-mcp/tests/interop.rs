@@ -1,5 +1,6 @@
-//! Interop with software nobody here wrote: the official Python MCP SDK as the client, the
-//! reference MCP servers (npm and PyPI) as upstreams, and the MCP conformance suite.
+//! Interop with software nobody here wrote: the official Python MCP SDK as the client (and
+//! the TypeScript SDK too in the settings matrix), the reference MCP servers (npm and PyPI)
+//! as upstreams, and the MCP conformance suite.
 //!
 //! Needs `scripts/setup-interop.sh` (npm + PyPI); `.ci/run` runs it. Without it these tests
 //! print a loud SKIP, unless `CODE_EXECUTOR_REQUIRE_INTEROP=1` (set in CI) makes that a failure.
@@ -233,4 +234,25 @@ fn python_sdk_legacy_approves_denies_times_out_and_samples_inline() {
 #[test]
 fn python_sdk_2026_07_28_pauses_by_input_required_and_resumes_the_same_worker() {
     pauses("2026-07-28");
+}
+
+/// The settings matrix (`tests/interop/matrix.py`): both official SDKs (TypeScript and
+/// Python) over stdio and HTTP, at every `RUST_LOG` level, as an unprivileged user, with HOME
+/// unset or read-only, without `python3` on PATH and without Python at all; every cell lists
+/// the tools and runs TypeScript and Python through an upstream. Prints the table of cells.
+/// The rows that need root (the user, the read-only mount, the hidden Python) print a loud
+/// SKIP when not root (a fact of the machine; CI runs as root). The table is also written to
+/// `target/tmp/settings-matrix.txt` (cargo shows a passing test's output only with
+/// `--nocapture`).
+#[test]
+fn both_sdks_work_in_every_cell_of_the_settings_matrix() {
+    let Some(p) = prefix() else { return };
+    run(Command::new(p.join("venv/bin/python"))
+        .arg(scripts().join("matrix.py"))
+        .args(["--exe", EXE, "--fixture"])
+        .arg(test_support::workspace_bin("fixture-server"))
+        .arg("--prefix")
+        .arg(&p)
+        .arg("--report")
+        .arg(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("settings-matrix.txt")));
 }

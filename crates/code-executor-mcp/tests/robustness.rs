@@ -2,6 +2,9 @@
 //! up to their deadline, pools idle for longer than a thread's keep-alive, code that nests
 //! too deeply to parse, and workers that flood the host with requests they never read.
 //! Nothing a request sends may crash, stall or bloat the server.
+//! And the server's settings as users have them: at every `RUST_LOG` level (and none), over
+//! stdio and `serve --http`, it answers `tools/list`, runs code in both languages and keeps
+//! serving until its client closes stdin or it gets SIGTERM.
 
 #![allow(
     clippy::unwrap_used,
@@ -380,5 +383,166 @@ async fn killing_the_server_with_sigkill_ends_every_worker_and_helper() {
         );
         // Polling a condition, not waiting for time to pass.
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The `RUST_LOG` values users put in their client's entry (`-e RUST_LOG=warn`), and none
+/// (the server's default). With `info` off the server once stopped right after `initialize`:
+/// its shutdown watcher awaited the signal inside a log macro's arguments.
+const LOG_LEVELS: [Option<&str>; 6] = [
+    None,
+    Some("trace"),
+    Some("warn"),
+    Some("error"),
+    Some("off"),
+    Some("code_executor_mcp=warn"),
+];
+
+/// The tool call of each language that gives 42 through the fixture upstream.
+const TS_42: &str = "const r = await tools.fx.add({a: 20, b: 22}); return r.sum";
+const PY_42: &str = "r = tools.fx.add(a=20, b=22)\nint(r['sum'])";
+
+/// Starts the server over stdio as a client does (its own pipes, `RUST_LOG` set to `level`
+/// or unset), with the fixture upstream; the child, the client, and the config it reads.
+async fn stdio_as_users_do(
+    level: Option<&str>,
+) -> (
+    tokio::process::Child,
+    rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    TempConfig,
+) {
+    use rmcp::ServiceExt;
+    use std::process::Stdio;
+    let config = TempConfig::new(json!({ "fx": fixture_entry("fx") }));
+    let mut cmd = tokio::process::Command::new(EXE);
+    cmd.arg("--config")
+        .arg(&config.path)
+        .arg("--no-discover")
+        .env("XDG_STATE_HOME", config.dir.join("state"))
+        .env("CODE_EXECUTOR_CACHE_DIR", config.dir.join("cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(
+            std::fs::File::create(config.dir.join("server.log")).unwrap(),
+        ))
+        .kill_on_drop(true);
+    match level {
+        Some(level) => cmd.env("RUST_LOG", level),
+        None => cmd.env_remove("RUST_LOG"),
+    };
+    let mut child = cmd.spawn().unwrap();
+    let pipes = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let client = ().serve(pipes).await.expect("initialize");
+    (child, client, config)
+}
+
+fn call_args(code: &str) -> rmcp::model::CallToolRequestParams {
+    let Value::Object(args) = json!({ "code": code }) else {
+        unreachable!()
+    };
+    rmcp::model::CallToolRequestParams::new("x").with_arguments(args)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn at_every_log_level_stdio_serves_until_its_client_closes_stdin_or_sigterm() {
+    for (i, level) in LOG_LEVELS.into_iter().enumerate() {
+        let (mut child, client, config) = stdio_as_users_do(level).await;
+        let log = || std::fs::read_to_string(config.dir.join("server.log")).unwrap_or_default();
+        let tools = client.peer().list_all_tools().await;
+        let names: Vec<String> = tools
+            .unwrap_or_else(|e| panic!("RUST_LOG={level:?}: tools/list: {e}\n{}", log()))
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        for tool in ["execute_typescript", "execute_python", "search_tools"] {
+            assert!(
+                names.iter().any(|n| n == tool),
+                "RUST_LOG={level:?}: {names:?}"
+            );
+        }
+        for (tool, code) in [("execute_typescript", TS_42), ("execute_python", PY_42)] {
+            let mut params = call_args(code);
+            params.name = tool.into();
+            let r = client.peer().call_tool(params).await;
+            let r = r.unwrap_or_else(|e| panic!("RUST_LOG={level:?}: {tool}: {e}\n{}", log()));
+            let v = r.structured_content.unwrap_or_default();
+            assert_eq!(r.is_error, Some(false), "RUST_LOG={level:?}: {tool}: {v}");
+            assert_eq!(v["result"], 42, "RUST_LOG={level:?}: {tool}: {v}");
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "RUST_LOG={level:?}: the server stopped while its client was there:\n{}",
+            log()
+        );
+        // Half the levels end as a client closing stdin does, the other half by SIGTERM
+        // (clients that kill their servers): both are a clean exit.
+        let by_signal = i % 2 == 1;
+        if by_signal {
+            let pid = child.id().unwrap().to_string();
+            let sent = std::process::Command::new("kill")
+                .args(["-TERM", &pid])
+                .status();
+            assert!(sent.unwrap().success());
+        } else {
+            client.cancel().await.unwrap();
+        }
+        let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("RUST_LOG={level:?}: still running 60 s after its end"))
+            .unwrap();
+        assert!(
+            status.success(),
+            "RUST_LOG={level:?} (by signal: {by_signal}): {status}\n{}",
+            log()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn at_every_log_level_http_serves_until_sigterm() {
+    use test_support::http::{Generation, HttpServer, McpHttp};
+    for level in LOG_LEVELS {
+        let mut server = HttpServer::start_as_users_do(
+            EXE.as_ref(),
+            json!({ "fx": fixture_entry("fx") }),
+            level,
+        )
+        .await;
+        for generation in [Generation::Sessions, Generation::Stateless] {
+            let c = McpHttp::connect(&server.url, None, generation).await;
+            let r = c.request("tools/list", json!({})).await;
+            let listed = r.messages.iter().find(|m| m.get("result").is_some());
+            let names = listed
+                .map(|m| m["result"]["tools"].to_string())
+                .unwrap_or_default();
+            for tool in ["execute_typescript", "execute_python", "search_tools"] {
+                assert!(
+                    names.contains(tool),
+                    "RUST_LOG={level:?} {generation:?}: tools/list: {r:?}\n{}",
+                    server.log()
+                );
+            }
+            for (tool, code) in [("execute_typescript", TS_42), ("execute_python", PY_42)] {
+                let r = c.call(tool, json!({ "code": code })).await;
+                let v = &r["structuredContent"];
+                assert_eq!(r["isError"], false, "RUST_LOG={level:?}: {tool}: {r}");
+                assert_eq!(v["result"], 42, "RUST_LOG={level:?}: {tool}: {r}");
+            }
+        }
+        assert!(
+            server.child.try_wait().unwrap().is_none(),
+            "RUST_LOG={level:?}: the server stopped by itself:\n{}",
+            server.log()
+        );
+        server.sigterm();
+        let status = tokio::time::timeout(Duration::from_secs(60), server.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("RUST_LOG={level:?}: still running 60 s after SIGTERM"))
+            .unwrap();
+        assert!(
+            status.success(),
+            "RUST_LOG={level:?}: {status}\n{}",
+            server.log()
+        );
     }
 }

@@ -38,6 +38,20 @@ async fn server(settings: Value) -> (Harness, TempConfig) {
     .await
 }
 
+/// A server whose temporary directory (`TMPDIR`, where it puts its workspace root and sweeps
+/// the roots of servers that are gone) is `tmp`: the servers of one test share it, and no
+/// server of another test running at the same time sweeps what the test asserts on.
+async fn server_in(tmp: &std::path::Path, settings: Value) -> (Harness, TempConfig) {
+    let tmp = tmp.to_str().unwrap();
+    Harness::with_settings(
+        EXE.as_ref(),
+        json!({ "fx": fixture_entry("fx") }),
+        &settings,
+        &[("TMPDIR", tmp)],
+    )
+    .await
+}
+
 async fn run(h: &Harness, lang: Lang, args: Value) -> (Value, bool) {
     h.run_tool(lang.tool(), args).await
 }
@@ -63,7 +77,12 @@ async fn new_session(h: &Harness, lang: Lang, code: &str) -> (String, Value) {
 
 /// The host directory of session `id`'s workspace (under the server's temporary directory).
 fn host_workspace(id: &str) -> std::path::PathBuf {
-    let found: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+    host_workspace_in(&std::env::temp_dir(), id)
+}
+
+/// The host directory of session `id`'s workspace, in the roots under `tmp`.
+fn host_workspace_in(tmp: &std::path::Path, id: &str) -> std::path::PathBuf {
+    let found: Vec<_> = std::fs::read_dir(tmp)
         .unwrap()
         .filter_map(Result::ok)
         .filter(|e| {
@@ -682,14 +701,23 @@ async fn eventually(what: &str, done: impl Fn() -> bool) {
 
 #[tokio::test]
 async fn a_stopped_server_deletes_its_workspaces_and_a_killed_ones_go_with_the_next_start() {
+    // The servers here share a temporary directory of their own: a server another test
+    // starts meanwhile sweeps the roots of dead servers in its TMPDIR, and would delete the
+    // killed server's root below before the test looks at it (it did, in CI).
+    let tmp = test_support::TempDir::new("stopped-servers");
     // Stopped by a signal, as clients stop stdio servers (after closing stdin, or instead):
     // every session ends in the audit log and the workspaces are deleted.
     for signal in ["TERM", "INT"] {
-        let (h, _d) = server(json!({})).await;
+        let (h, _d) = server_in(&tmp.0, json!({})).await;
         let mut roots = Vec::new();
         for lang in BOTH {
             let (id, _) = new_session(&h, lang, define(lang)).await;
-            roots.push(host_workspace(&id).parent().unwrap().to_path_buf());
+            roots.push(
+                host_workspace_in(&tmp.0, &id)
+                    .parent()
+                    .unwrap()
+                    .to_path_buf(),
+            );
         }
         roots.dedup();
         assert_eq!(roots.len(), 1, "{roots:?}");
@@ -715,9 +743,9 @@ async fn a_stopped_server_deletes_its_workspaces_and_a_killed_ones_go_with_the_n
     }
 
     // Killed, it cannot: the next server to start deletes what it left.
-    let (h, _d) = server(json!({})).await;
+    let (h, _d) = server_in(&tmp.0, json!({})).await;
     let (id, _) = new_session(&h, Lang::Py, define(Lang::Py)).await;
-    let workspace = host_workspace(&id);
+    let workspace = host_workspace_in(&tmp.0, &id);
     assert!(workspace.join("notes.txt").is_file());
     let pid = h.pid.unwrap();
     std::process::Command::new("kill")
@@ -726,14 +754,14 @@ async fn a_stopped_server_deletes_its_workspaces_and_a_killed_ones_go_with_the_n
         .unwrap();
     eventually("the server dies", || ended(pid)).await;
     assert!(workspace.is_dir(), "nothing could delete it yet");
-    let (next, _d2) = server(json!({})).await;
+    let (next, _d2) = server_in(&tmp.0, json!({})).await;
     eventually("the next server deletes the dead one's workspaces", || {
         !workspace.parent().unwrap().exists()
     })
     .await;
     // And leaves a live server's alone.
     let (id, _) = new_session(&next, Lang::Ts, "return 1").await;
-    let (_third, _d3) = server(json!({})).await;
+    let (_third, _d3) = server_in(&tmp.0, json!({})).await;
     ok_in(&next, Lang::Ts, &id, "return 2").await;
-    assert!(host_workspace(&id).is_dir());
+    assert!(host_workspace_in(&tmp.0, &id).is_dir());
 }

@@ -43,22 +43,8 @@ impl HttpServer {
         extra_args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<HttpServer, String> {
-        crate::install_tls_provider();
-        let config = TempConfig::new(servers);
-        let log = config.dir.join("server.log");
-        let mut cmd = tokio::process::Command::new(exe);
-        cmd.arg("--config")
-            .arg(&config.path)
-            .arg("--no-discover")
-            .args(["serve", "--http", addr])
-            .args(extra_args)
-            .env("XDG_STATE_HOME", config.dir.join("state"))
-            .env("CODE_EXECUTOR_CACHE_DIR", config.dir.join("cache"))
-            .env("RUST_LOG", "info,rmcp=warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(std::fs::File::create(&log).expect("log file")))
-            .kill_on_drop(true);
+        let (mut cmd, config, log) = command(exe, addr, servers, extra_args);
+        cmd.env("RUST_LOG", "info,rmcp=warn");
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -94,6 +80,61 @@ impl HttpServer {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Starts `exe` for `servers` with `serve --http` on a free loopback port, as users run
+    /// it: `RUST_LOG` set to `rust_log`, or unset with `None` (the server's default), nothing
+    /// else of the tests' own. Ready once `/readyz` answers 200, not by the log (at `warn` or
+    /// `off` the server logs nothing). A port taken meanwhile by another test's server is
+    /// tried again with another.
+    pub async fn start_as_users_do(
+        exe: &Path,
+        servers: Value,
+        rust_log: Option<&str>,
+    ) -> HttpServer {
+        let mut last = String::new();
+        for _ in 0..3 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+                .port();
+            let addr = format!("127.0.0.1:{port}");
+            let (mut cmd, config, log) = command(exe, &addr, servers.clone(), &[]);
+            match rust_log {
+                Some(level) => cmd.env("RUST_LOG", level),
+                None => cmd.env_remove("RUST_LOG"),
+            };
+            let mut child = cmd.spawn().expect("spawn server");
+            let base = format!("http://{addr}");
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                if let Ok(r) = reqwest::get(format!("{base}/readyz")).await
+                    && r.status().as_u16() == 200
+                {
+                    return HttpServer {
+                        child,
+                        url: format!("{base}/mcp"),
+                        base,
+                        port,
+                        config,
+                    };
+                }
+                if let Ok(Some(status)) = child.try_wait() {
+                    last = format!(
+                        "exited ({status}):\n{}",
+                        std::fs::read_to_string(&log).unwrap_or_default()
+                    );
+                    break;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "RUST_LOG={rust_log:?}: /readyz not 200 after 30 s:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        panic!("RUST_LOG={rust_log:?}: the server did not serve HTTP: {last}");
     }
 
     /// The server's log so far.
@@ -144,6 +185,32 @@ impl HttpServer {
                 .and_then(|v| v.trim().parse().ok())
         })
     }
+}
+
+/// The command of a server for `servers` serving HTTP on `addr`, hermetic (its own config,
+/// state and cache directories), its log in a file; the config and the log's path with it.
+fn command(
+    exe: &Path,
+    addr: &str,
+    servers: Value,
+    extra_args: &[&str],
+) -> (tokio::process::Command, TempConfig, PathBuf) {
+    crate::install_tls_provider();
+    let config = TempConfig::new(servers);
+    let log = config.dir.join("server.log");
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.arg("--config")
+        .arg(&config.path)
+        .arg("--no-discover")
+        .args(["serve", "--http", addr])
+        .args(extra_args)
+        .env("XDG_STATE_HOME", config.dir.join("state"))
+        .env("CODE_EXECUTOR_CACHE_DIR", config.dir.join("cache"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).expect("log file")))
+        .kill_on_drop(true);
+    (cmd, config, log)
 }
 
 /// Which protocol generation a client speaks.
