@@ -1202,8 +1202,9 @@ def _install_urllib(request_module):
 
 
 def _audit_open(event, args):
-    # Remembers the last file opened (path and mode), so that a failure can say whether the
-    # read or the write grant is missing. Audit hooks cannot be removed: this one only records.
+    # Remembers the last file opened (path and mode), or changed by an `os` function (as a
+    # write), so that a failure can say whether the read or the write grant is missing. Audit
+    # hooks cannot be removed: this one only records.
     if event == "open":
         _State.last_open = args
 
@@ -1255,19 +1256,48 @@ def _grant_hint(exc):
     reads = access.get("read") or []
     ws = access.get("workspace")
     inside = lambda root: path == root or path.startswith(root.rstrip("/") + "/")
-    if writing or exc.errno in (_errno.EROFS, _errno.EXDEV) or (exc.errno in (_errno.EACCES, _errno.EPERM) and any(inside(r) for r in reads)):
+    # A write (EROFS and EXDEV come only from one): the write grant is what is missing.
+    if writing or exc.errno in (_errno.EROFS, _errno.EXDEV):
         if ws and inside(ws):
             return ""
         if ws:
             return " (only the workspace %s is writable)" % ws
         return (" (nothing is writable: this execution has no workspace; ask for one with "
                 "permissions.write, within the server's configured ceiling)")
-    if (ws and inside(ws)) or any(inside(r) for r in reads):
-        if os.path.islink(path):
-            return " (a symlink that leads outside the granted paths finds nothing)"
-        return ""
-    return (" (no read grant covers %s; granted: %s; ask with permissions.read, within the "
-            "server's configured ceiling)" % (path, ", ".join(reads) or "none"))
+    roots = [r for r in reads + ([ws] if ws else []) if inside(r)]
+    if not roots:
+        return (" (no read grant covers %s; granted: %s; ask with permissions.read, within "
+                "the server's configured ceiling)" % (path, ", ".join(reads) or "none"))
+    if exc.errno in (_errno.ENOENT, _errno.ENOTDIR) and os.path.islink(path):
+        return " (a symlink that leads outside the granted paths finds nothing)"
+    if exc.errno in (_errno.EACCES, _errno.EPERM):
+        return _refused(path, max(roots, key=len))
+    return ""
+
+
+def _refused(path, root):
+    """Why a read of `path`, inside the grant `root`, is refused by the files' own permissions:
+    the first component on its way (from the grant down) the sandbox may not search, or the
+    path itself when it may not read it, with its mode and whose it is."""
+    steps = [root]
+    for part in os.path.relpath(path, root).split(os.sep):
+        if part not in ("", "."):
+            steps.append(os.path.join(steps[-1], part))
+    for i, step in enumerate(steps):
+        last = i == len(steps) - 1
+        if os.access(step, os.R_OK if last else os.X_OK):
+            continue
+        try:
+            st = os.stat(step)
+        except OSError:
+            break
+        whose = "the sandbox's user" if st.st_uid == os.getuid() else "another user than the sandbox's"
+        return (" (a read grant covers %s, but the file permissions refuse the sandbox: %s is "
+                "mode %04o, owned by %s, and may not be %s; the sandbox reads a grant as the "
+                "owner of the granted path: on the host, make it readable (chmod) or grant it "
+                "by its own path)" % (path, step, st.st_mode & 0o7777, whose,
+                                      "read" if last else "searched"))
+    return " (a read grant covers %s, but the file permissions refuse the sandbox)" % path
 
 
 # ------------------------------------------------------------------------- tool proxies
@@ -1307,11 +1337,21 @@ class _Tool:
             return _request(
                 {"op": "signature", "server": self._server, "tool": self._tool, "language": "python"}
             )
+# Audit events of `os` functions that change the file system: a failure of one is a write's.
+_WRITE_EVENTS = frozenset((
+    "os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.link", "os.symlink", "os.chmod",
+    "os.chown", "os.truncate", "os.utime", "os.mkfifo", "os.mknod", "os.setxattr",
+    "os.removexattr",
+))
+
+
         except Exception:  # noqa: BLE001 - a tool not known (yet) has no declaration to show
             return None
 
     def __call__(self, *args, **kwargs):
         return self._call(args, kwargs, False)
+    elif event in _WRITE_EVENTS and args:
+        _State.last_open = (args[0], "w", 0)
 
     def _tail(self, *args, **kwargs):
         return self._call(args, kwargs, True)
