@@ -1603,7 +1603,30 @@ async fn a_reply_past_the_python_memory_limit_is_a_memory_error_in_the_code() {
         )
         .await;
     assert!(is_error, "{v:.600}");
+    assert_eq!(error_name(&v), "MemoryError", "typescript: {v:.600}");
     assert!(error_message(&v).contains("16 MiB"), "typescript: {v:.600}");
+    // ... raised by the call, which code may catch, naming the reply; the run goes on.
+    let code = format!(
+        "let r;\ntry {{ await tools.fx.big({{ bytes: {big} }}); r = 'read'; }}\n\
+         catch (e) {{ r = [e.name, e.message]; }}\n\
+         return [r, await tools.fx.echo({{ message: 'after' }})];"
+    );
+    let (v, is_error) = h
+        .run_tool(
+            "execute_typescript",
+            json!({ "code": code, "limits": limits }),
+        )
+        .await;
+    assert!(!is_error, "typescript: {v:.600}");
+    assert_eq!(v["result"][0][0], "MemoryError", "typescript: {v:.600}");
+    let message = v["result"][0][1].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the reply of tools.fx.big")
+            && message.contains("memory limit of 16 MiB")
+            && message.contains("limits.memoryMb"),
+        "typescript: {v:.600}"
+    );
+    assert_eq!(v["result"][1], "Echo: after", "typescript: {v:.600}");
     // The server and a Python worker answer the next run.
     let (v, _) = h.exec_python("tools.fx.echo(message='still here')").await;
     assert_eq!(v["result"], "Echo: still here", "{v}");
