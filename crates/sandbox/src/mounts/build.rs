@@ -150,30 +150,47 @@ pub(crate) fn build(steps: &[Step], mut granted: Vec<GrantedTree>) -> Result<Str
             made.map_err(|e| err(format!("mount point {}", path.display()), &e))?;
         }
         let real = from.unwrap_or(path);
-        if let Some(tree) = tree {
-            // Opened by root beneath the host root with no symlink followed: its parents were
-            // checked on the way, and its kind must still be the planned one.
-            if tree.is_dir != is_dir {
-                return Err(HostRoot::changed(
-                    path,
-                    if is_dir {
-                        "it is not a directory now"
-                    } else {
-                        "it is a directory now"
-                    },
-                ));
+        // A data path root opened (`super::granted`) is attached from its tree; where that is
+        // refused (a container's filter may refuse `move_mount`), it is bound from the host as
+        // any other path is, and the view's line says so.
+        let attached = match tree {
+            Some(tree) => {
+                // Opened by root beneath the host root with no symlink followed: its parents
+                // were checked on the way, and its kind must still be the planned one.
+                if tree.is_dir != is_dir {
+                    return Err(HostRoot::changed(
+                        path,
+                        if is_dir {
+                            "it is not a directory now"
+                        } else {
+                            "it is a directory now"
+                        },
+                    ));
+                }
+                match move_mount_to(tree.tree.as_fd(), path) {
+                    Ok(()) => {
+                        checked.extend(real.ancestors());
+                        mapped.push(match &tree.mapped {
+                            Ok((uid, gid)) => format!(
+                                "{} (owner {uid}:{gid} read as the sandbox's)",
+                                path.display()
+                            ),
+                            Err(why) => format!("{} (not id-mapped: {why})", path.display()),
+                        });
+                        true
+                    }
+                    Err(e) => {
+                        mapped.push(format!(
+                            "{} (bound from the host: attaching root's copy failed: {e})",
+                            path.display()
+                        ));
+                        false
+                    }
+                }
             }
-            checked.extend(real.ancestors());
-            move_mount_to(tree.tree.as_fd(), path)
-                .map_err(|e| err(format!("attach {}", path.display()), &e))?;
-            match &tree.mapped {
-                Ok((uid, gid)) => mapped.push(format!(
-                    "{} (owner {uid}:{gid} read as the sandbox's)",
-                    path.display()
-                )),
-                Err(why) => mapped.push(format!("{} (not id-mapped: {why})", path.display())),
-            }
-        } else {
+            None => false,
+        };
+        if !attached {
             let source = host.open(real, is_dir)?;
             checked.extend(real.ancestors());
             mount(
