@@ -903,3 +903,6 @@ async fn https_to_a_server_without_valid_tls_is_a_network_error_not_a_fallback()
         assert!(msg.contains(&url), "{msg}");
     }
 }
+
+#[path = "access/grants.rs"]
+mod grants;

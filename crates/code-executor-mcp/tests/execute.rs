@@ -1246,11 +1246,17 @@ async fn a_last_statement_that_is_a_tool_call_returns_its_text_exactly() {
         )
         .await;
     let v = r.structured_content.unwrap_or_default();
-    // (Reading the 15 MiB reply runs out of memory in the shim's reader, which ends the
-    // worker: the run fails as the worker's crash.)
-    assert!(
-        ["MemoryError", "WorkerCrashed"].contains(&v["error"]["name"].as_str().unwrap_or("")),
+    // Reading the 15 MiB reply runs out of memory in the shim's reader: the frame is skipped
+    // and the call raises MemoryError naming the reply and the limit (it ended the worker with
+    // exit code 0 before, a WorkerCrashed).
+    assert_eq!(
+        error_name(&v),
+        "MemoryError",
         "the same text made in the worker: {v:.300}"
+    );
+    assert!(
+        error_message(&v).contains("tools.fx.big") && error_message(&v).contains("16 MiB"),
+        "{v:.600}"
     );
     // In a session the value is made in the worker as before (code may keep it).
     for (tool, code) in [
@@ -1530,4 +1536,98 @@ async fn calls_and_results_past_the_frame_limit_are_the_codes_errors() {
         .exec("return await tools.fx.echo({ message: 'still here' });")
         .await;
     assert_eq!(v["result"], "Echo: still here");
+}
+
+/// A reply larger than a Python run's memory limit is a MemoryError in the code, raised by the
+/// call it answers and naming the reply and the limit; the frame is skipped, so the run goes on
+/// (caught) or fails like any uncaught MemoryError, never as a worker crash. TypeScript says the
+/// same case clearly too.
+#[tokio::test]
+async fn a_reply_past_the_python_memory_limit_is_a_memory_error_in_the_code() {
+    let h = harness().await;
+    let limits = json!({ "memoryMb": 16 });
+    let big = 20usize << 20;
+    // Caught: the next call answers (the stream is still in step), and the run succeeds.
+    for code in [
+        format!(
+            "try:\n    tools.fx.big(bytes={big})\n    r = 'read'\nexcept MemoryError as e:\n    r = str(e)\n\
+             [r, tools.fx.echo(message='after')]"
+        ),
+        format!(
+            "import asyncio\n\
+             try:\n    await acall_mcp_tool('fx', 'big', {{'bytes': {big}}})\n    r = 'read'\nexcept MemoryError as e:\n    r = str(e)\n\
+             [r, await acall_mcp_tool('fx', 'echo', {{'message': 'after'}})]"
+        ),
+    ] {
+        let (v, is_error) = h
+            .run_tool("execute_python", json!({ "code": code, "limits": limits }))
+            .await;
+        assert!(!is_error, "{v:.600}");
+        let message = v["result"][0].as_str().unwrap_or_default();
+        assert!(
+            message.contains("the reply of ")
+                && message.contains("over this run's memory limit of 16 MiB")
+                && message.contains("limits.memoryMb"),
+            "{v:.600}"
+        );
+        assert_eq!(v["result"][1], "Echo: after", "{v:.600}");
+    }
+    let (v, _) = h
+        .run_tool(
+            "execute_python",
+            json!({ "code": format!("try:\n    tools.fx.big(bytes={big})\nexcept MemoryError as e:\n    r = str(e)\nr"), "limits": limits }),
+        )
+        .await;
+    assert!(
+        v["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the reply of tools.fx.big"),
+        "{v:.600}"
+    );
+    // Uncaught: the run's error is MemoryError, naming the limit.
+    let (v, is_error) = h
+        .run_tool(
+            "execute_python",
+            json!({ "code": format!("s = tools.fx.big(bytes={big})\nlen(s)"), "limits": limits }),
+        )
+        .await;
+    assert!(is_error, "{v:.600}");
+    assert_eq!(error_name(&v), "MemoryError", "{v:.600}");
+    assert!(error_message(&v).contains("16 MiB"), "{v:.600}");
+    // TypeScript: the same reply under the same limit is a clear error naming the limit.
+    let (v, is_error) = h
+        .run_tool(
+            "execute_typescript",
+            json!({ "code": format!("const s = await tools.fx.big({{ bytes: {big} }}); return s.length;"), "limits": limits }),
+        )
+        .await;
+    assert!(is_error, "{v:.600}");
+    assert_eq!(error_name(&v), "MemoryError", "typescript: {v:.600}");
+    assert!(error_message(&v).contains("16 MiB"), "typescript: {v:.600}");
+    // ... raised by the call, which code may catch, naming the reply; the run goes on.
+    let code = format!(
+        "let r;\ntry {{ await tools.fx.big({{ bytes: {big} }}); r = 'read'; }}\n\
+         catch (e) {{ r = [e.name, e.message]; }}\n\
+         return [r, await tools.fx.echo({{ message: 'after' }})];"
+    );
+    let (v, is_error) = h
+        .run_tool(
+            "execute_typescript",
+            json!({ "code": code, "limits": limits }),
+        )
+        .await;
+    assert!(!is_error, "typescript: {v:.600}");
+    assert_eq!(v["result"][0][0], "MemoryError", "typescript: {v:.600}");
+    let message = v["result"][0][1].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the reply of tools.fx.big")
+            && message.contains("memory limit of 16 MiB")
+            && message.contains("limits.memoryMb"),
+        "typescript: {v:.600}"
+    );
+    assert_eq!(v["result"][1], "Echo: after", "typescript: {v:.600}");
+    // The server and a Python worker answer the next run.
+    let (v, _) = h.exec_python("tools.fx.echo(message='still here')").await;
+    assert_eq!(v["result"], "Echo: still here", "{v}");
 }

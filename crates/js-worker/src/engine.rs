@@ -327,9 +327,14 @@ impl Engine {
             };
             match event {
                 Event::Frame(HostFrame::Reply { id, outcome, kept }) => {
-                    if !self.shared.borrow_mut().outstanding.remove(&id) {
+                    let Some(what) = self.shared.borrow_mut().outstanding.remove(&id) else {
                         return Err(format!("reply {id} matches no pending call"));
-                    }
+                    };
+                    let size = match &outcome {
+                        CallOutcome::Text { text } => text.len(),
+                        CallOutcome::Ok { value } => value.get().len(),
+                        CallOutcome::Err { .. } => 0,
+                    };
                     // The host keeps only its latest such reply: an older kept string is
                     // no longer one a result may refer to, even if this value is not taken
                     // as kept below.
@@ -358,7 +363,22 @@ impl Engine {
                         }
                     };
                     if let Err(e) = delivered {
-                        return Ok(exception_outcome(ctx, e, memory_limit).into());
+                        if !e.is_exception() {
+                            return Ok(exception_outcome(ctx, e, memory_limit).into());
+                        }
+                        let thrown = value_error(&ctx.catch(), memory_limit);
+                        if thrown.name != "MemoryError" {
+                            return Ok(RunOutcome::Err { error: thrown }.into());
+                        }
+                        // A reply the engine's memory cannot hold: the call it answers fails
+                        // with a MemoryError naming it and the limit (code may catch it), as
+                        // in Python; the run goes on.
+                        let error = reply_too_large(&what, size, memory_limit);
+                        let payload = serde_json::to_string(&error).map_err(|e| e.to_string())?;
+                        if deliver.call::<_, ()>((id as f64, false, payload)).is_err() {
+                            let _ = ctx.catch();
+                            return Ok(RunOutcome::Err { error }.into());
+                        }
                     }
                 }
                 Event::Frame(HostFrame::Run(_)) => {
@@ -399,6 +419,21 @@ impl Engine {
         let (id, kept) = self.kept.borrow_mut().take()?;
         let kept = kept.restore(ctx).ok()?;
         (string?.as_value() == kept.as_value()).then_some(id)
+    }
+}
+
+/// The error of a call whose reply (`size` bytes) the engine's memory limit could not hold.
+fn reply_too_large(what: &str, size: usize, memory_limit: u64) -> ErrorInfo {
+    ErrorInfo {
+        name: "MemoryError".into(),
+        message: format!(
+            "the reply of {what} is {:.1} MiB, too large for this run's memory limit of {} MiB \
+             (making it ran out of memory): ask for less (filter, page or narrow the request), \
+             or raise limits.memoryMb",
+            size as f64 / (1024.0 * 1024.0),
+            memory_limit / (1024 * 1024)
+        ),
+        stack: None,
     }
 }
 

@@ -108,8 +108,68 @@ pub(crate) fn explain(
         && std::fs::symlink_metadata(&abs).is_ok_and(|m| m.file_type().is_symlink())
     {
         message.push_str(" (a symlink that leads outside the granted paths finds nothing)");
+    } else if matches!(code, "EACCES" | "EPERM") {
+        let roots = access
+            .read
+            .iter()
+            .map(String::as_str)
+            .chain(access.workspace.as_deref());
+        message.push_str(&refused(&abs, roots));
     }
     FsError { code, message }
+}
+
+/// Why a read of `path`, inside a grant (one of `roots`), is refused by the files' own
+/// permissions: the first component on its way (from the grant down) the sandbox may not
+/// search, or the path itself when it may not read it, with its mode and whose it is.
+fn refused<'a>(path: &Path, roots: impl Iterator<Item = &'a str>) -> String {
+    use nix::unistd::{AccessFlags, access};
+    use std::os::unix::fs::MetadataExt;
+    let root = roots
+        .map(Path::new)
+        .filter(|r| path.starts_with(r))
+        .max_by_key(|r| r.as_os_str().len())
+        .unwrap_or(path);
+    let below = path.strip_prefix(root).unwrap_or(Path::new(""));
+    let mut at = root.to_path_buf();
+    let mut steps = vec![at.clone()];
+    for c in below.components() {
+        at.push(c);
+        steps.push(at.clone());
+    }
+    let last = steps.len() - 1;
+    for (i, step) in steps.iter().enumerate() {
+        let need = if i == last {
+            AccessFlags::R_OK
+        } else {
+            AccessFlags::X_OK
+        };
+        if access(step, need).is_ok() {
+            continue;
+        }
+        let Ok(meta) = std::fs::metadata(step) else {
+            break;
+        };
+        let whose = if meta.uid() == nix::unistd::getuid().as_raw() {
+            "the sandbox's user"
+        } else {
+            "another user than the sandbox's"
+        };
+        return format!(
+            " (a read grant covers {}, but the file permissions refuse the sandbox: {} is mode \
+             {:04o}, owned by {whose}, and may not be {}; the sandbox reads a grant as the owner \
+             of the granted path: on the host, make it readable (chmod) or grant it by its own \
+             path)",
+            path.display(),
+            step.display(),
+            meta.mode() & 0o7777,
+            if i == last { "read" } else { "searched" },
+        );
+    }
+    format!(
+        " (a read grant covers {}, but the file permissions refuse the sandbox)",
+        path.display()
+    )
 }
 
 /// `stat` as JSON: size, kind, times, mode.
@@ -168,5 +228,20 @@ mod tests {
         );
         let e = explain("writeFile", "/tmp/a", &erofs, None, true);
         assert!(e.message.contains("permissions.write"), "{}", e.message);
+        // A read the file's permissions refuse, inside a grant: that cause, never a write's.
+        let eacces = io::Error::from_raw_os_error(nix::libc::EACCES);
+        let e = explain("readFile", "/project/a", &eacces, Some(&access), false);
+        assert_eq!(e.code, "EACCES");
+        assert!(
+            e.message.contains("a read grant covers /project/a")
+                && e.message
+                    .contains("the file permissions refuse the sandbox")
+                && !e.message.contains("writable"),
+            "{}",
+            e.message
+        );
+        // A write refused by a mode in the workspace is the mode's, not a missing grant.
+        let e = explain("writeFile", "/ws/a", &eacces, Some(&access), true);
+        assert!(!e.message.contains("permissions."), "{}", e.message);
     }
 }

@@ -22,7 +22,21 @@ use crate::outgoing::{call_too_large, with_texts};
 struct ToolProbe {
     op: String,
     #[serde(default)]
+    server: Option<String>,
+    #[serde(default)]
     name: Option<String>,
+}
+
+impl ToolProbe {
+    /// What the request asks, as code wrote it: `tools.server.tool`, `callMCPTool('name')`,
+    /// or the operation (`fetch`, `search`...).
+    fn what(&self) -> String {
+        match (&self.server, &self.name) {
+            (Some(server), Some(name)) if self.op == "tool" => format!("tools.{server}.{name}"),
+            (None, Some(name)) if self.op == "tool" => format!("callMCPTool('{name}')"),
+            _ => self.op.clone(),
+        }
+    }
 }
 
 /// The functions the prelude gets as `host`.
@@ -82,7 +96,7 @@ pub(crate) fn host_object<'js>(
                         return Err(e);
                     }
                     let mut s = s.borrow_mut();
-                    s.outstanding.insert(id);
+                    s.outstanding.insert(id, probe.what());
                     s.send_call_text(id, &request, &texts);
                     return Ok(true);
                 }
@@ -96,13 +110,13 @@ pub(crate) fn host_object<'js>(
                         return Err(e);
                     }
                     let mut s = s.borrow_mut();
-                    s.outstanding.insert(id);
+                    s.outstanding.insert(id, probe.what());
                     s.send_call_text(id, request.as_bytes(), &[]);
                 } else {
                     let request: CallRequest =
                         serde_json::from_str(&request).map_err(|e| invalid(e.to_string()))?;
                     let mut s = s.borrow_mut();
-                    s.outstanding.insert(id);
+                    s.outstanding.insert(id, probe.what());
                     s.send(&WorkerFrame::Call {
                         id,
                         request,

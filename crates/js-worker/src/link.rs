@@ -2,7 +2,7 @@
 //! and the state the engine and the host functions share while code runs.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fs::File;
 use std::io::{self, BufReader, Write};
 use std::os::fd::AsFd;
@@ -80,7 +80,8 @@ pub(crate) struct Shared {
     /// Our own handle on stdout: a frame is one `write`, with no line buffering in between.
     out: File,
     pub(crate) started: Instant,
-    pub(crate) outstanding: HashSet<u64>,
+    /// Calls awaiting their reply: id -> what was asked (`tools.server.tool`), for errors.
+    pub(crate) outstanding: HashMap<u64, String>,
     pub(crate) timers: BinaryHeap<Reverse<(Instant, u64)>>,
     pub(crate) log_budget: u64,
     pub(crate) logs_truncated: bool,
@@ -111,7 +112,7 @@ impl Shared {
         Shared {
             out,
             started: Instant::now(),
-            outstanding: HashSet::new(),
+            outstanding: HashMap::new(),
             timers: BinaryHeap::new(),
             log_budget: u64::MAX,
             logs_truncated: false,

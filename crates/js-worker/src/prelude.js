@@ -29,6 +29,8 @@
     errorClasses.set(row.name, Cls);
     if (!row.js) ourErrors[row.name] = Cls;
   }
+  // A reply the engine's memory limit could not hold fails its call with this (engine.rs).
+  errorClasses.set('MemoryError', defineError('MemoryError', Error));
   const ToolError = errorClasses.get('ToolError');
   function makeError(info) {
     const name = String(info.name);

@@ -25,7 +25,7 @@ use nix::sys::prctl;
 use nix::sys::resource::{Resource, setrlimit};
 use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{WaitStatus, waitpid};
-use nix::unistd::{self, ForkResult, Pid};
+use nix::unistd::{self, ForkResult, Gid, Pid, Uid};
 
 use crate::config::HelperConfig;
 use crate::report::{format_line, layer, remedy};
@@ -254,7 +254,14 @@ fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
         "own session and process group; parent-death SIGKILL; fds closed except 0/1/2; environment exactly as given",
     );
 
-    // Step 3: leave host root; step 4: namespaces.
+    // Step 3: the read grants opened while still root (when the host is), then leave host
+    // root; step 4: namespaces.
+    let granted = if unistd::geteuid().is_root() && !cfg.data.is_empty() {
+        let to = namespaces::HOST_ID_WHEN_ROOT;
+        mounts::open_as_root(&cfg.data, (Uid::from_raw(to), Gid::from_raw(to)))
+    } else {
+        Vec::new()
+    };
     let (uid, gid, who) = namespaces::leave_root(cfg.scratch.as_deref(), parent)?;
     namespaces::unshare_all(uid, gid, parent)?;
     out.layer(
@@ -301,9 +308,10 @@ fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
             drop(alive_w);
             drop(status_r);
             drop(null);
-            Ok(init(cfg, out, alive_r, status_w))
+            Ok(init(cfg, out, alive_r, status_w, granted))
         }
         Ok(ForkResult::Parent { child }) => {
+            drop(granted);
             drop(alive_r);
             drop(status_w);
             detach_stdio(null);
@@ -327,9 +335,15 @@ fn supervise(init: Pid, status_r: OwnedFd, _alive_w: OwnedFd) -> ExitCode {
 }
 
 /// Step 5 (second half) and 6, in the init (PID 1 of the new namespace); it forks step 7.
-fn init(cfg: &HelperConfig, out: &Reporter, alive_r: OwnedFd, status_w: OwnedFd) -> ExitCode {
+fn init(
+    cfg: &HelperConfig,
+    out: &Reporter,
+    alive_r: OwnedFd,
+    status_w: OwnedFd,
+    granted: Vec<mounts::GrantedTree>,
+) -> ExitCode {
     // The view is complete (and read-only) before the init opens anything in it.
-    match init_steps(cfg, out, &alive_r)
+    match init_steps(cfg, out, &alive_r, granted)
         .and_then(|view| open_null(cfg.probe).map(|null| (view, null)))
     {
         Err(e) => fail(out, &e),
@@ -364,6 +378,7 @@ fn init_steps(
     cfg: &HelperConfig,
     out: &Reporter,
     alive_r: &OwnedFd,
+    granted: Vec<mounts::GrantedTree>,
 ) -> Result<Vec<mounts::Step>, SetupError> {
     // The outer helper is our parent, outside the namespace: die with it, and make sure it is
     // still there now that the signal is armed (its end of `alive` closes when it exits).
@@ -399,7 +414,7 @@ fn init_steps(
         }
         None => mounts::plan(cfg)?,
     };
-    let detail = mounts::build(&plan)?;
+    let detail = mounts::build(&plan, granted)?;
     out.layer(layer::FILESYSTEM_VIEW, true, &detail);
     out.layer(
         layer::PROC,

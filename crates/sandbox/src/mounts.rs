@@ -26,7 +26,9 @@ use crate::helper::SetupError;
 use crate::report::layer;
 
 mod build;
+mod granted;
 pub(crate) use build::build;
+pub(crate) use granted::{GrantedTree, open_as_root};
 
 /// The devices of the small `/dev`, bound from the host's.
 pub(crate) const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"];

@@ -106,6 +106,91 @@ pub(crate) fn mount_setattr(path: &Path, recursive: bool, attr_set: u64) -> io::
     }
 }
 
+/// The id-mapping attribute of [`mount_setattr_tree`] (Linux 5.12).
+pub(crate) const ATTR_IDMAP: u64 = libc::MOUNT_ATTR_IDMAP;
+
+/// A detached copy of the mount tree whose root `at` names (`open_tree(2)` with
+/// `OPEN_TREE_CLONE | AT_RECURSIVE | AT_EMPTY_PATH`, Linux 5.2), close-on-exec: it belongs to
+/// no mount namespace until [`move_mount_to`] attaches it, and nothing the caller's rights let
+/// it reach is rechecked there (the descriptor is the access).
+pub(crate) fn open_tree_clone(at: std::os::fd::BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let flags = libc::OPEN_TREE_CLONE
+        | libc::OPEN_TREE_CLOEXEC
+        | libc::AT_RECURSIVE as libc::c_uint
+        | libc::AT_EMPTY_PATH as libc::c_uint;
+    // SAFETY: `at` is a live descriptor and the path an empty NUL-terminated string, both alive
+    // for the call; the kernel only reads them. What can go wrong: nothing in this process's
+    // memory; the new descriptor is owned below exactly once.
+    let rc = unsafe { libc::syscall(libc::SYS_open_tree, at.as_raw_fd(), c"".as_ptr(), flags) };
+    let fd = RawFd::try_from(rc).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by the kernel as a new descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds `attr_set` to the detached mount tree `tree` and every mount below it; with `userns`
+/// (and [`ATTR_IDMAP`] in `attr_set`) the tree is id-mapped by that user namespace's maps.
+pub(crate) fn mount_setattr_tree(
+    tree: std::os::fd::BorrowedFd<'_>,
+    attr_set: u64,
+    userns: Option<std::os::fd::BorrowedFd<'_>>,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let attr = libc::mount_attr {
+        attr_set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: userns.map_or(0, |fd| u64::try_from(fd.as_raw_fd()).unwrap_or(0)),
+    };
+    // SAFETY: `tree` is a live descriptor, the path empty and NUL-terminated, `attr` a properly
+    // sized struct, all alive for the call; the kernel only reads them. What can go wrong: a
+    // wrong descriptor changes another detached tree of ours, attached nowhere yet.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH | libc::AT_RECURSIVE,
+            &attr as *const libc::mount_attr,
+            std::mem::size_of::<libc::mount_attr>(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Attaches the detached mount tree `tree` at `path` of the current mount namespace
+/// (`move_mount(2)` with `MOVE_MOUNT_F_EMPTY_PATH`, Linux 5.2).
+pub(crate) fn move_mount_to(tree: std::os::fd::BorrowedFd<'_>, path: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: `tree` is a live descriptor and both paths valid NUL-terminated strings alive
+    // for the call; the kernel only reads them. What can go wrong: a wrong `path` mounts the
+    // tree elsewhere in our own private mount namespace.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Empties the bounding set (every capability the kernel knows, stopping at the first it
 /// rejects as invalid), the ambient set, and then the effective, permitted and inheritable sets.
 pub(crate) fn drop_all_capabilities() -> io::Result<()> {

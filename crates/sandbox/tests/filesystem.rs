@@ -377,3 +377,122 @@ fn a_data_path_swapped_for_a_symlink_is_refused() {
     assert!(!confined.stdout.contains(SECRET), "{confined:?}");
     assert!(confined.stderr.contains("is a symlink"), "{confined:?}");
 }
+
+/// As root, the sandbox runs as uid 65534: a grant of root's 0700 directory (tempfile's
+/// default), of a 0600 file, of a path below a 0700 directory, or of a file of another uid,
+/// was bound but could not be read (EACCES), or failed the view. Root opens them and the view
+/// shows them id-mapped: each reads as its owner would, and nothing else changes.
+#[test]
+fn data_paths_only_root_could_read_are_readable_when_root_grants_them() {
+    use std::os::unix::fs::PermissionsExt;
+    if skip_unless_sandbox_available() {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        skip_loudly("needs root: the grants of this test are of paths only root can read");
+        return;
+    }
+    let fx = Fixture::new("rootdata");
+    let home = fx.home.path();
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    let write = |p: &std::path::Path, text: &str, m: u32| {
+        std::fs::write(p, text).unwrap();
+        mode(p, m);
+    };
+    // private/ 0700 root: data.txt 0600, sub/ 0700 with inner.txt, other.txt of uid 1234 0600.
+    let private = home.join("private");
+    std::fs::create_dir_all(private.join("sub")).unwrap();
+    write(&private.join("data.txt"), "private data", 0o600);
+    write(&private.join("sub/inner.txt"), "inner", 0o644);
+    write(&private.join("other.txt"), "someone else's", 0o600);
+    nix::unistd::chown(&private.join("other.txt"), Some(1234.into()), None).unwrap();
+    // ... and sub/theirs.txt of uid 1234 0600, granted by its own path below the grant of
+    // private/: its own tree, mapped for its own owner.
+    let theirs = private.join("sub/theirs.txt");
+    write(&theirs, "granted by itself", 0o600);
+    nix::unistd::chown(&theirs, Some(1234.into()), None).unwrap();
+    mode(&private.join("sub"), 0o700);
+    mode(&private, 0o700);
+    // locked/ 0700 with deep/ 0755 inside: deep is granted, locked is not.
+    let deep = home.join("locked/deep");
+    std::fs::create_dir_all(&deep).unwrap();
+    write(&deep.join("f.txt"), "deep", 0o644);
+    mode(&home.join("locked"), 0o700);
+    // A 0600 file of root's, and one of uid 1234's, each granted by itself.
+    let root_file = home.join("root600.txt");
+    write(&root_file, "root's file", 0o600);
+    let their_file = home.join("their600.txt");
+    write(&their_file, "uid 1234's file", 0o600);
+    nix::unistd::chown(&their_file, Some(1234.into()), Some(1234.into())).unwrap();
+    // A 0700 directory beside them, never granted.
+    let beside = home.join("beside");
+    std::fs::create_dir(&beside).unwrap();
+    write(&beside.join("x.txt"), "not granted", 0o644);
+    mode(&beside, 0o700);
+
+    let mut policy = fx.policy(Enforce);
+    policy.data_paths = vec![
+        private.clone(),
+        deep.clone(),
+        root_file.clone(),
+        their_file.clone(),
+        theirs.clone(),
+    ];
+    let p = |path: &std::path::Path| path.display().to_string();
+    let payload = python(&format!(
+        "attempt(lambda: open('{private}/data.txt').read())\n\
+         attempt(lambda: open('{private}/sub/inner.txt').read())\n\
+         attempt(lambda: sorted(os.listdir('{private}')))\n\
+         attempt(lambda: open('{deep}/f.txt').read())\n\
+         attempt(lambda: open('{root_file}').read())\n\
+         attempt(lambda: open('{their_file}').read())\n\
+         attempt(lambda: open('{private}/other.txt').read())\n\
+         attempt(lambda: open('{theirs}').read())\n\
+         attempt(lambda: open('{private}/new', 'w'))\n\
+         attempt(lambda: open('{private}/data.txt', 'a'))\n\
+         attempt(lambda: os.chmod('{private}/data.txt', 0o666))\n\
+         attempt(lambda: os.listdir('{beside}'))\n\
+         attempt(lambda: open({secret:?}).read())\n\
+         attempt(lambda: os.stat('{private}').st_uid == os.getuid())",
+        private = p(&private),
+        deep = p(&deep),
+        root_file = p(&root_file),
+        their_file = p(&their_file),
+        theirs = p(&theirs),
+        beside = p(&beside),
+        secret = p(&fx.secret),
+    ));
+    let confined = run(&payload, &policy);
+    assert_eq!(
+        confined.lines(),
+        [
+            "OK private data",
+            "OK inner",
+            "OK ['data.txt', 'other.txt', 'sub']",
+            "OK deep",
+            "OK root's file",
+            "OK uid 1234's file",
+            // A file of another owner inside a granted directory reads under its own bits.
+            "BLOCKED EACCES",
+            "OK granted by itself",
+            "BLOCKED EROFS",
+            "BLOCKED EROFS",
+            "BLOCKED EROFS",
+            "BLOCKED ENOENT",
+            "BLOCKED ENOENT",
+            "OK True",
+        ],
+        "{confined:?}"
+    );
+    assert!(!private.join("new").exists());
+    assert_eq!(
+        std::fs::metadata(private.join("data.txt"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}

@@ -153,25 +153,40 @@ _chunk_view = memoryview(_chunk)
 
 
 def _read_frame():
-    """Reads one frame from the host. Only the thread holding `_rlock` calls this."""
+    """Reads one frame from the host. Only the thread holding `_rlock` calls this. A frame the
+    run's memory limit cannot hold is skipped, and its reader gets a MemoryError naming the
+    limit (`_too_large`) instead of the frame."""
     global _inbuf
     while True:
         have = len(_inbuf)
         if have >= 4:
             length = int.from_bytes(_inbuf[:4], "big")
             end = 4 + length
+            # Past the run's whole memory limit, a frame cannot be held whatever else the
+            # code holds: not even read.
+            if _State.running and 0 < _State.memory_bytes < length:
+                return _skip_frame(end, False)
             if have >= end:
-                # A reply carrying a tool's text: its JSON, a newline, the text as it is.
-                newline = _inbuf.find(b"\n", 4, min(end, 4 + _TEXT_HEAD_BYTES))
-                text = None
-                with memoryview(_inbuf) as view:
-                    if newline < 0:
-                        body = str(view[4:end], "utf-8")  # decoded in place, not copied first
-                    else:
-                        body = str(view[4:newline], "utf-8")
-                        text = str(view[newline + 1 : end], "utf-8")
-                del _inbuf[:end]
-                frame = _decode(body)
+                head = bytes(_inbuf[4 : min(end, 4 + _FRAME_HEAD_BYTES)])
+                taken = False
+                try:
+                    # A reply carrying a tool's text: its JSON, a newline, the text as it is.
+                    newline = _inbuf.find(b"\n", 4, min(end, 4 + _TEXT_HEAD_BYTES))
+                    text = None
+                    with memoryview(_inbuf) as view:
+                        if newline < 0:
+                            body = str(view[4:end], "utf-8")  # decoded in place, not copied
+                        else:
+                            body = str(view[4:newline], "utf-8")
+                            text = str(view[newline + 1 : end], "utf-8")
+                    del _inbuf[:end]
+                    taken = True
+                    frame = _decode(body)
+                except MemoryError:
+                    body = text = None
+                    if not taken:
+                        del _inbuf[:end]
+                    return _too_large(head, length, True)
                 if text is not None:
                     outcome = frame.get("outcome") if frame.get("type") == "reply" else None
                     if not isinstance(outcome, dict) or outcome.pop("text", None) is not True:
@@ -181,7 +196,10 @@ def _read_frame():
             if end - have > len(_chunk):
                 # A large frame: read the rest of it straight into place, in a buffer made
                 # at its size (growing this one would zero a temporary and copy it in).
-                grown = bytearray(end)
+                try:
+                    grown = bytearray(end)
+                except MemoryError:
+                    return _skip_frame(end, True)
                 grown[:have] = _inbuf
                 _inbuf = grown
                 with memoryview(_inbuf) as view:
@@ -196,6 +214,71 @@ def _read_frame():
             raise EOFError
         _inbuf.extend(_chunk_view[:n])
 
+
+# The worker's exit code when memory ran out where no code could be told (`_await_frames`).
+_EXIT_OUT_OF_MEMORY = 71
+
+# The start of a frame's JSON read to tell what a skipped frame was: its type and id come first.
+_FRAME_HEAD_BYTES = 256
+
+
+def _skip_frame(end, ran_out):
+    """Reads and drops the frame that ends at `end` in the stream (its first bytes are in
+    `_inbuf`), keeping only its head; returns what `_too_large` makes of it."""
+    global _inbuf
+    want = min(end, 4 + _FRAME_HEAD_BYTES)
+    while len(_inbuf) < want:
+        n = os.readv(_IN, (_chunk,))
+        if not n:
+            raise EOFError
+        _inbuf.extend(_chunk_view[:n])
+    head = bytes(_inbuf[4:want])
+    if len(_inbuf) >= end:
+        del _inbuf[:end]
+    else:
+        left = end - len(_inbuf)
+        _inbuf = bytearray()
+        while left:
+            n = os.readv(_IN, (_chunk_view[: min(left, len(_chunk))],))
+            if not n:
+                raise EOFError
+            left -= n
+    return _too_large(head, end - 4, ran_out)
+
+
+def _too_large(head, length, ran_out):
+    """The frame that stands for a host frame of `length` bytes the run's memory cannot hold
+    (`head`: the start of its JSON): a reply whose outcome raises MemoryError in the call it
+    answers, naming the limit; a run whose code raises it."""
+    import re
+
+    text = head.decode("latin-1")
+    kind = re.search(r'"type":"([a-z_]+)"', text)
+    kind = kind.group(1) if kind else ""
+    found = re.search(r'"id":(\d+)', text)
+    call_id = int(found.group(1)) if found else None
+    what = _call_names.get(call_id, "the call") if kind in ("reply", "kept") else "the run's code"
+    limit = _State.memory_bytes / 2**20
+    if ran_out:
+        why = "too large for this run's memory limit of %g MiB (reading it ran out of memory)" % limit
+    else:
+        why = "over this run's memory limit of %g MiB" % limit
+    size = "%.1f MiB" % (length / 2**20)
+    if size == "%.1f MiB" % limit:
+        size = "%d bytes" % length  # as close to the limit as that: the exact size says more
+    message = (
+        "the %s of %s is %s, %s: ask for less (filter, page or narrow the request), "
+        "or raise limits.memoryMb" % ("reply" if kind != "run" else "frame", what, size, why)
+    )
+    if kind == "run":
+        return {"type": "run", "code": "", "too_large": message}
+    if call_id is None:
+        raise MemoryError(message)
+    return {"type": "reply", "id": call_id, "outcome": {"status": "err", "raise": MemoryError(message)}}
+
+
+# Call id -> what the call asked (`tools.server.tool`, `fetch`...), for a reply's error.
+_call_names = {}
 
 # Run frames not yet taken by the main thread (appending and popping are atomic).
 _runs = _deque()
@@ -224,6 +307,7 @@ def _dispatch(frame):
         _runs.append(frame)
         _run_waiter.wake()
     elif kind == "reply":
+        _call_names.pop(frame.get("id"), None)
         outcome = frame.get("outcome") or {}
         if frame.get("kept"):
             _State.kept = (frame.get("id"), outcome.get("value"))
@@ -231,6 +315,7 @@ def _dispatch(frame):
         if waiter is not None:
             waiter.deliver(outcome)
     elif kind == "kept":
+        _call_names.pop(frame.get("id"), None)
         # A tail call's large text, kept on the host and not sent (`_tail`).
         kept = _Kept()
         _State.kept = (frame.get("id"), kept)
@@ -259,6 +344,14 @@ def _await_frames(done, waiter):
                 try:
                     while not done():
                         _dispatch(_read_frame())
+                except MemoryError as e:
+                    # Out of memory outside any frame `_read_frame` could skip: not the end
+                    # the host asked for, so not exit code 0; the host reports stderr's line.
+                    try:
+                        os.write(2, b"code-executor-mcp python worker: out of memory reading "
+                                 b"the host's frames: " + str(e).encode("utf-8", "replace") + b"\n")
+                    finally:
+                        os._exit(_EXIT_OUT_OF_MEMORY)
                 except BaseException:  # noqa: BLE001 - EOF or a broken frame: the host is gone
                     # The host closed our input: it no longer wants anything from this worker.
                     os._exit(0)
@@ -315,6 +408,8 @@ class _State:
     budget = 0
     truncated = False
     memory_bytes = 0
+    # A run is executing: frames past its memory limit are skipped (`_read_frame`).
+    running = False
     idle_vm = None
     # The namespace a session's runs share (what the code defined stays for the next run).
     session_ns = None
@@ -599,6 +694,10 @@ def _make_error(info):
 def _result(outcome):
     if outcome.get("status") == "ok":
         return outcome.get("value")
+    # A reply the run's memory could not hold (`_too_large`).
+    exc = outcome.get("raise")
+    if exc is not None:
+        raise exc
     raise _make_error(outcome.get("error") or {})
 
 
@@ -674,6 +773,15 @@ def _call_frame(request, tail=False):
                 args[k] = None
             request = dict(request, args=args, texts=[[k, len(t)] for k, t in zip(big, texts)])
     frame = {"type": "call", "id": call_id, "request": request}
+    op = request.get("op")
+    if op == "tool":
+        _call_names[call_id] = (
+            "tools.%s.%s" % (request["server"], request.get("name"))
+            if request.get("server") is not None
+            else "call_mcp_tool(%r)" % (request.get("name"),)
+        )
+    else:
+        _call_names[call_id] = str(op)
     if tail:
         frame["tail"] = True
     body = (_encode(frame),)
@@ -715,6 +823,7 @@ async def _arequest(request, tail=False):
         return _result(await future)
     finally:
         # A call abandoned before its reply (cancelled) no longer keeps the reader busy.
+        _call_names.pop(call_id, None)
         if _pending.pop(call_id, None) is not None:
             _async_done()
 
@@ -1201,11 +1310,22 @@ def _install_urllib(request_module):
     request_module.install_opener(opener)
 
 
+# Audit events of `os` functions that change the file system: a failure of one is a write's.
+_WRITE_EVENTS = frozenset((
+    "os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.link", "os.symlink", "os.chmod",
+    "os.chown", "os.truncate", "os.utime", "os.mkfifo", "os.mknod", "os.setxattr",
+    "os.removexattr",
+))
+
+
 def _audit_open(event, args):
-    # Remembers the last file opened (path and mode), so that a failure can say whether the
-    # read or the write grant is missing. Audit hooks cannot be removed: this one only records.
+    # Remembers the last file opened (path and mode), or changed by an `os` function (as a
+    # write), so that a failure can say whether the read or the write grant is missing. Audit
+    # hooks cannot be removed: this one only records.
     if event == "open":
         _State.last_open = args
+    elif event in _WRITE_EVENTS and args:
+        _State.last_open = (args[0], "w", 0)
 
 
 _real_open = io.open
@@ -1255,19 +1375,48 @@ def _grant_hint(exc):
     reads = access.get("read") or []
     ws = access.get("workspace")
     inside = lambda root: path == root or path.startswith(root.rstrip("/") + "/")
-    if writing or exc.errno in (_errno.EROFS, _errno.EXDEV) or (exc.errno in (_errno.EACCES, _errno.EPERM) and any(inside(r) for r in reads)):
+    # A write (EROFS and EXDEV come only from one): the write grant is what is missing.
+    if writing or exc.errno in (_errno.EROFS, _errno.EXDEV):
         if ws and inside(ws):
             return ""
         if ws:
             return " (only the workspace %s is writable)" % ws
         return (" (nothing is writable: this execution has no workspace; ask for one with "
                 "permissions.write, within the server's configured ceiling)")
-    if (ws and inside(ws)) or any(inside(r) for r in reads):
-        if os.path.islink(path):
-            return " (a symlink that leads outside the granted paths finds nothing)"
-        return ""
-    return (" (no read grant covers %s; granted: %s; ask with permissions.read, within the "
-            "server's configured ceiling)" % (path, ", ".join(reads) or "none"))
+    roots = [r for r in reads + ([ws] if ws else []) if inside(r)]
+    if not roots:
+        return (" (no read grant covers %s; granted: %s; ask with permissions.read, within "
+                "the server's configured ceiling)" % (path, ", ".join(reads) or "none"))
+    if exc.errno in (_errno.ENOENT, _errno.ENOTDIR) and os.path.islink(path):
+        return " (a symlink that leads outside the granted paths finds nothing)"
+    if exc.errno in (_errno.EACCES, _errno.EPERM):
+        return _refused(path, max(roots, key=len))
+    return ""
+
+
+def _refused(path, root):
+    """Why a read of `path`, inside the grant `root`, is refused by the files' own permissions:
+    the first component on its way (from the grant down) the sandbox may not search, or the
+    path itself when it may not read it, with its mode and whose it is."""
+    steps = [root]
+    for part in os.path.relpath(path, root).split(os.sep):
+        if part not in ("", "."):
+            steps.append(os.path.join(steps[-1], part))
+    for i, step in enumerate(steps):
+        last = i == len(steps) - 1
+        if os.access(step, os.R_OK if last else os.X_OK):
+            continue
+        try:
+            st = os.stat(step)
+        except OSError:
+            break
+        whose = "the sandbox's user" if st.st_uid == os.getuid() else "another user than the sandbox's"
+        return (" (a read grant covers %s, but the file permissions refuse the sandbox: %s is "
+                "mode %04o, owned by %s, and may not be %s; the sandbox reads a grant as the "
+                "owner of the granted path: on the host, make it readable (chmod) or grant it "
+                "by its own path)" % (path, step, st.st_mode & 0o7777, whose,
+                                      "read" if last else "searched"))
+    return " (a read grant covers %s, but the file permissions refuse the sandbox)" % path
 
 
 # ------------------------------------------------------------------------- tool proxies
@@ -1714,8 +1863,12 @@ def _run(frame):
     first = not _State.runs
     _State.runs += 1
     saved = _limit_memory(_State.memory_bytes)
+    _State.running = True
     outcome = None
     try:
+        if frame.get("too_large"):
+            # A run frame the memory limit could not hold (`_too_large`).
+            raise MemoryError(frame["too_large"])
         codeobj, expression = _compile(code, not persist)
         if codeobj.co_flags & CO_COROUTINE and "asyncio" not in sys.modules:
             # Code that awaits at top level runs in an asyncio loop. A worker that had no time
@@ -1742,6 +1895,7 @@ def _run(frame):
         saved = None
         outcome = {"status": "err", "error": _describe(e)}
     finally:
+        _State.running = False
         if not persist:
             ns.clear()
         _restore_memory(saved)

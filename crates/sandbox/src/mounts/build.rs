@@ -16,14 +16,17 @@ use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use nix::sys::stat::Mode;
 use nix::unistd;
 
+use super::granted::GrantedTree;
 use super::{Access, OLD_ROOT, STAGING, Step};
 use crate::helper::SetupError;
 use crate::report::layer;
-use crate::sys::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr};
+use crate::sys::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr, move_mount_to};
 
 /// Builds the view in the current (new, private) mount namespace and enters it. Must run in
 /// the new PID namespace (for `/proc`). Returns a one-line description.
-pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
+/// Data paths found in `granted` (opened by root, see [`super::granted`]) are attached from
+/// their tree instead of being opened again from the host.
+pub(crate) fn build(steps: &[Step], mut granted: Vec<GrantedTree>) -> Result<String, SetupError> {
     let err = |what: String, e: &dyn std::fmt::Display| {
         SetupError::new(layer::FILESYSTEM_VIEW, format!("{what}: {e}"))
     };
@@ -102,6 +105,8 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
     });
     binds.dedup_by(|later, kept| later.0 == kept.0);
     let mut applied: Vec<(&Path, Access)> = Vec::new();
+    // Data paths attached from a tree root opened, with how their owner reads.
+    let mut mapped: Vec<String> = Vec::new();
     for (path, access, is_dir, from) in binds {
         let covering = applied.iter().rev().find(|(p, _)| path.starts_with(p));
         if access == Access::Hidden {
@@ -122,7 +127,13 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
             }
             continue;
         }
-        if from.is_none() && covering.is_some_and(|(_, a)| *a == access) {
+        // A data path opened by root keeps its own tree even below another grant: its id map
+        // is its own owner's (a file of another owner in a granted directory, granted too).
+        let tree = match granted.iter().position(|g| g.path == path) {
+            Some(i) if access == Access::Data && from.is_none() => Some(granted.swap_remove(i)),
+            _ => None,
+        };
+        if from.is_none() && tree.is_none() && covering.is_some_and(|(_, a)| *a == access) {
             continue;
         }
         if fs::symlink_metadata(path).is_err() {
@@ -139,17 +150,59 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
             made.map_err(|e| err(format!("mount point {}", path.display()), &e))?;
         }
         let real = from.unwrap_or(path);
-        let source = host.open(real, is_dir)?;
-        checked.extend(real.ancestors());
-        mount(
-            Some(&source.magic_link()),
-            path,
-            none,
-            MsFlags::MS_BIND | MsFlags::MS_REC,
-            none,
-        )
-        .map_err(|e| err(format!("bind {}", path.display()), &e))?;
-        drop(source);
+        // A data path root opened (`super::granted`) is attached from its tree; where that is
+        // refused (a container's filter may refuse `move_mount`), it is bound from the host as
+        // any other path is, and the view's line says so.
+        let attached = match tree {
+            Some(tree) => {
+                // Opened by root beneath the host root with no symlink followed: its parents
+                // were checked on the way, and its kind must still be the planned one.
+                if tree.is_dir != is_dir {
+                    return Err(HostRoot::changed(
+                        path,
+                        if is_dir {
+                            "it is not a directory now"
+                        } else {
+                            "it is a directory now"
+                        },
+                    ));
+                }
+                match move_mount_to(tree.tree.as_fd(), path) {
+                    Ok(()) => {
+                        checked.extend(real.ancestors());
+                        mapped.push(match &tree.mapped {
+                            Ok((uid, gid)) => format!(
+                                "{} (owner {uid}:{gid} read as the sandbox's)",
+                                path.display()
+                            ),
+                            Err(why) => format!("{} (not id-mapped: {why})", path.display()),
+                        });
+                        true
+                    }
+                    Err(e) => {
+                        mapped.push(format!(
+                            "{} (bound from the host: attaching root's copy failed: {e})",
+                            path.display()
+                        ));
+                        false
+                    }
+                }
+            }
+            None => false,
+        };
+        if !attached {
+            let source = host.open(real, is_dir)?;
+            checked.extend(real.ancestors());
+            mount(
+                Some(&source.magic_link()),
+                path,
+                none,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                none,
+            )
+            .map_err(|e| err(format!("bind {}", path.display()), &e))?;
+            drop(source);
+        }
         let attrs = match access {
             Access::ReadOnly => ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV,
             Access::Data => ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
@@ -171,6 +224,9 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
         }
     }
     drop(host);
+    // Trees of data paths not in the plan (attached nowhere): closed here, so the payload
+    // inherits none.
+    drop(granted);
 
     // 6.5 The rest of /dev: the usual links into /proc.
     mkdir_all(Path::new("/dev")).map_err(|e| err("mkdir /dev".into(), &e))?;
@@ -239,13 +295,18 @@ pub(crate) fn build(steps: &[Step]) -> Result<String, SetupError> {
         }
     };
     Ok(format!(
-        "read-only tmpfs root; read-only: {}; data (no exec): {}; hidden (empty): {}; read-write: {}; /dev: null zero urandom random; /proc: {proc_detail}",
+        "read-only tmpfs root; read-only: {}; data (no exec): {}{}; hidden (empty): {}; read-write: {}; /dev: null zero urandom random; /proc: {proc_detail}",
         if ro.is_empty() {
             "none".to_owned()
         } else {
             ro.join(" ")
         },
         list(Access::Data),
+        if mapped.is_empty() {
+            String::new()
+        } else {
+            format!(" (opened by root: {})", mapped.join(", "))
+        },
         list(Access::Hidden),
         list(Access::ReadWrite),
     ))
