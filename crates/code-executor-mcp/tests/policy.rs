@@ -755,3 +755,80 @@ out
     }
     assert!(wire.contains("[redacted]"));
 }
+
+/// An HTTP upstream's credentials (a header, a token from `bearer_token_env_var`, a
+/// `user:password@` URL, also one whose connection fails) echoed back or quoted in an error:
+/// the whole HTTP answer of either protocol generation, the log and the audit hold none.
+#[tokio::test]
+async fn no_http_upstream_credential_reaches_an_http_client() {
+    use test_support::http::{Generation, HttpServer, McpHttp};
+    const BEARER: &str = "bearer-from-env-0123456789";
+    const KEY: &str = "x-api-key-secret-abcdef";
+    const PASS: &str = "url-pass-w0rd-secret";
+    let up = test_support::recording::RecordingUpstream::start("web").await;
+    let with_user = |url: &str| url.replacen("http://", &format!("http://alice:{PASS}@"), 1);
+    let servers = json!({
+        "web": {"type": "http", "url": up.url, "headers": {"X-Api-Key": KEY},
+                "bearer_token_env_var": "WEB_TOKEN"},
+        "basic": {"type": "http", "url": with_user(&up.url)},
+        "gone": {"type": "http", "url": with_user("http://127.0.0.1:9/mcp")},
+    });
+    let s = HttpServer::start(EXE.as_ref(), servers, &[], &[("WEB_TOKEN", BEARER)]).await;
+    let code = r#"
+        const out = {};
+        const leak = async (server, what, as) => {
+          try { return await callMCPTool(server, 'leak', { what, as }); }
+          catch (e) { return e.name + ': ' + e.message; }
+        };
+        out.auth = await leak('web', 'header:authorization');
+        out.key = await leak('web', 'header:x-api-key', 'error');
+        out.basic = await leak('basic', 'header:authorization', 'rpc_error');
+        out.headers = await callMCPTool('web', 'request_meta', {});
+        try { await callMCPTool('gone', 'echo', { message: 'x' }); } catch (e) { out.gone = e.message; }
+        return out;
+    "#;
+    let basic = base64_of(&format!("alice:{PASS}"));
+    for generation in [Generation::Sessions, Generation::Stateless] {
+        let c = McpHttp::connect(&s.url, None, generation).await;
+        let mut bodies = String::new();
+        for (tool, args) in [
+            ("execute_typescript", json!({"code": code})),
+            ("list_servers", json!({})),
+            ("health", json!({})),
+        ] {
+            let r = c
+                .request("tools/call", json!({"name": tool, "arguments": args}))
+                .await;
+            assert_eq!(r.status, 200, "{r:?}");
+            bodies.push_str(&r.body);
+        }
+        for secret in [BEARER, KEY, PASS, &basic] {
+            assert!(
+                !bodies.contains(secret),
+                "{secret} reached the client:\n{bodies}"
+            );
+        }
+        assert!(bodies.contains("upstream says: [redacted]"), "{bodies}");
+        // The Basic header made from the URL's userinfo, echoed in a JSON-RPC error.
+        assert!(
+            bodies.contains("token Basic [redacted] was rejected"),
+            "{bodies}"
+        );
+    }
+    // The upstream did get them: redaction is of what comes back, not of what we send.
+    let sent = up.tool_calls();
+    assert!(
+        sent.iter()
+            .any(|(r, _)| r.header("authorization") == Some(&format!("Bearer {BEARER}")))
+    );
+    for secret in [BEARER, KEY, PASS, &basic] {
+        assert!(!s.log().contains(secret), "{secret} is in the log");
+        let audit = std::fs::read_to_string(s.audit_path()).unwrap_or_default();
+        assert!(!audit.contains(secret), "{secret} is in the audit log");
+    }
+}
+
+fn base64_of(s: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
