@@ -305,6 +305,39 @@ fn percent_encoded(v: &str, form: bool) -> String {
     out
 }
 
+/// `text` with the userinfo of every URL in it (`scheme://user:password@host`) replaced by
+/// [`REDACTED`], for the server's own messages (a failed start, a connect error): whatever
+/// its length, a URL's userinfo is a credential. Borrowed when there is none.
+pub fn strip_userinfo(text: &str) -> Cow<'_, str> {
+    /// Characters that end a URL's authority (or the URL) in a message.
+    const AUTHORITY_END: &[char] = &['/', '?', '#', ' ', '"', '\'', '<', '>', '\n', ')'];
+    let mut out = String::new();
+    let mut rest = text;
+    let mut changed = false;
+    while let Some(at) = rest.find("://") {
+        let start = at + 3;
+        let authority = &rest[start..];
+        let end = authority.find(AUTHORITY_END).unwrap_or(authority.len());
+        match authority[..end].rfind('@') {
+            Some(userinfo_end) if !authority[..userinfo_end].starts_with(REDACTED) => {
+                out.push_str(&rest[..start]);
+                out.push_str(REDACTED);
+                rest = &authority[userinfo_end..];
+                changed = true;
+            }
+            _ => {
+                out.push_str(&rest[..start]);
+                rest = authority;
+            }
+        }
+    }
+    if !changed {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
 /// The base64 of `user:password`, as an `Authorization: Basic` header carries it.
 pub fn basic_credentials(user: &str, password: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))

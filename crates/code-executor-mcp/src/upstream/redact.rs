@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::UpstreamError;
 use super::connect::ConnectError;
-use crate::policy::redact::{REDACTED, Redactor};
+use crate::policy::redact::{REDACTED, Redactor, strip_userinfo};
 
 /// `item` with every secret in its JSON taken out; untouched (one scan of its encoding, no
 /// copy kept) when it holds none. An item that no longer fits its type once redacted is
@@ -94,7 +94,7 @@ pub(super) fn progress(
 
 /// A failed start's reason without secrets (a child's stderr, a URL with userinfo).
 pub(super) fn connect_error(r: &Redactor, e: ConnectError) -> ConnectError {
-    let clean = |s: String| r.str(&s).into_owned();
+    let clean = |s: String| strip_userinfo(&r.str(&s)).into_owned();
     match e {
         ConnectError::NeedsLogin(s) => ConnectError::NeedsLogin(clean(s)),
         ConnectError::TimedOut(s) => ConnectError::TimedOut(clean(s)),
@@ -102,12 +102,10 @@ pub(super) fn connect_error(r: &Redactor, e: ConnectError) -> ConnectError {
     }
 }
 
-/// An error without secrets in any of its texts (an upstream's JSON-RPC error message).
+/// An error without secrets in any of its texts (an upstream's JSON-RPC error message), and
+/// without the userinfo of any URL in it.
 pub(super) fn error(r: &Redactor, e: UpstreamError) -> UpstreamError {
-    if r.is_empty() {
-        return e;
-    }
-    let clean = |s: String| r.str(&s).into_owned();
+    let clean = |s: String| strip_userinfo(&r.str(&s)).into_owned();
     match e {
         UpstreamError::UnknownServer(s) => UpstreamError::UnknownServer(clean(s)),
         UpstreamError::HeldBack { server, reason } => UpstreamError::HeldBack {

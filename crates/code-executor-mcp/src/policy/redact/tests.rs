@@ -117,3 +117,16 @@ fn a_large_text_is_redacted_at_its_ends_and_middle() {
 fn basic_credentials_are_the_base64_of_user_and_password() {
     assert_eq!(basic_credentials("alice", "secret"), "YWxpY2U6c2VjcmV0");
 }
+
+#[test]
+fn our_messages_lose_a_urls_userinfo_whatever_its_length() {
+    assert_eq!(
+        strip_userinfo(
+            "error sending request for url (http://a:pw@127.0.0.1:9/mcp) and https://tok@x.test?q=1"
+        ),
+        "error sending request for url (http://[redacted]@127.0.0.1:9/mcp) and https://[redacted]@x.test?q=1"
+    );
+    let plain = "see https://example.com/a@b and mailto:x@y.z";
+    assert!(matches!(strip_userinfo(plain), Cow::Borrowed(_)));
+    assert_eq!(strip_userinfo("http://[redacted]@h"), "http://[redacted]@h");
+}
