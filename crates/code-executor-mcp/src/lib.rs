@@ -244,7 +244,8 @@ impl Core {
 
 /// Every credential the server holds: the configuration's (`config::secret_values`), the
 /// model provider's key (`llm.provider.apiKeyEnv`) and the tokens of stored OAuth logins.
-/// A token refreshed after the start is not among them (see docs/access.md, "Secrets").
+/// A token refreshed or obtained later joins when the store saves it
+/// (`policy::redact::learn_secret`).
 fn secrets(config: &Config, settings: &config::Settings) -> Vec<String> {
     let mut out = config::secret_values(config);
     if let Some(var) = settings

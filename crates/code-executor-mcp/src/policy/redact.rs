@@ -60,16 +60,20 @@ pub fn is_secret_like(value: &str) -> bool {
         && !plain_url
 }
 
-/// The secret values and their echoed forms, searched all at once.
+/// The secret values and their echoed forms, searched all at once. One is shared by
+/// everything that redacts; a value learned later (a refreshed OAuth token: [`Redactor::learn`])
+/// joins it in place.
 #[derive(Default)]
 pub struct Redactor {
-    /// `None`: nothing to redact (no secret configured); every call returns at once.
-    search: Option<AhoCorasick>,
+    /// `None`: nothing to redact (no secret known); every call returns at once.
+    search: std::sync::RwLock<Option<std::sync::Arc<AhoCorasick>>>,
+    /// The patterns the search was built from, to build it again with a learned value.
+    patterns: std::sync::Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for Redactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.search.as_ref().map_or(0, AhoCorasick::patterns_len);
+        let n = self.search().map_or(0, |s| s.patterns_len());
         write!(f, "Redactor({n} patterns)")
     }
 }
@@ -85,55 +89,46 @@ impl Redactor {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let mut patterns: Vec<String> = Vec::new();
+        let mut patterns = Vec::new();
         for v in values {
-            let v = v.as_ref().trim();
-            if !is_secret_like(v) {
-                continue;
-            }
-            for form in [
-                v.to_string(),
-                json_escaped(v, false),
-                json_escaped(v, true),
-                percent_encoded(v, false),
-                percent_encoded(v, true),
-            ] {
-                let inside_json = json_escaped(&form, false);
-                for p in [form, inside_json] {
-                    if !patterns.contains(&p) {
-                        patterns.push(p);
-                    }
-                }
-            }
+            add_forms(&mut patterns, v.as_ref());
         }
-        if patterns.is_empty() {
-            return Redactor::default();
+        Redactor {
+            search: std::sync::RwLock::new(build(&patterns)),
+            patterns: std::sync::Mutex::new(patterns),
         }
-        // Longest first at each position: `user:password` wins over `password`.
-        let search = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(&patterns);
-        match search {
-            Ok(search) => Redactor {
-                search: Some(search),
-            },
-            Err(e) => {
-                // Only a pattern set beyond the automaton's size limit fails; the plain
-                // replacement below would then be too slow to apply to every message anyway.
-                tracing::error!("secret redaction is off: {e}");
-                Redactor::default()
+    }
+
+    /// Adds a value found after the start (a refreshed token); known or unlike a secret: no
+    /// change. The search is built again under the lock, so two values learned at once are
+    /// both kept.
+    pub fn learn(&self, value: &str) {
+        let Ok(mut patterns) = self.patterns.lock() else {
+            return;
+        };
+        let before = patterns.len();
+        add_forms(&mut patterns, value);
+        if patterns.len() != before {
+            let search = build(&patterns);
+            if let Ok(mut s) = self.search.write() {
+                *s = search;
             }
         }
+    }
+
+    /// The current search (a cheap handle: a scan does not hold the lock).
+    fn search(&self) -> Option<std::sync::Arc<AhoCorasick>> {
+        self.search.read().ok().and_then(|s| s.clone())
     }
 
     /// Whether no secret is known (then nothing is ever changed).
     pub fn is_empty(&self) -> bool {
-        self.search.is_none()
+        self.search().is_none()
     }
 
     /// Whether `text` holds a secret in any of its forms.
     pub fn finds(&self, text: &[u8]) -> bool {
-        self.search.as_ref().is_some_and(|s| s.is_match(text))
+        self.search().is_some_and(|s| s.is_match(text))
     }
 
     /// `text` with every secret replaced by [`REDACTED`]; borrowed when there is none.
@@ -158,7 +153,7 @@ impl Redactor {
 
     /// `bytes` with every secret replaced by [`REDACTED`]; borrowed when there is none.
     pub fn bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
-        let Some(search) = &self.search else {
+        let Some(search) = self.search() else {
             return Cow::Borrowed(bytes);
         };
         let mut found = search.find_iter(bytes).peekable();
@@ -218,13 +213,22 @@ impl Redactor {
     }
 }
 
-/// The redactor of the server's own log lines: the running core's (one per process).
+/// The running core's redactor (one per process): the log writer's, and the one a token the
+/// OAuth store saves later joins ([`learn_secret`]).
 static FOR_LOGS: std::sync::RwLock<Option<std::sync::Arc<Redactor>>> = std::sync::RwLock::new(None);
 
 /// Makes [`LogWriter`] redact with `redactor` from now on (`Core::start` calls it).
 pub fn install_for_logs(redactor: std::sync::Arc<Redactor>) {
     if let Ok(mut r) = FOR_LOGS.write() {
         *r = Some(redactor);
+    }
+}
+
+/// The running core's redactor learns `value` (a token the OAuth store just saved), so that
+/// every exit and entry, which share it, redact it from now on.
+pub fn learn_secret(value: &str) {
+    if let Some(r) = FOR_LOGS.read().ok().and_then(|r| r.clone()) {
+        r.learn(value);
     }
 }
 
@@ -261,6 +265,51 @@ impl std::io::Write for LogWriter {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         std::io::stderr().flush()
+    }
+}
+
+/// The search over `patterns`; `None` when there are none.
+fn build(patterns: &[String]) -> Option<std::sync::Arc<AhoCorasick>> {
+    if patterns.is_empty() {
+        return None;
+    }
+    // Longest first at each position: `user:password` wins over `password`.
+    match AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(patterns)
+    {
+        Ok(search) => Some(std::sync::Arc::new(search)),
+        Err(e) => {
+            // Only a pattern set beyond the automaton's size limit fails.
+            tracing::error!("secret redaction is off: {e}");
+            None
+        }
+    }
+}
+
+/// Adds `value`'s forms to `patterns` (each once), when it is like a secret: the value,
+/// JSON-escaped (quotes, backslashes, control characters; and `\\uXXXX` for non-ASCII, as
+/// Python's `json.dumps` writes it), percent-encoded (RFC 3986 and form encoding), and each
+/// of those as it appears inside a JSON string, so that a serialized message can be searched
+/// as it is.
+fn add_forms(patterns: &mut Vec<String>, value: &str) {
+    let v = value.trim();
+    if !is_secret_like(v) {
+        return;
+    }
+    for form in [
+        v.to_string(),
+        json_escaped(v, false),
+        json_escaped(v, true),
+        percent_encoded(v, false),
+        percent_encoded(v, true),
+    ] {
+        let inside_json = json_escaped(&form, false);
+        for p in [form, inside_json] {
+            if !patterns.contains(&p) {
+                patterns.push(p);
+            }
+        }
     }
 }
 

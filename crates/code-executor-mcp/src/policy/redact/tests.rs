@@ -130,3 +130,27 @@ fn our_messages_lose_a_urls_userinfo_whatever_its_length() {
     assert!(matches!(strip_userinfo(plain), Cow::Borrowed(_)));
     assert_eq!(strip_userinfo("http://[redacted]@h"), "http://[redacted]@h");
 }
+
+/// A token refreshed after the start joins the same redactor every holder shares.
+#[test]
+fn a_learned_value_is_redacted_from_then_on() {
+    let r = std::sync::Arc::new(Redactor::new([TOKEN]));
+    let shared = r.clone();
+    assert_eq!(
+        shared.str("new access-token-refreshed-1"),
+        "new access-token-refreshed-1"
+    );
+    r.learn("access-token-refreshed-1");
+    r.learn("short");
+    assert_eq!(
+        shared.str(
+            "new access-token-refreshed-1 and {TOKEN}"
+                .replace("{TOKEN}", TOKEN)
+                .as_str()
+        ),
+        "new [redacted] and [redacted]"
+    );
+    let empty = Redactor::default();
+    empty.learn("access-token-refreshed-2");
+    assert!(!empty.is_empty());
+}
