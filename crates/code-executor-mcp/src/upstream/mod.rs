@@ -294,6 +294,11 @@ impl Upstreams {
         }
     }
 
+    /// `tools` without the configured secrets (for lists from elsewhere: the disk cache).
+    pub(crate) fn redact_tools(&self, tools: Vec<Tool>) -> Vec<Tool> {
+        redact::tools(&self.redactor, tools)
+    }
+
     /// The same pool, redacting with `redactor` (which knows more secrets than the config's).
     pub(crate) fn with_redactor(mut self, redactor: Arc<Redactor>) -> Self {
         self.redactor = redactor;
