@@ -86,6 +86,10 @@ pub struct ServerSpec {
     pub tool_timeout: Option<Duration>,
     /// Keys of the entry understood but without effect here, each with why.
     pub not_applied: Vec<String>,
+    /// The values of the environment variables the entry references (`${VAR}`, `env:VAR`,
+    /// `bearer_token_env_var`, `env_http_headers`, `env_vars`), but the harmless ones: a
+    /// value written by reference is a credential more often than not (`config::secrets`).
+    pub referenced: Vec<String>,
 }
 
 /// An entry its client would not start, so neither do we.

@@ -8,7 +8,9 @@
 //! among them), the token after an `Authorization` scheme, a `Basic` token's decoded
 //! `user:password` and password; its URL's userinfo (`user:password`, the password, the
 //! user alone when it is a token, and the `Basic` base64 of the pair) and the values of
-//! query parameters named like credentials; an `oauth.clientSecret`.
+//! query parameters named like credentials; an `oauth.clientSecret`; and the value of every
+//! environment variable the entry references (`${VAR}` anywhere, `bearer_token_env_var`,
+//! ...), but the harmless ones (`PATH`, `HOME`, ...).
 //! `policy::redact::is_secret_like` leaves out what is too short or common to be one.
 
 use base64::Engine;
@@ -85,6 +87,9 @@ pub fn secret_values(config: &Config) -> Vec<String> {
         if let Some(secret) = spec.oauth.as_ref().and_then(|o| o.client_secret.as_deref()) {
             push(secret);
         }
+        for v in &spec.referenced {
+            push(v);
+        }
     }
     out
 }
@@ -159,6 +164,34 @@ mod tests {
             assert!(got.iter().any(|g| g == want), "{want} not in {got:?}");
         }
         assert!(!got.iter().any(|g| g == "longvalue1"), "{got:?}");
+    }
+
+    /// A value written as `${VAR}` is a secret wherever it is (an argument after no flag, a
+    /// URL path); `${HOME}` and short values are not.
+    #[test]
+    fn referenced_variables_are_secrets() {
+        let lookup = |k: &str| match k {
+            "GH_TOKEN" => Some("ghp_referenced-0123456789".to_string()),
+            "HOME" => Some("/home/someone".to_string()),
+            "LANG" => Some("en_US.UTF-8".to_string()),
+            "REGION" => Some("eu".to_string()),
+            _ => None,
+        };
+        let entry = serde_json::json!({"command": "srv",
+            "args": ["${GH_TOKEN}", "${HOME}/data", "--region=${REGION}", "--lang", "${LANG}"]});
+        let source = super::super::sources::Source {
+            client: "explicit",
+            path: "/x/mcp.json".into(),
+            format: super::super::sources::Format::McpServers,
+            scope: super::super::sources::Scope::Explicit,
+        };
+        let spec =
+            super::super::entry::validate("s", entry, &source, None, &lookup, &mut Vec::new())
+                .unwrap()
+                .unwrap();
+        let mut config = Config::default();
+        config.servers.insert("s".into(), spec);
+        assert_eq!(secret_values(&config), ["ghp_referenced-0123456789"]);
     }
 
     #[test]
