@@ -285,7 +285,8 @@ fn init_tracing(quiet: bool, format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        // Redacted: an upstream's stderr and errors are logged (crate::policy::redact).
+        .with_writer(crate::policy::redact::LogWriter)
         .with_ansi(false);
     match format {
         LogFormat::Text => builder.init(),
@@ -420,7 +421,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (reader, writer) = rmcp::transport::stdio_pipes();
             // Duplicates of stdin and stdout, to widen them when a large message passes.
             let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok();
-            let transport = crate::server::legacy_tasks::transport(reader, writer).widening(
+            let transport = crate::server::legacy_tasks::transport(
+                reader,
+                writer,
+                core.policy.redactor.clone(),
+            )
+            .widening(
                 dup(std::io::stdin().as_fd()),
                 dup(std::io::stdout().as_fd()),
             );

@@ -326,6 +326,7 @@ pub fn demo_config(exe: &std::path::Path) -> Config {
         startup_timeout: None,
         tool_timeout: None,
         not_applied: Vec::new(),
+        referenced: Vec::new(),
     };
     Config {
         servers: BTreeMap::from([("shop".to_string(), spec)]),

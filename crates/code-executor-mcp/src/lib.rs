@@ -133,7 +133,9 @@ impl Core {
     /// Starts the core: upstreams stay unstarted (lazy), the worker pool fills in the
     /// background. Needs a tokio runtime.
     pub fn start(config: &Config, settings: &config::Settings, options: CoreOptions) -> Arc<Core> {
-        let upstreams = Arc::new(Upstreams::new(config, settings));
+        let redactor = Arc::new(policy::redact::Redactor::new(secrets(config, settings)));
+        policy::redact::install_for_logs(redactor.clone());
+        let upstreams = Arc::new(Upstreams::new(config, settings).with_redactor(redactor.clone()));
         upstreams.connect_eagerly();
         let policy = Arc::new(
             Policy::new(
@@ -145,11 +147,7 @@ impl Core {
             )
             .with_servers(config.servers.keys())
             .with_long_runs(settings.long_runs)
-            .with_pauses(
-                settings.approvals.clone(),
-                settings.llm.clone(),
-                config::secret_values(config),
-            )
+            .with_pauses(settings.approvals.clone(), settings.llm.clone(), redactor)
             .with_access(settings.permissions.clone()),
         );
         let catalog = Catalog::with_cache(upstreams, catalog::cache::ToolCache::for_config(config));
@@ -242,6 +240,25 @@ impl Core {
             },
         })
     }
+}
+
+/// Every credential the server holds: the configuration's (`config::secret_values`), the
+/// model provider's key (`llm.provider.apiKeyEnv`) and the tokens of stored OAuth logins.
+/// A token refreshed or obtained later joins when the store saves it
+/// (`policy::redact::learn_secret`).
+fn secrets(config: &Config, settings: &config::Settings) -> Vec<String> {
+    let mut out = config::secret_values(config);
+    if let Some(var) = settings
+        .llm
+        .provider
+        .as_ref()
+        .and_then(|p| p.api_key_env.as_deref())
+        && let Ok(key) = std::env::var(var)
+    {
+        out.push(key);
+    }
+    out.extend(oauth::stored_tokens(config));
+    out
 }
 
 /// The confinement every worker gets; `exe` re-enters as the sandbox helper. `longest_ms` is

@@ -1,6 +1,8 @@
 //! Policy, limits and audit, through the built binary: configured rules deny with the rule's
 //! name, arguments are validated against the tool's schema, the server refuses work beyond
-//! its limits as busy, and the audit log holds exactly one line per attempt and no secret.
+//! its limits as busy, and the audit log holds exactly one line per attempt and no secret;
+//! no configured secret an upstream echoes (in any shape, over stdio or HTTP, to either
+//! language) reaches the client, the server's log or the audit log.
 
 #![allow(
     clippy::unwrap_used,
@@ -562,3 +564,7 @@ async fn an_allowed_tools_pattern_that_can_match_nothing_is_refused_with_the_fix
         "{message}"
     );
 }
+
+/// No configured secret an upstream echoes leaves the server.
+#[path = "policy/secrets.rs"]
+mod secrets;

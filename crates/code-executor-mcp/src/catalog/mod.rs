@@ -110,9 +110,18 @@ impl Catalog {
             .known
             .get_or_init(|| async {
                 let cache = self.shared.cache.clone();
-                let loaded = tokio::task::spawn_blocking(move || cache.load_all())
-                    .await
-                    .unwrap_or_default();
+                let upstreams = self.upstreams.clone();
+                // A list cached before a secret was configured (or by an older version)
+                // is redacted like one that arrives (`upstream::redact`).
+                let loaded = tokio::task::spawn_blocking(move || {
+                    let mut all = cache.load_all();
+                    for tools in all.values_mut() {
+                        *tools = Arc::new(upstreams.redact_tools(tools.as_ref().clone()));
+                    }
+                    all
+                })
+                .await
+                .unwrap_or_default();
                 Mutex::new(loaded)
             })
             .await
@@ -526,6 +535,39 @@ fn summary(desc: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tool list cached before its server's secret was configured (or by an older
+    /// version) does not show the secret: the cache is redacted as it is loaded.
+    #[tokio::test]
+    async fn a_cached_description_quoting_a_secret_is_redacted() {
+        const SECRET: &str = "wx-secret-0123456789";
+        let dir = std::env::temp_dir().join(format!("cem-catalog-secret-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let text = json!({"mcpServers": {"weather": {
+            "command": "/nonexistent/weather-server", "env": {"WEATHER_KEY": SECRET}}}});
+        let path = std::path::Path::new("/x/mcp.json");
+        let config = crate::config::Config::parse(&text.to_string(), path, None).unwrap();
+        let cache = ToolCache::in_dir(Some(dir.clone()), &config);
+        let tools: Vec<Tool> = serde_json::from_value(json!([{"name": "get_forecast",
+            "description": format!("Weather forecast; key {SECRET}"),
+            "inputSchema": {"type": "object"}}]))
+        .unwrap();
+        cache.store("weather", &tools);
+        let settings = crate::config::Settings::default();
+        let catalog = Catalog::with_cache(Arc::new(Upstreams::new(&config, &settings)), cache);
+        let params = SearchParams {
+            query: "forecast",
+            detail: Some("full"),
+            ..Default::default()
+        };
+        let found = catalog
+            .search(&params, &ToolAllowlist::allow_all())
+            .await
+            .unwrap();
+        assert!(!found.to_string().contains(SECRET), "{found}");
+        assert!(found.to_string().contains("key [redacted]"), "{found}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// The disk cache makes a server's tools searchable before it is started (here: never
     /// startable), and a search that names it tries to start it and says it failed.

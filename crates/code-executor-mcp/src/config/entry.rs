@@ -240,6 +240,19 @@ pub(super) fn validate(
     if !value.is_object() {
         return Err(format!("an entry must be an object, not {value}"));
     }
+    // Every variable the entry references, as it is looked up.
+    let referenced = std::cell::RefCell::new(Vec::new());
+    let recording = |k: &str| {
+        let v = lookup(k);
+        if let Some(v) = &v
+            && !super::INHERITED_ENV.contains(&k)
+            && super::mask(k, v) != *v
+        {
+            referenced.borrow_mut().push(v.clone());
+        }
+        v
+    };
+    let lookup: &dyn Fn(&str) -> Option<String> = &recording;
     let mut not_applied = Vec::new();
     *unknown_keys = account_keys(&value, source.client, &mut not_applied);
     let raw: RawServer = serde_json::from_value(value).map_err(|e| e.to_string())?;
@@ -396,6 +409,7 @@ pub(super) fn validate(
         startup_timeout,
         tool_timeout,
         not_applied,
+        referenced: referenced.take(),
     }))
 }
 

@@ -12,6 +12,7 @@
 mod entry;
 pub mod expand;
 pub(crate) mod read;
+mod secrets;
 pub mod settings;
 pub mod sources;
 pub mod trust;
@@ -25,6 +26,7 @@ use serde_json::{Value, json};
 
 use crate::policy::filter::ToolFilter;
 pub(crate) use entry::launches_self;
+pub(crate) use secrets::secret_values;
 pub use settings::Settings;
 use sources::{Format, Places, Scope, Source};
 use trust::{Gate, Trust};
@@ -84,6 +86,10 @@ pub struct ServerSpec {
     pub tool_timeout: Option<Duration>,
     /// Keys of the entry understood but without effect here, each with why.
     pub not_applied: Vec<String>,
+    /// The values of the environment variables the entry references (`${VAR}`, `env:VAR`,
+    /// `bearer_token_env_var`, `env_http_headers`, `env_vars`), but the harmless ones: a
+    /// value written by reference is a credential more often than not (`config::secrets`).
+    pub referenced: Vec<String>,
 }
 
 /// An entry its client would not start, so neither do we.
@@ -400,40 +406,6 @@ pub fn token_dir_in(config_dir: &Path) -> PathBuf {
 
 /// Shows a value only when its name says it cannot be a secret; otherwise keeps its length
 /// and at most its first two characters.
-/// The values of every configured upstream's environment variables and HTTP headers that
-/// could be credentials (not the harmless ones `mask` shows, not trivially short ones), and
-/// the token of each `Bearer`/`Basic` header: what must never leave in a prompt.
-pub fn secret_values(config: &Config) -> Vec<String> {
-    const MIN_SECRET_CHARS: usize = 6;
-    let mut out: Vec<String> = Vec::new();
-    let mut push = |v: &str| {
-        let v = v.trim();
-        if v.chars().count() >= MIN_SECRET_CHARS && !out.iter().any(|o| o == v) {
-            out.push(v.to_string());
-        }
-    };
-    for spec in config.servers.values() {
-        match &spec.transport {
-            Transport::Stdio { env, .. } => {
-                for (k, v) in env {
-                    if mask(k, v) != *v {
-                        push(v);
-                    }
-                }
-            }
-            Transport::Http { headers, .. } | Transport::Sse { headers, .. } => {
-                for v in headers.values() {
-                    push(v);
-                    if let Some((_, token)) = v.split_once(' ') {
-                        push(token);
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
 pub fn mask(key: &str, value: &str) -> String {
     const HARMLESS: &[&str] = &[
         "PATH",

@@ -35,6 +35,7 @@ fn reads_stdio_entries_and_resolves_relative_cwd() {
             startup_timeout: None,
             tool_timeout: None,
             not_applied: Vec::new(),
+            referenced: Vec::new(),
         }
     );
     assert!(c.warnings.is_empty());

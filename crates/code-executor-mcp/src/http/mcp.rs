@@ -282,10 +282,11 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
     let started = std::time::Instant::now();
     let req = Request::from_parts(parts, Full::new(bytes));
     let response = state.mcp.handle(req).await;
-    let response = match &task_shim {
-        Some(s) => shim::outbound(s.clone(), response),
-        None => response,
-    };
+    let response = shim::outbound(
+        task_shim.clone(),
+        state.core.policy.redactor.clone(),
+        response,
+    );
     // The access log (RUST_LOG=code_executor_mcp::http=debug); the time is to the answer's
     // head (a streamed answer continues after it).
     tracing::debug!(

@@ -3,11 +3,13 @@
 //! message each) and to the messages of its answers, which come as an SSE stream (each
 //! event's `data`) or as one JSON body. Each transport session has its own shim state, kept
 //! with the session (`guard::TransportSessions`); stateless 2026-07-28 requests have none and
-//! pass untouched.
+//! pass untouched. The same body rewrite redacts every message of every answer, shimmed or
+//! not (`crate::policy::redact`).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -17,6 +19,7 @@ use hyper::body::Frame;
 
 use super::Body;
 use super::guard::SharedShim;
+use crate::policy::redact::Redactor;
 
 /// A request body, rewritten when the session's shim wants it.
 pub(super) fn inbound(shim: &SharedShim, body: Bytes) -> Bytes {
@@ -30,8 +33,16 @@ pub(super) fn inbound(shim: &SharedShim, body: Bytes) -> Bytes {
     }
 }
 
-/// The answer, with every message in it passed through the session's shim.
-pub(super) fn outbound(shim: SharedShim, response: Response<Body>) -> Response<Body> {
+/// The answer, with every message in it passed through the session's shim (when it has
+/// one), then redacted (`crate::policy::redact`: no configured secret reaches the client).
+pub(super) fn outbound(
+    shim: Option<SharedShim>,
+    redactor: Arc<Redactor>,
+    response: Response<Body>,
+) -> Response<Body> {
+    if shim.is_none() && redactor.is_empty() {
+        return response;
+    }
     let kind = match response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -51,8 +62,10 @@ pub(super) fn outbound(shim: SharedShim, response: Response<Body>) -> Response<B
         BodyExt::boxed(ShimBody {
             inner: body,
             shim,
+            redactor,
             kind,
             buf: Vec::new(),
+            scanned: 0,
             out: VecDeque::new(),
             done: false,
         }),
@@ -67,10 +80,13 @@ enum Kind {
 
 struct ShimBody {
     inner: Body,
-    shim: SharedShim,
+    shim: Option<SharedShim>,
+    redactor: Arc<Redactor>,
     kind: Kind,
     /// Bytes of an event (or of the JSON body) not yet complete.
     buf: Vec<u8>,
+    /// `buf[..scanned]` holds no event's end.
+    scanned: usize,
     /// Rewritten frames ready to go.
     out: VecDeque<Bytes>,
     done: bool,
@@ -78,24 +94,32 @@ struct ShimBody {
 
 impl ShimBody {
     fn rewrite(&self, message: &[u8]) -> Option<Vec<u8>> {
-        self.shim
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .outbound(message)
+        let shimmed = self.shim.as_ref().and_then(|shim| {
+            shim.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .outbound(message)
+        });
+        let message = shimmed.as_deref().unwrap_or(message);
+        self.redactor.json_message(message).or(shimmed)
     }
 
     /// Moves every complete event out of `buf`, rewritten.
     fn drain_events(&mut self) {
-        while let Some(end) = find(&self.buf, b"\n\n") {
+        // Every answer passes here now (redaction), a large result's event among them: the
+        // search goes on from where the last one stopped instead of from the start.
+        while let Some(end) = find(&self.buf[self.scanned..], b"\n\n").map(|e| e + self.scanned) {
+            self.scanned = 0;
             let event: Vec<u8> = self.buf.drain(..end + 2).collect();
             let rewritten = rewrite_event(&event, |m| self.rewrite(m));
             self.out.push_back(Bytes::from(rewritten.unwrap_or(event)));
         }
+        // A blank line's first newline may end this chunk.
+        self.scanned = self.buf.len().saturating_sub(1);
     }
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(hay, needle)
 }
 
 /// One SSE event (ending in a blank line) with its `data` rewritten by `f`; `None` when `f`

@@ -104,6 +104,31 @@ pub fn has_login(spec: &ServerSpec, token_dir: Option<&Path>) -> bool {
         .is_some_and(|s| s.credentials.token_response.is_some())
 }
 
+/// The access and refresh tokens of every configured server's stored login (and the
+/// client secret it registered), as they are at the start: values to redact.
+pub fn stored_tokens(config: &crate::config::Config) -> Vec<String> {
+    use oauth2::TokenResponse;
+    let mut out = Vec::new();
+    let Some(dir) = config.token_dir.as_deref() else {
+        return out;
+    };
+    for spec in config.servers.values() {
+        let Some(url) = server_url(spec) else {
+            continue;
+        };
+        let Ok(Some(stored)) = TokenStore::new(dir, &spec.name, url).read() else {
+            continue;
+        };
+        if let Some(t) = &stored.credentials.token_response {
+            out.push(t.access_token().secret().clone());
+            if let Some(r) = t.refresh_token() {
+                out.push(r.secret().clone());
+            }
+        }
+    }
+    out
+}
+
 /// The authorization manager for a server with a stored login, ready to hand out (and
 /// refresh) its access token; `None` when no login is stored for this name and URL.
 pub async fn prepare(

@@ -218,6 +218,14 @@ impl CredentialStore for TokenStore {
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        // A refreshed token is a secret the redactor did not know at the start.
+        if let Some(t) = &credentials.token_response {
+            use oauth2::TokenResponse;
+            crate::policy::redact::learn_secret(t.access_token().secret());
+            if let Some(r) = t.refresh_token() {
+                crate::policy::redact::learn_secret(r.secret());
+            }
+        }
         self.write(credentials)
             .map_err(AuthError::CredentialStoreError)
     }

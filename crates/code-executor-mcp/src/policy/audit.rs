@@ -329,6 +329,8 @@ pub struct AuditLog {
     sink: Mutex<Option<Queued>>,
     path: Option<PathBuf>,
     log_arguments: bool,
+    /// Takes the configured secrets out of every line (an upstream's error, arguments).
+    redactor: std::sync::Arc<super::redact::Redactor>,
 }
 
 struct Queued {
@@ -360,6 +362,7 @@ impl AuditLog {
             sink: Mutex::new(None),
             path: None,
             log_arguments: false,
+            redactor: Default::default(),
         }
     }
 
@@ -384,6 +387,7 @@ impl AuditLog {
             })),
             path: Some(path),
             log_arguments: settings.log_arguments,
+            redactor: Default::default(),
         })
     }
 
@@ -398,6 +402,11 @@ impl AuditLog {
     /// Queues one line (see the type's docs for when it is written).
     pub fn record(&self, event: AuditEvent) {
         self.add(event, false);
+    }
+
+    /// The same log, taking these secrets out of every line.
+    pub fn set_redactor(&mut self, redactor: std::sync::Arc<super::redact::Redactor>) {
+        self.redactor = redactor;
     }
 
     /// Writes one line, and every queued line before it, now.
@@ -425,7 +434,10 @@ impl AuditLog {
             event: &event,
         };
         let line = match serde_json::to_string(&line) {
-            Ok(line) => line,
+            Ok(line) => match self.redactor.json_message(line.as_bytes()) {
+                Some(clean) => String::from_utf8_lossy(&clean).into_owned(),
+                None => line,
+            },
             Err(e) => {
                 tracing::warn!("audit line not written: {e}");
                 return;

@@ -16,6 +16,7 @@ pub mod llm;
 pub(crate) mod long_runs;
 pub mod metrics;
 pub mod pattern;
+pub mod redact;
 pub mod rules;
 pub(crate) mod session_limits;
 pub mod validate;
@@ -42,8 +43,9 @@ pub struct Policy {
     pub approvals: approval::ApprovalSettings,
     /// Model calls from code.
     pub llm: llm::LlmSettings,
-    /// Values that must never leave in a prompt (credentials of the configured upstreams).
-    pub secrets: Arc<[String]>,
+    /// The configured credentials, kept out of prompts, questions and everything else that
+    /// leaves ([`redact`]).
+    pub redactor: Arc<redact::Redactor>,
     /// What file and network access an execution may be granted (`permissions`).
     pub access: access::Ceiling,
 }
@@ -73,7 +75,7 @@ impl Policy {
             long_runs: long_runs::LongRunLimits::default(),
             approvals: approval::ApprovalSettings::default(),
             llm: llm::LlmSettings::default(),
-            secrets: Arc::from([]),
+            redactor: Arc::default(),
             access: access::Ceiling::default(),
         }
     }
@@ -89,23 +91,18 @@ impl Policy {
         mut self,
         approvals: approval::ApprovalSettings,
         llm: llm::LlmSettings,
-        secrets: Vec<String>,
+        redactor: Arc<redact::Redactor>,
     ) -> Policy {
         self.approvals = approvals;
         self.llm = llm;
-        self.secrets = secrets.into();
+        self.audit.set_redactor(redactor.clone());
+        self.redactor = redactor;
         self
     }
 
     /// `text` with every configured secret value replaced by `[redacted]`.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for s in self.secrets.iter() {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), "[redacted]");
-            }
-        }
-        out
+        self.redactor.str(text).into_owned()
     }
 
     /// The same policy, with the configured ceiling of file and network access.
@@ -133,7 +130,7 @@ impl Policy {
             long_runs: long_runs::LongRunLimits::default(),
             approvals: approval::ApprovalSettings::default(),
             llm: llm::LlmSettings::default(),
-            secrets: Arc::from([]),
+            redactor: Arc::default(),
             access: access::Ceiling::default(),
         }
     }

@@ -364,6 +364,7 @@ impl Runtime {
             .map(|root| Spill {
                 dir: root.join(scratch_name(&scope.execution)),
                 max_bytes: limits.max_output_file_bytes,
+                redactor: self.policy.redactor.clone(),
             });
         let worker_log_bytes = match &spill {
             Some(s) => limits.max_log_bytes.max(s.max_bytes),

@@ -48,6 +48,9 @@ pub struct Spill {
     pub dir: PathBuf,
     /// Bytes of output the file holds at most.
     pub max_bytes: u64,
+    /// The file is read outside any answer, so the configured secrets are taken out of
+    /// each line written to it (`crate::policy::redact`).
+    pub redactor: std::sync::Arc<crate::policy::redact::Redactor>,
 }
 
 enum FileState {
@@ -62,6 +65,7 @@ enum FileState {
         max_bytes: u64,
         /// The file reached its limit; later output is dropped.
         full: bool,
+        redactor: std::sync::Arc<crate::policy::redact::Redactor>,
     },
     /// Could not be written (reported in the marker).
     Failed(String),
@@ -150,6 +154,7 @@ impl LogCollector {
                 written: 0,
                 max_bytes: spill.max_bytes,
                 full: false,
+                redactor: spill.redactor.clone(),
             },
             Err(e) => {
                 tracing::warn!("cannot keep the full output: {e}");
@@ -172,11 +177,13 @@ impl LogCollector {
             written,
             max_bytes,
             full,
+            redactor,
             ..
         } = &mut self.file
         else {
             return;
         };
+        let text = &*redactor.str(text);
         if *full {
             return;
         }
@@ -349,6 +356,7 @@ mod tests {
             Some(Spill {
                 dir: root.join("run1"),
                 max_bytes: 1000,
+                redactor: Default::default(),
             }),
         );
         logs.push(LogLevel::Log, "hello".into());
@@ -356,6 +364,30 @@ mod tests {
         assert_eq!(out.logs.len(), 1);
         assert!(out.file.is_none());
         assert!(!root.exists());
+    }
+
+    /// The full copy is read outside any answer: a configured secret code printed (one it
+    /// put together from halves an upstream sent) is not in it.
+    #[test]
+    fn the_full_copy_holds_no_configured_secret() {
+        const SECRET: &str = "ghp_joined-halves-secret";
+        let root = temp_root("secret");
+        let mut logs = LogCollector::new(
+            4,
+            Some(Spill {
+                dir: root.join("run1"),
+                max_bytes: 1000,
+                redactor: std::sync::Arc::new(crate::policy::redact::Redactor::new([SECRET])),
+            }),
+        );
+        logs.push(LogLevel::Log, format!("token {SECRET}"));
+        logs.push(LogLevel::Error, format!("{SECRET}!"));
+        let path = logs.finish().file.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "token [redacted]\n[error] [redacted]!\n"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
@@ -367,6 +399,7 @@ mod tests {
             Some(Spill {
                 dir: root.join("run1"),
                 max_bytes: 1000,
+                redactor: Default::default(),
             }),
         );
         logs.push(LogLevel::Log, "12345".into());
@@ -398,6 +431,7 @@ mod tests {
             Some(Spill {
                 dir: root.join("run1"),
                 max_bytes: 8,
+                redactor: Default::default(),
             }),
         );
         for _ in 0..5 {

@@ -34,6 +34,7 @@ use super::execution_result;
 use super::long_runs::result_object;
 use crate::Core;
 use crate::lines::{LineFilter, LineTransport};
+use crate::policy::redact::Redactor;
 use crate::principal::Principal;
 use crate::runtime::parked::{Kind, Published, Snapshot};
 
@@ -169,11 +170,14 @@ fn escape(key: &str) -> String {
 }
 
 /// The stdio transport rmcp serves, with a [`Shim`] on every line between it and the
-/// client's pipes (`lines::LineTransport`).
+/// client's pipes (`lines::LineTransport`), and every line to the client redacted last (no
+/// configured secret reaches the client, whatever message carries it:
+/// `crate::policy::redact`).
 pub(crate) fn transport<R, W>(
     reader: R,
     writer: W,
-) -> LineTransport<rmcp::RoleServer, R, W, Mutex<Shim>>
+    redactor: Arc<Redactor>,
+) -> LineTransport<rmcp::RoleServer, R, W, ClientLines>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
@@ -182,16 +186,28 @@ where
         reader,
         writer,
         rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH,
-        Arc::new(Mutex::new(Shim::default())),
+        Arc::new(ClientLines {
+            shim: Mutex::new(Shim::default()),
+            redactor,
+        }),
     )
 }
 
-impl LineFilter for Mutex<Shim> {
+/// What passes between the client's pipes and rmcp: the task shim both ways, then the
+/// redaction of what goes out.
+pub(crate) struct ClientLines {
+    shim: Mutex<Shim>,
+    redactor: Arc<Redactor>,
+}
+
+impl LineFilter for ClientLines {
     fn inbound(&self, line: &[u8]) -> Option<Vec<u8>> {
-        self.lock().ok().and_then(|mut s| s.inbound(line))
+        self.shim.lock().ok().and_then(|mut s| s.inbound(line))
     }
     fn outbound(&self, line: &[u8]) -> Option<Vec<u8>> {
-        self.lock().ok().and_then(|mut s| s.outbound(line))
+        let shimmed = self.shim.lock().ok().and_then(|mut s| s.outbound(line));
+        let line = shimmed.as_deref().unwrap_or(line);
+        self.redactor.json_message(line).or(shimmed)
     }
 }
 

@@ -40,12 +40,14 @@ use crate::config::{Config, ServerSpec, Settings};
 use crate::oauth::{self, AuthWatch};
 use crate::policy::Decision;
 use crate::policy::filter::{ToolFilter, retain_visible};
+use crate::policy::redact::Redactor;
 
 mod bounded;
 mod cap;
 mod connect;
 pub(crate) mod forward;
 mod handler;
+mod redact;
 mod sse;
 mod start_error;
 mod stdio;
@@ -54,6 +56,7 @@ pub use cap::cap_result;
 use connect::{ConnectError, connect};
 use forward::{Callers, Forward};
 use handler::Handler;
+use start_error::{retry_pause, with_next_attempt};
 
 /// Longest pause between start attempts of a server that keeps failing.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
@@ -176,7 +179,7 @@ impl Connection {
     }
 
     /// Refetches the tool list if the server announced a change.
-    async fn refresh(&self, server: &str) {
+    async fn refresh(&self, server: &str, redactor: &Redactor) {
         if !self.stale.swap(false, Ordering::AcqRel) {
             return;
         }
@@ -184,6 +187,7 @@ impl Connection {
             Ok(tools) => {
                 tracing::info!(server, tools = tools.len(), "upstream tool list changed");
                 if let Ok(mut t) = self.tools.lock() {
+                    let tools = redact::tools(redactor, tools);
                     *t = Arc::new(retain_visible(self.filter.as_ref(), server, tools));
                 }
             }
@@ -245,6 +249,8 @@ pub struct Upstreams {
     token_dir: Option<PathBuf>,
     /// Executions calling each server now (where its requests are routed).
     callers: Arc<Callers>,
+    /// Takes the configured secrets out of all that comes from a server ([`redact`]).
+    redactor: Arc<Redactor>,
 }
 
 /// How a call from code goes out (see [`Upstreams::call_for`]).
@@ -284,7 +290,19 @@ impl Upstreams {
             settings: settings.clone(),
             token_dir: config.token_dir.clone(),
             callers: Arc::default(),
+            redactor: Arc::new(Redactor::new(crate::config::secret_values(config))),
         }
+    }
+
+    /// `tools` without the configured secrets (for lists from elsewhere: the disk cache).
+    pub(crate) fn redact_tools(&self, tools: Vec<Tool>) -> Vec<Tool> {
+        redact::tools(&self.redactor, tools)
+    }
+
+    /// The same pool, redacting with `redactor` (which knows more secrets than the config's).
+    pub(crate) fn with_redactor(mut self, redactor: Arc<Redactor>) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     /// Like [`Upstreams::call`], with the options of a call from code: `forward` answers the
@@ -310,6 +328,7 @@ impl Upstreams {
             opts.trace,
         )
         .await
+        .map_err(|e| redact::error(&self.redactor, e))
     }
 
     /// Configured server names, sorted.
@@ -365,8 +384,9 @@ impl Upstreams {
         server: &str,
         wait: Option<Duration>,
     ) -> Result<Arc<Vec<Tool>>, UpstreamError> {
-        let conn = self.connection_within(server, wait).await?;
-        conn.refresh(server).await;
+        let conn = (self.connection_within(server, wait).await)
+            .map_err(|e| redact::error(&self.redactor, e))?;
+        conn.refresh(server, &self.redactor).await;
         Ok(conn.tools())
     }
 
@@ -377,7 +397,7 @@ impl Upstreams {
             State::Connected(c) if c.alive() => c.clone(),
             _ => return None,
         };
-        conn.refresh(server).await;
+        conn.refresh(server, &self.redactor).await;
         Some(conn.tools())
     }
 
@@ -467,6 +487,7 @@ impl Upstreams {
     ) -> Result<(CallToolResult, usize), UpstreamError> {
         self.call_traced(server, tool, args, timeout, on_progress, None)
             .await
+            .map_err(|e| redact::error(&self.redactor, e))
     }
 
     /// [`Upstreams::call_reporting`], with the trace context the request carries in its
@@ -520,7 +541,9 @@ impl Upstreams {
                     let answer = loop {
                         tokio::select! {
                             answer = &mut answer => break answer,
-                            Some(p) = futures::StreamExt::next(&mut updates) => report(&p),
+                            Some(p) = futures::StreamExt::next(&mut updates) => {
+                                report(&redact::progress(&self.redactor, p))
+                            }
                         }
                     };
                     abandoned.id = None;
@@ -532,7 +555,7 @@ impl Upstreams {
                         while let Some(Some(p)) =
                             futures::FutureExt::now_or_never(futures::StreamExt::next(&mut updates))
                         {
-                            report(&p);
+                            report(&redact::progress(&self.redactor, p));
                         }
                     }
                     match answer? {
@@ -578,7 +601,10 @@ impl Upstreams {
         timeout: Duration,
     ) -> Result<(CallToolResult, usize), UpstreamError> {
         match tokio::time::timeout(timeout, call).await {
-            Ok(Ok(result)) => Ok(cap_result(result, self.settings.max_result_bytes)),
+            Ok(Ok(result)) => Ok(cap_result(
+                redact::result(&self.redactor, result),
+                self.settings.max_result_bytes,
+            )),
             Ok(Err(e)) => Err(match conn.auth_failure() {
                 Some(reason) => UpstreamError::Unauthorized {
                     server: server.to_string(),
@@ -704,12 +730,17 @@ impl Upstreams {
         let settings = self.settings.clone();
         let token_dir = self.token_dir.clone();
         let callers = self.callers.clone();
+        let redactor = self.redactor.clone();
         let task = tokio::spawn(async move {
             let server = up.spec.name.clone();
-            let result = connect(&up.spec, &settings, token_dir.as_deref(), &callers).await;
+            let result = (connect(&up.spec, &settings, token_dir.as_deref(), &callers).await)
+                .map_err(|e| redact::connect_error(&redactor, e));
             let mut state = up.state.lock().await;
             let (next, outcome) = match result {
                 Ok(conn) => {
+                    if let Ok(mut t) = conn.tools.lock() {
+                        *t = Arc::new(redact::tools(&redactor, t.as_ref().clone()));
+                    }
                     let conn = Arc::new(conn);
                     (State::Connected(conn.clone()), Ok(conn))
                 }
@@ -764,37 +795,5 @@ impl Upstreams {
             tx.send_replace(Some(outcome));
         });
         (rx, task.abort_handle())
-    }
-}
-
-/// `reason (next attempt in Ns)` while the pause lasts.
-fn with_next_attempt(reason: &str, at: Instant, pause: Duration) -> String {
-    match pause.checked_sub(at.elapsed()) {
-        Some(left) if !left.is_zero() => {
-            format!("{reason} (next attempt in {}s)", left.as_secs_f64().ceil())
-        }
-        _ => format!("{reason} (it is tried again on next use)"),
-    }
-}
-
-/// Pause before the next start after `failures` failed starts in a row (a start that did not
-/// answer within the connect timeout counts as one): 1 s, 2 s, 4 s ... up to
-/// [`MAX_RETRY_PAUSE`], so a server that hangs or dies at start is not started again by
-/// every request that looks at it.
-fn retry_pause(failures: u32) -> Duration {
-    match failures {
-        0 => Duration::ZERO,
-        n => Duration::from_secs(1u64 << (n - 1).min(5)).min(MAX_RETRY_PAUSE),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retry_pauses_grow_and_stop_growing() {
-        let pauses: Vec<u64> = (0..10).map(|n| retry_pause(n).as_secs()).collect();
-        assert_eq!(pauses, [0, 1, 2, 4, 8, 16, 30, 30, 30, 30]);
     }
 }

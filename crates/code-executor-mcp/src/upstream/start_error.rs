@@ -1,7 +1,7 @@
 //! Why an upstream did not start, in plain sentences: what happened and what to do about it,
 //! never a Rust type name (rmcp's errors print their transport's full type).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::service::{ClientInitializeError, ServiceError};
 
@@ -141,4 +141,36 @@ pub(super) fn timed_out(timeout: Duration, post: &PostMortem, spec: &ServerSpec)
         stderr_tail(post),
         fix_hint(spec)
     )
+}
+
+/// `reason (next attempt in Ns)` while the pause lasts.
+pub(super) fn with_next_attempt(reason: &str, at: Instant, pause: Duration) -> String {
+    match pause.checked_sub(at.elapsed()) {
+        Some(left) if !left.is_zero() => {
+            format!("{reason} (next attempt in {}s)", left.as_secs_f64().ceil())
+        }
+        _ => format!("{reason} (it is tried again on next use)"),
+    }
+}
+
+/// Pause before the next start after `failures` failed starts in a row (a start that did not
+/// answer within the connect timeout counts as one): 1 s, 2 s, 4 s ... up to
+/// [`MAX_RETRY_PAUSE`](super::MAX_RETRY_PAUSE), so a server that hangs or dies at start is not started again by
+/// every request that looks at it.
+pub(super) fn retry_pause(failures: u32) -> Duration {
+    match failures {
+        0 => Duration::ZERO,
+        n => Duration::from_secs(1u64 << (n - 1).min(5)).min(super::MAX_RETRY_PAUSE),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_pauses_grow_and_stop_growing() {
+        let pauses: Vec<u64> = (0..10).map(|n| retry_pause(n).as_secs()).collect();
+        assert_eq!(pauses, [0, 1, 2, 4, 8, 16, 30, 30, 30, 30]);
+    }
 }

@@ -21,6 +21,14 @@ async fn main() -> anyhow::Result<()> {
         )]
         {
             eprintln!("fixture {name}: told to fail");
+            // A server that prints its own configuration as it dies (FIXTURE_FAIL_SAYS names
+            // the variable).
+            if let Some(v) = std::env::var("FIXTURE_FAIL_SAYS")
+                .ok()
+                .and_then(|n| std::env::var(n).ok())
+            {
+                eprintln!("fixture {name}: my token is {v}");
+            }
         }
         anyhow::bail!("told to fail");
     }
