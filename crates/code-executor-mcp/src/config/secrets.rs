@@ -37,6 +37,18 @@ fn names_credential(name: &str) -> bool {
     !name.is_empty() && CREDENTIAL_NAMES.iter().any(|c| name.contains(c))
 }
 
+/// Whether an `env` value is plain words (letters joined by spaces, `-`, `_`, `.` or `,`: a
+/// mode, a region, a database name such as `customers`), which, under a variable whose name
+/// does not say credential, is configuration, not a secret: redacting it would mangle every
+/// result that mentions the word. A value with a digit or any other sign stays a secret, and
+/// so does every value of a variable named like a credential (`DB_PASSWORD=correcthorse`).
+fn is_plain_words(value: &str) -> bool {
+    let v = value.trim();
+    v.chars().any(|c| c.is_alphabetic())
+        && v.chars()
+            .all(|c| c.is_alphabetic() || matches!(c, ' ' | '-' | '_' | '.' | ','))
+}
+
 /// The secret values of every configured server (see the module docs), each once.
 pub fn secret_values(config: &Config) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -50,7 +62,7 @@ pub fn secret_values(config: &Config) -> Vec<String> {
         match &spec.transport {
             Transport::Stdio { env, args, .. } => {
                 for (k, v) in env {
-                    if mask(k, v) != *v {
+                    if mask(k, v) != *v && (names_credential(k) || !is_plain_words(v)) {
                         push(v);
                     }
                 }
@@ -192,6 +204,48 @@ mod tests {
         let mut config = Config::default();
         config.servers.insert("s".into(), spec);
         assert_eq!(secret_values(&config), ["ghp_referenced-0123456789"]);
+    }
+
+    /// An `env` value is a secret unless it is plain words under a name that does not say
+    /// credential: `DATABASE=customers` must not turn every "customers" in results into a
+    /// marker, while any value of `DB_PASSWORD` and any value with digits or signs is kept out.
+    #[test]
+    fn env_values_are_secrets_but_plain_words_under_ordinary_names() {
+        let entry = serde_json::json!({"command": "srv", "env": {
+            "DATABASE": "customers",
+            "REGION_NAME": "eu-west central",
+            "DB_PASSWORD": "correcthorsebattery",
+            "UPSTREAM_VALUE": "s3cr3t-value-123",
+            "CONNECTION": "postgres://u:p4ss@db/x",
+        }});
+        let source = super::super::sources::Source {
+            client: "explicit",
+            path: "/x/mcp.json".into(),
+            format: super::super::sources::Format::McpServers,
+            scope: super::super::sources::Scope::Explicit,
+        };
+        let spec = super::super::entry::validate(
+            "s",
+            entry,
+            &source,
+            None,
+            &|_: &str| None,
+            &mut Vec::new(),
+        )
+        .unwrap()
+        .unwrap();
+        let mut config = Config::default();
+        config.servers.insert("s".into(), spec);
+        let mut got = secret_values(&config);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "correcthorsebattery",
+                "postgres://u:p4ss@db/x",
+                "s3cr3t-value-123"
+            ]
+        );
     }
 
     #[test]
