@@ -124,8 +124,13 @@ def client(url: str, token: str, legacy: bool = False, **kw: Any) -> Client:
                   read_timeout_seconds=120, **kw)
 
 
+# A token of the servers': /metrics requires one on a server that requires one (set in main).
+METRICS_TOKEN = ""
+
+
 def metric(base: str, sample: str) -> float:
-    text = urllib.request.urlopen(f"{base}/metrics", timeout=10).read().decode()
+    req = urllib.request.Request(f"{base}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    text = urllib.request.urlopen(req, timeout=10).read().decode()
     for line in text.splitlines():
         if line.startswith(sample + " "):
             return float(line.split()[-1])
@@ -294,6 +299,8 @@ def main() -> int:
     ap.add_argument("--alice", required=True)
     ap.add_argument("--bob", required=True)
     a = ap.parse_args()
+    global METRICS_TOKEN
+    METRICS_TOKEN = a.alice
     replicas = {}
     for r in a.replica:
         name, base, pid = r.split("=", 2)

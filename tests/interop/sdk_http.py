@@ -52,7 +52,9 @@ def client(url: str, token: str | None, mode: str) -> Client:
 
 
 def metric(base: str, sample: str) -> float | None:
-    text = urllib.request.urlopen(f"{base}/metrics", timeout=10).read().decode()
+    # /metrics requires a token on a server that requires one.
+    req = urllib.request.Request(f"{base}/metrics", headers={"Authorization": f"Bearer {TOKENS['alice']}"})
+    text = urllib.request.urlopen(req, timeout=10).read().decode()
     for line in text.splitlines():
         if line.startswith(sample + " "):
             return float(line.split()[-1])

@@ -232,6 +232,10 @@ impl Core {
             "pausedExecutions": self.runtime.paused().len(),
             "servers": self.catalog.upstreams().status().await,
             "configWarnings": self.config_warnings,
+            "audit": {
+                "path": self.policy.audit.path(),
+                "problem": self.policy.audit.problem(),
+            },
             "permissions": self.policy.access.to_json(),
             "engines": {
                 "javascript": "QuickJS-NG via rquickjs 0.14",

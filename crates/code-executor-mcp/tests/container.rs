@@ -54,6 +54,9 @@ fn documented_flags() -> Vec<String> {
         "--security-opt=no-new-privileges".into(),
         format!("--security-opt=seccomp={}", seccomp_profile()),
         "--security-opt=unmask=/proc/*".into(),
+        // The audit log's place: without it /readyz fails (the trail is not lost silently).
+        "-v".into(),
+        "code-executor-state:/home/code-executor".into(),
     ]
 }
 
@@ -662,6 +665,7 @@ fn docs_and_compose_carry_the_flags_the_tests_use() {
         "- /tmp",
         "/run/secrets/code-executor-tokens",
         "file: ./tokens",
+        "code-executor-state:/home/code-executor",
         "\"${CODE_EXECUTOR_PORT:-3333}:3333\"",
     ] {
         assert!(compose.contains(line), "compose.yaml lacks {line}");

@@ -209,6 +209,48 @@ fn the_kubernetes_manifests_render_and_validate_offline() {
     ] {
         assert!(mounts.contains(&path), "{path} not mounted: {mounts:?}");
     }
+    // The audit log's directory is one of those volumes: on the read-only root the log
+    // could not be written and /readyz would fail.
+    let cm = find(&docs, "ConfigMap", "code-executor-mcp");
+    let settings: Value =
+        serde_json::from_str(cm["data"]["config.json"].as_str().unwrap()).unwrap();
+    let audit = settings["audit"]["path"].as_str().expect("audit.path");
+    assert!(
+        c["volumeMounts"].as_array().unwrap().iter().any(|m| {
+            audit.starts_with(&format!("{}/", m["mountPath"].as_str().unwrap()))
+                && m["readOnly"] != true
+        }),
+        "the audit log {audit} is on no writable volume: {mounts:?}"
+    );
+    // /metrics: the annotations name the port --metrics-addr serves it on without a token
+    // (on 3333 it requires one), the container declares it, and the policy lets only the
+    // monitoring namespace reach it.
+    let port = dep["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"]
+        .as_str()
+        .unwrap();
+    let port_n: u64 = port.parse().unwrap();
+    assert!(
+        args.contains(&format!("--metrics-addr=0.0.0.0:{port}").as_str()),
+        "{args:?}"
+    );
+    assert!(
+        c["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["containerPort"] == port_n)
+    );
+    let np = find(&docs, "NetworkPolicy", "code-executor-mcp");
+    let scrape = np["spec"]["ingress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ports"][0]["port"] == port_n)
+        .expect("an ingress rule for the metrics port");
+    assert_eq!(
+        scrape["from"],
+        serde_json::json!([{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}])
+    );
     assert!(c["resources"]["limits"]["memory"].is_string());
     assert!(c["resources"]["requests"]["memory"].is_string());
 

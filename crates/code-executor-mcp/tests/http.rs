@@ -19,6 +19,9 @@ use test_support::fixture_entry;
 use test_support::http::{Generation, HttpServer, McpHttp};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+#[path = "http/operations.rs"]
+mod operations;
+
 const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
 const BOTH: [Generation; 2] = [Generation::Sessions, Generation::Stateless];
 
@@ -50,13 +53,15 @@ async fn server(
     std::fs::write(&settings_file, settings.to_string()).unwrap();
     let mut args = vec!["--tokens-file", file.to_str().unwrap()];
     args.extend_from_slice(extra);
-    let s = HttpServer::start(
+    let mut s = HttpServer::start(
         EXE.as_ref(),
         json!({"fx": fixture_entry("fx")}),
         &args,
         &[("CODE_EXECUTOR_CONFIG_PATH", settings_file.to_str().unwrap())],
     )
     .await;
+    // /metrics requires a token here, as /mcp does.
+    s.token = toks.first().cloned();
     (s, toks, dir)
 }
 

@@ -150,3 +150,29 @@ fn a_trusted_projects_settings_apply() {
     );
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `doctor` says when the audit log the settings ask for cannot be written (a read-only
+/// root without a volume), and when it is off on purpose.
+#[test]
+fn doctor_reports_an_audit_log_that_cannot_be_written() {
+    let root = machine("audit");
+    user_settings(
+        &root,
+        &json!({"audit": {"path": "/proc/no-such-dir/audit.jsonl"}}),
+    );
+    let out = run(&root, &["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("audit log: FAILED: cannot create /proc/no-such-dir"),
+        "{text}"
+    );
+    user_settings(&root, &json!({"audit": {"enabled": false}}));
+    let out = run(&root, &["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("audit log: off (audit.enabled is false)"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -458,6 +458,179 @@ fn a_symlinked_config_stays_a_link() {
     );
 }
 
+fn is_link(p: &Path) -> bool {
+    std::fs::symlink_metadata(p)
+        .map(|m| m.file_type().is_symlink())
+        .unwrap_or(false)
+}
+
+#[test]
+fn undo_writes_the_old_text_through_a_link_made_since_and_keeps_the_link() {
+    let m = Machine::new("undo-link");
+    let h = m.home();
+    let before = "{\"mcpServers\": {}}\n";
+    m.write(".cursor/mcp.json", before);
+    assert!(m.setup(&["--yes", "--client", "cursor"]).ok);
+    // The person moves the file into their dotfiles and links it back.
+    std::fs::create_dir_all(h.join("dotfiles")).unwrap();
+    std::fs::rename(h.join(".cursor/mcp.json"), h.join("dotfiles/cursor.json")).unwrap();
+    std::os::unix::fs::symlink(h.join("dotfiles/cursor.json"), h.join(".cursor/mcp.json")).unwrap();
+    let out = m.setup(&["--undo", "--yes"]);
+    assert!(out.ok, "{}", out.text);
+    assert!(is_link(&h.join(".cursor/mcp.json")), "{}", out.text);
+    assert_eq!(
+        std::fs::read_to_string(h.join("dotfiles/cursor.json")).unwrap(),
+        before
+    );
+}
+
+#[test]
+fn undo_never_removes_a_created_file_moved_into_dotfiles_and_linked_back() {
+    let m = Machine::new("undo-moved");
+    let h = m.home();
+    std::fs::create_dir_all(h.join(".cursor")).unwrap();
+    assert!(m.setup(&["--yes", "--client", "cursor"]).ok);
+    let written = std::fs::read_to_string(h.join(".cursor/mcp.json")).unwrap();
+    std::fs::create_dir_all(h.join("dotfiles")).unwrap();
+    std::fs::rename(h.join(".cursor/mcp.json"), h.join("dotfiles/cursor.json")).unwrap();
+    std::os::unix::fs::symlink(h.join("dotfiles/cursor.json"), h.join(".cursor/mcp.json")).unwrap();
+    for force in [false, true] {
+        let args: &[&str] = if force {
+            &["--undo", "--yes", "--force"]
+        } else {
+            &["--undo", "--yes"]
+        };
+        let out = m.setup(args);
+        assert!(!out.ok, "{}", out.text);
+        assert!(out.text.contains("undo does not remove it"), "{}", out.text);
+        assert!(is_link(&h.join(".cursor/mcp.json")));
+        assert_eq!(
+            std::fs::read_to_string(h.join("dotfiles/cursor.json")).unwrap(),
+            written
+        );
+    }
+}
+
+#[test]
+fn undo_touches_nothing_through_a_dangling_link_even_forced() {
+    let m = Machine::new("undo-dangling");
+    let h = m.home();
+    m.write(".cursor/mcp.json", "{\"mcpServers\": {}}\n");
+    assert!(m.setup(&["--yes", "--client", "cursor"]).ok);
+    std::fs::create_dir_all(h.join("dotfiles")).unwrap();
+    std::fs::rename(h.join(".cursor/mcp.json"), h.join("dotfiles/cursor.json")).unwrap();
+    std::os::unix::fs::symlink(h.join("dotfiles/cursor.json"), h.join(".cursor/mcp.json")).unwrap();
+    // ...and moves the dotfiles copy again: the link dangles.
+    std::fs::rename(
+        h.join("dotfiles/cursor.json"),
+        h.join("dotfiles/moved.json"),
+    )
+    .unwrap();
+    let moved = std::fs::read(h.join("dotfiles/moved.json")).unwrap();
+    let out = m.setup(&["--undo", "--yes", "--force"]);
+    assert!(!out.ok, "{}", out.text);
+    assert!(out.text.contains("which does not exist"), "{}", out.text);
+    assert!(is_link(&h.join(".cursor/mcp.json")));
+    assert!(!h.join("dotfiles/cursor.json").exists(), "{}", out.text);
+    assert_eq!(std::fs::read(h.join("dotfiles/moved.json")).unwrap(), moved);
+}
+
+#[test]
+fn undo_through_a_directory_replaced_by_a_link() {
+    // A file setup edited: restored inside the linked directory, the link kept.
+    let m = Machine::new("undo-dirlink");
+    let h = m.home();
+    let before = "{\"mcpServers\": {}}\n";
+    m.write(".cursor/mcp.json", before);
+    assert!(m.setup(&["--yes", "--client", "cursor"]).ok);
+    std::fs::create_dir_all(h.join("dotfiles")).unwrap();
+    std::fs::rename(h.join(".cursor"), h.join("dotfiles/cursor")).unwrap();
+    std::os::unix::fs::symlink(h.join("dotfiles/cursor"), h.join(".cursor")).unwrap();
+    let out = m.setup(&["--undo", "--yes"]);
+    assert!(out.ok, "{}", out.text);
+    assert!(is_link(&h.join(".cursor")));
+    assert_eq!(
+        std::fs::read_to_string(h.join("dotfiles/cursor/mcp.json")).unwrap(),
+        before
+    );
+
+    // A file setup created, whose directory moved since: it is the person's now.
+    let m = Machine::new("undo-dirlink-new");
+    let h = m.home();
+    std::fs::create_dir_all(h.join(".cursor")).unwrap();
+    assert!(m.setup(&["--yes", "--client", "cursor"]).ok);
+    std::fs::create_dir_all(h.join("dotfiles")).unwrap();
+    std::fs::rename(h.join(".cursor"), h.join("dotfiles/cursor")).unwrap();
+    std::os::unix::fs::symlink(h.join("dotfiles/cursor"), h.join(".cursor")).unwrap();
+    let out = m.setup(&["--undo", "--yes", "--force"]);
+    assert!(!out.ok, "{}", out.text);
+    assert!(out.text.contains("undo does not remove it"), "{}", out.text);
+    assert!(h.join("dotfiles/cursor/mcp.json").is_file());
+}
+
+#[test]
+fn undo_of_a_created_file_edited_since_keeps_it_unless_forced_and_then_keeps_a_copy() {
+    let m = Machine::new("undo-edited");
+    let h = m.home();
+    std::fs::create_dir_all(h.join(".cursor")).unwrap();
+    assert!(m.setup(&["--yes", "--client", "cursor"]).ok);
+    let edited = "{\"mcpServers\": {\"mine\": {\"command\": \"x\"}}}\n";
+    std::fs::write(h.join(".cursor/mcp.json"), edited).unwrap();
+    let out = m.setup(&["--undo", "--yes"]);
+    assert!(!out.ok, "{}", out.text);
+    assert_eq!(
+        std::fs::read_to_string(h.join(".cursor/mcp.json")).unwrap(),
+        edited
+    );
+    let out = m.setup(&["--undo", "--yes", "--force"]);
+    assert!(out.ok, "{}", out.text);
+    assert!(!h.join(".cursor/mcp.json").exists());
+    let kept = out
+        .text
+        .lines()
+        .find_map(|l| {
+            l.split_once("is kept in ")
+                .map(|(_, p)| p.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no copy named: {}", out.text));
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), edited);
+}
+
+#[test]
+fn values_setup_does_not_own_come_back_byte_identical() {
+    let m = Machine::new("bytes");
+    let project = m.project();
+    let key = serde_json::to_string(&project.display().to_string()).unwrap();
+    // What a JSON round trip would change: numbers beyond 64 bits or f64, `1.0`, `-0`,
+    // escapes, duplicate keys, key order and spacing.
+    let text = format!(
+        "{{\n  \"numStartups\": 123456789012345678901234567890,\n  \"huge\": 1e400,\n  \"precise\": 0.1000000000000000055511151231257827,\n  \"one\": 1.0, \"neg\": -0,\n  \"name\": \"caf\\u00e9\",\n  \"dup\": 1,\n  \"dup\": 2,\n  \"mcpServers\": {{\n    \"fs\": {{\"command\": \"npx\", \"args\": [\"-y\", \"fs\"], \"env\": {{\"N\": 98765432109876543210}}}}\n  }},\n  \"projects\": {{\n    {key}: {{\"allowedTools\": [], \"big\": 1E+400}}\n  }}\n}}\n"
+    );
+    m.write(".claude.json", &text);
+    let out = m.setup(&["--yes", "--client", "claude-code", "--switch-off-others"]);
+    assert!(out.ok, "{}", out.text);
+    let after = std::fs::read_to_string(m.home().join(".claude.json")).unwrap();
+    for kept in [
+        "\"numStartups\": 123456789012345678901234567890,",
+        "\"huge\": 1e400,",
+        "\"precise\": 0.1000000000000000055511151231257827,",
+        "\"one\": 1.0, \"neg\": -0,",
+        "\"name\": \"caf\\u00e9\",",
+        "\"dup\": 1,\n  \"dup\": 2,",
+        "\"fs\": {\"command\": \"npx\", \"args\": [\"-y\", \"fs\"], \"env\": {\"N\": 98765432109876543210}}",
+        "\"allowedTools\": [], \"big\": 1E+400",
+    ] {
+        assert!(after.contains(kept), "lost {kept}:\n{after}");
+    }
+    assert!(after.contains("\"disabledMcpServers\": ["), "{after}");
+    // Undo gives the very bytes back.
+    assert!(m.setup(&["--undo", "--yes"]).ok);
+    assert_eq!(
+        std::fs::read_to_string(m.home().join(".claude.json")).unwrap(),
+        text
+    );
+}
+
 #[test]
 fn command_and_name_can_be_chosen() {
     let m = Machine::new("cmd");

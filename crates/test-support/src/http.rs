@@ -18,6 +18,9 @@ pub struct HttpServer {
     /// `http://127.0.0.1:PORT/mcp`
     pub url: String,
     pub port: u16,
+    /// A bearer token [`HttpServer::get`] sends (`/metrics` requires one on a server that
+    /// requires tokens).
+    pub token: Option<String>,
     config: TempConfig,
 }
 
@@ -69,6 +72,7 @@ impl HttpServer {
                     base,
                     url,
                     port,
+                    token: None,
                     config,
                 });
             }
@@ -165,13 +169,13 @@ impl HttpServer {
         }
     }
 
-    /// GET `path` (no credentials); status and body.
+    /// GET `path` (with [`HttpServer::token`], if set); status and body.
     pub async fn get(&self, path: &str) -> (u16, String) {
-        let r = reqwest::Client::new()
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .expect("GET");
+        let mut req = reqwest::Client::new().get(format!("{}{path}", self.base));
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let r = req.send().await.expect("GET");
         let status = r.status().as_u16();
         (status, r.text().await.unwrap_or_default())
     }

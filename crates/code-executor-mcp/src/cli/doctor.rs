@@ -52,6 +52,26 @@ pub(super) async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
                 }
                 None => {}
             }
+            // The audit log as the server would open it: a deployment must not lose its
+            // trail silently (docs/container.md).
+            if !settings.audit.enabled {
+                say("audit log: off (audit.enabled is false)");
+            } else {
+                match crate::policy::audit::AuditLog::open(&settings.audit) {
+                    Ok(log) => say(&format!(
+                        "audit log: {}",
+                        log.path()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default()
+                    )),
+                    Err(e) => {
+                        healthy = false;
+                        say(&format!(
+                            "audit log: FAILED: {e}; the server would serve without its audit trail and /readyz would fail: mount a writable volume for it (docs/container.md), set audit.path, or set audit.enabled to false"
+                        ));
+                    }
+                }
+            }
             say("permissions code may be granted (the ceiling; a call asks with `permissions`):");
             for line in settings.permissions.describe() {
                 say(&format!("  {line}"));

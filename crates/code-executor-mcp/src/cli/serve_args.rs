@@ -34,6 +34,10 @@ pub(super) struct ServeArgs {
     /// allowed host).
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
+    /// Also serve GET /metrics, without a token, on ADDR (a port that only the metrics
+    /// scraper reaches); on --http's address /metrics requires the token as /mcp does.
+    #[arg(long, value_name = "ADDR", env = "CODE_EXECUTOR_METRICS_ADDR")]
+    metrics_addr: Option<String>,
     /// Largest request body in bytes (larger: 413).
     #[arg(long, value_name = "BYTES", default_value_t = crate::http::HttpLimits::default().max_body_bytes)]
     max_body_bytes: usize,
@@ -79,6 +83,7 @@ impl ServeArgs {
             oauth_scopes: self.oauth_scopes.clone(),
             allowed_hosts: self.allowed_hosts.clone(),
             allowed_origins: self.allowed_origins.clone(),
+            metrics_addr: self.metrics_addr.clone(),
             limits: crate::http::HttpLimits {
                 max_body_bytes: self.max_body_bytes,
                 max_connections: self.max_connections,

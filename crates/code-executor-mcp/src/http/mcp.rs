@@ -17,7 +17,7 @@ use super::guard::{self, SessionUse};
 use super::{Body, State, busy, full, prune_sessions, rpc_error, shim};
 use crate::principal::Principal;
 
-fn unauthorized(state: &State, err: &AuthError) -> Response<Body> {
+pub(super) fn unauthorized(state: &State, err: &AuthError) -> Response<Body> {
     let reason = match err {
         AuthError::Missing => "missing",
         AuthError::InvalidToken(_) => "invalid_token",
@@ -49,6 +49,72 @@ fn unauthorized(state: &State, err: &AuthError) -> Response<Body> {
         r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
     }
     r
+}
+
+/// What the request's body was, for the JSON-RPC error code of a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyWas {
+    /// Not read (not a POST, or refused before).
+    Unread,
+    NotJson,
+    Json,
+}
+
+/// Largest plain-text refusal body of rmcp's read to become a JSON-RPC error message.
+const MAX_PLAIN_REFUSAL_BYTES: u64 = 4096;
+
+/// The JSON-RPC error code of a refusal with this HTTP status (docs/http.md, "Errors"),
+/// the codes the MCP SDKs use for the same refusals.
+fn rpc_code(status: StatusCode, body: BodyWas) -> i64 {
+    match status.as_u16() {
+        400 if body == BodyWas::NotJson => -32700,
+        400 | 408 | 413 | 422 => -32600,
+        401 | 403 => -32001,
+        404 => -32001,
+        500..=599 => -32603,
+        _ => -32000,
+    }
+}
+
+/// Every refusal of `/mcp` is a JSON-RPC error (`Content-Type: application/json`, `"id":
+/// null`) with its HTTP status and headers (`Allow`, `WWW-Authenticate`, ...): rmcp answers
+/// some (405, 406, 415, 400 for headers, 404 for an unknown session) in plain text, whose
+/// text becomes the error's message. A JSON answer, or a success, passes as it is.
+async fn as_rpc_error(r: Response<Body>, body: BodyWas) -> Response<Body> {
+    let status = r.status();
+    let is_json = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    if status.is_success()
+        || status.is_informational()
+        || is_json
+        || hyper::body::Body::size_hint(r.body())
+            .upper()
+            .is_none_or(|n| n > MAX_PLAIN_REFUSAL_BYTES)
+    {
+        return r;
+    }
+    let (mut parts, old) = r.into_parts();
+    let text = old
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    let message = String::from_utf8_lossy(&text).trim().to_string();
+    let message = if message.is_empty() {
+        status.canonical_reason().unwrap_or("refused").to_string()
+    } else {
+        message
+    };
+    let v = json!({"jsonrpc": "2.0", "id": null, "error": {"code": rpc_code(status, body), "message": message}});
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, full(v.to_string()))
 }
 
 /// The method and id of a JSON-RPC request body (not of a batch or a notification).
@@ -185,10 +251,10 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
     if let Some(id) = &session
         && state.transport.check(id, principal.as_ref()) == SessionUse::Foreign
     {
-        // Byte for byte rmcp's answer for a session that does not exist.
+        // Byte for byte our answer for a session that does not exist (rmcp's, made JSON-RPC).
         let mut r = Response::new(full("Not Found: Session not found"));
         *r.status_mut() = StatusCode::NOT_FOUND;
-        return r;
+        return as_rpc_error(r, BodyWas::Unread).await;
     }
     let bytes = if parts.method == Method::POST {
         let limited = Limited::new(body, state.limits.max_body_bytes);
@@ -234,6 +300,19 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
     } else {
         Bytes::new()
     };
+    let body_was = if parts.method != Method::POST {
+        BodyWas::Unread
+    } else if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() {
+        BodyWas::NotJson
+    } else {
+        BodyWas::Json
+    };
+    let declared_json = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
     let (method, request_id) = head_of(&bytes);
     let opens_session = parts.method == Method::POST
         && session.is_none()
@@ -282,6 +361,19 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
     let started = std::time::Instant::now();
     let req = Request::from_parts(parts, Full::new(bytes));
     let response = state.mcp.handle(req).await;
+    // rmcp answers a body it cannot read as a JSON-RPC message 415, like a wrong
+    // Content-Type; with the right Content-Type it is a malformed request: 400.
+    let response = if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE
+        && declared_json
+        && body_was != BodyWas::Unread
+    {
+        let (mut parts, body) = response.into_parts();
+        parts.status = StatusCode::BAD_REQUEST;
+        Response::from_parts(parts, body)
+    } else {
+        response
+    };
+    let response = as_rpc_error(response, body_was).await;
     let response = shim::outbound(
         task_shim.clone(),
         state.core.policy.redactor.clone(),

@@ -8,7 +8,8 @@
 //! accept ── over --max-connections? ──> 503 busy, connection closed
 //!   │  header read timeout (also the keep-alive idle timeout)
 //! route: /healthz /readyz (no checks) ─ everything else: Host, Origin (403)
-//!   │  /metrics  /.well-known/oauth-protected-resource[/mcp]
+//!   │  /metrics (the token, when the server requires one)
+//!   │  /.well-known/oauth-protected-resource[/mcp]
 //! /mcp: shutting down? 503 ─ authenticate (401 / 403 + WWW-Authenticate) ─ bearer removed
 //!   │  Mcp-Session-Id of another principal? 404 like an unknown one
 //!   │  body: read within the time and size caps (408, 413)
@@ -120,6 +121,8 @@ pub struct HttpOptions {
     pub oauth_scopes: Vec<String>,
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
+    /// A second address serving only `GET /metrics`, without a token (for a scraper).
+    pub metrics_addr: Option<String>,
     pub limits: HttpLimits,
 }
 
@@ -260,6 +263,20 @@ pub async fn serve(
         resource,
         shutting_down: AtomicBool::new(false),
     });
+    // Bound before the "serving MCP" line, so that line means both listen.
+    let metrics_listener = match &opts.metrics_addr {
+        Some(addr) => {
+            let l = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} (--metrics-addr)"))?;
+            tracing::info!(
+                "serving /metrics without a token on http://{}/metrics",
+                l.local_addr().map(|a| a.to_string()).unwrap_or_default()
+            );
+            Some(tokio::spawn(serve_metrics(l, Arc::downgrade(&state))))
+        }
+        None => None,
+    };
     tracing::info!(
         auth = if state.require_auth {
             let mut ways = vec![];
@@ -374,6 +391,9 @@ pub async fn serve(
     while core.policy.admission.in_flight() > 0 && tokio::time::Instant::now() < ends_by {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    if let Some(task) = metrics_listener {
+        task.abort();
+    }
     core.runtime.sessions().end_all(&core.policy.audit);
     core.policy.audit.flush();
     tracing::info!("shut down");
@@ -450,6 +470,57 @@ async fn serve_connection(stream: TcpStream, state: Arc<State>, mut stop: watch:
         .metrics
         .connections_open
         .fetch_sub(1, Ordering::Relaxed);
+}
+
+/// `--metrics-addr`: `GET /metrics` without a token and nothing else, each connection in a
+/// task of its own (a scraper's load); it ends with the server.
+async fn serve_metrics(listener: TcpListener, state: std::sync::Weak<State>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::task::yield_now().await;
+            continue;
+        };
+        let state = state.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let state = state.clone();
+                async move {
+                    let Some(state) = state.upgrade() else {
+                        return Ok::<_, Infallible>(busy("the server is shutting down"));
+                    };
+                    Ok(
+                        if req.method() == Method::GET && req.uri().path() == "/metrics" {
+                            metrics_page(&state).await
+                        } else {
+                            rpc_error(
+                                StatusCode::NOT_FOUND,
+                                -32000,
+                                "not found: this address serves only GET /metrics",
+                            )
+                        },
+                    )
+                }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(10))
+                .serve_connection(TokioIo::new(stream), svc);
+            let _ = conn.await;
+        });
+    }
+}
+
+async fn metrics_page(state: &State) -> Response<Body> {
+    let text = state
+        .metrics
+        .render(&state.core, state.transport.count())
+        .await;
+    let mut r = Response::new(full(text));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    r
 }
 
 /// The answer to a connection over the cap: one 503 and close.
@@ -535,16 +606,18 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
     }
     match path.as_str() {
         "/metrics" if req.method() == Method::GET => {
-            let text = state
-                .metrics
-                .render(&state.core, state.transport.count())
-                .await;
-            let mut r = Response::new(full(text));
-            r.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-            );
-            r
+            // A server that requires a token requires it here too: the page names the
+            // upstream servers and shows the load (docs/http.md, "Operations").
+            if state.require_auth {
+                let value = req
+                    .headers()
+                    .get(header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok());
+                if let Err(e) = state.auth.authenticate(value).await {
+                    return mcp::unauthorized(state, &e);
+                }
+            }
+            metrics_page(state).await
         }
         "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp"
             if req.method() == Method::GET =>
@@ -588,6 +661,11 @@ async fn readiness(state: &State) -> Response<Body> {
                 None => format!("{} pool is warming up", p.language),
             });
         }
+    }
+    if let Some(why) = state.core.policy.audit.problem() {
+        problems.push(format!(
+            "the audit log is not written ({why}): mount a writable volume for it, or set audit.enabled to false"
+        ));
     }
     if let Some(o) = &state.auth.oauth
         && !o.has_keys()

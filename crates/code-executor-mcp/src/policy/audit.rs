@@ -331,6 +331,9 @@ pub struct AuditLog {
     log_arguments: bool,
     /// Takes the configured secrets out of every line (an upstream's error, arguments).
     redactor: std::sync::Arc<super::redact::Redactor>,
+    /// Why the enabled log could not be opened (it then writes nothing): `/readyz`,
+    /// `health` and `doctor` say so, so a deployment never loses its trail silently.
+    open_error: Option<String>,
 }
 
 struct Queued {
@@ -338,6 +341,8 @@ struct Queued {
     max_bytes: u64,
     queue: String,
     since: Option<std::time::Instant>,
+    /// The last write's failure, until a write succeeds again.
+    last_error: Option<String>,
 }
 
 /// Queued lines are written at the latest with the next line after this long.
@@ -363,7 +368,28 @@ impl AuditLog {
             path: None,
             log_arguments: false,
             redactor: Default::default(),
+            open_error: None,
         }
+    }
+
+    /// An enabled audit log that could not be opened: it writes nothing, and
+    /// [`AuditLog::problem`] says why.
+    pub fn unavailable(why: String) -> Self {
+        let mut log = AuditLog::disabled();
+        log.open_error = Some(why);
+        log
+    }
+
+    /// Why audit lines are being lost, if they are: the log is enabled but could not be
+    /// opened, or its last write failed. `None` when it writes, or is disabled on purpose.
+    pub fn problem(&self) -> Option<String> {
+        if let Some(e) = &self.open_error {
+            return Some(e.clone());
+        }
+        self.sink
+            .lock()
+            .ok()
+            .and_then(|g| g.as_ref().and_then(|q| q.last_error.clone()))
     }
 
     /// Opens (creating, 0600) the file the settings name.
@@ -384,10 +410,12 @@ impl AuditLog {
                 max_bytes: settings.max_bytes.max(4096),
                 queue: String::new(),
                 since: None,
+                last_error: None,
             })),
             path: Some(path),
             log_arguments: settings.log_arguments,
             redactor: Default::default(),
+            open_error: None,
         })
     }
 
@@ -463,14 +491,16 @@ impl Queued {
         }
         let queue = std::mem::take(&mut self.queue);
         self.since = None;
-        if self.sink.written + queue.len() as u64 <= self.max_bytes {
-            write_line(&mut self.sink, self.max_bytes, &queue);
+        let result = if self.sink.written + queue.len() as u64 <= self.max_bytes {
+            write_line(&mut self.sink, self.max_bytes, &queue)
         } else {
             // Line by line, so the file rotates between lines.
-            for line in queue.split_inclusive('\n') {
-                write_line(&mut self.sink, self.max_bytes, line);
-            }
-        }
+            queue
+                .split_inclusive('\n')
+                .map(|line| write_line(&mut self.sink, self.max_bytes, line))
+                .fold(Ok(()), Result::and)
+        };
+        self.last_error = result.err();
     }
 }
 
@@ -480,15 +510,24 @@ impl Drop for AuditLog {
     }
 }
 
-fn write_line(sink: &mut Sink, max_bytes: u64, line: &str) {
+/// Writes one line (rotating first when it would pass `max_bytes`); a failure is logged
+/// and returned, for [`AuditLog::problem`].
+fn write_line(sink: &mut Sink, max_bytes: u64, line: &str) -> Result<(), String> {
     if sink.written + line.len() as u64 > max_bytes
         && let Err(e) = rotate(sink)
     {
         tracing::warn!("audit log rotation failed: {e}");
     }
     match sink.file.write_all(line.as_bytes()) {
-        Ok(()) => sink.written += line.len() as u64,
-        Err(e) => tracing::warn!("audit log write failed ({}): {e}", sink.path.display()),
+        Ok(()) => {
+            sink.written += line.len() as u64;
+            Ok(())
+        }
+        Err(e) => {
+            let why = format!("cannot write {}: {e}", sink.path.display());
+            tracing::warn!("audit log write failed: {why}");
+            Err(why)
+        }
     }
 }
 

@@ -52,7 +52,8 @@ pub struct Policy {
 
 impl Policy {
     /// From the settings' parts (the composition root, `lib.rs`, takes them from
-    /// `config::Settings`); an audit log that cannot be opened is reported and left off.
+    /// `config::Settings`); an audit log that cannot be opened is reported, here and by
+    /// [`audit::AuditLog::problem`] to `/readyz`, `health` and `doctor`.
     pub fn new(
         rules: ToolPolicy,
         execution: ExecutionLimits,
@@ -60,9 +61,14 @@ impl Policy {
         admission: admission::AdmissionSettings,
         scratch: Option<std::path::PathBuf>,
     ) -> Policy {
+        // Serving on without the log is a choice made visible, not a silent one: `/readyz`
+        // fails, `health` and `doctor` report it (docs/container.md); `audit.enabled:
+        // false` turns it off on purpose.
         let audit = audit::AuditLog::open(audit).unwrap_or_else(|e| {
-            tracing::warn!("audit log disabled: {e}");
-            audit::AuditLog::disabled()
+            tracing::error!(
+                "audit log NOT written: {e}; give it a writable place (audit.path, XDG_STATE_HOME, a volume) or set audit.enabled to false"
+            );
+            audit::AuditLog::unavailable(e)
         });
         Policy {
             rules: Arc::new(rules),

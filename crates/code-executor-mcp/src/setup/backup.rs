@@ -4,7 +4,15 @@
 //! directory, holding a copy of every file as it was before (0600) and `manifest.json`:
 //! the path, the copy (none when the file did not exist) and the SHA-256 of what we wrote.
 //! `--undo` restores the newest run not yet undone: a file changed since we wrote it is left
-//! alone (the person's or the client's newer edits win) unless `--force`.
+//! alone (the person's or the client's newer edits win) unless `--force`, and then its text
+//! is first kept beside the backups (`<copy>.at-undo`), so nothing is lost.
+//!
+//! Undo removes nothing setup did not create. A backed-up file is restored through a
+//! symbolic link (the link stays, its target gets the old text). A file setup created is
+//! removed only where setup created it (the manifest records the real path it wrote): once
+//! the person moved it (into dotfiles, linked back; or its directory replaced by a link
+//! elsewhere), it is theirs, and undo says so and leaves it. A dangling link is reported and
+//! left as it is, even with `--force`.
 //!
 //! Writes are atomic (a temporary file in the same directory, then `rename`), keep the
 //! file's permissions (a new file gets 0600: these files hold tokens), and go through a
@@ -35,7 +43,14 @@ pub struct BackedUp {
     pub backup: Option<String>,
     /// SHA-256 (hex) of the text we wrote.
     pub written: String,
+    /// For a file setup created: the real path (links resolved) it was written to; undo
+    /// removes the file only there. `None` in manifests of version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<PathBuf>,
 }
+
+/// The manifest version this build writes (2 added `created_at`).
+const MANIFEST_VERSION: u32 = 2;
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -123,7 +138,7 @@ pub fn apply(config_dir: &Path, changes: &[&FileChange]) -> anyhow::Result<PathB
         .with_context(|| format!("cannot create the backup directory {}", dir.display()))?;
     let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
     let mut manifest = Manifest {
-        version: 1,
+        version: MANIFEST_VERSION,
         created: stamp(),
         files: Vec::new(),
         undone: false,
@@ -148,6 +163,7 @@ pub fn apply(config_dir: &Path, changes: &[&FileChange]) -> anyhow::Result<PathB
             path: c.path.clone(),
             backup,
             written: sha256_hex(c.after.as_bytes()),
+            created_at: c.before.is_none().then(|| real_path(&c.path)),
         });
     }
     let text = serde_json::to_vec_pretty(&manifest)?;
@@ -187,19 +203,57 @@ pub fn latest(config_dir: &Path) -> anyhow::Result<Option<(PathBuf, Manifest)>> 
 /// One file's undo.
 pub struct Restore {
     pub path: PathBuf,
-    /// The text it has now (`None`: gone).
+    /// The text it has now (`None`: gone, or not readable through a dangling link).
     pub now: Option<String>,
     /// The text it gets back (`None`: it did not exist; it is removed).
     pub back: Option<String>,
     /// Changed since we wrote it.
     pub changed_since: bool,
+    /// Why undo must not touch it, even with `--force` (it would remove or write what
+    /// setup did not create).
+    pub keep: Option<String>,
+    /// Where its current text is kept before a forced undo overwrites or removes it.
+    pub save_as: PathBuf,
+}
+
+/// Where a path leads now.
+enum Lead {
+    /// Nothing there.
+    Missing,
+    /// A symbolic link whose target does not exist.
+    Dangling(PathBuf),
+    /// Something there; the real path with links resolved, and whether the path itself
+    /// is a symbolic link.
+    Present { real: PathBuf, link: bool },
+}
+
+fn lead(path: &Path) -> Lead {
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Lead::Missing,
+        Ok(m) => match std::fs::canonicalize(path) {
+            Ok(real) => Lead::Present {
+                real,
+                link: m.file_type().is_symlink(),
+            },
+            Err(_) => Lead::Dangling(std::fs::read_link(path).unwrap_or_default()),
+        },
+    }
+}
+
+/// The real path of a file (links resolved); the path itself when it cannot be resolved.
+fn real_path(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 pub fn restores(dir: &Path, m: &Manifest) -> anyhow::Result<Vec<Restore>> {
     use anyhow::Context;
     let mut out = Vec::new();
-    for f in &m.files {
-        let now = super::clients::read_existing(&f.path)?;
+    for (i, f) in m.files.iter().enumerate() {
+        let lead = lead(&f.path);
+        let now = match &lead {
+            Lead::Dangling(_) => None,
+            _ => super::clients::read_existing(&f.path)?,
+        };
         let back = match &f.backup {
             Some(name) => Some(
                 String::from_utf8(crate::config::read::read_bytes(
@@ -212,21 +266,60 @@ pub fn restores(dir: &Path, m: &Manifest) -> anyhow::Result<Vec<Restore>> {
         };
         let changed_since =
             now.as_ref().map(|t| sha256_hex(t.as_bytes())) != Some(f.written.clone());
+        let keep = match (&lead, &f.backup) {
+            (Lead::Dangling(to), _) => Some(format!(
+                "is a symbolic link to {}, which does not exist (moved?); left as it is: point the link at the file and run --undo again",
+                to.display()
+            )),
+            (Lead::Present { real, link }, None) => {
+                let moved = match &f.created_at {
+                    Some(at) => at != real,
+                    // Version 1 recorded no place: a link means the person put it there.
+                    None => *link,
+                };
+                moved.then(|| format!(
+                    "setup created it, but it is now {} (moved or linked since); it is yours, so undo does not remove it: delete the \"code-executor\" entry by hand if you no longer want it",
+                    real.display()
+                ))
+            }
+            _ => None,
+        };
+        let save_as = dir.join(format!(
+            "{i}-{}.at-undo",
+            f.path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        ));
         out.push(Restore {
             path: f.path.clone(),
             now,
             back,
             changed_since,
+            keep,
+            save_as,
         });
     }
     Ok(out)
 }
 
-/// Puts one file back.
+/// Puts one file back. A file changed since setup wrote it (restored with `--force`) is
+/// first copied to `save_as`. Never called for a restore with `keep`.
 pub fn restore(r: &Restore) -> std::io::Result<()> {
+    if r.keep.is_some() {
+        return Ok(());
+    }
+    if r.changed_since
+        && let Some(now) = &r.now
+    {
+        write_atomic(&r.save_as, now.as_bytes())?;
+    }
     match &r.back {
         Some(text) => write_atomic(&r.path, text.as_bytes()),
-        None => match std::fs::remove_file(target(&r.path)) {
+        // `keep` is unset: the file is where setup created it (through a link that was
+        // there before, the link's target is what setup created); remove that file, and
+        // leave every link as it is.
+        None => match std::fs::remove_file(real_path(&r.path)) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             other => other,
         },

@@ -349,13 +349,14 @@ fn claude_code_others(
 ) -> Result<Vec<String>, PlanError> {
     let key = sources::project_key(&want.places.cwd);
     let mut names = plan.others.clone();
-    if let Some(Value::Object(local)) = doc
+    if let Some(local) = doc
         .root
-        .get("projects")
-        .and_then(|p| p.get(key.to_string_lossy().as_ref()))
-        .and_then(|p| p.get("mcpServers"))
+        .child("projects")
+        .and_then(|p| p.child(key.to_string_lossy().as_ref()))
+        .and_then(|p| p.child("mcpServers"))
     {
-        for (n, v) in local {
+        for (n, v) in local.entries() {
+            let v = v.unwrap_or(Value::Null);
             let command = v.get("command").and_then(Value::as_str).unwrap_or("");
             let args: Vec<String> = v
                 .get("args")
@@ -367,10 +368,10 @@ fn claude_code_others(
                 })
                 .unwrap_or_default();
             if n != want.name
-                && !names.contains(n)
+                && !names.contains(&n)
                 && !crate::config::launches_self(command, &args, want.self_exe)
             {
-                names.push(n.clone());
+                names.push(n);
             }
         }
     }
@@ -395,8 +396,8 @@ fn gemini_switch_off(found: &Found, plan: &mut ClientPlan) -> Result<(), PlanErr
     for name in &plan.others {
         let id = name.trim().to_lowercase();
         let off = json!({"enabled": false});
-        if doc.root.get(&id) != Some(&off) {
-            doc.root.insert(id, off);
+        if doc.root.get(&id).as_ref() != Some(&off) {
+            doc.root.set(&id, off);
             plan.switched_off.push(name.clone());
         }
     }

@@ -1,13 +1,17 @@
 //! Pure edits of one client file: the text before -> the text after. Nothing here touches
 //! the file system, so every client's shape is tested by value.
 //!
-//! JSON files are rewritten with the indentation they had (Claude Code, Gemini CLI and the
-//! editors write `JSON.stringify(x, null, 2)`), keys in their order, the final newline kept
-//! or left out as before. A JSON file with comments (VS Code allows them) is refused rather
+//! JSON files are edited as text ([`json_text`]): every value setup does not set keeps its
+//! exact bytes (numbers beyond 64 bits, `1e400`, `-0`, escapes, key order, duplicates,
+//! spacing), and what setup adds takes the file's indentation (Claude Code, Gemini CLI and
+//! the editors write `JSON.stringify(x, null, 2)`); the final newline is kept or left out as
+//! before. A JSON file with comments (VS Code allows them) is refused rather
 //! than rewritten without them. Codex's TOML is edited in place with `toml_edit`, so its
 //! comments and layout survive.
 
 use serde_json::{Map, Value};
+
+use super::json_text::{self, Obj, Style};
 
 /// What we add: one stdio server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,11 +63,14 @@ pub fn json_entry(shape: EntryShape, launch: &Launch) -> Value {
     Value::Object(m)
 }
 
-/// A parsed JSON document and how it was written.
+/// A JSON document edited in place ([`json_text`]): what setup does not set keeps its exact
+/// text, the file's indentation and final newline included.
 pub struct JsonDoc {
-    pub root: Map<String, Value>,
-    indent: Vec<u8>,
-    final_newline: bool,
+    pub root: Obj,
+    style: Style,
+    /// The text before and after the top object (whitespace, the final newline).
+    before: String,
+    after: String,
 }
 
 impl JsonDoc {
@@ -72,61 +79,54 @@ impl JsonDoc {
     pub fn parse(text: Option<&str>, jsonc: bool, snippet: &str) -> Result<JsonDoc, EditError> {
         let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
             return Ok(JsonDoc {
-                root: Map::new(),
-                indent: b"  ".to_vec(),
-                final_newline: true,
+                root: Obj::default(),
+                style: Style {
+                    indent: "  ".into(),
+                    pretty: true,
+                },
+                before: String::new(),
+                after: "\n".into(),
             });
         };
         if jsonc && crate::config::sources::strip_json_comments(text) != text {
             return Err(EditError::Comments(snippet.to_string()));
         }
-        let root: Value = serde_json::from_str(text).map_err(|e| EditError::Json(e.to_string()))?;
-        let Value::Object(root) = root else {
+        let Some((before, root, after)) = json_text::parse(text)? else {
             return Err(EditError::NotAnObject("the file".into()));
         };
         Ok(JsonDoc {
             root,
-            indent: detect_indent(text),
-            final_newline: text.ends_with('\n'),
+            style: Style {
+                indent: detect_indent(text),
+                pretty: text.trim().contains('\n'),
+            },
+            before,
+            after,
         })
     }
 
     /// The object under `key`, created when missing.
-    pub fn object(&mut self, key: &str) -> Result<&mut Map<String, Value>, EditError> {
-        object_in(&mut self.root, key)
+    pub fn object(&mut self, key: &str) -> Result<&mut Obj, EditError> {
+        self.root.object(key)
     }
 
     pub fn render(&self) -> String {
-        use serde::Serialize;
-        let mut out = Vec::new();
-        let fmt = serde_json::ser::PrettyFormatter::with_indent(&self.indent);
-        let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
-        // Serializing a map of JSON values into a Vec cannot fail.
-        let _ = self.root.serialize(&mut ser);
-        let mut text = String::from_utf8_lossy(&out).into_owned();
-        if self.final_newline {
-            text.push('\n');
-        }
-        text
+        format!(
+            "{}{}{}",
+            self.before,
+            self.root.render(&self.style),
+            self.after
+        )
     }
 }
 
 /// `map[key]` as an object, created when missing; an error when it is something else.
-pub fn object_in<'a>(
-    map: &'a mut Map<String, Value>,
-    key: &str,
-) -> Result<&'a mut Map<String, Value>, EditError> {
-    let v = map
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Object(Map::new()));
-    match v {
-        Value::Object(m) => Ok(m),
-        _ => Err(EditError::NotAnObject(key.to_string())),
-    }
+pub fn object_in<'a>(map: &'a mut Obj, key: &str) -> Result<&'a mut Obj, EditError> {
+    map.object(key)
 }
 
 /// The indentation unit of a pretty-printed JSON text (two spaces when it is not indented).
-fn detect_indent(text: &str) -> Vec<u8> {
+fn detect_indent(text: &str) -> String {
     text.lines()
         .skip(1)
         .map(|l| {
@@ -135,27 +135,28 @@ fn detect_indent(text: &str) -> Vec<u8> {
                 .collect::<String>()
         })
         .find(|i| !i.is_empty())
-        .map(String::into_bytes)
-        .unwrap_or_else(|| b"  ".to_vec())
+        .unwrap_or_else(|| "  ".to_string())
 }
 
 /// Puts our entry under `servers[name]`. An entry that already launches the same command
 /// with the same arguments is left as it is (the user may have added `env`); one that
 /// launches something else gets our command and arguments, its other keys kept.
 /// Returns whether anything changed.
-pub fn put_json_entry(servers: &mut Map<String, Value>, name: &str, entry: Value) -> bool {
+pub fn put_json_entry(servers: &mut Obj, name: &str, entry: Value) -> bool {
     let Value::Object(want) = entry else {
         return false;
     };
-    match servers.get_mut(name) {
-        Some(Value::Object(have)) => {
-            let args = have.get("args").cloned().unwrap_or(Value::Array(vec![]));
-            if have.get("command") == want.get("command") && Some(&args) == want.get("args") {
+    match servers.child_mut(name) {
+        Some(have) => {
+            let args = have.get("args").unwrap_or(Value::Array(vec![]));
+            if have.get("command").as_ref() == want.get("command")
+                && Some(&args) == want.get("args")
+            {
                 return false;
             }
             for key in ["type", "command", "args"] {
                 if let Some(v) = want.get(key) {
-                    have.insert(key.to_string(), v.clone());
+                    have.set(key, v.clone());
                 }
             }
             // A URL entry of that name turned into ours: its transport keys would contradict.
@@ -164,8 +165,8 @@ pub fn put_json_entry(servers: &mut Map<String, Value>, name: &str, entry: Value
             }
             true
         }
-        _ => {
-            servers.insert(name.to_string(), Value::Object(want));
+        None => {
+            servers.set(name, Value::Object(want));
             true
         }
     }
@@ -173,13 +174,13 @@ pub fn put_json_entry(servers: &mut Map<String, Value>, name: &str, entry: Value
 
 /// Sets `disabled: true` on each named entry that is not already disabled; returns the
 /// names it switched off.
-pub fn disable_json_entries(servers: &mut Map<String, Value>, names: &[String]) -> Vec<String> {
+pub fn disable_json_entries(servers: &mut Obj, names: &[String]) -> Vec<String> {
     let mut done = Vec::new();
     for name in names {
-        if let Some(Value::Object(e)) = servers.get_mut(name)
-            && e.get("disabled") != Some(&Value::Bool(true))
+        if let Some(e) = servers.child_mut(name)
+            && e.get("disabled") != Some(Value::Bool(true))
         {
-            e.insert("disabled".into(), Value::Bool(true));
+            e.set("disabled", Value::Bool(true));
             done.push(name.clone());
         }
     }
@@ -188,25 +189,8 @@ pub fn disable_json_entries(servers: &mut Map<String, Value>, names: &[String]) 
 
 /// Adds the names missing from the string list `map[key]` (created when missing); returns
 /// those it added.
-pub fn add_to_list(
-    map: &mut Map<String, Value>,
-    key: &str,
-    names: &[String],
-) -> Result<Vec<String>, EditError> {
-    let v = map
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Array(vec![]));
-    let Value::Array(list) = v else {
-        return Err(EditError::NotAnObject(key.to_string()));
-    };
-    let mut added = Vec::new();
-    for n in names {
-        if !list.iter().any(|x| x.as_str() == Some(n)) {
-            list.push(Value::from(n.clone()));
-            added.push(n.clone());
-        }
-    }
-    Ok(added)
+pub fn add_to_list(map: &mut Obj, key: &str, names: &[String]) -> Result<Vec<String>, EditError> {
+    map.add_to_list(key, names)
 }
 
 /// Codex's `config.toml`: `[mcp_servers.<name>]` with `command` and, when there are any,
@@ -318,29 +302,27 @@ mod tests {
             json_entry(EntryShape::Plain, &launch()),
         );
         let out = doc.render();
-        assert!(!out.ends_with('\n'));
-        assert!(
-            out.starts_with("{\n    \"z\": 1,\n    \"a\": {\n        \"b\": ["),
-            "{out}"
-        );
-        let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(
-            v["mcpServers"]["ce"]["command"],
-            "/opt/cem/code-executor-mcp"
+            out,
+            "{\n    \"z\": 1,\n    \"a\": {\"b\": [1, 2]},\n    \"mcpServers\": {\n        \"ce\": {\n            \"command\": \"/opt/cem/code-executor-mcp\",\n            \"args\": []\n        }\n    }\n}"
         );
     }
 
     #[test]
     fn the_same_entry_again_changes_nothing_and_keeps_user_keys() {
-        let mut servers = Map::new();
+        let mut doc = JsonDoc::parse(None, false, "").unwrap();
+        let servers = doc.object("mcpServers").unwrap();
         assert!(put_json_entry(
-            &mut servers,
+            servers,
             "ce",
             json_entry(EntryShape::Plain, &launch())
         ));
-        servers["ce"]["env"] = json!({"K": "v"});
+        servers
+            .child_mut("ce")
+            .unwrap()
+            .set("env", json!({"K": "v"}));
         assert!(!put_json_entry(
-            &mut servers,
+            servers,
             "ce",
             json_entry(EntryShape::Plain, &launch())
         ));
@@ -349,13 +331,13 @@ mod tests {
             args: vec!["serve".into()],
         };
         assert!(put_json_entry(
-            &mut servers,
+            servers,
             "ce",
             json_entry(EntryShape::Plain, &other)
         ));
         assert_eq!(
-            servers["ce"],
-            json!({"command": "/new/path", "args": ["serve"], "env": {"K": "v"}})
+            servers.get("ce"),
+            Some(json!({"command": "/new/path", "args": ["serve"], "env": {"K": "v"}}))
         );
     }
 
@@ -372,6 +354,24 @@ mod tests {
                 .object("mcpServers")
                 .is_err()
         );
+    }
+
+    #[test]
+    fn codex_edit_keeps_every_value_it_does_not_own_byte_identical() {
+        let text = "# mine\nbig = 9223372036854775807\nf = 0.1000000000000000055511151231257827\ne = 1e300\nz = -0.0\none = 1.0\ns = \"\\u00e9\"\nh = 0xDEAD_beef\n\n[mcp_servers.fs]\ncommand = \"npx\"\nenv = { N = 123456789, T = 1979-05-27T07:32:00Z }\n";
+        let (out, _, changed) = codex_edit(Some(text), "ce", &launch(), &[]).unwrap();
+        assert!(changed);
+        assert!(out.starts_with(text), "{out}");
+        // Beyond 64 bits (or f64) TOML itself has no number: refused, nothing rewritten.
+        for bad in ["n = 123456789012345678901234567890\n", "e = 1e400\n"] {
+            assert!(
+                matches!(
+                    codex_edit(Some(bad), "ce", &launch(), &[]),
+                    Err(EditError::Toml(_))
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

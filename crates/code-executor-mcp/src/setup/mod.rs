@@ -15,6 +15,7 @@
 pub mod backup;
 pub mod clients;
 pub mod edit;
+pub mod json_text;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -379,6 +380,11 @@ fn undo(args: &SetupArgs, config_dir: &Path, interactive: bool) -> anyhow::Resul
     let restores = backup::restores(&dir, &manifest)?;
     let mut blocked: Vec<PathBuf> = Vec::new();
     for r in &restores {
+        if let Some(why) = &r.keep {
+            say(&format!("\n{}: {why}", r.path.display()));
+            blocked.push(r.path.clone());
+            continue;
+        }
         if r.changed_since && !args.force {
             say(&format!(
                 "\n{}: changed since setup wrote it; left alone (--force restores it anyway)",
@@ -412,6 +418,13 @@ fn undo(args: &SetupArgs, config_dir: &Path, interactive: bool) -> anyhow::Resul
     }
     for r in restores.iter().filter(|r| !blocked.contains(&r.path)) {
         backup::restore(r).with_context(|| format!("cannot restore {}", r.path.display()))?;
+        if r.changed_since && r.now.is_some() {
+            say(&format!(
+                "{}: its text before this undo is kept in {}",
+                r.path.display(),
+                r.save_as.display()
+            ));
+        }
         say(&format!("restored {}", r.path.display()));
     }
     if blocked.is_empty() {
