@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -131,10 +132,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def ready(base: str) -> bool:
+def ready(base: str, audit_unwritable: bool) -> bool:
+    """Whether the server answers /readyz as it should: 200, or, where its home gives the audit
+    log no writable place, 503 naming the audit log (a deployment is told; it serves on)."""
     try:
         with urllib.request.urlopen(f"{base}/readyz", timeout=5) as r:
-            return r.status == 200
+            return r.status == 200 and not audit_unwritable
+    except urllib.error.HTTPError as e:
+        if e.code != 503 or not audit_unwritable:
+            return False
+        problems = json.loads(e.read() or b"{}").get("problems", [])
+        return any("audit log" in p for p in problems)
     except OSError:
         return False
 
@@ -204,7 +212,10 @@ class Cell:
                     start_new_session=True,
                 )
             deadline = time.monotonic() + READY_TIMEOUT_S
-            while not ready(base):
+            # With no home, or one it cannot write, the audit log has no place: /readyz says
+            # so (503 naming it) and the server still serves.
+            audit_unwritable = self.row.home in ("unset", "ro-mount", "ro-owned")
+            while not ready(base, audit_unwritable):
                 if server.poll() is not None or time.monotonic() > deadline:
                     return False, f"HTTP server not ready (exit {server.poll()})", tail(server_log)
                 time.sleep(0.05)
