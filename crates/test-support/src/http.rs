@@ -121,6 +121,7 @@ impl HttpServer {
                         base,
                         port,
                         config,
+                        token: None,
                     };
                 }
                 if let Ok(Some(status)) = child.try_wait() {
