@@ -234,6 +234,17 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
     } else {
         Bytes::new()
     };
+    // A body's items are counted before anything decodes it: a small body of a million
+    // elements would otherwise grow the server by hundreds of MB (`lines::shape`).
+    if bytes.len() >= crate::lines::shape::SHAPE_CHECKED_BYTES
+        && let Err(e) = crate::lines::shape::check(&bytes)
+    {
+        return rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            &format!("the request {e}; it was not read. Send less in one request"),
+        );
+    }
     let (method, request_id) = head_of(&bytes);
     let opens_session = parts.method == Method::POST
         && session.is_none()

@@ -168,6 +168,12 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// The longest message a client may send over stdio (rmcp's own default): a longer one is
+/// read and thrown away as it arrives, and a request answered with an error with its id. With
+/// the item and depth bounds of `lines::shape`, what one request can cost the server in
+/// memory is bounded (README, Limits).
+pub(crate) const MAX_REQUEST_BYTES: usize = 16 << 20;
+
 /// The stdio transport rmcp serves, with a [`Shim`] on every line between it and the
 /// client's pipes (`lines::LineTransport`).
 pub(crate) fn transport<R, W>(
@@ -181,9 +187,10 @@ where
     LineTransport::new(
         reader,
         writer,
-        rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH,
+        MAX_REQUEST_BYTES,
         Arc::new(Mutex::new(Shim::default())),
     )
+    .refusal_hint("Send less in one request")
 }
 
 impl LineFilter for Mutex<Shim> {
