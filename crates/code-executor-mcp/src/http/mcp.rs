@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::auth::AuthError;
 use super::guard::{self, SessionUse};
-use super::{Body, State, busy, full, prune_sessions, rpc_error, shim};
+use super::{Body, State, busy, full, json_response, prune_sessions, rpc_error, shim};
 use crate::principal::Principal;
 
 fn unauthorized(state: &State, err: &AuthError) -> Response<Body> {
@@ -261,6 +261,13 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
         Some(s) => shim::inbound(s, bytes),
         None => bytes,
     };
+    // JSON-RPC 2.0's answers where rmcp would give a 415 with a line of text: a parse error,
+    // or `Invalid request` with the request's id when it can be read (as over stdio).
+    if parts.method == Method::POST
+        && let Some(answer) = crate::lines::invalid_client_message(&bytes)
+    {
+        return json_response(StatusCode::BAD_REQUEST, &answer);
+    }
     if opens_session {
         if state.transport.count() >= state.limits.max_sessions {
             prune_sessions(state).await;

@@ -362,6 +362,20 @@ where
     }
 }
 
+/// What the server answers a client's message that is not a valid JSON-RPC request of MCP,
+/// the same as over stdio, for a transport that hands rmcp whole messages (an HTTP body,
+/// which rmcp would answer with a 415 and a line of text); `None`: rmcp can take it.
+pub(crate) fn invalid_client_message(text: &[u8]) -> Option<Value> {
+    let answer = match check_envelope::<()>(text) {
+        Some(Parsed::Answer(line)) => line,
+        _ => match parse::<rmcp::model::ClientJsonRpcMessage>(text, true) {
+            Parsed::Answer(line) => line,
+            Parsed::Message(_) | Parsed::Ignored => return None,
+        },
+    };
+    serde_json::from_slice(&answer).ok()
+}
+
 /// A JSON-RPC error response; `None`: `"id": null`, as JSON-RPC 2.0 wants when the id
 /// cannot be read (rmcp would leave the member out).
 fn error_line(id: Option<Value>, code: i32, message: &str) -> Vec<u8> {
