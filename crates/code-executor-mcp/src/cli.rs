@@ -425,6 +425,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (reader, writer) = rmcp::transport::stdio_pipes();
             // Duplicates of stdin and stdout, to widen them when a large message passes.
             let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok();
+            // The end of stdin ends the service at once (see below).
+            let input_ended = tokio_util::sync::CancellationToken::new();
             let transport = crate::server::legacy_tasks::transport(
                 reader,
                 writer,
@@ -433,20 +435,26 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .widening(
                 dup(std::io::stdin().as_fd()),
                 dup(std::io::stdout().as_fd()),
-            );
+            )
+            .on_input_end(input_ended.clone());
             let service = CodeExecutorServer::new(core.clone())
                 .serve(transport)
                 .await
                 .context("MCP initialization failed")?;
-            // A client that stops us with a signal instead of closing stdin (or after it)
-            // gets the same orderly end: sessions and their workspaces go, the audit is
-            // flushed.
+            // A client that stops us with a signal, or closes stdin, gets an orderly end at
+            // once: running executions are cancelled (their answers go out as errors, with
+            // nobody left to wait for them), sessions and their workspaces go, the audit is
+            // flushed, upstream children are stopped. Without this rmcp would wait up to 5 s
+            // at the end of stdin for executions still running.
             let token = service.cancellation_token();
             let watcher = tokio::spawn(async move {
                 // Awaited outside the macro: with `info` off its arguments are never
                 // evaluated, and the watcher would cancel the service at once.
-                let signal = crate::shutdown::signal().await;
-                tracing::info!("{signal}: shutting down");
+                let why = tokio::select! {
+                    signal = crate::shutdown::signal() => signal,
+                    () = input_ended.cancelled() => "the end of stdin",
+                };
+                tracing::info!("{why}: shutting down");
                 token.cancel();
             });
             let ended = service.waiting().await;

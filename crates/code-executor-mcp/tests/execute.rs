@@ -463,6 +463,71 @@ async fn in_flight_upstream_calls_are_cancelled_when_the_execution_times_out() {
     assert!(cancelled, "the upstream call was not cancelled");
 }
 
+/// The client cancelling its `tools/call` (`notifications/cancelled`) cancels the run, and
+/// the run's in-flight upstream calls, all of them, get `notifications/cancelled` in turn.
+#[tokio::test]
+async fn a_client_cancelling_its_call_cancels_every_upstream_call_of_the_run() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    let h = harness().await;
+    let file = |what: &str, i: usize| {
+        std::env::temp_dir().join(format!("cem-client-{what}-{}-{i}", std::process::id()))
+    };
+    let markers: Vec<std::path::PathBuf> = (0..2).map(|i| file("cancelled", i)).collect();
+    let started: Vec<std::path::PathBuf> = (0..2).map(|i| file("started", i)).collect();
+    for m in markers.iter().chain(&started) {
+        let _ = std::fs::remove_file(m);
+    }
+    let code = format!(
+        "await Promise.all([[{:?}, {:?}], [{:?}, {:?}]].map(([marker, started]) => tools.fx.sleep_marked({{ ms: 60000, marker, started }})));",
+        markers[0].display().to_string(),
+        started[0].display().to_string(),
+        markers[1].display().to_string(),
+        started[1].display().to_string()
+    );
+    let args = json!({"code": code, "timeoutMs": 120000});
+    let Value::Object(args) = args else {
+        unreachable!()
+    };
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("execute_typescript").with_arguments(args),
+    ));
+    let handle = h
+        .client
+        .peer()
+        .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    // Both calls reach the upstream before the client gives up (polling for the files
+    // they write when they start, not waiting for time to pass).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !started.iter().all(|m| m.exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the calls never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    handle
+        .cancel(Some("the user stopped it".into()))
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !markers.iter().all(|m| m.exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not every upstream call was cancelled: {:?}",
+            markers.iter().map(|m| m.exists()).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for m in markers.iter().chain(&started) {
+        let _ = std::fs::remove_file(m);
+    }
+    // The server goes on serving.
+    let (v, is_error) = h.exec("return 3;").await;
+    assert!(!is_error, "{v}");
+}
+
 #[tokio::test]
 async fn a_changed_upstream_tool_list_is_picked_up() {
     let h = harness().await;

@@ -318,18 +318,37 @@ async fn oversized_bodies_are_413_and_malformed_json_rpc_is_an_error_answer() {
     let r = c.post_raw(serde_json::to_vec(&big).unwrap()).await;
     assert_eq!(r.status, 413, "{r:?}");
     assert!(r.body.contains("larger than 2000 bytes"), "{}", r.body);
-    for junk in [
-        b"{not json".to_vec(),
-        b"[]".to_vec(),
-        b"{\"jsonrpc\":\"2.0\",\"id\":1}".to_vec(),
-        vec![0xff, 0xfe, 0x00],
+    // JSON-RPC 2.0's answers: a parse error, or `Invalid request` with the id when it can be
+    // read, else `"id": null`.
+    for (junk, code, id) in [
+        (b"{not json".to_vec(), -32700, Value::Null),
+        (vec![0xff, 0xfe, 0x00], -32700, Value::Null),
+        (b"[]".to_vec(), -32600, Value::Null),
+        (b"{}".to_vec(), -32600, Value::Null),
+        (b"{\"jsonrpc\":\"2.0\",\"id\":1}".to_vec(), -32600, json!(1)),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"m\",\"method\":5}".to_vec(),
+            -32600,
+            json!("m"),
+        ),
+        (
+            b"{\"jsonrpc\":\"1.0\",\"id\":3,\"method\":\"ping\"}".to_vec(),
+            -32600,
+            json!(3),
+        ),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\",\"params\":7}".to_vec(),
+            -32600,
+            json!(4),
+        ),
     ] {
         let r = c.post_raw(junk.clone()).await;
-        assert!(
-            (400..500).contains(&r.status),
-            "{:?}: {r:?}",
-            String::from_utf8_lossy(&junk)
-        );
+        let what = String::from_utf8_lossy(&junk);
+        assert_eq!(r.status, 400, "{what:?}: {r:?}");
+        let answer: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(answer["jsonrpc"], "2.0", "{what:?}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{what:?}: {answer}");
+        assert_eq!(answer.get("id"), Some(&id), "{what:?}: {answer}");
     }
     // The server is fine afterwards.
     let (v, is_error) = c.exec(json!({"code": "return 6 * 7"})).await;

@@ -546,3 +546,251 @@ async fn at_every_log_level_http_serves_until_sigterm() {
         );
     }
 }
+
+/// The built server over raw stdio lines, with the fixture upstream `fx`: what a client that
+/// is not an SDK sends it, and when it ends.
+struct Raw {
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    out: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    _config: TempConfig,
+}
+
+impl Raw {
+    /// Started and initialized (`initialize`, `notifications/initialized`).
+    async fn start() -> Raw {
+        let config = TempConfig::new(json!({ "fx": fixture_entry("fx") }));
+        let mut cmd = tokio::process::Command::new(EXE);
+        cmd.arg("--config")
+            .arg(&config.path)
+            .arg("--no-discover")
+            .env("XDG_STATE_HOME", config.dir.join("state"))
+            .env("CODE_EXECUTOR_CACHE_DIR", config.dir.join("cache"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take();
+        let out = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+            child.stdout.take().unwrap(),
+        ));
+        let mut raw = Raw {
+            child,
+            stdin,
+            out,
+            _config: config,
+        };
+        raw.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#).await;
+        assert_eq!(raw.next().await["id"], 0);
+        raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        raw
+    }
+
+    async fn send(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    /// The next message the server writes (a minute at most: a hang fails the test).
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(60), self.out.next_line())
+            .await
+            .expect("an answer within a minute")
+            .unwrap()
+            .expect("the server's output goes on");
+        serde_json::from_str(&line).unwrap()
+    }
+}
+
+/// JSON-RPC 2.0 over stdio: a line that is not JSON gets a parse error, an invalid request
+/// `Invalid request` with its id when it can be read (else `"id": null`), a request of a
+/// million elements in 2 MB is refused before it is decoded; after each the server serves
+/// the next request.
+#[tokio::test]
+async fn invalid_lines_get_json_rpc_errors_and_the_server_keeps_serving() {
+    let mut s = Raw::start().await;
+    let zeros = format!("[{}0]", "0,".repeat(1_000_000));
+    let cases = [
+        ("this is not json".to_string(), -32700, Value::Null),
+        ("{}".to_string(), -32600, Value::Null),
+        (
+            r#"{"jsonrpc":"2.0","id":"w","method":7}"#.to_string(),
+            -32600,
+            json!("w"),
+        ),
+        (
+            r#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#.to_string(),
+            -32600,
+            json!(5),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/list","params":"x"}"#.to_string(),
+            -32600,
+            json!(6),
+        ),
+        (
+            r#"[{"jsonrpc":"2.0","id":7,"method":"ping"}]"#.to_string(),
+            -32600,
+            Value::Null,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"execute_typescript","arguments":{{"code":"return 1","a":{zeros}}}}}}}"#
+            ),
+            -32600,
+            json!(8),
+        ),
+    ];
+    let before = peak_kib(s.child.id().unwrap());
+    for (i, (line, code, id)) in cases.iter().enumerate() {
+        s.send(line).await;
+        let answer = s.next().await;
+        assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
+        assert_eq!(answer["error"]["code"], *code, "{line:.80}: {answer}");
+        assert_eq!(answer.get("id"), Some(id), "{line:.80}: {answer}");
+        let ping = 100 + i;
+        s.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{ping},"method":"ping"}}"#
+        ))
+        .await;
+        assert_eq!(s.next().await["id"], ping, "served after {line:.80}");
+    }
+    // The million elements were never decoded (they grew the server by 241 MiB before).
+    let grown = peak_kib(s.child.id().unwrap()).saturating_sub(before) / 1024;
+    assert!(grown < 48, "the server's peak grew by {grown} MiB");
+}
+
+/// The peak resident memory of `pid`, in KiB (`VmHWM`).
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A client that closes stdin ends the server promptly, though an execution is in flight
+/// (waiting on a stdio upstream's 60 s call) and a session is open: the execution is
+/// cancelled and answered, and every process the server started ends with it. rmcp alone
+/// waited 5 s for the execution before letting it go. The bound detects a hang, it is not a
+/// measure of speed.
+#[tokio::test]
+async fn closing_stdin_ends_the_server_with_an_execution_in_flight() {
+    let mut s = Raw::start().await;
+    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_typescript","arguments":{"code":"globalThis.kept = 1; return 'open';","session":"new"}}}"#).await;
+    let opened = s.next().await;
+    assert_eq!(
+        opened["result"]["structuredContent"]["session"]["created"], true,
+        "{opened}"
+    );
+    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_typescript","arguments":{"code":"await tools.fx.echo({ message: 'up' }); console.log('calling'); await tools.fx.sleep({ ms: 60000 }); return 'slept';","timeoutMs":120000}}}"#).await;
+    let pid = s.child.id().unwrap();
+    // The upstream is up and the call in flight once the fixture runs below the server.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let procs = loop {
+        let procs = descendants(pid);
+        let upstream = procs.iter().any(|(p, _)| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("fixture-server"))
+        });
+        if upstream {
+            break procs;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the upstream never started"
+        );
+        // Polling a condition, not waiting for time to pass.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    drop(s.stdin.take());
+    let closed = std::time::Instant::now();
+    let status = tokio::time::timeout(Duration::from_secs(4), s.child.wait())
+        .await
+        .expect("the server still ran 4 s after its stdin closed")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    eprintln!("exited {:?} after stdin closed", closed.elapsed());
+    // The execution was answered, as cancelled.
+    let answer = s.next().await;
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert!(
+        answer.get("error").is_some() || answer["result"]["isError"] == true,
+        "{answer}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: Vec<u32> = procs
+            .iter()
+            .filter(|(p, start)| still_running(*p, start))
+            .map(|(p, _)| *p)
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "alive 10 s after the server ended: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The shapes of issue 39 that grew the server by 79 to 282 MiB with the default limits (a
+/// 64 MiB text, a million content blocks, 400,000 blocks within the size cap, a 48 MiB
+/// image) each end as a `ToolError` naming the size or the count and `maxResultBytes`,
+/// before they are decoded, and grow the server's peak by less than the documented bound
+/// (README, Limits: one message of `maxResultBytes` plus 64 KiB is buffered, at most); a
+/// 5 MB result still comes through whole, before and after.
+#[tokio::test]
+async fn hostile_upstream_results_are_refused_before_they_are_decoded() {
+    let mut fx = fixture_entry("fx");
+    fx["env"] = json!({"FIXTURE_HOSTILE_TOOLS": "1"});
+    let (h, _dir) =
+        Harness::with_settings(EXE.as_ref(), json!({ "fx": fx }), &json!({}), &[]).await;
+    let five_mb = "const r = await tools.fx.big({ bytes: 5000000 }); return r.length;";
+    let (v, is_error) = h.exec(five_mb).await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], 5_000_000);
+    let before = server_peak_mib(&h);
+    for (call, says) in [
+        ("tools.fx.big({ bytes: 64 << 20 })", "bytes, over the"),
+        (
+            "tools.fx.many_blocks({ count: 1000000 })",
+            "bytes, over the",
+        ),
+        ("tools.fx.many_blocks({ count: 400000 })", "JSON items"),
+        (
+            "tools.fx.huge_image({ count: 48 << 20 })",
+            "bytes, over the",
+        ),
+    ] {
+        let code = format!(
+            "try {{ await {call}; return 'returned'; }} catch (e) {{ return e.name + ': ' + e.message; }}"
+        );
+        let (v, _) = h
+            .exec_with(json!({"code": code, "timeoutMs": 120000}))
+            .await;
+        let message = v["result"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with("ToolError")
+                && message.contains(says)
+                && message.contains("maxResultBytes"),
+            "{call}: {v}"
+        );
+        eprintln!(
+            "{call}: peak {} MiB ({} MiB after the 5 MB result)",
+            server_peak_mib(&h),
+            before
+        );
+    }
+    let grown = server_peak_mib(&h).saturating_sub(before);
+    assert!(grown <= 40, "the server's peak grew by {grown} MiB");
+    let (v, is_error) = h.exec(five_mb).await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], 5_000_000);
+}

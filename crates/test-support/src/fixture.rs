@@ -41,6 +41,9 @@ pub struct MarkedSleepArgs {
     pub ms: u64,
     /// A file written if the call is cancelled before it finishes.
     pub marker: String,
+    /// A file written when the call starts (not in the listed schema, which allows it).
+    #[serde(default)]
+    pub started: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -166,6 +169,9 @@ pub struct Fixture {
     /// `_meta` and, over HTTP, the request's headers; `environment` with this process's
     /// environment variables.
     meta_tools: bool,
+    /// Tools that answer hostile shapes: `many_blocks` (`count` empty text blocks) and
+    /// `huge_image` (one image of `count` bytes of base64).
+    hostile_tools: bool,
 }
 
 /// Calls of the pause tools in this process, by tool.
@@ -193,7 +199,13 @@ impl Fixture {
             extra_tools: 0,
             pause_tools: false,
             meta_tools: false,
+            hostile_tools: false,
         }
+    }
+
+    pub fn with_hostile_tools(mut self, on: bool) -> Self {
+        self.hostile_tools = on;
+        self
     }
 
     pub fn with_meta_tools(mut self, on: bool) -> Self {
@@ -269,6 +281,24 @@ impl Fixture {
                      big, split, json. {quoted}"
                 ),
                 schema.clone(),
+            ));
+        }
+        if self.hostile_tools {
+            let count = std::sync::Arc::new(
+                serde_json::json!({"type": "object", "properties": {"count": {"type": "integer"}}})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            tools.push(Tool::new(
+                "many_blocks",
+                "Answers with count empty text blocks.",
+                count.clone(),
+            ));
+            tools.push(Tool::new(
+                "huge_image",
+                "Answers with one image of count bytes of base64.",
+                count,
             ));
         }
         if self.pause_tools {
@@ -565,6 +595,9 @@ impl ServerHandler for Fixture {
                     request.arguments.unwrap_or_default(),
                 ))
                 .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+                if let Some(started) = &args.started {
+                    let _ = std::fs::write(started, "started");
+                }
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(args.ms)) => {
                         Ok(CallToolResult::success(vec![ContentBlock::text("finished")]).into())
@@ -667,6 +700,21 @@ impl ServerHandler for Fixture {
                     ))])
                     .into()),
                 }
+            }
+            "many_blocks" | "huge_image" if self.hostile_tools => {
+                let count = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("count"))
+                    .and_then(serde_json::Value::as_u64)
+                    .and_then(|c| usize::try_from(c).ok())
+                    .unwrap_or(0);
+                let content = if request.name == "many_blocks" {
+                    vec![ContentBlock::text(""); count]
+                } else {
+                    vec![ContentBlock::image("A".repeat(count), "image/png")]
+                };
+                Ok(CallToolResult::success(content).into())
             }
             "counts" if self.pause_tools => {
                 let c = COUNTS

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::auth::AuthError;
 use super::guard::{self, SessionUse};
-use super::{Body, State, busy, full, prune_sessions, rpc_error, shim};
+use super::{Body, State, busy, full, json_response, prune_sessions, rpc_error, shim};
 use crate::principal::Principal;
 
 pub(super) fn unauthorized(state: &State, err: &AuthError) -> Response<Body> {
@@ -300,6 +300,17 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
     } else {
         Bytes::new()
     };
+    // A body's items are counted before anything decodes it: a small body of a million
+    // elements would otherwise grow the server by hundreds of MB (`lines::shape`).
+    if bytes.len() >= crate::lines::shape::SHAPE_CHECKED_BYTES
+        && let Err(e) = crate::lines::shape::check(&bytes)
+    {
+        return rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            &format!("the request {e}; it was not read. Send less in one request"),
+        );
+    }
     let body_was = if parts.method != Method::POST {
         BodyWas::Unread
     } else if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() {
@@ -329,6 +340,13 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
         Some(s) => shim::inbound(s, bytes),
         None => bytes,
     };
+    // JSON-RPC 2.0's answers where rmcp would give a 415 with a line of text: a parse error,
+    // or `Invalid request` with the request's id when it can be read (as over stdio).
+    if parts.method == Method::POST
+        && let Some(answer) = crate::lines::invalid_client_message(&bytes)
+    {
+        return json_response(StatusCode::BAD_REQUEST, &answer);
+    }
     if opens_session {
         if state.transport.count() >= state.limits.max_sessions {
             prune_sessions(state).await;

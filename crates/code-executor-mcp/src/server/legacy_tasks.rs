@@ -169,6 +169,12 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// The longest message a client may send over stdio (rmcp's own default): a longer one is
+/// read and thrown away as it arrives, and a request answered with an error with its id. With
+/// the item and depth bounds of `lines::shape`, what one request can cost the server in
+/// memory is bounded (README, Limits).
+pub(crate) const MAX_REQUEST_BYTES: usize = 16 << 20;
+
 /// The stdio transport rmcp serves, with a [`Shim`] on every line between it and the
 /// client's pipes (`lines::LineTransport`), and every line to the client redacted last (no
 /// configured secret reaches the client, whatever message carries it:
@@ -185,12 +191,13 @@ where
     LineTransport::new(
         reader,
         writer,
-        rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH,
+        MAX_REQUEST_BYTES,
         Arc::new(ClientLines {
             shim: Mutex::new(Shim::default()),
             redactor,
         }),
     )
+    .refusal_hint("Send less in one request")
 }
 
 /// What passes between the client's pipes and rmcp: the task shim both ways, then the

@@ -7,7 +7,8 @@ use rmcp::model::{CallToolResult, ContentBlock};
 /// Also returns the result's size, so nobody measures it again.
 ///
 /// The size is that of the result as JSON, measured without encoding it again (see
-/// [`result_size`]). The transport already refused any message above twice the cap.
+/// [`result_size`]). The transport already refused, unread, any message above the cap plus
+/// its envelope margin (`connect::message_limit`).
 pub fn cap_result(result: CallToolResult, max: usize) -> (CallToolResult, usize) {
     let size = result_size(&result);
     if size <= max {

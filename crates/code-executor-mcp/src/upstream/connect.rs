@@ -20,6 +20,27 @@ use crate::oauth::{self, AuthWatch, PrepareError};
 use crate::policy::filter::retain_visible;
 use crate::tls::install_tls_provider;
 
+/// Room for what surrounds a result in its message (`jsonrpc`, `id`, `content`'s blocks,
+/// `_meta`): a result a little over `maxResultBytes` is still cut with its start kept
+/// (`super::cap`); a message past the cap and this margin is dropped as it arrives.
+pub(crate) const ENVELOPE_MARGIN_BYTES: usize = 64 << 10;
+/// Least bytes one message may have whatever `maxResultBytes` says: a large tool list must
+/// still arrive.
+const MIN_MESSAGE_BYTES: usize = 1 << 20;
+
+/// What a refused message's call is told to do.
+pub(super) const OVERSIZED_HINT: &str =
+    "Ask for less (filters, paging), or raise maxResultBytes in the settings";
+
+/// The most bytes one message from an upstream may have, on every transport: read and thrown
+/// away past it (stdio), refused (streamable HTTP bodies and events, SSE events), never
+/// decoded.
+pub(crate) fn message_limit(max_result_bytes: usize) -> usize {
+    max_result_bytes
+        .saturating_add(ENVELOPE_MARGIN_BYTES)
+        .max(MIN_MESSAGE_BYTES)
+}
+
 /// Why a connection could not be made.
 pub(super) enum ConnectError {
     /// The server refused our authorization (or the stored login cannot be used).
@@ -84,9 +105,7 @@ pub(super) async fn connect(
     };
     let child: std::sync::Mutex<Option<stdio::ChildWatch>> = std::sync::Mutex::new(None);
     let start = async {
-        // One message may be up to twice the result cap: a result a little over the cap is
-        // still cut with its start kept; a larger one is an error at once.
-        let max_message = settings.max_result_bytes.saturating_mul(2).max(1 << 20);
+        let max_message = message_limit(settings.max_result_bytes);
         let service = match &spec.transport {
             Transport::Stdio {
                 command,

@@ -15,8 +15,8 @@
 //! `login` to run. `notifications/tools/list_changed` marks a server's tool list stale, and
 //! the next look refetches it. Requests an upstream sends us (sampling, elicitation) are
 //! refused; roots are an empty list. A result over `maxResultBytes` is cut with a note; a
-//! stdio message over twice that is dropped as it arrives and its call answered with an
-//! error ([`bounded`]). Tools the entry's client config hides (`crate::policy::filter`) are
+//! message over that plus an envelope margin is dropped as it arrives, before it is decoded,
+//! and its call answered with an error ([`connect::message_limit`]). Tools the entry's client config hides (`crate::policy::filter`) are
 //! dropped from every list as it arrives, and a call to one is refused; a server its client
 //! would not start (`crate::config::trust`) is held back: listed with the reason, never
 //! started.
@@ -42,7 +42,6 @@ use crate::policy::Decision;
 use crate::policy::filter::{ToolFilter, retain_visible};
 use crate::policy::redact::Redactor;
 
-mod bounded;
 mod cap;
 mod connect;
 pub(crate) mod forward;

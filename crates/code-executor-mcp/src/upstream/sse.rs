@@ -8,9 +8,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::{Sink, Stream, StreamExt};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ErrorData, RequestId, ServerJsonRpcMessage};
 use sse_stream::SseStream;
 
+use crate::lines::shape;
 use crate::oauth::SseAuth;
 
 /// Why the SSE transport failed.
@@ -66,8 +67,8 @@ where
                         if *size > max {
                             *failed = true;
                             Err(SseError(format!(
-                                "an event from the server is over the {max}-byte limit (twice \
-                             maxResultBytes); the connection was closed"
+                                "an event from the server is over the {max}-byte limit \
+                             (maxResultBytes plus 64 KiB); the connection was closed"
                             )))
                         } else {
                             Ok(data)
@@ -78,6 +79,26 @@ where
             },
         )
         .boxed()
+}
+
+/// What an event refused for its shape comes to: an answer becomes an error answer with its
+/// id (its call fails at once, saying why); anything else is dropped.
+fn refused(data: &[u8], why: shape::ShapeError) -> Option<ServerJsonRpcMessage> {
+    let mut scan = shape::Scanner::default();
+    scan.feed_all(data);
+    let message = format!(
+        "the server's message {why}; it was dropped unread. {}",
+        super::connect::OVERSIZED_HINT
+    );
+    tracing::warn!("SSE upstream: {message}");
+    if scan.has_method() {
+        return None;
+    }
+    let id = serde_json::from_value::<RequestId>(scan.id()?).ok()?;
+    Some(ServerJsonRpcMessage::error(
+        ErrorData::internal_error(message, None),
+        Some(id),
+    ))
 }
 
 /// Opens the event stream, waits for the `endpoint` event, and returns the message sink and
@@ -132,6 +153,11 @@ pub async fn connect(
         match event {
             Ok(e) if matches!(e.event.as_deref(), None | Some("message")) => {
                 let data = e.data?;
+                if data.len() >= shape::SHAPE_CHECKED_BYTES
+                    && let Err(why) = shape::check(data.as_bytes())
+                {
+                    return refused(data.as_bytes(), why);
+                }
                 match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
                     Ok(m) => Some(m),
                     Err(err) => {

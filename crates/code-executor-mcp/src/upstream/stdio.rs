@@ -1,7 +1,7 @@
 //! Starting a stdio upstream: its process (curated environment, own process group, dies
 //! with us), its stderr into our log (its last lines also kept, to say why a start failed),
-//! and the transport rmcp speaks over its pipes (`lines::LineTransport`), with each incoming
-//! message bounded ([`super::bounded`]) and a graceful close then kill when the connection is
+//! and the transport rmcp speaks over its pipes (`lines::LineTransport`, which bounds each
+//! incoming message before decoding it), and a graceful close then kill when the connection is
 //! dropped.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -15,17 +15,13 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use tokio::io::AsyncBufReadExt;
 
-use super::bounded;
 use crate::config::INHERITED_ENV;
 use crate::lines::{LineTransport, Unfiltered};
 
-/// The transport to a stdio child: its stdout bounded per message ([`bounded`]), its stdin
+/// The transport to a stdio child: its stdout bounded per message (`lines`), its stdin
 /// closed when the connection is dropped.
-pub(super) type StdioTransport = LineTransport<
-    RoleClient,
-    bounded::BoundedLines<tokio::process::ChildStdout>,
-    CloseNotice<tokio::process::ChildStdin>,
->;
+pub(super) type StdioTransport =
+    LineTransport<RoleClient, tokio::process::ChildStdout, CloseNotice<tokio::process::ChildStdin>>;
 
 /// Time a stdio server gets to exit after its stdin is closed before it is killed.
 const STDIO_EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -156,16 +152,18 @@ pub(super) async fn spawn_stdio(
             Err(e) => format!("(its status is unknown: {e})"),
         }));
     });
-    // The line limit is never reached: the bounded reader cuts first, and answers.
+    // A message over `max_message` is read to its end and thrown away as it arrives; the
+    // call that waits for it fails at once with its size, the limit and this hint.
     let transport = LineTransport::new(
-        bounded::BoundedLines::new(stdout, max_message),
+        stdout,
         CloseNotice {
             inner: stdin,
             closed: Some(closed_tx),
         },
-        max_message.saturating_add(2),
+        max_message,
         Arc::new(Unfiltered),
     )
+    .refusal_hint(super::connect::OVERSIZED_HINT)
     .widening(stdout_pipe, stdin_pipe);
     Ok((transport, watch))
 }
