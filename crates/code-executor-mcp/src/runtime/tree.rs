@@ -101,9 +101,19 @@ fn unmount_root(root: &Path) -> std::io::Result<()> {
         return Ok(());
     };
     if me.is_dir() && me.dev() != parent.dev() {
-        nix::mount::umount2(root, nix::mount::MntFlags::MNT_DETACH)?;
+        match nix::mount::umount2(root, nix::mount::MntFlags::MNT_DETACH) {
+            Ok(()) => {}
+            Err(e) if not_a_mount_point(&e.into()) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     Ok(())
+}
+
+/// `umount2`'s answer for a directory that is on another device without being a mount point
+/// (a btrfs subvolume): walked and deleted like any directory.
+fn not_a_mount_point(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(nix::errno::Errno::EINVAL as i32)
 }
 
 fn libc_mode_mask() -> u32 {
@@ -201,9 +211,16 @@ pub(crate) fn remove(root: &Path) -> std::io::Result<()> {
                 continue;
             };
             if dir && Some(dev) != dev_of(&top.dir) {
-                unmount(top.dir.as_fd(), &name)?;
-                unlinkat(top.dir.as_fd(), name.as_c_str(), UnlinkatFlags::RemoveDir)?;
-                continue;
+                match unmount(top.dir.as_fd(), &name) {
+                    Ok(()) => {
+                        unlinkat(top.dir.as_fd(), name.as_c_str(), UnlinkatFlags::RemoveDir)?;
+                        continue;
+                    }
+                    // Another device but no mount point (a btrfs subvolume, an overlay's
+                    // directory): an ordinary directory, emptied below.
+                    Err(e) if not_a_mount_point(&e) => {}
+                    Err(e) => return Err(e),
+                }
             }
             if !dir {
                 unlinkat(top.dir.as_fd(), name.as_c_str(), UnlinkatFlags::NoRemoveDir)?;
@@ -307,19 +324,45 @@ pub(crate) fn remove_changed_since(root: &Path, since: (i64, i64)) -> std::io::R
 }
 
 /// The filesystem's clock now, as [`remove_changed_since`] compares it: the status-change
-/// time of a file made for the purpose in `dir` (then deleted), which is exactly the clock and
-/// granularity the files of `dir` are stamped with.
+/// time of an inode made for the purpose in `dir`, which is exactly the clock and granularity
+/// the files of `dir` are stamped with.
+///
+/// The workspace is written by sandboxed code, so nothing here goes by a name code could have
+/// planted: the inode is an unnamed `O_TMPFILE` in the directory (opened without following a
+/// link), or, on a filesystem without it, a new file of a name no one can guess made with
+/// `O_EXCL | O_NOFOLLOW` (never an existing file or a link's target) and removed at once. A
+/// user's own file of any name is never touched.
 pub(crate) fn fs_now(dir: &Path) -> Option<(i64, i64)> {
-    let probe = dir.join(".clock");
-    let made = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&probe)
-        .and_then(|f| f.metadata());
-    let _ = std::fs::remove_file(&probe);
-    use std::os::unix::fs::MetadataExt;
-    made.ok().map(|m| (m.ctime(), m.ctime_nsec()))
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let dir_fd = nix::fcntl::open(dir, flags, Mode::empty()).ok()?;
+    let unnamed = nix::fcntl::openat(
+        &dir_fd,
+        c".",
+        OFlag::O_TMPFILE | OFlag::O_WRONLY | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o600),
+    );
+    if let Ok(fd) = unnamed {
+        let st = nix::sys::stat::fstat(&fd).ok()?;
+        return Some((st.st_ctime, st.st_ctime_nsec));
+    }
+    // No O_TMPFILE on this filesystem: a fresh name, made exclusively.
+    let name = CString::new(format!(
+        ".code-executor-clock-{}-{}",
+        std::process::id(),
+        super::ids::random_hex::<8>()
+    ))
+    .ok()?;
+    let fd = nix::fcntl::openat(
+        &dir_fd,
+        name.as_c_str(),
+        OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_WRONLY | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o600),
+    )
+    .ok()?;
+    let st = nix::sys::stat::fstat(&fd);
+    let _ = unlinkat(&dir_fd, name.as_c_str(), UnlinkatFlags::NoRemoveDir);
+    let st = st.ok()?;
+    Some((st.st_ctime, st.st_ctime_nsec))
 }
 
 #[cfg(test)]
@@ -374,6 +417,31 @@ mod tests {
             Path::new("/etc/passwd").exists(),
             "the link was not followed"
         );
+    }
+
+    /// Code owns the workspace: a link it planted under any name the host's clock probe
+    /// once used (`.clock`) must not make the host truncate the link's target, and a user's
+    /// file of that name must survive.
+    #[test]
+    fn reading_the_clock_touches_no_file_a_link_or_the_user_named() {
+        let dir = test_support::TempDir::new("tree-clock");
+        let root = dir.0.join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let precious = dir.0.join("precious.json");
+        std::fs::write(&precious, b"{\"keep\": true}").unwrap();
+        std::os::unix::fs::symlink(&precious, root.join(".clock")).unwrap();
+        std::fs::write(root.join("notes"), b"mine").unwrap();
+        for _ in 0..3 {
+            assert!(fs_now(&root).is_some());
+        }
+        assert_eq!(std::fs::read(&precious).unwrap(), b"{\"keep\": true}");
+        assert!(root.join(".clock").symlink_metadata().unwrap().is_symlink());
+        let mut names: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".clock", "notes"], "no probe is left behind");
     }
 
     #[test]

@@ -163,7 +163,8 @@ pub(super) async fn take_back(
     Some(match went {
         Ok(n) => format!(
             "; the {n} files and directories this execution made or changed were deleted \
-             (the workspace is as it was before it), and the session's worker was stopped"
+             (including files of earlier runs it rewrote, renamed or linked: they are gone, \
+             not restored), and the session's worker was stopped"
         ),
         Err(e) => format!(
             "; deleting what this execution wrote failed ({e}): delete files from the \
