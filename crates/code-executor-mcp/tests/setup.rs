@@ -511,6 +511,23 @@ fn undo_never_removes_a_created_file_moved_into_dotfiles_and_linked_back() {
     }
 }
 
+/// A file setup created below a directory that is itself a link (`~/.cursor` kept in a
+/// dotfiles repository) is setup's own: undo removes it (it was recorded where it really is,
+/// not where the link's path seemed to put it before it existed).
+#[test]
+fn undo_removes_a_file_setup_created_below_a_linked_directory() {
+    let m = Machine::new("undo-linked-dir");
+    let h = m.home();
+    std::fs::create_dir_all(h.join("dotfiles/cursor")).unwrap();
+    std::os::unix::fs::symlink(h.join("dotfiles/cursor"), h.join(".cursor")).unwrap();
+    assert!(m.setup(&["--yes", "--client", "cursor"]).ok);
+    assert!(h.join("dotfiles/cursor/mcp.json").is_file());
+    let out = m.setup(&["--undo", "--yes"]);
+    assert!(out.ok, "{}", out.text);
+    assert!(!h.join("dotfiles/cursor/mcp.json").exists(), "{}", out.text);
+    assert!(is_link(&h.join(".cursor")), "the user's link stays");
+}
+
 #[test]
 fn undo_touches_nothing_through_a_dangling_link_even_forced() {
     let m = Machine::new("undo-dangling");

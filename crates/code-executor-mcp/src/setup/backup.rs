@@ -240,9 +240,24 @@ fn lead(path: &Path) -> Lead {
     }
 }
 
-/// The real path of a file (links resolved); the path itself when it cannot be resolved.
+/// The real path of a file (links resolved), also for a file not made yet (setup records
+/// where it will create one before writing it): its nearest existing ancestor resolved, with
+/// the rest of the path joined as written, so an ancestor that is a link (`~/.config` into a
+/// dotfiles repository, macOS's `/var`) gives the same path `lead` finds after the write.
 fn real_path(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    let mut rest = Vec::new();
+    let mut at = path;
+    while let (Some(parent), Some(name)) = (at.parent(), at.file_name()) {
+        rest.push(name);
+        if let Ok(real) = std::fs::canonicalize(parent) {
+            return rest.iter().rev().fold(real, |p, n| p.join(n));
+        }
+        at = parent;
+    }
+    path.to_path_buf()
 }
 
 pub fn restores(dir: &Path, m: &Manifest) -> anyhow::Result<Vec<Restore>> {
@@ -335,6 +350,23 @@ pub fn mark_undone(dir: &Path, mut m: Manifest) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    /// A file not made yet below a linked directory resolves to where it will really be.
+    #[test]
+    fn the_real_path_of_a_file_not_made_yet_resolves_its_ancestors() {
+        let dir = test_support::TempDir::new("real-path");
+        std::fs::create_dir_all(dir.0.join("dotfiles/cfg")).unwrap();
+        std::os::unix::fs::symlink(dir.0.join("dotfiles"), dir.0.join("link")).unwrap();
+        let real = std::fs::canonicalize(&dir.0).unwrap();
+        assert_eq!(
+            super::real_path(&dir.0.join("link/cfg/new/file.json")),
+            real.join("dotfiles/cfg/new/file.json")
+        );
+        assert_eq!(
+            super::real_path(&dir.0.join("link/cfg")),
+            real.join("dotfiles/cfg")
+        );
+    }
+
     #[test]
     fn stamp_is_a_utc_time() {
         let s = super::stamp();
