@@ -51,23 +51,13 @@ pub(super) fn unauthorized(state: &State, err: &AuthError) -> Response<Body> {
     r
 }
 
-/// What the request's body was, for the JSON-RPC error code of a refusal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BodyWas {
-    /// Not read (not a POST, or refused before).
-    Unread,
-    NotJson,
-    Json,
-}
-
 /// Largest plain-text refusal body of rmcp's read to become a JSON-RPC error message.
 const MAX_PLAIN_REFUSAL_BYTES: u64 = 4096;
 
 /// The JSON-RPC error code of a refusal with this HTTP status (docs/http.md, "Errors"),
 /// the codes the MCP SDKs use for the same refusals.
-fn rpc_code(status: StatusCode, body: BodyWas) -> i64 {
+fn rpc_code(status: StatusCode) -> i64 {
     match status.as_u16() {
-        400 if body == BodyWas::NotJson => -32700,
         400 | 408 | 413 | 422 => -32600,
         401 | 403 => -32001,
         404 => -32001,
@@ -80,7 +70,7 @@ fn rpc_code(status: StatusCode, body: BodyWas) -> i64 {
 /// null`) with its HTTP status and headers (`Allow`, `WWW-Authenticate`, ...): rmcp answers
 /// some (405, 406, 415, 400 for headers, 404 for an unknown session) in plain text, whose
 /// text becomes the error's message. A JSON answer, or a success, passes as it is.
-async fn as_rpc_error(r: Response<Body>, body: BodyWas) -> Response<Body> {
+async fn as_rpc_error(r: Response<Body>) -> Response<Body> {
     let status = r.status();
     let is_json = r
         .headers()
@@ -108,7 +98,7 @@ async fn as_rpc_error(r: Response<Body>, body: BodyWas) -> Response<Body> {
     } else {
         message
     };
-    let v = json!({"jsonrpc": "2.0", "id": null, "error": {"code": rpc_code(status, body), "message": message}});
+    let v = json!({"jsonrpc": "2.0", "id": null, "error": {"code": rpc_code(status), "message": message}});
     parts.headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -254,7 +244,7 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
         // Byte for byte our answer for a session that does not exist (rmcp's, made JSON-RPC).
         let mut r = Response::new(full("Not Found: Session not found"));
         *r.status_mut() = StatusCode::NOT_FOUND;
-        return as_rpc_error(r, BodyWas::Unread).await;
+        return as_rpc_error(r).await;
     }
     let bytes = if parts.method == Method::POST {
         let limited = Limited::new(body, state.limits.max_body_bytes);
@@ -311,13 +301,6 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
             &format!("the request {e}; it was not read. Send less in one request"),
         );
     }
-    let body_was = if parts.method != Method::POST {
-        BodyWas::Unread
-    } else if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() {
-        BodyWas::NotJson
-    } else {
-        BodyWas::Json
-    };
     let declared_json = parts
         .headers
         .get(header::CONTENT_TYPE)
@@ -340,12 +323,23 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
         Some(s) => shim::inbound(s, bytes),
         None => bytes,
     };
-    // JSON-RPC 2.0's answers where rmcp would give a 415 with a line of text: a parse error,
-    // or `Invalid request` with the request's id when it can be read (as over stdio).
-    if parts.method == Method::POST
-        && let Some(answer) = crate::lines::invalid_client_message(&bytes)
-    {
-        return json_response(StatusCode::BAD_REQUEST, &answer);
+    // A body under the right Content-Type that is not a JSON-RPC message of MCP gets JSON-RPC
+    // 2.0's answer (as over stdio), where rmcp would give a 415 with a line of text: a parse
+    // error, or `Invalid request` with the request's id when it can be read; a notification
+    // outside MCP is accepted and ignored (202), never answered. A wrong Content-Type is
+    // rmcp's 415 (made a JSON-RPC error below).
+    if parts.method == Method::POST && declared_json {
+        match crate::lines::classify_client_message(&bytes) {
+            crate::lines::ClientMessage::Answer(answer) => {
+                return json_response(StatusCode::BAD_REQUEST, &answer);
+            }
+            crate::lines::ClientMessage::Ignore => {
+                let mut r = Response::new(full(Bytes::new()));
+                *r.status_mut() = StatusCode::ACCEPTED;
+                return r;
+            }
+            crate::lines::ClientMessage::Pass => {}
+        }
     }
     if opens_session {
         if state.transport.count() >= state.limits.max_sessions {
@@ -379,19 +373,7 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
     let started = std::time::Instant::now();
     let req = Request::from_parts(parts, Full::new(bytes));
     let response = state.mcp.handle(req).await;
-    // rmcp answers a body it cannot read as a JSON-RPC message 415, like a wrong
-    // Content-Type; with the right Content-Type it is a malformed request: 400.
-    let response = if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE
-        && declared_json
-        && body_was != BodyWas::Unread
-    {
-        let (mut parts, body) = response.into_parts();
-        parts.status = StatusCode::BAD_REQUEST;
-        Response::from_parts(parts, body)
-    } else {
-        response
-    };
-    let response = as_rpc_error(response, body_was).await;
+    let response = as_rpc_error(response).await;
     let response = shim::outbound(
         task_shim.clone(),
         state.core.policy.redactor.clone(),

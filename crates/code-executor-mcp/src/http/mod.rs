@@ -474,10 +474,16 @@ async fn serve_connection(stream: TcpStream, state: Arc<State>, mut stop: watch:
 
 /// `--metrics-addr`: `GET /metrics` without a token and nothing else, each connection in a
 /// task of its own (a scraper's load); it ends with the server.
+/// How long the metrics listener waits after a failed accept (out of descriptors): a
+/// failing accept would otherwise spin a core.
+const METRICS_ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
 async fn serve_metrics(listener: TcpListener, state: std::sync::Weak<State>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
-            tokio::task::yield_now().await;
+            // Out of descriptors and the like: wait before the next accept instead of
+            // spinning on the same error.
+            tokio::time::sleep(METRICS_ACCEPT_BACKOFF).await;
             continue;
         };
         let state = state.clone();

@@ -99,8 +99,7 @@ impl ShimBody {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .outbound(message)
         });
-        let message = shimmed.as_deref().unwrap_or(message);
-        self.redactor.json_message(message).or(shimmed)
+        self.redactor.after_rewrite(message, shimmed)
     }
 
     /// Moves every complete event out of `buf`, rewritten.

@@ -362,18 +362,32 @@ where
     }
 }
 
-/// What the server answers a client's message that is not a valid JSON-RPC request of MCP,
-/// the same as over stdio, for a transport that hands rmcp whole messages (an HTTP body,
-/// which rmcp would answer with a 415 and a line of text); `None`: rmcp can take it.
-pub(crate) fn invalid_client_message(text: &[u8]) -> Option<Value> {
+/// A client's whole message (an HTTP body), judged as a line over stdio is.
+pub(crate) enum ClientMessage {
+    /// Not a valid JSON-RPC message of MCP: the error to answer with (which rmcp would give
+    /// as a 415 and a line of text).
+    Answer(Value),
+    /// A notification outside MCP: accepted and ignored, never answered.
+    Ignore,
+    /// A message rmcp takes.
+    Pass,
+}
+
+/// What the server does with a client's message, the same as over stdio, for a transport
+/// that hands rmcp whole messages.
+pub(crate) fn classify_client_message(text: &[u8]) -> ClientMessage {
     let answer = match check_envelope::<()>(text) {
         Some(Parsed::Answer(line)) => line,
         _ => match parse::<rmcp::model::ClientJsonRpcMessage>(text, true) {
             Parsed::Answer(line) => line,
-            Parsed::Message(_) | Parsed::Ignored => return None,
+            Parsed::Ignored => return ClientMessage::Ignore,
+            Parsed::Message(_) => return ClientMessage::Pass,
         },
     };
-    serde_json::from_slice(&answer).ok()
+    match serde_json::from_slice(&answer) {
+        Ok(v) => ClientMessage::Answer(v),
+        Err(_) => ClientMessage::Pass,
+    }
 }
 
 /// A JSON-RPC error response; `None`: `"id": null`, as JSON-RPC 2.0 wants when the id

@@ -9,19 +9,31 @@ use super::{EXE, server};
 
 /// A refusal of `/mcp` as docs/http.md promises it: the HTTP status, `Content-Type:
 /// application/json`, and a JSON-RPC error with `"id": null` and the given code.
+/// A JSON-RPC refusal: `want` is the status and the code; the id is `null` (nothing readable)
+/// unless `what` is a case of [`REFUSALS_WITH_AN_ID`].
 fn assert_rpc_refusal(what: &str, status: u16, ct: Option<&str>, body: &str, want: (u16, i64)) {
     assert_eq!(status, want.0, "{what}: {body}");
     assert_eq!(ct, Some("application/json"), "{what}: {body}");
     let v: Value =
         serde_json::from_str(body).unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {body}"));
     assert_eq!(v["jsonrpc"], "2.0", "{what}: {v}");
-    assert_eq!(v["id"], Value::Null, "{what}: {v}");
+    let id = REFUSALS_WITH_AN_ID
+        .iter()
+        .find(|(w, _)| *w == what)
+        .map_or(Value::Null, |(_, id)| json!(id));
+    assert_eq!(v["id"], id, "{what}: {v}");
     assert_eq!(v["error"]["code"], json!(want.1), "{what}: {v}");
     assert!(
         !v["error"]["message"].as_str().unwrap_or("").is_empty(),
         "{what}: {v}"
     );
 }
+
+/// Malformed bodies whose id can still be read: the answer carries it (JSON-RPC 2.0).
+const REFUSALS_WITH_AN_ID: [(&str, i64); 2] = [
+    ("JSON that is not a JSON-RPC message", 1),
+    ("a request with a wrong jsonrpc version", 7),
+];
 
 #[tokio::test]
 async fn every_refusal_of_mcp_is_a_json_rpc_error() {
@@ -53,6 +65,22 @@ async fn every_refusal_of_mcp_is_a_json_rpc_error() {
                 .header("accept", both)
                 .body("{\"jsonrpc\":\"2.0\",\"id\":1}"),
             (400, -32600),
+        ),
+        (
+            "a request with a wrong jsonrpc version",
+            http.post(&s.url)
+                .header("content-type", "application/json")
+                .header("accept", both)
+                .body("{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"tools/list\"}"),
+            (400, -32600),
+        ),
+        (
+            "a malformed body under a wrong Content-Type",
+            http.post(&s.url)
+                .header("content-type", "text/plain")
+                .header("accept", both)
+                .body("{not json"),
+            (415, -32000),
         ),
         (
             "a wrong Content-Type",
@@ -109,6 +137,18 @@ async fn every_refusal_of_mcp_is_a_json_rpc_error() {
             assert!(allow, "405 without Allow");
         }
     }
+    // A notification outside MCP is accepted and ignored, never answered (as over stdio).
+    let r = http
+        .post(&s.url)
+        .bearer_auth(&toks[0])
+        .header("content-type", "application/json")
+        .header("accept", both)
+        .body(json!({"jsonrpc": "2.0", "method": "x/unknown"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    assert_eq!(r.text().await.unwrap(), "");
     // Without a token, and with a wrong Host.
     let r = http
         .post(&s.url)
