@@ -1609,7 +1609,15 @@ async fn calls_and_results_past_the_frame_limit_are_the_codes_errors() {
 /// same case clearly too.
 #[tokio::test]
 async fn a_reply_past_the_python_memory_limit_is_a_memory_error_in_the_code() {
-    let h = harness().await;
+    // A 20 MiB reply must reach the worker: past the default maxResultBytes (16 MiB) the host
+    // refuses it before decoding (a ToolError, tests/robustness.rs), so raise it here.
+    let (h, _settings) = Harness::with_settings(
+        EXE.as_ref(),
+        json!({ "fx": fixture_entry("fx"), "other-server": fixture_entry("other") }),
+        &json!({ "maxResultBytes": 64u64 << 20 }),
+        &[],
+    )
+    .await;
     let limits = json!({ "memoryMb": 16 });
     let big = 20usize << 20;
     // Caught: the next call answers (the stream is still in step), and the run succeeds.

@@ -246,7 +246,7 @@ pub(super) fn validate(
         let v = lookup(k);
         if let Some(v) = &v
             && !super::INHERITED_ENV.contains(&k)
-            && super::mask(k, v) != *v
+            && super::secrets::env_value_is_secret(k, v)
         {
             referenced.borrow_mut().push(v.clone());
         }

@@ -44,9 +44,22 @@ fn names_credential(name: &str) -> bool {
 /// so does every value of a variable named like a credential (`DB_PASSWORD=correcthorse`).
 fn is_plain_words(value: &str) -> bool {
     let v = value.trim();
+    let separator = |c: char| matches!(c, ' ' | '-' | '_' | '.' | ',');
     v.chars().any(|c| c.is_alphabetic())
-        && v.chars()
-            .all(|c| c.is_alphabetic() || matches!(c, ' ' | '-' | '_' | '.' | ','))
+        && v.chars().all(|c| c.is_alphabetic() || separator(c))
+        && v.split(separator)
+            .all(|w| w.chars().count() <= MAX_PLAIN_WORD_CHARS)
+}
+
+/// The longest run of letters still taken for a word: a longer one (a token of letters
+/// only) is a secret whatever its variable's name.
+const MAX_PLAIN_WORD_CHARS: usize = 16;
+
+/// Whether the value of the environment variable `key` (an entry's `env`, or one it
+/// references) is kept out of what leaves: not a harmless variable (`mask` shows those), and
+/// named like a credential or more than plain words.
+pub(crate) fn env_value_is_secret(key: &str, value: &str) -> bool {
+    mask(key, value) != value && (names_credential(key) || !is_plain_words(value))
 }
 
 /// The secret values of every configured server (see the module docs), each once.
@@ -62,7 +75,7 @@ pub fn secret_values(config: &Config) -> Vec<String> {
         match &spec.transport {
             Transport::Stdio { env, args, .. } => {
                 for (k, v) in env {
-                    if mask(k, v) != *v && (names_credential(k) || !is_plain_words(v)) {
+                    if env_value_is_secret(k, v) {
                         push(v);
                     }
                 }
@@ -179,7 +192,7 @@ mod tests {
     }
 
     /// A value written as `${VAR}` is a secret wherever it is (an argument after no flag, a
-    /// URL path); `${HOME}` and short values are not.
+    /// URL path); `${HOME}`, short values and plain words under an ordinary name are not.
     #[test]
     fn referenced_variables_are_secrets() {
         let lookup = |k: &str| match k {
@@ -187,10 +200,12 @@ mod tests {
             "HOME" => Some("/home/someone".to_string()),
             "LANG" => Some("en_US.UTF-8".to_string()),
             "REGION" => Some("eu".to_string()),
+            "DATABASE" => Some("customers".to_string()),
             _ => None,
         };
         let entry = serde_json::json!({"command": "srv",
-            "args": ["${GH_TOKEN}", "${HOME}/data", "--region=${REGION}", "--lang", "${LANG}"]});
+            "args": ["${GH_TOKEN}", "${HOME}/data", "--region=${REGION}", "--lang", "${LANG}",
+                     "--db", "${DATABASE}"]});
         let source = super::super::sources::Source {
             client: "explicit",
             path: "/x/mcp.json".into(),
@@ -214,6 +229,7 @@ mod tests {
         let entry = serde_json::json!({"command": "srv", "env": {
             "DATABASE": "customers",
             "REGION_NAME": "eu-west central",
+            "UPSTREAM_PAT": "ghpabcdefghijklmnopqrstuvwxyz",
             "DB_PASSWORD": "correcthorsebattery",
             "UPSTREAM_VALUE": "s3cr3t-value-123",
             "CONNECTION": "postgres://u:p4ss@db/x",
@@ -242,6 +258,7 @@ mod tests {
             got,
             [
                 "correcthorsebattery",
+                "ghpabcdefghijklmnopqrstuvwxyz",
                 "postgres://u:p4ss@db/x",
                 "s3cr3t-value-123"
             ]

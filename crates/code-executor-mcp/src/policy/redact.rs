@@ -211,6 +211,13 @@ impl Redactor {
             Err(_) => Some(self.bytes(message).into_owned()),
         }
     }
+
+    /// A message on its way out after a rewrite (the task shim's) that gave `rewritten` or
+    /// nothing: the message as it leaves, redacted; `None` when neither changed it.
+    pub fn after_rewrite(&self, original: &[u8], rewritten: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        let message = rewritten.as_deref().unwrap_or(original);
+        self.json_message(message).or(rewritten)
+    }
 }
 
 /// The running core's redactor (one per process): the log writer's, and the one a token the

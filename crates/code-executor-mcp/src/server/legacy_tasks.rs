@@ -213,8 +213,7 @@ impl LineFilter for ClientLines {
     }
     fn outbound(&self, line: &[u8]) -> Option<Vec<u8>> {
         let shimmed = self.shim.lock().ok().and_then(|mut s| s.outbound(line));
-        let line = shimmed.as_deref().unwrap_or(line);
-        self.redactor.json_message(line).or(shimmed)
+        self.redactor.after_rewrite(line, shimmed)
     }
 }
 

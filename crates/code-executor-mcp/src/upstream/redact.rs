@@ -3,7 +3,7 @@
 //! content, metadata), its errors and start failures (a child's stderr tail, a URL), its
 //! progress messages and its tool list (a description may quote a token). Code in the
 //! sandbox could return a secret it saw in any form it computes, so it must never see one;
-//! the exits (`lines.rs`, `http::shim`, the log writer, the audit log) redact again what the
+//! the exits (`lines/`, `http::shim`, the log writer, the audit log) redact again what the
 //! server itself composes.
 
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, Tool};

@@ -1,3 +1,6 @@
+//! The redactor by value: each echoed form of a secret, the longest match, valid JSON after
+//! redaction, large texts, values too short or common to be secrets, userinfo, learned values.
+
 use super::*;
 use serde_json::json;
 
