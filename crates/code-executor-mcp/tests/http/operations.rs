@@ -137,18 +137,40 @@ async fn every_refusal_of_mcp_is_a_json_rpc_error() {
             assert!(allow, "405 without Allow");
         }
     }
-    // A notification outside MCP is accepted and ignored, never answered (as over stdio).
-    let r = http
+    // A notification outside MCP, in a transport session, is accepted and ignored, never
+    // answered (as over stdio).
+    let opened = http
         .post(&s.url)
         .bearer_auth(&toks[0])
         .header("content-type", "application/json")
         .header("accept", both)
-        .body(json!({"jsonrpc": "2.0", "method": "x/unknown"}).to_string())
+        .body(init.clone())
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 202);
-    assert_eq!(r.text().await.unwrap(), "");
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    for body in [
+        json!({"jsonrpc": "2.0", "method": "x/unknown"}),
+        json!({"jsonrpc": "2.0", "method": "notifications/x-unknown", "params": {"a": 1}}),
+    ] {
+        let r = http
+            .post(&s.url)
+            .bearer_auth(&toks[0])
+            .header("content-type", "application/json")
+            .header("accept", both)
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202, "{body}");
+        assert_eq!(r.text().await.unwrap(), "", "{body}");
+    }
     // Without a token, and with a wrong Host.
     let r = http
         .post(&s.url)
