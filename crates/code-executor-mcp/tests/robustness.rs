@@ -559,7 +559,12 @@ struct Raw {
 impl Raw {
     /// Started and initialized (`initialize`, `notifications/initialized`).
     async fn start() -> Raw {
-        let config = TempConfig::new(json!({ "fx": fixture_entry("fx") }));
+        Raw::start_with(json!({ "fx": fixture_entry("fx") })).await
+    }
+
+    /// [`Raw::start`] with these upstream servers.
+    async fn start_with(servers: Value) -> Raw {
+        let config = TempConfig::new(servers);
         let mut cmd = tokio::process::Command::new(EXE);
         cmd.arg("--config")
             .arg(&config.path)
@@ -793,4 +798,56 @@ async fn hostile_upstream_results_are_refused_before_they_are_decoded() {
     let (v, is_error) = h.exec(five_mb).await;
     assert!(!is_error, "{v}");
     assert_eq!(v["result"], 5_000_000);
+}
+
+/// An upstream started through a wrapper whose background job ignores its stdin (`npx` and
+/// its `node`, a shell script's `&`) is gone with the server when its client closes stdin:
+/// the server kills the upstream's process group, not only the process it started.
+#[tokio::test]
+async fn an_upstreams_own_children_end_with_the_server() {
+    let fixture = fixture_entry("fx");
+    let dir = test_support::TempDir::new("upstream-group");
+    let marker = dir.0.join("background.pid");
+    let script = format!(
+        "sleep 300 </dev/null & echo $! > '{}'; exec '{}' fx",
+        marker.display(),
+        fixture["command"].as_str().unwrap()
+    );
+    let mut s = Raw::start_with(json!({ "fx": { "command": "sh", "args": ["-c", script] } })).await;
+    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_typescript","arguments":{"code":"return await tools.fx.echo({ message: 'up' });"}}}"#).await;
+    let answer = s.next().await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"], "Echo: up",
+        "{answer}"
+    );
+    let background: u32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let start = std::fs::read_to_string(format!("/proc/{background}/stat")).unwrap();
+    let start = start
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_string();
+    assert!(still_running(background, &start));
+    drop(s.stdin.take());
+    let status = tokio::time::timeout(Duration::from_secs(30), s.child.wait())
+        .await
+        .expect("the server still ran 30 s after its stdin closed")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while still_running(background, &start) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the upstream's background job {background} outlived the server by 10 s"
+        );
+        // Polling a condition, not waiting for time to pass.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -126,6 +126,10 @@ pub(super) async fn spawn_stdio(
     let server = name.to_string();
     let pid = child.id();
     tokio::spawn(async move {
+        // Dropped with the runtime at exit before the child was reaped: the whole group goes,
+        // not only the child (kill-on-drop), so what it started (`npx` and its `node`, a
+        // wrapper script's background job) does not outlive the server.
+        let mut group = GroupKill(pid);
         let status = tokio::select! {
             status = child.wait() => status,
             _ = closed => match tokio::time::timeout(STDIO_EXIT_GRACE, child.wait()).await {
@@ -139,6 +143,8 @@ pub(super) async fn spawn_stdio(
                 }
             },
         };
+        // Reaped: its pid (the group's id) may be reused from now on.
+        group.0 = None;
         match &status {
             Ok(s) => tracing::debug!(server = %server, "upstream process ended: {s}"),
             Err(e) => tracing::debug!(server = %server, "upstream process: {e}"),
@@ -166,6 +172,19 @@ pub(super) async fn spawn_stdio(
     .refusal_hint(super::connect::OVERSIZED_HINT)
     .widening(stdout_pipe, stdin_pipe);
     Ok((transport, watch))
+}
+
+/// Kills an upstream's process group when dropped while it holds the pid: the keeper task
+/// dropped before its child was reaped (the server's runtime shutting down), when the pid is
+/// still the child's, alive or a zombie, and so still names its group.
+struct GroupKill(Option<u32>);
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take() {
+            sandbox::kill_group(pid);
+        }
+    }
 }
 
 /// The environment an upstream child gets: basics from ours, then its entry's `env`.
