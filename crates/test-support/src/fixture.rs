@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+mod leak;
+
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -652,7 +654,7 @@ impl ServerHandler for Fixture {
                 let v = serde_json::json!({"meta": &context.meta, "headers": headers});
                 Ok(CallToolResult::success(vec![ContentBlock::text(v.to_string())]).into())
             }
-            "leak" if self.meta_tools => leak(request, context).await,
+            "leak" if self.meta_tools => leak::leak(request, context).await,
             "environment" if self.meta_tools => {
                 let env: serde_json::Map<String, serde_json::Value> = std::env::vars_os()
                     .map(|(k, v)| {
@@ -735,94 +737,5 @@ impl ServerHandler for Fixture {
                 self.tool_router.call(tcc).await
             }
         }
-    }
-}
-
-/// The `leak` tool: a credential this server was given (an environment variable, a request
-/// header, or the text itself) sent back in every way a server can answer, for the tests
-/// that prove none of it reaches code or the client.
-async fn leak(
-    request: CallToolRequestParams,
-    context: RequestContext<RoleServer>,
-) -> Result<CallToolResponse, ErrorData> {
-    /// The size of the `big` answer: past the host's 1 MiB fast paths.
-    const BIG_BYTES: usize = 2 << 20;
-    let args = request.arguments.unwrap_or_default();
-    let what = args
-        .get("what")
-        .and_then(|v| v.as_str())
-        .unwrap_or_default();
-    let how = args.get("as").and_then(|v| v.as_str()).unwrap_or("text");
-    let secret = match what.split_once(':') {
-        Some(("env", name)) => std::env::var(name).unwrap_or_default(),
-        Some(("header", name)) => context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|p| p.headers.get(name))
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-            .unwrap_or_default(),
-        _ => what.to_string(),
-    };
-    let text = |t: String| Ok(CallToolResult::success(vec![ContentBlock::text(t)]).into());
-    match how {
-        "error" => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-            "bad credentials: {secret}"
-        ))])
-        .into()),
-        "rpc_error" => Err(ErrorData::internal_error(
-            format!("token {secret} was rejected"),
-            Some(serde_json::json!({"token": secret})),
-        )),
-        "progress" | "log" => {
-            if how == "progress"
-                && let Some(token) = context.meta.get_progress_token()
-            {
-                let p = rmcp::model::ProgressNotificationParam::new(token, 1.0)
-                    .with_message(format!("using {secret}"));
-                let _ = context.peer.notify_progress(p).await;
-            }
-            if how == "log" {
-                let log: Result<rmcp::model::ServerNotification, _> =
-                    serde_json::from_value(serde_json::json!({
-                        "method": "notifications/message",
-                        "params": {"level": "error", "logger": "leak", "data": {"token": secret}}
-                    }));
-                if let Ok(n) = log {
-                    let _ = context.peer.send_notification(n).await;
-                }
-            }
-            text("sent".into())
-        }
-        "blocks" => {
-            let r: Result<CallToolResult, _> = serde_json::from_value(serde_json::json!({
-                "content": [
-                    {"type": "text", "text": "plain", "_meta": {"echo": secret}},
-                    {"type": "resource_link", "uri": format!("https://x.test/{secret}"), "name": "link", "description": secret},
-                    {"type": "resource", "resource": {"uri": "mem://r", "text": format!("embedded {secret}")}},
-                    {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png", "_meta": {"token": secret}}
-                ],
-                "structuredContent": {"nested": {"token": secret}},
-                "_meta": {"echo": secret}
-            }));
-            r.map(Into::into)
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None))
-        }
-        "big" => {
-            let filler = "x".repeat(BIG_BYTES / 2);
-            text(format!("{secret}{filler}{secret}{filler}{secret}"))
-        }
-        "split" => {
-            let mid = secret.len() / 2;
-            let mid = (mid..=secret.len())
-                .find(|&i| secret.is_char_boundary(i))
-                .unwrap_or(secret.len());
-            Ok(CallToolResult::success(vec![
-                ContentBlock::text(&secret[..mid]),
-                ContentBlock::text(&secret[mid..]),
-            ])
-            .into())
-        }
-        "json" => text(serde_json::json!({"token": secret}).to_string()),
-        _ => text(format!("upstream says: {secret}")),
     }
 }
