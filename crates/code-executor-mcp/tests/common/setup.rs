@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub const EXE: &str = env!("CARGO_BIN_EXE_code-executor-mcp");
+use super::harness::EXE;
 
 /// A loud SKIP, or a failure when CI requires the interop tools.
 pub fn skip_or_fail(msg: &str) {

@@ -1,0 +1,43 @@
+//! Executions through the built binary: a real MCP client (rmcp over stdio) calls the
+//! execute tools, with fixture MCP servers upstream and code in real, sandboxed workers.
+//!
+//! - [`execute`]: the server, its upstreams and the TypeScript worker end to end;
+//! - [`languages`]: one table of scenarios run in TypeScript and Python;
+//! - [`sessions`]: sessions in both languages (and the workspace quota);
+//! - [`pauses`]: approvals and sampling mid-script, in both protocol generations;
+//! - [`long_runs`]: `yieldAfterMs`, `wait`, `progress()`, cancellation;
+//! - [`pools`]: worker pools: one execution per worker, growth and shrinking;
+//! - [`python_start`]: what a Python worker imports late behaves as if imported up front;
+//! - [`robustness`]: hostile and long-running use, and every `RUST_LOG` level;
+//! - [`access`]: file and network grants, and the attacks on them (SSRF, grants);
+//! - [`policy`]: rules, argument validation, busy limits, the audit log, secrets;
+//! - [`upstream`]: upstream starts: hangs, backoff, start errors;
+//! - [`llm_provider`]: model calls answered by a configured provider;
+//! - [`signatures`]: generated TypeScript and Python signatures, by snapshot (`snapshots/`).
+//!
+//! One module's tests: `cargo test -p code-executor-mcp --test execution -- sessions::`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    clippy::print_stdout,
+    reason = "tests fail loudly and say why"
+)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod access;
+mod execute;
+mod languages;
+mod llm_provider;
+mod long_runs;
+mod pauses;
+mod policy;
+mod pools;
+mod python_start;
+mod robustness;
+mod sessions;
+mod signatures;
+mod upstream;
