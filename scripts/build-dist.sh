@@ -5,7 +5,7 @@
 #   OUT/crates/*.crate   the published crates (`cargo package`)
 #   OUT/vendor/          a directory source holding those crates and every dependency of the
 #                        packaged lock file, so `cargo install` can build the packaged crate
-#                        offline, from local artifacts only (tests/install.rs)
+#                        offline, from local artifacts only (tests/cli/install.rs)
 # One release build serves all of them: maturin runs `cargo build --release`, the npm
 # package takes that binary. Tools come from scripts/setup-dist-tools.sh (PyPI).
 # The release recipe for the other platforms is in packaging/README.md.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the container image build and tests/container.rs need, from Debian packages:
+# Installs what the container image build and tests/cli/container.rs need, from Debian packages:
 # podman, buildah, debootstrap, podman-compose, and runc (Podman's default runtime crun refuses
 # hosts whose cgroups are mounted in hybrid v1/v2 mode; the tests pick runc there).
 # Idempotent; needs root and apt (Debian, Ubuntu). .ci/run calls it.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what tests/deploy.rs needs to check deploy/kubernetes offline, under PREFIX
+# Installs what tests/cli/deploy.rs needs to check deploy/kubernetes offline, under PREFIX
 # (default $CODE_EXECUTOR_INTEROP or /tmp/code-executor-interop); called by setup-interop.sh.
 #   - kubernetes-validate (PyPI; it bundles the Kubernetes JSON schemas, 1.25 to 1.37, so it
 #     validates without a cluster or a network) in PREFIX/venv
@@ -29,5 +29,5 @@ if command -v kustomize >/dev/null 2>&1; then
 elif command -v kubectl >/dev/null 2>&1 && kubectl kustomize --help >/dev/null 2>&1; then
   log "kustomize: kubectl kustomize ($(kubectl version --client 2>/dev/null | grep -i kustomize || echo 'version unknown'))"
 else
-  log "WARNING: neither kustomize nor kubectl is installed: tests/deploy.rs cannot render deploy/kubernetes"
+  log "WARNING: neither kustomize nor kubectl is installed: tests/cli/deploy.rs cannot render deploy/kubernetes"
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the packaging tools the install tests need (tests/install.rs), from PyPI only, into
+# Installs the packaging tools the install tests need (tests/cli/install.rs), from PyPI only, into
 # PREFIX/dist-tools (default $CODE_EXECUTOR_INTEROP/dist-tools):
 #   - maturin: builds the wheel (bindings = "bin", as ruff and uv ship)
 #   - uv (uvx) and pipx: the two ways users start a Python-packaged MCP server

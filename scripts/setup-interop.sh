@@ -9,7 +9,7 @@
 #   - the MCP conformance suite (0.1.13: the last release that runs on Node 20) and
 #     supergateway (conformance only speaks HTTP; it bridges our stdio server)
 #   - the MCP clients whose trust rules we follow (Claude Code, Gemini CLI, Codex; npm), to
-#     cross-check their `mcp list` against ours (tests/client_trust.rs)
+#     cross-check their `mcp list` against ours (tests/cli/client_trust.rs)
 #   - fixtures the upstreams work on, and PREFIX/upstreams.json ({"mcpServers": ...})
 #   - the packaging tools of the install tests (maturin, uv, pipx; scripts/setup-dist-tools.sh)
 #   - kubernetes-validate, and a check for kustomize (scripts/setup-deploy-tools.sh)

@@ -11,7 +11,7 @@ export CODE_EXECUTOR_REQUIRE_INTEROP=1
 # The sandbox and escape suites fail, instead of skipping, when this kernel cannot sandbox.
 export CODE_EXECUTOR_REQUIRE_SANDBOX=1
 cargo test --workspace "$@"
-# The escape suites again, every execution in a session of its own: a session's worker must be
+# The escape suites again (the `escape` binary holds exactly them: escape_js, escape_python,
+# escape_site_packages), every execution in a session of its own: a session's worker must be
 # as confined as a pooled one (test_support::IN_SESSION).
-CODE_EXECUTOR_TEST_IN_SESSION=1 cargo test -p code-executor-mcp \
-  --test escape_js --test escape_python --test escape_site_packages
+CODE_EXECUTOR_TEST_IN_SESSION=1 cargo test -p code-executor-mcp --test escape

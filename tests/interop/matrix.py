@@ -13,7 +13,7 @@ Rows (each one in all four columns: {TS SDK, Python SDK} x {stdio, HTTP}):
     (hidden by a mount: Python executions fail with an error that says what to do, TypeScript
     still works);
   - with --container-stdio / --container-url instead: the container image, run with the
-    documented flags (tests/container.rs), over stdio (`podman run -i`) and HTTP.
+    documented flags (tests/cli/container.rs), over stdio (`podman run -i`) and HTTP.
 
 Every client and server gets a clean environment, as started from a user's shell (PATH, HOME,
 USER, LOGNAME; no variable of the test run). Cells run in parallel (--jobs). Prints one table

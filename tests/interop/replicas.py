@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Three replicas of the server behind a round-robin proxy, driven by the official Python MCP
-SDK on protocol 2026-07-28 (stateless HTTP). tests/replicas.rs starts the replicas
+SDK on protocol 2026-07-28 (stateless HTTP). tests/server/replicas.rs starts the replicas
 (`serve --http --replica-id rN`, the fixture upstream) and the proxy (test_support::proxy,
 which routes on the affinity key, the replica id after '@' in a handle, as an ingress would),
 then runs this script:
