@@ -6,9 +6,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use test_support::{Harness, TempConfig, fixture_entry};
+use test_support::{Harness, TempConfig};
 
-use crate::common::EXE;
+use crate::common;
 
 /// A server with the fixture upstream, room for a burst (queue and rate), and `extra` in its
 /// settings file.
@@ -23,13 +23,7 @@ async fn server(extra: Value) -> (Harness, TempConfig) {
     if let (Some(s), Value::Object(extra)) = (settings.as_object_mut(), extra) {
         s.extend(extra);
     }
-    Harness::with_settings(
-        EXE.as_ref(),
-        json!({ "fx": fixture_entry("fx") }),
-        &settings,
-        &[],
-    )
-    .await
+    common::server(settings).await
 }
 
 /// What an execution reports about the process that ran it: whether it was the first
