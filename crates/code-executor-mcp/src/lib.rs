@@ -41,10 +41,11 @@ use catalog::Catalog;
 use config::Config;
 use policy::Policy;
 use principal::Principal;
-use runtime::execution::{ClientLink, ExecContext, ExecRequest};
+use runtime::execution::{ExecContext, ExecRequest};
+use runtime::live::sessions::Sessions;
 use runtime::pool::Pool;
 use runtime::python::{PythonOptions, PythonRuntime};
-use runtime::session::Sessions;
+use runtime::run::client::ClientLink;
 use runtime::worker::{Language, WorkerSpawner};
 use runtime::{ExecOutcome, Runtime};
 use upstream::Upstreams;
@@ -181,8 +182,8 @@ impl Core {
             sessions,
             options.replica.clone(),
         ));
-        runtime::session::end_idle_sessions(Arc::downgrade(&runtime));
-        runtime::parked::sweep_periodically(Arc::downgrade(&runtime));
+        runtime::end_idle_sessions(Arc::downgrade(&runtime));
+        runtime::sweep_periodically(Arc::downgrade(&runtime));
         Arc::new(Core {
             runtime,
             policy,

@@ -27,10 +27,8 @@ use crate::Core;
 use crate::catalog::SearchParams;
 use crate::policy::ToolAllowlist;
 use crate::principal::Principal;
-use crate::runtime::execution::{
-    ClientCaps, ClientLink, Event, ExecRequest, Execution, InputRoute,
-};
-use crate::runtime::session::SessionArg;
+use crate::runtime::execution::{Event, ExecRequest, Execution, SessionArg};
+use crate::runtime::run::client::{ClientCaps, ClientLink, InputRoute};
 use crate::runtime::worker::Language;
 use render::push_indented;
 pub use render::{execution_result, execution_result_owned, render_text, render_text_within};

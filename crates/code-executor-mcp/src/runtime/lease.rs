@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use worker_protocol::ErrorInfo;
 
-use super::execution::ExecContext;
-use super::pool::{self, Pool};
-use super::session::{self, Session, Sessions, Slot};
-use super::{ExecOutcome, error, worker, workspace};
+use super::error::error;
+use super::live::sessions::{self as session, Session, Sessions, Slot};
+use super::outcome::ExecOutcome;
+use super::run::execution::ExecContext;
+use super::worker::pool::{self, Pool};
+use super::worker::{process as worker, workspace};
 
 /// How long a worker that served its one execution is left before it is killed and reaped.
 /// Its end (the process tree, its namespaces and mounts: about a millisecond of CPU) then
@@ -25,13 +27,13 @@ const CANCELLED: &str = "the session's last execution was cancelled before it fi
                          worker was stopped";
 
 /// The worker of one run and where it goes afterwards.
-pub(super) struct Lease<'a> {
-    pub(super) worker: worker::WorkerProcess,
+pub(crate) struct Lease<'a> {
+    pub(crate) worker: worker::WorkerProcess,
     home: Home<'a>,
     /// The data paths the worker's view holds (a session keeps them with its worker).
     data: Vec<std::path::PathBuf>,
     /// A session's worker was gone: why (the answer says so).
-    pub(super) state_lost: Option<String>,
+    pub(crate) state_lost: Option<String>,
 }
 
 enum Home<'a> {
@@ -51,7 +53,7 @@ impl<'a> Lease<'a> {
     /// for the session's earlier executions, in order; started afresh when it is gone). For a
     /// session, `before` is set to its workspace's usage once the earlier runs are over and
     /// before this one has the code (it starts at once).
-    pub(super) async fn take(
+    pub(crate) async fn take(
         pool: &'a Pool,
         session: Option<&'a Arc<Session>>,
         run: &[u8],
@@ -114,7 +116,7 @@ impl<'a> Lease<'a> {
         *before = workspace::measure(&session.workspace, sessions.limits(), Some(*before)).await;
         if !before.kernel {
             // What changes from now on is this run's, to take back if it fails the quota.
-            before.since = super::tree::fs_now(&session.workspace);
+            before.since = super::worker::tree::fs_now(&session.workspace);
         }
         let mut state_lost = slot.lost.take();
         let mut kept = slot.worker.take();
@@ -167,7 +169,7 @@ impl<'a> Lease<'a> {
     /// goes back to its slot if the run finished `reusable` (no reply left half-sent), the
     /// session still lives and the worker's memory is within the session limit; otherwise
     /// it is stopped and the slot says why for the next run.
-    pub(super) fn give_back(self, reusable: Option<bool>, out: &ExecOutcome, sessions: &Sessions) {
+    pub(crate) fn give_back(self, reusable: Option<bool>, out: &ExecOutcome, sessions: &Sessions) {
         let Lease {
             mut worker,
             home,
@@ -232,9 +234,9 @@ fn reap_later(worker: worker::WorkerProcess) {
 
 /// The files an execution was granted: data paths its view shows read-only, and the
 /// workspace of its own (outside a session).
-pub(super) struct Files {
-    pub(super) data: Vec<std::path::PathBuf>,
-    pub(super) workspace: Option<std::path::PathBuf>,
+pub(crate) struct Files {
+    pub(crate) data: Vec<std::path::PathBuf>,
+    pub(crate) workspace: Option<std::path::PathBuf>,
 }
 
 impl Files {

@@ -33,8 +33,9 @@ use crate::policy::audit::AuditEvent;
 use crate::policy::long_runs::{DEFAULT_WAIT_MS, MAX_WAIT_MS};
 use crate::principal::Principal;
 use crate::runtime::ExecOutcome;
-use crate::runtime::execution::{ClientLink, ExecContext, ExecRequest};
+use crate::runtime::execution::{ExecContext, ExecRequest};
 use crate::runtime::parked::{Kind, ParkError, Published, Snapshot};
+use crate::runtime::run::client::{Ask, ClientLink};
 use crate::runtime::worker::Language;
 
 /// `_meta` key of a task's structured progress in `tasks/get`.
@@ -153,7 +154,7 @@ pub(super) async fn early(
     principal: Principal,
     client: ClientLink,
     early: Early,
-    asks: Option<tokio::sync::mpsc::Receiver<crate::runtime::paused::Ask>>,
+    asks: Option<tokio::sync::mpsc::Receiver<Ask>>,
 ) -> Result<CallToolResponse, ExecRequest> {
     let Early {
         kind,

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::{Mutex, Notify};
 
-use super::worker::{WorkerProcess, WorkerSpawner};
+use super::process::{WorkerProcess, WorkerSpawner};
 
 /// Pause between a wake-up and starting replacements, so the response of the execution that
 /// used a worker is written before the refill takes the CPU.
@@ -498,7 +498,7 @@ mod tests {
         )
         .unwrap();
         WorkerSpawner {
-            language: super::super::worker::Language::JavaScript,
+            language: super::super::process::Language::JavaScript,
             command: sandbox::WorkerCommand {
                 program: "/bin/sh".into(),
                 args: vec![script.into_os_string()],

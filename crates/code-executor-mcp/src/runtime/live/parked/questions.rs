@@ -6,25 +6,25 @@ use serde_json::Value;
 
 use super::{Entry, ParkError, Parked};
 use crate::principal::Principal;
-use crate::runtime::paused::Ask;
+use crate::runtime::run::client::Ask;
 
 /// A question a task put to its client, until `tasks/update` answers it.
-pub(super) struct Question {
-    pub(super) key: String,
-    pub(super) request: Value,
+pub(crate) struct Question {
+    pub(crate) key: String,
+    pub(crate) request: Value,
     reply: tokio::sync::oneshot::Sender<Value>,
 }
 
 impl Question {
     /// Its asker still waits (it did not time out or go away).
-    pub(super) fn open(&self) -> bool {
+    pub(crate) fn open(&self) -> bool {
         !self.reply.is_closed()
     }
 }
 
 impl Entry {
     /// The questions still waiting for an answer.
-    pub(super) fn open_questions(&self) -> impl Iterator<Item = &Question> {
+    pub(crate) fn open_questions(&self) -> impl Iterator<Item = &Question> {
         self.questions.iter().filter(|q| q.open())
     }
 }

@@ -22,34 +22,14 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::worker::{Language, WorkerProcess};
 use crate::policy::audit::{AuditEvent, AuditLog};
 use crate::policy::session_limits::SessionLimits;
 use crate::principal::Principal;
 use crate::replica::{Elsewhere, Replica};
+use crate::runtime::worker::{Language, WorkerProcess, bounded, roots, tree};
 
 /// Ended sessions remembered so that their next call can say why they ended.
 const ENDED_KEPT: usize = 4096;
-
-/// What a request asked for with `session`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum SessionArg {
-    New,
-    Existing(String),
-}
-
-impl SessionArg {
-    /// `"new"`, or a handle. Handles are 34 characters, 98 at most with a replica's suffix;
-    /// a longer text cannot be one and is cut (it is echoed in the error that says it is
-    /// unknown).
-    pub(crate) fn parse(s: &str) -> SessionArg {
-        if s == "new" {
-            SessionArg::New
-        } else {
-            SessionArg::Existing(s.chars().take(128).collect())
-        }
-    }
-}
 
 /// Why a session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,7 +135,7 @@ pub(crate) struct Session {
     /// The only writable directory of the session's worker.
     pub workspace: PathBuf,
     /// How its quota is enforced (a bounded tmpfs, or the host's measurement).
-    workspace_bound: super::bounded::Bound,
+    workspace_bound: bounded::Bound,
     /// Resident memory of the worker after its last execution.
     memory: AtomicU64,
     ended: Mutex<Option<EndReason>>,
@@ -248,7 +228,7 @@ impl Drop for Session {
     fn drop(&mut self) {
         // The last holder is gone (the table and every execution): the worker dies with the
         // slot; the workspace goes with the session.
-        if let Err(e) = super::tree::remove(&self.workspace) {
+        if let Err(e) = tree::remove(&self.workspace) {
             tracing::warn!(
                 "cannot delete the workspace {} of session {}: {e}",
                 self.workspace.display(),
@@ -273,7 +253,7 @@ pub(crate) struct Sessions {
     replica: Replica,
     /// The root's lock file, held (`flock`) from when the root is made until the process
     /// ends: how a later server tells a live root from one whose server died
-    /// ([`super::roots::remove_stale_roots`]).
+    /// ([`roots::remove_stale_roots`]).
     root_lock: Mutex<Option<std::fs::File>>,
 }
 
@@ -292,11 +272,11 @@ impl Sessions {
     }
 
     /// Makes the root (if it is not there yet) and holds its lock.
-    pub(super) fn ensure_root(&self) -> std::io::Result<()> {
+    pub(crate) fn ensure_root(&self) -> std::io::Result<()> {
         make_dir(&self.root, 0o711)?;
         let mut held = self.root_lock.lock().unwrap_or_else(|p| p.into_inner());
         if held.is_none() {
-            *held = Some(super::roots::hold_lock(&self.root)?);
+            *held = Some(roots::hold_lock(&self.root)?);
         }
         Ok(())
     }
@@ -330,7 +310,7 @@ impl Sessions {
                 path: workspace.display().to_string(),
                 reason: e.to_string(),
             })?;
-        let workspace_bound = super::bounded::mount_on(&workspace, &self.limits);
+        let workspace_bound = bounded::mount_on(&workspace, &self.limits);
         let session = Arc::new(Session {
             id: id.clone(),
             principal: principal.clone(),
@@ -512,7 +492,7 @@ impl Sessions {
 impl Drop for Sessions {
     fn drop(&mut self) {
         // Sessions still live hold their workspaces under the root; the server is going.
-        if let Err(e) = super::tree::remove(&self.root) {
+        if let Err(e) = tree::remove(&self.root) {
             tracing::warn!(
                 "cannot delete the session workspaces {}: {e}",
                 self.root.display()
@@ -531,7 +511,7 @@ pub(crate) struct RunWorkspace(pub PathBuf);
 
 impl Drop for RunWorkspace {
     fn drop(&mut self) {
-        if let Err(e) = super::tree::remove(&self.0) {
+        if let Err(e) = tree::remove(&self.0) {
             tracing::warn!("cannot delete the workspace {}: {e}", self.0.display());
         }
     }
@@ -540,7 +520,7 @@ impl Drop for RunWorkspace {
 impl Sessions {
     /// A new workspace for the execution `execution` (not in a session).
     pub(crate) fn run_workspace(&self, execution: &str) -> Result<RunWorkspace, SessionError> {
-        let tag = super::ids::random_hex::<8>();
+        let tag = crate::runtime::ids::random_hex::<8>();
         let safe: String = execution
             .chars()
             .filter(char::is_ascii_alphanumeric)
@@ -555,32 +535,9 @@ impl Sessions {
             })?;
         // Bounded by the kernel where the server may mount (`super::bounded`).
         let workspace = RunWorkspace(path);
-        super::bounded::mount_on(&workspace.0, &self.limits);
+        bounded::mount_on(&workspace.0, &self.limits);
         Ok(workspace)
     }
-}
-
-/// Ends idle sessions in the background, as long as the runtime lives.
-pub(crate) fn end_idle_sessions(runtime: std::sync::Weak<super::Runtime>) {
-    let Some(rt) = runtime.upgrade() else {
-        return;
-    };
-    let period = (rt.sessions().limits.idle_timeout() / 4).clamp(
-        std::time::Duration::from_millis(200),
-        std::time::Duration::from_secs(30),
-    );
-    drop(rt);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let Some(rt) = runtime.upgrade() else {
-                return;
-            };
-            rt.sessions().end_idle(&rt.policy().audit);
-        }
-    });
 }
 
 fn end_audit(audit: &AuditLog, s: &Session, reason: EndReason) {
@@ -602,7 +559,7 @@ fn oldest_idle<'a>(sessions: impl Iterator<Item = &'a Arc<Session>>) -> Option<A
 
 /// A fresh, unguessable session handle: `s_` and 128 random bits in hex.
 fn new_handle() -> String {
-    format!("s_{}", super::ids::random_hex::<16>())
+    format!("s_{}", crate::runtime::ids::random_hex::<16>())
 }
 
 /// Makes `path` (its parent exists) with `mode`, unless it is already there.

@@ -27,17 +27,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::execution::Execution;
 use crate::principal::Principal;
 use crate::replica::{Elsewhere, Replica};
-
-/// One question for the client: a JSON-RPC request without id (`{"method", "params"}`), and
-/// where its answer (the client's result, or `null` when none came) goes.
-#[derive(Debug)]
-pub(crate) struct Ask {
-    pub request: Value,
-    pub reply: oneshot::Sender<Value>,
-}
+use crate::runtime::run::execution::Execution;
 
 /// Paused executions a principal may hold at once: each holds a worker and an admission slot
 /// already, so this only bounds a client that never comes back for its answers.
@@ -172,5 +164,5 @@ impl PausedTable {
 
 /// 128 random bits, hex.
 fn new_state() -> String {
-    super::ids::random_hex::<16>()
+    crate::runtime::ids::random_hex::<16>()
 }

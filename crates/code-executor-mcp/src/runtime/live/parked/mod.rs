@@ -26,20 +26,20 @@
 //! handle was handed out hands it out at once (the client cannot answer what it cannot see).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::events::Events;
-use super::execution::ExecContext;
-use super::{ExecOutcome, Runtime};
 use crate::policy::audit::{AuditEvent, AuditLog};
 use crate::policy::long_runs::LongRunLimits;
 use crate::principal::Principal;
 use crate::replica::{Elsewhere, Replica};
+use crate::runtime::outcome::ExecOutcome;
+use crate::runtime::run::events::Events;
+use crate::runtime::run::execution::ExecContext;
 
 mod questions;
 mod snapshot;
@@ -51,7 +51,7 @@ use snapshot::snapshot;
 /// Handles of dropped or expired results remembered, for a clear answer about them.
 const REMEMBERED_GONE: usize = 1024;
 /// How often finished results are checked for expiry when nobody asks.
-const SWEEP_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(5);
 /// How long a cancelling `wait` waits for the execution to stop before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 /// Log lines a task's status carries.
@@ -506,6 +506,13 @@ impl Parked {
         })
     }
 
+    /// Drops finished results past their keep time now (the runtime does it every few
+    /// seconds, so their memory goes even when nobody asks).
+    pub(crate) fn sweep_now(&self) {
+        let mut t = self.lock();
+        self.sweep(&mut t);
+    }
+
     /// Drops finished results past their keep time.
     fn sweep(&self, t: &mut Table) {
         let keep = self.limits.keep_result();
@@ -573,23 +580,6 @@ fn outcome_bytes(o: &ExecOutcome) -> usize {
 /// A fresh, unguessable handle: `run-` and 128 random bits in hex.
 fn new_handle() -> String {
     format!("run-{}", crate::runtime::ids::random_hex::<16>())
-}
-
-/// Drops expired results every few seconds, so their memory goes even when nobody asks;
-/// stops with the runtime.
-pub(crate) fn sweep_periodically(runtime: Weak<Runtime>) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(SWEEP_EVERY);
-        loop {
-            tick.tick().await;
-            let Some(rt) = runtime.upgrade() else {
-                return;
-            };
-            let p = rt.parked();
-            let mut t = p.lock();
-            p.sweep(&mut t);
-        }
-    });
 }
 
 #[cfg(test)]

@@ -12,22 +12,22 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use worker_protocol::ErrorInfo;
 
-use super::error;
-use super::worker::Language;
+use crate::runtime::error::error;
+use crate::runtime::worker::Language;
 
 /// Threads that strip TypeScript: one per core of the machines we run on is plenty, since a
 /// strip takes microseconds to milliseconds.
 const STRIP_THREADS: usize = 2;
 
 /// Code ready for a worker, and how to map its error positions back to the user's code.
-pub(super) struct Prepared {
+pub(crate) struct Prepared {
     pub code: String,
     /// TypeScript: the line map of the stripped JavaScript.
     pub stripped: Option<js_worker::Stripped>,
 }
 
 /// Why code could not be prepared.
-pub(super) enum NotPrepared {
+pub(crate) enum NotPrepared {
     /// The code's own fault: a syntax error, or nesting past the bound.
     Invalid(ErrorInfo),
     /// The execution's deadline passed first.
@@ -67,7 +67,7 @@ fn start_strippers() -> Result<Sender<Job>, String> {
 /// Prepares `code` for a `language` worker, giving up at `deadline`. Session code (`keep`)
 /// in JavaScript has its top-level declarations made globals, so the session's next run sees
 /// them (`js_worker::globalize`); Python keeps its namespace in the worker.
-pub(super) async fn prepare(
+pub(crate) async fn prepare(
     language: Language,
     code: &str,
     deadline: tokio::time::Instant,
