@@ -4,13 +4,12 @@
 
 use std::sync::Arc;
 
-use worker_protocol::ErrorInfo;
-
-use super::error::error;
-use super::live::sessions::{self as session, Session, Sessions, Slot};
+use super::error::RunError;
+use super::live::sessions::{self as session, Session, SessionError, Sessions, Slot};
 use super::outcome::ExecOutcome;
 use super::run::execution::ExecContext;
 use super::worker::pool::{self, Pool};
+use super::worker::process::WorkerError;
 use super::worker::{process as worker, workspace};
 
 /// How long a worker that served its one execution is left before it is killed and reaped.
@@ -61,7 +60,7 @@ impl<'a> Lease<'a> {
         ctx: &ExecContext,
         before: &mut workspace::Usage,
         files: &Files,
-    ) -> Result<Lease<'a>, ErrorInfo> {
+    ) -> Result<Lease<'a>, RunError> {
         if session.is_none() && files.needs_own_worker() {
             let w = start_own_worker(
                 pool,
@@ -82,9 +81,7 @@ impl<'a> Lease<'a> {
         let Some(session) = session else {
             // However the run ends (even abandoned by its client), the pool gets a replacement.
             let refill = Refill(pool);
-            let worker = hand_over(pool, run)
-                .await
-                .map_err(|e| error("SandboxError", e))?;
+            let worker = hand_over(pool, run).await?;
             return Ok(Lease {
                 worker,
                 home: Home::Pool(refill),
@@ -103,15 +100,11 @@ impl<'a> Lease<'a> {
         };
         // Ended (reset, idle) while this execution waited for it.
         if let Some(reason) = session.ended() {
-            return Err(error(
-                "SessionError",
-                format!(
-                    "session \"{}\" ended ({}) before this execution could start in it; start \
-                     a new one with session: \"new\"",
-                    session.id,
-                    reason.as_str()
-                ),
-            ));
+            return Err(SessionError::EndedWhileWaiting {
+                id: session.id.clone(),
+                reason: reason.as_str(),
+            }
+            .into());
         }
         *before = workspace::measure(&session.workspace, sessions.limits(), Some(*before)).await;
         if !before.kernel {
@@ -257,7 +250,7 @@ async fn start_own_worker(
     sessions: &Sessions,
     which: &str,
     run: &[u8],
-) -> Result<worker::WorkerProcess, ErrorInfo> {
+) -> Result<worker::WorkerProcess, RunError> {
     let mut spawner = pool.spawner().clone();
     spawner.policy.data_paths = data.to_vec();
     if let Some(ws) = workspace {
@@ -272,20 +265,18 @@ async fn start_own_worker(
     let mut worker = spawner
         .spawn()
         .await
-        .map_err(|e| error("SandboxError", format!("cannot start {which}: {e}")))?;
-    worker.send_encoded(run).await.map_err(|e| {
-        error(
-            "SandboxError",
-            format!("{which} did not take the code: {e}"),
-        )
-    })?;
+        .map_err(|e| RunError::Sandbox(format!("cannot start {which}: {e}")))?;
+    worker
+        .send_encoded(run)
+        .await
+        .map_err(|e| RunError::Sandbox(format!("{which} did not take the code: {e}")))?;
     Ok(worker)
 }
 
 /// A worker that has received the encoded `run`. A worker that died before it could take
 /// the code (a pooled one killed meanwhile) is replaced, a bounded number of times: nothing of
 /// the code ran, so the execution does not see it.
-async fn hand_over(pool: &Pool, run: &[u8]) -> Result<worker::WorkerProcess, String> {
+async fn hand_over(pool: &Pool, run: &[u8]) -> Result<worker::WorkerProcess, WorkerError> {
     let mut attempt = 1;
     loop {
         let mut worker = pool.take().await?;
@@ -296,7 +287,7 @@ async fn hand_over(pool: &Pool, run: &[u8]) -> Result<worker::WorkerProcess, Str
                 attempt += 1;
                 tokio::spawn(worker.finish());
             }
-            Err(e) => return Err(format!("no worker took the code: {e}")),
+            Err(e) => return Err(WorkerError::NoneTookTheCode(Box::new(e))),
         }
     }
 }

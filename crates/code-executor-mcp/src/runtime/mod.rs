@@ -4,8 +4,10 @@
 //! The runtime has one room per concern; arrows point down only (no room uses one that uses
 //! it, and no child uses what a `mod.rs` defines):
 //!
-//! - [`service`]: the [`Runtime`] itself (every `impl Runtime`): starts an execution and runs
-//!   it from request to outcome, over the rooms below;
+//! - [`door`]: the one value every server face starts an execution with ([`door::Start`]:
+//!   request, caller, mode);
+//! - [`service`]: the [`Runtime`] itself (every `impl Runtime`): `Runtime::begin` takes a
+//!   [`door::Start`] and runs the execution from request to outcome, over the rooms below;
 //! - [`lease`]: which worker a run uses (a pooled one, or its session's) and where it goes
 //!   after;
 //! - [`host`]: the host side, what answers the requests of code: the bridge (policy, then
@@ -15,9 +17,10 @@
 //!   preparing the code, output and the deadline's clock;
 //! - [`worker`]: the worker side: worker processes, their pools, CPython, memory, the trees
 //!   and workspaces code writes;
-//! - [`outcome`], [`error`], [`ids`]: what every room shares (the answer, the run's error
-//!   names, unguessable ids).
+//! - [`error`]: the one run error ([`error::RunError`]) and its mapping to the wire;
+//! - [`outcome`], [`ids`]: what every room shares (the answer, unguessable ids).
 
+pub(crate) mod door;
 pub(crate) mod error;
 pub(crate) mod host;
 pub(crate) mod ids;

@@ -6,8 +6,6 @@ use serde::Serialize;
 use serde_json::Value;
 use worker_protocol::ErrorInfo;
 
-use super::error::error;
-
 /// One captured line of output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LogEntry {
@@ -64,12 +62,12 @@ pub struct SessionInfo {
 }
 
 impl ExecOutcome {
-    /// An execution that was not started.
-    pub fn refused(name: &str, message: String) -> ExecOutcome {
+    /// An execution that was not started, or did not finish, for `error`.
+    pub fn refused(error: ErrorInfo) -> ExecOutcome {
         ExecOutcome {
             result: Value::Null,
             logs: Vec::new(),
-            error: Some(error(name, message)),
+            error: Some(error),
             tool_calls: 0,
             duration_ms: 0.0,
             warning: None,
@@ -85,3 +83,24 @@ impl ExecOutcome {
 /// The warning every result carries when the sandbox is off.
 pub const UNSANDBOXED_WARNING: &str =
     "UNSANDBOXED: this server runs with --sandbox=none; code ran without OS confinement";
+
+/// The name of the error a cancelled execution ends with.
+pub(crate) const CANCELLED: &str = "CancelledError";
+/// Its message.
+pub(crate) const CANCELLED_MESSAGE: &str = "the execution was cancelled before it finished";
+
+impl ExecOutcome {
+    /// An execution whose handle was dropped or cancelled before it finished.
+    pub(crate) fn cancelled() -> ExecOutcome {
+        ExecOutcome::refused(ErrorInfo {
+            name: CANCELLED.into(),
+            message: CANCELLED_MESSAGE.into(),
+            stack: None,
+        })
+    }
+
+    /// It ended because it was cancelled.
+    pub(crate) fn was_cancelled(&self) -> bool {
+        self.error.as_ref().is_some_and(|e| e.name == CANCELLED)
+    }
+}

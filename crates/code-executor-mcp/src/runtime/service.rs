@@ -13,18 +13,19 @@ use std::time::Instant;
 
 use serde_json::Value;
 use worker_protocol::{
-    AccessInfo, EngineLimits, ErrorInfo, HostFrame, RunOutcome, RunRequest, ToolBinding, encode,
+    AccessInfo, EngineLimits, HostFrame, RunOutcome, RunRequest, ToolBinding, encode,
 };
 
-use super::error::error;
+use super::door::{Mode, Run, Start, Started};
+use super::error::RunError;
 use super::host::bridge::RunHost;
 use super::host::net::{Clients, FetchState};
 use super::host::remembered::Remembered;
 use super::host::scope::RunScope;
 use super::lease::{Files, Lease};
-use super::live::parked::{self, Kind, ParkError, Parked};
-use super::live::paused::PausedTable;
-use super::live::sessions::{self, EndReason, Session, Sessions};
+use super::live::Live;
+use super::live::parked::{self, Kind, ParkError};
+use super::live::sessions::{self, EndReason, Session, SessionError, Sessions};
 use super::outcome::{ExecOutcome, SessionInfo, UNSANDBOXED_WARNING};
 use super::run::client::Ask;
 use super::run::clock::Clock;
@@ -49,11 +50,8 @@ pub struct Runtime {
     python: PythonRuntime,
     unconfined: bool,
     policy: Arc<Policy>,
-    sessions: Sessions,
-    /// Executions that outlive their request (tasks, `yieldAfterMs`).
-    parked: Parked,
-    /// Executions waiting for their client's answers (MRTR).
-    paused: Arc<PausedTable>,
+    /// The table of live handles: sessions, parked runs and tasks, paused executions.
+    live: Live,
     /// "Approve for the session" answers.
     remembered: Arc<Remembered>,
     /// HTTP clients for `fetch`, one per set of granted destinations, shared by executions.
@@ -76,24 +74,15 @@ impl Runtime {
             js_pool,
             python,
             unconfined,
-            parked: Parked::new(policy.long_runs).with_replica(replica.clone()),
+            live: Live::new(sessions, policy.long_runs, replica),
             policy,
-            sessions: sessions.with_replica(replica.clone()),
-            paused: PausedTable::new(replica),
             remembered: Arc::default(),
         }
     }
 
-    pub(crate) fn parked(&self) -> &Parked {
-        &self.parked
-    }
-
-    pub(crate) fn sessions(&self) -> &Sessions {
-        &self.sessions
-    }
-
-    pub(crate) fn paused(&self) -> &Arc<PausedTable> {
-        &self.paused
+    /// The table of live handles every server face asks.
+    pub(crate) fn live(&self) -> &Live {
+        &self.live
     }
 
     pub(crate) fn policy(&self) -> &Arc<Policy> {
@@ -108,14 +97,14 @@ impl Runtime {
         &self.python
     }
 
-    async fn pool(&self, language: Language) -> Result<&Pool, ErrorInfo> {
+    async fn pool(&self, language: Language) -> Result<&Pool, RunError> {
         match language {
             Language::JavaScript => Ok(&self.js_pool),
             Language::Python => self
                 .python
                 .pool()
                 .await
-                .map_err(|e| error("PythonUnavailable", e)),
+                .map_err(RunError::PythonUnavailable),
         }
     }
 
@@ -158,19 +147,19 @@ impl Runtime {
         let limits = match configured.and_then(|l| l.narrowed(&req.limits)) {
             Ok(l) => l,
             Err(e) => {
-                out.error = Some(error("RangeError", e));
+                out.error = Some(RunError::Range(e).info());
                 return finish(out);
             }
         };
         let max_code_bytes = self.policy.execution.max_code_bytes;
         if req.code.len() > max_code_bytes {
-            out.error = Some(error(
-                "RangeError",
-                format!(
+            out.error = Some(
+                RunError::Range(format!(
                     "the code is {} bytes; the limit is {max_code_bytes}",
                     req.code.len()
-                ),
-            ));
+                ))
+                .info(),
+            );
             return finish(out);
         }
         // The deadline runs from here: preparing the code counts against it.
@@ -178,12 +167,16 @@ impl Runtime {
         let prepared =
             match prepare::prepare(language, &req.code, deadline, session.is_some()).await {
                 Ok(p) => p,
-                Err(NotPrepared::Invalid(e)) => {
-                    out.error = Some(e);
+                Err(NotPrepared::Syntax(e)) => {
+                    out.error = Some(RunError::Syntax(e).info());
+                    return finish(out);
+                }
+                Err(NotPrepared::Unavailable(e)) => {
+                    out.error = Some(RunError::Internal(e).info());
                     return finish(out);
                 }
                 Err(NotPrepared::Deadline) => {
-                    out.error = Some(timeout_error(&limits));
+                    out.error = Some(RunError::timeout(limits.timeout).info());
                     return finish(out);
                 }
             };
@@ -193,7 +186,7 @@ impl Runtime {
             Some(asked) => match access::grant(&self.policy.access, asked) {
                 Ok(g) => g,
                 Err(e) => {
-                    out.error = Some(error("PolicyError", e.to_string()));
+                    out.error = Some(RunError::Policy(e).info());
                     return finish(out);
                 }
             },
@@ -201,7 +194,7 @@ impl Runtime {
         let pool = match self.pool(language).await {
             Ok(p) => p,
             Err(e) => {
-                out.error = Some(e);
+                out.error = Some(e.info());
                 return finish(out);
             }
         };
@@ -211,10 +204,10 @@ impl Runtime {
         // Outside a session, a write grant is a fresh workspace of this run's own, deleted
         // when it ends (a session has its workspace already).
         let run_workspace = match (grant.write, session) {
-            (true, None) => match self.sessions.run_workspace(&ctx.execution) {
+            (true, None) => match self.live.sessions().run_workspace(&ctx.execution) {
                 Ok(w) => Some(w),
                 Err(e) => {
-                    out.error = Some(error("SandboxError", e.to_string()));
+                    out.error = Some(RunError::RunWorkspace(e).info());
                     return finish(out);
                 }
             },
@@ -273,10 +266,7 @@ impl Runtime {
         let run = match encode(&HostFrame::Run(run)) {
             Ok(bytes) => bytes,
             Err(e) => {
-                out.error = Some(error(
-                    "InternalError",
-                    format!("cannot encode the run: {e}"),
-                ));
+                out.error = Some(RunError::Internal(format!("cannot encode the run: {e}")).info());
                 return finish(out);
             }
         };
@@ -287,7 +277,7 @@ impl Runtime {
                 pool,
                 session,
                 &run,
-                &self.sessions,
+                self.live.sessions(),
                 ctx,
                 &mut before,
                 &files,
@@ -297,11 +287,11 @@ impl Runtime {
         {
             Ok(Ok(lease)) => lease,
             Ok(Err(e)) => {
-                out.error = Some(e);
+                out.error = Some(e.info());
                 return finish(out);
             }
             Err(_) => {
-                out.error = Some(timeout_error(&limits));
+                out.error = Some(RunError::timeout(limits.timeout).info());
                 return finish(out);
             }
         };
@@ -324,7 +314,7 @@ impl Runtime {
             match watched {
                 None => until(&clock, run).await,
                 Some(dir) => {
-                    let quota = workspace::watch(dir, self.sessions.limits(), before);
+                    let quota = workspace::watch(dir, self.live.sessions().limits(), before);
                     until(&clock, async {
                         tokio::select! {
                             ended = run => ended,
@@ -358,10 +348,12 @@ impl Runtime {
                     }
                     // The drive loop turns a reference to a kept reply into its string.
                     RunOutcome::Reply { id } => {
-                        out.error = Some(error(
-                            "WorkerError",
-                            format!("the result refers to reply {id}, which was not resolved"),
-                        ));
+                        out.error = Some(
+                            RunError::Worker(format!(
+                                "the result refers to reply {id}, which was not resolved"
+                            ))
+                            .info(),
+                        );
                     }
                     RunOutcome::Err { mut error } => {
                         if let Some(stripped) = &prepared.stripped {
@@ -375,34 +367,34 @@ impl Runtime {
             }
             Ok(Err(Failure::Protocol(e))) => {
                 worker.kill();
-                out.error = Some(error("WorkerError", e));
+                out.error = Some(RunError::Worker(e).info());
             }
             Ok(Err(Failure::Exited)) => {
-                out.error = Some(error("WorkerCrashed", worker.exit_description().await));
+                out.error = Some(RunError::WorkerCrashed(worker.exit_description().await).info());
             }
             Ok(Err(Failure::Quota(message))) => {
                 worker.kill();
                 quota_failed = true;
-                out.error = Some(error("LimitError", message));
+                out.error = Some(RunError::Limit(message).info());
             }
             Err(_) => {
                 worker.kill();
-                out.error = Some(timeout_error(&limits));
+                out.error = Some(RunError::timeout(limits.timeout).info());
             }
         }
         // A session run that ended well may still leave its workspace over the quota.
         let watched = session.map(|s| &s.workspace).or(files.workspace.as_ref());
         if let (Some(dir), Some(_)) = (watched, reusable)
             && let Some(over) = workspace::verdict_after(
-                workspace::measure(dir, self.sessions.limits(), Some(before)).await,
+                workspace::measure(dir, self.live.sessions().limits(), Some(before)).await,
                 before,
-                self.sessions.limits(),
+                self.live.sessions().limits(),
                 out.error.as_ref(),
             )
         {
             out.result = Value::Null;
             quota_failed = true;
-            out.error = Some(error("LimitError", over));
+            out.error = Some(RunError::Limit(over).info());
         }
         // A measured session workspace gets back what the failed run wrote, so failed runs
         // cannot add up; its worker (whose threads may still write) is stopped first.
@@ -412,7 +404,7 @@ impl Runtime {
             reusable = None;
             e.message.push_str(&note);
         }
-        lease.give_back(reusable, &out, &self.sessions);
+        lease.give_back(reusable, &out, self.live.sessions());
         drop(run_workspace);
         let captured = logs.finish();
         out.logs = captured.logs;
@@ -451,9 +443,46 @@ impl Runtime {
         out
     }
 
+    /// The one door (see [`super::door`]): starts the execution `start` describes, as its
+    /// mode says. A plain run never fails to start (its refusals are its outcome); a parked
+    /// one is refused when its deadline could not be a long run's or there is no room for it.
+    pub(crate) fn begin(self: &Arc<Self>, start: Start) -> Result<Started, RunError> {
+        let Start {
+            language,
+            request,
+            context,
+            mode,
+        } = start;
+        if matches!(mode, Mode::Parked { .. }) {
+            // A deadline the run could not have is said before anything is reserved.
+            Limits::configured_long(
+                &self.policy.execution,
+                &self.policy.long_runs,
+                request.timeout_ms,
+            )
+            .map_err(RunError::Range)?;
+        }
+        let ctx =
+            ExecContext::for_client(context.principal, context.client, &self.policy.long_runs);
+        let execution = ctx.execution.clone();
+        let run = match mode {
+            Mode::Plain { asks } => {
+                let mut run = self.start(language, request, ctx);
+                if let Some(asks) = asks {
+                    run = run.with_asks(asks);
+                }
+                Run::Waiting(run)
+            }
+            Mode::Parked { kind, asks } => {
+                Run::Parked(self.start_parked(language, request, ctx, kind, asks)?)
+            }
+        };
+        Ok(Started { execution, run })
+    }
+
     /// Starts an execution of `req` in `language` for `ctx`: the returned handle yields its
     /// outcome, and dropping the handle cancels it.
-    pub(crate) fn start(
+    fn start(
         self: &Arc<Self>,
         language: Language,
         req: ExecRequest,
@@ -477,8 +506,8 @@ impl Runtime {
     /// Starts a long run whose handle is parked (see [`parked`]): the entry is
     /// reserved before anything runs, so a client over its limits is refused at once; the
     /// execution's outcome is kept there when it ends. The handle is handed out by
-    /// [`Parked::publish_as`].
-    pub(crate) fn start_parked(
+    /// [`parked::Parked::publish_as`].
+    fn start_parked(
         self: &Arc<Self>,
         language: Language,
         mut req: ExecRequest,
@@ -490,7 +519,7 @@ impl Runtime {
         let limits = &self.policy().long_runs;
         let duration =
             std::time::Duration::from_millis(req.timeout_ms.unwrap_or(limits.default_duration_ms));
-        let handle = self.parked().reserve(kind, duration, &ctx)?;
+        let handle = self.live.parked().reserve(kind, duration, &ctx)?;
         let mut execution = self.start(language, req, ctx);
         if let Some(asks) = asks {
             execution = execution.with_asks(asks);
@@ -503,13 +532,13 @@ impl Runtime {
                 match execution.next().await {
                     Event::Done(outcome) => break *outcome,
                     Event::Asks(asks) => match runtime.upgrade() {
-                        Some(rt) => rt.parked().ask(&key, asks),
+                        Some(rt) => rt.live().parked().ask(&key, asks),
                         None => return,
                     },
                 }
             };
             if let Some(rt) = runtime.upgrade() {
-                rt.parked().finish(&key, outcome);
+                rt.live().parked().finish(&key, outcome);
             }
         });
         Ok(handle)
@@ -539,7 +568,7 @@ impl Runtime {
                     client,
                     reason: reason.clone(),
                 });
-                return span.end(ExecOutcome::refused("BusyError", reason));
+                return span.end(ExecOutcome::refused(RunError::Busy(reason).info()));
             }
         };
         ctx.tool_rate = Some(admitted.tool_calls.clone());
@@ -552,7 +581,7 @@ impl Runtime {
         span.0.set("code_executor.session", asked_session);
         let (session, mut info) = match self.resolve_session(language, &mut req, &ctx) {
             Ok(s) => s,
-            Err(message) => return span.end(ExecOutcome::refused("SessionError", message)),
+            Err(e) => return span.end(ExecOutcome::refused(RunError::Session(e).info())),
         };
         audit.record(AuditEvent::RunStart {
             execution: ctx.execution.clone(),
@@ -587,19 +616,14 @@ impl Runtime {
         language: Language,
         req: &mut ExecRequest,
         ctx: &ExecContext,
-    ) -> Result<(Option<Arc<Session>>, Option<SessionInfo>), String> {
+    ) -> Result<(Option<Arc<Session>>, Option<SessionInfo>), SessionError> {
         let audit = &self.policy().audit;
-        let sessions = self.sessions();
+        let sessions = self.live.sessions();
         match (req.session.take(), req.reset) {
             (None, false) => Ok((None, None)),
-            (None | Some(SessionArg::New), true) => Err(
-                "reset ends a session: pass the session's handle as session, with reset: true"
-                    .into(),
-            ),
+            (None | Some(SessionArg::New), true) => Err(SessionError::ResetWithoutHandle),
             (Some(SessionArg::Existing(id)), true) => {
-                sessions
-                    .get(&ctx.principal, &id, language)
-                    .map_err(|e| e.to_string())?;
+                sessions.get(&ctx.principal, &id, language)?;
                 sessions.end(&id, EndReason::Reset, audit);
                 Ok((
                     None,
@@ -612,9 +636,7 @@ impl Runtime {
                 ))
             }
             (Some(SessionArg::New), false) => {
-                let s = sessions
-                    .create(&ctx.principal, language, audit)
-                    .map_err(|e| e.to_string())?;
+                let s = sessions.create(&ctx.principal, language, audit)?;
                 let info = SessionInfo {
                     id: s.id.clone(),
                     created: true,
@@ -624,9 +646,7 @@ impl Runtime {
                 Ok((Some(s), Some(info)))
             }
             (Some(SessionArg::Existing(id)), false) => {
-                let s = sessions
-                    .get(&ctx.principal, &id, language)
-                    .map_err(|e| e.to_string())?;
+                let s = sessions.get(&ctx.principal, &id, language)?;
                 Ok((Some(s), None))
             }
         }
@@ -654,24 +674,12 @@ fn scratch_name(execution: &str) -> String {
     format!("run-{}-{}", std::process::id(), t.as_nanos())
 }
 
-fn timeout_error(limits: &Limits) -> ErrorInfo {
-    error(
-        "TimeoutError",
-        format!(
-            "the execution exceeded its {} ms deadline and was stopped; pass a larger timeoutMs \
-             (at most {}) or do less per execution",
-            limits.timeout.as_millis(),
-            crate::policy::MAX_TIMEOUT_MS
-        ),
-    )
-}
-
 /// Ends idle sessions in the background, as long as the runtime lives.
 pub(crate) fn end_idle_sessions(runtime: Weak<Runtime>) {
     let Some(rt) = runtime.upgrade() else {
         return;
     };
-    let period = (rt.sessions().limits().idle_timeout() / 4).clamp(
+    let period = (rt.live().sessions().limits().idle_timeout() / 4).clamp(
         std::time::Duration::from_millis(200),
         std::time::Duration::from_secs(30),
     );
@@ -684,7 +692,7 @@ pub(crate) fn end_idle_sessions(runtime: Weak<Runtime>) {
             let Some(rt) = runtime.upgrade() else {
                 return;
             };
-            rt.sessions().end_idle(&rt.policy().audit);
+            rt.live().sessions().end_idle(&rt.policy().audit);
         }
     });
 }
@@ -699,7 +707,7 @@ pub(crate) fn sweep_periodically(runtime: Weak<Runtime>) {
             let Some(rt) = runtime.upgrade() else {
                 return;
             };
-            rt.parked().sweep_now();
+            rt.live().parked().sweep_now();
         }
     });
 }

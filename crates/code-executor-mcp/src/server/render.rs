@@ -197,7 +197,7 @@ mod tests {
             tool_calls: 1,
             duration_ms: 2.0,
             result_bytes,
-            ..ExecOutcome::refused("", String::new())
+            ..ExecOutcome::cancelled()
         }
     }
 

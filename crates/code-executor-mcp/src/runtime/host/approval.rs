@@ -7,9 +7,11 @@
 //! session (the execution's session, or else this client while the server runs), or deny.
 //! It reaches the client inline or by MRTR ([`ClientLink::ask`]); a client that can be asked
 //! neither way gets the configured fallback, and the error says so. While the question is
-//! open the execution's deadline stands still ([`crate::runtime::run::clock`]); the wait has its own limit
-//! (`approvals.timeoutMs`), after which the call is denied. Every question and its answer is
-//! an `approval` audit line.
+//! open the execution's deadline stands still ([`crate::runtime::run::clock`]); the wait has
+//! its own limit (`approvals.timeoutMs`), after which the call is denied. Every question and
+//! its answer is an `approval` audit line.
+//!
+//! [`ClientLink::ask`]: crate::runtime::run::client::ClientLink::ask
 
 use std::time::Instant;
 

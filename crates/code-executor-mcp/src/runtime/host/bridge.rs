@@ -56,7 +56,7 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
                 None => no_session("store"),
                 Some(s) => match s.store(key, (!delete).then_some(value)) {
                     Ok(()) => ok(Value::Null),
-                    Err(e) => err(CallError::Limit, e),
+                    Err(e) => err(CallError::Limit, e.to_string()),
                 },
             };
         }

@@ -57,7 +57,7 @@ impl Clients {
         }
     }
 
-    pub(crate) fn get(&self, reach: &Reach) -> Result<reqwest::Client, String> {
+    pub(crate) fn get(&self, reach: &Reach) -> Result<reqwest::Client, NoClient> {
         if let Ok(kept) = self.kept.lock()
             && let Some((_, c)) = kept.iter().find(|(r, _)| r == reach)
         {
@@ -93,8 +93,13 @@ impl FetchState {
     }
 }
 
+/// An HTTP client could not be made (TLS roots, the resolver).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot make an HTTP client: {0}")]
+pub(crate) struct NoClient(reqwest::Error);
+
 /// A client whose every connection goes through a resolver holding `reach`.
-fn make_client(reach: Reach, lookup: Lookup) -> Result<reqwest::Client, String> {
+fn make_client(reach: Reach, lookup: Lookup) -> Result<reqwest::Client, NoClient> {
     crate::tls::install_tls_provider();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -104,7 +109,7 @@ fn make_client(reach: Reach, lookup: Lookup) -> Result<reqwest::Client, String> 
         .user_agent(concat!("code-executor-mcp/", env!("CARGO_PKG_VERSION")))
         .dns_resolver(Arc::new(GuardedResolver { reach, lookup }))
         .build()
-        .map_err(|e| format!("cannot make an HTTP client: {e}"))
+        .map_err(NoClient)
 }
 
 /// The resolver of a client: one lookup, every address checked against the reach of the

@@ -164,7 +164,7 @@ impl Execution {
         };
         tokio::select! {
             biased;
-            outcome = &mut self.done => Event::Done(Box::new(outcome.unwrap_or_else(|_| cancelled()))),
+            outcome = &mut self.done => Event::Done(Box::new(outcome.unwrap_or_else(|_| ExecOutcome::cancelled()))),
             Some(first) = asked => {
                 let mut all = vec![first];
                 if let Some(rx) = self.asks.as_mut() {
@@ -181,7 +181,7 @@ impl Execution {
     pub(crate) async fn outcome(mut self) -> ExecOutcome {
         match (&mut self.done).await {
             Ok(outcome) => outcome,
-            Err(_) => cancelled(),
+            Err(_) => ExecOutcome::cancelled(),
         }
     }
 }
@@ -199,13 +199,6 @@ impl Execution {
             _cancel_on_drop: cancel.drop_guard(),
         }
     }
-}
-
-fn cancelled() -> ExecOutcome {
-    ExecOutcome::refused(
-        "CancelledError",
-        "the execution was cancelled before it finished".into(),
-    )
 }
 
 /// The span of one execution (`crate::trace`): language, session, outcome, duration. One

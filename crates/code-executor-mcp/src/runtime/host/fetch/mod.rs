@@ -202,6 +202,7 @@ pub(crate) async fn fetch(scope: &RunScope, req: FetchRequest) -> CallOutcome {
         let client = match state.clients.get(&reach) {
             Ok(c) => c,
             Err(e) => {
+                let e = e.to_string();
                 record.write("allow", Some(e.clone()), None, None, 0);
                 return err(CallError::Network, e);
             }

@@ -84,7 +84,7 @@ async fn hop(
 ) -> Result<(u16, Option<SocketAddr>), String> {
     let url = url::Url::parse(url).unwrap();
     let (_, reach) = grant.admit(&Hop { method, url: &url })?;
-    let client = clients.get(&reach)?;
+    let client = clients.get(&reach).map_err(|e| e.to_string())?;
     match client
         .request(reqwest::Method::from_str(method).unwrap(), url.clone())
         .send()

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Entry, State};
+use super::entry::{Entry, State};
 use crate::policy::long_runs::LongRunLimits;
 use crate::runtime::outcome::{ExecOutcome, LogEntry};
 use crate::runtime::run::events::Progress;
