@@ -459,7 +459,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
             let ended = service.waiting().await;
             watcher.abort();
-            core.runtime.sessions().end_all(&core.policy.audit);
+            core.runtime.live().sessions().end_all(&core.policy.audit);
             // Lines of runs cut off by the end are written before we exit.
             core.policy.audit.flush();
             ended.context("MCP service ended abnormally")?;

@@ -41,10 +41,12 @@ use catalog::Catalog;
 use config::Config;
 use policy::Policy;
 use principal::Principal;
-use runtime::execution::{ClientLink, ExecContext, ExecRequest};
+use runtime::door::{Caller, Mode, Start, Started};
+use runtime::execution::ExecRequest;
+use runtime::live::sessions::Sessions;
 use runtime::pool::Pool;
 use runtime::python::{PythonOptions, PythonRuntime};
-use runtime::session::Sessions;
+use runtime::run::client::ClientLink;
 use runtime::worker::{Language, WorkerSpawner};
 use runtime::{ExecOutcome, Runtime};
 use upstream::Upstreams;
@@ -181,8 +183,8 @@ impl Core {
             sessions,
             options.replica.clone(),
         ));
-        runtime::session::end_idle_sessions(Arc::downgrade(&runtime));
-        runtime::parked::sweep_periodically(Arc::downgrade(&runtime));
+        runtime::end_idle_sessions(Arc::downgrade(&runtime));
+        runtime::sweep_periodically(Arc::downgrade(&runtime));
         Arc::new(Core {
             runtime,
             policy,
@@ -193,8 +195,8 @@ impl Core {
         })
     }
 
-    /// Runs code for `principal` and waits for the outcome (see
-    /// [`runtime::execution`]). Never fails: a refusal is an outcome with `error`.
+    /// Runs code for `principal` through the runtime's one door and waits for the outcome
+    /// (see [`runtime::door`]). Never fails: a refusal is an outcome with `error`.
     pub(crate) async fn execute(
         &self,
         language: Language,
@@ -202,20 +204,16 @@ impl Core {
         principal: Principal,
         client: Option<ClientLink>,
     ) -> ExecOutcome {
-        self.begin(language, req, principal, client).outcome().await
-    }
-
-    /// Starts code for `principal`; the handle yields its outcome or the questions it asks
-    /// its client (see [`runtime::execution`]). Dropping the handle cancels it.
-    pub(crate) fn begin(
-        &self,
-        language: Language,
-        req: ExecRequest,
-        principal: Principal,
-        client: Option<ClientLink>,
-    ) -> runtime::execution::Execution {
-        let ctx = ExecContext::for_client(principal, client, &self.policy.long_runs);
-        self.runtime.start(language, req, ctx)
+        let start = Start {
+            language,
+            request: req,
+            context: Caller { principal, client },
+            mode: Mode::Plain { asks: None },
+        };
+        match self.runtime.begin(start).and_then(Started::waiting) {
+            Ok(run) => run.outcome().await,
+            Err(e) => ExecOutcome::refused(e.info()),
+        }
     }
 
     /// What the `health` tool reports; sessions are `principal`'s own (and a count of all).
@@ -227,9 +225,9 @@ impl Core {
             "replica": self.options.replica.id(),
             "sandbox": format!("{:?}", self.options.sandbox).to_lowercase(),
             "pools": self.runtime.pool_stats().await,
-            "sessions": self.runtime.sessions().report(principal),
-            "longRuns": self.runtime.parked().report(),
-            "pausedExecutions": self.runtime.paused().len(),
+            "sessions": self.runtime.live().sessions().report(principal),
+            "longRuns": self.runtime.live().parked().report(),
+            "pausedExecutions": self.runtime.live().paused().len(),
             "servers": self.catalog.upstreams().status().await,
             "configWarnings": self.config_warnings,
             "audit": {

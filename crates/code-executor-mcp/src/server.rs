@@ -27,10 +27,11 @@ use crate::Core;
 use crate::catalog::SearchParams;
 use crate::policy::ToolAllowlist;
 use crate::principal::Principal;
-use crate::runtime::execution::{
-    ClientCaps, ClientLink, Event, ExecRequest, Execution, InputRoute,
-};
-use crate::runtime::session::SessionArg;
+use crate::runtime::ExecOutcome;
+use crate::runtime::door::{Caller, Mode, Start, Started};
+use crate::runtime::execution::{Event, ExecRequest, Execution, SessionArg};
+use crate::runtime::parked::Kind;
+use crate::runtime::run::client::{ClientCaps, ClientLink, InputRoute};
 use crate::runtime::worker::Language;
 use render::push_indented;
 pub use render::{execution_result, execution_result_owned, render_text, render_text_within};
@@ -196,11 +197,25 @@ impl CodeExecutorServer {
                 };
                 let core = &self.core;
                 let mut client = client;
+                // Every way in builds one `Start` for the runtime's one door.
+                let start = |request, client, mode| Start {
+                    language,
+                    request,
+                    context: Caller {
+                        principal: principal.clone(),
+                        client: Some(client),
+                    },
+                    mode,
+                };
                 if tasks == Tasks::Asked {
                     // A task outlives this request: its questions go to the client inline
                     // (or meet the rule's fallback).
                     client.route = InputRoute::Inline;
-                    let handle = long_runs::start_task(core, language, req, principal, client);
+                    let mode = Mode::Parked {
+                        kind: Kind::Task,
+                        asks: None,
+                    };
+                    let handle = long_runs::start_task(core, start(req, client, mode));
                     return legacy_tasks::create(core, handle).await.map(Into::into);
                 }
                 let req = match long_runs::Answer::choose(
@@ -221,17 +236,11 @@ impl CodeExecutorServer {
                             }
                             InputRoute::Inline => None,
                         };
-                        match long_runs::early(
-                            core,
-                            language,
-                            req,
-                            principal.clone(),
-                            link,
-                            early,
+                        let mode = Mode::Parked {
+                            kind: early.kind(),
                             asks,
-                        )
-                        .await
-                        {
+                        };
+                        match long_runs::early(core, start(req, link, mode), early).await {
                             Ok(answer) => return Ok(answer),
                             // The server chose a task it could not make: answered plainly.
                             Err(req) => req,
@@ -241,17 +250,23 @@ impl CodeExecutorServer {
                 };
                 match client.route {
                     InputRoute::Inline => {
-                        Ok(long_runs::plain(core, language, req, principal, client)
+                        let mode = Mode::Plain { asks: None };
+                        Ok(long_runs::plain(core, start(req, client, mode))
                             .await
                             .into())
                     }
                     InputRoute::Mrtr(_) => {
                         let (tx, rx) = tokio::sync::mpsc::channel(MAX_QUESTIONS_AT_ONCE);
                         client.route = InputRoute::Mrtr(tx);
-                        let execution = core
-                            .begin(language, req, principal.clone(), Some(client))
-                            .with_asks(rx);
-                        self.follow(execution, &principal, name).await
+                        let mode = Mode::Plain { asks: Some(rx) };
+                        match core
+                            .runtime
+                            .begin(start(req, client, mode))
+                            .and_then(Started::waiting)
+                        {
+                            Ok(execution) => self.follow(execution, &principal, name).await,
+                            Err(e) => Ok(execution_result(&ExecOutcome::refused(e.info())).into()),
+                        }
                     }
                 }
             }
@@ -287,7 +302,7 @@ impl CodeExecutorServer {
             }
             "list_servers" => {
                 let mut servers = self.core.catalog.servers().await;
-                servers["sessions"] = self.core.runtime.sessions().report(&principal);
+                servers["sessions"] = self.core.runtime.live().sessions().report(&principal);
                 servers["runs"] = runs_report(&self.core, &principal);
                 Ok(value_result(Ok(servers)).into())
             }
@@ -306,6 +321,7 @@ impl CodeExecutorServer {
 /// The parked runs `principal` holds, for `list_servers`.
 fn runs_report(core: &Core, principal: &Principal) -> Value {
     core.runtime
+        .live()
         .parked()
         .list(principal)
         .into_iter()
@@ -375,6 +391,7 @@ impl CodeExecutorServer {
                     let state = self
                         .core
                         .runtime
+                        .live()
                         .paused()
                         .park(principal, tool, execution, waiting, ttl)
                         .map_err(|e| McpError::invalid_request(e.to_string(), None))?;
@@ -396,6 +413,7 @@ impl CodeExecutorServer {
         let resumed = self
             .core
             .runtime
+            .live()
             .paused()
             .resume(principal, tool, state)
             .map_err(|e| McpError::invalid_params(e.to_string(), None))?;

@@ -105,7 +105,7 @@ impl HttpMetrics {
              # HELP code_executor_admission_in_flight Executions holding or waiting for a slot.\n\
              # TYPE code_executor_admission_in_flight gauge\n\
              code_executor_admission_in_flight {}",
-            core.runtime.sessions().count(),
+            core.runtime.live().sessions().count(),
             core.policy.admission.in_flight(),
         );
         let _ = writeln!(

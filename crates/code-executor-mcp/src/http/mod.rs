@@ -394,7 +394,7 @@ pub async fn serve(
     if let Some(task) = metrics_listener {
         task.abort();
     }
-    core.runtime.sessions().end_all(&core.policy.audit);
+    core.runtime.live().sessions().end_all(&core.policy.audit);
     core.policy.audit.flush();
     tracing::info!("shut down");
     Ok(())

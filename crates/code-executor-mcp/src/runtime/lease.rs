@@ -4,12 +4,13 @@
 
 use std::sync::Arc;
 
-use worker_protocol::ErrorInfo;
-
-use super::execution::ExecContext;
-use super::pool::{self, Pool};
-use super::session::{self, Session, Sessions, Slot};
-use super::{ExecOutcome, error, worker, workspace};
+use super::error::RunError;
+use super::live::sessions::{self as session, Session, SessionError, Sessions, Slot};
+use super::outcome::ExecOutcome;
+use super::run::execution::ExecContext;
+use super::worker::pool::{self, Pool};
+use super::worker::process::WorkerError;
+use super::worker::{process as worker, workspace};
 
 /// How long a worker that served its one execution is left before it is killed and reaped.
 /// Its end (the process tree, its namespaces and mounts: about a millisecond of CPU) then
@@ -25,13 +26,13 @@ const CANCELLED: &str = "the session's last execution was cancelled before it fi
                          worker was stopped";
 
 /// The worker of one run and where it goes afterwards.
-pub(super) struct Lease<'a> {
-    pub(super) worker: worker::WorkerProcess,
+pub(crate) struct Lease<'a> {
+    pub(crate) worker: worker::WorkerProcess,
     home: Home<'a>,
     /// The data paths the worker's view holds (a session keeps them with its worker).
     data: Vec<std::path::PathBuf>,
     /// A session's worker was gone: why (the answer says so).
-    pub(super) state_lost: Option<String>,
+    pub(crate) state_lost: Option<String>,
 }
 
 enum Home<'a> {
@@ -51,7 +52,7 @@ impl<'a> Lease<'a> {
     /// for the session's earlier executions, in order; started afresh when it is gone). For a
     /// session, `before` is set to its workspace's usage once the earlier runs are over and
     /// before this one has the code (it starts at once).
-    pub(super) async fn take(
+    pub(crate) async fn take(
         pool: &'a Pool,
         session: Option<&'a Arc<Session>>,
         run: &[u8],
@@ -59,7 +60,7 @@ impl<'a> Lease<'a> {
         ctx: &ExecContext,
         before: &mut workspace::Usage,
         files: &Files,
-    ) -> Result<Lease<'a>, ErrorInfo> {
+    ) -> Result<Lease<'a>, RunError> {
         if session.is_none() && files.needs_own_worker() {
             let w = start_own_worker(
                 pool,
@@ -80,9 +81,7 @@ impl<'a> Lease<'a> {
         let Some(session) = session else {
             // However the run ends (even abandoned by its client), the pool gets a replacement.
             let refill = Refill(pool);
-            let worker = hand_over(pool, run)
-                .await
-                .map_err(|e| error("SandboxError", e))?;
+            let worker = hand_over(pool, run).await?;
             return Ok(Lease {
                 worker,
                 home: Home::Pool(refill),
@@ -101,20 +100,16 @@ impl<'a> Lease<'a> {
         };
         // Ended (reset, idle) while this execution waited for it.
         if let Some(reason) = session.ended() {
-            return Err(error(
-                "SessionError",
-                format!(
-                    "session \"{}\" ended ({}) before this execution could start in it; start \
-                     a new one with session: \"new\"",
-                    session.id,
-                    reason.as_str()
-                ),
-            ));
+            return Err(SessionError::EndedWhileWaiting {
+                id: session.id.clone(),
+                reason: reason.as_str(),
+            }
+            .into());
         }
         *before = workspace::measure(&session.workspace, sessions.limits(), Some(*before)).await;
         if !before.kernel {
             // What changes from now on is this run's, to take back if it fails the quota.
-            before.since = super::tree::fs_now(&session.workspace);
+            before.since = super::worker::tree::fs_now(&session.workspace);
         }
         let mut state_lost = slot.lost.take();
         let mut kept = slot.worker.take();
@@ -167,7 +162,7 @@ impl<'a> Lease<'a> {
     /// goes back to its slot if the run finished `reusable` (no reply left half-sent), the
     /// session still lives and the worker's memory is within the session limit; otherwise
     /// it is stopped and the slot says why for the next run.
-    pub(super) fn give_back(self, reusable: Option<bool>, out: &ExecOutcome, sessions: &Sessions) {
+    pub(crate) fn give_back(self, reusable: Option<bool>, out: &ExecOutcome, sessions: &Sessions) {
         let Lease {
             mut worker,
             home,
@@ -232,9 +227,9 @@ fn reap_later(worker: worker::WorkerProcess) {
 
 /// The files an execution was granted: data paths its view shows read-only, and the
 /// workspace of its own (outside a session).
-pub(super) struct Files {
-    pub(super) data: Vec<std::path::PathBuf>,
-    pub(super) workspace: Option<std::path::PathBuf>,
+pub(crate) struct Files {
+    pub(crate) data: Vec<std::path::PathBuf>,
+    pub(crate) workspace: Option<std::path::PathBuf>,
 }
 
 impl Files {
@@ -255,7 +250,7 @@ async fn start_own_worker(
     sessions: &Sessions,
     which: &str,
     run: &[u8],
-) -> Result<worker::WorkerProcess, ErrorInfo> {
+) -> Result<worker::WorkerProcess, RunError> {
     let mut spawner = pool.spawner().clone();
     spawner.policy.data_paths = data.to_vec();
     if let Some(ws) = workspace {
@@ -270,20 +265,18 @@ async fn start_own_worker(
     let mut worker = spawner
         .spawn()
         .await
-        .map_err(|e| error("SandboxError", format!("cannot start {which}: {e}")))?;
-    worker.send_encoded(run).await.map_err(|e| {
-        error(
-            "SandboxError",
-            format!("{which} did not take the code: {e}"),
-        )
-    })?;
+        .map_err(|e| RunError::Sandbox(format!("cannot start {which}: {e}")))?;
+    worker
+        .send_encoded(run)
+        .await
+        .map_err(|e| RunError::Sandbox(format!("{which} did not take the code: {e}")))?;
     Ok(worker)
 }
 
 /// A worker that has received the encoded `run`. A worker that died before it could take
 /// the code (a pooled one killed meanwhile) is replaced, a bounded number of times: nothing of
 /// the code ran, so the execution does not see it.
-async fn hand_over(pool: &Pool, run: &[u8]) -> Result<worker::WorkerProcess, String> {
+async fn hand_over(pool: &Pool, run: &[u8]) -> Result<worker::WorkerProcess, WorkerError> {
     let mut attempt = 1;
     loop {
         let mut worker = pool.take().await?;
@@ -294,7 +287,7 @@ async fn hand_over(pool: &Pool, run: &[u8]) -> Result<worker::WorkerProcess, Str
                 attempt += 1;
                 tokio::spawn(worker.finish());
             }
-            Err(e) => return Err(format!("no worker took the code: {e}")),
+            Err(e) => return Err(WorkerError::NoneTookTheCode(Box::new(e))),
         }
     }
 }

@@ -36,6 +36,7 @@ use crate::Core;
 use crate::lines::{LineFilter, LineTransport};
 use crate::policy::redact::Redactor;
 use crate::principal::Principal;
+use crate::runtime::error::RunError;
 use crate::runtime::parked::{Kind, Published, Snapshot};
 
 /// Where the shim puts a request's `task` for the handler, and the handler the task for the
@@ -238,14 +239,15 @@ fn legacy_task(core: &Core, snap: &Snapshot) -> Value {
 /// carries the task for the shim.
 pub(super) async fn create(
     core: &Core,
-    handle: Result<String, String>,
+    handle: Result<String, RunError>,
 ) -> Result<CallToolResult, McpError> {
     let handle = match handle {
         Ok(h) => h,
-        Err(refused) => return Err(McpError::invalid_params(refused, None)),
+        Err(refused) => return Err(McpError::invalid_params(refused.to_string(), None)),
     };
     match core
         .runtime
+        .live()
         .parked()
         .publish_as(&handle, Duration::ZERO, true)
         .await
@@ -272,7 +274,7 @@ pub(super) async fn custom_request(
     method: &str,
     params: Option<Value>,
 ) -> Result<CustomResult, McpError> {
-    let parked = core.runtime.parked();
+    let parked = core.runtime.live().parked();
     let task_id = || -> Result<String, McpError> {
         params
             .as_ref()

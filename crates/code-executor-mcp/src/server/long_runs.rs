@@ -28,14 +28,14 @@ use serde_json::{Value, json};
 
 use super::{execution_result, push_indented};
 use crate::Core;
-use crate::policy::Limits;
 use crate::policy::audit::AuditEvent;
 use crate::policy::long_runs::{DEFAULT_WAIT_MS, MAX_WAIT_MS};
 use crate::principal::Principal;
 use crate::runtime::ExecOutcome;
-use crate::runtime::execution::{ClientLink, ExecContext, ExecRequest};
-use crate::runtime::parked::{Kind, ParkError, Published, Snapshot};
-use crate::runtime::worker::Language;
+use crate::runtime::door::Start;
+use crate::runtime::error::RunError;
+use crate::runtime::execution::ExecRequest;
+use crate::runtime::parked::{Kind, Published, Snapshot};
 
 /// `_meta` key of a task's structured progress in `tasks/get`.
 pub(crate) const META_PROGRESS: &str = "io.github.code-executor-mcp/progress";
@@ -57,6 +57,13 @@ pub(super) struct Early {
     /// The server chose it (a client with tasks that passed no `yieldAfterMs`): when no long
     /// run can be parked, the run is answered plainly instead of refused.
     optional: bool,
+}
+
+impl Early {
+    /// What the run is parked as.
+    pub(super) fn kind(&self) -> Kind {
+        self.kind
+    }
 }
 
 impl Answer {
@@ -86,20 +93,21 @@ impl Answer {
 
 /// Runs an execution and waits for its outcome; a request the client cancels (dropped
 /// here) stops it, and that is audited.
-pub(super) async fn plain(
-    core: &Core,
-    language: Language,
-    req: ExecRequest,
-    principal: Principal,
-    client: ClientLink,
-) -> CallToolResult {
-    let ctx = ExecContext::for_client(principal.clone(), Some(client), &core.policy.long_runs);
+pub(super) async fn plain(core: &Core, start: Start) -> CallToolResult {
+    let client = start.context.principal.clone();
+    let started = match core.runtime.begin(start) {
+        Ok(s) => s,
+        Err(e) => return refused(e),
+    };
     let mut audit = CancelAudit {
         core,
-        execution: Some(ctx.execution.clone()),
-        client: principal,
+        execution: Some(started.execution.clone()),
+        client,
     };
-    let outcome = core.runtime.start(language, req, ctx).outcome().await;
+    let outcome = match started.waiting() {
+        Ok(run) => run.outcome().await,
+        Err(e) => ExecOutcome::refused(e.info()),
+    };
     audit.execution = None;
     execution_result(&outcome)
 }
@@ -136,7 +144,7 @@ struct Unpublished<'a> {
 impl Drop for Unpublished<'_> {
     fn drop(&mut self) {
         if let Some(h) = self.handle.take() {
-            self.core.runtime.parked().abandon(&h);
+            self.core.runtime.live().parked().abandon(&h);
         }
     }
 }
@@ -148,45 +156,28 @@ impl Drop for Unpublished<'_> {
 /// comes back as `Err` with its request, to be answered plainly.
 pub(super) async fn early(
     core: &Core,
-    language: Language,
-    req: ExecRequest,
-    principal: Principal,
-    client: ClientLink,
+    start: Start,
     early: Early,
-    asks: Option<tokio::sync::mpsc::Receiver<crate::runtime::paused::Ask>>,
 ) -> Result<CallToolResponse, ExecRequest> {
     let Early {
         kind,
         after,
         optional,
     } = early;
-    // A deadline the run could not have is said before anything is reserved (a task the
-    // server chose is then answered plainly, under the per-call limits).
-    if let Err(e) = Limits::configured_long(
-        &core.policy.execution,
-        &core.policy.long_runs,
-        req.timeout_ms,
-    ) {
-        if optional {
-            return Err(req);
-        }
-        return Ok(execution_result(&ExecOutcome::refused("RangeError", e)).into());
-    }
-    let ctx = ExecContext::for_client(
-        principal.clone(),
-        Some(client.clone()),
-        &core.policy.long_runs,
-    );
-    let execution = ctx.execution.clone();
-    let fallback = optional.then(|| req.clone());
-    let handle = match core.runtime.start_parked(language, req, ctx, kind, asks) {
-        Ok(h) => h,
+    let principal = start.context.principal.clone();
+    // A run the door refuses (a deadline it could not have as a long run, no room to park
+    // it) that the server chose to make long is answered plainly, under the per-call limits.
+    let fallback = optional.then(|| start.request.clone());
+    let parked = core.runtime.begin(start).and_then(|s| {
+        let execution = s.execution.clone();
+        Ok((execution, s.parked()?))
+    });
+    let (execution, handle) = match parked {
+        Ok(p) => p,
         Err(e) => {
             return match fallback {
                 Some(req) => Err(req),
-                None => {
-                    Ok(execution_result(&ExecOutcome::refused("LimitError", e.to_string())).into())
-                }
+                None => Ok(refused(e).into()),
             };
         }
     };
@@ -202,6 +193,7 @@ pub(super) async fn early(
     // 0 asks for the handle at once, whatever the run has done meanwhile.
     let published = core
         .runtime
+        .live()
         .parked()
         .publish_as(&handle, after, after.is_zero())
         .await;
@@ -229,8 +221,7 @@ pub(super) async fn early(
             }
             Kind::Yielded => running_result(&snap).into(),
         },
-        None => execution_result(&ExecOutcome::refused(
-            "InternalError",
+        None => refused(RunError::Internal(
             "the execution's entry vanished before it was handed out".into(),
         ))
         .into(),
@@ -239,22 +230,8 @@ pub(super) async fn early(
 
 /// Starts an execution as a task at the client's request (the older revision's
 /// task-augmented call): its handle, or why it was refused.
-pub(super) fn start_task(
-    core: &Core,
-    language: Language,
-    req: ExecRequest,
-    principal: Principal,
-    client: ClientLink,
-) -> Result<String, String> {
-    Limits::configured_long(
-        &core.policy.execution,
-        &core.policy.long_runs,
-        req.timeout_ms,
-    )?;
-    let ctx = ExecContext::for_client(principal, Some(client), &core.policy.long_runs);
-    core.runtime
-        .start_parked(language, req, ctx, Kind::Task, None)
-        .map_err(|e| e.to_string())
+pub(super) fn start_task(core: &Core, start: Start) -> Result<String, RunError> {
+    core.runtime.begin(start)?.parked()
 }
 
 /// What a running execution's answer says: the lines so far, progress, and the handle.
@@ -307,27 +284,24 @@ pub(super) async fn wait(
     principal: &Principal,
     answers: Option<(&str, InputResponses)>,
 ) -> CallToolResponse {
-    let refused = |name: &str, e: String| execution_result(&ExecOutcome::refused(name, e)).into();
     if args.timeout_ms.is_some_and(|ms| ms > MAX_WAIT_MS) {
-        return refused(
-            "RangeError",
-            format!(
-                "timeoutMs of wait must be at most {MAX_WAIT_MS}; call wait again to wait longer"
-            ),
-        );
+        return refused(RunError::Range(format!(
+            "timeoutMs of wait must be at most {MAX_WAIT_MS}; call wait again to wait longer"
+        )))
+        .into();
     }
-    let parked = core.runtime.parked();
+    let parked = core.runtime.live().parked();
     if let Some((state, responses)) = answers {
         if state.strip_prefix(WAIT_STATE) != Some(args.handle.as_str()) {
-            return refused(
-                "HandleError",
+            return refused(RunError::Handle(
                 "requestState does not belong to this handle: retry wait with the requestState \
                  its input_required answer gave"
                     .into(),
-            );
+            ))
+            .into();
         }
         if let Err(e) = parked.answer(principal, &args.handle, responses) {
-            return refused(park_error_name(&e), e.to_string());
+            return refused(e.into()).into();
         }
     }
     let limit = Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_WAIT_MS));
@@ -352,17 +326,13 @@ pub(super) async fn wait(
                 _ => running_result(&snap).into(),
             },
         },
-        Err(e) => refused(park_error_name(&e), e.to_string()),
+        Err(e) => refused(e.into()).into(),
     }
 }
 
-fn park_error_name(e: &ParkError) -> &'static str {
-    match e {
-        ParkError::Unknown(_) | ParkError::Gone { .. } | ParkError::WrongReplica { .. } => {
-            "HandleError"
-        }
-        ParkError::Full { .. } | ParkError::Off => "LimitError",
-    }
+/// The answer of an execution that ended (or never started) with `e`.
+fn refused(e: RunError) -> CallToolResult {
+    execution_result(&ExecOutcome::refused(e.info()))
 }
 
 /// `tasks/get`: the task's status; progress and the last lines in the status message and in
@@ -374,6 +344,7 @@ pub(super) fn get_task(
 ) -> Result<GetTaskResult, McpError> {
     let snap = core
         .runtime
+        .live()
         .parked()
         .get(principal, task_id)
         .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
@@ -396,7 +367,7 @@ pub(super) fn detailed_task(core: &Core, snap: &Snapshot) -> DetailedTask {
     let payload = match &snap.outcome {
         None if !snap.questions.is_empty() => input_required(&snap.questions),
         None => TaskPayload::Working,
-        Some(o) if snap.cancelled_by.is_some() && is_cancelled(o) => TaskPayload::Cancelled,
+        Some(o) if snap.cancelled_by.is_some() && o.was_cancelled() => TaskPayload::Cancelled,
         Some(o) => TaskPayload::Completed {
             result: result_object(&execution_result(o)),
         },
@@ -412,7 +383,7 @@ pub(super) fn detailed_task(core: &Core, snap: &Snapshot) -> DetailedTask {
     task.status_message = Some(match &snap.outcome {
         None => snap.status_message(),
         Some(o) => match (&o.error, snap.cancelled_by) {
-            (Some(_), Some(by)) if is_cancelled(o) => format!("cancelled by {by}"),
+            (Some(_), Some(by)) if o.was_cancelled() => format!("cancelled by {by}"),
             (Some(e), _) => format!("finished with {}: {}", e.name, first_line(&e.message)),
             (None, _) => format!("finished in {} ms", o.duration_ms),
         },
@@ -447,13 +418,10 @@ pub(super) fn answer_task(
     responses: InputResponses,
 ) -> Result<(), McpError> {
     core.runtime
+        .live()
         .parked()
         .answer(principal, task_id, responses)
         .map_err(|e| McpError::invalid_params(e.to_string(), None))
-}
-
-fn is_cancelled(o: &ExecOutcome) -> bool {
-    o.error.as_ref().is_some_and(|e| e.name == "CancelledError")
 }
 
 fn first_line(s: &str) -> String {
@@ -481,6 +449,7 @@ pub(super) fn cancel_task(
     by: &'static str,
 ) -> Result<(), McpError> {
     core.runtime
+        .live()
         .parked()
         .cancel(principal, task_id, by, &core.policy.audit)
         .map_err(|e| McpError::invalid_params(e.to_string(), None))

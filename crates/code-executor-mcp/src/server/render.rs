@@ -182,7 +182,7 @@ pub(super) fn push_indented(s: &mut String, first: &str, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::LogEntry;
+    use crate::runtime::outcome::LogEntry;
     use serde_json::json;
     use worker_protocol::ErrorInfo;
 
@@ -197,7 +197,7 @@ mod tests {
             tool_calls: 1,
             duration_ms: 2.0,
             result_bytes,
-            ..ExecOutcome::refused("", String::new())
+            ..ExecOutcome::cancelled()
         }
     }
 

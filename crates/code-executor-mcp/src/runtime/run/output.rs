@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime};
 
 use worker_protocol::LogLevel;
 
-use super::LogEntry;
+use crate::runtime::outcome::LogEntry;
 
 /// Scratch directories kept at most; the oldest beyond this are removed.
 pub const KEEP_SCRATCH_DIRS: usize = 32;

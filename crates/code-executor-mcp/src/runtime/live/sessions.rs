@@ -14,7 +14,7 @@
 //! with the server; its worker is killed and its workspace deleted. Ended handles are
 //! remembered (a bounded number), so the next call with one says why it ended.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,34 +22,17 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::worker::{Language, WorkerProcess};
 use crate::policy::audit::{AuditEvent, AuditLog};
 use crate::policy::session_limits::SessionLimits;
 use crate::principal::Principal;
 use crate::replica::{Elsewhere, Replica};
+use crate::runtime::live::table::{Fate, Handles, Miss, mint};
+use crate::runtime::worker::{Language, WorkerProcess, bounded, roots, tree};
 
 /// Ended sessions remembered so that their next call can say why they ended.
 const ENDED_KEPT: usize = 4096;
-
-/// What a request asked for with `session`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum SessionArg {
-    New,
-    Existing(String),
-}
-
-impl SessionArg {
-    /// `"new"`, or a handle. Handles are 34 characters, 98 at most with a replica's suffix;
-    /// a longer text cannot be one and is cut (it is echoed in the error that says it is
-    /// unknown).
-    pub(crate) fn parse(s: &str) -> SessionArg {
-        if s == "new" {
-            SessionArg::New
-        } else {
-            SessionArg::Existing(s.chars().take(128).collect())
-        }
-    }
-}
+/// Session handles are `s_` and 128 random bits in hex.
+const HANDLE_PREFIX: &str = "s_";
 
 /// Why a session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,8 +101,33 @@ pub(crate) enum SessionError {
          finish, or end one with reset: true"
     )]
     Full(String),
+    #[error("reset ends a session: pass the session's handle as session, with reset: true")]
+    ResetWithoutHandle,
+    #[error(
+        "session \"{id}\" ended ({reason}) before this execution could start in it; start a \
+         new one with session: \"new\""
+    )]
+    EndedWhileWaiting { id: String, reason: &'static str },
     #[error("cannot create the session's workspace {path}: {reason}")]
     Workspace { path: String, reason: String },
+}
+
+/// Why a value was not stored.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub(crate) enum StoreError {
+    #[error("the store is unavailable")]
+    Unavailable,
+    #[error(
+        "storing {size} bytes under {key:?} would bring this session's stored values to \
+         {total} bytes, past its limit of {max} (sessions.maxStoreBytes); store less, or \
+         forget keys with store(key) first"
+    )]
+    Full {
+        size: u64,
+        key: String,
+        total: u64,
+        max: u64,
+    },
 }
 
 /// The worker of a session and what became of the last one.
@@ -155,7 +163,7 @@ pub(crate) struct Session {
     /// The only writable directory of the session's worker.
     pub workspace: PathBuf,
     /// How its quota is enforced (a bounded tmpfs, or the host's measurement).
-    workspace_bound: super::bounded::Bound,
+    workspace_bound: bounded::Bound,
     /// Resident memory of the worker after its last execution.
     memory: AtomicU64,
     ended: Mutex<Option<EndReason>>,
@@ -197,8 +205,8 @@ impl Session {
 
     /// Keeps `value` under `key`, or forgets the key (`None`). The store's bytes (keys plus
     /// JSON values) stay within the session's cap.
-    pub(crate) fn store(&self, key: String, value: Option<Value>) -> Result<(), String> {
-        let mut store = self.store.lock().map_err(|_| "the store is unavailable")?;
+    pub(crate) fn store(&self, key: String, value: Option<Value>) -> Result<(), StoreError> {
+        let mut store = self.store.lock().map_err(|_| StoreError::Unavailable)?;
         let old = store.values.get(&key).map_or(0, |(_, n)| *n);
         let Some(value) = value else {
             if store.values.remove(&key).is_some() {
@@ -209,12 +217,12 @@ impl Session {
         let size = (key.len() + value.to_string().len()) as u64;
         let total = store.bytes - old + size;
         if total > self.max_store_bytes {
-            return Err(format!(
-                "storing {size} bytes under {key:?} would bring this session's stored values to \
-                 {total} bytes, past its limit of {} (sessions.maxStoreBytes); store less, or \
-                 forget keys with store(key) first",
-                self.max_store_bytes
-            ));
+            return Err(StoreError::Full {
+                size,
+                key,
+                total,
+                max: self.max_store_bytes,
+            });
         }
         store.bytes = total;
         store.values.insert(key, (value, size));
@@ -248,7 +256,7 @@ impl Drop for Session {
     fn drop(&mut self) {
         // The last holder is gone (the table and every execution): the worker dies with the
         // slot; the workspace goes with the session.
-        if let Err(e) = super::tree::remove(&self.workspace) {
+        if let Err(e) = tree::remove(&self.workspace) {
             tracing::warn!(
                 "cannot delete the workspace {} of session {}: {e}",
                 self.workspace.display(),
@@ -258,10 +266,8 @@ impl Drop for Session {
     }
 }
 
-struct Table {
-    live: HashMap<String, Arc<Session>>,
-    ended: VecDeque<(String, Principal, EndReason)>,
-}
+/// The live sessions, bound to their principals, and the ended ones with why.
+type Table = Handles<Arc<Session>, EndReason>;
 
 /// Every session of the server.
 pub(crate) struct Sessions {
@@ -273,7 +279,7 @@ pub(crate) struct Sessions {
     replica: Replica,
     /// The root's lock file, held (`flock`) from when the root is made until the process
     /// ends: how a later server tells a live root from one whose server died
-    /// ([`super::roots::remove_stale_roots`]).
+    /// ([`roots::remove_stale_roots`]).
     root_lock: Mutex<Option<std::fs::File>>,
 }
 
@@ -282,21 +288,18 @@ impl Sessions {
         Sessions {
             limits,
             root,
-            table: Mutex::new(Table {
-                live: HashMap::new(),
-                ended: VecDeque::new(),
-            }),
+            table: Mutex::new(Handles::new(ENDED_KEPT)),
             replica: Replica::single(),
             root_lock: Mutex::new(None),
         }
     }
 
     /// Makes the root (if it is not there yet) and holds its lock.
-    pub(super) fn ensure_root(&self) -> std::io::Result<()> {
+    pub(crate) fn ensure_root(&self) -> std::io::Result<()> {
         make_dir(&self.root, 0o711)?;
         let mut held = self.root_lock.lock().unwrap_or_else(|p| p.into_inner());
         if held.is_none() {
-            *held = Some(super::roots::hold_lock(&self.root)?);
+            *held = Some(roots::hold_lock(&self.root)?);
         }
         Ok(())
     }
@@ -322,7 +325,7 @@ impl Sessions {
         if self.limits.max_workers == 0 {
             return Err(SessionError::Disabled);
         }
-        let id = self.replica.tag(new_handle());
+        let id = mint(&self.replica, HANDLE_PREFIX);
         let workspace = self.root.join(&id);
         self.ensure_root()
             .and_then(|()| make_dir(&workspace, 0o700))
@@ -330,7 +333,7 @@ impl Sessions {
                 path: workspace.display().to_string(),
                 reason: e.to_string(),
             })?;
-        let workspace_bound = super::bounded::mount_on(&workspace, &self.limits);
+        let workspace_bound = bounded::mount_on(&workspace, &self.limits);
         let session = Arc::new(Session {
             id: id.clone(),
             principal: principal.clone(),
@@ -354,26 +357,25 @@ impl Sessions {
         let mut evicted = Vec::new();
         {
             let mut table = self.lock();
-            let mine = |s: &&Arc<Session>| &s.principal == principal;
-            if table.live.values().filter(mine).count() >= self.limits.max_per_client {
-                let victim = oldest_idle(table.live.values().filter(mine)).ok_or_else(|| {
+            if table.held_by(principal).count() >= self.limits.max_per_client {
+                let victim = oldest_idle(table.held_by(principal)).ok_or_else(|| {
                     SessionError::Full(format!(
                         "this client already holds {} sessions (sessions.maxPerClient)",
                         self.limits.max_per_client
                     ))
                 })?;
-                evicted.push(self.remove(&mut table, &victim, EndReason::Evicted));
+                evicted.extend(self.remove(&mut table, &victim.id, EndReason::Evicted));
             }
-            if table.live.len() >= self.limits.max_workers {
-                let victim = oldest_idle(table.live.values()).ok_or_else(|| {
+            if table.len() >= self.limits.max_workers {
+                let victim = oldest_idle(table.iter().map(|(_, _, s)| s)).ok_or_else(|| {
                     SessionError::Full(format!(
                         "the server already holds {} sessions (sessions.maxWorkers)",
                         self.limits.max_workers
                     ))
                 })?;
-                evicted.push(self.remove(&mut table, &victim, EndReason::Evicted));
+                evicted.extend(self.remove(&mut table, &victim.id, EndReason::Evicted));
             }
-            table.live.insert(id, session.clone());
+            table.insert(id, principal.clone(), session.clone());
         }
         for s in evicted {
             end_audit(audit, &s, EndReason::Evicted);
@@ -393,69 +395,50 @@ impl Sessions {
         id: &str,
         language: Language,
     ) -> Result<Arc<Session>, SessionError> {
-        self.replica
-            .check(id)
-            .map_err(|elsewhere| SessionError::WrongReplica {
+        let mut table = self.lock();
+        match table.find(&self.replica, principal, id, |_| true) {
+            Ok(s) if s.language != language => Err(SessionError::WrongLanguage {
+                id: id.to_string(),
+                has: s.language.tool_language(),
+                asked: language.tool_language(),
+            }),
+            Ok(s) => Ok(s.clone()),
+            Err(Miss::Elsewhere(elsewhere)) => Err(SessionError::WrongReplica {
                 id: id.to_string(),
                 elsewhere,
-            })?;
-        let table = self.lock();
-        if let Some(s) = table.live.get(id).filter(|s| &s.principal == principal) {
-            if s.language != language {
-                return Err(SessionError::WrongLanguage {
-                    id: id.to_string(),
-                    has: s.language.tool_language(),
-                    asked: language.tool_language(),
-                });
-            }
-            return Ok(s.clone());
-        }
-        match table
-            .ended
-            .iter()
-            .find(|(e, p, _)| e == id && p == principal)
-        {
-            Some((_, _, reason)) => Err(SessionError::Ended {
+            }),
+            Err(Miss::Gone(reason)) => Err(SessionError::Ended {
                 id: id.to_string(),
                 why: reason.explain(&self.limits),
             }),
-            None => Err(SessionError::Unknown(id.to_string())),
+            Err(Miss::Unknown) => Err(SessionError::Unknown(id.to_string())),
         }
     }
 
     /// Ends session `id` (if it is still live) for `reason`.
     pub(crate) fn end(&self, id: &str, reason: EndReason, audit: &AuditLog) {
-        let removed = {
-            let mut table = self.lock();
-            table
-                .live
-                .get(id)
-                .cloned()
-                .map(|s| self.remove(&mut table, &s, reason))
-        };
+        let removed = self.remove(&mut self.lock(), id, reason);
         if let Some(s) = removed {
             end_audit(audit, &s, reason);
         }
     }
 
-    /// Ends the sessions idle past the timeout.
+    /// Ends the sessions idle past the timeout (the table's expiry rule for sessions).
     pub(crate) fn end_idle(&self, audit: &AuditLog) {
         let timeout = self.limits.idle_timeout();
-        let idle: Vec<String> = self
-            .lock()
-            .live
-            .values()
-            .filter(|s| s.idle_for().is_some_and(|d| d >= timeout))
-            .map(|s| s.id.clone())
-            .collect();
-        for id in idle {
-            self.end(&id, EndReason::Idle, audit);
+        let ended = self.lock().expire(|s| match s.idle_for() {
+            Some(idle) if idle >= timeout => Fate::Ends(Some(EndReason::Idle)),
+            _ => Fate::Stays,
+        });
+        for (_, s) in ended {
+            ended_now(&s, EndReason::Idle);
+            end_audit(audit, &s, EndReason::Idle);
         }
     }
 
     /// Ends every session (the server is stopping).
     pub(crate) fn end_all(&self, audit: &AuditLog) {
-        let ids: Vec<String> = self.lock().live.keys().cloned().collect();
+        let ids: Vec<String> = self.lock().iter().map(|(id, _, _)| id.clone()).collect();
         for id in ids {
             self.end(&id, EndReason::Shutdown, audit);
         }
@@ -463,20 +446,16 @@ impl Sessions {
 
     /// Sessions live now (all principals): the `/metrics` gauge.
     pub(crate) fn count(&self) -> usize {
-        self.lock().live.len()
+        self.lock().len()
     }
 
     /// What `health` shows: counts for the server, details of the caller's own sessions.
     pub(crate) fn report(&self, principal: &Principal) -> Value {
         let table = self.lock();
-        let mut mine: Vec<&Arc<Session>> = table
-            .live
-            .values()
-            .filter(|s| &s.principal == principal)
-            .collect();
+        let mut mine: Vec<&Arc<Session>> = table.held_by(principal).collect();
         mine.sort_by_key(|s| s.created);
         json!({
-            "count": table.live.len(),
+            "count": table.len(),
             "maxWorkers": self.limits.max_workers,
             "maxPerClient": self.limits.max_per_client,
             "idleTimeoutS": self.limits.idle_timeout_s,
@@ -488,31 +467,30 @@ impl Sessions {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes `s` out of the table and marks it ended; its worker and workspace go when the
-    /// last execution holding it lets go.
-    fn remove(&self, table: &mut Table, s: &Arc<Session>, reason: EndReason) -> Arc<Session> {
-        let removed = table.live.remove(&s.id).unwrap_or_else(|| s.clone());
-        if let Ok(mut e) = removed.ended.lock() {
-            *e = Some(reason);
-        }
-        if table.ended.len() == ENDED_KEPT {
-            table.ended.pop_front();
-        }
-        table
-            .ended
-            .push_back((removed.id.clone(), removed.principal.clone(), reason));
-        // An idle session's worker is stopped now, not when the Arc goes.
-        if let Ok(mut slot) = removed.slot.try_lock() {
-            slot.worker = None;
-        }
-        removed
+    /// Takes session `id` out of the table (remembered as ended for `reason`) and marks it
+    /// ended; its worker and workspace go when the last execution holding it lets go.
+    fn remove(&self, table: &mut Table, id: &str, reason: EndReason) -> Option<Arc<Session>> {
+        let removed = table.end(id, |_| Some(reason))?;
+        ended_now(&removed, reason);
+        Some(removed)
+    }
+}
+
+/// Marks `s` ended for `reason`; an idle session's worker is stopped now, not when the Arc
+/// goes.
+fn ended_now(s: &Session, reason: EndReason) {
+    if let Ok(mut e) = s.ended.lock() {
+        *e = Some(reason);
+    }
+    if let Ok(mut slot) = s.slot.try_lock() {
+        slot.worker = None;
     }
 }
 
 impl Drop for Sessions {
     fn drop(&mut self) {
         // Sessions still live hold their workspaces under the root; the server is going.
-        if let Err(e) = super::tree::remove(&self.root) {
+        if let Err(e) = tree::remove(&self.root) {
             tracing::warn!(
                 "cannot delete the session workspaces {}: {e}",
                 self.root.display()
@@ -531,7 +509,7 @@ pub(crate) struct RunWorkspace(pub PathBuf);
 
 impl Drop for RunWorkspace {
     fn drop(&mut self) {
-        if let Err(e) = super::tree::remove(&self.0) {
+        if let Err(e) = tree::remove(&self.0) {
             tracing::warn!("cannot delete the workspace {}: {e}", self.0.display());
         }
     }
@@ -540,7 +518,7 @@ impl Drop for RunWorkspace {
 impl Sessions {
     /// A new workspace for the execution `execution` (not in a session).
     pub(crate) fn run_workspace(&self, execution: &str) -> Result<RunWorkspace, SessionError> {
-        let tag = super::ids::random_hex::<8>();
+        let tag = crate::runtime::ids::random_hex::<8>();
         let safe: String = execution
             .chars()
             .filter(char::is_ascii_alphanumeric)
@@ -555,32 +533,9 @@ impl Sessions {
             })?;
         // Bounded by the kernel where the server may mount (`super::bounded`).
         let workspace = RunWorkspace(path);
-        super::bounded::mount_on(&workspace.0, &self.limits);
+        bounded::mount_on(&workspace.0, &self.limits);
         Ok(workspace)
     }
-}
-
-/// Ends idle sessions in the background, as long as the runtime lives.
-pub(crate) fn end_idle_sessions(runtime: std::sync::Weak<super::Runtime>) {
-    let Some(rt) = runtime.upgrade() else {
-        return;
-    };
-    let period = (rt.sessions().limits.idle_timeout() / 4).clamp(
-        std::time::Duration::from_millis(200),
-        std::time::Duration::from_secs(30),
-    );
-    drop(rt);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let Some(rt) = runtime.upgrade() else {
-                return;
-            };
-            rt.sessions().end_idle(&rt.policy().audit);
-        }
-    });
 }
 
 fn end_audit(audit: &AuditLog, s: &Session, reason: EndReason) {
@@ -598,11 +553,6 @@ fn oldest_idle<'a>(sessions: impl Iterator<Item = &'a Arc<Session>>) -> Option<A
         .filter_map(|s| s.idle_for().map(|d| (d, s)))
         .max_by_key(|(d, _)| *d)
         .map(|(_, s)| s.clone())
-}
-
-/// A fresh, unguessable session handle: `s_` and 128 random bits in hex.
-fn new_handle() -> String {
-    format!("s_{}", super::ids::random_hex::<16>())
 }
 
 /// Makes `path` (its parent exists) with `mode`, unless it is already there.
@@ -709,7 +659,7 @@ mod tests {
         let err = a
             .store("j".into(), Some(json!("y".repeat(30))))
             .unwrap_err();
-        assert!(err.contains("maxStoreBytes"), "{err}");
+        assert!(err.to_string().contains("maxStoreBytes"), "{err}");
         // Replacing a key counts its new size only.
         a.store("k".into(), Some(json!("z".repeat(60)))).unwrap();
         assert_eq!(a.load("k"), Some(json!("z".repeat(60))));

@@ -10,35 +10,34 @@
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use worker_protocol::ErrorInfo;
-
-use super::error;
-use super::worker::Language;
+use crate::runtime::worker::Language;
 
 /// Threads that strip TypeScript: one per core of the machines we run on is plenty, since a
 /// strip takes microseconds to milliseconds.
 const STRIP_THREADS: usize = 2;
 
 /// Code ready for a worker, and how to map its error positions back to the user's code.
-pub(super) struct Prepared {
+pub(crate) struct Prepared {
     pub code: String,
     /// TypeScript: the line map of the stripped JavaScript.
     pub stripped: Option<js_worker::Stripped>,
 }
 
 /// Why code could not be prepared.
-pub(super) enum NotPrepared {
+pub(crate) enum NotPrepared {
     /// The code's own fault: a syntax error, or nesting past the bound.
-    Invalid(ErrorInfo),
+    Syntax(String),
+    /// The threads that strip TypeScript are not there.
+    Unavailable(String),
     /// The execution's deadline passed first.
     Deadline,
 }
 
 type Job = Box<dyn FnOnce() + Send>;
 
-static STRIPPERS: OnceLock<Result<Sender<Job>, String>> = OnceLock::new();
+static STRIPPERS: OnceLock<std::io::Result<Sender<Job>>> = OnceLock::new();
 
-fn start_strippers() -> Result<Sender<Job>, String> {
+fn start_strippers() -> std::io::Result<Sender<Job>> {
     let (tx, rx) = channel::<Job>();
     let rx = Arc::new(Mutex::new(rx));
     for i in 0..STRIP_THREADS {
@@ -58,8 +57,7 @@ fn start_strippers() -> Result<Sender<Job>, String> {
                         Err(_) => return,
                     }
                 }
-            })
-            .map_err(|e| format!("cannot start a thread to strip TypeScript: {e}"))?;
+            })?;
     }
     Ok(tx)
 }
@@ -67,7 +65,7 @@ fn start_strippers() -> Result<Sender<Job>, String> {
 /// Prepares `code` for a `language` worker, giving up at `deadline`. Session code (`keep`)
 /// in JavaScript has its top-level declarations made globals, so the session's next run sees
 /// them (`js_worker::globalize`); Python keeps its namespace in the worker.
-pub(super) async fn prepare(
+pub(crate) async fn prepare(
     language: Language,
     code: &str,
     deadline: tokio::time::Instant,
@@ -91,11 +89,11 @@ pub(super) async fn prepare(
 }
 
 async fn strip(code: String, keep: bool) -> Result<js_worker::Stripped, NotPrepared> {
-    let unavailable = |e: String| NotPrepared::Invalid(error("InternalError", e));
+    let unavailable = NotPrepared::Unavailable;
     let sender = STRIPPERS
         .get_or_init(start_strippers)
         .as_ref()
-        .map_err(|e| unavailable(e.clone()))?;
+        .map_err(|e| unavailable(format!("cannot start a thread to strip TypeScript: {e}")))?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     sender
         .send(Box::new(move || {
@@ -109,7 +107,7 @@ async fn strip(code: String, keep: bool) -> Result<js_worker::Stripped, NotPrepa
         .map_err(|_| unavailable("the threads that strip TypeScript stopped".into()))?;
     match rx.await {
         Ok(Ok(stripped)) => Ok(stripped),
-        Ok(Err(e)) => Err(NotPrepared::Invalid(error("SyntaxError", e.to_string()))),
+        Ok(Err(e)) => Err(NotPrepared::Syntax(e.to_string())),
         Err(_) => Err(unavailable(
             "stripping TypeScript failed inside the parser".into(),
         )),

@@ -7,59 +7,27 @@
 //! session (the execution's session, or else this client while the server runs), or deny.
 //! It reaches the client inline or by MRTR ([`ClientLink::ask`]); a client that can be asked
 //! neither way gets the configured fallback, and the error says so. While the question is
-//! open the execution's deadline stands still ([`super::clock`]); the wait has its own limit
-//! (`approvals.timeoutMs`), after which the call is denied. Every question and its answer is
-//! an `approval` audit line.
+//! open the execution's deadline stands still ([`crate::runtime::run::clock`]); the wait has
+//! its own limit (`approvals.timeoutMs`), after which the call is denied. Every question and
+//! its answer is an `approval` audit line.
+//!
+//! [`ClientLink::ask`]: crate::runtime::run::client::ClientLink::ask
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use rmcp::model::Tool;
 use serde_json::{Map, Value, json};
 
-use super::bridge::RunScope;
-use super::execution::AskError;
+use super::scope::RunScope;
 use crate::policy::approval::Fallback;
 use crate::policy::audit::{AuditEvent, sha256_hex};
 use crate::policy::qualified_name;
+use crate::runtime::run::client::{AskError, InputRoute};
 
 /// Longest argument text shown in a question; longer is cut with a note.
 const MAX_SHOWN_ARGUMENT_CHARS: usize = 1_500;
 /// Longest single string value shown; longer is cut with its length.
 const MAX_SHOWN_STRING_CHARS: usize = 200;
-/// Scopes (sessions, clients) whose "approve for the session" answers are remembered; past
-/// this many the store starts over (a forgotten approval is asked again, never widened).
-const MAX_REMEMBERED_SCOPES: usize = 4_096;
-
-/// Tools approved for a whole session or client ("approve for the session").
-#[derive(Default)]
-pub(crate) struct Remembered {
-    by_scope: Mutex<HashMap<String, HashSet<String>>>,
-}
-
-impl Remembered {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<String>>> {
-        self.by_scope
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn has(&self, scope: &str, tool: &str) -> bool {
-        self.lock().get(scope).is_some_and(|s| s.contains(tool))
-    }
-
-    fn add(&self, scope: &str, tool: &str) {
-        let mut all = self.lock();
-        if all.len() >= MAX_REMEMBERED_SCOPES && !all.contains_key(scope) {
-            all.clear();
-        }
-        all.entry(scope.to_string())
-            .or_default()
-            .insert(tool.to_string());
-    }
-}
-
 /// A person's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Answer {
@@ -148,8 +116,8 @@ pub(super) async fn gate(
         return fallback("no client can be asked (the execution was not started by one)".into());
     };
     let via = match client.route {
-        super::execution::InputRoute::Inline => "elicitation",
-        super::execution::InputRoute::Mrtr(_) => "input_required",
+        InputRoute::Inline => "elicitation",
+        InputRoute::Mrtr(_) => "input_required",
     };
     let mut request = question(server, tool, args, rule);
     // Values of the configured upstreams' secrets are never shown, whatever key holds them.
@@ -202,37 +170,6 @@ fn remembered_key(scope: &RunScope) -> String {
     match &scope.session {
         Some(s) => format!("session:{}", s.id),
         None => format!("client:{}", scope.principal),
-    }
-}
-
-/// What one execution's approvals hold.
-#[derive(Default)]
-pub(crate) struct ExecutionApprovals {
-    asking: tokio::sync::Mutex<()>,
-    approved: Mutex<HashSet<String>>,
-    remembered: std::sync::Arc<Remembered>,
-}
-
-impl ExecutionApprovals {
-    pub(crate) fn new(remembered: std::sync::Arc<Remembered>) -> Self {
-        ExecutionApprovals {
-            remembered,
-            ..ExecutionApprovals::default()
-        }
-    }
-
-    fn execution_has(&self, tool: &str) -> bool {
-        self.approved
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(tool)
-    }
-
-    fn execution_add(&self, tool: &str) {
-        self.approved
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(tool.to_string());
     }
 }
 

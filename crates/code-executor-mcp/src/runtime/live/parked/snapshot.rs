@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Entry, State};
+use super::entry::{Entry, State};
 use crate::policy::long_runs::LongRunLimits;
-use crate::runtime::events::Progress;
-use crate::runtime::{ExecOutcome, LogEntry};
+use crate::runtime::outcome::{ExecOutcome, LogEntry};
+use crate::runtime::run::events::Progress;
 
 /// The state of one parked execution, as `wait` and `tasks/get` show it.
 pub(crate) struct Snapshot {
@@ -70,7 +70,7 @@ impl Snapshot {
 }
 
 /// What `wait` and `tasks/get` show of entry `e`.
-pub(super) fn snapshot(
+pub(crate) fn snapshot(
     handle: &str,
     e: &Entry,
     logs: Vec<LogEntry>,

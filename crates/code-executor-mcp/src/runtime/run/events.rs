@@ -18,9 +18,9 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::LogEntry;
-use super::execution::ClientLink;
+use super::client::ClientLink;
 use crate::policy::long_runs::LongRunLimits;
+use crate::runtime::outcome::LogEntry;
 
 /// Longest message a `progress()` report may carry, in bytes.
 pub(crate) const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;

@@ -1,6 +1,6 @@
 //! Model calls from code (`llm.ask`, `llm.think`): checked against the switch and the
 //! execution's budget, secrets redacted, then answered by the client's sampling
-//! (`sampling/createMessage`, inline or by MRTR like every question, see [`super::paused`]) or
+//! (`sampling/createMessage`, inline or by MRTR like every question, see `runtime::live::paused`) or
 //! by the configured provider over HTTPS (the Anthropic Messages API or any OpenAI-compatible
 //! chat endpoint), in the order `llm.prefer` says. Each call gets an `llm.call` audit line with
 //! hashes of what was sent and received, never the text.
@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use worker_protocol::{CallError, CallOutcome, LlmMessage};
 
-use super::bridge::{RunScope, err, ok};
-use super::execution::AskError;
+use super::scope::{RunScope, err, ok};
 use crate::policy::audit::{AuditEvent, sha256_hex};
 use crate::policy::llm::{Api, DEFAULT_ANSWER_TOKENS, Prefer, ProviderSettings, estimate_tokens};
+use crate::runtime::run::client::AskError;
 
 /// Largest prompt (all messages and the system prompt) one call may send, in bytes.
 const MAX_PROMPT_BYTES: usize = 1 << 20;

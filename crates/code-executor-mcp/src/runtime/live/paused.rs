@@ -18,42 +18,36 @@
 //! expires. A lookup by another principal, for another tool, after expiry, or a second time,
 //! gets the same "unknown" answer. An expired entry is dropped, which cancels its execution.
 //!
-//! [`ClientLink`]: super::execution::ClientLink
+//! [`ClientLink`]: crate::runtime::run::client::ClientLink
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::execution::Execution;
 use crate::principal::Principal;
 use crate::replica::{Elsewhere, Replica};
-
-/// One question for the client: a JSON-RPC request without id (`{"method", "params"}`), and
-/// where its answer (the client's result, or `null` when none came) goes.
-#[derive(Debug)]
-pub(crate) struct Ask {
-    pub request: Value,
-    pub reply: oneshot::Sender<Value>,
-}
+use crate::runtime::live::table::{Fate, Handles, Miss, mint};
+use crate::runtime::run::execution::Execution;
 
 /// Paused executions a principal may hold at once: each holds a worker and an admission slot
 /// already, so this only bounds a client that never comes back for its answers.
 const MAX_PAUSED_PER_PRINCIPAL: usize = 64;
 
 /// Executions waiting for their client's `inputResponses`, by `requestState`.
-#[derive(Default)]
 pub(crate) struct PausedTable {
-    entries: Mutex<HashMap<String, Entry>>,
+    /// Bound to the principal that started each execution; an expired or resumed state is
+    /// forgotten (it gets the same "unknown" as one never issued).
+    entries: Mutex<Handles<Entry, ()>>,
     /// Tags new states, refuses another replica's.
     replica: Replica,
 }
 
 struct Entry {
-    principal: Principal,
     tool: String,
+    /// When it is dropped (which cancels the execution) if no retry came.
+    expires: tokio::time::Instant,
     execution: Execution,
     /// The questions sent, by their key in `inputRequests`.
     waiting: Vec<(String, oneshot::Sender<Value>)>,
@@ -87,12 +81,12 @@ impl PausedTable {
     /// States end in `@ID` of `replica` (see `crate::replica`).
     pub(crate) fn new(replica: Replica) -> Arc<PausedTable> {
         Arc::new(PausedTable {
-            entries: Mutex::default(),
+            entries: Mutex::new(Handles::new(0)),
             replica,
         })
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, Handles<Entry, ()>> {
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -108,33 +102,37 @@ impl PausedTable {
         waiting: Vec<(String, oneshot::Sender<Value>)>,
         ttl: Duration,
     ) -> Result<String, PausedError> {
-        let state = self.replica.tag(new_state());
+        let state = mint(&self.replica, "");
+        let expires = tokio::time::Instant::now() + ttl;
         {
             let mut entries = self.entries();
-            let held = entries
-                .values()
-                .filter(|e| &e.principal == principal)
-                .count();
-            if held >= MAX_PAUSED_PER_PRINCIPAL {
+            if entries.held_by(principal).count() >= MAX_PAUSED_PER_PRINCIPAL {
                 return Err(PausedError::Full);
             }
             entries.insert(
                 state.clone(),
+                principal.clone(),
                 Entry {
-                    principal: principal.clone(),
                     tool: tool.to_string(),
+                    expires,
                     execution,
                     waiting,
                 },
             );
         }
         let table: Weak<PausedTable> = Arc::downgrade(self);
-        let key = state.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(ttl).await;
+            tokio::time::sleep_until(expires).await;
             if let Some(table) = table.upgrade() {
-                let expired = table.entries().remove(&key);
-                if expired.is_some() {
+                let now = tokio::time::Instant::now();
+                let expired = table.entries().expire(|e| {
+                    if e.expires <= now {
+                        Fate::Ends(None)
+                    } else {
+                        Fate::Stays
+                    }
+                });
+                for _ in expired {
                     tracing::info!("a paused execution expired without its client's answer");
                 }
             }
@@ -149,15 +147,13 @@ impl PausedTable {
         tool: &str,
         state: &str,
     ) -> Result<Resumed, PausedError> {
-        self.replica
-            .check(state)
-            .map_err(PausedError::WrongReplica)?;
         let mut entries = self.entries();
-        match entries.get(state) {
-            Some(e) if &e.principal == principal && e.tool == tool => {}
-            _ => return Err(PausedError::Unknown),
+        match entries.find(&self.replica, principal, state, |e| e.tool == tool) {
+            Ok(_) => {}
+            Err(Miss::Elsewhere(elsewhere)) => return Err(PausedError::WrongReplica(elsewhere)),
+            Err(Miss::Unknown | Miss::Gone(())) => return Err(PausedError::Unknown),
         }
-        let e = entries.remove(state).ok_or(PausedError::Unknown)?;
+        let e = entries.end(state, |_| None).ok_or(PausedError::Unknown)?;
         Ok(Resumed {
             execution: e.execution,
             waiting: e.waiting,
@@ -168,9 +164,4 @@ impl PausedTable {
     pub(crate) fn len(&self) -> usize {
         self.entries().len()
     }
-}
-
-/// 128 random bits, hex.
-fn new_state() -> String {
-    super::ids::random_hex::<16>()
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::{Mutex, Notify};
 
-use super::worker::{WorkerProcess, WorkerSpawner};
+use super::process::{WorkerError, WorkerProcess, WorkerSpawner};
 
 /// Pause between a wake-up and starting replacements, so the response of the execution that
 /// used a worker is written before the refill takes the CPU.
@@ -199,7 +199,7 @@ impl Pool {
     /// start waits for [`Pool::replenish`] (after the execution), so it does not compete with
     /// the execution for the CPU. An empty pool refills at once, and grows (demand outran
     /// it).
-    pub async fn take(&self) -> Result<WorkerProcess, String> {
+    pub async fn take(&self) -> Result<WorkerProcess, WorkerError> {
         if let Ok(mut last) = self.inner.last_take.lock() {
             *last = Instant::now();
         }
@@ -229,16 +229,16 @@ impl Pool {
 
     /// Starts a worker for a request, up to [`START_ATTEMPTS`] times; every failure is
     /// logged and counted, and the last one is returned.
-    async fn start_now(&self) -> Result<WorkerProcess, String> {
+    async fn start_now(&self) -> Result<WorkerProcess, WorkerError> {
         let mut attempt = 1;
         loop {
             match spawn_counted(&self.inner, false).await {
                 Ok(w) => return Ok(w),
                 Err(e) if attempt >= START_ATTEMPTS => {
-                    return Err(format!(
-                        "no worker could be started ({START_ATTEMPTS} attempts); the last \
-                         said: {e}"
-                    ));
+                    return Err(WorkerError::NoneStarted {
+                        attempts: START_ATTEMPTS,
+                        last: Box::new(e),
+                    });
                 }
                 Err(_) => attempt += 1,
             }
@@ -351,7 +351,7 @@ fn warm_now(inner: &Inner) -> bool {
         .is_ok_and(|until| until.is_some_and(|t| Instant::now() < t))
 }
 
-async fn spawn_counted(inner: &Inner, warm: bool) -> Result<WorkerProcess, String> {
+async fn spawn_counted(inner: &Inner, warm: bool) -> Result<WorkerProcess, WorkerError> {
     match inner.spawner.spawn_as(warm).await {
         Ok(w) => {
             inner.started.fetch_add(1, Ordering::Relaxed);
@@ -364,7 +364,7 @@ async fn spawn_counted(inner: &Inner, warm: bool) -> Result<WorkerProcess, Strin
                 inner.spawner.language.name()
             );
             if let Ok(mut last) = inner.last_error.lock() {
-                *last = Some(e.clone());
+                *last = Some(e.to_string());
             }
             Err(e)
         }
@@ -498,7 +498,7 @@ mod tests {
         )
         .unwrap();
         WorkerSpawner {
-            language: super::super::worker::Language::JavaScript,
+            language: super::super::process::Language::JavaScript,
             command: sandbox::WorkerCommand {
                 program: "/bin/sh".into(),
                 args: vec![script.into_os_string()],
@@ -573,7 +573,12 @@ mod tests {
             },
             MemoryBudget::new(u64::MAX),
         );
-        let err = pool.take().await.err().expect("every start fails");
+        let err = pool
+            .take()
+            .await
+            .err()
+            .expect("every start fails")
+            .to_string();
         assert!(
             err.starts_with("no worker could be started (3 attempts); the last said:")
                 && err.contains("Device or resource busy"),

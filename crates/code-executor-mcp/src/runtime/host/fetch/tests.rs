@@ -3,9 +3,13 @@
 //! a POST to the same name; each hop admitted and sent as `fetch` does.
 
 use super::*;
+use crate::runtime::host::net::{Clients, GuardedResolver, Lookup, system_lookup};
+use reqwest::dns::{Name, Resolve};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
+use std::net::IpAddr;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::sync::Mutex;
 
 use crate::policy::access::NetRule;
@@ -80,7 +84,7 @@ async fn hop(
 ) -> Result<(u16, Option<SocketAddr>), String> {
     let url = url::Url::parse(url).unwrap();
     let (_, reach) = grant.admit(&Hop { method, url: &url })?;
-    let client = clients.get(&reach)?;
+    let client = clients.get(&reach).map_err(|e| e.to_string())?;
     match client
         .request(reqwest::Method::from_str(method).unwrap(), url.clone())
         .send()

@@ -1,57 +1,30 @@
-//! Executions that outlive their request: MCP tasks, and runs that returned early
-//! (`yieldAfterMs`) and are read with the `wait` tool.
-//!
-//! The table maps an opaque, unguessable handle to an entry: the principal that started it
-//! (the only one that can see it: another principal gets the same `unknown` as a handle never
-//! issued), the execution's [`Events`] (logs and progress so far), its cancellation token,
-//! and, once it finished, its outcome, kept for `longRuns.keepResultMs`.
-//!
-//! An entry is reserved when the execution starts, so that the limits hold before any work
-//! is done: at most `maxParkedPerClient` entries per principal and `maxParked` in all; a
-//! reservation past a limit first drops the oldest finished results (of that principal, then
-//! of anyone), and is refused only when everything held is still running. All kept results
-//! together stay within `maxKeptMb`, again dropping the oldest finished first. A handle
-//! whose result was dropped or expired is remembered (a bounded list) so that asking for it
-//! says so instead of "unknown".
-//!
-//! An execution that finishes before it is handed out (its request waited `yieldAfterMs` or
-//! `taskAfterMs` and it was done) is taken back out of the table by that request
-//! ([`Parked::publish_as`]) and answered directly.
-//!
-//! A long run of a 2026-07-28 client asks its questions (approvals, `llm.ask`) through its
-//! handle: [`Parked::ask`] keeps them on the entry under keys unique over the run's life;
-//! `tasks/get` shows them as `input_required` with `inputRequests` and `tasks/update`
-//! ([`Parked::answer`]) delivers the client's `inputResponses`; for a `wait` handle, `wait`
-//! answers `input_required` and its retry carries the answers. A question asked before the
-//! handle was handed out hands it out at once (the client cannot answer what it cannot see).
+//! The table of parked executions (module docs of `runtime::live::parked`): reserving,
+//! finishing, handing out, `wait`, `tasks/*`, and the limits on what is kept.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
-use super::events::Events;
-use super::execution::ExecContext;
-use super::{ExecOutcome, Runtime};
 use crate::policy::audit::{AuditEvent, AuditLog};
 use crate::policy::long_runs::LongRunLimits;
 use crate::principal::Principal;
 use crate::replica::{Elsewhere, Replica};
+use crate::runtime::outcome::ExecOutcome;
+use crate::runtime::run::client::Ask;
+use crate::runtime::run::execution::ExecContext;
 
-mod questions;
-mod snapshot;
-
-use questions::Question;
-pub(crate) use snapshot::Snapshot;
-use snapshot::snapshot;
+use super::entry::{Entry, Kind, Question, State};
+use super::snapshot::{Snapshot, snapshot};
+use crate::runtime::live::table::{Fate, Handles, Miss, mint};
 
 /// Handles of dropped or expired results remembered, for a clear answer about them.
 const REMEMBERED_GONE: usize = 1024;
+/// Handles of parked runs are `run-` and 128 random bits in hex.
+const HANDLE_PREFIX: &str = "run-";
 /// How often finished results are checked for expiry when nobody asks.
-const SWEEP_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(5);
 /// How long a cancelling `wait` waits for the execution to stop before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 /// Log lines a task's status carries.
@@ -85,58 +58,10 @@ pub(crate) enum ParkError {
     Off,
 }
 
-/// How a parked execution was started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// An MCP task (`tasks/get`, `tasks/cancel`).
-    Task,
-    /// A run that returned early with a handle for `wait`.
-    Yielded,
-}
-
-enum State {
-    Running,
-    Finished {
-        outcome: Arc<ExecOutcome>,
-        at: Instant,
-        at_text: String,
-        bytes: usize,
-    },
-}
-
-struct Entry {
-    owner: Principal,
-    execution: String,
-    kind: Kind,
-    created: Instant,
-    created_at: String,
-    /// Deadline of the run, from its start: bounds how long it can be `working`.
-    duration: Duration,
-    events: Arc<Events>,
-    cancel: CancellationToken,
-    /// Tool-call attempts of the run so far.
-    tool_calls: Arc<std::sync::atomic::AtomicU32>,
-    /// Handed out to the client (until then a finished run is answered directly).
-    visible: bool,
-    /// Log lines `wait` has handed out.
-    delivered: usize,
-    /// The client asked to cancel it (and how).
-    cancelled_by: Option<&'static str>,
-    state: State,
-    finished: Arc<watch::Sender<bool>>,
-    /// Questions put to the client through the task, not yet answered.
-    questions: Vec<Question>,
-    /// Questions asked so far (their keys are `q1`, `q2`, ...).
-    asked: u64,
-    /// Woken when a question arrives (a request still deciding hands the task out).
-    asking: Arc<tokio::sync::Notify>,
-}
-
-#[derive(Default)]
 struct Table {
-    entries: HashMap<String, Entry>,
-    /// Handles whose results were dropped or expired: (handle, owner, why).
-    gone: VecDeque<(String, Principal, String)>,
+    /// The entries, bound to their principals; handles whose results were dropped or
+    /// expired are remembered with why.
+    handles: Handles<Entry, String>,
     kept_bytes: usize,
 }
 
@@ -159,7 +84,10 @@ pub(crate) enum Published {
 impl Parked {
     pub(crate) fn new(limits: LongRunLimits) -> Parked {
         Parked {
-            table: Mutex::default(),
+            table: Mutex::new(Table {
+                handles: Handles::new(REMEMBERED_GONE),
+                kept_bytes: 0,
+            }),
             limits,
             replica: Replica::single(),
         }
@@ -191,7 +119,7 @@ impl Parked {
         let mut t = self.lock();
         self.sweep(&mut t);
         let owner = &ctx.principal;
-        let held = t.entries.values().filter(|e| &e.owner == owner).count();
+        let held = t.handles.held_by(owner).count();
         if held >= self.limits.max_parked_per_client
             && !drop_oldest_finished(
                 &mut t,
@@ -205,7 +133,7 @@ impl Parked {
                 setting: "maxParkedPerClient",
             });
         }
-        if t.entries.len() >= self.limits.max_parked
+        if t.handles.len() >= self.limits.max_parked
             && !drop_oldest_finished(
                 &mut t,
                 None,
@@ -213,16 +141,16 @@ impl Parked {
             )
         {
             return Err(ParkError::Full {
-                held: t.entries.values().filter(|e| &e.owner == owner).count(),
+                held: t.handles.held_by(owner).count(),
                 limit: self.limits.max_parked,
                 setting: "maxParked",
             });
         }
-        let handle = self.replica.tag(new_handle());
-        t.entries.insert(
+        let handle = mint(&self.replica, HANDLE_PREFIX);
+        t.handles.insert(
             handle.clone(),
+            owner.clone(),
             Entry {
-                owner: owner.clone(),
                 execution: ctx.execution.clone(),
                 kind,
                 created: Instant::now(),
@@ -249,7 +177,7 @@ impl Parked {
     pub(crate) fn finish(&self, handle: &str, outcome: ExecOutcome) {
         let mut t = self.lock();
         let bytes = outcome_bytes(&outcome);
-        let Some(e) = t.entries.get_mut(handle) else {
+        let Some(e) = t.handles.get_mut(handle) else {
             return;
         };
         e.state = State::Finished {
@@ -285,7 +213,7 @@ impl Parked {
     ) -> Option<Published> {
         let (signal, asking) = self
             .lock()
-            .entries
+            .handles
             .get(handle)
             .map(|e| (e.finished.clone(), e.asking.clone()))?;
         let mut rx = signal.subscribe();
@@ -294,9 +222,9 @@ impl Parked {
             () = asking.notified() => {}
         }
         let mut t = self.lock();
-        let finished = matches!(t.entries.get(handle)?.state, State::Finished { .. });
+        let finished = matches!(t.handles.get(handle)?.state, State::Finished { .. });
         if finished && !always {
-            let e = t.entries.remove(handle)?;
+            let e = t.handles.end(handle, |_| None)?;
             if let State::Finished { outcome, bytes, .. } = e.state {
                 t.kept_bytes = t.kept_bytes.saturating_sub(bytes);
                 return Some(Published::Finished(
@@ -305,7 +233,7 @@ impl Parked {
             }
             return None;
         }
-        let e = t.entries.get_mut(handle)?;
+        let e = t.handles.get_mut(handle)?;
         e.visible = true;
         let (logs, progress) = e.events.since(0);
         e.delivered = logs.len();
@@ -322,38 +250,33 @@ impl Parked {
     /// the execution is cancelled with it.
     pub(crate) fn abandon(&self, handle: &str) {
         let mut t = self.lock();
-        if let Some(e) = t.entries.remove(handle) {
+        if let Some(e) = t.handles.end(handle, |_| None) {
             e.cancel.cancel();
-            if let State::Finished { bytes, .. } = e.state {
-                t.kept_bytes = t.kept_bytes.saturating_sub(bytes);
-            }
+            t.unkeep(&e);
         }
     }
 
-    /// The entry of `handle` if `owner` may see it.
+    /// The entry of `handle` if `owner` may see it (the table's one binding and replica
+    /// check; see `runtime::live::table`).
     fn visible<'a>(
         replica: &Replica,
         t: &'a mut Table,
         owner: &Principal,
         handle: &str,
     ) -> Result<&'a mut Entry, ParkError> {
-        replica
-            .check(handle)
-            .map_err(|elsewhere| ParkError::WrongReplica {
-                handle: handle.to_string(),
-                elsewhere,
-            })?;
-        match t.entries.get_mut(handle) {
-            Some(e) if &e.owner == owner && e.visible => Ok(e),
-            Some(_) => Err(ParkError::Unknown(handle.to_string())),
-            None => match t.gone.iter().find(|(h, o, _)| h == handle && o == owner) {
-                Some((_, _, reason)) => Err(ParkError::Gone {
+        t.handles
+            .find(replica, owner, handle, |e| e.visible)
+            .map_err(|miss| match miss {
+                Miss::Elsewhere(elsewhere) => ParkError::WrongReplica {
                     handle: handle.to_string(),
-                    reason: reason.clone(),
-                }),
-                None => Err(ParkError::Unknown(handle.to_string())),
-            },
-        }
+                    elsewhere,
+                },
+                Miss::Unknown => ParkError::Unknown(handle.to_string()),
+                Miss::Gone(reason) => ParkError::Gone {
+                    handle: handle.to_string(),
+                    reason,
+                },
+            })
     }
 
     /// Asks the execution to stop (`by`: how the client asked); the worker is killed and its
@@ -474,10 +397,10 @@ impl Parked {
         let mut t = self.lock();
         self.sweep(&mut t);
         let mut out: Vec<(Instant, String, Kind, bool)> = t
-            .entries
+            .handles
             .iter()
-            .filter(|(_, e)| &e.owner == owner && e.visible)
-            .map(|(h, e)| {
+            .filter(|(_, o, e)| *o == owner && e.visible)
+            .map(|(h, _, e)| {
                 (
                     e.created,
                     h.clone(),
@@ -495,44 +418,97 @@ impl Parked {
         let mut t = self.lock();
         self.sweep(&mut t);
         let running = t
-            .entries
-            .values()
-            .filter(|e| matches!(e.state, State::Running))
+            .handles
+            .iter()
+            .filter(|(_, _, e)| matches!(e.state, State::Running))
             .count();
         json!({
             "running": running,
-            "kept": t.entries.len() - running,
+            "kept": t.handles.len() - running,
             "keptBytes": t.kept_bytes,
         })
     }
 
-    /// Drops finished results past their keep time.
+    /// Drops finished results past their keep time now (the runtime does it every few
+    /// seconds, so their memory goes even when nobody asks).
+    pub(crate) fn sweep_now(&self) {
+        let mut t = self.lock();
+        self.sweep(&mut t);
+    }
+
+    /// Drops finished results past their keep time (the table's expiry rule; a handle the
+    /// client saw is remembered as expired).
     fn sweep(&self, t: &mut Table) {
         let keep = self.limits.keep_result();
-        let expired: Vec<String> = t
-            .entries
-            .iter()
-            .filter(|(_, e)| matches!(e.state, State::Finished { at, .. } if at.elapsed() >= keep))
-            .map(|(h, _)| h.clone())
-            .collect();
-        for h in expired {
-            let reason = format!(
-                "it expired: results are kept for {} ms after the run finished \
-                 (longRuns.keepResultMs)",
-                self.limits.keep_result_ms
-            );
-            remove(t, &h, reason);
+        let reason = format!(
+            "it expired: results are kept for {} ms after the run finished \
+             (longRuns.keepResultMs)",
+            self.limits.keep_result_ms
+        );
+        let ended = t.handles.expire(|e| match e.state {
+            State::Finished { at, .. } if at.elapsed() >= keep => {
+                Fate::Ends(e.visible.then(|| reason.clone()))
+            }
+            _ => Fate::Stays,
+        });
+        for (_, e) in ended {
+            t.unkeep(&e);
         }
+    }
+}
+
+/// Questions a long run of a 2026-07-28 client puts through its handle.
+impl Parked {
+    /// The run behind `handle` asks its client `asks` (see the module docs). Questions of an
+    /// entry that is gone are dropped, which the asker sees as no answer.
+    pub(crate) fn ask(&self, handle: &str, asks: Vec<Ask>) {
+        let mut t = self.lock();
+        let Some(e) = t.handles.get_mut(handle) else {
+            return;
+        };
+        e.questions.retain(Question::open);
+        for ask in asks {
+            e.asked += 1;
+            e.questions.push(Question {
+                key: format!("q{}", e.asked),
+                request: ask.request,
+                reply: ask.reply,
+            });
+        }
+        e.asking.notify_one();
+    }
+
+    /// `tasks/update`: the client's answers to the task's open questions, by key; a key that
+    /// names no open question is ignored (it was answered, or timed out, meanwhile).
+    pub(crate) fn answer(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        mut responses: rmcp::model::InputResponses,
+    ) -> Result<(), ParkError> {
+        let mut t = self.lock();
+        self.sweep(&mut t);
+        let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
+        for q in std::mem::take(&mut e.questions) {
+            match responses.remove(&q.key) {
+                Some(answer) => {
+                    let _ = q.reply.send(answer);
+                }
+                None if q.open() => e.questions.push(q),
+                None => {}
+            }
+        }
+        Ok(())
     }
 }
 
 /// Drops the oldest finished entry (of `owner`, or of anyone): false when there is none.
 fn drop_oldest_finished(t: &mut Table, owner: Option<&Principal>, why: &str) -> bool {
     let oldest = t
-        .entries
+        .handles
         .iter()
-        .filter(|(_, e)| owner.is_none_or(|o| &e.owner == o))
-        .filter_map(|(h, e)| match e.state {
+        .filter(|(_, o, _)| owner.is_none_or(|owner| *o == owner))
+        .filter_map(|(h, _, e)| match e.state {
             State::Finished { at, .. } => Some((at, h.clone())),
             State::Running => None,
         })
@@ -547,15 +523,16 @@ fn drop_oldest_finished(t: &mut Table, owner: Option<&Principal>, why: &str) -> 
 }
 
 fn remove(t: &mut Table, handle: &str, reason: String) {
-    if let Some(e) = t.entries.remove(handle) {
+    if let Some(e) = t.handles.end(handle, |e| e.visible.then_some(reason)) {
+        t.unkeep(&e);
+    }
+}
+
+impl Table {
+    /// An entry left: the bytes its kept result held are free.
+    fn unkeep(&mut self, e: &Entry) {
         if let State::Finished { bytes, .. } = e.state {
-            t.kept_bytes = t.kept_bytes.saturating_sub(bytes);
-        }
-        if e.visible {
-            if t.gone.len() >= REMEMBERED_GONE {
-                t.gone.pop_front();
-            }
-            t.gone.push_back((handle.to_string(), e.owner, reason));
+            self.kept_bytes = self.kept_bytes.saturating_sub(bytes);
         }
     }
 }
@@ -570,34 +547,12 @@ fn outcome_bytes(o: &ExecOutcome) -> usize {
         + 256
 }
 
-/// A fresh, unguessable handle: `run-` and 128 random bits in hex.
-fn new_handle() -> String {
-    format!("run-{}", crate::runtime::ids::random_hex::<16>())
-}
-
-/// Drops expired results every few seconds, so their memory goes even when nobody asks;
-/// stops with the runtime.
-pub(crate) fn sweep_periodically(runtime: Weak<Runtime>) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(SWEEP_EVERY);
-        loop {
-            tick.tick().await;
-            let Some(rt) = runtime.upgrade() else {
-                return;
-            };
-            let p = rt.parked();
-            let mut t = p.lock();
-            p.sweep(&mut t);
-        }
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn outcome(text: &str) -> ExecOutcome {
-        let mut o = ExecOutcome::refused("X", String::new());
+        let mut o = ExecOutcome::cancelled();
         o.error = None;
         o.result = Value::String(text.into());
         o

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use tokio::sync::OnceCell;
 
 use super::pool::{MemoryBudget, Pool, PoolSizing, PoolStats};
-use super::worker::{Language, Preamble, WorkerSpawner, worker_env};
+use super::process::{Language, Preamble, WorkerSpawner, worker_env};
 
 /// Environment variable naming the interpreter (same as `--python`).
 pub const PYTHON_ENV: &str = "CODE_EXECUTOR_PYTHON";

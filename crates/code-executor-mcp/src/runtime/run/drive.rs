@@ -4,9 +4,7 @@
 //! The loop owns nothing: the execution's task lends it the worker, the run scope and the
 //! log collector, and gets back how the run ended. What answers a request from code is the
 //! [`Host`] trait, so that approvals, sampling or progress can wrap it without touching this
-//! loop; [`super::bridge::CatalogHost`] is the one that reaches the catalog and upstreams.
-
-use std::sync::Arc;
+//! loop; `runtime::host::bridge::RunHost` is the one that reaches the catalog and upstreams.
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -14,24 +12,19 @@ use futures::stream::FuturesUnordered;
 use tokio::io::AsyncWriteExt;
 use worker_protocol::{CallOutcome, CallRequest, HostFrame, RunOutcome, WorkerFrame};
 
-use super::bridge::RunScope;
-use super::memory;
 use super::output::LogCollector;
-use super::worker;
+use crate::runtime::worker::{memory, process as worker};
 
 /// What serves the requests code makes of the host (tool calls, discovery, stored values).
+/// The host is given per execution: it holds what the execution may do.
 pub(crate) trait Host: Send + Sync {
-    /// Answers one request of the execution whose scope is `scope`. Never fails: a failure is
-    /// a [`CallOutcome::Err`] the code sees as an exception.
-    fn handle<'a>(
-        &'a self,
-        scope: &'a Arc<RunScope>,
-        request: CallRequest,
-    ) -> BoxFuture<'a, CallOutcome>;
+    /// Answers one request of the execution. Never fails: a failure is a
+    /// [`CallOutcome::Err`] the code sees as an exception.
+    fn handle(&self, request: CallRequest) -> BoxFuture<'_, CallOutcome>;
 }
 
 /// How a run the worker finished ended.
-pub(super) struct Finished {
+pub(crate) struct Finished {
     pub outcome: RunOutcome,
     /// Bytes of the worker's done frame: the result's size as the worker sent it, measured
     /// without encoding the result again (for a result that is a kept reply's string, that
@@ -41,7 +34,7 @@ pub(super) struct Finished {
     pub clean: bool,
 }
 
-pub(super) enum Failure {
+pub(crate) enum Failure {
     /// The worker broke the protocol; it is killed.
     Protocol(String),
     /// The worker exited before finishing.
@@ -101,10 +94,9 @@ const MAX_HELD_REQUESTS: usize = 256;
 /// unread replies no call is finished and no request read, and past [`MAX_HELD_REQUESTS`]
 /// requests or [`MAX_HELD_REQUEST_BYTES`] of them no request is read, until the worker
 /// catches up (both workers read replies while they wait to write).
-pub(super) async fn drive(
+pub(crate) async fn drive(
     worker: &mut worker::WorkerProcess,
     host: &dyn Host,
-    scope: &Arc<RunScope>,
     logs: &mut LogCollector,
 ) -> Result<Finished, Failure> {
     let mut calls = FuturesUnordered::new();
@@ -220,7 +212,7 @@ pub(super) async fn drive(
                     memory::SERVER.moved(len);
                     held_bytes += len;
                     calls.push(async move {
-                        (id, host.handle(scope, request).await, len, tail)
+                        (id, host.handle(request).await, len, tail)
                     });
                 }
                 Some(Ok(WorkerFrame::Ready { .. })) => {
@@ -233,7 +225,7 @@ pub(super) async fn drive(
 
 /// Rewrites `code.ts:LINE:COL` positions of the generated JavaScript to the user's lines and
 /// drops frames of our own prelude, which mean nothing to the user.
-pub(super) fn map_stack(stack: &str, stripped: &js_worker::Stripped) -> String {
+pub(crate) fn map_stack(stack: &str, stripped: &js_worker::Stripped) -> String {
     let stack: String = stack
         .lines()
         .filter(|l| !l.contains("(prelude.js:"))

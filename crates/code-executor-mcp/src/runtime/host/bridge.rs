@@ -7,140 +7,42 @@
 //! answered from the catalog. Later approvals and data hygiene hook in here, and only here.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
-
-use governor::DefaultDirectRateLimiter;
 
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo};
+use worker_protocol::{CallError, CallOutcome, CallRequest};
 
 use futures::future::BoxFuture;
 
-use super::approval::{ExecutionApprovals, Remembered};
-use super::clock::Clock;
-use super::drive::Host;
-use super::events::{Events, MAX_PROGRESS_MESSAGE_BYTES, Progress};
-use super::execution::{ClientLink, ExecContext};
-use super::session::Session;
-use crate::catalog::{Asker, Catalog, Detail, SearchParams, ToolView, describe};
+use super::scope::{RunScope, err, ok};
+use crate::catalog::{Asker, Catalog, Detail, SearchParams, describe};
 use crate::policy::audit::AuditEvent;
-use crate::policy::llm::LlmBudget;
-use crate::policy::{Decision, Limits, Policy, ToolAllowlist, UPSTREAM_CALL_TIMEOUT};
-use crate::principal::Principal;
+use crate::policy::{Decision, UPSTREAM_CALL_TIMEOUT};
+use crate::runtime::run::client::ClientLink;
+use crate::runtime::run::clock::Clock;
+use crate::runtime::run::drive::Host;
+use crate::runtime::run::events::{MAX_PROGRESS_MESSAGE_BYTES, Progress};
 
-/// What one execution may do, shared by all its concurrent calls.
-pub struct RunScope {
-    /// The execution's id in the audit log.
-    pub execution: String,
-    pub allow: ToolAllowlist,
-    /// The tool lists this execution sees, frozen when first seen.
-    pub view: ToolView,
-    pub limits: Limits,
-    /// The deadline, which stands still while the execution waits for a person.
-    pub clock: Arc<Clock>,
-    /// Who started the execution.
-    pub principal: Principal,
-    /// The client that started it, to ask (approvals, model calls), if any.
-    pub client: Option<ClientLink>,
-    /// Tools approved for the rest of this execution, and the session-wide answers.
-    pub approvals: ExecutionApprovals,
-    /// Model calls: allowed at all, and what this execution spent.
-    pub llm_enabled: bool,
-    pub llm: LlmBudget,
-    /// Tool-call attempts so far (shared with whoever records the run's end).
-    pub tool_calls: Arc<AtomicU32>,
-    /// Discovery requests so far (capped by `limits.max_discovery_calls`).
-    pub discovery_calls: AtomicU32,
-    /// Upstream calls of this execution in flight at once.
-    pub in_flight: tokio::sync::Semaphore,
-    pub policy: Arc<Policy>,
-    /// The client's tool-call rate, shared by its executions.
-    pub tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
-    /// The session the execution runs in, whose values `store`/`load` reach.
-    pub session: Option<Arc<Session>>,
-    /// Where progress and finished tool calls are reported.
-    pub events: Arc<Events>,
-    /// The network the execution was granted, and its `fetch` counters.
-    pub fetch: super::fetch::FetchState,
-    /// The trace context upstream calls go under (see `crate::trace`).
-    pub trace: Option<crate::trace::TraceContext>,
+/// The host side of one execution: the catalog (discovery), the upstreams behind it (tool
+/// calls), and the session's stored values, within what the execution's scope allows.
+pub(crate) struct RunHost<'a> {
+    catalog: &'a Catalog,
+    scope: &'a RunScope,
 }
 
-impl RunScope {
-    /// The scope of the execution `ctx` describes, with its allowlist and limits resolved.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one constructor gathers the run's parts"
-    )]
-    pub(crate) fn new(
-        ctx: &ExecContext,
-        allow: ToolAllowlist,
-        limits: Limits,
-        policy: Arc<Policy>,
-        deadline: Instant,
-        session: Option<Arc<Session>>,
-        remembered: Arc<Remembered>,
-        llm_enabled: bool,
-    ) -> Self {
-        let (execution, tool_rate, tool_calls) = (
-            ctx.execution.clone(),
-            ctx.tool_rate.clone(),
-            ctx.tool_calls.clone(),
-        );
-        RunScope {
-            execution,
-            allow,
-            view: ToolView::default(),
-            limits,
-            clock: Clock::new(deadline),
-            principal: ctx.principal.clone(),
-            client: ctx.client.clone(),
-            approvals: ExecutionApprovals::new(remembered),
-            llm_enabled,
-            llm: LlmBudget::default(),
-            tool_calls,
-            discovery_calls: AtomicU32::new(0),
-            in_flight: tokio::sync::Semaphore::new(limits.max_concurrent_tool_calls.max(1)),
-            policy,
-            tool_rate,
-            session,
-            events: ctx.events.clone(),
-            fetch: super::fetch::FetchState::new(Arc::default(), Arc::default()),
-            trace: ctx.trace.clone(),
-        }
+impl<'a> RunHost<'a> {
+    pub(crate) fn new(catalog: &'a Catalog, scope: &'a RunScope) -> RunHost<'a> {
+        RunHost { catalog, scope }
     }
 }
 
-/// The host side of every execution: the catalog (discovery), the upstreams behind it (tool
-/// calls), and the session's stored values.
-pub(crate) struct CatalogHost(pub Catalog);
-
-impl Host for CatalogHost {
-    fn handle<'a>(
-        &'a self,
-        scope: &'a Arc<RunScope>,
-        request: CallRequest,
-    ) -> BoxFuture<'a, CallOutcome> {
-        Box::pin(handle(&self.0, scope, request))
+impl Host for RunHost<'_> {
+    fn handle(&self, request: CallRequest) -> BoxFuture<'_, CallOutcome> {
+        Box::pin(handle(self.catalog, self.scope, request))
     }
-}
-
-/// A failed request, named by the taxonomy both languages share.
-pub(super) fn err(kind: CallError, message: impl Into<String>) -> CallOutcome {
-    CallOutcome::Err {
-        error: ErrorInfo {
-            name: kind.name().into(),
-            message: message.into(),
-            stack: None,
-        },
-    }
-}
-
-pub(super) fn ok(value: Value) -> CallOutcome {
-    CallOutcome::ok(&value)
 }
 
 /// Answers one request from a worker.
@@ -154,7 +56,7 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
                 None => no_session("store"),
                 Some(s) => match s.store(key, (!delete).then_some(value)) {
                     Ok(()) => ok(Value::Null),
-                    Err(e) => err(CallError::Limit, e),
+                    Err(e) => err(CallError::Limit, e.to_string()),
                 },
             };
         }

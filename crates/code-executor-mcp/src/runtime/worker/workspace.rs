@@ -21,7 +21,7 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// Bytes and entries of a workspace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(super) struct Usage {
+pub(crate) struct Usage {
     pub bytes: u64,
     pub entries: u64,
     /// Directories nest deeper than the host walks (`tree::MAX_DEPTH`).
@@ -54,7 +54,7 @@ const INLINE_ENTRIES: u64 = 64;
 
 /// Measures `dir`: a bounded workspace from its filesystem's counters; else by walking it,
 /// on this thread when it was small last time (`last`), else off the async threads.
-pub(super) async fn measure(dir: &Path, limits: &SessionLimits, last: Option<Usage>) -> Usage {
+pub(crate) async fn measure(dir: &Path, limits: &SessionLimits, last: Option<Usage>) -> Usage {
     if bounded::is_bounded(dir)
         && let Some((bytes, entries, full)) = bounded::usage(dir)
     {
@@ -83,14 +83,14 @@ pub(super) async fn measure(dir: &Path, limits: &SessionLimits, last: Option<Usa
 
 /// What is wrong with `now`, if the workspace exceeds a limit: for a bounded one, when the
 /// run filled it (growth past `before` only); for a measured one, whenever it is over.
-pub(super) fn verdict(now: Usage, before: Usage, limits: &SessionLimits) -> Option<String> {
+pub(crate) fn verdict(now: Usage, before: Usage, limits: &SessionLimits) -> Option<String> {
     verdict_after(now, before, limits, None)
 }
 
 /// [`verdict`] at the end of a run that ended with `error`: a bounded workspace that is full
 /// also fails a run that did not grow it when the run's error is the refused write itself
 /// (`ENOSPC`: it tried to write past the quota), so the answer says why.
-pub(super) fn verdict_after(
+pub(crate) fn verdict_after(
     now: Usage,
     before: Usage,
     limits: &SessionLimits,
@@ -146,8 +146,8 @@ pub(super) fn verdict_after(
 /// workspace is back where it was and failed runs cannot add up. Returns what to add to the
 /// error; `None` for a bounded workspace (the kernel refused what went past it, and what
 /// the run wrote within it stays).
-pub(super) async fn take_back(
-    worker: &mut super::worker::WorkerProcess,
+pub(crate) async fn take_back(
+    worker: &mut super::process::WorkerProcess,
     dir: &Path,
     before: Usage,
 ) -> Option<String> {
@@ -175,7 +175,7 @@ pub(super) async fn take_back(
 
 /// Resolves (with the reason) when the workspace grows past a limit; never otherwise. A
 /// bounded workspace is not watched: the kernel refuses the writes past its bound.
-pub(super) async fn watch(dir: &Path, limits: &SessionLimits, before: Usage) -> String {
+pub(crate) async fn watch(dir: &Path, limits: &SessionLimits, before: Usage) -> String {
     if before.kernel {
         return std::future::pending().await;
     }

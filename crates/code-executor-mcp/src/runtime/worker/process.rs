@@ -63,7 +63,7 @@ pub struct WorkerSpawner {
     pub command: sandbox::WorkerCommand,
     pub policy: sandbox::SandboxPolicy,
     /// Bytes written to a new worker's stdin before any frame, for the engine to read before
-    /// it says it is ready (Python: its compiled shim, see `runtime/python.rs`).
+    /// it says it is ready (Python: its compiled shim, see `runtime/worker/python.rs`).
     pub preamble: Option<Preamble>,
     /// Extra environment for the workers a pool starts ahead while its recent code needed
     /// more than a trivial run does (Python: modules to import before `ready`; see
@@ -81,8 +81,51 @@ impl std::fmt::Debug for Preamble {
     }
 }
 
-/// What the run loop receives from a worker.
+/// What the run loop receives from a worker (a broken frame is said in words: the worker is
+/// killed, and the message is all there is).
 pub type FrameResult = Result<WorkerFrame, String>;
+
+/// Why a worker could not be started, or could not be handed a frame.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// The confinement could not be set up.
+    #[error(transparent)]
+    Sandbox(#[from] sandbox::SandboxError),
+    #[error("cannot start worker {program}: {source}")]
+    Start {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("worker started without its pipes")]
+    NoPipes,
+    #[error("worker speaks protocol {worker}, the host {host}")]
+    Protocol { worker: u32, host: u32 },
+    /// What it sent instead of `ready` (its debug form).
+    #[error("worker sent {0} before ready")]
+    NotReady(String),
+    /// A frame it sent could not be read (the reader's words).
+    #[error("{0}")]
+    Frame(String),
+    /// It exited before it was ready (how it exited).
+    #[error("{0}")]
+    Exited(String),
+    #[error("worker did not become ready within {0}s")]
+    Slow(u64),
+    #[error("cannot encode frame: {0}")]
+    Encode(String),
+    #[error("cannot write to worker: {0}")]
+    Write(std::io::Error),
+    /// A pool tried [`pool::START_ATTEMPTS`](super::pool::START_ATTEMPTS) times.
+    #[error("no worker could be started ({attempts} attempts); the last said: {last}")]
+    NoneStarted {
+        attempts: u32,
+        last: Box<WorkerError>,
+    },
+    /// Every worker a pool gave died before it took the code.
+    #[error("no worker took the code: {0}")]
+    NoneTookTheCode(Box<WorkerError>),
+}
 
 /// A started worker that has said it is ready.
 pub struct WorkerProcess {
@@ -232,12 +275,12 @@ impl WorkerSpawner {
     }
 
     /// Starts a worker and waits for its `ready` frame.
-    pub async fn spawn(&self) -> Result<WorkerProcess, String> {
+    pub async fn spawn(&self) -> Result<WorkerProcess, WorkerError> {
         self.spawn_as(false).await
     }
 
     /// [`WorkerSpawner::spawn`], `warm`: with [`WorkerSpawner::warm_env`].
-    pub async fn spawn_as(&self, warm: bool) -> Result<WorkerProcess, String> {
+    pub async fn spawn_as(&self, warm: bool) -> Result<WorkerProcess, WorkerError> {
         let program = self.command.program.display().to_string();
         let warmed;
         let command = if warm && !self.warm_env.is_empty() {
@@ -248,7 +291,7 @@ impl WorkerSpawner {
         } else {
             &self.command
         };
-        let cmd = sandbox::command(command, &self.policy).map_err(|e| e.to_string())?;
+        let cmd = sandbox::command(command, &self.policy)?;
         let mut cmd = tokio::process::Command::from(cmd);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -259,12 +302,12 @@ impl WorkerSpawner {
         // parent-death signal means the server died.
         let mut child = crate::child::spawn(cmd)
             .await
-            .map_err(|e| format!("cannot start worker {program}: {e}"))?;
+            .map_err(|source| WorkerError::Start { program, source })?;
         let pid = child.id().unwrap_or(0);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err("worker started without its pipes".into());
+            return Err(WorkerError::NoPipes);
         };
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let stderr_reader = tokio::spawn(read_stderr(stderr, pid, stderr_tail.clone()));
@@ -292,16 +335,14 @@ impl WorkerSpawner {
                     .and_then(|p| std::fs::File::open(format!("/proc/{p}/status")).ok());
                 Ok(worker)
             }
-            Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) => Err(format!(
-                "worker speaks protocol {protocol}, the host {PROTOCOL_VERSION}"
-            )),
-            Ok(Some(Ok(other))) => Err(format!("worker sent {other:?} before ready")),
-            Ok(Some(Err(e))) => Err(e),
-            Ok(None) => Err(worker.exit_description().await),
-            Err(_) => Err(format!(
-                "worker did not become ready within {}s",
-                WORKER_READY_TIMEOUT.as_secs()
-            )),
+            Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) => Err(WorkerError::Protocol {
+                worker: protocol,
+                host: PROTOCOL_VERSION,
+            }),
+            Ok(Some(Ok(other))) => Err(WorkerError::NotReady(format!("{other:?}"))),
+            Ok(Some(Err(e))) => Err(WorkerError::Frame(e)),
+            Ok(None) => Err(WorkerError::Exited(worker.exit_description().await)),
+            Err(_) => Err(WorkerError::Slow(WORKER_READY_TIMEOUT.as_secs())),
         }
     }
 }
@@ -352,21 +393,18 @@ impl WorkerProcess {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    pub async fn send(&mut self, frame: &HostFrame) -> Result<(), String> {
-        let bytes = encode(frame).map_err(|e| format!("cannot encode frame: {e}"))?;
+    pub async fn send(&mut self, frame: &HostFrame) -> Result<(), WorkerError> {
+        let bytes = encode(frame).map_err(|e| WorkerError::Encode(e.to_string()))?;
         self.send_encoded(&bytes).await
     }
 
     /// Sends a frame already encoded with [`worker_protocol::encode`].
-    pub async fn send_encoded(&mut self, bytes: &[u8]) -> Result<(), String> {
+    pub async fn send_encoded(&mut self, bytes: &[u8]) -> Result<(), WorkerError> {
         self.stdin
             .write_all(bytes)
             .await
-            .map_err(|e| format!("cannot write to worker: {e}"))?;
-        self.stdin
-            .flush()
-            .await
-            .map_err(|e| format!("cannot write to worker: {e}"))
+            .map_err(WorkerError::Write)?;
+        self.stdin.flush().await.map_err(WorkerError::Write)
     }
 
     /// The next frame; `None` when the worker has exited.

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 /// How the name of every server's workspace root starts (then the server's pid and a tag).
-pub(super) const ROOT_PREFIX: &str = "code-executor-mcp-sessions-";
+pub(crate) const ROOT_PREFIX: &str = "code-executor-mcp-sessions-";
 /// The lock file in a workspace root (session handles start with `s_`, runs with `run-`).
-pub(super) const ROOT_LOCK: &str = ".lock";
+pub(crate) const ROOT_LOCK: &str = ".lock";
 
 /// A fresh directory name for this server's session workspaces, under the temporary
 /// directory: random, so nobody can have made it first, and created (mode 0711, so the
@@ -24,7 +24,7 @@ pub(crate) fn workspace_root() -> PathBuf {
 /// under a name of its own, locked, then moved into place: a server sweeping stale roots at
 /// the same moment ([`remove_stale_roots`]) must never find it unlocked, or it would take the
 /// lock itself and delete a live root (two servers starting together did).
-pub(super) fn hold_lock(root: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn hold_lock(root: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     let making = root.join(format!("{ROOT_LOCK}-{}", std::process::id()));
     let file = std::fs::OpenOptions::new()
@@ -120,7 +120,7 @@ fn owner_gone(root: &Path, rest: &str) -> bool {
 mod tests {
     use super::*;
     use crate::policy::session_limits::SessionLimits;
-    use crate::runtime::session::Sessions;
+    use crate::runtime::live::sessions::Sessions;
 
     #[test]
     fn a_root_is_never_seen_with_its_lock_file_unlocked() {

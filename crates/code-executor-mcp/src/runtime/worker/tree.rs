@@ -349,7 +349,7 @@ pub(crate) fn fs_now(dir: &Path) -> Option<(i64, i64)> {
     let name = CString::new(format!(
         ".code-executor-clock-{}-{}",
         std::process::id(),
-        super::ids::random_hex::<8>()
+        crate::runtime::ids::random_hex::<8>()
     ))
     .ok()?;
     let fd = nix::fcntl::openat(

@@ -1,0 +1,13 @@
+//! The host side: what answers the requests code makes. Every request passes the bridge
+//! ([`bridge`]: policy, schema, upstream, discovery, stored values); approvals
+//! ([`approval`]), model calls ([`llm`]) and the network ([`fetch`]) hook in there. What
+//! they share is one execution's [`scope::RunScope`], built complete by its constructor, with
+//! the state it holds for approvals ([`remembered`]) and the network ([`net`]).
+
+pub(crate) mod approval;
+pub(crate) mod bridge;
+pub(crate) mod fetch;
+pub(crate) mod llm;
+pub(crate) mod net;
+pub(crate) mod remembered;
+pub(crate) mod scope;

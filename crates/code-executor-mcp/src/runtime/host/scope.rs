@@ -1,0 +1,122 @@
+//! What one execution may do, shared by all its concurrent requests and by every module of
+//! the host side ([`RunScope`]), and the two ways a request is answered ([`ok`], [`err`]).
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
+use std::time::Instant;
+
+use governor::DefaultDirectRateLimiter;
+use serde_json::Value;
+use worker_protocol::{CallError, CallOutcome, ErrorInfo};
+
+use super::net::FetchState;
+use super::remembered::{ExecutionApprovals, Remembered};
+use crate::catalog::ToolView;
+use crate::policy::llm::LlmBudget;
+use crate::policy::{Limits, Policy, ToolAllowlist};
+use crate::principal::Principal;
+use crate::runtime::live::sessions::Session;
+use crate::runtime::run::client::ClientLink;
+use crate::runtime::run::clock::Clock;
+use crate::runtime::run::events::Events;
+use crate::runtime::run::execution::ExecContext;
+
+/// What one execution may do, shared by all its concurrent calls.
+pub(crate) struct RunScope {
+    /// The execution's id in the audit log.
+    pub(crate) execution: String,
+    pub(crate) allow: ToolAllowlist,
+    /// The tool lists this execution sees, frozen when first seen.
+    pub(crate) view: ToolView,
+    pub(super) limits: Limits,
+    /// The deadline, which stands still while the execution waits for a person.
+    pub(crate) clock: Arc<Clock>,
+    /// Who started the execution.
+    pub(super) principal: Principal,
+    /// The client that started it, to ask (approvals, model calls), if any.
+    pub(super) client: Option<ClientLink>,
+    /// Tools approved for the rest of this execution, and the session-wide answers.
+    pub(super) approvals: ExecutionApprovals,
+    /// Model calls: allowed at all, and what this execution spent.
+    pub(super) llm_enabled: bool,
+    pub(crate) llm: LlmBudget,
+    /// Tool-call attempts so far (shared with whoever records the run's end).
+    pub(crate) tool_calls: Arc<AtomicU32>,
+    /// Discovery requests so far (capped by `limits.max_discovery_calls`).
+    pub(super) discovery_calls: AtomicU32,
+    /// Upstream calls of this execution in flight at once.
+    pub(super) in_flight: tokio::sync::Semaphore,
+    pub(super) policy: Arc<Policy>,
+    /// The client's tool-call rate, shared by its executions.
+    pub(super) tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
+    /// The session the execution runs in, whose values `store`/`load` reach.
+    pub(super) session: Option<Arc<Session>>,
+    /// Where progress and finished tool calls are reported.
+    pub(super) events: Arc<Events>,
+    /// The network the execution was granted, and its `fetch` counters.
+    pub(super) fetch: FetchState,
+    /// The trace context upstream calls go under (see `crate::trace`).
+    pub(super) trace: Option<crate::trace::TraceContext>,
+}
+
+impl RunScope {
+    /// The scope of the execution `ctx` describes, complete: its allowlist, limits, deadline
+    /// and network grant resolved.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one constructor gathers the run's parts"
+    )]
+    pub(crate) fn new(
+        ctx: &ExecContext,
+        allow: ToolAllowlist,
+        limits: Limits,
+        policy: Arc<Policy>,
+        deadline: Instant,
+        session: Option<Arc<Session>>,
+        remembered: Arc<Remembered>,
+        llm_enabled: bool,
+        fetch: FetchState,
+    ) -> Self {
+        let (execution, tool_rate, tool_calls) = (
+            ctx.execution.clone(),
+            ctx.tool_rate.clone(),
+            ctx.tool_calls.clone(),
+        );
+        RunScope {
+            execution,
+            allow,
+            view: ToolView::default(),
+            limits,
+            clock: Clock::new(deadline),
+            principal: ctx.principal.clone(),
+            client: ctx.client.clone(),
+            approvals: ExecutionApprovals::new(remembered),
+            llm_enabled,
+            llm: LlmBudget::default(),
+            tool_calls,
+            discovery_calls: AtomicU32::new(0),
+            in_flight: tokio::sync::Semaphore::new(limits.max_concurrent_tool_calls.max(1)),
+            policy,
+            tool_rate,
+            session,
+            events: ctx.events.clone(),
+            fetch,
+            trace: ctx.trace.clone(),
+        }
+    }
+}
+
+/// A failed request, named by the taxonomy both languages share.
+pub(crate) fn err(kind: CallError, message: impl Into<String>) -> CallOutcome {
+    CallOutcome::Err {
+        error: ErrorInfo {
+            name: kind.name().into(),
+            message: message.into(),
+            stack: None,
+        },
+    }
+}
+
+pub(crate) fn ok(value: Value) -> CallOutcome {
+    CallOutcome::ok(&value)
+}

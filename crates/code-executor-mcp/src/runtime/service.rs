@@ -1,0 +1,713 @@
+//! The runtime as one value: it owns the warm pools, the host side and the table of live
+//! handles, and runs an execution from its request to its outcome.
+//!
+//! [`Runtime::start`] gives an execution a task of its own ([`Runtime::run_task`]: admission,
+//! session, audit lines); [`Runtime::execute`] is one run inside it: prepare the code
+//! (TypeScript is stripped here; Python is compiled in the worker), take a worker (pooled, or
+//! the session's: [`super::lease`]), drive it against the host side, and turn what it reports
+//! into an [`ExecOutcome`]. Every `impl Runtime` is in this file.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use serde_json::Value;
+use worker_protocol::{
+    AccessInfo, EngineLimits, HostFrame, RunOutcome, RunRequest, ToolBinding, encode,
+};
+
+use super::door::{Mode, Run, Start, Started};
+use super::error::RunError;
+use super::host::bridge::RunHost;
+use super::host::net::{Clients, FetchState};
+use super::host::remembered::Remembered;
+use super::host::scope::RunScope;
+use super::lease::{Files, Lease};
+use super::live::Live;
+use super::live::parked::{self, Kind, ParkError};
+use super::live::sessions::{self, EndReason, Session, SessionError, Sessions};
+use super::outcome::{ExecOutcome, SessionInfo, UNSANDBOXED_WARNING};
+use super::run::client::Ask;
+use super::run::clock::Clock;
+use super::run::drive::{Failure, Finished, drive, map_stack};
+use super::run::execution::{
+    Event, ExecContext, ExecRequest, ExecSpan, Execution, RunEnd, SessionArg,
+};
+use super::run::output::{LogCollector, Spill};
+use super::run::prepare::{self, NotPrepared};
+use super::worker::pool::{Pool, PoolStats};
+use super::worker::python::{self, PythonRuntime};
+use super::worker::{Language, workspace};
+use crate::catalog::Catalog;
+use crate::policy::access::{self, Grant};
+use crate::policy::audit::{AuditEvent, sha256_hex};
+use crate::policy::{Decision, Limits, Policy};
+
+/// Runs TypeScript, JavaScript and Python executions.
+pub struct Runtime {
+    catalog: Catalog,
+    js_pool: Pool,
+    python: PythonRuntime,
+    unconfined: bool,
+    policy: Arc<Policy>,
+    /// The table of live handles: sessions, parked runs and tasks, paused executions.
+    live: Live,
+    /// "Approve for the session" answers.
+    remembered: Arc<Remembered>,
+    /// HTTP clients for `fetch`, one per set of granted destinations, shared by executions.
+    fetch_clients: Arc<Clients>,
+}
+
+impl Runtime {
+    pub(crate) fn new(
+        catalog: Catalog,
+        js_pool: Pool,
+        python: PythonRuntime,
+        unconfined: bool,
+        policy: Arc<Policy>,
+        sessions: Sessions,
+        replica: crate::replica::Replica,
+    ) -> Self {
+        Runtime {
+            fetch_clients: Arc::default(),
+            catalog,
+            js_pool,
+            python,
+            unconfined,
+            live: Live::new(sessions, policy.long_runs, replica),
+            policy,
+            remembered: Arc::default(),
+        }
+    }
+
+    /// The table of live handles every server face asks.
+    pub(crate) fn live(&self) -> &Live {
+        &self.live
+    }
+
+    pub(crate) fn policy(&self) -> &Arc<Policy> {
+        &self.policy
+    }
+
+    pub async fn pool_stats(&self) -> Vec<PoolStats> {
+        vec![self.js_pool.stats().await, self.python.stats().await]
+    }
+
+    pub fn python(&self) -> &PythonRuntime {
+        &self.python
+    }
+
+    async fn pool(&self, language: Language) -> Result<&Pool, RunError> {
+        match language {
+            Language::JavaScript => Ok(&self.js_pool),
+            Language::Python => self
+                .python
+                .pool()
+                .await
+                .map_err(RunError::PythonUnavailable),
+        }
+    }
+
+    /// One run in `language`, in a pooled worker or in `session`'s. Never fails: every problem
+    /// is an outcome with `error`. Dropping the future stops the run (its worker is killed).
+    pub(crate) async fn execute(
+        &self,
+        language: Language,
+        req: &ExecRequest,
+        ctx: &ExecContext,
+        session: Option<&Arc<Session>>,
+    ) -> ExecOutcome {
+        let started = Instant::now();
+        let mut out = ExecOutcome {
+            result: Value::Null,
+            logs: Vec::new(),
+            error: None,
+            tool_calls: 0,
+            duration_ms: 0.0,
+            warning: self.unconfined.then(|| UNSANDBOXED_WARNING.to_string()),
+            output_file: None,
+            session: None,
+            memory_peak_bytes: None,
+            result_bytes: 0,
+            llm: None,
+        };
+        let finish = |mut out: ExecOutcome| {
+            out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+            out
+        };
+        let configured = if req.long_run {
+            Limits::configured_long(
+                &self.policy.execution,
+                &self.policy.long_runs,
+                req.timeout_ms,
+            )
+        } else {
+            Limits::configured(&self.policy.execution, req.timeout_ms)
+        };
+        let limits = match configured.and_then(|l| l.narrowed(&req.limits)) {
+            Ok(l) => l,
+            Err(e) => {
+                out.error = Some(RunError::Range(e).info());
+                return finish(out);
+            }
+        };
+        let max_code_bytes = self.policy.execution.max_code_bytes;
+        if req.code.len() > max_code_bytes {
+            out.error = Some(
+                RunError::Range(format!(
+                    "the code is {} bytes; the limit is {max_code_bytes}",
+                    req.code.len()
+                ))
+                .info(),
+            );
+            return finish(out);
+        }
+        // The deadline runs from here: preparing the code counts against it.
+        let deadline = tokio::time::Instant::now() + limits.timeout;
+        let prepared =
+            match prepare::prepare(language, &req.code, deadline, session.is_some()).await {
+                Ok(p) => p,
+                Err(NotPrepared::Syntax(e)) => {
+                    out.error = Some(RunError::Syntax(e).info());
+                    return finish(out);
+                }
+                Err(NotPrepared::Unavailable(e)) => {
+                    out.error = Some(RunError::Internal(e).info());
+                    return finish(out);
+                }
+                Err(NotPrepared::Deadline) => {
+                    out.error = Some(RunError::timeout(limits.timeout).info());
+                    return finish(out);
+                }
+            };
+        // Files and network: what the request asks, within the configured ceiling.
+        let grant = match &req.permissions {
+            None => Grant::default(),
+            Some(asked) => match access::grant(&self.policy.access, asked) {
+                Ok(g) => g,
+                Err(e) => {
+                    out.error = Some(RunError::Policy(e).info());
+                    return finish(out);
+                }
+            },
+        };
+        let pool = match self.pool(language).await {
+            Ok(p) => p,
+            Err(e) => {
+                out.error = Some(e.info());
+                return finish(out);
+            }
+        };
+        if language == Language::Python && python::uses_asyncio(&req.code) {
+            pool.prefer_warm();
+        }
+        // Outside a session, a write grant is a fresh workspace of this run's own, deleted
+        // when it ends (a session has its workspace already).
+        let run_workspace = match (grant.write, session) {
+            (true, None) => match self.live.sessions().run_workspace(&ctx.execution) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    out.error = Some(RunError::RunWorkspace(e).info());
+                    return finish(out);
+                }
+            },
+            _ => None,
+        };
+        let files = Files {
+            data: grant.read.clone(),
+            workspace: run_workspace.as_ref().map(|w| w.0.clone()),
+        };
+        let access_info = (grant.needs_files() || !grant.net.is_empty()).then(|| AccessInfo {
+            read: grant.read.iter().map(|p| p.display().to_string()).collect(),
+            // Both kinds of workspace appear at the same path inside.
+            workspace: (files.workspace.is_some() || session.is_some())
+                .then(|| sessions::WORKSPACE_MOUNT.to_string()),
+            net: !grant.net.is_empty(),
+        });
+        let scope = RunScope::new(
+            ctx,
+            self.policy.allowlist(req.allowed_tools.clone()),
+            limits,
+            self.policy.clone(),
+            deadline.into_std(),
+            session.cloned(),
+            self.remembered.clone(),
+            req.enable_sampling || self.policy.llm.enabled,
+            FetchState::new(Arc::new(grant), self.fetch_clients.clone()),
+        );
+        let tools = self.bindings(&scope).await;
+        // Output past the answer's cap is still wanted, up to the file's own cap, when it
+        // can be kept.
+        let spill = self
+            .policy
+            .scratch
+            .as_ref()
+            .filter(|_| limits.max_output_file_bytes > 0)
+            .map(|root| Spill {
+                dir: root.join(scratch_name(&scope.execution)),
+                max_bytes: limits.max_output_file_bytes,
+                redactor: self.policy.redactor.clone(),
+            });
+        let worker_log_bytes = match &spill {
+            Some(s) => limits.max_log_bytes.max(s.max_bytes),
+            None => limits.max_log_bytes,
+        };
+        let run = RunRequest {
+            code: prepared.code,
+            tools,
+            limits: EngineLimits {
+                memory_bytes: limits.memory_bytes,
+                stack_bytes: limits.stack_bytes,
+                max_log_bytes: worker_log_bytes,
+            },
+            persist: session.is_some(),
+            access: access_info,
+        };
+        let run = match encode(&HostFrame::Run(run)) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                out.error = Some(RunError::Internal(format!("cannot encode the run: {e}")).info());
+                return finish(out);
+            }
+        };
+        let mut before = workspace::Usage::default();
+        let mut lease = match tokio::time::timeout_at(
+            deadline,
+            Lease::take(
+                pool,
+                session,
+                &run,
+                self.live.sessions(),
+                ctx,
+                &mut before,
+                &files,
+            ),
+        )
+        .await
+        {
+            Ok(Ok(lease)) => lease,
+            Ok(Err(e)) => {
+                out.error = Some(e.info());
+                return finish(out);
+            }
+            Err(_) => {
+                out.error = Some(RunError::timeout(limits.timeout).info());
+                return finish(out);
+            }
+        };
+        out.session = session.map(|s| SessionInfo {
+            id: s.id.clone(),
+            created: false,
+            state_lost: lease.state_lost.take(),
+            ended: None,
+        });
+        let mut logs = LogCollector::new(limits.max_log_bytes, spill);
+        // Lines of a run that outlives its request are read while it runs (`wait`, tasks).
+        if req.long_run {
+            logs = logs.mirrored(ctx.events.clone());
+        }
+        let ended = {
+            let host = RunHost::new(&self.catalog, &scope);
+            let run = drive(&mut lease.worker, &host, &mut logs);
+            let clock = scope.clock.clone();
+            let watched = session.map(|s| &s.workspace).or(files.workspace.as_ref());
+            match watched {
+                None => until(&clock, run).await,
+                Some(dir) => {
+                    let quota = workspace::watch(dir, self.live.sessions().limits(), before);
+                    until(&clock, async {
+                        tokio::select! {
+                            ended = run => ended,
+                            over = quota => Err(Failure::Quota(over)),
+                        }
+                    })
+                    .await
+                }
+            }
+        };
+        let worker = &mut lease.worker;
+        out.memory_peak_bytes = worker.memory_peak();
+        out.tool_calls = scope
+            .tool_calls
+            .load(Ordering::Relaxed)
+            .min(limits.max_tool_calls);
+        let llm = scope.llm.usage();
+        out.llm = (llm.calls > 0).then_some(llm);
+        let mut reusable = None;
+        let mut quota_failed = false;
+        match ended {
+            Ok(Ok(Finished {
+                outcome,
+                bytes,
+                clean,
+            })) => {
+                match outcome {
+                    RunOutcome::Ok { result } => {
+                        out.result = result;
+                        out.result_bytes = bytes;
+                    }
+                    // The drive loop turns a reference to a kept reply into its string.
+                    RunOutcome::Reply { id } => {
+                        out.error = Some(
+                            RunError::Worker(format!(
+                                "the result refers to reply {id}, which was not resolved"
+                            ))
+                            .info(),
+                        );
+                    }
+                    RunOutcome::Err { mut error } => {
+                        if let Some(stripped) = &prepared.stripped {
+                            error.stack = error.stack.map(|s| map_stack(&s, stripped));
+                        }
+                        error.stack = error.stack.filter(|s| !s.trim().is_empty());
+                        out.error = Some(error);
+                    }
+                }
+                reusable = Some(clean);
+            }
+            Ok(Err(Failure::Protocol(e))) => {
+                worker.kill();
+                out.error = Some(RunError::Worker(e).info());
+            }
+            Ok(Err(Failure::Exited)) => {
+                out.error = Some(RunError::WorkerCrashed(worker.exit_description().await).info());
+            }
+            Ok(Err(Failure::Quota(message))) => {
+                worker.kill();
+                quota_failed = true;
+                out.error = Some(RunError::Limit(message).info());
+            }
+            Err(_) => {
+                worker.kill();
+                out.error = Some(RunError::timeout(limits.timeout).info());
+            }
+        }
+        // A session run that ended well may still leave its workspace over the quota.
+        let watched = session.map(|s| &s.workspace).or(files.workspace.as_ref());
+        if let (Some(dir), Some(_)) = (watched, reusable)
+            && let Some(over) = workspace::verdict_after(
+                workspace::measure(dir, self.live.sessions().limits(), Some(before)).await,
+                before,
+                self.live.sessions().limits(),
+                out.error.as_ref(),
+            )
+        {
+            out.result = Value::Null;
+            quota_failed = true;
+            out.error = Some(RunError::Limit(over).info());
+        }
+        // A measured session workspace gets back what the failed run wrote, so failed runs
+        // cannot add up; its worker (whose threads may still write) is stopped first.
+        if let (true, Some(s), Some(e)) = (quota_failed, session, out.error.as_mut())
+            && let Some(note) = workspace::take_back(&mut lease.worker, &s.workspace, before).await
+        {
+            reusable = None;
+            e.message.push_str(&note);
+        }
+        lease.give_back(reusable, &out, self.live.sessions());
+        drop(run_workspace);
+        let captured = logs.finish();
+        out.logs = captured.logs;
+        out.output_file = captured.file.map(|p| p.display().to_string());
+        finish(out)
+    }
+
+    /// The tools of already-connected servers, for enumerable `tools.server` proxies; their
+    /// lists are frozen in the execution's view. Servers not started yet are still callable
+    /// through the proxies; starting them here would make every execution wait for every
+    /// upstream. Declarations are not sent: the worker asks for one when code reads it.
+    async fn bindings(&self, scope: &RunScope) -> Vec<ToolBinding> {
+        let upstreams = self.catalog.upstreams();
+        let allow = &scope.allow;
+        let mut out = Vec::new();
+        for server in upstreams.names() {
+            match upstreams.tools_if_connected(server).await {
+                Some(tools) => {
+                    let tools = scope.view.freeze(server, tools);
+                    out.extend(
+                        tools
+                            .iter()
+                            .filter(|t| allow.check(server, t) == Decision::Allow)
+                            .map(|t| ToolBinding {
+                                server: server.to_string(),
+                                tool: Some(t.name.to_string()),
+                            }),
+                    )
+                }
+                None => out.push(ToolBinding {
+                    server: server.to_string(),
+                    tool: None,
+                }),
+            }
+        }
+        out
+    }
+
+    /// The one door (see [`super::door`]): starts the execution `start` describes, as its
+    /// mode says. A plain run never fails to start (its refusals are its outcome); a parked
+    /// one is refused when its deadline could not be a long run's or there is no room for it.
+    pub(crate) fn begin(self: &Arc<Self>, start: Start) -> Result<Started, RunError> {
+        let Start {
+            language,
+            request,
+            context,
+            mode,
+        } = start;
+        if matches!(mode, Mode::Parked { .. }) {
+            // A deadline the run could not have is said before anything is reserved.
+            Limits::configured_long(
+                &self.policy.execution,
+                &self.policy.long_runs,
+                request.timeout_ms,
+            )
+            .map_err(RunError::Range)?;
+        }
+        let ctx =
+            ExecContext::for_client(context.principal, context.client, &self.policy.long_runs);
+        let execution = ctx.execution.clone();
+        let run = match mode {
+            Mode::Plain { asks } => {
+                let mut run = self.start(language, request, ctx);
+                if let Some(asks) = asks {
+                    run = run.with_asks(asks);
+                }
+                Run::Waiting(run)
+            }
+            Mode::Parked { kind, asks } => {
+                Run::Parked(self.start_parked(language, request, ctx, kind, asks)?)
+            }
+        };
+        Ok(Started { execution, run })
+    }
+
+    /// Starts an execution of `req` in `language` for `ctx`: the returned handle yields its
+    /// outcome, and dropping the handle cancels it.
+    fn start(
+        self: &Arc<Self>,
+        language: Language,
+        req: ExecRequest,
+        ctx: ExecContext,
+    ) -> Execution {
+        let (tx, done) = tokio::sync::oneshot::channel();
+        let cancel = ctx.cancel.clone();
+        let runtime = self.clone();
+        tokio::spawn(async move {
+            let token = ctx.cancel.clone();
+            tokio::select! {
+                outcome = runtime.run_task(language, req, ctx) => {
+                    let _ = tx.send(outcome);
+                }
+                () = token.cancelled() => {}
+            }
+        });
+        Execution::new(done, cancel)
+    }
+
+    /// Starts a long run whose handle is parked (see [`parked`]): the entry is
+    /// reserved before anything runs, so a client over its limits is refused at once; the
+    /// execution's outcome is kept there when it ends. The handle is handed out by
+    /// [`parked::Parked::publish_as`].
+    fn start_parked(
+        self: &Arc<Self>,
+        language: Language,
+        mut req: ExecRequest,
+        ctx: ExecContext,
+        kind: Kind,
+        asks: Option<tokio::sync::mpsc::Receiver<Ask>>,
+    ) -> Result<String, ParkError> {
+        req.long_run = true;
+        let limits = &self.policy().long_runs;
+        let duration =
+            std::time::Duration::from_millis(req.timeout_ms.unwrap_or(limits.default_duration_ms));
+        let handle = self.live.parked().reserve(kind, duration, &ctx)?;
+        let mut execution = self.start(language, req, ctx);
+        if let Some(asks) = asks {
+            execution = execution.with_asks(asks);
+        }
+        let runtime = Arc::downgrade(self);
+        let key = handle.clone();
+        tokio::spawn(async move {
+            // Questions (a task of a 2026-07-28 client) wait on the entry for `tasks/update`.
+            let outcome = loop {
+                match execution.next().await {
+                    Event::Done(outcome) => break *outcome,
+                    Event::Asks(asks) => match runtime.upgrade() {
+                        Some(rt) => rt.live().parked().ask(&key, asks),
+                        None => return,
+                    },
+                }
+            };
+            if let Some(rt) = runtime.upgrade() {
+                rt.live().parked().finish(&key, outcome);
+            }
+        });
+        Ok(handle)
+    }
+
+    /// The whole life of one execution (see the module docs).
+    async fn run_task(
+        &self,
+        language: Language,
+        mut req: ExecRequest,
+        mut ctx: ExecContext,
+    ) -> ExecOutcome {
+        let audit = &self.policy().audit;
+        let mut span = ExecSpan::start(language, &req, &ctx);
+        ctx.trace = span.0.context().cloned();
+        let client = ctx.principal.to_string();
+        let link = ctx.client.clone();
+        let on_wait = move || {
+            if let Some(link) = link {
+                link.waiting("queued: the server is running its maximum of executions");
+            }
+        };
+        let admitted = match self.policy().admission.admit(&client, on_wait).await {
+            Ok(a) => a,
+            Err(reason) => {
+                audit.record_now(AuditEvent::RunRefused {
+                    client,
+                    reason: reason.clone(),
+                });
+                return span.end(ExecOutcome::refused(RunError::Busy(reason).info()));
+            }
+        };
+        ctx.tool_rate = Some(admitted.tool_calls.clone());
+        let asked_session = match (&req.session, req.reset) {
+            (_, true) => "reset",
+            (None, false) => "none",
+            (Some(SessionArg::New), false) => "new",
+            (Some(SessionArg::Existing(_)), false) => "existing",
+        };
+        span.0.set("code_executor.session", asked_session);
+        let (session, mut info) = match self.resolve_session(language, &mut req, &ctx) {
+            Ok(s) => s,
+            Err(e) => return span.end(ExecOutcome::refused(RunError::Session(e).info())),
+        };
+        audit.record(AuditEvent::RunStart {
+            execution: ctx.execution.clone(),
+            client,
+            language: language.tool_language(),
+            code_sha256: sha256_hex(req.code.as_bytes()),
+            code_bytes: req.code.len(),
+            allowed_tools: req.allowed_tools.clone(),
+            session: session.as_ref().map(|s| s.id.clone()),
+        });
+        let mut end = RunEnd {
+            audit,
+            execution: Some(ctx.execution.clone()),
+            started: Instant::now(),
+            tool_calls: ctx.tool_calls.clone(),
+        };
+        let _in_use = session.as_ref().map(Session::in_use);
+        let mut outcome = self.execute(language, &req, &ctx, session.as_ref()).await;
+        if let Some(info) = info.as_mut() {
+            info.state_lost = outcome.session.take().and_then(|run| run.state_lost);
+            outcome.session = Some(info.clone());
+        }
+        end.write(&outcome);
+        drop(admitted);
+        span.end(outcome)
+    }
+
+    /// The session `req` asked for, and what the answer says about it. `reset` ends the named
+    /// session here; the code then runs outside any session.
+    fn resolve_session(
+        &self,
+        language: Language,
+        req: &mut ExecRequest,
+        ctx: &ExecContext,
+    ) -> Result<(Option<Arc<Session>>, Option<SessionInfo>), SessionError> {
+        let audit = &self.policy().audit;
+        let sessions = self.live.sessions();
+        match (req.session.take(), req.reset) {
+            (None, false) => Ok((None, None)),
+            (None | Some(SessionArg::New), true) => Err(SessionError::ResetWithoutHandle),
+            (Some(SessionArg::Existing(id)), true) => {
+                sessions.get(&ctx.principal, &id, language)?;
+                sessions.end(&id, EndReason::Reset, audit);
+                Ok((
+                    None,
+                    Some(SessionInfo {
+                        id,
+                        created: false,
+                        state_lost: None,
+                        ended: Some(EndReason::Reset.as_str()),
+                    }),
+                ))
+            }
+            (Some(SessionArg::New), false) => {
+                let s = sessions.create(&ctx.principal, language, audit)?;
+                let info = SessionInfo {
+                    id: s.id.clone(),
+                    created: true,
+                    state_lost: None,
+                    ended: None,
+                };
+                Ok((Some(s), Some(info)))
+            }
+            (Some(SessionArg::Existing(id)), false) => {
+                let s = sessions.get(&ctx.principal, &id, language)?;
+                Ok((Some(s), None))
+            }
+        }
+    }
+}
+
+/// Runs `fut` until the execution's deadline, which stands still while the execution waits
+/// for a person (`Err` when the deadline came first).
+async fn until<T>(clock: &Clock, fut: impl std::future::Future<Output = T>) -> Result<T, ()> {
+    tokio::select! {
+        out = fut => Ok(out),
+        () = clock.expired() => Err(()),
+    }
+}
+
+/// The scratch directory name of an execution: its audit id, or a fresh one for unaudited
+/// runs.
+fn scratch_name(execution: &str) -> String {
+    if !execution.is_empty() && execution.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return execution.to_string();
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("run-{}-{}", std::process::id(), t.as_nanos())
+}
+
+/// Ends idle sessions in the background, as long as the runtime lives.
+pub(crate) fn end_idle_sessions(runtime: Weak<Runtime>) {
+    let Some(rt) = runtime.upgrade() else {
+        return;
+    };
+    let period = (rt.live().sessions().limits().idle_timeout() / 4).clamp(
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_secs(30),
+    );
+    drop(rt);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(rt) = runtime.upgrade() else {
+                return;
+            };
+            rt.live().sessions().end_idle(&rt.policy().audit);
+        }
+    });
+}
+
+/// Drops expired results every few seconds, so their memory goes even when nobody asks;
+/// stops with the runtime.
+pub(crate) fn sweep_periodically(runtime: Weak<Runtime>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(parked::SWEEP_EVERY);
+        loop {
+            tick.tick().await;
+            let Some(rt) = runtime.upgrade() else {
+                return;
+            };
+            rt.live().parked().sweep_now();
+        }
+    });
+}
