@@ -620,18 +620,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             say(&commands::wrappers(&catalog(&cli)?, *lang, out).await?);
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Bench(args)) if args.container_url.is_some() => {
-            let opts = options(&cli)?;
-            crate::bench_container::run(opts.exe, args).await
-        }
-        Some(Command::Bench(args)) if args.http => {
-            let opts = options(&cli)?;
-            crate::bench_http::run(opts.exe, args).await
-        }
-        Some(Command::Bench(args)) => {
-            let opts = options(&cli)?;
-            crate::bench::run_bench(opts, args).await
-        }
+        Some(Command::Bench(args)) => crate::bench::run(options(&cli)?, args).await,
         Some(Command::Login { server, timeout }) => {
             let (config, _, _) = load(&cli)?;
             let spec = config.servers.get(server).with_context(|| {

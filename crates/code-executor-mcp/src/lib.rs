@@ -8,8 +8,6 @@
 //! demo server and program.
 
 pub(crate) mod bench;
-pub(crate) mod bench_container;
-pub(crate) mod bench_http;
 pub mod catalog;
 mod child;
 pub mod cli;
