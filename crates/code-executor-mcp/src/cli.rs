@@ -24,19 +24,20 @@ use crate::config::settings::ProjectSettings;
 use crate::config::sources::Places;
 use crate::config::{Config, LoadOptions, Settings};
 use crate::console::{say, tell};
+use crate::defaults::{DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
 use crate::principal::Principal;
 use crate::runtime::execution::ExecRequest;
 use crate::runtime::python::{PYTHON_ENV, PythonOptions, SITE_PACKAGES_ENV};
 use crate::runtime::worker::Language;
 use crate::server::{CodeExecutorServer, render_text_within};
-use crate::{Core, CoreOptions, DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
+use crate::{Core, CoreOptions};
 use doctor::doctor;
 use serve_args::ServeArgs;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "code-executor-mcp",
-    version = crate::VERSION,
+    version = crate::defaults::VERSION,
     about = "An MCP server that lets an agent use every MCP server it has through sandboxed code."
 )]
 pub struct Cli {
@@ -240,7 +241,7 @@ Try it without a client:  code-executor-mcp demo
 Check this machine:       code-executor-mcp doctor
 Serve on this terminal anyway: code-executor-mcp serve
 All commands:             code-executor-mcp --help",
-        version = crate::VERSION,
+        version = crate::defaults::VERSION,
     )
 }
 
@@ -317,7 +318,10 @@ fn load(cli: &Cli) -> anyhow::Result<(Config, Settings, CoreOptions)> {
         mb.saturating_mul(1024 * 1024)
     });
     opts.pool_shrink_after = settings.pool_shrink_after;
-    if opts.pool_max.is_some_and(|m| m > crate::MAX_POOL_SIZE) {
+    if opts
+        .pool_max
+        .is_some_and(|m| m > crate::defaults::MAX_POOL_SIZE)
+    {
         anyhow::bail!("--pool-max is above the maximum of 64");
     }
     if cli.pool_memory_mb.is_some_and(|mb| mb < 16) {
@@ -357,10 +361,10 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
         pool_max: cli.pool_max,
         pool_memory_bytes: cli
             .pool_memory_mb
-            .map_or(crate::DEFAULT_POOL_MEMORY_BYTES, |mb| {
+            .map_or(crate::defaults::DEFAULT_POOL_MEMORY_BYTES, |mb| {
                 mb.saturating_mul(1024 * 1024)
             }),
-        pool_shrink_after: crate::DEFAULT_POOL_SHRINK_AFTER,
+        pool_shrink_after: crate::defaults::DEFAULT_POOL_SHRINK_AFTER,
         sandbox,
         python: PythonOptions {
             interpreter: cli.python.clone(),

@@ -15,10 +15,11 @@ use serde_json::{Value, json};
 
 use crate::config::{Config, ServerSpec, Settings, Transport};
 use crate::console::say;
+use crate::defaults::DEMO_SERVER_ARG;
 use crate::principal::Principal;
 use crate::runtime::execution::ExecRequest;
 use crate::server::{render_text, tool_definitions};
-use crate::{Core, CoreOptions, DEMO_SERVER_ARG};
+use crate::{Core, CoreOptions};
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

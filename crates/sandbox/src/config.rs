@@ -16,8 +16,8 @@ use std::path::PathBuf;
 
 use std::sync::Arc;
 
-use crate::ResourceLimits;
-use crate::mounts::{Access, Step};
+use crate::policy::ResourceLimits;
+use crate::view::{Access, Step};
 
 /// One byte per access in the configuration.
 const ACCESS_CODES: &[(Access, u8)] = &[

@@ -15,7 +15,7 @@
 use std::sync::OnceLock;
 use std::sync::mpsc::{Sender, channel};
 
-use crate::SandboxError;
+use crate::error::SandboxError;
 
 /// Work for the forker thread: a closure that spawns a child and hands it back.
 type Job = Box<dyn FnOnce() + Send>;

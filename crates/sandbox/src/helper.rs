@@ -28,23 +28,11 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{self, ForkResult, Gid, Pid, Uid};
 
 use crate::config::HelperConfig;
+pub(crate) use crate::error::SetupError;
+use crate::policy::{EXIT_BAD_INVOCATION, EXIT_EXEC_FAILED, EXIT_SETUP_FAILED, HELPER_ARG};
 use crate::report::{format_line, layer, remedy};
 use crate::spawn::{HOST_PID_ARG, UNCONFINED_ARG, config_from_env};
-use crate::{EXIT_BAD_INVOCATION, EXIT_EXEC_FAILED, EXIT_SETUP_FAILED, HELPER_ARG};
 use crate::{landlock, limits, mounts, namespaces, seccomp};
-
-/// A layer that could not be applied, and why.
-#[derive(Debug)]
-pub(crate) struct SetupError {
-    pub layer: &'static str,
-    pub reason: String,
-}
-
-impl SetupError {
-    pub fn new(layer: &'static str, reason: String) -> Self {
-        Self { layer, reason }
-    }
-}
 
 /// Layer lines on stdout in probe mode; silent otherwise (stdout belongs to the payload).
 pub(crate) struct Reporter {

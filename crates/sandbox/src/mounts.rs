@@ -22,8 +22,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::config::HelperConfig;
-use crate::helper::SetupError;
+use crate::error::SetupError;
 use crate::report::layer;
+pub(crate) use crate::view::{Access, Step};
 
 mod build;
 mod granted;
@@ -33,48 +34,8 @@ pub(crate) use granted::{GrantedTree, open_as_root};
 /// The devices of the small `/dev`, bound from the host's.
 pub(crate) const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"];
 
-/// Where the tmpfs that becomes the root is mounted before `pivot_root`. After the pivot the
-/// host's own directory is visible again under `/oldroot`, so binds from it still work.
-const STAGING: &str = "/tmp";
-const OLD_ROOT: &str = "/oldroot";
-
 /// Symlinks followed while resolving one path, as the kernel's own limit.
 const MAX_SYMLINKS: usize = 40;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum Access {
-    /// A directory inside a read-only path, shown empty (an empty read-only tmpfs on it).
-    /// Least permissive: the same path with any other access stays visible.
-    Hidden,
-    /// Read only: no exec, no suid, no devices (data granted to code).
-    Data,
-    /// Read and execute, nothing else (nosuid, nodev).
-    ReadOnly,
-    /// A device node: read and write the node, no exec, no suid.
-    Device,
-    /// The scratch directory: read and write, no exec, no suid, no devices.
-    ReadWrite,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum Step {
-    Dir(PathBuf),
-    Symlink {
-        path: PathBuf,
-        target: PathBuf,
-    },
-    Bind {
-        path: PathBuf,
-        access: Access,
-        is_dir: bool,
-    },
-    /// A host directory bound at another path of the view (the scratch directory's mount point).
-    BindAt {
-        source: PathBuf,
-        path: PathBuf,
-        access: Access,
-    },
-}
 
 /// Every step needed to make the configured paths resolve inside the view as on the host.
 pub(crate) fn plan(cfg: &HelperConfig) -> Result<Vec<Step>, SetupError> {

@@ -7,7 +7,7 @@ use nix::sys::prctl;
 use nix::sys::signal::Signal;
 use nix::unistd::{self, Gid, Pid, Uid};
 
-use crate::helper::SetupError;
+use crate::error::SetupError;
 use crate::report::layer;
 
 /// The uid and gid the payload has inside the user namespace. Not 0: nothing inside should

@@ -18,9 +18,9 @@ use nix::sys::signal::Signal;
 use nix::unistd;
 
 use crate::config::HelperConfig;
-use crate::{
-    HELPER_ARG, SandboxError, SandboxMode, SandboxPolicy, WorkerCommand, namespaces, report,
-};
+use crate::error::SandboxError;
+use crate::policy::{HELPER_ARG, SandboxMode, SandboxPolicy, WorkerCommand};
+use crate::{namespaces, report};
 
 pub(crate) fn command(
     target: &WorkerCommand,

@@ -445,7 +445,8 @@ fn pool_args(opts: &CoreOptions) -> Vec<String> {
         (opts.pool_memory_bytes / (1024 * 1024)).to_string(),
     ];
     let max = opts.pool_max.or_else(|| {
-        (!opts.pool_size_pinned && !opts.python.pool_size_pinned).then_some(crate::DEFAULT_POOL_MAX)
+        (!opts.pool_size_pinned && !opts.python.pool_size_pinned)
+            .then_some(crate::defaults::DEFAULT_POOL_MAX)
     });
     if let Some(max) = max {
         args.push("--pool-max".to_string());

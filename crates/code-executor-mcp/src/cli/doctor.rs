@@ -15,7 +15,7 @@ use crate::{Core, CoreOptions};
 
 pub(super) async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
     let opts = options(cli)?;
-    let policy = crate::worker_policy(
+    let policy = crate::confinement::worker_policy(
         sandbox::SandboxMode::Enforce,
         &opts.exe,
         crate::policy::MAX_TIMEOUT_MS,

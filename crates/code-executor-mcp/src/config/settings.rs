@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::read::{MAX_CONFIG_BYTES, ReadError, read_text};
+use super::trust::TRUST_SETTING;
 
 use crate::policy::admission::AdmissionSettings;
 use crate::policy::audit::AuditSettings;
@@ -31,10 +32,6 @@ pub const SETTINGS_PATH_ENV: &str = "CODE_EXECUTOR_CONFIG_PATH";
 pub const CONNECTED_SERVERS_ENV: &str = "CONNECTED_SERVERS";
 pub const POOL_SIZE_ENV: &str = "CODE_EXECUTOR_POOL_SIZE";
 pub const DISCOVER_ENV: &str = "CODE_EXECUTOR_DISCOVER";
-/// The settings key listing projects whose own server files are trusted (see
-/// [`super::trust`]); read only from a user settings file, never from a project's.
-pub const TRUST_SETTING: &str = "trustedProjects";
-
 /// The working directory's settings file.
 pub const PROJECT_SETTINGS_FILE: &str = ".code-executor.json";
 
@@ -133,11 +130,11 @@ pub enum ProjectSettings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            pool_size: crate::DEFAULT_POOL_SIZE,
+            pool_size: crate::defaults::DEFAULT_POOL_SIZE,
             pool_size_set: false,
             pool_max: None,
-            pool_memory_bytes: crate::DEFAULT_POOL_MEMORY_BYTES,
-            pool_shrink_after: crate::DEFAULT_POOL_SHRINK_AFTER,
+            pool_memory_bytes: crate::defaults::DEFAULT_POOL_MEMORY_BYTES,
+            pool_shrink_after: crate::defaults::DEFAULT_POOL_SHRINK_AFTER,
             connected_servers: Vec::new(),
             discover: true,
             upstream_call_timeout: UPSTREAM_CALL_TIMEOUT,
@@ -279,7 +276,7 @@ impl Settings {
             return Err(format!("poolSize {pool_size} is above the maximum of 64"));
         }
         if let Some(max) = raw.pool_max
-            && max > crate::MAX_POOL_SIZE
+            && max > crate::defaults::MAX_POOL_SIZE
         {
             return Err(format!("poolMax {max} is above the maximum of 64"));
         }

@@ -358,8 +358,8 @@ fn pool_sizing_settings_are_read_and_bounded() {
         (d.pool_max, d.pool_memory_bytes, d.pool_shrink_after),
         (
             None,
-            crate::DEFAULT_POOL_MEMORY_BYTES,
-            crate::DEFAULT_POOL_SHRINK_AFTER
+            crate::defaults::DEFAULT_POOL_MEMORY_BYTES,
+            crate::defaults::DEFAULT_POOL_SHRINK_AFTER
         )
     );
     for (bad, says) in [

@@ -10,6 +10,7 @@ pub mod access;
 pub mod admission;
 pub mod approval;
 pub mod audit;
+mod event;
 pub mod filter;
 pub mod forward;
 pub mod llm;

@@ -28,10 +28,6 @@ pub(crate) const ENVELOPE_MARGIN_BYTES: usize = 64 << 10;
 /// still arrive.
 const MIN_MESSAGE_BYTES: usize = 1 << 20;
 
-/// What a refused message's call is told to do.
-pub(super) const OVERSIZED_HINT: &str =
-    "Ask for less (filters, paging), or raise maxResultBytes in the settings";
-
 /// The most bytes one message from an upstream may have, on every transport: read and thrown
 /// away past it (stdio), refused (streamable HTTP bodies and events, SSE events), never
 /// decoded.

@@ -88,7 +88,7 @@ fn refused(data: &[u8], why: shape::ShapeError) -> Option<ServerJsonRpcMessage> 
     scan.feed_all(data);
     let message = format!(
         "the server's message {why}; it was dropped unread. {}",
-        super::connect::OVERSIZED_HINT
+        super::cap::OVERSIZED_HINT
     );
     tracing::warn!("SSE upstream: {message}");
     if scan.has_method() {

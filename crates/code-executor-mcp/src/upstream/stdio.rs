@@ -169,7 +169,7 @@ pub(super) async fn spawn_stdio(
         max_message,
         Arc::new(Unfiltered),
     )
-    .refusal_hint(super::connect::OVERSIZED_HINT)
+    .refusal_hint(super::cap::OVERSIZED_HINT)
     .widening(stdout_pipe, stdin_pipe);
     Ok((transport, watch))
 }
