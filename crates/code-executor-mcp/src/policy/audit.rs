@@ -71,6 +71,7 @@ pub fn default_path() -> Option<PathBuf> {
     state_dir().map(|d| d.join("audit.jsonl"))
 }
 
+use super::error::AuditError;
 pub use super::event::AuditEvent;
 
 /// SHA-256 of bytes, hex.
@@ -260,7 +261,7 @@ impl AuditLog {
     }
 
     /// Opens (creating, 0600) the file the settings name.
-    pub fn open(settings: &AuditSettings) -> Result<Self, String> {
+    pub fn open(settings: &AuditSettings) -> Result<Self, AuditError> {
         if !settings.enabled {
             return Ok(AuditLog::disabled());
         }
@@ -268,7 +269,7 @@ impl AuditLog {
             .path
             .clone()
             .or_else(default_path)
-            .ok_or("no audit path: set audit.path or HOME")?;
+            .ok_or(AuditError::NoPath)?;
         let sink = open_sink(&path)?;
         Ok(AuditLog {
             metrics: Default::default(),
@@ -367,7 +368,7 @@ impl Queued {
                 .map(|line| write_line(&mut self.sink, self.max_bytes, line))
                 .fold(Ok(()), Result::and)
         };
-        self.last_error = result.err();
+        self.last_error = result.err().map(|e| e.to_string());
     }
 }
 
@@ -379,7 +380,7 @@ impl Drop for AuditLog {
 
 /// Writes one line (rotating first when it would pass `max_bytes`); a failure is logged
 /// and returned, for [`AuditLog::problem`].
-fn write_line(sink: &mut Sink, max_bytes: u64, line: &str) -> Result<(), String> {
+fn write_line(sink: &mut Sink, max_bytes: u64, line: &str) -> Result<(), AuditError> {
     if sink.written + line.len() as u64 > max_bytes
         && let Err(e) = rotate(sink)
     {
@@ -390,18 +391,23 @@ fn write_line(sink: &mut Sink, max_bytes: u64, line: &str) -> Result<(), String>
             sink.written += line.len() as u64;
             Ok(())
         }
-        Err(e) => {
-            let why = format!("cannot write {}: {e}", sink.path.display());
+        Err(error) => {
+            let why = AuditError::Write {
+                path: sink.path.clone(),
+                error,
+            };
             tracing::warn!("audit log write failed: {why}");
             Err(why)
         }
     }
 }
 
-fn open_sink(path: &Path) -> Result<Sink, String> {
+fn open_sink(path: &Path) -> Result<Sink, AuditError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|error| AuditError::CreateDir {
+            dir: dir.to_path_buf(),
+            error,
+        })?;
     }
     use std::os::unix::fs::OpenOptionsExt;
     let file = OpenOptions::new()
@@ -409,7 +415,10 @@ fn open_sink(path: &Path) -> Result<Sink, String> {
         .append(true)
         .mode(0o600)
         .open(path)
-        .map_err(|e| format!("cannot open audit log {}: {e}", path.display()))?;
+        .map_err(|error| AuditError::Open {
+            path: path.to_path_buf(),
+            error,
+        })?;
     let written = file.metadata().map(|m| m.len()).unwrap_or(0);
     Ok(Sink {
         path: path.to_path_buf(),
@@ -424,14 +433,14 @@ fn rotated(path: &Path, n: u32) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn rotate(sink: &mut Sink) -> Result<(), String> {
+fn rotate(sink: &mut Sink) -> Result<(), AuditError> {
     for n in (1..KEEP_ROTATED).rev() {
         let from = rotated(&sink.path, n);
         if from.exists() {
-            std::fs::rename(&from, rotated(&sink.path, n + 1)).map_err(|e| e.to_string())?;
+            std::fs::rename(&from, rotated(&sink.path, n + 1)).map_err(AuditError::Rotate)?;
         }
     }
-    std::fs::rename(&sink.path, rotated(&sink.path, 1)).map_err(|e| e.to_string())?;
+    std::fs::rename(&sink.path, rotated(&sink.path, 1)).map_err(AuditError::Rotate)?;
     *sink = open_sink(&sink.path)?;
     Ok(())
 }

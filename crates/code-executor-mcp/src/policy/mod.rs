@@ -10,6 +10,7 @@ pub mod access;
 pub mod admission;
 pub mod approval;
 pub mod audit;
+pub mod error;
 mod event;
 pub mod filter;
 pub mod forward;
@@ -26,6 +27,8 @@ pub use rules::{Decision, ToolAllowlist, ToolPolicy};
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use error::SettingError;
 
 /// Everything the server enforces on every execution, built once from the settings.
 pub struct Policy {
@@ -69,7 +72,7 @@ impl Policy {
             tracing::error!(
                 "audit log NOT written: {e}; give it a writable place (audit.path, XDG_STATE_HOME, a volume) or set audit.enabled to false"
             );
-            audit::AuditLog::unavailable(e)
+            audit::AuditLog::unavailable(e.to_string())
         });
         Policy {
             rules: Arc::new(rules),
@@ -239,8 +242,8 @@ impl Default for ExecutionLimits {
 impl ExecutionLimits {
     /// Checks the bounds; the error names the setting. A default deadline above a lowered
     /// maximum is lowered to it.
-    pub fn validate(mut self) -> Result<Self, String> {
-        let e = |what: &str| Err(format!("executionLimits.{what}"));
+    pub fn validate(mut self) -> Result<Self, SettingError> {
+        let e = |what: &str| Err(SettingError::ExecutionLimits(what.to_string()));
         if self.max_timeout_ms == 0 || self.max_timeout_ms > MAX_TIMEOUT_MS {
             return e(&format!(
                 "maxTimeoutMs must be between 1 and {MAX_TIMEOUT_MS}"

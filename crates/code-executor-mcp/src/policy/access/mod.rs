@@ -20,6 +20,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::policy::error::SettingError;
+
 /// Requests one execution may make (redirect hops count).
 pub const DEFAULT_MAX_REQUESTS: u32 = 100;
 /// Largest response body one request may return to code: larger ones fail with a
@@ -108,8 +110,8 @@ pub struct Ceiling {
 }
 
 impl RawCeiling {
-    pub fn validate(self) -> Result<Ceiling, String> {
-        let at = |e: String| format!("permissions: {e}");
+    pub fn validate(self) -> Result<Ceiling, SettingError> {
+        let at = SettingError::Permissions;
         if self.read.len() > MAX_READ_PATHS {
             return Err(at(format!("read lists more than {MAX_READ_PATHS} paths")));
         }
@@ -135,7 +137,7 @@ impl RawCeiling {
             .iter()
             .map(NetRule::parse)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| at(format!("net: {e}")))?;
+            .map_err(SettingError::PermissionsNet)?;
         let d = FetchLimits::default();
         let f = self.fetch;
         let fetch = FetchLimits {

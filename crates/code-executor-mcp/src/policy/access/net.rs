@@ -13,6 +13,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use serde_json::Value;
 
 use super::Grant;
+use crate::policy::error::NetRuleError;
 
 /// Which hosts a rule names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -30,7 +31,7 @@ pub enum HostPattern {
 }
 
 impl HostPattern {
-    fn parse(s: &str) -> Result<HostPattern, String> {
+    fn parse(s: &str) -> Result<HostPattern, NetRuleError> {
         let s = s.trim().trim_end_matches('.').to_ascii_lowercase();
         if s == "*" {
             return Ok(HostPattern::Any);
@@ -40,13 +41,14 @@ impl HostPattern {
                 .trim_start_matches('[')
                 .trim_end_matches(']')
                 .parse()
-                .map_err(|_| format!("\"{s}\": not an address range"))?;
+                .map_err(|_| NetRuleError::NotRange(s.clone()))?;
             let max = if addr.is_ipv4() { 32 } else { 128 };
-            let bits: u8 = bits
-                .parse()
-                .ok()
-                .filter(|b| *b <= max)
-                .ok_or_else(|| format!("\"{s}\": the prefix length must be 0..={max}"))?;
+            let bits: u8 = bits.parse().ok().filter(|b| *b <= max).ok_or_else(|| {
+                NetRuleError::PrefixLength {
+                    pattern: s.clone(),
+                    max,
+                }
+            })?;
             return Ok(HostPattern::Cidr(addr, bits));
         }
         if let Ok(ip) = s
@@ -62,7 +64,7 @@ impl HostPattern {
         };
         // The URL parser's own normalisation: what it would make of this host.
         let parsed = url::Url::parse(&format!("http://{name}/"))
-            .map_err(|_| format!("\"{s}\": not a host name"))?;
+            .map_err(|_| NetRuleError::NotHostName(s.clone()))?;
         match parsed.host() {
             Some(url::Host::Domain(d)) if !d.is_empty() && !d.contains('*') => {
                 let d = d.to_string();
@@ -75,7 +77,7 @@ impl HostPattern {
             // `2130706433`, `0x7f.1`: the parser reads them as addresses, and so do we.
             Some(url::Host::Ipv4(a)) if !suffix => Ok(HostPattern::Ip(IpAddr::V4(a))),
             Some(url::Host::Ipv6(a)) if !suffix => Ok(HostPattern::Ip(IpAddr::V6(a))),
-            _ => Err(format!("\"{s}\": not a host name")),
+            _ => Err(NetRuleError::NotHostName(s)),
         }
     }
 
@@ -192,26 +194,24 @@ const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OP
 impl NetRule {
     /// A rule from a string (`[METHOD[,METHOD] ][scheme://]host[:port]`) or an object
     /// (`{host, ports?, methods?}`).
-    pub fn parse(v: &Value) -> Result<NetRule, String> {
+    pub fn parse(v: &Value) -> Result<NetRule, NetRuleError> {
         NetRule::parse_parts(v).map(|(rule, _)| rule)
     }
 
     /// A rule, and which of its ports and methods were written out (not the defaults).
-    pub(super) fn parse_parts(v: &Value) -> Result<(NetRule, Given), String> {
+    pub(super) fn parse_parts(v: &Value) -> Result<(NetRule, Given), NetRuleError> {
         match v {
             Value::String(s) => NetRule::parse_str(s),
             Value::Object(m) => {
                 for k in m.keys() {
                     if !matches!(k.as_str(), "host" | "ports" | "methods") {
-                        return Err(format!(
-                            "unknown key \"{k}\" in a destination (host, ports, methods)"
-                        ));
+                        return Err(NetRuleError::UnknownKey(k.clone()));
                     }
                 }
                 let host = m
                     .get("host")
                     .and_then(Value::as_str)
-                    .ok_or("a destination object needs \"host\"")?;
+                    .ok_or(NetRuleError::NoHost)?;
                 let host = HostPattern::parse(host)?;
                 let ports = match m.get("ports") {
                     None => DEFAULT_PORTS.to_vec(),
@@ -221,10 +221,10 @@ impl NetRule {
                             p.as_u64()
                                 .and_then(|p| u16::try_from(p).ok())
                                 .filter(|p| *p != 0)
-                                .ok_or_else(|| format!("ports: {p} is not a port"))
+                                .ok_or_else(|| NetRuleError::PortValue(p.clone()))
                         })
                         .collect::<Result<_, _>>()?,
-                    Some(other) => return Err(format!("ports is a list of ports, not {other}")),
+                    Some(other) => return Err(NetRuleError::PortsNotList(other.clone())),
                 };
                 let methods = match m.get("methods") {
                     None => None,
@@ -232,13 +232,13 @@ impl NetRule {
                         ms.iter()
                             .map(|x| {
                                 x.as_str()
-                                    .ok_or_else(|| format!("methods: {x} is not a method"))
+                                    .ok_or_else(|| NetRuleError::MethodValue(x.clone()))
                                     .and_then(method)
                             })
                             .collect::<Result<_, _>>()?,
                     ),
                     Some(other) => {
-                        return Err(format!("methods is a list of methods, not {other}"));
+                        return Err(NetRuleError::MethodsNotList(other.clone()));
                     }
                 };
                 let given = Given {
@@ -254,13 +254,11 @@ impl NetRule {
                     given,
                 ))
             }
-            other => Err(format!(
-                "a destination is \"host[:port]\" or {{host, ports, methods}}, not {other}"
-            )),
+            other => Err(NetRuleError::NotDestination(other.clone())),
         }
     }
 
-    fn parse_str(s: &str) -> Result<(NetRule, Given), String> {
+    fn parse_str(s: &str) -> Result<(NetRule, Given), NetRuleError> {
         let s = s.trim();
         let (methods, rest) = match s.split_once(' ') {
             Some((m, rest)) => (
@@ -297,7 +295,7 @@ impl NetRule {
         let (host, port) = if let Some(stripped) = rest.strip_prefix('[') {
             match stripped.split_once(']') {
                 Some((h, p)) => (h, p.strip_prefix(':')),
-                None => return Err(format!("\"{s}\": unclosed [")),
+                None => return Err(NetRuleError::UnclosedBracket(s.to_string())),
             }
         } else if rest.matches(':').count() == 1 {
             let (h, p) = rest.split_once(':').unwrap_or((rest, ""));
@@ -310,13 +308,13 @@ impl NetRule {
             methods: methods.is_some(),
         };
         let ports = match port {
-            Some("*") => return Err(format!("\"{s}\": name the ports, not *")),
-            Some(p) => vec![
-                p.parse::<u16>()
-                    .ok()
-                    .filter(|p| *p != 0)
-                    .ok_or_else(|| format!("\"{s}\": {p} is not a port"))?,
-            ],
+            Some("*") => return Err(NetRuleError::AnyPort(s.to_string())),
+            Some(p) => vec![p.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| {
+                NetRuleError::NotPort {
+                    rule: s.to_string(),
+                    port: p.to_string(),
+                }
+            })?],
             None => scheme_port.map_or(DEFAULT_PORTS.to_vec(), |p| vec![p]),
         };
         Ok((
@@ -350,12 +348,15 @@ impl NetRule {
     }
 }
 
-fn method(m: &str) -> Result<String, String> {
+fn method(m: &str) -> Result<String, NetRuleError> {
     let up = m.trim().to_ascii_uppercase();
     if METHODS.contains(&up.as_str()) {
         Ok(up)
     } else {
-        Err(format!("\"{m}\" is not a method ({})", METHODS.join(", ")))
+        Err(NetRuleError::NotMethod {
+            name: m.to_string(),
+            known: METHODS.join(", "),
+        })
     }
 }
 
