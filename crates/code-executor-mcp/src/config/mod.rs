@@ -10,6 +10,7 @@
 //! is held back: not started, not callable, listed with the reason and how to allow it.
 
 mod entry;
+pub mod error;
 pub mod expand;
 pub(crate) mod read;
 mod secrets;
@@ -166,7 +167,10 @@ pub struct LoadOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {reason}")]
-    Read { path: PathBuf, reason: String },
+    Read {
+        path: PathBuf,
+        reason: error::SourceError,
+    },
 }
 
 impl Config {

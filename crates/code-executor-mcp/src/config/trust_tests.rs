@@ -385,7 +385,9 @@ fn a_project_settings_file_cannot_trust_its_own_project() {
     let s = Settings::load(&m.project(), Some(&m.root.join("home/.config"))).unwrap();
     assert_eq!(s.trusted_projects, [m.project()]);
     assert_eq!(
-        Settings::parse(r#"{"trustedProjects": ["relative/dir"]}"#).unwrap_err(),
+        Settings::parse(r#"{"trustedProjects": ["relative/dir"]}"#)
+            .unwrap_err()
+            .to_string(),
         "trustedProjects: \"relative/dir\" is not an absolute path"
     );
 }

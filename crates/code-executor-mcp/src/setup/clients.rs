@@ -244,7 +244,7 @@ pub fn plan(found: &Found, want: &Want<'_>) -> Result<ClientPlan, PlanError> {
         )
         .map_err(|reason| PlanError::Read {
             path: path.clone(),
-            reason,
+            reason: reason.to_string(),
         })?,
         _ => Default::default(),
     };
