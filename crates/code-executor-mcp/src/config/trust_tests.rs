@@ -540,7 +540,8 @@ async fn held_back_servers_are_listed_with_the_reason_and_refused() {
     let err = catalog
         .resolve(None, "mcp__repo__anything", crate::catalog::Asker::Code)
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("MCP server \"repo\" is held back: Claude Code has not approved"),
         "{err}"
