@@ -197,10 +197,13 @@ pub(crate) fn check(cfg: &HelperConfig, plan: &[Step]) -> Result<(), SetupError>
             } else if binds.contains(&(next, access, false)) {
                 Ok(Found::Other { is_dir: false })
             } else {
-                Err(format!(
-                    "the view's plan does not say what {} is (resolving {})",
-                    next.display(),
-                    path.display()
+                Err(SetupError::new(
+                    layer::FILESYSTEM_VIEW,
+                    format!(
+                        "the view's plan does not say what {} is (resolving {})",
+                        next.display(),
+                        path.display()
+                    ),
                 ))
             }
         })?;
@@ -247,9 +250,12 @@ enum Found {
 /// symlinks followed and, at the end, the real file or directory to bind.
 fn resolve(path: &Path, access: Access, steps: &mut Vec<Step>) -> Result<(), SetupError> {
     resolve_with(path, access, steps, |next| {
-        let meta = fs::symlink_metadata(next).map_err(|e| format!("{}: {e}", next.display()))?;
+        let at = |e: std::io::Error| {
+            SetupError::new(layer::FILESYSTEM_VIEW, format!("{}: {e}", next.display()))
+        };
+        let meta = fs::symlink_metadata(next).map_err(at)?;
         Ok(if meta.file_type().is_symlink() {
-            Found::Symlink(fs::read_link(next).map_err(|e| format!("{}: {e}", next.display()))?)
+            Found::Symlink(fs::read_link(next).map_err(at)?)
         } else if meta.is_dir() {
             Found::Dir
         } else {
@@ -264,7 +270,7 @@ fn resolve_with(
     path: &Path,
     access: Access,
     steps: &mut Vec<Step>,
-    mut look: impl FnMut(&Path) -> Result<Found, String>,
+    mut look: impl FnMut(&Path) -> Result<Found, SetupError>,
 ) -> Result<(), SetupError> {
     let err = |reason: String| SetupError::new(layer::FILESYSTEM_VIEW, reason);
     if !path.is_absolute() {
@@ -284,7 +290,7 @@ fn resolve_with(
             Part::Name(name) => name,
         };
         let next = current.join(&name);
-        let found = look(&next).map_err(err)?;
+        let found = look(&next)?;
         // A data path was resolved by the host (symlinks followed, checked against what may be
         // granted): a symlink on its way now means it changed since, and might lead elsewhere.
         if access == Access::Data && matches!(found, Found::Symlink(_)) {
