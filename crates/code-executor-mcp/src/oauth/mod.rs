@@ -33,7 +33,7 @@ use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadataSource, OAuthClientConfig,
 };
 
-pub use transport::{HttpClient, SseAuth};
+pub use transport::{HttpClient, SendError, SseAuth};
 
 use crate::config::ServerSpec;
 use store::TokenStore;

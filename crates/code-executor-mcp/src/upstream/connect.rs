@@ -11,6 +11,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
+use super::error::TransportError;
 use super::handler::{Handler, Routing};
 use super::start_error::{self, PostMortem};
 use super::stdio::{self, spawn_stdio};
@@ -49,6 +50,12 @@ pub(super) enum ConnectError {
 impl From<String> for ConnectError {
     fn from(s: String) -> Self {
         ConnectError::Other(s)
+    }
+}
+
+impl From<TransportError> for ConnectError {
+    fn from(e: TransportError) -> Self {
+        ConnectError::Other(e.to_string())
     }
 }
 

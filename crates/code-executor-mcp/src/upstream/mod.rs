@@ -44,6 +44,7 @@ use crate::policy::redact::Redactor;
 
 mod cap;
 mod connect;
+mod error;
 pub(crate) mod forward;
 mod handler;
 mod redact;
@@ -53,6 +54,7 @@ mod stdio;
 
 pub use cap::cap_result;
 use connect::{ConnectError, connect};
+pub use error::UpstreamError;
 use forward::{Callers, Forward};
 use handler::Handler;
 use start_error::{retry_pause, with_next_attempt};
@@ -68,46 +70,6 @@ pub const SEARCH_START_WAIT: Duration = Duration::from_secs(10);
 /// How long a failed start waits for the child's exit status and last stderr lines, which
 /// usually arrive a moment after its pipe closed.
 const POST_MORTEM_WAIT: Duration = Duration::from_millis(300);
-
-/// Why an upstream operation failed.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-pub enum UpstreamError {
-    #[error("no MCP server named \"{0}\" is configured")]
-    UnknownServer(String),
-    /// Configured, but its client would not start it (see `config::trust`).
-    #[error("MCP server \"{server}\" is held back: {reason}")]
-    HeldBack { server: String, reason: String },
-    /// The server's client config hides the tool (`policy::filter`).
-    #[error("{reason}")]
-    HiddenTool { reason: String },
-    #[error("MCP server \"{server}\" failed to start: {reason}")]
-    Start { server: String, reason: String },
-    #[error("MCP server \"{server}\": tool {tool} did not answer within {}s", timeout.as_secs_f64())]
-    Timeout {
-        server: String,
-        tool: String,
-        timeout: Duration,
-    },
-    #[error("MCP server \"{server}\" failed calling {tool}: {reason}")]
-    Call {
-        server: String,
-        tool: String,
-        reason: String,
-    },
-    /// A discovery request stopped waiting for a start that is still under way.
-    #[error(
-        "MCP server \"{server}\" is still starting ({}s so far); it was skipped so that this \
-         answer does not wait for it; search again shortly",
-        waited.as_secs()
-    )]
-    Starting { server: String, waited: Duration },
-    /// The server wants a (new) OAuth login.
-    #[error(
-        "MCP server \"{server}\" needs a login: {reason}; {}",
-        oauth::login_hint(server)
-    )]
-    Unauthorized { server: String, reason: String },
-}
 
 /// Connection state of one server, as `list_servers` shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
