@@ -140,7 +140,10 @@ pub async fn prepare(
         return Ok(None);
     };
     let store = TokenStore::new(dir, &spec.name, url);
-    let stored = match store.read().map_err(PrepareError::Other)? {
+    let stored = match store
+        .read()
+        .map_err(|e| PrepareError::Other(e.to_string()))?
+    {
         Some(s) if s.credentials.token_response.is_some() => s,
         // No login, or one whose refresh token was rejected: connect without a token; the
         // server's 401 then asks for a login.
