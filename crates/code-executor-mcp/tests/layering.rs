@@ -237,6 +237,31 @@ fn crate_at(name: &str, src: &Path) -> Crate {
         }
         modules.insert(path, file.clone());
     }
+    // A module declared under `#[cfg(test)]` (`#[cfg(test)] mod net_prop;`) is test code.
+    let test_only: Vec<ModPath> = modules
+        .iter()
+        .flat_map(|(module, file)| {
+            let text = strip(&std::fs::read_to_string(file).unwrap());
+            let mut found = Vec::new();
+            for (i, _) in text.match_indices("#[cfg(test)]") {
+                let decl = text[i + 12..].trim_start();
+                let decl = decl.strip_prefix("pub(crate) ").unwrap_or(decl);
+                if let Some(rest) = decl.strip_prefix("mod ") {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if rest[name.len()..].trim_start().starts_with(';') {
+                        let mut path = module.clone();
+                        path.push(name);
+                        found.push(path);
+                    }
+                }
+            }
+            found
+        })
+        .collect();
+    modules.retain(|path, _| !test_only.iter().any(|t| path.starts_with(t)));
     // `#[path]` declarations move the file they name under the declaring module.
     let declared: Vec<(ModPath, PathBuf)> = modules
         .iter()

@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use super::error::SettingError;
 
-use super::{pattern, qualified_name};
+use super::pattern::{self, qualified_name};
 
 /// Default wait for a person's answer: long enough to read a prompt and decide, short enough
 /// that a forgotten prompt does not hold a worker for long.

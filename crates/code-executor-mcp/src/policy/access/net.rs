@@ -12,7 +12,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
 
-use super::Grant;
 use crate::policy::error::NetRuleError;
 
 /// Which hosts a rule names.
@@ -98,7 +97,7 @@ impl HostPattern {
         }
     }
 
-    fn matches_host(&self, host: &url::Host<&str>) -> bool {
+    pub(super) fn matches_host(&self, host: &url::Host<&str>) -> bool {
         match (self, host) {
             (HostPattern::Any, url::Host::Domain(_)) => true,
             // `example.com.` (fully qualified) is the name `example.com`.
@@ -115,7 +114,7 @@ impl HostPattern {
     }
 
     /// Whether this pattern names `addr` itself (an address or a range holding it).
-    fn names_addr(&self, addr: IpAddr) -> bool {
+    pub(super) fn names_addr(&self, addr: IpAddr) -> bool {
         match self {
             HostPattern::Ip(a) => *a == addr,
             HostPattern::Cidr(n, bits) => in_cidr(addr, *n, *bits),
@@ -328,7 +327,7 @@ impl NetRule {
     }
 
     /// Whether this rule admits `port` and `method` (whatever its hosts).
-    fn admits(&self, port: u16, method: &str) -> bool {
+    pub(super) fn admits(&self, port: u16, method: &str) -> bool {
         self.ports.contains(&port)
             && self
                 .methods
@@ -389,7 +388,7 @@ pub struct Hop<'a> {
 /// Two hops with equal reaches get the same answer for every address, so a client whose
 /// resolver holds a reach may serve (and keep connections for) every hop with that reach.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Reach(Vec<HostPattern>);
+pub struct Reach(pub(super) Vec<HostPattern>);
 
 /// A resolution the hop's reach refuses: every address was special and none was named by a
 /// rule admitting the hop's port and method; `addr` is the first of them.
@@ -424,167 +423,6 @@ impl Reach {
             }),
             _ => Ok(kept),
         }
-    }
-}
-
-impl Grant {
-    /// The one decision for a hop: the rules that allow it (scheme http/https, host as
-    /// written, port, method) and the [`Reach`] of a connection for it, or why it is refused.
-    /// A literal address is checked here too (no resolution will happen); a name's addresses
-    /// go through the reach once resolved ([`Reach::filter`]).
-    pub fn admit(&self, hop: &Hop<'_>) -> Result<(Vec<&NetRule>, Reach), String> {
-        let url = hop.url;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!(
-                "fetch: only http and https URLs can be fetched, not {}:",
-                url.scheme()
-            ));
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err("fetch: credentials in the URL are not sent; use a header".into());
-        }
-        let Some(host) = url.host() else {
-            return Err(format!("fetch: {url} has no host"));
-        };
-        let port = url.port_or_known_default().unwrap_or(0);
-        if self.net.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: this execution has no network grant; ask for it with \
-                 permissions.net (within the server's configured ceiling)",
-                hop.method
-            ));
-        }
-        let by_host: Vec<&NetRule> = self
-            .net
-            .iter()
-            .filter(|r| r.host.matches_host(&host))
-            .collect();
-        if by_host.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: {host} is not a granted destination (permissions.net: {})",
-                hop.method,
-                self.granted()
-            ));
-        }
-        let by_port: Vec<&NetRule> = by_host
-            .into_iter()
-            .filter(|r| r.ports.contains(&port))
-            .collect();
-        if by_port.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: port {port} is not granted for {host} (permissions.net: {})",
-                hop.method,
-                self.granted()
-            ));
-        }
-        let by_method: Vec<&NetRule> = by_port
-            .into_iter()
-            .filter(|r| r.admits(port, hop.method))
-            .collect();
-        if by_method.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: method {} is not granted for {host} (permissions.net: {})",
-                hop.method,
-                hop.method,
-                self.granted()
-            ));
-        }
-        let reach = self.reach(port, hop.method);
-        let literal = match host {
-            url::Host::Ipv4(a) => Some(IpAddr::V4(a)),
-            url::Host::Ipv6(a) => Some(IpAddr::V6(a)),
-            url::Host::Domain(_) => None,
-        };
-        if let Some(addr) = literal
-            && !reach.admits(addr)
-        {
-            return Err(self.unreachable(addr, &host.to_string(), port, hop.method));
-        }
-        Ok((by_method, reach))
-    }
-
-    /// The special addresses a connection on `port` with `method` may go to: those named by
-    /// a granted rule admitting both.
-    pub fn reach(&self, port: u16, method: &str) -> Reach {
-        let mut patterns: Vec<HostPattern> = Vec::new();
-        for r in &self.net {
-            if matches!(r.host, HostPattern::Ip(_) | HostPattern::Cidr(..))
-                && r.admits(port, method)
-                && !patterns.contains(&r.host)
-            {
-                patterns.push(r.host.clone());
-            }
-        }
-        Reach(patterns)
-    }
-
-    /// Where a connection for `hop` may go when its host resolved to `resolved` (ignored for
-    /// a literal address, which is its own resolution): [`Grant::admit`], then
-    /// [`Reach::filter`], the two steps `fetch` takes (the second in its client's resolver),
-    /// put together to be tested by value (the property test in `net_prop`).
-    #[cfg(test)]
-    pub(crate) fn check_connect(
-        &self,
-        hop: &Hop<'_>,
-        resolved: &[IpAddr],
-    ) -> Result<Vec<IpAddr>, String> {
-        let (_, reach) = self.admit(hop)?;
-        let port = hop.url.port_or_known_default().unwrap_or(0);
-        let host = hop.url.host_str().unwrap_or("");
-        let literal = match hop.url.host() {
-            Some(url::Host::Ipv4(a)) => Some(IpAddr::V4(a)),
-            Some(url::Host::Ipv6(a)) => Some(IpAddr::V6(a)),
-            _ => None,
-        };
-        let addrs = literal.map_or_else(|| resolved.to_vec(), |a| vec![a]);
-        if addrs.is_empty() {
-            return Err(format!("fetch: {host}: the name has no address"));
-        }
-        reach
-            .filter(&addrs)
-            .map_err(|u| self.unreachable(u.addr, host, port, hop.method))
-    }
-
-    /// Why a connection to the special address `addr` (the literal `host`, or what it
-    /// resolved to) is refused for a hop on `port` with `method`, and what would allow it.
-    pub fn unreachable(&self, addr: IpAddr, host: &str, port: u16, method: &str) -> String {
-        let kind = special(addr).unwrap_or("a special address");
-        let via = if host.trim_start_matches('[').trim_end_matches(']') == addr.to_string() {
-            String::new()
-        } else {
-            format!(" ({host} resolves to it)")
-        };
-        let shown = match addr {
-            IpAddr::V6(a) => format!("[{a}]"),
-            IpAddr::V4(a) => a.to_string(),
-        };
-        let naming: Vec<String> = self
-            .net
-            .iter()
-            .filter(|r| r.host.names_addr(addr))
-            .map(ToString::to_string)
-            .collect();
-        let granted = if naming.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; the rules naming it ({}) do not admit {method} to port {port}",
-                naming.join(", ")
-            )
-        };
-        format!(
-            "fetch {method} {host}:{port}: {addr} is {kind}{via}; such addresses are refused \
-             unless a granted rule names the address itself and admits this port and method{granted} \
-             (e.g. \"{method} {shown}:{port}\" in permissions.net)"
-        )
-    }
-
-    fn granted(&self) -> String {
-        self.net
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
     }
 }
 
