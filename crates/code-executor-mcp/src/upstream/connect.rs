@@ -11,15 +11,20 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
+use super::connection::Connection;
 use super::error::TransportError;
 use super::handler::{Handler, Routing};
+use super::sse;
 use super::start_error::{self, PostMortem};
 use super::stdio::{self, spawn_stdio};
-use super::{Connection, POST_MORTEM_WAIT, sse};
 use crate::config::{ServerSpec, Settings, Transport};
 use crate::oauth::{self, AuthWatch, PrepareError};
 use crate::policy::filter::retain_visible;
 use crate::tls::install_tls_provider;
+
+/// How long a failed start waits for the child's exit status and last stderr lines, which
+/// usually arrive a moment after its pipe closed.
+const POST_MORTEM_WAIT: Duration = Duration::from_millis(300);
 
 /// Room for what surrounds a result in its message (`jsonrpc`, `id`, `content`'s blocks,
 /// `_meta`): a result a little over `maxResultBytes` is still cut with its start kept
@@ -85,7 +90,7 @@ pub(super) async fn connect(
     spec: &ServerSpec,
     settings: &Settings,
     token_dir: Option<&Path>,
-    callers: &Arc<super::Callers>,
+    callers: &Arc<super::forward::Callers>,
 ) -> Result<Connection, ConnectError> {
     let timeout = spec.startup_timeout.unwrap_or(settings.connect_timeout);
     let stale = Arc::new(AtomicBool::new(false));
