@@ -15,7 +15,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Error as SseError, Sse};
 
-use super::{AuthWatch, SharedManager, needs_login};
+use super::watch::{AuthWatch, SharedManager, needs_login};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
