@@ -7,6 +7,7 @@
 
 mod doctor;
 mod serve_args;
+mod tools;
 
 use std::io::{IsTerminal, Read};
 use std::os::fd::AsFd;
@@ -19,7 +20,6 @@ use clap::{Parser, Subcommand, ValueEnum};
 use rmcp::ServiceExt;
 
 use crate::catalog::Catalog;
-use crate::catalog::commands::{self, Lang};
 use crate::config::settings::ProjectSettings;
 use crate::config::sources::Places;
 use crate::config::{Config, LoadOptions, Settings};
@@ -33,6 +33,7 @@ use crate::server::{CodeExecutorServer, render_text_within};
 use crate::{Core, CoreOptions};
 use doctor::doctor;
 use serve_args::ServeArgs;
+use tools::Lang;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -613,15 +614,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 limit: *limit,
                 cursor: cursor.as_deref(),
             };
-            say(&commands::search(&catalog, &params, *json).await?);
+            say(&tools::search(&catalog, &params, *json).await?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Tools(ToolsCommand::Show { name, lang, json })) => {
-            say(&commands::show(&catalog(&cli)?, name, *lang, *json).await?);
+            say(&tools::show(&catalog(&cli)?, name, *lang, *json).await?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Wrappers { lang, out }) => {
-            say(&commands::wrappers(&catalog(&cli)?, *lang, out).await?);
+            say(&tools::wrappers(&catalog(&cli)?, *lang, out).await?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => crate::bench::run(options(&cli)?, args).await,

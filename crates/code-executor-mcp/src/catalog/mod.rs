@@ -7,7 +7,6 @@
 //! names is an error naming both.
 
 pub(crate) mod cache;
-pub(crate) mod commands;
 pub(crate) mod error;
 pub mod eval;
 mod names;
