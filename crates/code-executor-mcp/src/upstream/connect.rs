@@ -12,7 +12,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 use super::connection::Connection;
-use super::error::TransportError;
+use super::error::ConnectError;
 use super::handler::{Handler, Routing};
 use super::sse;
 use super::start_error::{self, PostMortem};
@@ -41,27 +41,6 @@ pub(crate) fn message_limit(max_result_bytes: usize) -> usize {
     max_result_bytes
         .saturating_add(ENVELOPE_MARGIN_BYTES)
         .max(MIN_MESSAGE_BYTES)
-}
-
-/// Why a connection could not be made.
-pub(super) enum ConnectError {
-    /// The server refused our authorization (or the stored login cannot be used).
-    NeedsLogin(String),
-    /// No answer within the connect timeout.
-    TimedOut(String),
-    Other(String),
-}
-
-impl From<String> for ConnectError {
-    fn from(s: String) -> Self {
-        ConnectError::Other(s)
-    }
-}
-
-impl From<TransportError> for ConnectError {
-    fn from(e: TransportError) -> Self {
-        ConnectError::Other(e.to_string())
-    }
 }
 
 /// The authorization manager of a stored login for an HTTP/SSE server, unless its entry

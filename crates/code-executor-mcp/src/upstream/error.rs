@@ -1,6 +1,6 @@
 //! The upstreams' errors: why an operation on a server failed ([`UpstreamError`], what
 //! callers see) and why a transport could not be opened ([`TransportError`], worded into a
-//! start failure).
+//! start failure), and why a connection could not be made ([`ConnectError`]).
 
 use std::time::Duration;
 
@@ -91,4 +91,25 @@ pub enum TransportError {
     },
     #[error("`{0}` started without its pipes")]
     NoPipes(String),
+}
+
+/// Why a connection could not be made.
+pub(super) enum ConnectError {
+    /// The server refused our authorization (or the stored login cannot be used).
+    NeedsLogin(String),
+    /// No answer within the connect timeout.
+    TimedOut(String),
+    Other(String),
+}
+
+impl From<String> for ConnectError {
+    fn from(s: String) -> Self {
+        ConnectError::Other(s)
+    }
+}
+
+impl From<TransportError> for ConnectError {
+    fn from(e: TransportError) -> Self {
+        ConnectError::Other(e.to_string())
+    }
 }

@@ -50,8 +50,9 @@ mod start_error;
 mod stdio;
 
 pub use cap::cap_result;
-use connect::{ConnectError, connect};
+use connect::connect;
 use connection::Connection;
+use error::ConnectError;
 pub use error::UpstreamError;
 use forward::{Callers, Forward};
 use start_error::MAX_RETRY_PAUSE;

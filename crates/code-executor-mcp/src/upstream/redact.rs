@@ -10,7 +10,7 @@ use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, Tool}
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::connect::ConnectError;
+use super::error::ConnectError;
 use super::error::UpstreamError;
 use crate::policy::redact::{REDACTED, Redactor, strip_userinfo};
 
