@@ -12,8 +12,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::error::{EntryError, ExpandError, OAuthEntryError};
+use super::expand;
 use super::sources::{Format, Source};
-use super::{OAuthConfig, ServerSpec, Transport, expand, mask_url};
+use super::spec::{INHERITED_ENV, OAuthConfig, ServerSpec, Transport, mask_url};
 use crate::policy::filter::ToolFilter;
 
 /// Keys of an entry that we read, in any client's dialect.
@@ -242,7 +243,7 @@ pub(super) fn validate(
     let recording = |k: &str| {
         let v = lookup(k);
         if let Some(v) = &v
-            && !super::INHERITED_ENV.contains(&k)
+            && !INHERITED_ENV.contains(&k)
             && super::secrets::env_value_is_secret(k, v)
         {
             referenced.borrow_mut().push(v.clone());

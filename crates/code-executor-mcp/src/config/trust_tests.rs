@@ -3,6 +3,7 @@
 
 use super::*;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// A temporary home (with `.config`, `.codex`) and a project directory.
 struct Machine {
