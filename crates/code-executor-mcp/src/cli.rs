@@ -530,7 +530,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let opts = options(&cli)?;
             crate::demo::run_demo(opts).await
         }
-        Some(Command::Doctor) => doctor(&cli).await,
+        Some(Command::Doctor) => doctor(|| options(&cli), || load(&cli)).await,
         Some(Command::Audit {
             action: AuditAction::Tail { lines, json },
         }) => {

@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, load, options};
 use crate::config::settings::ProjectSettings;
 use crate::config::{Config, Settings};
 use crate::console::say;
@@ -13,8 +12,12 @@ use crate::runtime::python::PythonOptions;
 use crate::runtime::worker::Language;
 use crate::{Core, CoreOptions};
 
-pub(super) async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
-    let opts = options(cli)?;
+/// `options` and `load` are the command line's (called in this order, as `doctor` needs them).
+pub(super) async fn doctor(
+    options: impl FnOnce() -> anyhow::Result<CoreOptions>,
+    load: impl FnOnce() -> anyhow::Result<(Config, Settings, CoreOptions)>,
+) -> anyhow::Result<ExitCode> {
+    let opts = options()?;
     let policy = crate::confinement::worker_policy(
         sandbox::SandboxMode::Enforce,
         &opts.exe,
@@ -32,7 +35,7 @@ pub(super) async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
     if !healthy {
         say("=> the minimum guarantee is NOT met: executions will be refused (fail closed).");
     }
-    match load(cli) {
+    match load() {
         Ok((config, settings, _)) => {
             say(&format!(
                 "settings: {}",
