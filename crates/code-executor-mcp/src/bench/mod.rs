@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::{Value, json};
 
-use crate::CoreOptions;
 use crate::console::say;
+use crate::options::CoreOptions;
 
 mod access;
 pub(crate) mod args;

@@ -3,14 +3,15 @@
 
 use std::process::ExitCode;
 
+use crate::Core;
 use crate::config::settings::ProjectSettings;
 use crate::config::{Config, Settings};
 use crate::console::say;
+use crate::options::CoreOptions;
 use crate::principal::Principal;
 use crate::runtime::execution::ExecRequest;
 use crate::runtime::python::PythonOptions;
 use crate::runtime::worker::Language;
-use crate::{Core, CoreOptions};
 
 /// `options` and `load` are the command line's (called in this order, as `doctor` needs them).
 pub(super) async fn doctor(
