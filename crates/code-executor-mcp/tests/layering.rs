@@ -348,9 +348,8 @@ fn parse_tree(b: &[u8], i: &mut usize, prefix: Vec<String>, out: &mut Vec<Vec<St
                 let before = *i;
                 parse_tree(b, i, path.clone(), out);
                 skip_ws(i);
-                if *i < b.len() && b[*i] == b',' {
-                    *i += 1;
-                } else if *i == before {
+                // Past a `,`, or past a character no path starts with.
+                if (*i < b.len() && b[*i] == b',') || *i == before {
                     *i += 1;
                 }
             }
@@ -482,8 +481,7 @@ fn check(krate: &Crate) -> Vec<Violation> {
     };
     let mut violations = BTreeMap::new();
     // folder -> child -> child -> one (file, path) that makes the edge
-    let mut edges: BTreeMap<ModPath, BTreeMap<String, BTreeMap<String, (String, String)>>> =
-        BTreeMap::new();
+    let mut edges: BTreeMap<ModPath, Graph> = BTreeMap::new();
     for (module, file) in &krate.modules {
         for r in references(krate, module, file) {
             let common = r

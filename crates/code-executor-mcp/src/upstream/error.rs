@@ -64,7 +64,7 @@ pub enum TransportError {
     #[error("GET {url}: {error}")]
     Get {
         url: String,
-        error: crate::oauth::SendError,
+        error: Box<crate::oauth::SendError>,
     },
     /// The event stream broke before its `endpoint` event (the reason as the reader gives it).
     #[error("event stream: {0}")]

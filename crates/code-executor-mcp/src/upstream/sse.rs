@@ -139,12 +139,12 @@ pub async fn connect(
         .await
         .map_err(|error| TransportError::Get {
             url: url.to_string(),
-            error,
+            error: Box::new(error),
         })?
         .error_for_status()
         .map_err(|error| TransportError::Get {
             url: url.to_string(),
-            error: error.into(),
+            error: Box::new(error.into()),
         })?;
     let base = response.url().clone();
     let mut events = SseStream::from_bytes_stream(bounded(response.bytes_stream(), max_event));
