@@ -7,6 +7,7 @@
 
 mod doctor;
 mod serve_args;
+mod tools;
 
 use std::io::{IsTerminal, Read};
 use std::os::fd::AsFd;
@@ -18,25 +19,27 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use rmcp::ServiceExt;
 
+use crate::Core;
 use crate::catalog::Catalog;
-use crate::catalog::commands::{self, Lang};
 use crate::config::settings::ProjectSettings;
 use crate::config::sources::Places;
 use crate::config::{Config, LoadOptions, Settings};
 use crate::console::{say, tell};
+use crate::defaults::{DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
+use crate::options::CoreOptions;
 use crate::principal::Principal;
 use crate::runtime::execution::ExecRequest;
 use crate::runtime::python::{PYTHON_ENV, PythonOptions, SITE_PACKAGES_ENV};
 use crate::runtime::worker::Language;
 use crate::server::{CodeExecutorServer, render_text_within};
-use crate::{Core, CoreOptions, DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
 use doctor::doctor;
 use serve_args::ServeArgs;
+use tools::Lang;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "code-executor-mcp",
-    version = crate::VERSION,
+    version = crate::defaults::VERSION,
     about = "An MCP server that lets an agent use every MCP server it has through sandboxed code."
 )]
 pub struct Cli {
@@ -240,7 +243,7 @@ Try it without a client:  code-executor-mcp demo
 Check this machine:       code-executor-mcp doctor
 Serve on this terminal anyway: code-executor-mcp serve
 All commands:             code-executor-mcp --help",
-        version = crate::VERSION,
+        version = crate::defaults::VERSION,
     )
 }
 
@@ -317,7 +320,10 @@ fn load(cli: &Cli) -> anyhow::Result<(Config, Settings, CoreOptions)> {
         mb.saturating_mul(1024 * 1024)
     });
     opts.pool_shrink_after = settings.pool_shrink_after;
-    if opts.pool_max.is_some_and(|m| m > crate::MAX_POOL_SIZE) {
+    if opts
+        .pool_max
+        .is_some_and(|m| m > crate::defaults::MAX_POOL_SIZE)
+    {
         anyhow::bail!("--pool-max is above the maximum of 64");
     }
     if cli.pool_memory_mb.is_some_and(|mb| mb < 16) {
@@ -357,10 +363,10 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
         pool_max: cli.pool_max,
         pool_memory_bytes: cli
             .pool_memory_mb
-            .map_or(crate::DEFAULT_POOL_MEMORY_BYTES, |mb| {
+            .map_or(crate::defaults::DEFAULT_POOL_MEMORY_BYTES, |mb| {
                 mb.saturating_mul(1024 * 1024)
             }),
-        pool_shrink_after: crate::DEFAULT_POOL_SHRINK_AFTER,
+        pool_shrink_after: crate::defaults::DEFAULT_POOL_SHRINK_AFTER,
         sandbox,
         python: PythonOptions {
             interpreter: cli.python.clone(),
@@ -525,7 +531,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let opts = options(&cli)?;
             crate::demo::run_demo(opts).await
         }
-        Some(Command::Doctor) => doctor(&cli).await,
+        Some(Command::Doctor) => doctor(|| options(&cli), || load(&cli)).await,
         Some(Command::Audit {
             action: AuditAction::Tail { lines, json },
         }) => {
@@ -609,29 +615,18 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 limit: *limit,
                 cursor: cursor.as_deref(),
             };
-            say(&commands::search(&catalog, &params, *json).await?);
+            say(&tools::search(&catalog, &params, *json).await?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Tools(ToolsCommand::Show { name, lang, json })) => {
-            say(&commands::show(&catalog(&cli)?, name, *lang, *json).await?);
+            say(&tools::show(&catalog(&cli)?, name, *lang, *json).await?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Wrappers { lang, out }) => {
-            say(&commands::wrappers(&catalog(&cli)?, *lang, out).await?);
+            say(&tools::wrappers(&catalog(&cli)?, *lang, out).await?);
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Bench(args)) if args.container_url.is_some() => {
-            let opts = options(&cli)?;
-            crate::bench_container::run(opts.exe, args).await
-        }
-        Some(Command::Bench(args)) if args.http => {
-            let opts = options(&cli)?;
-            crate::bench_http::run(opts.exe, args).await
-        }
-        Some(Command::Bench(args)) => {
-            let opts = options(&cli)?;
-            crate::bench::run_bench(opts, args).await
-        }
+        Some(Command::Bench(args)) => crate::bench::run(options(&cli)?, args).await,
         Some(Command::Login { server, timeout }) => {
             let (config, _, _) = load(&cli)?;
             let spec = config.servers.get(server).with_context(|| {

@@ -13,12 +13,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::Core;
 use crate::config::{Config, ServerSpec, Settings, Transport};
 use crate::console::say;
+use crate::defaults::DEMO_SERVER_ARG;
+use crate::options::CoreOptions;
 use crate::principal::Principal;
 use crate::runtime::execution::ExecRequest;
 use crate::server::{render_text, tool_definitions};
-use crate::{Core, CoreOptions, DEMO_SERVER_ARG};
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

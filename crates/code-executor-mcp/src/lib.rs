@@ -8,17 +8,18 @@
 //! demo server and program.
 
 pub(crate) mod bench;
-pub(crate) mod bench_container;
-pub(crate) mod bench_http;
 pub mod catalog;
 mod child;
 pub mod cli;
 mod config;
+mod confinement;
 mod console;
+mod defaults;
 pub mod demo;
 pub(crate) mod http;
 mod lines;
 pub(crate) mod oauth;
+mod options;
 mod pipes;
 pub(crate) mod policy;
 mod principal;
@@ -31,7 +32,6 @@ mod tls;
 pub(crate) mod trace;
 pub(crate) mod upstream;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -39,87 +39,20 @@ use serde_json::{Value, json};
 
 use catalog::Catalog;
 use config::Config;
+use confinement::worker_policy;
+pub use defaults::{DEMO_SERVER_ARG, WORKER_ARG};
+pub use options::CoreOptions;
 use policy::Policy;
 use principal::Principal;
 use runtime::door::{Caller, Mode, Start, Started};
 use runtime::execution::ExecRequest;
 use runtime::live::sessions::Sessions;
 use runtime::pool::Pool;
-use runtime::python::{PythonOptions, PythonRuntime};
+use runtime::python::PythonRuntime;
 use runtime::run::client::ClientLink;
 use runtime::worker::{Language, WorkerSpawner};
 use runtime::{ExecOutcome, Runtime};
 use upstream::Upstreams;
-
-/// `--version`: the crate's version and the commit it was built from (build.rs).
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (",
-    env!("CODE_EXECUTOR_COMMIT"),
-    ")"
-);
-
-/// First argument of the binary re-entered as a worker: `code-executor-mcp __worker js`.
-pub const WORKER_ARG: &str = "__worker";
-/// First argument of the binary re-entered as the built-in demo MCP server.
-pub const DEMO_SERVER_ARG: &str = "__demo-server";
-
-/// Default number of pre-started JavaScript workers: one request in flight and one spare
-/// covers an agent's sequential use; each idle worker costs a few MB.
-pub const DEFAULT_POOL_SIZE: usize = 2;
-/// Default number of pre-started Python workers: an idle CPython with the shim loaded costs
-/// about 17 MB (proportional set size), so one is kept warm, and the pool grows under load
-/// (up to `poolMax`); the server and its warm pools stay under 60 MB idle.
-pub const DEFAULT_PYTHON_POOL_SIZE: usize = 1;
-/// Largest `poolMax` (and `poolSize`).
-pub const MAX_POOL_SIZE: usize = 64;
-/// Default `poolMax`: eight warm workers per language absorb a burst of parallel tool calls.
-pub const DEFAULT_POOL_MAX: usize = 8;
-/// Default `poolMemoryMb`: the ceiling of all pools' ready workers together.
-pub const DEFAULT_POOL_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
-/// Default `poolShrinkAfterMs`: idle time after which a grown pool stops one worker.
-pub const DEFAULT_POOL_SHRINK_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// How the core is started.
-#[derive(Debug, Clone)]
-pub struct CoreOptions {
-    /// The binary re-entered for workers (normally `std::env::current_exe()`).
-    pub exe: PathBuf,
-    /// Warm workers per language kept however idle the server is (for Python:
-    /// `python.pool_size`).
-    pub pool_size: usize,
-    /// `pool_size` was chosen (flag, environment or settings): without `pool_max` the pool
-    /// then keeps exactly that many.
-    pub pool_size_pinned: bool,
-    /// Most workers each pool grows to under demand (`None`: [`runtime::pool::DEFAULT_POOL_MAX`],
-    /// or the pool's own size if larger; a pool of size 0 stays empty).
-    pub pool_max: Option<usize>,
-    /// Memory all pools' ready workers may hold together.
-    pub pool_memory_bytes: u64,
-    /// Idle time after which a grown pool stops one surplus worker.
-    pub pool_shrink_after: std::time::Duration,
-    pub sandbox: sandbox::SandboxMode,
-    pub python: PythonOptions,
-    /// Set when this server is one of several replicas: the handles of what outlives a
-    /// request name it (`replica`, docs/kubernetes.md).
-    pub replica: replica::Replica,
-}
-
-impl CoreOptions {
-    /// How a pool of `min` warm workers is sized.
-    pub(crate) fn sizing(&self, min: usize, pinned: bool) -> runtime::pool::PoolSizing {
-        let max = match self.pool_max {
-            Some(max) => max.max(min),
-            None if min == 0 || pinned => min,
-            None => DEFAULT_POOL_MAX.max(min),
-        };
-        runtime::pool::PoolSizing {
-            min,
-            max,
-            shrink_after: self.pool_shrink_after,
-        }
-    }
-}
 
 /// Everything an execution needs, shared by the MCP handler and the command line.
 pub struct Core {
@@ -261,28 +194,4 @@ fn secrets(config: &Config, settings: &config::Settings) -> Vec<String> {
     }
     out.extend(oauth::stored_tokens(config));
     out
-}
-
-/// The confinement every worker gets; `exe` re-enters as the sandbox helper. `longest_ms` is
-/// the longest deadline any run may have (a long run's, when that is longer).
-pub fn worker_policy(
-    mode: sandbox::SandboxMode,
-    exe: &std::path::Path,
-    longest_ms: u64,
-) -> sandbox::SandboxPolicy {
-    let mut policy = sandbox::SandboxPolicy::new(mode, Some(exe.to_path_buf()));
-    policy.limits = sandbox::ResourceLimits {
-        // CPU time is a backstop behind the host's wall-clock deadline. It is counted per
-        // process over all its threads, so a run that keeps every core busy until the
-        // longest deadline must stay under it: the deadline times the cores, plus a margin.
-        cpu_seconds: (policy::MAX_TIMEOUT_MS.max(longest_ms) / 1000)
-            * std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
-            + 5,
-        // A JS worker is two threads (engine and pipe reader); nothing may fork.
-        max_processes: 8,
-        // stdin, stdout, stderr and a few the runtime opens.
-        max_open_files: 64,
-        ..sandbox::ResourceLimits::default()
-    };
-    policy
 }

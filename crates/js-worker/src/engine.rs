@@ -25,6 +25,7 @@ use worker_protocol::{
     RawRunOutcome, RawWorkerFrame, RunOutcome, RunRequest, WorkerFrame,
 };
 
+use crate::error::WorkerError;
 use crate::host::host_object;
 use crate::link::{Event, Input, Shared, closed};
 use crate::outgoing::within_frame;
@@ -59,9 +60,9 @@ pub fn worker_main() -> ExitCode {
     }
 }
 
-fn run_worker() -> Result<(), String> {
+fn run_worker() -> Result<(), WorkerError> {
     let input = Input::stdin()?;
-    let engine = Engine::new(input).map_err(|e| format!("engine start failed: {e}"))?;
+    let engine = Engine::new(input).map_err(|e| WorkerError::Start(Box::new(e)))?;
     engine.send(&WorkerFrame::Ready {
         protocol: PROTOCOL_VERSION,
         engine: format!("quickjs-ng (rquickjs {})", env!("CARGO_PKG_VERSION")),
@@ -98,10 +99,10 @@ fn run_worker() -> Result<(), String> {
                 })?,
             },
             Some(Event::Frame(HostFrame::Reply { id, .. } | HostFrame::Kept { id })) => {
-                return Err(format!("reply {id} arrived while no code was running"));
+                return Err(WorkerError::StrayReply(id));
             }
             Some(Event::Closed(None)) | None => return Ok(()),
-            Some(Event::Closed(e)) => return Err(closed(e)),
+            Some(Event::Closed(e)) => return Err(WorkerError::Broken(closed(e))),
         }
     }
 }
@@ -118,17 +119,17 @@ struct Engine {
 }
 
 impl Engine {
-    fn new(input: Input) -> Result<Self, String> {
+    fn new(input: Input) -> Result<Self, WorkerError> {
         let out = io::stdout()
             .as_fd()
             .try_clone_to_owned()
-            .map_err(|e| format!("cannot open stdout: {e}"))?;
+            .map_err(WorkerError::Stdout)?;
         // Writes that would block return at once, so the worker can read while it waits
         // ([`Shared::write_reading`]). Nothing else writes to stdout.
-        let flags = fcntl(&out, FcntlArg::F_GETFL).map_err(|e| format!("stdout flags: {e}"))?;
+        let flags = fcntl(&out, FcntlArg::F_GETFL).map_err(WorkerError::StdoutFlags)?;
         let flags = OFlag::from_bits_retain(flags) | OFlag::O_NONBLOCK;
-        fcntl(&out, FcntlArg::F_SETFL(flags)).map_err(|e| format!("stdout flags: {e}"))?;
-        Self::with_io(input, File::from(out)).map_err(|e| e.to_string())
+        fcntl(&out, FcntlArg::F_SETFL(flags)).map_err(WorkerError::StdoutFlags)?;
+        Ok(Self::with_io(input, File::from(out))?)
     }
 
     fn with_io(input: Input, out: File) -> rquickjs::Result<Self> {
@@ -171,11 +172,11 @@ impl Engine {
         })
     }
 
-    fn send<T: serde::Serialize>(&self, frame: &T) -> Result<(), String> {
+    fn send<T: serde::Serialize>(&self, frame: &T) -> Result<(), WorkerError> {
         let mut s = self.shared.borrow_mut();
         s.send(frame);
         match &s.broken {
-            Some(e) => Err(e.clone()),
+            Some(e) => Err(WorkerError::Broken(e.clone())),
             None => Ok(()),
         }
     }
@@ -191,7 +192,7 @@ impl Engine {
     }
 
     /// Runs one request to completion (or until the host goes away).
-    fn run(&self, req: RunRequest) -> Result<Finished, String> {
+    fn run(&self, req: RunRequest) -> Result<Finished, WorkerError> {
         self.apply_limits(&req.limits);
         {
             let mut s = self.shared.borrow_mut();
@@ -207,11 +208,7 @@ impl Engine {
         }
         let memory_limit = req.limits.memory_bytes;
         self.ctx.with(|ctx| {
-            let entry = self
-                .entry
-                .clone()
-                .restore(&ctx)
-                .map_err(|e| e.to_string())?;
+            let entry = self.entry.clone().restore(&ctx)?;
             // The code is the body of an async function. It starts on the wrapper's line so
             // that line numbers in stack traces are the code's own.
             let wrapped = format!("(async function () {{{}\n}})", req.code);
@@ -221,7 +218,7 @@ impl Engine {
                 Ok(f) => f,
                 Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit).into()),
             };
-            let run: Function = entry.get("run").map_err(|e| e.to_string())?;
+            let run: Function = entry.get("run")?;
             let promise: Promise = match run.call((func,)) {
                 Ok(p) => p,
                 Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit).into()),
@@ -240,14 +237,14 @@ impl Engine {
         entry: &Object<'js>,
         promise: &Promise<'js>,
         memory_limit: u64,
-    ) -> Result<Finished, String> {
-        let deliver: Function = entry.get("deliver").map_err(|e| e.to_string())?;
-        let deliver_value: Function = entry.get("deliverValue").map_err(|e| e.to_string())?;
-        let fire: Function = entry.get("fireTimer").map_err(|e| e.to_string())?;
+    ) -> Result<Finished, WorkerError> {
+        let deliver: Function = entry.get("deliver")?;
+        let deliver_value: Function = entry.get("deliverValue")?;
+        let fire: Function = entry.get("fireTimer")?;
         loop {
             while ctx.execute_pending_job() {}
             if let Some(e) = self.shared.borrow().broken.clone() {
-                return Err(e);
+                return Err(WorkerError::Broken(e));
             }
             match promise.state() {
                 PromiseState::Resolved => {
@@ -328,7 +325,7 @@ impl Engine {
             match event {
                 Event::Frame(HostFrame::Reply { id, outcome, kept }) => {
                     let Some(what) = self.shared.borrow_mut().outstanding.remove(&id) else {
-                        return Err(format!("reply {id} matches no pending call"));
+                        return Err(WorkerError::UnknownReply(id));
                     };
                     let size = match &outcome {
                         CallOutcome::Text { text } => text.len(),
@@ -357,8 +354,7 @@ impl Engine {
                             None => deliver.call::<_, ()>((id as f64, true, value.get())),
                         },
                         CallOutcome::Err { error } => {
-                            let payload =
-                                serde_json::to_string(&error).map_err(|e| e.to_string())?;
+                            let payload = serde_json::to_string(&error)?;
                             deliver.call::<_, ()>((id as f64, false, payload))
                         }
                     };
@@ -374,7 +370,7 @@ impl Engine {
                         // with a MemoryError naming it and the limit (code may catch it), as
                         // in Python; the run goes on.
                         let error = reply_too_large(&what, size, memory_limit);
-                        let payload = serde_json::to_string(&error).map_err(|e| e.to_string())?;
+                        let payload = serde_json::to_string(&error)?;
                         if deliver.call::<_, ()>((id as f64, false, payload)).is_err() {
                             let _ = ctx.catch();
                             return Ok(RunOutcome::Err { error }.into());
@@ -382,15 +378,13 @@ impl Engine {
                     }
                 }
                 Event::Frame(HostFrame::Run(_)) => {
-                    return Err("a second run arrived while one was in progress".into());
+                    return Err(WorkerError::SecondRun);
                 }
                 // This engine makes no tail calls.
                 Event::Frame(HostFrame::Kept { id }) => {
-                    return Err(format!(
-                        "reply {id} kept for a call that was not a tail call"
-                    ));
+                    return Err(WorkerError::KeptNotTail(id));
                 }
-                Event::Closed(e) => return Err(closed(e)),
+                Event::Closed(e) => return Err(WorkerError::Broken(closed(e))),
             }
         }
     }

@@ -15,6 +15,7 @@
 //! - [`tools`]: the run's upstream tools, indexed for the `tools.server.tool` proxies.
 
 pub mod engine;
+mod error;
 mod fs;
 mod host;
 mod link;

@@ -14,6 +14,7 @@ use worker_protocol::{
     WorkerFrame, encode, read_frame,
 };
 
+use crate::error::WorkerError;
 use crate::tools::ToolIndex;
 
 pub(crate) enum Event {
@@ -28,11 +29,11 @@ pub(crate) struct Input {
 }
 
 impl Input {
-    pub(crate) fn stdin() -> Result<Self, String> {
+    pub(crate) fn stdin() -> Result<Self, WorkerError> {
         let fd = io::stdin()
             .as_fd()
             .try_clone_to_owned()
-            .map_err(|e| format!("cannot open stdin: {e}"))?;
+            .map_err(WorkerError::Stdin)?;
         Ok(Input {
             reader: BufReader::with_capacity(64 * 1024, File::from(fd)),
         })
@@ -137,7 +138,7 @@ impl Shared {
 
     /// Asks the host and waits for its answer, for a host function that must return a value
     /// at once (a tool's declaration). Other frames arriving meanwhile are kept, in order.
-    pub(crate) fn request_now(&mut self, request: CallRequest) -> Result<CallOutcome, String> {
+    pub(crate) fn request_now(&mut self, request: CallRequest) -> Result<CallOutcome, WorkerError> {
         let id = SYNC_IDS + self.next_sync_id;
         self.next_sync_id += 1;
         self.send(&WorkerFrame::Call {
@@ -146,7 +147,7 @@ impl Shared {
             tail: false,
         });
         if let Some(e) = &self.broken {
-            return Err(e.clone());
+            return Err(WorkerError::Broken(e.clone()));
         }
         loop {
             match self.input.next(None) {
@@ -159,7 +160,7 @@ impl Shared {
                 Some(Event::Closed(e)) => {
                     let e = closed(e);
                     self.broken = Some(e.clone());
-                    return Err(e);
+                    return Err(WorkerError::Broken(e));
                 }
                 None => {}
             }

@@ -16,8 +16,9 @@ use std::path::PathBuf;
 
 use std::sync::Arc;
 
-use crate::ResourceLimits;
-use crate::mounts::{Access, Step};
+use crate::error::DecodeError;
+use crate::policy::ResourceLimits;
+use crate::view::{Access, Step};
 
 /// One byte per access in the configuration.
 const ACCESS_CODES: &[(Access, u8)] = &[
@@ -138,7 +139,7 @@ impl HelperConfig {
         out
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         let mut cfg = HelperConfig {
             probe: false,
             program: None,
@@ -156,32 +157,32 @@ impl HelperConfig {
         let mut plan_len: Option<u64> = None;
         let mut plan: Vec<Step> = Vec::new();
         let mut link: Option<PathBuf> = None;
-        let body = bytes
-            .strip_suffix(&[0])
-            .ok_or_else(|| "configuration does not end with NUL".to_owned())?;
+        let body = bytes.strip_suffix(&[0]).ok_or(DecodeError::NoNul)?;
         let mut tokens = body.split(|b| *b == 0);
         while let Some(key) = tokens.next() {
             let value = tokens
                 .next()
-                .ok_or_else(|| format!("key {:?} has no value", String::from_utf8_lossy(key)))?;
+                .ok_or_else(|| DecodeError::NoValue(String::from_utf8_lossy(key).into_owned()))?;
             let os = || OsString::from_vec(value.to_vec());
-            let number = || -> Result<u64, String> {
+            let number = || -> Result<u64, DecodeError> {
                 std::str::from_utf8(value)
                     .ok()
                     .and_then(|s| s.parse().ok())
-                    .ok_or_else(|| format!("bad number for {:?}", String::from_utf8_lossy(key)))
+                    .ok_or_else(|| {
+                        DecodeError::BadNumber(String::from_utf8_lossy(key).into_owned())
+                    })
             };
             if key != b"pto"
                 && let Some(path) = &link
             {
-                return Err(format!("plan symlink {} has no target", path.display()));
+                return Err(DecodeError::NoTarget(path.clone()));
             }
             match key {
                 b"plan" => plan_len = Some(number()?),
                 b"pdir" => plan.push(Step::Dir(os().into())),
                 b"plink" => link = Some(os().into()),
                 b"pto" => {
-                    let path = link.take().ok_or("plan target without a symlink")?;
+                    let path = link.take().ok_or(DecodeError::TargetWithoutLink)?;
                     plan.push(Step::Symlink {
                         path,
                         target: os().into(),
@@ -190,17 +191,17 @@ impl HelperConfig {
                 b"pbind" => {
                     let (code, kind, path) = match value {
                         [code, kind, path @ ..] if !path.is_empty() => (code, kind, path),
-                        _ => return Err("malformed plan bind".into()),
+                        _ => return Err(DecodeError::MalformedBind),
                     };
                     let access = ACCESS_CODES
                         .iter()
                         .find(|(_, c)| c == code)
                         .map(|(a, _)| *a)
-                        .ok_or("unknown access in a plan bind")?;
+                        .ok_or(DecodeError::UnknownAccess)?;
                     let is_dir = match kind {
                         b'd' => true,
                         b'f' => false,
-                        _ => return Err("malformed plan bind".into()),
+                        _ => return Err(DecodeError::MalformedBind),
                     };
                     plan.push(Step::Bind {
                         path: OsString::from_vec(path.to_vec()).into(),
@@ -208,7 +209,7 @@ impl HelperConfig {
                         is_dir,
                     });
                 }
-                b"pbindat" => return Err("a shared plan may not bind at another path".into()),
+                b"pbindat" => return Err(DecodeError::SharedBindAt),
                 b"probe" => cfg.probe = value == b"1",
                 b"program" => cfg.program = Some(os().into()),
                 b"arg" => cfg.args.push(os()),
@@ -224,17 +225,26 @@ impl HelperConfig {
                 b"nproc" => cfg.limits.max_processes = number()?,
                 b"nofile" => cfg.limits.max_open_files = number()?,
                 b"fsize" => cfg.limits.max_file_size_bytes = number()?,
-                other => return Err(format!("unknown key {:?}", String::from_utf8_lossy(other))),
+                other => {
+                    return Err(DecodeError::UnknownKey(
+                        String::from_utf8_lossy(other).into_owned(),
+                    ));
+                }
             }
         }
         if let Some(path) = link {
-            return Err(format!("plan symlink {} has no target", path.display()));
+            return Err(DecodeError::NoTarget(path));
         }
         match plan_len {
             Some(n) if n == plan.len() as u64 => cfg.plan = Some(Arc::new(plan)),
-            Some(n) => return Err(format!("plan of {n} steps holds {}", plan.len())),
+            Some(n) => {
+                return Err(DecodeError::PlanLength {
+                    expected: n,
+                    held: plan.len(),
+                });
+            }
             None if plan.is_empty() => {}
-            None => return Err("plan steps without a plan".into()),
+            None => return Err(DecodeError::StepsWithoutPlan),
         }
         Ok(cfg)
     }
@@ -303,7 +313,7 @@ mod tests {
             b"plan\x001\0pbindat\0/workspace\0",
         ]
         .iter()
-        .map(|b| HelperConfig::decode(b).err().unwrap())
+        .map(|b| HelperConfig::decode(b).err().unwrap().to_string())
         .collect();
         assert_eq!(
             errs,

@@ -12,17 +12,17 @@
 //! (about 0.1 ms) instead of for a fork of the whole host; the child's parent is this thread
 //! all the same, and the helper arms its parent-death signal itself.
 
-use std::sync::OnceLock;
 use std::sync::mpsc::{Sender, channel};
+use std::sync::{Arc, OnceLock};
 
-use crate::SandboxError;
+use crate::error::SandboxError;
 
 /// Work for the forker thread: a closure that spawns a child and hands it back.
 type Job = Box<dyn FnOnce() + Send>;
 
-static FORKER: OnceLock<Result<Sender<Job>, String>> = OnceLock::new();
+static FORKER: OnceLock<Result<Sender<Job>, Arc<std::io::Error>>> = OnceLock::new();
 
-fn start() -> Result<Sender<Job>, String> {
+fn start() -> Result<Sender<Job>, Arc<std::io::Error>> {
     let (tx, rx) = channel::<Job>();
     std::thread::Builder::new()
         .name("sandbox-forker".into())
@@ -33,7 +33,7 @@ fn start() -> Result<Sender<Job>, String> {
                 job();
             }
         })
-        .map_err(|e| format!("cannot start the thread that starts workers: {e}"))?;
+        .map_err(Arc::new)?;
     Ok(tx)
 }
 
@@ -41,10 +41,11 @@ fn start() -> Result<Sender<Job>, String> {
 /// the [`std::process::Command`] built by [`crate::command`] and send the result back through
 /// a channel of the caller's; it must not block for long, since every spawn waits on it.
 pub fn on_forker_thread(job: impl FnOnce() + Send + 'static) -> Result<(), SandboxError> {
-    let sender = FORKER
-        .get_or_init(start)
-        .as_ref()
-        .map_err(|e| SandboxError::Io(std::io::Error::other(e.clone())))?;
+    let sender = FORKER.get_or_init(start).as_ref().map_err(|e| {
+        SandboxError::Io(std::io::Error::other(format!(
+            "cannot start the thread that starts workers: {e}"
+        )))
+    })?;
     sender.send(Box::new(job)).map_err(|_| {
         SandboxError::Io(std::io::Error::other(
             "the thread that starts workers has stopped",

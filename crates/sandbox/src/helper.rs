@@ -28,23 +28,12 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{self, ForkResult, Gid, Pid, Uid};
 
 use crate::config::HelperConfig;
+use crate::error::InvocationError;
+use crate::error::SetupError;
+use crate::policy::{EXIT_BAD_INVOCATION, EXIT_EXEC_FAILED, EXIT_SETUP_FAILED, HELPER_ARG};
 use crate::report::{format_line, layer, remedy};
 use crate::spawn::{HOST_PID_ARG, UNCONFINED_ARG, config_from_env};
-use crate::{EXIT_BAD_INVOCATION, EXIT_EXEC_FAILED, EXIT_SETUP_FAILED, HELPER_ARG};
 use crate::{landlock, limits, mounts, namespaces, seccomp};
-
-/// A layer that could not be applied, and why.
-#[derive(Debug)]
-pub(crate) struct SetupError {
-    pub layer: &'static str,
-    pub reason: String,
-}
-
-impl SetupError {
-    pub fn new(layer: &'static str, reason: String) -> Self {
-        Self { layer, reason }
-    }
-}
 
 /// Layer lines on stdout in probe mode; silent otherwise (stdout belongs to the payload).
 pub(crate) struct Reporter {
@@ -119,10 +108,10 @@ fn fail(out: &Reporter, e: &SetupError) -> ExitCode {
 /// then checks that its parent is still the host (had the host died before, the signal would
 /// never come: the helper would be an orphan), and closes every descriptor above 2. Returns
 /// the configuration and whether the helper runs the program unconfined.
-fn start() -> Result<(HelperConfig, bool), String> {
+fn start() -> Result<(HelperConfig, bool), InvocationError> {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).map(|a| a.as_os_str()) != Some(HELPER_ARG.as_ref()) {
-        return Err(format!("expected `{HELPER_ARG}` as first argument"));
+        return Err(InvocationError::FirstArgument(HELPER_ARG));
     }
     let host: i32 = args
         .get(2)
@@ -130,28 +119,24 @@ fn start() -> Result<(HelperConfig, bool), String> {
         .and_then(|a| a.strip_prefix(HOST_PID_ARG))
         .and_then(|n| n.parse().ok())
         .filter(|n| *n > 0)
-        .ok_or_else(|| format!("expected {HOST_PID_ARG}N as second argument"))?;
+        .ok_or(InvocationError::HostPid(HOST_PID_ARG))?;
     let unconfined = match args.get(3).map(|a| a.as_os_str()) {
         None => false,
         Some(a) if a == UNCONFINED_ARG => true,
-        Some(a) => return Err(format!("unexpected argument {a:?}")),
+        Some(a) => return Err(InvocationError::Unexpected(a.to_os_string())),
     };
     if args.len() > 4 {
-        return Err("unexpected arguments after the mode".into());
+        return Err(InvocationError::TooMany);
     }
     // A new session makes the helper leader of its own process group (pgid == pid), so the
     // host's `kill_group` reaches every process it starts.
-    unistd::setsid().map_err(|e| format!("cannot lead a new session: {e}"))?;
-    prctl::set_pdeathsig(Signal::SIGKILL)
-        .map_err(|e| format!("cannot set the parent-death signal: {e}"))?;
+    unistd::setsid().map_err(InvocationError::Session)?;
+    prctl::set_pdeathsig(Signal::SIGKILL).map_err(InvocationError::ParentDeath)?;
     if unistd::getppid().as_raw() != host {
-        return Err(format!(
-            "the parent is not the host (pid {host}): the host exited, or the helper was not \
-             started through sandbox::command"
-        ));
+        return Err(InvocationError::NotTheHost(host));
     }
     // Descriptors the host opened without O_CLOEXEC (none of ours, but a library's) end here.
-    crate::sys::close_from(3).map_err(|e| format!("close_range: {e}"))?;
+    crate::sys::close_from(3).map_err(InvocationError::CloseRange)?;
     let bytes = config_from_env()?;
     forget_environment();
     let config = HelperConfig::decode(&bytes)?;
@@ -160,7 +145,10 @@ fn start() -> Result<(HelperConfig, bool), String> {
         (Some(cwd), true) => cwd.as_path(),
         _ => std::path::Path::new("/"),
     };
-    unistd::chdir(cwd).map_err(|e| format!("chdir {}: {e}", cwd.display()))?;
+    unistd::chdir(cwd).map_err(|error| InvocationError::Chdir {
+        path: cwd.to_path_buf(),
+        error,
+    })?;
     Ok((config, unconfined))
 }
 

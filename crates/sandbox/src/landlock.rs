@@ -16,9 +16,10 @@ use landlock::{
 };
 
 use crate::config::HelperConfig;
-use crate::helper::SetupError;
-use crate::mounts::{Access as ViewAccess, DEVICES, Step};
+use crate::error::SetupError;
+use crate::mounts::DEVICES;
 use crate::report::layer;
+use crate::view::{Access as ViewAccess, Step};
 
 /// The newest ABI this code was written against; older kernels get what they support.
 const TARGET_ABI: ABI = ABI::V10;

@@ -3,8 +3,8 @@
 use nix::sys::prctl;
 use nix::sys::resource::{Resource, setrlimit};
 
-use crate::ResourceLimits;
-use crate::helper::SetupError;
+use crate::error::SetupError;
+use crate::policy::ResourceLimits;
 use crate::report::layer;
 
 /// Processes of the sandbox that count against RLIMIT_NPROC besides the payload's own: the

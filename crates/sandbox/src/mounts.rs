@@ -22,8 +22,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::config::HelperConfig;
-use crate::helper::SetupError;
+use crate::error::SetupError;
 use crate::report::layer;
+pub(crate) use crate::view::{Access, Step};
 
 mod build;
 mod granted;
@@ -33,48 +34,8 @@ pub(crate) use granted::{GrantedTree, open_as_root};
 /// The devices of the small `/dev`, bound from the host's.
 pub(crate) const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"];
 
-/// Where the tmpfs that becomes the root is mounted before `pivot_root`. After the pivot the
-/// host's own directory is visible again under `/oldroot`, so binds from it still work.
-const STAGING: &str = "/tmp";
-const OLD_ROOT: &str = "/oldroot";
-
 /// Symlinks followed while resolving one path, as the kernel's own limit.
 const MAX_SYMLINKS: usize = 40;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum Access {
-    /// A directory inside a read-only path, shown empty (an empty read-only tmpfs on it).
-    /// Least permissive: the same path with any other access stays visible.
-    Hidden,
-    /// Read only: no exec, no suid, no devices (data granted to code).
-    Data,
-    /// Read and execute, nothing else (nosuid, nodev).
-    ReadOnly,
-    /// A device node: read and write the node, no exec, no suid.
-    Device,
-    /// The scratch directory: read and write, no exec, no suid, no devices.
-    ReadWrite,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum Step {
-    Dir(PathBuf),
-    Symlink {
-        path: PathBuf,
-        target: PathBuf,
-    },
-    Bind {
-        path: PathBuf,
-        access: Access,
-        is_dir: bool,
-    },
-    /// A host directory bound at another path of the view (the scratch directory's mount point).
-    BindAt {
-        source: PathBuf,
-        path: PathBuf,
-        access: Access,
-    },
-}
 
 /// Every step needed to make the configured paths resolve inside the view as on the host.
 pub(crate) fn plan(cfg: &HelperConfig) -> Result<Vec<Step>, SetupError> {
@@ -236,10 +197,13 @@ pub(crate) fn check(cfg: &HelperConfig, plan: &[Step]) -> Result<(), SetupError>
             } else if binds.contains(&(next, access, false)) {
                 Ok(Found::Other { is_dir: false })
             } else {
-                Err(format!(
-                    "the view's plan does not say what {} is (resolving {})",
-                    next.display(),
-                    path.display()
+                Err(SetupError::new(
+                    layer::FILESYSTEM_VIEW,
+                    format!(
+                        "the view's plan does not say what {} is (resolving {})",
+                        next.display(),
+                        path.display()
+                    ),
                 ))
             }
         })?;
@@ -286,9 +250,12 @@ enum Found {
 /// symlinks followed and, at the end, the real file or directory to bind.
 fn resolve(path: &Path, access: Access, steps: &mut Vec<Step>) -> Result<(), SetupError> {
     resolve_with(path, access, steps, |next| {
-        let meta = fs::symlink_metadata(next).map_err(|e| format!("{}: {e}", next.display()))?;
+        let at = |e: std::io::Error| {
+            SetupError::new(layer::FILESYSTEM_VIEW, format!("{}: {e}", next.display()))
+        };
+        let meta = fs::symlink_metadata(next).map_err(at)?;
         Ok(if meta.file_type().is_symlink() {
-            Found::Symlink(fs::read_link(next).map_err(|e| format!("{}: {e}", next.display()))?)
+            Found::Symlink(fs::read_link(next).map_err(at)?)
         } else if meta.is_dir() {
             Found::Dir
         } else {
@@ -303,7 +270,7 @@ fn resolve_with(
     path: &Path,
     access: Access,
     steps: &mut Vec<Step>,
-    mut look: impl FnMut(&Path) -> Result<Found, String>,
+    mut look: impl FnMut(&Path) -> Result<Found, SetupError>,
 ) -> Result<(), SetupError> {
     let err = |reason: String| SetupError::new(layer::FILESYSTEM_VIEW, reason);
     if !path.is_absolute() {
@@ -323,7 +290,7 @@ fn resolve_with(
             Part::Name(name) => name,
         };
         let next = current.join(&name);
-        let found = look(&next).map_err(err)?;
+        let found = look(&next)?;
         // A data path was resolved by the host (symlinks followed, checked against what may be
         // granted): a symlink on its way now means it changed since, and might lead elsewhere.
         if access == Access::Data && matches!(found, Found::Symlink(_)) {

@@ -7,7 +7,7 @@ use nix::sys::prctl;
 use nix::sys::signal::Signal;
 use nix::unistd::{self, Gid, Pid, Uid};
 
-use crate::helper::SetupError;
+use crate::error::SetupError;
 use crate::report::layer;
 
 /// The uid and gid the payload has inside the user namespace. Not 0: nothing inside should
@@ -29,20 +29,22 @@ pub(crate) const NAMESPACES: CloneFlags = CloneFlags::CLONE_NEWUSER
 
 /// Host-side check, cheap enough for every `command()`: the kernel switches that forbid
 /// unprivileged user namespaces outright. Anything subtler is found by the helper.
-pub(crate) fn preflight() -> Result<(), String> {
+pub(crate) fn preflight() -> Result<(), &'static str> {
     let read = |path: &str| {
         std::fs::read_to_string(path)
             .ok()
             .map(|s| s.trim().to_owned())
     };
     if read("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
-        return Err("user.max_user_namespaces is 0".into());
+        return Err("user.max_user_namespaces is 0");
     }
     if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
-        return Err("kernel.unprivileged_userns_clone is 0".into());
+        return Err("kernel.unprivileged_userns_clone is 0");
     }
     if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() == Some("1") {
-        return Err("AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)".into());
+        return Err(
+            "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)",
+        );
     }
     Ok(())
 }

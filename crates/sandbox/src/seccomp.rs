@@ -17,7 +17,7 @@ use seccompiler::{
     SeccompRule, TargetArch, sock_filter,
 };
 
-use crate::helper::SetupError;
+use crate::error::SetupError;
 use crate::report::layer;
 
 /// Denied whatever their arguments: debugging other processes, kernel keyrings, BPF, perf,

@@ -18,9 +18,9 @@ use nix::sys::signal::Signal;
 use nix::unistd;
 
 use crate::config::HelperConfig;
-use crate::{
-    HELPER_ARG, SandboxError, SandboxMode, SandboxPolicy, WorkerCommand, namespaces, report,
-};
+use crate::error::{DecodeError, SandboxError};
+use crate::policy::{HELPER_ARG, SandboxMode, SandboxPolicy, WorkerCommand};
+use crate::{namespaces, report};
 
 pub(crate) fn command(
     target: &WorkerCommand,
@@ -104,7 +104,7 @@ fn confined(
     })?;
     namespaces::preflight().map_err(|reason| SandboxError::Unavailable {
         layer: report::layer::USER_NAMESPACE,
-        reason,
+        reason: reason.into(),
         remedy: report::remedy(report::layer::USER_NAMESPACE),
     })?;
     let mut config = HelperConfig {
@@ -209,19 +209,17 @@ pub(crate) fn config_env(bytes: &[u8]) -> Vec<(String, std::ffi::OsString)> {
 }
 
 /// The configuration back from the variables of [`config_env`], in the helper.
-pub(crate) fn config_from_env() -> Result<Vec<u8>, String> {
+pub(crate) fn config_from_env() -> Result<Vec<u8>, DecodeError> {
     config_from(|name| std::env::var_os(name))
 }
 
 /// [`config_from_env`] with `var` as the environment.
-fn config_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Vec<u8>, String> {
+fn config_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Vec<u8>, DecodeError> {
     let mut bytes = Vec::new();
     for i in 0.. {
         let Some(value) = var(&format!("{CONFIG_ENV}{i}")) else {
             if i == 0 {
-                return Err(format!(
-                    "no configuration in the environment ({CONFIG_ENV}0)"
-                ));
+                return Err(DecodeError::Missing(CONFIG_ENV));
             }
             break;
         };
@@ -231,7 +229,7 @@ fn config_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Vec<u
                 1 => match escaped.next() {
                     Some(b'0') => 0,
                     Some(b'1') => 1,
-                    _ => return Err("malformed configuration in the environment".into()),
+                    _ => return Err(DecodeError::Malformed),
                 },
                 b => b,
             });

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::TempConfig;
+use crate::temp::TempConfig;
 
 /// The server, started with `serve --http 127.0.0.1:0`; killed on drop.
 pub struct HttpServer {
@@ -200,7 +200,7 @@ fn command(
     servers: Value,
     extra_args: &[&str],
 ) -> (tokio::process::Command, TempConfig, PathBuf) {
-    crate::install_tls_provider();
+    crate::tls::install_tls_provider();
     let config = TempConfig::new(servers);
     let log = config.dir.join("server.log");
     let mut cmd = tokio::process::Command::new(exe);
@@ -286,7 +286,7 @@ pub struct McpHttp {
 impl McpHttp {
     /// A client that has not talked to the server yet.
     pub fn new(url: &str, token: Option<&str>, generation: Generation) -> McpHttp {
-        crate::install_tls_provider();
+        crate::tls::install_tls_provider();
         McpHttp {
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(120))

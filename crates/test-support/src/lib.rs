@@ -23,6 +23,8 @@ pub mod oauth;
 pub mod otlp;
 pub mod proxy;
 pub mod recording;
+mod temp;
+mod tls;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -32,6 +34,9 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
+
+pub use temp::TempConfig;
+pub use tls::install_tls_provider;
 
 /// Path of a binary of this workspace. The `test-support` binaries are (re)built once per
 /// test process, so a fixture is never stale: `cargo test` does not build another
@@ -96,46 +101,6 @@ fn nested_cargo() -> std::process::Command {
     }
     cmd
 }
-
-/// HTTP clients here use rustls with the ring provider, as the server does.
-pub fn install_tls_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
-/// An MCP config file in a temporary directory.
-pub struct TempConfig {
-    pub dir: PathBuf,
-    pub path: PathBuf,
-}
-
-impl TempConfig {
-    pub fn new(servers: Value) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "cem-test-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let path = dir.join("mcp.json");
-        std::fs::write(
-            &path,
-            serde_json::to_vec(&json!({ "mcpServers": servers })).expect("json"),
-        )
-        .expect("write config");
-        TempConfig { dir, path }
-    }
-}
-
-impl Drop for TempConfig {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A config entry starting the fixture server under `name`.
 pub fn fixture_entry(name: &str) -> Value {

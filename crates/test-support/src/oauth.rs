@@ -26,11 +26,10 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
@@ -40,95 +39,10 @@ use tokio::net::TcpListener;
 use crate::fixture::Fixture;
 
 mod resource;
+mod shared;
 use resource::resource;
-
-type Body = BoxBody<Bytes, Infallible>;
-
-/// How the mock behaves.
-#[derive(Debug, Clone)]
-pub struct MockOptions {
-    /// Lifetime of an access token.
-    pub access_ttl: Duration,
-    /// Issue refresh tokens.
-    pub refresh_tokens: bool,
-    /// Accept dynamic client registration.
-    pub registration: bool,
-    /// A pre-registered client: id and, for a confidential client, its secret.
-    pub preregistered: Option<(String, Option<String>)>,
-    /// Scopes the protected resource asks for.
-    pub scopes: Vec<String>,
-}
-
-impl Default for MockOptions {
-    fn default() -> Self {
-        MockOptions {
-            access_ttl: Duration::from_secs(3600),
-            refresh_tokens: true,
-            registration: true,
-            preregistered: None,
-            scopes: vec!["mcp:tools".into()],
-        }
-    }
-}
-
-struct ClientReg {
-    secret: Option<String>,
-    redirect_uris: Vec<String>,
-}
-
-struct CodeGrant {
-    client_id: String,
-    redirect_uri: String,
-    challenge: String,
-    scope: String,
-}
-
-struct AccessGrant {
-    expires: Instant,
-}
-
-#[derive(Default)]
-struct AuthState {
-    clients: HashMap<String, ClientReg>,
-    codes: HashMap<String, CodeGrant>,
-    access: HashMap<String, AccessGrant>,
-    /// Refresh token -> (client id, scope).
-    refresh: HashMap<String, (String, String)>,
-    events: Vec<String>,
-    accepted: Vec<String>,
-    next: u64,
-}
-
-impl AuthState {
-    fn token(&mut self, kind: &str) -> String {
-        self.next += 1;
-        let mut r = [0u8; 12];
-        for (i, b) in r.iter_mut().enumerate() {
-            *b = (std::process::id() as u64)
-                .wrapping_mul(31)
-                .wrapping_add(self.next * 7919 + i as u64 * 104_729) as u8;
-        }
-        format!(
-            "{kind}-{}-{}",
-            self.next,
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r)
-        )
-    }
-}
-
-struct Ctx {
-    opts: MockOptions,
-    issuer: String,
-    /// `http://127.0.0.1:PORT` of the protected resource.
-    rs_base: String,
-    resource: String,
-    state: Mutex<AuthState>,
-    mcp: StreamableHttpService<Fixture, LocalSessionManager>,
-    /// Legacy SSE sessions: where a POSTed message goes.
-    sse_sessions: Mutex<HashMap<u64, tokio::sync::mpsc::UnboundedSender<ClientJsonRpcMessage>>>,
-    /// Keys that sign JWT access tokens: the last one signs, all are published at /jwks.
-    keys: Mutex<Vec<crate::jwt::SigningKey>>,
-}
+pub use shared::MockOptions;
+use shared::{AccessGrant, AuthState, Body, ClientReg, CodeGrant, Ctx, query_pairs, reply};
 
 /// The running mock; its servers stop when it is dropped.
 pub struct MockOAuth {
@@ -285,15 +199,6 @@ async fn serve(listener: TcpListener, ctx: Arc<Ctx>, role: Role) {
     }
 }
 
-fn reply(status: StatusCode, body: Value) -> Response<Body> {
-    Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .header("cache-control", "no-store")
-        .body(Full::new(Bytes::from(body.to_string())).boxed())
-        .expect("response")
-}
-
 fn oauth_error(ctx: &Ctx, status: StatusCode, error: &str, why: &str) -> Response<Body> {
     ctx.state
         .lock()
@@ -301,12 +206,6 @@ fn oauth_error(ctx: &Ctx, status: StatusCode, error: &str, why: &str) -> Respons
         .events
         .push(format!("rejected:{why}"));
     reply(status, json!({ "error": error, "error_description": why }))
-}
-
-fn query_pairs(q: Option<&str>) -> HashMap<String, String> {
-    url::form_urlencoded::parse(q.unwrap_or("").as_bytes())
-        .into_owned()
-        .collect()
 }
 
 fn is_loopback_redirect(uri: &str) -> bool {
@@ -615,7 +514,7 @@ fn token(
 /// What a browser does with the authorization URL: follows it (the mock redirects at once
 /// to the loopback redirect URI) and returns the final status and page.
 pub async fn browse(url: &str) -> (u16, String) {
-    crate::install_tls_provider();
+    crate::tls::install_tls_provider();
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -627,7 +526,7 @@ pub async fn browse(url: &str) -> (u16, String) {
 
 /// GETs `url` without following a redirect; returns the `Location` header (or panics).
 pub async fn location_of(url: &str) -> String {
-    crate::install_tls_provider();
+    crate::tls::install_tls_provider();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))

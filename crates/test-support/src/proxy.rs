@@ -64,7 +64,7 @@ impl Drop for Proxy {
 impl Proxy {
     /// Listens on a free loopback port in front of `backends`.
     pub async fn start(backends: Vec<Backend>) -> Proxy {
-        crate::install_tls_provider();
+        crate::tls::install_tls_provider();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let port = listener.local_addr().expect("proxy address").port();
         let shared = Arc::new(Shared {

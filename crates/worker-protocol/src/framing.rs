@@ -7,7 +7,7 @@ use std::io::{self, Read, Write};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{CallOutcome, CallRequest, HostFrame, HostFrameWire, WorkerFrame};
+use crate::frames::{CallOutcome, CallRequest, HostFrame, HostFrameWire, WorkerFrame};
 
 /// The JSON of a frame whose outcome's text follows it is at most this long; the host writes
 /// no raw newline in any frame's JSON, so a newline this early ends such a JSON.
@@ -237,7 +237,7 @@ pub fn read_frame<R: Read, T: FromBody>(r: &mut R, max: usize) -> Result<T, Fram
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{MAX_HOST_FRAME_BYTES, MAX_WORKER_FRAME_BYTES};
+    use crate::frames::{MAX_HOST_FRAME_BYTES, MAX_WORKER_FRAME_BYTES};
     use serde_json::json;
 
     /// A tool's text follows the reply's JSON as it is, escapes and newlines included; written

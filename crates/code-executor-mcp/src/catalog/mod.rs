@@ -7,7 +7,7 @@
 //! names is an error naming both.
 
 pub(crate) mod cache;
-pub(crate) mod commands;
+pub(crate) mod error;
 pub mod eval;
 mod names;
 pub(crate) mod schema;
@@ -27,6 +27,7 @@ use tokio::sync::OnceCell;
 use crate::policy::{Decision, ToolAllowlist};
 use crate::upstream::{SEARCH_START_WAIT, UpstreamError, Upstreams};
 use cache::ToolCache;
+use error::CatalogError;
 pub use names::{Asker, ident, pick, split_qualified};
 use search::Index;
 
@@ -186,12 +187,12 @@ impl Catalog {
         server: Option<&str>,
         name: &str,
         asker: Asker,
-    ) -> Result<(String, Tool), String> {
-        self.resolve_in(&ToolView::default(), server, name, asker)
-            .await
+    ) -> Result<(String, Tool), CatalogError> {
+        self.find(&ToolView::default(), server, name, asker).await
     }
 
-    /// [`Catalog::resolve`] among the tools `view` sees.
+    /// [`Catalog::resolve`] among the tools `view` sees, for the runtime, which still carries
+    /// the reason as text.
     pub async fn resolve_in(
         &self,
         view: &ToolView,
@@ -199,35 +200,52 @@ impl Catalog {
         name: &str,
         asker: Asker,
     ) -> Result<(String, Tool), String> {
+        Ok(self.find(view, server, name, asker).await?)
+    }
+
+    /// [`Catalog::resolve`] among the tools `view` sees.
+    async fn find(
+        &self,
+        view: &ToolView,
+        server: Option<&str>,
+        name: &str,
+        asker: Asker,
+    ) -> Result<(String, Tool), CatalogError> {
         let (server, tool) = match server {
             Some(s) => (self.server_named(s)?, name.to_string()),
-            None => split_qualified(self.upstreams.names(), name, asker)
-                .map_err(|e| self.refusal(None, name).unwrap_or(e))?,
+            None => split_qualified(self.upstreams.names(), name, asker).map_err(|e| {
+                self.refusal(None, name)
+                    .map_or(CatalogError::Name(e), CatalogError::Refused)
+            })?,
         };
-        let tools = self
-            .view_tools(view, &server, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        let tools = self.view_tools(view, &server, None).await?;
         let found = pick(
             tools.iter().map(|t| &*t.name),
             &tool,
             &format!("tool of server \"{server}\""),
         )
-        .map_err(|e| self.upstreams.hidden(&server, &tool).unwrap_or(e))?;
+        .map_err(|e| {
+            self.upstreams
+                .hidden(&server, &tool)
+                .map_or(CatalogError::Name(e), CatalogError::Refused)
+        })?;
         let def = tools
             .iter()
             .find(|t| t.name == found)
             .cloned()
-            .ok_or_else(|| format!("tool {found} vanished"))?;
+            .ok_or_else(|| CatalogError::Vanished(found.to_string()))?;
         Ok((server, def))
     }
 
     /// The configured server `wanted` names (exactly, or in identifier form); a held-back
     /// server is an error saying why.
-    fn server_named(&self, wanted: &str) -> Result<String, String> {
+    fn server_named(&self, wanted: &str) -> Result<String, CatalogError> {
         pick(self.upstreams.names(), wanted, "server")
             .map(str::to_string)
-            .map_err(|e| self.refusal(Some(wanted), "").unwrap_or(e))
+            .map_err(|e| {
+                self.refusal(Some(wanted), "")
+                    .map_or(CatalogError::Name(e), CatalogError::Refused)
+            })
     }
 
     /// Why a call target is refused by the user's client configs, when it is: its server is
@@ -268,7 +286,7 @@ impl Catalog {
         server: Option<&str>,
         allow: &ToolAllowlist,
         wait: Option<Duration>,
-    ) -> Result<(Vec<(String, Tool)>, Vec<UpstreamError>), String> {
+    ) -> Result<(Vec<(String, Tool)>, Vec<UpstreamError>), CatalogError> {
         let servers: Vec<String> = match server {
             Some(s) => vec![self.server_named(s)?],
             None => self.upstreams.names().map(str::to_string).collect(),
@@ -301,7 +319,7 @@ impl Catalog {
         view: &ToolView,
         server: Option<&str>,
         query: &str,
-    ) -> Result<(Vec<(String, Arc<Vec<Tool>>)>, Vec<UpstreamError>), String> {
+    ) -> Result<(Vec<(String, Arc<Vec<Tool>>)>, Vec<UpstreamError>), CatalogError> {
         let servers: Vec<String> = match server {
             Some(s) => vec![self.server_named(s)?],
             None => self.upstreams.names().map(str::to_string).collect(),
@@ -378,13 +396,14 @@ impl Catalog {
     }
 
     /// `search_tools`: a page of ranked matches, the number of matches, the cursor of the
-    /// next page, and the servers that could not be searched.
+    /// next page, and the servers that could not be searched (the server's answer carries
+    /// the reason as text).
     pub async fn search(
         &self,
         params: &SearchParams<'_>,
         allow: &ToolAllowlist,
     ) -> Result<Value, String> {
-        self.search_in(&ToolView::default(), params, allow).await
+        Ok(self.search_in(&ToolView::default(), params, allow).await?)
     }
 
     /// [`Catalog::search`] over the lists `view` sees (for servers it has seen).
@@ -393,16 +412,16 @@ impl Catalog {
         view: &ToolView,
         params: &SearchParams<'_>,
         allow: &ToolAllowlist,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, CatalogError> {
         let detail = Detail::parse(params.detail)?;
         let limit = params.limit.map_or(DEFAULT_SEARCH_LIMIT, |l| {
             (l as usize).clamp(1, MAX_SEARCH_LIMIT)
         });
         let offset = match params.cursor {
             None | Some("") => 0,
-            Some(c) => c.parse::<usize>().map_err(|_| {
-                format!("invalid cursor \"{c}\"; pass the nextCursor of a previous answer")
-            })?,
+            Some(c) => c
+                .parse::<usize>()
+                .map_err(|_| CatalogError::Cursor(c.to_string()))?,
         };
         let (lists, errors) = self.search_lists(view, params.server, params.query).await?;
         let index = self.index(lists);
@@ -433,6 +452,7 @@ impl Catalog {
     }
 
     /// `get_tool_schema`: one tool in full, by qualified name.
+    /// (The server's answer carries the reason as text.)
     pub async fn schema(&self, name: &str) -> Result<Value, String> {
         let (server, tool) = self.resolve(None, name, Asker::Agent).await?;
         Ok(describe(&server, &tool, Detail::Full))
@@ -469,14 +489,12 @@ pub enum Detail {
 }
 
 impl Detail {
-    pub fn parse(s: Option<&str>) -> Result<Detail, String> {
+    pub fn parse(s: Option<&str>) -> Result<Detail, CatalogError> {
         match s {
             None | Some("summary") => Ok(Detail::Summary),
             Some("names") => Ok(Detail::Names),
             Some("full") => Ok(Detail::Full),
-            Some(other) => Err(format!(
-                "detail must be \"names\", \"summary\" or \"full\", not \"{other}\""
-            )),
+            Some(other) => Err(CatalogError::Detail(other.to_string())),
         }
     }
 }

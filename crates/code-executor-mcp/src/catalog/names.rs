@@ -6,12 +6,14 @@
 /// The identifier form of a server or tool name (see the catalog's module docs).
 pub use worker_protocol::ident;
 
+use super::error::NameError;
+
 /// Picks the one name in `names` that is `wanted` exactly, or else whose identifier form is.
 pub fn pick<'a>(
     names: impl Iterator<Item = &'a str> + Clone,
     wanted: &str,
     what: &str,
-) -> Result<&'a str, String> {
+) -> Result<&'a str, NameError> {
     if let Some(n) = names.clone().find(|n| *n == wanted) {
         return Ok(n);
     }
@@ -20,19 +22,21 @@ pub fn pick<'a>(
         [one] => Ok(one),
         [] => {
             let all: Vec<&str> = names.collect();
-            Err(format!(
-                "no {what} named \"{wanted}\"; available: {}",
-                if all.is_empty() {
+            Err(NameError::NotFound {
+                what: what.to_string(),
+                wanted: wanted.to_string(),
+                available: if all.is_empty() {
                     "(none)".to_string()
                 } else {
                     all.join(", ")
-                }
-            ))
+                },
+            })
         }
-        many => Err(format!(
-            "\"{wanted}\" could mean the {what}s {}; use the exact name",
-            many.join(" or ")
-        )),
+        many => Err(NameError::Ambiguous {
+            what: what.to_string(),
+            wanted: wanted.to_string(),
+            candidates: many.join(" or "),
+        }),
     }
 }
 
@@ -76,12 +80,12 @@ pub fn split_qualified<'a>(
     servers: impl Iterator<Item = &'a str>,
     qualified: &str,
     asker: Asker,
-) -> Result<(String, String), String> {
+) -> Result<(String, String), NameError> {
     let Some(rest) = qualified.strip_prefix("mcp__") else {
-        return Err(format!(
-            "\"{qualified}\" is not a qualified tool name; write mcp__<server>__<tool>, or {}",
-            asker.separately()
-        ));
+        return Err(NameError::NotQualified {
+            qualified: qualified.to_string(),
+            advice: asker.separately(),
+        });
     };
     let readings: Vec<(String, String)> = servers
         .filter_map(|s| {
@@ -93,19 +97,19 @@ pub fn split_qualified<'a>(
         .collect();
     match readings.len() {
         1 => Ok(readings.into_iter().next().unwrap_or_default()),
-        0 => Err(format!(
-            "\"{qualified}\" names no configured server; {}",
-            asker.list_servers()
-        )),
-        _ => Err(format!(
-            "\"{qualified}\" is ambiguous: {}; {}",
-            readings
+        0 => Err(NameError::NoServer {
+            qualified: qualified.to_string(),
+            advice: asker.list_servers(),
+        }),
+        _ => Err(NameError::AmbiguousQualified {
+            qualified: qualified.to_string(),
+            readings: readings
                 .iter()
                 .map(|(s, t)| format!("server \"{s}\" tool \"{t}\""))
                 .collect::<Vec<_>>()
                 .join(" or "),
-            asker.separately()
-        )),
+            advice: asker.separately(),
+        }),
     }
 }
 
@@ -132,9 +136,13 @@ mod tests {
             pick(names.iter().copied(), "read_file", "tool"),
             Ok("read.file")
         );
-        let err = pick(["a-b", "a.b"].iter().copied(), "a_b", "tool").unwrap_err();
+        let err = pick(["a-b", "a.b"].iter().copied(), "a_b", "tool")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("a-b or a.b"), "{err}");
-        let err = pick(names.iter().copied(), "nope", "tool").unwrap_err();
+        let err = pick(names.iter().copied(), "nope", "tool")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("available: get-page, get_page, read.file"),
             "{err}"
@@ -152,8 +160,9 @@ mod tests {
             split_qualified(servers.iter().copied(), "mcp__git__git__log", Asker::Code),
             Ok(("git".into(), "git__log".into()))
         );
-        let err =
-            split_qualified(servers.iter().copied(), "mcp__a__b__c", Asker::Code).unwrap_err();
+        let err = split_qualified(servers.iter().copied(), "mcp__a__b__c", Asker::Code)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("server \"a\" tool \"b__c\"")
                 && err.contains("server \"a__b\" tool \"c\""),
@@ -170,7 +179,9 @@ mod tests {
             ),
             ("mcp__fs__", "\"mcp__fs__\" names no configured server"),
         ] {
-            let err = split_qualified(servers.iter().copied(), name, Asker::Code).unwrap_err();
+            let err = split_qualified(servers.iter().copied(), name, Asker::Code)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(says), "{name}: {err}");
         }
     }

@@ -11,7 +11,7 @@
 use rmcp::model::Tool;
 use serde_json::Value;
 
-use super::ident;
+use super::names::ident;
 use super::schema::Roots;
 use super::schema::{
     MAX_DEPTH, Registry, doc_lines, looks_like_object, nullable, pascal, required, types,

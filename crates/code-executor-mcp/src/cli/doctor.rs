@@ -3,19 +3,23 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, load, options};
+use crate::Core;
 use crate::config::settings::ProjectSettings;
 use crate::config::{Config, Settings};
 use crate::console::say;
+use crate::options::CoreOptions;
 use crate::principal::Principal;
 use crate::runtime::execution::ExecRequest;
 use crate::runtime::python::PythonOptions;
 use crate::runtime::worker::Language;
-use crate::{Core, CoreOptions};
 
-pub(super) async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
-    let opts = options(cli)?;
-    let policy = crate::worker_policy(
+/// `options` and `load` are the command line's (called in this order, as `doctor` needs them).
+pub(super) async fn doctor(
+    options: impl FnOnce() -> anyhow::Result<CoreOptions>,
+    load: impl FnOnce() -> anyhow::Result<(Config, Settings, CoreOptions)>,
+) -> anyhow::Result<ExitCode> {
+    let opts = options()?;
+    let policy = crate::confinement::worker_policy(
         sandbox::SandboxMode::Enforce,
         &opts.exe,
         crate::policy::MAX_TIMEOUT_MS,
@@ -32,7 +36,7 @@ pub(super) async fn doctor(cli: &Cli) -> anyhow::Result<ExitCode> {
     if !healthy {
         say("=> the minimum guarantee is NOT met: executions will be refused (fail closed).");
     }
-    match load(cli) {
+    match load() {
         Ok((config, settings, _)) => {
             say(&format!(
                 "settings: {}",

@@ -11,8 +11,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::error::{EntryError, ExpandError, OAuthEntryError};
+use super::expand;
 use super::sources::{Format, Source};
-use super::{OAuthConfig, ServerSpec, Transport, expand, mask_url};
+use super::spec::{INHERITED_ENV, OAuthConfig, ServerSpec, Transport, mask_url};
 use crate::policy::filter::ToolFilter;
 
 /// Keys of an entry that we read, in any client's dialect.
@@ -214,11 +216,9 @@ fn account_keys(value: &Value, client: &str, not_applied: &mut Vec<String>) -> V
 }
 
 /// A positive, finite number of seconds, at most a day.
-fn seconds(v: f64, key: &str) -> Result<Duration, String> {
+fn seconds(v: f64, key: &'static str) -> Result<Duration, EntryError> {
     if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
-        return Err(format!(
-            "{key} must be a number of seconds above 0, at most 86400"
-        ));
+        return Err(EntryError::Seconds(key));
     }
     Ok(Duration::from_secs_f64(v))
 }
@@ -231,21 +231,19 @@ pub(super) fn validate(
     self_exe: Option<&Path>,
     lookup: &dyn Fn(&str) -> Option<String>,
     unknown_keys: &mut Vec<String>,
-) -> Result<Option<ServerSpec>, String> {
+) -> Result<Option<ServerSpec>, EntryError> {
     if name.is_empty() || name.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err(
-            "a server name must be non-empty and contain no spaces or control characters".into(),
-        );
+        return Err(EntryError::Name);
     }
     if !value.is_object() {
-        return Err(format!("an entry must be an object, not {value}"));
+        return Err(EntryError::NotObject(value));
     }
     // Every variable the entry references, as it is looked up.
     let referenced = std::cell::RefCell::new(Vec::new());
     let recording = |k: &str| {
         let v = lookup(k);
         if let Some(v) = &v
-            && !super::INHERITED_ENV.contains(&k)
+            && !INHERITED_ENV.contains(&k)
             && super::secrets::env_value_is_secret(k, v)
         {
             referenced.borrow_mut().push(v.clone());
@@ -255,11 +253,17 @@ pub(super) fn validate(
     let lookup: &dyn Fn(&str) -> Option<String> = &recording;
     let mut not_applied = Vec::new();
     *unknown_keys = account_keys(&value, source.client, &mut not_applied);
-    let raw: RawServer = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let raw: RawServer = serde_json::from_value(value)?;
     let ex = |s: &str| expand::expand(s, lookup);
-    let ex_map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, String> {
+    let ex_map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<_, _>, EntryError> {
         m.iter()
-            .map(|(k, v)| Ok((k.clone(), ex(v).map_err(|e| format!("{k}: {e}"))?)))
+            .map(|(k, v)| {
+                let v = ex(v).map_err(|error| EntryError::ExpandAt {
+                    key: k.clone(),
+                    error,
+                })?;
+                Ok((k.clone(), v))
+            })
             .collect()
     };
     let kind = raw.kind.as_deref().map(str::to_ascii_lowercase);
@@ -284,7 +288,7 @@ pub(super) fn validate(
                 return Ok(None);
             }
             if !raw.env_http_headers.is_empty() {
-                return Err("env_http_headers is for HTTP servers, not stdio ones".into());
+                return Err(EntryError::HeadersOnStdio);
             }
             let cwd = raw.cwd.clone().map(|c| {
                 if c.is_relative() {
@@ -309,11 +313,11 @@ pub(super) fn validate(
                 cwd,
             }
         }
-        (Some("stdio"), _, _) | (None, _, None) => return Err("\"command\" is missing".into()),
+        (Some("stdio"), _, _) | (None, _, None) => return Err(EntryError::NoCommand),
         (kind, _, Some(url)) => {
             let url = ex(&url)?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!("url \"{}\" is not an http(s) URL", mask_url(&url)));
+                return Err(EntryError::NotHttp(mask_url(&url)));
             }
             let mut headers = ex_map(&raw.headers)?;
             headers.extend(ex_map(&raw.http_headers)?);
@@ -325,8 +329,7 @@ pub(super) fn validate(
                 }
             }
             if let Some(var) = &raw.bearer_token_env_var {
-                let token =
-                    lookup(var).ok_or_else(|| format!("environment variable {var} is not set"))?;
+                let token = lookup(var).ok_or_else(|| ExpandError::Unset(var.clone()))?;
                 headers.insert("Authorization".into(), format!("Bearer {token}"));
             }
             // Gemini CLI's untyped `url` (without `httpUrl`) is SSE; an explicit type says.
@@ -339,7 +342,7 @@ pub(super) fn validate(
                 Some("sse")
                 | None
                 | Some("http" | "streamable-http" | "streamablehttp" | "streamable_http") => {}
-                Some(other) => return Err(format!("unknown transport type \"{other}\"")),
+                Some(other) => return Err(EntryError::UnknownTransport(other.to_string())),
             }
             if sse {
                 Transport::Sse { url, headers }
@@ -348,7 +351,7 @@ pub(super) fn validate(
             }
         }
         (Some(other), _, None) => {
-            return Err(format!("transport type \"{other}\" needs a \"url\""));
+            return Err(EntryError::NoUrl(other.to_string()));
         }
     };
     let raw_oauth = match (raw.oauth, &raw.scopes) {
@@ -360,9 +363,7 @@ pub(super) fn validate(
         (None, None) => None,
     };
     let oauth = match (&transport, raw_oauth) {
-        (Transport::Http { .. } | Transport::Sse { .. }, Some(o)) => {
-            Some(validate_oauth(o, &ex).map_err(|e| format!("oauth: {e}"))?)
-        }
+        (Transport::Http { .. } | Transport::Sse { .. }, Some(o)) => Some(validate_oauth(o, &ex)?),
         // A stdio server authenticates however its command does; the object means nothing.
         _ => None,
     };
@@ -376,7 +377,7 @@ pub(super) fn validate(
         (None, Some(ms)) if source.client == "gemini" => {
             let ms = ms
                 .as_f64()
-                .ok_or_else(|| format!("timeout must be milliseconds, not {ms}"))?;
+                .ok_or_else(|| EntryError::TimeoutMs(ms.clone()))?;
             Some(seconds(ms / 1000.0, "timeout")?)
         }
         _ => None,
@@ -415,7 +416,7 @@ pub(super) fn validate(
 
 /// An `env_vars` item: `"NAME"` or `{name = "NAME", source = "local" | "remote"}` (we run
 /// where the variables are, so both read our environment).
-fn env_var_name(v: &Value) -> Result<String, String> {
+fn env_var_name(v: &Value) -> Result<String, EntryError> {
     let (name, source) = match v {
         Value::String(s) => (Some(s.as_str()), None),
         Value::Object(m) => (m.get("name").and_then(Value::as_str), m.get("source")),
@@ -423,9 +424,7 @@ fn env_var_name(v: &Value) -> Result<String, String> {
     };
     match (name, source.map(|s| s.as_str())) {
         (Some(n), None | Some(Some("local" | "remote"))) if !n.is_empty() => Ok(n.to_string()),
-        _ => Err(format!(
-            "env_vars: {v} is not a variable name or {{name, source = \"local\"}}"
-        )),
+        _ => Err(EntryError::EnvVar(v.clone())),
     }
 }
 
@@ -466,17 +465,18 @@ fn tool_filter<const I: usize, const E: usize>(
 
 fn validate_oauth(
     raw: RawOAuth,
-    ex: &dyn Fn(&str) -> Result<String, String>,
-) -> Result<OAuthConfig, String> {
-    let non_empty = |v: Option<String>, key: &str| -> Result<Option<String>, String> {
-        match v {
-            None => Ok(None),
-            Some(v) => {
-                let v = ex(&v).map_err(|e| format!("{key}: {e}"))?;
-                Ok((!v.trim().is_empty()).then_some(v))
+    ex: &dyn Fn(&str) -> Result<String, ExpandError>,
+) -> Result<OAuthConfig, OAuthEntryError> {
+    let non_empty =
+        |v: Option<String>, key: &'static str| -> Result<Option<String>, OAuthEntryError> {
+            match v {
+                None => Ok(None),
+                Some(v) => {
+                    let v = ex(&v).map_err(|error| OAuthEntryError::Expand { key, error })?;
+                    Ok((!v.trim().is_empty()).then_some(v))
+                }
             }
-        }
-    };
+        };
     let scopes = match raw.scopes {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
@@ -484,10 +484,10 @@ fn validate_oauth(
             .into_iter()
             .map(|v| match v {
                 Value::String(s) if !s.trim().is_empty() && !s.contains(' ') => Ok(s),
-                other => Err(format!("scopes: {other} is not a scope name")),
+                other => Err(OAuthEntryError::Scope(other)),
             })
             .collect::<Result<_, _>>()?,
-        Some(other) => return Err(format!("scopes: expected a list of strings, got {other}")),
+        Some(other) => return Err(OAuthEntryError::Scopes(other)),
     };
     Ok(OAuthConfig {
         client_id: non_empty(raw.client_id, "clientId")?,

@@ -4,11 +4,13 @@
 
 /// Expands the references in `value` with `lookup`. A reference to an unset variable without
 /// a default is an error naming the variable; `$$` is a literal `$`.
-pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+use super::error::ExpandError;
+
+pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     if let Some(var) = value.strip_prefix("env:")
         && is_name(var)
     {
-        return lookup(var).ok_or_else(|| unset(var));
+        return lookup(var).ok_or_else(|| ExpandError::Unset(var.to_string()));
     }
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
@@ -26,7 +28,7 @@ pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<St
             continue;
         };
         let Some(end) = body.find('}') else {
-            return Err(format!("unclosed ${{ in \"{value}\""));
+            return Err(ExpandError::Unclosed(value.to_string()));
         };
         let inner = &body[..end];
         let (name, default) = match inner.split_once(":-") {
@@ -34,7 +36,7 @@ pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<St
             None => (inner, None),
         };
         if !is_name(name) {
-            return Err(format!("\"${{{inner}}}\" is not a variable reference"));
+            return Err(ExpandError::NotReference(inner.to_string()));
         }
         match (
             lookup(name).filter(|v| !v.is_empty() || default.is_none()),
@@ -42,16 +44,12 @@ pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<St
         ) {
             (Some(v), _) => out.push_str(&v),
             (None, Some(d)) => out.push_str(d),
-            (None, None) => return Err(unset(name)),
+            (None, None) => return Err(ExpandError::Unset(name.to_string())),
         }
         rest = &body[end + 1..];
     }
     out.push_str(rest);
     Ok(out)
-}
-
-fn unset(var: &str) -> String {
-    format!("environment variable {var} is not set")
 }
 
 fn is_name(s: &str) -> bool {
@@ -94,7 +92,7 @@ mod tests {
             ("${1BAD}", Err("\"${1BAD}\" is not a variable reference")),
         ];
         for (input, want) in cases {
-            let got = expand(input, &env);
+            let got = expand(input, &env).map_err(|e| e.to_string());
             assert_eq!(got.as_deref().map_err(String::as_str), *want, "{input}");
         }
     }

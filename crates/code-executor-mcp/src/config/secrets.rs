@@ -15,7 +15,7 @@
 
 use base64::Engine;
 
-use super::{Config, Transport, mask};
+use super::spec::{Config, Transport, mask};
 use crate::policy::redact::{basic_credentials, is_secret_like};
 
 /// Parts of a flag or query parameter name that say its value is a credential.

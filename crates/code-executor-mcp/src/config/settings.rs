@@ -17,7 +17,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::error::SettingsError;
 use super::read::{MAX_CONFIG_BYTES, ReadError, read_text};
+use super::trust::TRUST_SETTING;
 
 use crate::policy::admission::AdmissionSettings;
 use crate::policy::audit::AuditSettings;
@@ -31,10 +33,6 @@ pub const SETTINGS_PATH_ENV: &str = "CODE_EXECUTOR_CONFIG_PATH";
 pub const CONNECTED_SERVERS_ENV: &str = "CONNECTED_SERVERS";
 pub const POOL_SIZE_ENV: &str = "CODE_EXECUTOR_POOL_SIZE";
 pub const DISCOVER_ENV: &str = "CODE_EXECUTOR_DISCOVER";
-/// The settings key listing projects whose own server files are trusted (see
-/// [`super::trust`]); read only from a user settings file, never from a project's.
-pub const TRUST_SETTING: &str = "trustedProjects";
-
 /// The working directory's settings file.
 pub const PROJECT_SETTINGS_FILE: &str = ".code-executor.json";
 
@@ -133,11 +131,11 @@ pub enum ProjectSettings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            pool_size: crate::DEFAULT_POOL_SIZE,
+            pool_size: crate::defaults::DEFAULT_POOL_SIZE,
             pool_size_set: false,
             pool_max: None,
-            pool_memory_bytes: crate::DEFAULT_POOL_MEMORY_BYTES,
-            pool_shrink_after: crate::DEFAULT_POOL_SHRINK_AFTER,
+            pool_memory_bytes: crate::defaults::DEFAULT_POOL_MEMORY_BYTES,
+            pool_shrink_after: crate::defaults::DEFAULT_POOL_SHRINK_AFTER,
             connected_servers: Vec::new(),
             discover: true,
             upstream_call_timeout: UPSTREAM_CALL_TIMEOUT,
@@ -162,7 +160,7 @@ impl Default for Settings {
 
 impl Settings {
     /// Loads settings from the usual places and the environment.
-    pub fn load(cwd: &Path, config_dir: Option<&Path>) -> Result<Settings, String> {
+    pub fn load(cwd: &Path, config_dir: Option<&Path>) -> Result<Settings, SettingsError> {
         let explicit = std::env::var_os(SETTINGS_PATH_ENV).map(PathBuf::from);
         let mut settings = Settings::load_files(explicit.as_deref(), cwd, config_dir)?;
         settings.apply_env(&|k| std::env::var(k).ok())?;
@@ -175,7 +173,7 @@ impl Settings {
         explicit: Option<&Path>,
         cwd: &Path,
         config_dir: Option<&Path>,
-    ) -> Result<Settings, String> {
+    ) -> Result<Settings, SettingsError> {
         let user_file = explicit
             .map(Path::to_path_buf)
             .or_else(|| config_dir.map(|d| d.join("code-executor-mcp/config.json")));
@@ -184,18 +182,25 @@ impl Settings {
         if let Some(path) = &user_file {
             match read_text(path, MAX_CONFIG_BYTES) {
                 Ok(text) => {
-                    user = Settings::parse_file(&text)
-                        .map_err(|e| format!("settings file {}: {e}", path.display()))?;
+                    user = Settings::parse_file(&text).map_err(|e| SettingsError::In {
+                        path: path.clone(),
+                        error: Box::new(e),
+                    })?;
                     source = Some(path.clone());
                 }
                 Err(ReadError::NotFound) if explicit.is_none() => {}
                 Err(ReadError::NotFound) => {
-                    return Err(format!(
-                        "{SETTINGS_PATH_ENV} names {}, which is not a file",
-                        path.display()
-                    ));
+                    return Err(SettingsError::NotAFile {
+                        var: SETTINGS_PATH_ENV,
+                        path: path.clone(),
+                    });
                 }
-                Err(e) => return Err(format!("settings file {} {e}", path.display())),
+                Err(error) => {
+                    return Err(SettingsError::Read {
+                        path: path.clone(),
+                        error,
+                    });
+                }
             }
         }
         let (mut settings, user_value) = user;
@@ -228,30 +233,34 @@ impl Settings {
             });
             return Ok(settings);
         };
-        let in_project =
-            |e: &dyn std::fmt::Display| format!("settings file {}: {e}", project_file.display());
-        let text = read_text(&project_file, MAX_CONFIG_BYTES)
-            .map_err(|e| format!("settings file {} {e}", project_file.display()))?;
-        let (project, project_value) = Settings::parse_file(&text).map_err(|e| in_project(&e))?;
+        let in_project = |e: SettingsError| SettingsError::In {
+            path: project_file.clone(),
+            error: Box::new(e),
+        };
+        let text =
+            read_text(&project_file, MAX_CONFIG_BYTES).map_err(|error| SettingsError::Read {
+                path: project_file.clone(),
+                error,
+            })?;
+        let (project, project_value) = Settings::parse_file(&text).map_err(in_project)?;
         if !project.trusted_projects.is_empty() {
-            return Err(in_project(&format!(
-                "\"{TRUST_SETTING}\" is read only from the user settings file ({user_display}) or ${SETTINGS_PATH_ENV}, never from a project's {PROJECT_SETTINGS_FILE}; move it there"
-            )));
+            return Err(in_project(SettingsError::TrustInProject {
+                setting: TRUST_SETTING,
+                user: user_display,
+                var: SETTINGS_PATH_ENV,
+                file: PROJECT_SETTINGS_FILE,
+            }));
         }
         let mut merged = user_value;
         merge_over(&mut merged, project_value);
-        let raw: RawSettings = serde_json::from_value(merged).map_err(|e| {
-            format!(
-                "settings files {user_display} and {} merged: {e}",
-                project_file.display()
-            )
-        })?;
-        let mut out = Settings::validate(raw).map_err(|e| {
-            format!(
-                "settings files {user_display} and {} merged: {e}",
-                project_file.display()
-            )
-        })?;
+        let merged_error = |e: SettingsError| SettingsError::Merged {
+            user: user_display.clone(),
+            project: project_file.clone(),
+            error: Box::new(e),
+        };
+        let raw: RawSettings =
+            serde_json::from_value(merged).map_err(|e| merged_error(e.into()))?;
+        let mut out = Settings::validate(raw).map_err(merged_error)?;
         out.source = settings.source;
         out.project = Some(ProjectSettings::Applied {
             path: project_file,
@@ -261,35 +270,33 @@ impl Settings {
     }
 
     /// Parses a settings file's text.
-    pub fn parse(text: &str) -> Result<Settings, String> {
+    pub fn parse(text: &str) -> Result<Settings, SettingsError> {
         Settings::parse_file(text).map(|(s, _)| s)
     }
 
     /// Parses and validates a file's text, also keeping it as JSON for merging.
-    fn parse_file(text: &str) -> Result<(Settings, Value), String> {
-        let raw: RawSettings = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    fn parse_file(text: &str) -> Result<(Settings, Value), SettingsError> {
+        let raw: RawSettings = serde_json::from_str(text)?;
+        let value: Value = serde_json::from_str(text)?;
         Ok((Settings::validate(raw)?, value))
     }
 
-    fn validate(raw: RawSettings) -> Result<Settings, String> {
+    fn validate(raw: RawSettings) -> Result<Settings, SettingsError> {
         let d = Settings::default();
         let pool_size = raw.pool_size.unwrap_or(d.pool_size);
         if pool_size > 64 {
-            return Err(format!("poolSize {pool_size} is above the maximum of 64"));
+            return Err(SettingsError::PoolSize(pool_size));
         }
         if let Some(max) = raw.pool_max
-            && max > crate::MAX_POOL_SIZE
+            && max > crate::defaults::MAX_POOL_SIZE
         {
-            return Err(format!("poolMax {max} is above the maximum of 64"));
+            return Err(SettingsError::PoolMax(max));
         }
         let pool_memory_mb = raw
             .pool_memory_mb
             .unwrap_or(d.pool_memory_bytes / (1024 * 1024));
         if !(16..=1_048_576).contains(&pool_memory_mb) {
-            return Err(format!(
-                "poolMemoryMb {pool_memory_mb} is outside 16..=1048576"
-            ));
+            return Err(SettingsError::PoolMemory(pool_memory_mb));
         }
         let pool_shrink_after = raw
             .pool_shrink_after_ms
@@ -297,7 +304,7 @@ impl Settings {
         if pool_shrink_after < Duration::from_millis(100)
             || pool_shrink_after > Duration::from_secs(3600)
         {
-            return Err("poolShrinkAfterMs must be between 100 and 3600000".into());
+            return Err(SettingsError::PoolShrinkAfter);
         }
         Ok(Settings {
             pool_size,
@@ -330,13 +337,13 @@ impl Settings {
         })
     }
 
-    fn apply_env(&mut self, get: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    fn apply_env(&mut self, get: &dyn Fn(&str) -> Option<String>) -> Result<(), SettingsError> {
         if let Some(v) = get(POOL_SIZE_ENV) {
             self.pool_size_set = true;
-            self.pool_size = v
-                .trim()
-                .parse()
-                .map_err(|_| format!("{POOL_SIZE_ENV}={v:?} is not a number"))?;
+            self.pool_size = v.trim().parse().map_err(|_| SettingsError::EnvNumber {
+                var: POOL_SIZE_ENV,
+                value: v.clone(),
+            })?;
         }
         if let Some(v) = get(CONNECTED_SERVERS_ENV) {
             self.connected_servers = v
@@ -351,9 +358,10 @@ impl Settings {
                 "1" | "true" | "yes" => true,
                 "0" | "false" | "no" => false,
                 _ => {
-                    return Err(format!(
-                        "{DISCOVER_ENV}={v:?} must be 1/0, true/false or yes/no"
-                    ));
+                    return Err(SettingsError::EnvSwitch {
+                        var: DISCOVER_ENV,
+                        value: v,
+                    });
                 }
             };
         }
@@ -379,12 +387,12 @@ fn merge_over(base: &mut Value, over: Value) {
     }
 }
 
-fn validate_trusted(list: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
+fn validate_trusted(list: Vec<PathBuf>) -> Result<Vec<PathBuf>, SettingsError> {
     match list.iter().find(|p| !p.is_absolute()) {
-        Some(p) => Err(format!(
-            "{TRUST_SETTING}: \"{}\" is not an absolute path",
-            p.display()
-        )),
+        Some(p) => Err(SettingsError::NotAbsolute {
+            setting: TRUST_SETTING,
+            path: p.clone(),
+        }),
         None => Ok(list),
     }
 }
@@ -402,9 +410,13 @@ mod tests {
             (s.pool_size, s.connected_servers.as_slice(), s.discover),
             (4, &["git".to_string()][..], false)
         );
-        let err = Settings::parse(r#"{"poolsize": 4}"#).unwrap_err();
+        let err = Settings::parse(r#"{"poolsize": 4}"#)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("unknown field `poolsize`"), "{err}");
-        let err = Settings::parse(r#"{"poolSize": 1000}"#).unwrap_err();
+        let err = Settings::parse(r#"{"poolSize": 1000}"#)
+            .unwrap_err()
+            .to_string();
         assert_eq!(err, "poolSize 1000 is above the maximum of 64");
     }
 
@@ -423,7 +435,8 @@ mod tests {
         assert!(!s.discover);
         let err = s
             .apply_env(&|k| (k == DISCOVER_ENV).then(|| "maybe".into()))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("must be 1/0, true/false or yes/no"), "{err}");
     }
 }

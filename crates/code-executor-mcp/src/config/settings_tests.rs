@@ -46,6 +46,7 @@ impl Dirs {
     }
     fn load(&self) -> Result<Settings, String> {
         Settings::load_files(None, &self.project(), Some(&self.config_dir()))
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -358,8 +359,8 @@ fn pool_sizing_settings_are_read_and_bounded() {
         (d.pool_max, d.pool_memory_bytes, d.pool_shrink_after),
         (
             None,
-            crate::DEFAULT_POOL_MEMORY_BYTES,
-            crate::DEFAULT_POOL_SHRINK_AFTER
+            crate::defaults::DEFAULT_POOL_MEMORY_BYTES,
+            crate::defaults::DEFAULT_POOL_SHRINK_AFTER
         )
     );
     for (bad, says) in [
@@ -377,7 +378,7 @@ fn pool_sizing_settings_are_read_and_bounded() {
             "poolShrinkAfterMs must be between",
         ),
     ] {
-        let err = Settings::parse(bad).unwrap_err();
+        let err = Settings::parse(bad).unwrap_err().to_string();
         assert!(err.contains(says), "{bad}: {err}");
     }
 }

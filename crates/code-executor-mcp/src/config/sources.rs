@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::error::SourceError;
 use super::read::{MAX_CLAUDE_JSON_BYTES, MAX_CONFIG_BYTES, ReadError, read_text};
 
 /// How a file lists its servers.
@@ -211,8 +212,8 @@ pub fn project_key(dir: &Path) -> PathBuf {
 }
 
 /// The raw entries of one file, by name, or why the file cannot be read at all.
-pub fn read_entries(source: &Source) -> Result<BTreeMap<String, Value>, String> {
-    let text = read_config(&source.path).map_err(|e| e.to_string())?;
+pub fn read_entries(source: &Source) -> Result<BTreeMap<String, Value>, SourceError> {
+    let text = read_config(&source.path)?;
     parse_entries(&text, &source.format)
 }
 
@@ -273,7 +274,7 @@ pub fn claude_project(text: &str, key: &str) -> Result<Option<Value>, serde_json
 }
 
 /// Parses the text of a file of the given format into raw entries.
-pub fn parse_entries(text: &str, format: &Format) -> Result<BTreeMap<String, Value>, String> {
+pub fn parse_entries(text: &str, format: &Format) -> Result<BTreeMap<String, Value>, SourceError> {
     #[derive(Deserialize)]
     struct McpServersFile {
         #[serde(default, rename = "mcpServers")]
@@ -289,7 +290,10 @@ pub fn parse_entries(text: &str, format: &Format) -> Result<BTreeMap<String, Val
         #[serde(default)]
         mcp_servers: Option<BTreeMap<String, Value>>,
     }
-    let invalid = |e: &dyn std::fmt::Display| format!("not valid {}: {e}", format_name(format));
+    let invalid = |e: &dyn std::fmt::Display| SourceError::Invalid {
+        format: format_name(format),
+        reason: e.to_string(),
+    };
     match format {
         Format::McpServers => {
             let f: McpServersFile = serde_json::from_str(text).map_err(|e| invalid(&e))?;
@@ -413,7 +417,7 @@ mod tests {
     const DEPTH: usize = 100_000;
 
     fn assert_too_deep(text: &str, format: &Format) {
-        let err = parse_entries(text, format).unwrap_err();
+        let err = parse_entries(text, format).unwrap_err().to_string();
         assert!(err.starts_with("not valid "), "{err}");
     }
 

@@ -1,3 +1,4 @@
+use super::spec::OAuthConfig;
 use super::*;
 use std::path::PathBuf;
 

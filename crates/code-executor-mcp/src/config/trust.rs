@@ -26,11 +26,14 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::read::ReadError;
-use super::settings::TRUST_SETTING;
 use super::sources::{
     Format, Places, Scope, Source, claude_project, git_root, project_key, read_config,
     strip_json_comments,
 };
+
+/// The settings key listing projects whose own server files are trusted (see
+/// this module); read only from a user settings file, never from a project's.
+pub const TRUST_SETTING: &str = "trustedProjects";
 
 /// What happens to one entry.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 
 use super::*;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// A temporary home (with `.config`, `.codex`) and a project directory.
 struct Machine {
@@ -385,7 +386,9 @@ fn a_project_settings_file_cannot_trust_its_own_project() {
     let s = Settings::load(&m.project(), Some(&m.root.join("home/.config"))).unwrap();
     assert_eq!(s.trusted_projects, [m.project()]);
     assert_eq!(
-        Settings::parse(r#"{"trustedProjects": ["relative/dir"]}"#).unwrap_err(),
+        Settings::parse(r#"{"trustedProjects": ["relative/dir"]}"#)
+            .unwrap_err()
+            .to_string(),
         "trustedProjects: \"relative/dir\" is not an absolute path"
     );
 }
@@ -538,7 +541,8 @@ async fn held_back_servers_are_listed_with_the_reason_and_refused() {
     let err = catalog
         .resolve(None, "mcp__repo__anything", crate::catalog::Asker::Code)
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("MCP server \"repo\" is held back: Claude Code has not approved"),
         "{err}"

@@ -54,6 +54,40 @@ pub(crate) enum AuthError {
     InsufficientScope(String),
 }
 
+/// Why the authorization server's keys (JWKS) could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum JwksError {
+    #[error("{url}: {error}")]
+    Fetch { url: String, error: reqwest::Error },
+    #[error("{url}: HTTP {status}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    /// The metadata at `url` names another issuer (`got`, as JSON).
+    #[error("{url}: its issuer {got} is not {want}")]
+    Issuer {
+        url: String,
+        got: serde_json::Value,
+        want: String,
+    },
+    #[error("{0}: no jwks_uri")]
+    NoJwksUri(String),
+    /// No metadata URL led to the keys; the last one's reason, when one was tried.
+    #[error(
+        "cannot find the issuer's JWKS: {}",
+        .0.as_ref().map(ToString::to_string).unwrap_or_default()
+    )]
+    NotFound(Option<Box<JwksError>>),
+    #[error("{url}: not a JWK set: {error}")]
+    NotJwkSet {
+        url: String,
+        error: serde_json::Error,
+    },
+    #[error(transparent)]
+    Config(#[from] AuthConfigError),
+}
+
 /// A problem in the configured tokens or OAuth settings (start refused).
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum AuthConfigError {
@@ -343,36 +377,44 @@ impl OAuthValidator {
         self.keys.lock().is_ok_and(|k| k.fetched.is_some())
     }
 
-    async fn get_json(&self, url: &str) -> Result<serde_json::Value, String> {
+    async fn get_json(&self, url: &str) -> Result<serde_json::Value, JwksError> {
+        let fetch = |error| JwksError::Fetch {
+            url: url.to_string(),
+            error,
+        };
         let resp = self
             .http
             .get(url)
             .header("accept", "application/json")
             .send()
             .await
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(fetch)?;
         if !resp.status().is_success() {
-            return Err(format!("{url}: HTTP {}", resp.status()));
+            return Err(JwksError::Status {
+                url: url.to_string(),
+                status: resp.status(),
+            });
         }
-        resp.json().await.map_err(|e| format!("{url}: {e}"))
+        resp.json().await.map_err(fetch)
     }
 
     /// Fetches the JWKS now (discovering its URL first if needed).
-    pub(crate) async fn refresh(&self) -> Result<usize, String> {
+    pub(crate) async fn refresh(&self) -> Result<usize, JwksError> {
         let known = self.keys.lock().ok().and_then(|k| k.jwks_url.clone());
         let jwks_url = match known {
             Some(u) => u,
             None => {
-                let mut last = String::new();
+                let mut last = None;
                 let mut found = None;
-                for url in metadata_urls(&self.settings.issuer).map_err(|e| e.to_string())? {
+                for url in metadata_urls(&self.settings.issuer)? {
                     match self.get_json(&url).await {
                         Ok(meta) => {
                             if meta["issuer"].as_str() != Some(self.settings.issuer.as_str()) {
-                                last = format!(
-                                    "{url}: its issuer {} is not {}",
-                                    meta["issuer"], self.settings.issuer
-                                );
+                                last = Some(JwksError::Issuer {
+                                    url,
+                                    got: meta["issuer"].clone(),
+                                    want: self.settings.issuer.clone(),
+                                });
                                 continue;
                             }
                             match meta["jwks_uri"].as_str() {
@@ -380,18 +422,20 @@ impl OAuthValidator {
                                     found = Some(j.to_string());
                                     break;
                                 }
-                                None => last = format!("{url}: no jwks_uri"),
+                                None => last = Some(JwksError::NoJwksUri(url)),
                             }
                         }
-                        Err(e) => last = e,
+                        Err(e) => last = Some(e),
                     }
                 }
-                found.ok_or_else(|| format!("cannot find the issuer's JWKS: {last}"))?
+                found.ok_or_else(|| JwksError::NotFound(last.map(Box::new)))?
             }
         };
         let v = self.get_json(&jwks_url).await?;
-        let set: JwkSet =
-            serde_json::from_value(v).map_err(|e| format!("{jwks_url}: not a JWK set: {e}"))?;
+        let set: JwkSet = serde_json::from_value(v).map_err(|error| JwksError::NotJwkSet {
+            url: jwks_url.clone(),
+            error,
+        })?;
         let n = set.keys.len();
         if let Ok(mut k) = self.keys.lock() {
             k.set = set;

@@ -69,33 +69,29 @@ impl HostPolicy {
     }
 
     /// Checks the `Host` value; `Err` says why (403).
-    pub(crate) fn check_host(&self, host: Option<&str>) -> Result<(), String> {
+    pub(crate) fn check_host(&self, host: Option<&str>) -> Result<(), Refused> {
         let Some(host) = host else {
-            return Err("the request has no Host header".into());
+            return Err(Refused::NoHost);
         };
         let Some((h, port)) = split_authority(host) else {
-            return Err(format!("Host \"{host}\" is malformed"));
+            return Err(Refused::MalformedHost(host.to_string()));
         };
         if self.host_allowed(&h, port) {
             Ok(())
         } else {
-            Err(format!(
-                "Host \"{host}\" is not allowed (DNS rebinding protection; add it with --allowed-host)"
-            ))
+            Err(Refused::Host(host.to_string()))
         }
     }
 
     /// Checks the `Origin` value, when there is one; `Err` says why (403).
-    pub(crate) fn check_origin(&self, origin: Option<&str>) -> Result<(), String> {
+    pub(crate) fn check_origin(&self, origin: Option<&str>) -> Result<(), Refused> {
         let Some(origin) = origin else { return Ok(()) };
         let o = origin.trim().trim_end_matches('/').to_ascii_lowercase();
         if !self.origins.is_empty() {
             return if self.origins.iter().any(|a| *a == o || a == "*") {
                 Ok(())
             } else {
-                Err(format!(
-                    "Origin \"{origin}\" is not allowed (add it with --allowed-origin)"
-                ))
+                Err(Refused::UnlistedOrigin(origin.to_string()))
             };
         }
         let ok = o
@@ -108,11 +104,27 @@ impl HostPolicy {
         if ok {
             Ok(())
         } else {
-            Err(format!(
-                "Origin \"{origin}\" is not allowed (DNS rebinding protection; add it with --allowed-origin)"
-            ))
+            Err(Refused::Origin(origin.to_string()))
         }
     }
+}
+
+/// Why a request's `Host` or `Origin` is refused (403).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Refused {
+    #[error("the request has no Host header")]
+    NoHost,
+    #[error("Host \"{0}\" is malformed")]
+    MalformedHost(String),
+    #[error("Host \"{0}\" is not allowed (DNS rebinding protection; add it with --allowed-host)")]
+    Host(String),
+    /// Not among the `--allowed-origin` list.
+    #[error("Origin \"{0}\" is not allowed (add it with --allowed-origin)")]
+    UnlistedOrigin(String),
+    #[error(
+        "Origin \"{0}\" is not allowed (DNS rebinding protection; add it with --allowed-origin)"
+    )]
+    Origin(String),
 }
 
 /// Transport sessions (`Mcp-Session-Id`, protocol 2025-11-25) and the principal that opened

@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 
 use super::auth::AuthError;
 use super::guard::{self, SessionUse};
-use super::{Body, State, busy, full, json_response, prune_sessions, rpc_error, shim};
+use super::reply::{Body, busy, full, json_response, rpc_error};
+use super::shim;
+use super::state::{State, prune_sessions};
 use crate::principal::Principal;
 
 pub(super) fn unauthorized(state: &State, err: &AuthError) -> Response<Body> {

@@ -28,7 +28,9 @@ pub(crate) mod auth;
 pub(crate) mod guard;
 mod mcp;
 pub(crate) mod metrics;
+mod reply;
 mod shim;
+mod state;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -38,14 +40,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
@@ -56,8 +56,9 @@ use auth::{Authenticator, OAuthSettings, OAuthValidator, StaticTokens};
 use guard::{HostPolicy, TransportSessions};
 use mcp::mcp;
 use metrics::HttpMetrics;
-
-type Body = BoxBody<Bytes, Infallible>;
+use reply::{Body, busy, full, json_response, rpc_error};
+pub use state::HttpLimits;
+use state::{State, prune_sessions};
 
 /// The address `--http` binds without a value.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:3333";
@@ -68,41 +69,6 @@ pub const MCP_PATH: &str = "/mcp";
 const FLUSH_WAIT: Duration = Duration::from_secs(2);
 /// Connections over the cap being answered busy at once; more are closed unanswered.
 const MAX_REJECTING: usize = 64;
-
-/// Caps and timeouts of the HTTP layer; every one is a flag (see `cli`).
-#[derive(Debug, Clone)]
-pub struct HttpLimits {
-    /// Largest request body; larger is 413. Code is at most 1 MiB (policy) plus JSON.
-    pub max_body_bytes: usize,
-    /// Connections served at once; more are answered 503 and closed.
-    pub max_connections: usize,
-    /// Transport sessions (2025-11-25) open at once, and per principal.
-    pub max_sessions: usize,
-    pub max_sessions_per_principal: usize,
-    /// Time to send a request's headers; also how long an idle keep-alive connection stays.
-    pub header_timeout: Duration,
-    /// Time to send a request's body.
-    pub body_timeout: Duration,
-    /// A transport session unused this long is closed.
-    pub session_idle: Duration,
-    /// On shutdown, how long running executions get to finish.
-    pub shutdown_grace: Duration,
-}
-
-impl Default for HttpLimits {
-    fn default() -> Self {
-        HttpLimits {
-            max_body_bytes: 4 * 1024 * 1024,
-            max_connections: 512,
-            max_sessions: 1024,
-            max_sessions_per_principal: 64,
-            header_timeout: Duration::from_secs(30),
-            body_timeout: Duration::from_secs(30),
-            session_idle: Duration::from_secs(30 * 60),
-            shutdown_grace: Duration::from_secs(30),
-        }
-    }
-}
 
 /// What `serve --http` was asked.
 #[derive(Debug, Clone, Default)]
@@ -124,21 +90,6 @@ pub struct HttpOptions {
     /// A second address serving only `GET /metrics`, without a token (for a scraper).
     pub metrics_addr: Option<String>,
     pub limits: HttpLimits,
-}
-
-struct State {
-    core: Arc<Core>,
-    mcp: StreamableHttpService<CodeExecutorServer, LocalSessionManager>,
-    session_manager: Arc<LocalSessionManager>,
-    auth: Authenticator,
-    require_auth: bool,
-    hosts: HostPolicy,
-    transport: TransportSessions,
-    limits: HttpLimits,
-    metrics: HttpMetrics,
-    /// `resource_metadata` URL and document, with OAuth.
-    resource: Option<(String, Value)>,
-    shutting_down: AtomicBool,
 }
 
 fn is_loopback(addr: &SocketAddr) -> bool {
@@ -411,21 +362,6 @@ fn spawn_session_sweeper(state: std::sync::Weak<State>) {
     });
 }
 
-async fn prune_sessions(state: &State) {
-    use rmcp::transport::streamable_http_server::SessionManager;
-    for id in state.transport.ids() {
-        let sid: rmcp::transport::streamable_http_server::SessionId = id.clone().into();
-        if !state
-            .session_manager
-            .has_session(&sid)
-            .await
-            .unwrap_or(false)
-        {
-            state.transport.closed(&id);
-        }
-    }
-}
-
 async fn serve_connection(stream: TcpStream, state: Arc<State>, mut stop: watch::Receiver<bool>) {
     state
         .metrics
@@ -543,40 +479,6 @@ async fn reject_connection(stream: TcpStream) {
         .keep_alive(false)
         .serve_connection(TokioIo::new(stream), svc);
     let _ = tokio::time::timeout(Duration::from_secs(10), conn).await;
-}
-
-fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).boxed()
-}
-
-fn json_response(status: StatusCode, v: &Value) -> Response<Body> {
-    let mut r = Response::new(full(v.to_string()));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-/// A JSON-RPC error body (id null: the request may not have been read) with an HTTP status.
-fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
-    json_response(
-        status,
-        &json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}}),
-    )
-}
-
-/// The busy answer: 503, Retry-After, and a JSON-RPC error saying what is full.
-fn busy(message: &str) -> Response<Body> {
-    let mut r = rpc_error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        -32000,
-        &format!("busy: {message}"),
-    );
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    r
 }
 
 async fn route(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {

@@ -17,8 +17,8 @@ use http::{Response, header};
 use http_body_util::BodyExt;
 use hyper::body::Frame;
 
-use super::Body;
 use super::guard::SharedShim;
+use super::reply::Body;
 use crate::policy::redact::Redactor;
 
 /// A request body, rewritten when the session's shim wants it.

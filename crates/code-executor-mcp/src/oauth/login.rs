@@ -175,7 +175,7 @@ pub async fn login(
     let (code, iss) = match checked {
         Ok(v) => v,
         Err(why) => {
-            respond(&mut browser, 400, "Login failed", &why).await;
+            respond(&mut browser, 400, "Login failed", &why.to_string()).await;
             bail!("{why}; nothing was stored");
         }
     };
@@ -321,8 +321,28 @@ async fn read_target(stream: &mut TcpStream) -> Result<String, &'static str> {
     }
 }
 
+/// Why a redirect to the callback is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum CallbackError {
+    /// The authorization server's words (`error`, and `: description` when given), shown to
+    /// the terminal only (never echoed into the page).
+    #[error("the authorization server refused the authorization ({error}{detail})")]
+    Refused { error: String, detail: String },
+    #[error(
+        "the redirect's state does not match this login (a stale browser tab, or a forged request)"
+    )]
+    StateMismatch,
+    #[error("the redirect carries no state")]
+    NoState,
+    #[error("the redirect carries no authorization code")]
+    NoCode,
+}
+
 /// The code and issuer of a redirect whose `state` is ours, or why it is refused.
-fn check_callback(url: &reqwest::Url, state: &str) -> Result<(String, Option<String>), String> {
+fn check_callback(
+    url: &reqwest::Url,
+    state: &str,
+) -> Result<(String, Option<String>), CallbackError> {
     let get = |key: &str| {
         url.query_pairs()
             .find(|(k, _)| k == key)
@@ -334,21 +354,16 @@ fn check_callback(url: &reqwest::Url, state: &str) -> Result<(String, Option<Str
         let detail = get("error_description")
             .map(|d| format!(": {d}"))
             .unwrap_or_default();
-        return Err(format!(
-            "the authorization server refused the authorization ({error}{detail})"
-        ));
+        return Err(CallbackError::Refused { error, detail });
     }
     match get("state") {
         Some(s) if constant_time_eq(s.as_bytes(), state.as_bytes()) => {}
         Some(_) => {
-            return Err(
-                "the redirect's state does not match this login (a stale browser tab, or a forged request)"
-                    .into(),
-            );
+            return Err(CallbackError::StateMismatch);
         }
-        None => return Err("the redirect carries no state".into()),
+        None => return Err(CallbackError::NoState),
     }
-    let code = get("code").ok_or("the redirect carries no authorization code")?;
+    let code = get("code").ok_or(CallbackError::NoCode)?;
     Ok((code, get("iss")))
 }
 
@@ -393,23 +408,27 @@ mod tests {
         assert!(
             check_callback(&url("code=c1&state=s2"), "s1")
                 .unwrap_err()
+                .to_string()
                 .contains("state does not match")
         );
         assert!(
             check_callback(&url("code=c1"), "s1")
                 .unwrap_err()
+                .to_string()
                 .contains("no state")
         );
         assert!(
             check_callback(&url("state=s1"), "s1")
                 .unwrap_err()
+                .to_string()
                 .contains("no authorization code")
         );
         let denied = check_callback(
             &url("error=access_denied&error_description=no+thanks&state=s1"),
             "s1",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(denied.contains("access_denied: no thanks"), "{denied}");
     }
 

@@ -25,15 +25,14 @@
 pub mod login;
 pub mod store;
 mod transport;
+mod watch;
 
 use std::path::Path;
-use std::sync::Arc;
 
-use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationMetadataSource, OAuthClientConfig,
-};
+use rmcp::transport::auth::{AuthorizationManager, AuthorizationMetadataSource, OAuthClientConfig};
 
-pub use transport::{HttpClient, SseAuth};
+pub use transport::{HttpClient, SendError, SseAuth};
+pub use watch::AuthWatch;
 
 use crate::config::ServerSpec;
 use store::TokenStore;
@@ -41,32 +40,6 @@ use store::TokenStore;
 /// What to tell the user when a server needs (another) login.
 pub fn login_hint(server: &str) -> String {
     format!("run `code-executor-mcp login {server}`")
-}
-
-/// The last authorization failure on one connection (a 401 that refreshing did not fix, a
-/// refresh token the server rejected), for the error message of the call that failed.
-#[derive(Debug, Default)]
-pub struct AuthWatch(std::sync::Mutex<Option<String>>);
-
-impl AuthWatch {
-    pub fn record(&self, why: impl Into<String>) {
-        let why = why.into();
-        tracing::debug!("upstream authorization failed: {why}");
-        if let Ok(mut w) = self.0.lock() {
-            *w = Some(why);
-        }
-    }
-
-    pub fn clear(&self) {
-        if let Ok(mut w) = self.0.lock() {
-            *w = None;
-        }
-    }
-
-    /// Why the server refused us, when it did.
-    pub fn failure(&self) -> Option<String> {
-        self.0.lock().ok().and_then(|w| w.clone())
-    }
 }
 
 /// Why a stored login cannot be used.
@@ -140,7 +113,10 @@ pub async fn prepare(
         return Ok(None);
     };
     let store = TokenStore::new(dir, &spec.name, url);
-    let stored = match store.read().map_err(PrepareError::Other)? {
+    let stored = match store
+        .read()
+        .map_err(|e| PrepareError::Other(e.to_string()))?
+    {
         Some(s) if s.credentials.token_response.is_some() => s,
         // No login, or one whose refresh token was rejected: connect without a token; the
         // server's 401 then asks for a login.
@@ -211,19 +187,3 @@ pub async fn prepare(
         .map_err(|e| PrepareError::Other(format!("OAuth client: {e}")))?;
     Ok(Some(manager))
 }
-
-/// Says why an OAuth error means the user has to log in again, or `None` when it does not.
-pub fn needs_login(e: &AuthError) -> Option<&'static str> {
-    match e {
-        AuthError::AuthorizationRequired => {
-            Some("the stored token expired and could not be refreshed")
-        }
-        AuthError::TokenRefreshRejected(_) => {
-            Some("the authorization server rejected the stored refresh token")
-        }
-        _ => None,
-    }
-}
-
-/// A shared authorization manager (one per connection).
-pub type SharedManager = Arc<tokio::sync::Mutex<AuthorizationManager>>;

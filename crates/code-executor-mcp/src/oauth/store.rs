@@ -101,6 +101,46 @@ struct Inner {
 #[derive(Clone)]
 pub struct TokenStore(Arc<Inner>);
 
+/// Why a token file cannot be read, written or locked. rmcp's credential store takes it as
+/// text (`AuthError::CredentialStoreError`).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{} {error}", path.display())]
+    Read { path: PathBuf, error: ReadError },
+    /// Never the content: it holds tokens.
+    #[error("{} is not a valid token file (line {line}, column {column}); log in again", path.display())]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+    },
+    #[error("token cache poisoned")]
+    Poisoned,
+    #[error("{0}")]
+    Encode(#[from] serde_json::Error),
+    #[error("cannot write {}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("cannot lock {}: {error}", path.display())]
+    Lock {
+        path: PathBuf,
+        error: nix::errno::Errno,
+    },
+}
+
+impl From<StoreError> for AuthError {
+    fn from(e: StoreError) -> AuthError {
+        AuthError::CredentialStoreError(e.to_string())
+    }
+}
+
 impl TokenStore {
     pub fn new(dir: &Path, server: &str, url: &str) -> TokenStore {
         TokenStore(Arc::new(Inner {
@@ -124,14 +164,19 @@ impl TokenStore {
     }
 
     /// The stored login, or `None` when there is none for this server and URL.
-    pub fn read(&self) -> Result<Option<StoredLogin>, String> {
+    pub fn read(&self) -> Result<Option<StoredLogin>, StoreError> {
         let meta = match std::fs::metadata(&self.0.path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.set_cache(None);
                 return Ok(None);
             }
-            Err(e) => return Err(format!("{}: {e}", self.0.path.display())),
+            Err(error) => {
+                return Err(StoreError::Io {
+                    path: self.0.path.clone(),
+                    error,
+                });
+            }
         };
         let stamp = Stamp::of(&meta);
         if let Ok(cache) = self.0.cache.lock()
@@ -152,7 +197,12 @@ impl TokenStore {
                 self.set_cache(None);
                 return Ok(None);
             }
-            Err(e) => return Err(format!("{} {e}", self.0.path.display())),
+            Err(error) => {
+                return Err(StoreError::Read {
+                    path: self.0.path.clone(),
+                    error,
+                });
+            }
         };
         let value = match serde_json::from_slice::<TokenFile>(&text) {
             Ok(f) if f.version != FORMAT_VERSION => {
@@ -170,15 +220,14 @@ impl TokenStore {
             }),
             // Never echo the content: it holds tokens.
             Err(e) => {
-                return Err(format!(
-                    "{} is not a valid token file (line {}, column {}); log in again",
-                    self.0.path.display(),
-                    e.line(),
-                    e.column()
-                ));
+                return Err(StoreError::Invalid {
+                    path: self.0.path.clone(),
+                    line: e.line(),
+                    column: e.column(),
+                });
             }
         };
-        *self.0.cache.lock().map_err(|_| "token cache poisoned")? = Some((stamp, value.clone()));
+        *self.0.cache.lock().map_err(|_| StoreError::Poisoned)? = Some((stamp, value.clone()));
         Ok(value)
     }
 
@@ -188,7 +237,7 @@ impl TokenStore {
         }
     }
 
-    fn write(&self, credentials: StoredCredentials) -> Result<(), String> {
+    fn write(&self, credentials: StoredCredentials) -> Result<(), StoreError> {
         let login = match self.0.login.lock().ok().and_then(|l| l.clone()) {
             Some(l) => l,
             None => self.read()?.map(|s| s.login).unwrap_or_default(),
@@ -200,9 +249,11 @@ impl TokenStore {
             login: login.clone(),
             credentials: credentials.clone(),
         };
-        let bytes = serde_json::to_vec_pretty(&file).map_err(|e| e.to_string())?;
-        write_private(&self.0.path, &bytes)
-            .map_err(|e| format!("cannot write {}: {e}", self.0.path.display()))?;
+        let bytes = serde_json::to_vec_pretty(&file)?;
+        write_private(&self.0.path, &bytes).map_err(|error| StoreError::Write {
+            path: self.0.path.clone(),
+            error,
+        })?;
         let stamp = std::fs::metadata(&self.0.path).map(|m| Stamp::of(&m)).ok();
         self.set_cache(stamp.map(|s| (s, Some(StoredLogin { login, credentials }))));
         Ok(())
@@ -212,9 +263,7 @@ impl TokenStore {
 #[async_trait::async_trait]
 impl CredentialStore for TokenStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        self.read()
-            .map(|s| s.map(|s| s.credentials))
-            .map_err(AuthError::CredentialStoreError)
+        Ok(self.read()?.map(|s| s.credentials))
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
@@ -226,8 +275,7 @@ impl CredentialStore for TokenStore {
                 crate::policy::redact::learn_secret(r.secret());
             }
         }
-        self.write(credentials)
-            .map_err(AuthError::CredentialStoreError)
+        Ok(self.write(credentials)?)
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
@@ -249,7 +297,7 @@ impl CredentialStore for TokenStore {
         rejected: &StoredCredentials,
     ) -> Result<(), AuthError> {
         use oauth2::TokenResponse;
-        let current = self.read().map_err(AuthError::CredentialStoreError)?;
+        let current = self.read()?;
         let same = |a: &StoredCredentials, b: &StoredCredentials| match (
             &a.token_response,
             &b.token_response,
@@ -262,8 +310,7 @@ impl CredentialStore for TokenStore {
         {
             let mut emptied = current.credentials;
             emptied.token_response = None;
-            self.write(emptied)
-                .map_err(AuthError::CredentialStoreError)?;
+            self.write(emptied)?;
         }
         Ok(())
     }
@@ -272,9 +319,12 @@ impl CredentialStore for TokenStore {
         let mut lock = self.0.path.clone().into_os_string();
         lock.push(".lock");
         let lock = PathBuf::from(lock);
-        let guard = tokio::task::spawn_blocking(move || -> Result<_, String> {
+        let guard = tokio::task::spawn_blocking(move || -> Result<_, StoreError> {
             if let Some(dir) = lock.parent() {
-                create_private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                create_private_dir(dir).map_err(|error| StoreError::Io {
+                    path: dir.to_path_buf(),
+                    error,
+                })?;
             }
             let file = std::fs::OpenOptions::new()
                 .create(true)
@@ -282,13 +332,19 @@ impl CredentialStore for TokenStore {
                 .write(true)
                 .mode(0o600)
                 .open(&lock)
-                .map_err(|e| format!("{}: {e}", lock.display()))?;
-            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-                .map_err(|(_, e)| format!("cannot lock {}: {e}", lock.display()))
+                .map_err(|error| StoreError::Io {
+                    path: lock.clone(),
+                    error,
+                })?;
+            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(
+                |(_, error)| StoreError::Lock {
+                    path: lock.clone(),
+                    error,
+                },
+            )
         })
         .await
-        .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?
-        .map_err(AuthError::CredentialStoreError)?;
+        .map_err(|e| AuthError::CredentialStoreError(e.to_string()))??;
         Ok(Some(CredentialRefreshGuard::new(guard)))
     }
 }
@@ -443,7 +499,7 @@ mod tests {
         for (why, make) in shapes {
             make(&path);
             let store = TokenStore::new(&dir, "gh", "https://a.example/mcp");
-            let Err(err) = store.read() else {
+            let Err(err) = store.read().map_err(|e| e.to_string()) else {
                 panic!("{why}: read a login")
             };
             assert!(

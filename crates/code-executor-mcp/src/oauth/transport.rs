@@ -15,7 +15,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Error as SseError, Sse};
 
-use super::{AuthWatch, SharedManager, needs_login};
+use super::watch::{AuthWatch, SharedManager, needs_login};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -237,6 +237,20 @@ fn with_trace_headers(
 
 /// Authorization for the legacy SSE transport's requests (the event-stream GET and each
 /// message POST).
+/// Why an authorized request could not be sent, or was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    /// A (new) login is needed; the reason is recorded in the server's [`AuthWatch`].
+    #[error("{0}")]
+    NeedsLogin(&'static str),
+    #[error("{0}")]
+    Auth(AuthError),
+    #[error("OAuth token refresh failed: {0}")]
+    Refresh(AuthError),
+    #[error("{0}")]
+    Http(#[from] reqwest::Error),
+}
+
 pub struct SseAuth {
     manager: Option<SharedManager>,
     watch: Arc<AuthWatch>,
@@ -256,21 +270,18 @@ impl SseAuth {
     pub async fn send(
         &self,
         make: impl Fn(Option<&str>) -> reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response, String> {
+    ) -> Result<reqwest::Response, SendError> {
         let token = match &self.manager {
             None => None,
             Some(m) => {
                 let got = m.lock().await.get_access_token().await;
                 match got {
                     Ok(t) => Some(t),
-                    Err(e) => return Err(self.fail(&e)),
+                    Err(e) => return Err(self.fail(e)),
                 }
             }
         };
-        let response = make(token.as_deref())
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
+        let response = make(token.as_deref()).send().await?;
         if response.status() != reqwest::StatusCode::UNAUTHORIZED {
             self.watch.clear();
             return Ok(response);
@@ -282,37 +293,36 @@ impl SseAuth {
                     let fresh = m.lock().await.get_access_token().await;
                     match fresh {
                         Ok(fresh) if fresh != sent => {
-                            let again =
-                                make(Some(&fresh)).send().await.map_err(|e| e.to_string())?;
+                            let again = make(Some(&fresh)).send().await?;
                             if again.status() != reqwest::StatusCode::UNAUTHORIZED {
                                 self.watch.clear();
                                 return Ok(again);
                             }
                         }
                         Ok(_) => {}
-                        Err(e) => return Err(self.fail(&e)),
+                        Err(e) => return Err(self.fail(e)),
                     }
                 }
-                Err(e) if needs_login(&e).is_some() => return Err(self.fail(&e)),
-                Err(e) => return Err(format!("OAuth token refresh failed: {e}")),
+                Err(e) if needs_login(&e).is_some() => return Err(self.fail(e)),
+                Err(e) => return Err(SendError::Refresh(e)),
             }
             let why =
                 "the server refused the stored token (HTTP 401) and refreshing it did not help";
             self.watch.record(why);
-            return Err(why.into());
+            return Err(SendError::NeedsLogin(why));
         }
         let why = "the server requires authorization (HTTP 401) and no login is stored for it";
         self.watch.record(why);
-        Err(why.into())
+        Err(SendError::NeedsLogin(why))
     }
 
-    fn fail(&self, e: &AuthError) -> String {
-        match needs_login(e) {
+    fn fail(&self, e: AuthError) -> SendError {
+        match needs_login(&e) {
             Some(why) => {
                 self.watch.record(why);
-                why.to_string()
+                SendError::NeedsLogin(why)
             }
-            None => e.to_string(),
+            None => SendError::Auth(e),
         }
     }
 }

@@ -22,7 +22,9 @@ use std::time::Duration;
 use rmcp::model::Tool;
 use serde::Deserialize;
 
-use super::{pattern, qualified_name};
+use super::error::SettingError;
+
+use super::pattern::{self, qualified_name};
 
 /// Default wait for a person's answer: long enough to read a prompt and decide, short enough
 /// that a forgotten prompt does not hold a worker for long.
@@ -77,16 +79,17 @@ pub struct ApprovalSettings {
 impl ApprovalSettings {
     /// Checks the values: a pattern that can match nothing, or a timeout out of range, is an
     /// error to name, not a rule that silently never asks.
-    pub fn validate(self) -> Result<Self, String> {
+    pub fn validate(self) -> Result<Self, SettingError> {
         if let Some(p) = self.approve.iter().find_map(|p| pattern::problem(p)) {
-            return Err(format!("approvals.approve: {p}"));
+            return Err(SettingError::ApprovalPattern(p));
         }
         if let Some(ms) = self.timeout_ms
             && !(1..=MAX_APPROVAL_TIMEOUT_MS).contains(&ms)
         {
-            return Err(format!(
-                "approvals.timeoutMs {ms} is outside 1..={MAX_APPROVAL_TIMEOUT_MS}"
-            ));
+            return Err(SettingError::ApprovalTimeout {
+                ms,
+                max: MAX_APPROVAL_TIMEOUT_MS,
+            });
         }
         Ok(self)
     }
@@ -189,7 +192,7 @@ mod tests {
         let bad = |v| {
             serde_json::from_value::<ApprovalSettings>(v)
                 .map_err(|e| e.to_string())
-                .and_then(ApprovalSettings::validate)
+                .and_then(|s| ApprovalSettings::validate(s).map_err(|e| e.to_string()))
                 .unwrap_err()
         };
         assert!(bad(json!({"approve": ["github_*"]})).contains("approvals.approve"));

@@ -71,140 +71,8 @@ pub fn default_path() -> Option<PathBuf> {
     state_dir().map(|d| d.join("audit.jsonl"))
 }
 
-/// One thing worth recording.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "event")]
-pub enum AuditEvent {
-    #[serde(rename = "run.start", rename_all = "camelCase")]
-    RunStart {
-        execution: String,
-        client: String,
-        language: &'static str,
-        code_sha256: String,
-        code_bytes: usize,
-        allowed_tools: Option<Vec<String>>,
-        /// The session the execution ran in, if any.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        session: Option<String>,
-    },
-    #[serde(rename = "run.end", rename_all = "camelCase")]
-    RunEnd {
-        execution: String,
-        outcome: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<String>,
-        duration_ms: f64,
-        tool_calls: u32,
-        result_bytes: usize,
-        log_bytes: usize,
-        /// Peak resident memory of the worker process, when it could be measured.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        memory_peak_bytes: Option<u64>,
-    },
-    #[serde(rename = "tool.call", rename_all = "camelCase")]
-    ToolCall {
-        execution: String,
-        server: String,
-        tool: String,
-        decision: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        outcome: Option<&'static str>,
-        duration_ms: f64,
-        args_sha256: String,
-        args_bytes: usize,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        args: Option<Value>,
-        result_bytes: usize,
-    },
-    /// A session was created (`session: "new"`).
-    #[serde(rename = "session.start", rename_all = "camelCase")]
-    SessionStart {
-        session: String,
-        client: String,
-        language: &'static str,
-    },
-    /// A session ended: `reset` (asked for), `idle`, `evicted` (room for a newer one), or
-    /// `shutdown`.
-    #[serde(rename = "session.end", rename_all = "camelCase")]
-    SessionEnd {
-        session: String,
-        client: String,
-        reason: &'static str,
-        duration_ms: f64,
-        executions: u64,
-    },
-    /// The client asked to stop a run: `by` is how (`notifications/cancelled`,
-    /// `tasks/cancel`, `wait`). The run's `run.end` follows with outcome `cancelled`.
-    #[serde(rename = "run.cancel", rename_all = "camelCase")]
-    RunCancel {
-        execution: String,
-        client: String,
-        by: &'static str,
-    },
-    /// A call that needs approval: how the person was asked (`elicitation`, `input_required`,
-    /// `fallback` when nobody could be, `remembered` when an earlier answer covers it) and the
-    /// answer (`once`, `execution`, `session`, `deny`, `timeout`, `failed`; `approved` or
-    /// `denied` for the fallback and remembered answers).
-    #[serde(rename = "approval", rename_all = "camelCase")]
-    Approval {
-        execution: String,
-        server: String,
-        tool: String,
-        rule: String,
-        via: &'static str,
-        answer: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-        waited_ms: u64,
-        args_sha256: String,
-    },
-    /// A model call from code (`llm.ask`, `llm.think`): who answered (`client` or
-    /// `provider`), hashes of what was sent and received, never the text.
-    #[serde(rename = "llm.call", rename_all = "camelCase")]
-    LlmCall {
-        execution: String,
-        via: &'static str,
-        outcome: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        model: Option<String>,
-        prompt_sha256: String,
-        prompt_bytes: usize,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        answer_sha256: Option<String>,
-        input_tokens: u64,
-        output_tokens: u64,
-        duration_ms: f64,
-    },
-    /// A run refused before it started (busy, rate-limited).
-    #[serde(rename = "run.refused", rename_all = "camelCase")]
-    RunRefused { client: String, reason: String },
-    /// One HTTP request (or redirect hop) code asked the host to make, allowed or denied.
-    /// The URL's path and query are not written (they may carry secrets); the host, port,
-    /// method, status and sizes are.
-    #[serde(rename = "net.fetch", rename_all = "camelCase")]
-    Fetch {
-        execution: String,
-        method: String,
-        scheme: String,
-        host: String,
-        port: u16,
-        decision: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-        /// The address connected to, when known.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        address: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        status: Option<u16>,
-        request_bytes: usize,
-        response_bytes: u64,
-        duration_ms: f64,
-    },
-}
+use super::error::AuditError;
+pub use super::event::AuditEvent;
 
 /// SHA-256 of bytes, hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -393,7 +261,7 @@ impl AuditLog {
     }
 
     /// Opens (creating, 0600) the file the settings name.
-    pub fn open(settings: &AuditSettings) -> Result<Self, String> {
+    pub fn open(settings: &AuditSettings) -> Result<Self, AuditError> {
         if !settings.enabled {
             return Ok(AuditLog::disabled());
         }
@@ -401,7 +269,7 @@ impl AuditLog {
             .path
             .clone()
             .or_else(default_path)
-            .ok_or("no audit path: set audit.path or HOME")?;
+            .ok_or(AuditError::NoPath)?;
         let sink = open_sink(&path)?;
         Ok(AuditLog {
             metrics: Default::default(),
@@ -500,7 +368,7 @@ impl Queued {
                 .map(|line| write_line(&mut self.sink, self.max_bytes, line))
                 .fold(Ok(()), Result::and)
         };
-        self.last_error = result.err();
+        self.last_error = result.err().map(|e| e.to_string());
     }
 }
 
@@ -512,7 +380,7 @@ impl Drop for AuditLog {
 
 /// Writes one line (rotating first when it would pass `max_bytes`); a failure is logged
 /// and returned, for [`AuditLog::problem`].
-fn write_line(sink: &mut Sink, max_bytes: u64, line: &str) -> Result<(), String> {
+fn write_line(sink: &mut Sink, max_bytes: u64, line: &str) -> Result<(), AuditError> {
     if sink.written + line.len() as u64 > max_bytes
         && let Err(e) = rotate(sink)
     {
@@ -523,18 +391,23 @@ fn write_line(sink: &mut Sink, max_bytes: u64, line: &str) -> Result<(), String>
             sink.written += line.len() as u64;
             Ok(())
         }
-        Err(e) => {
-            let why = format!("cannot write {}: {e}", sink.path.display());
+        Err(error) => {
+            let why = AuditError::Write {
+                path: sink.path.clone(),
+                error,
+            };
             tracing::warn!("audit log write failed: {why}");
             Err(why)
         }
     }
 }
 
-fn open_sink(path: &Path) -> Result<Sink, String> {
+fn open_sink(path: &Path) -> Result<Sink, AuditError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|error| AuditError::CreateDir {
+            dir: dir.to_path_buf(),
+            error,
+        })?;
     }
     use std::os::unix::fs::OpenOptionsExt;
     let file = OpenOptions::new()
@@ -542,7 +415,10 @@ fn open_sink(path: &Path) -> Result<Sink, String> {
         .append(true)
         .mode(0o600)
         .open(path)
-        .map_err(|e| format!("cannot open audit log {}: {e}", path.display()))?;
+        .map_err(|error| AuditError::Open {
+            path: path.to_path_buf(),
+            error,
+        })?;
     let written = file.metadata().map(|m| m.len()).unwrap_or(0);
     Ok(Sink {
         path: path.to_path_buf(),
@@ -557,14 +433,14 @@ fn rotated(path: &Path, n: u32) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn rotate(sink: &mut Sink) -> Result<(), String> {
+fn rotate(sink: &mut Sink) -> Result<(), AuditError> {
     for n in (1..KEEP_ROTATED).rev() {
         let from = rotated(&sink.path, n);
         if from.exists() {
-            std::fs::rename(&from, rotated(&sink.path, n + 1)).map_err(|e| e.to_string())?;
+            std::fs::rename(&from, rotated(&sink.path, n + 1)).map_err(AuditError::Rotate)?;
         }
     }
-    std::fs::rename(&sink.path, rotated(&sink.path, 1)).map_err(|e| e.to_string())?;
+    std::fs::rename(&sink.path, rotated(&sink.path, 1)).map_err(AuditError::Rotate)?;
     *sink = open_sink(&sink.path)?;
     Ok(())
 }

@@ -8,7 +8,8 @@
 
 use serde::Serialize;
 
-use super::{Decision, qualified_name};
+use super::pattern::qualified_name;
+use super::rules::Decision;
 
 /// The filter of one server entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

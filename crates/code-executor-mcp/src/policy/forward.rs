@@ -3,6 +3,8 @@
 
 use serde::Deserialize;
 
+use super::error::SettingError;
+
 /// The `forwardRequests` settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -20,11 +22,9 @@ impl ForwardSettings {
         self.servers.iter().any(|s| s == "*" || s == server)
     }
 
-    pub fn validate(self) -> Result<Self, String> {
+    pub fn validate(self) -> Result<Self, SettingError> {
         match self.roots.iter().find(|r| !r.starts_with("file://")) {
-            Some(r) => Err(format!(
-                "forwardRequests.roots: \"{r}\" is not a file:// URI"
-            )),
+            Some(r) => Err(SettingError::ForwardRoot(r.clone())),
             None => Ok(self),
         }
     }

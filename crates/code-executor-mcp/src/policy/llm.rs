@@ -22,6 +22,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::error::{LlmBudgetError, SettingError};
+
 /// Model calls one execution may make by default: a loop that asks the model for every item
 /// of a large list should be a decision, not an accident.
 pub const DEFAULT_MAX_CALLS: u32 = 20;
@@ -105,23 +107,19 @@ impl Default for LlmSettings {
 }
 
 impl LlmSettings {
-    pub fn validate(self) -> Result<Self, String> {
+    pub fn validate(self) -> Result<Self, SettingError> {
         if let Some(p) = &self.provider {
             let url = p.base_url();
             if !(url.starts_with("https://") || url.starts_with("http://")) {
-                return Err(format!(
-                    "llm.provider.baseUrl \"{url}\" is not an http(s) URL"
-                ));
+                return Err(SettingError::LlmBaseUrl(url.to_string()));
             }
             if p.model.trim().is_empty() {
-                return Err("llm.provider.model is empty".into());
+                return Err(SettingError::LlmModelEmpty);
             }
             if let Some(env) = &p.api_key_env
                 && (env.is_empty() || env.contains('='))
             {
-                return Err(format!(
-                    "llm.provider.apiKeyEnv \"{env}\" is not an environment variable name"
-                ));
+                return Err(SettingError::LlmKeyEnv(env.clone()));
             }
         }
         Ok(self)
@@ -158,33 +156,26 @@ impl LlmBudget {
         settings: &LlmSettings,
         input_tokens: u64,
         max_tokens: u32,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, LlmBudgetError> {
         let mut used = self
             .used
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if used.calls >= settings.max_calls {
-            return Err(format!(
-                "this execution reached its limit of {} model calls (llm.maxCalls)",
-                settings.max_calls
-            ));
+            return Err(LlmBudgetError::Calls(settings.max_calls));
         }
         if used.input_tokens + input_tokens > settings.max_input_tokens {
-            return Err(format!(
-                "this call would send about {input_tokens} tokens; the execution has {} of its \
-                 {} input tokens left (llm.maxInputTokens)",
-                settings.max_input_tokens.saturating_sub(used.input_tokens),
-                settings.max_input_tokens
-            ));
+            return Err(LlmBudgetError::InputTokens {
+                asked: input_tokens,
+                left: settings.max_input_tokens.saturating_sub(used.input_tokens),
+                max: settings.max_input_tokens,
+            });
         }
         let left = settings
             .max_output_tokens
             .saturating_sub(used.output_tokens);
         if left == 0 {
-            return Err(format!(
-                "this execution used all of its {} output tokens (llm.maxOutputTokens)",
-                settings.max_output_tokens
-            ));
+            return Err(LlmBudgetError::OutputTokens(settings.max_output_tokens));
         }
         used.calls += 1;
         used.input_tokens += input_tokens;
@@ -228,13 +219,28 @@ mod tests {
         b.settle(10, Some(20), 30);
         assert_eq!(b.reserve(&s, 10, 1000), Ok(20));
         b.settle(10, None, 20);
-        assert!(b.reserve(&s, 10, 5).unwrap_err().contains("output tokens"));
+        assert!(
+            b.reserve(&s, 10, 5)
+                .unwrap_err()
+                .to_string()
+                .contains("output tokens")
+        );
         let b = LlmBudget::default();
-        assert!(b.reserve(&s, 101, 5).unwrap_err().contains("input tokens"));
+        assert!(
+            b.reserve(&s, 101, 5)
+                .unwrap_err()
+                .to_string()
+                .contains("input tokens")
+        );
         for _ in 0..3 {
             b.reserve(&s, 1, 1).unwrap();
         }
-        assert!(b.reserve(&s, 1, 1).unwrap_err().contains("3 model calls"));
+        assert!(
+            b.reserve(&s, 1, 1)
+                .unwrap_err()
+                .to_string()
+                .contains("3 model calls")
+        );
         assert_eq!(
             b.usage(),
             LlmUsage {

@@ -11,6 +11,8 @@
 
 use std::time::Duration;
 
+use super::error::SettingError;
+
 /// Longest deadline a long run may ask for (30 minutes): a paging job over a slow upstream,
 /// not a daemon. The sandbox's CPU-time backstop grows with it.
 pub(crate) const DEFAULT_MAX_DURATION_MS: u64 = 30 * 60 * 1000;
@@ -80,8 +82,8 @@ impl Default for LongRunLimits {
 impl LongRunLimits {
     /// Checks the bounds; the error names the setting. A default duration above a lowered
     /// maximum is lowered to it. `maxParked: 0` turns long runs off.
-    pub(crate) fn validate(mut self) -> Result<Self, String> {
-        let e = |what: &str| Err(format!("longRuns.{what}"));
+    pub(crate) fn validate(mut self) -> Result<Self, SettingError> {
+        let e = |what: &str| Err(SettingError::LongRuns(what.to_string()));
         if self.max_duration_ms == 0 || self.max_duration_ms > MAX_DURATION_LIMIT_MS {
             return e(&format!(
                 "maxDurationMs must be between 1 and {MAX_DURATION_LIMIT_MS} (a day)"
@@ -196,7 +198,10 @@ mod tests {
             ),
         ];
         for (limits, message) in cases {
-            assert_eq!(limits.validate(), Err(message.to_string()));
+            assert_eq!(
+                limits.validate().map_err(|e| e.to_string()),
+                Err(message.to_string())
+            );
         }
     }
 

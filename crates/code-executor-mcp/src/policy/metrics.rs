@@ -10,7 +10,7 @@ use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::audit::AuditEvent;
+use super::event::AuditEvent;
 
 /// Distinct `server` label values kept; a program that calls made-up server names cannot
 /// grow the metrics without bound.

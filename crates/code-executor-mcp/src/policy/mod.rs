@@ -10,6 +10,8 @@ pub mod access;
 pub mod admission;
 pub mod approval;
 pub mod audit;
+pub mod error;
+mod event;
 pub mod filter;
 pub mod forward;
 pub mod llm;
@@ -21,10 +23,13 @@ pub mod rules;
 pub(crate) mod session_limits;
 pub mod validate;
 
+pub use pattern::qualified_name;
 pub use rules::{Decision, ToolAllowlist, ToolPolicy};
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use error::SettingError;
 
 /// Everything the server enforces on every execution, built once from the settings.
 pub struct Policy {
@@ -68,7 +73,7 @@ impl Policy {
             tracing::error!(
                 "audit log NOT written: {e}; give it a writable place (audit.path, XDG_STATE_HOME, a volume) or set audit.enabled to false"
             );
-            audit::AuditLog::unavailable(e)
+            audit::AuditLog::unavailable(e.to_string())
         });
         Policy {
             rules: Arc::new(rules),
@@ -238,8 +243,8 @@ impl Default for ExecutionLimits {
 impl ExecutionLimits {
     /// Checks the bounds; the error names the setting. A default deadline above a lowered
     /// maximum is lowered to it.
-    pub fn validate(mut self) -> Result<Self, String> {
-        let e = |what: &str| Err(format!("executionLimits.{what}"));
+    pub fn validate(mut self) -> Result<Self, SettingError> {
+        let e = |what: &str| Err(SettingError::ExecutionLimits(what.to_string()));
         if self.max_timeout_ms == 0 || self.max_timeout_ms > MAX_TIMEOUT_MS {
             return e(&format!(
                 "maxTimeoutMs must be between 1 and {MAX_TIMEOUT_MS}"
@@ -383,38 +388,9 @@ impl Limits {
     }
 }
 
-/// `mcp__server__tool`, the name an agent uses for an upstream tool.
-pub fn qualified_name(server: &str, tool: &str) -> String {
-    format!("mcp__{server}__{tool}")
-}
-
-/// Matches `text` against `pattern`, where `*` matches any run of characters. Exact otherwise:
-/// no case folding, trimming or normalisation.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if pi < p.len() && p[pi] == t[ti] {
-            pi += 1;
-            ti += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
 #[cfg(test)]
 mod tests {
+    use super::pattern::glob_match;
     use super::*;
 
     #[test]

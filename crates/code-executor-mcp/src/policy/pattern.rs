@@ -18,8 +18,6 @@
 //!   `gh__admin`, as a glob over server names);
 //! - anything else matches nothing.
 
-use super::glob_match;
-
 /// Whether `pattern` allows tool `tool` of server `server`, among the configured server
 /// names `servers` (`server` always counts as configured).
 pub fn matches<'a>(
@@ -70,6 +68,36 @@ pub fn problem(pattern: &str) -> Option<String> {
         ));
     }
     None
+}
+
+/// `mcp__server__tool`, the name an agent uses for an upstream tool.
+pub fn qualified_name(server: &str, tool: &str) -> String {
+    format!("mcp__{server}__{tool}")
+}
+
+/// Matches `text` against `pattern`, where `*` matches any run of characters. Exact otherwise:
+/// no case folding, trimming or normalisation.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use rmcp::model::Tool;
 use serde::Deserialize;
 
-use super::{glob_match, pattern, qualified_name};
+use super::pattern::{self, glob_match, qualified_name};
 
 /// What happens to a tool no rule mentions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]

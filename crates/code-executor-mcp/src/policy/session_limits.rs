@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use super::error::SettingError;
+
 /// Sessions one client may hold at once; a new one past it evicts that client's oldest idle
 /// session.
 pub(crate) const DEFAULT_MAX_PER_CLIENT: usize = 4;
@@ -49,8 +51,8 @@ impl Default for SessionLimits {
 
 impl SessionLimits {
     /// Checks the bounds; the error names the setting. `maxWorkers: 0` turns sessions off.
-    pub(crate) fn validate(self) -> Result<Self, String> {
-        let e = |what: &str| Err(format!("sessions.{what}"));
+    pub(crate) fn validate(self) -> Result<Self, SettingError> {
+        let e = |what: &str| Err(SettingError::Sessions(what.to_string()));
         if self.max_workers > 1024 {
             return e("maxWorkers must be at most 1024 (0 turns sessions off)");
         }

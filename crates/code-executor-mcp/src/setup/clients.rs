@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::edit::{self, EditError, EntryShape, JsonDoc, Launch};
+use super::edit::{self, EntryShape, JsonDoc, Launch};
+use super::error::EditError;
 use crate::config::sources::{self, Format, Places};
 
 /// A client `setup` can configure.
@@ -243,7 +244,7 @@ pub fn plan(found: &Found, want: &Want<'_>) -> Result<ClientPlan, PlanError> {
         )
         .map_err(|reason| PlanError::Read {
             path: path.clone(),
-            reason,
+            reason: reason.to_string(),
         })?,
         _ => Default::default(),
     };

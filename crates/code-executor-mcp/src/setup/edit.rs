@@ -11,6 +11,7 @@
 
 use serde_json::{Map, Value};
 
+pub use super::error::EditError;
 use super::json_text::{self, Obj, Style};
 
 /// What we add: one stdio server.
@@ -18,21 +19,6 @@ use super::json_text::{self, Obj, Style};
 pub struct Launch {
     pub command: String,
     pub args: Vec<String>,
-}
-
-/// Why a file cannot be edited.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EditError {
-    #[error("not valid JSON: {0}")]
-    Json(String),
-    #[error("not valid TOML: {0}")]
-    Toml(String),
-    #[error("`{0}` is not an object")]
-    NotAnObject(String),
-    #[error(
-        "it has comments or trailing commas, which a rewrite would drop; add the entry by hand:\n{0}"
-    )]
-    Comments(String),
 }
 
 /// The shape a client's own `mcp add` gives a stdio entry.

@@ -16,7 +16,7 @@
 
 use serde_json::Value;
 
-use super::edit::EditError;
+use super::error::EditError;
 
 /// How new text is laid out: the file's indentation unit, and whether it is pretty-printed
 /// at all (a one-line file gets one-line additions).

@@ -15,6 +15,7 @@
 pub mod backup;
 pub mod clients;
 pub mod edit;
+pub mod error;
 pub mod json_text;
 
 use std::io::IsTerminal;

@@ -3,6 +3,10 @@
 
 use rmcp::model::{CallToolResult, ContentBlock};
 
+/// What a refused message's call is told to do.
+pub(super) const OVERSIZED_HINT: &str =
+    "Ask for less (filters, paging), or raise maxResultBytes in the settings";
+
 /// Cuts a result larger than `max` bytes down to a text that says so and keeps the start.
 /// Also returns the result's size, so nobody measures it again.
 ///

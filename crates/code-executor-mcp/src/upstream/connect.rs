@@ -11,14 +11,20 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
+use super::connection::Connection;
+use super::error::ConnectError;
 use super::handler::{Handler, Routing};
+use super::sse;
 use super::start_error::{self, PostMortem};
 use super::stdio::{self, spawn_stdio};
-use super::{Connection, POST_MORTEM_WAIT, sse};
 use crate::config::{ServerSpec, Settings, Transport};
 use crate::oauth::{self, AuthWatch, PrepareError};
 use crate::policy::filter::retain_visible;
 use crate::tls::install_tls_provider;
+
+/// How long a failed start waits for the child's exit status and last stderr lines, which
+/// usually arrive a moment after its pipe closed.
+const POST_MORTEM_WAIT: Duration = Duration::from_millis(300);
 
 /// Room for what surrounds a result in its message (`jsonrpc`, `id`, `content`'s blocks,
 /// `_meta`): a result a little over `maxResultBytes` is still cut with its start kept
@@ -28,10 +34,6 @@ pub(crate) const ENVELOPE_MARGIN_BYTES: usize = 64 << 10;
 /// still arrive.
 const MIN_MESSAGE_BYTES: usize = 1 << 20;
 
-/// What a refused message's call is told to do.
-pub(super) const OVERSIZED_HINT: &str =
-    "Ask for less (filters, paging), or raise maxResultBytes in the settings";
-
 /// The most bytes one message from an upstream may have, on every transport: read and thrown
 /// away past it (stdio), refused (streamable HTTP bodies and events, SSE events), never
 /// decoded.
@@ -39,21 +41,6 @@ pub(crate) fn message_limit(max_result_bytes: usize) -> usize {
     max_result_bytes
         .saturating_add(ENVELOPE_MARGIN_BYTES)
         .max(MIN_MESSAGE_BYTES)
-}
-
-/// Why a connection could not be made.
-pub(super) enum ConnectError {
-    /// The server refused our authorization (or the stored login cannot be used).
-    NeedsLogin(String),
-    /// No answer within the connect timeout.
-    TimedOut(String),
-    Other(String),
-}
-
-impl From<String> for ConnectError {
-    fn from(s: String) -> Self {
-        ConnectError::Other(s)
-    }
 }
 
 /// The authorization manager of a stored login for an HTTP/SSE server, unless its entry
@@ -82,7 +69,7 @@ pub(super) async fn connect(
     spec: &ServerSpec,
     settings: &Settings,
     token_dir: Option<&Path>,
-    callers: &Arc<super::Callers>,
+    callers: &Arc<super::forward::Callers>,
 ) -> Result<Connection, ConnectError> {
     let timeout = spec.startup_timeout.unwrap_or(settings.connect_timeout);
     let stale = Arc::new(AtomicBool::new(false));

@@ -24,26 +24,24 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
-use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{CallToolRequest, ClientRequest, ProgressNotificationParam, ServerResult};
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::PeerRequestOptions;
-use rmcp::service::RunningService;
 use serde::Serialize;
 use tokio::sync::Mutex;
 
 use crate::config::{Config, ServerSpec, Settings};
-use crate::oauth::{self, AuthWatch};
+use crate::oauth;
 use crate::policy::Decision;
-use crate::policy::filter::{ToolFilter, retain_visible};
 use crate::policy::redact::Redactor;
 
 mod cap;
 mod connect;
+mod connection;
+mod error;
 pub(crate) mod forward;
 mod handler;
 mod redact;
@@ -52,62 +50,20 @@ mod start_error;
 mod stdio;
 
 pub use cap::cap_result;
-use connect::{ConnectError, connect};
+use connect::connect;
+use connection::Connection;
+use error::ConnectError;
+pub use error::UpstreamError;
 use forward::{Callers, Forward};
-use handler::Handler;
+use start_error::MAX_RETRY_PAUSE;
 use start_error::{retry_pause, with_next_attempt};
 
-/// Longest pause between start attempts of a server that keeps failing.
-const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
 /// Longest a discovery request (search, `discoverMCPTools`) waits for a server that is
 /// starting, counted from when its start began: enough for a local server to answer even
 /// when several start at once on a busy 2-core machine (Python reference servers took 3-5 s
 /// there), short enough that one hung server does not hold up the answer from all the others
 /// for the whole connect timeout. The start goes on in the background.
 pub const SEARCH_START_WAIT: Duration = Duration::from_secs(10);
-/// How long a failed start waits for the child's exit status and last stderr lines, which
-/// usually arrive a moment after its pipe closed.
-const POST_MORTEM_WAIT: Duration = Duration::from_millis(300);
-
-/// Why an upstream operation failed.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-pub enum UpstreamError {
-    #[error("no MCP server named \"{0}\" is configured")]
-    UnknownServer(String),
-    /// Configured, but its client would not start it (see `config::trust`).
-    #[error("MCP server \"{server}\" is held back: {reason}")]
-    HeldBack { server: String, reason: String },
-    /// The server's client config hides the tool (`policy::filter`).
-    #[error("{reason}")]
-    HiddenTool { reason: String },
-    #[error("MCP server \"{server}\" failed to start: {reason}")]
-    Start { server: String, reason: String },
-    #[error("MCP server \"{server}\": tool {tool} did not answer within {}s", timeout.as_secs_f64())]
-    Timeout {
-        server: String,
-        tool: String,
-        timeout: Duration,
-    },
-    #[error("MCP server \"{server}\" failed calling {tool}: {reason}")]
-    Call {
-        server: String,
-        tool: String,
-        reason: String,
-    },
-    /// A discovery request stopped waiting for a start that is still under way.
-    #[error(
-        "MCP server \"{server}\" is still starting ({}s so far); it was skipped so that this \
-         answer does not wait for it; search again shortly",
-        waited.as_secs()
-    )]
-    Starting { server: String, waited: Duration },
-    /// The server wants a (new) OAuth login.
-    #[error(
-        "MCP server \"{server}\" needs a login: {reason}; {}",
-        oauth::login_hint(server)
-    )]
-    Unauthorized { server: String, reason: String },
-}
 
 /// Connection state of one server, as `list_servers` shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -150,53 +106,6 @@ impl Drop for CancelOnDrop<'_> {
 /// Times a call that passes progress on yields after its answer, to take the notifications
 /// the server sent just before it (see [`Upstreams::call_reporting`]).
 const PROGRESS_DRAIN_YIELDS: usize = 4;
-
-struct Connection {
-    service: RunningService<RoleClient, Handler>,
-    tools: std::sync::Mutex<Arc<Vec<Tool>>>,
-    stale: Arc<AtomicBool>,
-    /// HTTP and SSE connections: why the server last refused our authorization.
-    auth: Option<Arc<AuthWatch>>,
-    /// The tools the entry's client config hides, dropped from every list as it arrives.
-    filter: Option<ToolFilter>,
-    /// The handler's progress routes: a call that passes progress on subscribes here.
-    progress: ProgressDispatcher,
-}
-
-impl Connection {
-    /// False once the server process exited or its pipe closed.
-    fn alive(&self) -> bool {
-        !self.service.is_closed() && !self.service.peer().is_transport_closed()
-    }
-
-    fn tools(&self) -> Arc<Vec<Tool>> {
-        self.tools.lock().map(|t| t.clone()).unwrap_or_default()
-    }
-
-    fn auth_failure(&self) -> Option<String> {
-        self.auth.as_ref().and_then(|w| w.failure())
-    }
-
-    /// Refetches the tool list if the server announced a change.
-    async fn refresh(&self, server: &str, redactor: &Redactor) {
-        if !self.stale.swap(false, Ordering::AcqRel) {
-            return;
-        }
-        match self.service.peer().list_all_tools().await {
-            Ok(tools) => {
-                tracing::info!(server, tools = tools.len(), "upstream tool list changed");
-                if let Ok(mut t) = self.tools.lock() {
-                    let tools = redact::tools(redactor, tools);
-                    *t = Arc::new(retain_visible(self.filter.as_ref(), server, tools));
-                }
-            }
-            Err(e) => {
-                tracing::warn!(server, "refetching the changed tool list failed: {e}");
-                self.stale.store(true, Ordering::Release);
-            }
-        }
-    }
-}
 
 /// The outcome of a start, as its waiters see it.
 type StartResult = Option<Result<Arc<Connection>, UpstreamError>>;

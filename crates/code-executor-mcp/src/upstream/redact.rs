@@ -10,8 +10,8 @@ use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, Tool}
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::UpstreamError;
-use super::connect::ConnectError;
+use super::error::ConnectError;
+use super::error::UpstreamError;
 use crate::policy::redact::{REDACTED, Redactor, strip_userinfo};
 
 /// `item` with every secret in its JSON taken out; untouched (one scan of its encoding, no

@@ -11,6 +11,7 @@ use futures::{Sink, Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ErrorData, RequestId, ServerJsonRpcMessage};
 use sse_stream::SseStream;
 
+use super::error::TransportError;
 use crate::lines::shape;
 use crate::oauth::SseAuth;
 
@@ -22,13 +23,23 @@ pub struct SseError(String);
 pub type SseSink = Pin<Box<dyn Sink<ClientJsonRpcMessage, Error = SseError> + Send>>;
 pub type SseMessages = Pin<Box<dyn Stream<Item = ServerJsonRpcMessage> + Send>>;
 
-fn header_map(headers: &BTreeMap<String, String>) -> Result<reqwest::header::HeaderMap, String> {
+fn header_map(
+    headers: &BTreeMap<String, String>,
+) -> Result<reqwest::header::HeaderMap, TransportError> {
     let mut map = reqwest::header::HeaderMap::new();
     for (k, v) in headers {
-        let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-            .map_err(|e| format!("header name {k:?}: {e}"))?;
-        let value =
-            reqwest::header::HeaderValue::from_str(v).map_err(|e| format!("header {k}: {e}"))?;
+        let name = reqwest::header::HeaderName::from_bytes(k.as_bytes()).map_err(|error| {
+            TransportError::HeaderName {
+                name: k.clone(),
+                error,
+            }
+        })?;
+        let value = reqwest::header::HeaderValue::from_str(v).map_err(|error| {
+            TransportError::HeaderValue {
+                name: k.clone(),
+                error,
+            }
+        })?;
         map.insert(name, value);
     }
     Ok(map)
@@ -88,7 +99,7 @@ fn refused(data: &[u8], why: shape::ShapeError) -> Option<ServerJsonRpcMessage> 
     scan.feed_all(data);
     let message = format!(
         "the server's message {why}; it was dropped unread. {}",
-        super::connect::OVERSIZED_HINT
+        super::cap::OVERSIZED_HINT
     );
     tracing::warn!("SSE upstream: {message}");
     if scan.has_method() {
@@ -108,12 +119,12 @@ pub async fn connect(
     headers: &BTreeMap<String, String>,
     auth: SseAuth,
     max_event: usize,
-) -> Result<(SseSink, SseMessages), String> {
+) -> Result<(SseSink, SseMessages), TransportError> {
     let headers = header_map(headers)?;
     let auth = Arc::new(auth);
     let client = reqwest::Client::builder()
         .build()
-        .map_err(|e| format!("HTTP client: {e}"))?;
+        .map_err(TransportError::Client)?;
     let response = auth
         .send(|token| {
             let r = client
@@ -126,9 +137,15 @@ pub async fn connect(
             }
         })
         .await
-        .map_err(|e| format!("GET {url}: {e}"))?
+        .map_err(|error| TransportError::Get {
+            url: url.to_string(),
+            error: Box::new(error),
+        })?
         .error_for_status()
-        .map_err(|e| format!("GET {url}: {e}"))?;
+        .map_err(|error| TransportError::Get {
+            url: url.to_string(),
+            error: Box::new(error.into()),
+        })?;
     let base = response.url().clone();
     let mut events = SseStream::from_bytes_stream(bounded(response.bytes_stream(), max_event));
     let endpoint = loop {
@@ -137,17 +154,18 @@ pub async fn connect(
                 break e.data.unwrap_or_default();
             }
             Some(Ok(_)) => continue,
-            Some(Err(e)) => return Err(format!("event stream: {e}")),
-            None => return Err("the event stream ended before its `endpoint` event".into()),
+            Some(Err(e)) => return Err(TransportError::EventStream(e.to_string())),
+            None => return Err(TransportError::NoEndpoint),
         }
     };
     let post_url = base
         .join(endpoint.trim())
-        .map_err(|e| format!("endpoint {endpoint:?}: {e}"))?;
+        .map_err(|error| TransportError::Endpoint {
+            endpoint: endpoint.clone(),
+            error,
+        })?;
     if post_url.origin() != base.origin() {
-        return Err(format!(
-            "the server named a message endpoint on another origin ({post_url}); refused"
-        ));
+        return Err(TransportError::OtherOrigin(post_url.to_string()));
     }
     let messages = events.filter_map(|event| async move {
         match event {

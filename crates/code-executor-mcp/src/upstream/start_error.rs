@@ -7,6 +7,9 @@ use rmcp::service::{ClientInitializeError, ServiceError};
 
 use crate::config::{ServerSpec, Transport};
 
+/// Longest pause between start attempts of a server that keeps failing.
+pub(super) const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
+
 /// How a stdio child ended and the end of its stderr, when known.
 pub(super) type PostMortem = Option<(Option<String>, Vec<String>)>;
 
@@ -155,12 +158,12 @@ pub(super) fn with_next_attempt(reason: &str, at: Instant, pause: Duration) -> S
 
 /// Pause before the next start after `failures` failed starts in a row (a start that did not
 /// answer within the connect timeout counts as one): 1 s, 2 s, 4 s ... up to
-/// [`MAX_RETRY_PAUSE`](super::MAX_RETRY_PAUSE), so a server that hangs or dies at start is not started again by
+/// [`MAX_RETRY_PAUSE`](MAX_RETRY_PAUSE), so a server that hangs or dies at start is not started again by
 /// every request that looks at it.
 pub(super) fn retry_pause(failures: u32) -> Duration {
     match failures {
         0 => Duration::ZERO,
-        n => Duration::from_secs(1u64 << (n - 1).min(5)).min(super::MAX_RETRY_PAUSE),
+        n => Duration::from_secs(1u64 << (n - 1).min(5)).min(MAX_RETRY_PAUSE),
     }
 }
 

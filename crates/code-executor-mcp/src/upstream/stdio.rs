@@ -15,6 +15,7 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use tokio::io::AsyncBufReadExt;
 
+use super::error::TransportError;
 use crate::config::INHERITED_ENV;
 use crate::lines::{LineTransport, Unfiltered};
 
@@ -65,7 +66,7 @@ pub(super) async fn spawn_stdio(
     env: &BTreeMap<String, String>,
     cwd: Option<&Path>,
     max_message: usize,
-) -> Result<(StdioTransport, ChildWatch), String> {
+) -> Result<(StdioTransport, ChildWatch), TransportError> {
     let env = child_env(env);
     let target = sandbox::WorkerCommand {
         program: resolve_program(command, &env, cwd)?,
@@ -78,8 +79,7 @@ pub(super) async fn spawn_stdio(
     let cmd = sandbox::command(
         &target,
         &sandbox::SandboxPolicy::new(sandbox::SandboxMode::Disabled, None),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -87,11 +87,14 @@ pub(super) async fn spawn_stdio(
         .kill_on_drop(true);
     let mut child = crate::child::spawn(cmd)
         .await
-        .map_err(|e| format!("cannot run `{command}`: {e}"))?;
+        .map_err(|error| TransportError::Run {
+            command: command.to_string(),
+            error,
+        })?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        return Err(format!("`{command}` started without its pipes"));
+        return Err(TransportError::NoPipes(command.to_string()));
     };
     // Duplicates of the pipes' ends, to widen them when a large message passes.
     let stdin_pipe = stdin.as_fd().try_clone_to_owned().ok();
@@ -169,7 +172,7 @@ pub(super) async fn spawn_stdio(
         max_message,
         Arc::new(Unfiltered),
     )
-    .refusal_hint(super::connect::OVERSIZED_HINT)
+    .refusal_hint(super::cap::OVERSIZED_HINT)
     .widening(stdout_pipe, stdin_pipe);
     Ok((transport, watch))
 }
@@ -205,13 +208,15 @@ fn resolve_program(
     command: &str,
     env: &[(OsString, OsString)],
     cwd: Option<&Path>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, TransportError> {
     if command.contains('/') {
         let p = Path::new(command);
         return Ok(match (p.is_absolute(), cwd) {
             (true, _) => p.to_path_buf(),
             (false, Some(cwd)) => cwd.join(p),
-            (false, None) => std::env::current_dir().map_err(|e| e.to_string())?.join(p),
+            (false, None) => std::env::current_dir()
+                .map_err(TransportError::CurrentDir)?
+                .join(p),
         });
     }
     let path = env
@@ -226,11 +231,9 @@ fn resolve_program(
             p.metadata()
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
-        .ok_or_else(|| {
-            format!(
-                "`{command}` was not found on PATH ({})",
-                path.to_string_lossy()
-            )
+        .ok_or_else(|| TransportError::NotOnPath {
+            command: command.to_string(),
+            path: path.to_string_lossy().into_owned(),
         })
 }
 

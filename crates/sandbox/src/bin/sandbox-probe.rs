@@ -6,6 +6,7 @@
 //!   [ARGS]...`: runs one payload with inherited stdio and exits as it did;
 //! - `sandbox-probe bench [N]`: median spawn-to-exit time of `/bin/true`, confined and not.
 
+use std::error::Error;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,6 +14,9 @@ use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use sandbox::{SandboxMode, SandboxPolicy, WorkerCommand};
+
+/// What a subcommand fails with: printed as `sandbox-probe: {e}`.
+type Failure = Box<dyn Error>;
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -39,7 +43,7 @@ fn policy(mode: SandboxMode) -> SandboxPolicy {
     SandboxPolicy::new(mode, std::env::current_exe().ok())
 }
 
-fn probe(scratch: Option<PathBuf>) -> Result<ExitCode, String> {
+fn probe(scratch: Option<PathBuf>) -> Result<ExitCode, Failure> {
     let mut policy = policy(SandboxMode::Enforce);
     policy.scratch_dir = scratch;
     let report = sandbox::probe(&policy);
@@ -51,7 +55,7 @@ fn probe(scratch: Option<PathBuf>) -> Result<ExitCode, String> {
     })
 }
 
-fn run(args: &[OsString]) -> Result<ExitCode, String> {
+fn run(args: &[OsString]) -> Result<ExitCode, Failure> {
     let mut policy = policy(SandboxMode::Enforce);
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
@@ -63,7 +67,7 @@ fn run(args: &[OsString]) -> Result<ExitCode, String> {
                 .extend(rest.next().map(PathBuf::from)),
             Some("--hide") => policy.hidden_paths.extend(rest.next().map(PathBuf::from)),
             Some("--") => break,
-            _ => return Err(format!("unexpected argument {arg:?}")),
+            _ => return Err(format!("unexpected argument {arg:?}").into()),
         }
     }
     let program = rest.next().ok_or("no program given")?;
@@ -73,8 +77,8 @@ fn run(args: &[OsString]) -> Result<ExitCode, String> {
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
         cwd: None,
     };
-    let mut cmd = sandbox::command(&target, &policy).map_err(|e| e.to_string())?;
-    let status = cmd.status().map_err(|e| e.to_string())?;
+    let mut cmd = sandbox::command(&target, &policy)?;
+    let status = cmd.status()?;
     Ok(match status.code() {
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         None => ExitCode::from(
@@ -87,7 +91,7 @@ fn run(args: &[OsString]) -> Result<ExitCode, String> {
 /// Median wall times over `n` runs per mode, the modes interleaved so that load from other
 /// processes on the machine hits both alike: spawn until `/bin/true` has exited, and spawn until
 /// the first byte `/bin/echo` writes (spawn-to-exec plus one write).
-fn bench(n: usize) -> Result<ExitCode, String> {
+fn bench(n: usize) -> Result<ExitCode, Failure> {
     let n = n.max(1);
     let worker = |program: &str, args: &[&str]| WorkerCommand {
         program: program.into(),
@@ -103,26 +107,26 @@ fn bench(n: usize) -> Result<ExitCode, String> {
     for _ in 0..n {
         for (i, mode) in modes.iter().enumerate() {
             let policy = policy(*mode);
-            let mut cmd = sandbox::command(&truth, &policy).map_err(|e| e.to_string())?;
+            let mut cmd = sandbox::command(&truth, &policy)?;
             cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit());
             let start = Instant::now();
-            let status = cmd.status().map_err(|e| e.to_string())?;
+            let status = cmd.status()?;
             to_exit[i].push(start.elapsed());
             if !status.success() {
-                return Err(format!("/bin/true failed under {mode:?}: {status}"));
+                return Err(format!("/bin/true failed under {mode:?}: {status}").into());
             }
 
-            let mut cmd = sandbox::command(&echo, &policy).map_err(|e| e.to_string())?;
+            let mut cmd = sandbox::command(&echo, &policy)?;
             cmd.stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit());
             let start = Instant::now();
-            let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+            let mut child = cmd.spawn()?;
             let mut byte = [0u8; 1];
             let mut stdout = child.stdout.take().ok_or("no stdout")?;
-            std::io::Read::read_exact(&mut stdout, &mut byte).map_err(|e| e.to_string())?;
+            std::io::Read::read_exact(&mut stdout, &mut byte)?;
             to_output[i].push(start.elapsed());
             let _ = child.wait();
         }

@@ -17,10 +17,15 @@ use nix::sys::stat::Mode;
 use nix::unistd;
 
 use super::granted::GrantedTree;
-use super::{Access, OLD_ROOT, STAGING, Step};
-use crate::helper::SetupError;
+use crate::error::SetupError;
 use crate::report::layer;
 use crate::sys::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr, move_mount_to};
+use crate::view::{Access, Step};
+
+/// Where the tmpfs that becomes the root is mounted before `pivot_root`. After the pivot the
+/// host's own directory is visible again under `/oldroot`, so binds from it still work.
+const STAGING: &str = "/tmp";
+const OLD_ROOT: &str = "/oldroot";
 
 /// Builds the view in the current (new, private) mount namespace and enters it. Must run in
 /// the new PID namespace (for `/proc`). Returns a one-line description.

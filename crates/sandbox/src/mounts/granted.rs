@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nix::fcntl::OFlag;
 use nix::sched::{CloneFlags, unshare};
@@ -24,6 +25,7 @@ use nix::sys::stat::Mode;
 use nix::sys::wait::waitpid;
 use nix::unistd::{self, ForkResult, Gid, Uid};
 
+use crate::error::IdMapError;
 use crate::sys::{ATTR_IDMAP, ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY};
 
 /// The attributes of a granted tree, as `build` gives a data path bound from the host.
@@ -38,7 +40,7 @@ pub(crate) struct GrantedTree {
     pub is_dir: bool,
     /// How the owner reads in the view: `Ok((uid, gid))` of the granted path when id-mapped,
     /// or why it could not be (the tree is then attached with its own ids).
-    pub mapped: Result<(u32, u32), String>,
+    pub mapped: Result<(u32, u32), IdMapError>,
 }
 
 /// Opens every data path of `data` as root (see the module's docs), id-mapping its owner and
@@ -47,7 +49,7 @@ pub(crate) struct GrantedTree {
 /// host and reports what is wrong with it.
 pub(crate) fn open_as_root(data: &[PathBuf], to: (Uid, Gid)) -> Vec<GrantedTree> {
     // One id-mapping user namespace per (owner, group): most grants share one.
-    let mut maps: HashMap<(u32, u32), Result<OwnedFd, String>> = HashMap::new();
+    let mut maps: HashMap<(u32, u32), Result<OwnedFd, IdMapError>> = HashMap::new();
     let Ok(root) = nix::fcntl::open(
         "/",
         OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
@@ -72,9 +74,9 @@ pub(crate) fn open_as_root(data: &[PathBuf], to: (Uid, Gid)) -> Vec<GrantedTree>
             continue;
         };
         let owner = (st.st_uid, st.st_gid);
-        let userns = maps
-            .entry(owner)
-            .or_insert_with(|| idmap_namespace(owner, to).map_err(|e| e.to_string()));
+        let userns = maps.entry(owner).or_insert_with(|| {
+            idmap_namespace(owner, to).map_err(|e| IdMapError::Namespace(Arc::new(e)))
+        });
         let mapped = match userns {
             Ok(ns) => crate::sys::mount_setattr_tree(
                 tree.as_fd(),
@@ -82,7 +84,10 @@ pub(crate) fn open_as_root(data: &[PathBuf], to: (Uid, Gid)) -> Vec<GrantedTree>
                 Some(ns.as_fd()),
             )
             .map(|()| owner)
-            .map_err(|e| format!("id-mapping {}: {e}", path.display())),
+            .map_err(|e| IdMapError::Attr {
+                path: path.clone(),
+                error: Arc::new(e),
+            }),
             Err(e) => Err(e.clone()),
         };
         // Without the mapping the tree still gets the data attributes (a filesystem that cannot

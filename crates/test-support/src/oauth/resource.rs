@@ -15,7 +15,7 @@ use rmcp::ServiceExt;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use serde_json::json;
 
-use super::{Body, Ctx, query_pairs, reply};
+use super::shared::{Body, Ctx, query_pairs, reply};
 use crate::fixture::Fixture;
 
 pub(super) async fn resource(ctx: &Ctx, req: Request<Incoming>) -> Response<Body> {

@@ -20,19 +20,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Requests one execution may make (redirect hops count).
-pub const DEFAULT_MAX_REQUESTS: u32 = 100;
-/// Largest response body one request may return to code: larger ones fail with a
-/// `LimitError` rather than fill the worker's memory (the body travels in one frame).
-pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 8 << 20;
-/// Response bytes one execution may receive in all.
-pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 32 << 20;
+use crate::policy::error::SettingError;
+
 /// Largest request body code may send (it travels in one worker frame, base64-encoded).
 pub const MAX_REQUEST_BODY_BYTES: usize = 8 << 20;
-/// Time one request may take, headers and body, within the execution's deadline.
-pub const DEFAULT_FETCH_TIMEOUT_MS: u64 = 30_000;
-/// Redirects followed per request, each checked like the first hop.
-pub const DEFAULT_MAX_REDIRECTS: u32 = 5;
 /// Rules in a ceiling or a request: more is a mistake, and each hop is matched against all.
 const MAX_RULES: usize = 256;
 /// Read paths in a ceiling or a request (each becomes a bind mount).
@@ -73,28 +64,6 @@ struct FetchLimitsRaw {
     max_redirects: Option<u32>,
 }
 
-/// Per-execution limits on `fetch`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FetchLimits {
-    pub max_requests: u32,
-    pub max_response_bytes: u64,
-    pub max_total_bytes: u64,
-    pub timeout: Duration,
-    pub max_redirects: u32,
-}
-
-impl Default for FetchLimits {
-    fn default() -> Self {
-        FetchLimits {
-            max_requests: DEFAULT_MAX_REQUESTS,
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
-            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
-            timeout: Duration::from_millis(DEFAULT_FETCH_TIMEOUT_MS),
-            max_redirects: DEFAULT_MAX_REDIRECTS,
-        }
-    }
-}
-
 /// What may ever be granted (validated `permissions` of the settings). The default grants
 /// nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -108,8 +77,8 @@ pub struct Ceiling {
 }
 
 impl RawCeiling {
-    pub fn validate(self) -> Result<Ceiling, String> {
-        let at = |e: String| format!("permissions: {e}");
+    pub fn validate(self) -> Result<Ceiling, SettingError> {
+        let at = SettingError::Permissions;
         if self.read.len() > MAX_READ_PATHS {
             return Err(at(format!("read lists more than {MAX_READ_PATHS} paths")));
         }
@@ -135,7 +104,7 @@ impl RawCeiling {
             .iter()
             .map(NetRule::parse)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| at(format!("net: {e}")))?;
+            .map_err(SettingError::PermissionsNet)?;
         let d = FetchLimits::default();
         let f = self.fetch;
         let fetch = FetchLimits {
@@ -227,17 +196,6 @@ pub struct PermissionsRequest {
     pub write: bool,
     #[serde(default)]
     pub net: Option<Value>,
-}
-
-/// What one execution was granted.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Grant {
-    /// Real (symlink-free) paths the worker may read, each inside a ceiling path.
-    pub read: Vec<PathBuf>,
-    /// A writable workspace.
-    pub write: bool,
-    pub net: Vec<NetRule>,
-    pub fetch: FetchLimits,
 }
 
 impl Grant {
@@ -448,10 +406,12 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+mod grant;
 mod net;
 #[cfg(test)]
 mod net_prop;
 
+pub use grant::{FetchLimits, Grant};
 pub use net::{Hop, NetRule, Reach, Unreachable};
 
 #[cfg(test)]

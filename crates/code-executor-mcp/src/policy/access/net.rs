@@ -12,7 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
 
-use super::Grant;
+use crate::policy::error::NetRuleError;
 
 /// Which hosts a rule names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -30,7 +30,7 @@ pub enum HostPattern {
 }
 
 impl HostPattern {
-    fn parse(s: &str) -> Result<HostPattern, String> {
+    fn parse(s: &str) -> Result<HostPattern, NetRuleError> {
         let s = s.trim().trim_end_matches('.').to_ascii_lowercase();
         if s == "*" {
             return Ok(HostPattern::Any);
@@ -40,13 +40,14 @@ impl HostPattern {
                 .trim_start_matches('[')
                 .trim_end_matches(']')
                 .parse()
-                .map_err(|_| format!("\"{s}\": not an address range"))?;
+                .map_err(|_| NetRuleError::NotRange(s.clone()))?;
             let max = if addr.is_ipv4() { 32 } else { 128 };
-            let bits: u8 = bits
-                .parse()
-                .ok()
-                .filter(|b| *b <= max)
-                .ok_or_else(|| format!("\"{s}\": the prefix length must be 0..={max}"))?;
+            let bits: u8 = bits.parse().ok().filter(|b| *b <= max).ok_or_else(|| {
+                NetRuleError::PrefixLength {
+                    pattern: s.clone(),
+                    max,
+                }
+            })?;
             return Ok(HostPattern::Cidr(addr, bits));
         }
         if let Ok(ip) = s
@@ -62,7 +63,7 @@ impl HostPattern {
         };
         // The URL parser's own normalisation: what it would make of this host.
         let parsed = url::Url::parse(&format!("http://{name}/"))
-            .map_err(|_| format!("\"{s}\": not a host name"))?;
+            .map_err(|_| NetRuleError::NotHostName(s.clone()))?;
         match parsed.host() {
             Some(url::Host::Domain(d)) if !d.is_empty() && !d.contains('*') => {
                 let d = d.to_string();
@@ -75,7 +76,7 @@ impl HostPattern {
             // `2130706433`, `0x7f.1`: the parser reads them as addresses, and so do we.
             Some(url::Host::Ipv4(a)) if !suffix => Ok(HostPattern::Ip(IpAddr::V4(a))),
             Some(url::Host::Ipv6(a)) if !suffix => Ok(HostPattern::Ip(IpAddr::V6(a))),
-            _ => Err(format!("\"{s}\": not a host name")),
+            _ => Err(NetRuleError::NotHostName(s)),
         }
     }
 
@@ -96,7 +97,7 @@ impl HostPattern {
         }
     }
 
-    fn matches_host(&self, host: &url::Host<&str>) -> bool {
+    pub(super) fn matches_host(&self, host: &url::Host<&str>) -> bool {
         match (self, host) {
             (HostPattern::Any, url::Host::Domain(_)) => true,
             // `example.com.` (fully qualified) is the name `example.com`.
@@ -113,7 +114,7 @@ impl HostPattern {
     }
 
     /// Whether this pattern names `addr` itself (an address or a range holding it).
-    fn names_addr(&self, addr: IpAddr) -> bool {
+    pub(super) fn names_addr(&self, addr: IpAddr) -> bool {
         match self {
             HostPattern::Ip(a) => *a == addr,
             HostPattern::Cidr(n, bits) => in_cidr(addr, *n, *bits),
@@ -192,26 +193,24 @@ const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OP
 impl NetRule {
     /// A rule from a string (`[METHOD[,METHOD] ][scheme://]host[:port]`) or an object
     /// (`{host, ports?, methods?}`).
-    pub fn parse(v: &Value) -> Result<NetRule, String> {
+    pub fn parse(v: &Value) -> Result<NetRule, NetRuleError> {
         NetRule::parse_parts(v).map(|(rule, _)| rule)
     }
 
     /// A rule, and which of its ports and methods were written out (not the defaults).
-    pub(super) fn parse_parts(v: &Value) -> Result<(NetRule, Given), String> {
+    pub(super) fn parse_parts(v: &Value) -> Result<(NetRule, Given), NetRuleError> {
         match v {
             Value::String(s) => NetRule::parse_str(s),
             Value::Object(m) => {
                 for k in m.keys() {
                     if !matches!(k.as_str(), "host" | "ports" | "methods") {
-                        return Err(format!(
-                            "unknown key \"{k}\" in a destination (host, ports, methods)"
-                        ));
+                        return Err(NetRuleError::UnknownKey(k.clone()));
                     }
                 }
                 let host = m
                     .get("host")
                     .and_then(Value::as_str)
-                    .ok_or("a destination object needs \"host\"")?;
+                    .ok_or(NetRuleError::NoHost)?;
                 let host = HostPattern::parse(host)?;
                 let ports = match m.get("ports") {
                     None => DEFAULT_PORTS.to_vec(),
@@ -221,10 +220,10 @@ impl NetRule {
                             p.as_u64()
                                 .and_then(|p| u16::try_from(p).ok())
                                 .filter(|p| *p != 0)
-                                .ok_or_else(|| format!("ports: {p} is not a port"))
+                                .ok_or_else(|| NetRuleError::PortValue(p.clone()))
                         })
                         .collect::<Result<_, _>>()?,
-                    Some(other) => return Err(format!("ports is a list of ports, not {other}")),
+                    Some(other) => return Err(NetRuleError::PortsNotList(other.clone())),
                 };
                 let methods = match m.get("methods") {
                     None => None,
@@ -232,13 +231,13 @@ impl NetRule {
                         ms.iter()
                             .map(|x| {
                                 x.as_str()
-                                    .ok_or_else(|| format!("methods: {x} is not a method"))
+                                    .ok_or_else(|| NetRuleError::MethodValue(x.clone()))
                                     .and_then(method)
                             })
                             .collect::<Result<_, _>>()?,
                     ),
                     Some(other) => {
-                        return Err(format!("methods is a list of methods, not {other}"));
+                        return Err(NetRuleError::MethodsNotList(other.clone()));
                     }
                 };
                 let given = Given {
@@ -254,13 +253,11 @@ impl NetRule {
                     given,
                 ))
             }
-            other => Err(format!(
-                "a destination is \"host[:port]\" or {{host, ports, methods}}, not {other}"
-            )),
+            other => Err(NetRuleError::NotDestination(other.clone())),
         }
     }
 
-    fn parse_str(s: &str) -> Result<(NetRule, Given), String> {
+    fn parse_str(s: &str) -> Result<(NetRule, Given), NetRuleError> {
         let s = s.trim();
         let (methods, rest) = match s.split_once(' ') {
             Some((m, rest)) => (
@@ -297,7 +294,7 @@ impl NetRule {
         let (host, port) = if let Some(stripped) = rest.strip_prefix('[') {
             match stripped.split_once(']') {
                 Some((h, p)) => (h, p.strip_prefix(':')),
-                None => return Err(format!("\"{s}\": unclosed [")),
+                None => return Err(NetRuleError::UnclosedBracket(s.to_string())),
             }
         } else if rest.matches(':').count() == 1 {
             let (h, p) = rest.split_once(':').unwrap_or((rest, ""));
@@ -310,13 +307,13 @@ impl NetRule {
             methods: methods.is_some(),
         };
         let ports = match port {
-            Some("*") => return Err(format!("\"{s}\": name the ports, not *")),
-            Some(p) => vec![
-                p.parse::<u16>()
-                    .ok()
-                    .filter(|p| *p != 0)
-                    .ok_or_else(|| format!("\"{s}\": {p} is not a port"))?,
-            ],
+            Some("*") => return Err(NetRuleError::AnyPort(s.to_string())),
+            Some(p) => vec![p.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| {
+                NetRuleError::NotPort {
+                    rule: s.to_string(),
+                    port: p.to_string(),
+                }
+            })?],
             None => scheme_port.map_or(DEFAULT_PORTS.to_vec(), |p| vec![p]),
         };
         Ok((
@@ -330,7 +327,7 @@ impl NetRule {
     }
 
     /// Whether this rule admits `port` and `method` (whatever its hosts).
-    fn admits(&self, port: u16, method: &str) -> bool {
+    pub(super) fn admits(&self, port: u16, method: &str) -> bool {
         self.ports.contains(&port)
             && self
                 .methods
@@ -350,12 +347,15 @@ impl NetRule {
     }
 }
 
-fn method(m: &str) -> Result<String, String> {
+fn method(m: &str) -> Result<String, NetRuleError> {
     let up = m.trim().to_ascii_uppercase();
     if METHODS.contains(&up.as_str()) {
         Ok(up)
     } else {
-        Err(format!("\"{m}\" is not a method ({})", METHODS.join(", ")))
+        Err(NetRuleError::NotMethod {
+            name: m.to_string(),
+            known: METHODS.join(", "),
+        })
     }
 }
 
@@ -388,7 +388,7 @@ pub struct Hop<'a> {
 /// Two hops with equal reaches get the same answer for every address, so a client whose
 /// resolver holds a reach may serve (and keep connections for) every hop with that reach.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Reach(Vec<HostPattern>);
+pub struct Reach(pub(super) Vec<HostPattern>);
 
 /// A resolution the hop's reach refuses: every address was special and none was named by a
 /// rule admitting the hop's port and method; `addr` is the first of them.
@@ -423,167 +423,6 @@ impl Reach {
             }),
             _ => Ok(kept),
         }
-    }
-}
-
-impl Grant {
-    /// The one decision for a hop: the rules that allow it (scheme http/https, host as
-    /// written, port, method) and the [`Reach`] of a connection for it, or why it is refused.
-    /// A literal address is checked here too (no resolution will happen); a name's addresses
-    /// go through the reach once resolved ([`Reach::filter`]).
-    pub fn admit(&self, hop: &Hop<'_>) -> Result<(Vec<&NetRule>, Reach), String> {
-        let url = hop.url;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!(
-                "fetch: only http and https URLs can be fetched, not {}:",
-                url.scheme()
-            ));
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err("fetch: credentials in the URL are not sent; use a header".into());
-        }
-        let Some(host) = url.host() else {
-            return Err(format!("fetch: {url} has no host"));
-        };
-        let port = url.port_or_known_default().unwrap_or(0);
-        if self.net.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: this execution has no network grant; ask for it with \
-                 permissions.net (within the server's configured ceiling)",
-                hop.method
-            ));
-        }
-        let by_host: Vec<&NetRule> = self
-            .net
-            .iter()
-            .filter(|r| r.host.matches_host(&host))
-            .collect();
-        if by_host.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: {host} is not a granted destination (permissions.net: {})",
-                hop.method,
-                self.granted()
-            ));
-        }
-        let by_port: Vec<&NetRule> = by_host
-            .into_iter()
-            .filter(|r| r.ports.contains(&port))
-            .collect();
-        if by_port.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: port {port} is not granted for {host} (permissions.net: {})",
-                hop.method,
-                self.granted()
-            ));
-        }
-        let by_method: Vec<&NetRule> = by_port
-            .into_iter()
-            .filter(|r| r.admits(port, hop.method))
-            .collect();
-        if by_method.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: method {} is not granted for {host} (permissions.net: {})",
-                hop.method,
-                hop.method,
-                self.granted()
-            ));
-        }
-        let reach = self.reach(port, hop.method);
-        let literal = match host {
-            url::Host::Ipv4(a) => Some(IpAddr::V4(a)),
-            url::Host::Ipv6(a) => Some(IpAddr::V6(a)),
-            url::Host::Domain(_) => None,
-        };
-        if let Some(addr) = literal
-            && !reach.admits(addr)
-        {
-            return Err(self.unreachable(addr, &host.to_string(), port, hop.method));
-        }
-        Ok((by_method, reach))
-    }
-
-    /// The special addresses a connection on `port` with `method` may go to: those named by
-    /// a granted rule admitting both.
-    pub fn reach(&self, port: u16, method: &str) -> Reach {
-        let mut patterns: Vec<HostPattern> = Vec::new();
-        for r in &self.net {
-            if matches!(r.host, HostPattern::Ip(_) | HostPattern::Cidr(..))
-                && r.admits(port, method)
-                && !patterns.contains(&r.host)
-            {
-                patterns.push(r.host.clone());
-            }
-        }
-        Reach(patterns)
-    }
-
-    /// Where a connection for `hop` may go when its host resolved to `resolved` (ignored for
-    /// a literal address, which is its own resolution): [`Grant::admit`], then
-    /// [`Reach::filter`], the two steps `fetch` takes (the second in its client's resolver),
-    /// put together to be tested by value (the property test in `net_prop`).
-    #[cfg(test)]
-    pub(crate) fn check_connect(
-        &self,
-        hop: &Hop<'_>,
-        resolved: &[IpAddr],
-    ) -> Result<Vec<IpAddr>, String> {
-        let (_, reach) = self.admit(hop)?;
-        let port = hop.url.port_or_known_default().unwrap_or(0);
-        let host = hop.url.host_str().unwrap_or("");
-        let literal = match hop.url.host() {
-            Some(url::Host::Ipv4(a)) => Some(IpAddr::V4(a)),
-            Some(url::Host::Ipv6(a)) => Some(IpAddr::V6(a)),
-            _ => None,
-        };
-        let addrs = literal.map_or_else(|| resolved.to_vec(), |a| vec![a]);
-        if addrs.is_empty() {
-            return Err(format!("fetch: {host}: the name has no address"));
-        }
-        reach
-            .filter(&addrs)
-            .map_err(|u| self.unreachable(u.addr, host, port, hop.method))
-    }
-
-    /// Why a connection to the special address `addr` (the literal `host`, or what it
-    /// resolved to) is refused for a hop on `port` with `method`, and what would allow it.
-    pub fn unreachable(&self, addr: IpAddr, host: &str, port: u16, method: &str) -> String {
-        let kind = special(addr).unwrap_or("a special address");
-        let via = if host.trim_start_matches('[').trim_end_matches(']') == addr.to_string() {
-            String::new()
-        } else {
-            format!(" ({host} resolves to it)")
-        };
-        let shown = match addr {
-            IpAddr::V6(a) => format!("[{a}]"),
-            IpAddr::V4(a) => a.to_string(),
-        };
-        let naming: Vec<String> = self
-            .net
-            .iter()
-            .filter(|r| r.host.names_addr(addr))
-            .map(ToString::to_string)
-            .collect();
-        let granted = if naming.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; the rules naming it ({}) do not admit {method} to port {port}",
-                naming.join(", ")
-            )
-        };
-        format!(
-            "fetch {method} {host}:{port}: {addr} is {kind}{via}; such addresses are refused \
-             unless a granted rule names the address itself and admits this port and method{granted} \
-             (e.g. \"{method} {shown}:{port}\" in permissions.net)"
-        )
-    }
-
-    fn granted(&self) -> String {
-        self.net
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
     }
 }
 

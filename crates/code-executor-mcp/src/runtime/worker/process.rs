@@ -264,7 +264,10 @@ impl WorkerSpawner {
             language: Language::JavaScript,
             command: sandbox::WorkerCommand {
                 program: exe.to_path_buf(),
-                args: vec![OsString::from(crate::WORKER_ARG), OsString::from("js")],
+                args: vec![
+                    OsString::from(crate::defaults::WORKER_ARG),
+                    OsString::from("js"),
+                ],
                 env: worker_env(),
                 cwd: None,
             },

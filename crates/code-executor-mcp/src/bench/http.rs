@@ -20,7 +20,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::bench::BenchArgs;
+use super::args::BenchArgs;
 use crate::console::say;
 
 pub(crate) type Client = RunningService<RoleClient, ()>;

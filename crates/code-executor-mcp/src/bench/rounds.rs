@@ -11,7 +11,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use super::{Client, SIDE_BY_SIDE_GAP, call, median, summarize, timed};
+use super::measure::{Client, SIDE_BY_SIDE_GAP, call, median, summarize, timed};
 
 /// A client that approves every call at once (`elicitation/create` answered "once").
 #[derive(Clone)]

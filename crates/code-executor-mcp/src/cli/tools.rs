@@ -1,4 +1,5 @@
-//! The people-facing discovery commands: `tools search`, `tools show` and `wrappers`.
+//! The people-facing discovery commands: `tools search`, `tools show` and `wrappers`, over
+//! the catalog (moved here from `catalog/`: they are the command line's, not the catalog's).
 
 use std::path::Path;
 
@@ -6,7 +7,9 @@ use anyhow::Context;
 use rmcp::model::Tool;
 use serde_json::Value;
 
-use super::{Catalog, SearchParams, describe, schema_py, schema_ts};
+use crate::catalog::{
+    Asker, Catalog, Detail, SearchParams, ToolView, describe, ident, schema_py, schema_ts,
+};
 use crate::policy::{ToolAllowlist, qualified_name};
 
 /// Which language wrappers and signatures are written in.
@@ -66,14 +69,14 @@ pub async fn search(
 /// `tools show NAME`: the description and the declarations in `lang`, or the JSON answer.
 pub async fn show(catalog: &Catalog, name: &str, lang: Lang, json: bool) -> anyhow::Result<String> {
     let (server, tool) = catalog
-        .resolve(None, name, super::Asker::Person)
+        .resolve(None, name, Asker::Person)
         .await
         .map_err(anyhow::Error::msg)?;
     if json {
         return Ok(serde_json::to_string_pretty(&describe(
             &server,
             &tool,
-            super::Detail::Full,
+            Detail::Full,
         ))?);
     }
     Ok(match lang {
@@ -104,7 +107,7 @@ pub async fn show(catalog: &Catalog, name: &str, lang: Lang, json: bool) -> anyh
 pub async fn wrappers(catalog: &Catalog, lang: Lang, out: &Path) -> anyhow::Result<String> {
     let (tools, errors) = catalog
         .tools(
-            &super::ToolView::default(),
+            &ToolView::default(),
             None,
             &ToolAllowlist::allow_all(),
             None,
@@ -262,7 +265,7 @@ fn ts_wrapper(server: &str, tool: &Tool) -> (String, Vec<String>) {
         s.push_str(&lines.join("\n"));
         s.push('\n');
     }
-    let f = super::ident(&tool.name);
+    let f = ident(&tool.name);
     s.push_str(&r.doc);
     s.push_str(&format!(
         "export function {f}(args: {}): Promise<{}> {{\n  return callMCPTool({}, args) as Promise<{}>;\n}}\n",
@@ -307,7 +310,7 @@ mod tests {
     use super::*;
 
     fn tools() -> Vec<(String, Vec<Tool>)> {
-        super::super::eval::reference_lists()
+        crate::catalog::eval::reference_lists()
             .into_iter()
             .map(|(s, t)| (s, (*t).clone()))
             .collect()

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Client, call, round, rss_kib, spawn_unlimited, timed};
+use super::measure::{Client, call, round, rss_kib, spawn_unlimited, timed};
 
 /// How long the sustained runs last.
 const SUSTAINED: Duration = Duration::from_secs(10);

@@ -5,7 +5,7 @@ use std::time::Instant;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
-use super::{call, round, spawn_unlimited, summarize};
+use super::measure::{call, round, spawn_unlimited, summarize};
 
 /// `runs` executions back to back against our server (started with `args`), alternating
 /// TypeScript and Python, each calling the upstream's `echo` once. Admission limits are

@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::{Value, json};
 
-use super::{call, median, round, spawn_client_with, summarize, timed};
+use super::measure::{call, median, round, spawn_client_with, summarize, timed};
 
 /// Bytes of the fetched body.
 const BODY_BYTES: usize = 1024;

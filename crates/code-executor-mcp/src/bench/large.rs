@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Client, call, round, summarize, timed};
+use super::measure::{Client, call, round, summarize, timed};
 
 /// The size of the upstream result.
 const TARGET_BYTES: usize = 5 * 1024 * 1024;

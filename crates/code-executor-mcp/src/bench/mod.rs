@@ -6,225 +6,51 @@
 //! `execute_typescript` and `execute_python` with server-everything configured upstream. Targets are ratios
 //! (DESIGN.md, performance budget), so a noisy machine moves both sides together.
 
+//!
+//! The sections live beside it: `access`, `large`, `paths`, `rounds` and `soak` of the latency
+//! report, `http` (`--http`) and `container` (`--container-url`) instead of it; `measure` holds
+//! the client, the timed call and the summaries they share; `args` the flags.
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::CoreOptions;
 use crate::console::say;
+use crate::options::CoreOptions;
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct BenchArgs {
-    /// server-everything's dist/index.js (default: $EVERYTHING_JS).
-    #[arg(long, value_name = "PATH")]
-    everything: Option<PathBuf>,
-    /// Node.js to run it with.
-    #[arg(long, default_value = "node")]
-    pub(crate) node: String,
-    /// Samples per measurement (with --http: calls per client per round).
-    #[arg(long, default_value_t = 50)]
-    pub(crate) iterations: usize,
-    /// Instead of the latency report: executions per second and latency percentiles over
-    /// streamable HTTP (`serve --http`) at 1, 8 and 32 concurrent clients, next to a direct
-    /// HTTP `echo`, and the server's memory.
-    #[arg(long)]
-    pub(crate) http: bool,
-    /// Only the tool-search section (needs no upstream server).
-    #[arg(long)]
-    search_only: bool,
-    /// Instead of the latency report: N executions back to back, alternating TypeScript and
-    /// Python, each calling server-everything's `echo` once, with the server's rate limits
-    /// raised out of the way; reports how many failed and why, and their latency.
-    #[arg(long, value_name = "N")]
-    soak: Option<usize>,
-    /// Only the file and network access section (needs no upstream server): a granted fetch
-    /// of 1 KB from a loopback server next to the same request made from the host, and a
-    /// 10 MB granted file read from code next to `cat`.
-    #[arg(long)]
-    access_only: bool,
-    /// Only the paths section: trivial executions after 1 s and 5 s of idle, in bursts of 4,
-    /// back to back (n=200) and sustained for 10 s, in both languages, each next to the
-    /// direct `echo` measured the same way; and idle memory with warm pools.
-    #[arg(long)]
-    paths_only: bool,
-    /// Instead of the latency report: a trivial execution (TypeScript and Python) over HTTP
-    /// against the server at URL (e.g. the container image), next to this binary serving on
-    /// the host, interleaved in the same run (bearer token: $CODE_EXECUTOR_BENCH_TOKEN).
-    #[arg(long, value_name = "URL")]
-    pub(crate) container_url: Option<String>,
-    /// Only the `large_results` section (a 5 MB result from code next to the direct call)
-    /// and the `tokens` line.
-    #[arg(long)]
-    large_only: bool,
-}
-
-#[path = "bench_access.rs"]
 mod access;
-#[path = "bench_large.rs"]
+pub(crate) mod args;
+mod container;
+mod http;
 mod large;
-#[path = "bench_paths.rs"]
+mod measure;
 mod paths;
-#[path = "bench_rounds.rs"]
 mod rounds;
-#[path = "bench_soak.rs"]
 mod soak;
 
-type Client = RunningService<RoleClient, ()>;
+pub(crate) use args::BenchArgs;
+use measure::{
+    SIDE_BY_SIDE_GAP, call, cold_start, median, round, rss_kib, sample, summarize, timed,
+    wait_for_pool,
+};
 
-impl BenchArgs {
-    /// server-everything's entry point, from the flag or `EVERYTHING_JS`.
-    pub(crate) fn everything_js(&self) -> anyhow::Result<PathBuf> {
-        self.everything
-            .clone()
-            .or_else(|| std::env::var_os("EVERYTHING_JS").map(PathBuf::from))
-            .context(
-                "pass --everything PATH/TO/server-everything/dist/index.js or set EVERYTHING_JS",
-            )
+/// `code-executor-mcp bench`: the container comparison (`--container-url`), the HTTP report
+/// (`--http`), or the latency report with its sections.
+pub(crate) async fn run(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.container_url.is_some() {
+        container::run(opts.exe, args).await
+    } else if args.http {
+        http::run(opts.exe, args).await
+    } else {
+        run_bench(opts, args).await
     }
 }
 
 /// Starts of our server timed, with one and with five upstreams each.
 const COLD_STARTS: usize = 5;
-
-/// Idle time before each side-by-side measurement, after the pools are full.
-const SIDE_BY_SIDE_GAP: Duration = Duration::from_millis(25);
-
-/// Longest wait for a pool to be full again between warm-pool samples.
-const POOL_REFILL_WAIT: Duration = Duration::from_secs(10);
-
-/// Waits until `language`'s pool holds its target of ready workers (from `health`), and
-/// returns how long that took. A worker serves one execution; starting its replacement
-/// (interpreter, shim imports, sandbox) costs tens of milliseconds of CPU, which an agent's
-/// think time normally hides. Warm-pool samples wait for it (outside the timed part);
-/// back-to-back samples, reported next to them, do not.
-async fn wait_for_pool(client: &Client, language: &str) -> anyhow::Result<Duration> {
-    let t = Instant::now();
-    loop {
-        let health = call(client, "health", json!({})).await?;
-        let full = health
-            .structured_content
-            .as_ref()
-            .and_then(|h| h["pools"].as_array().cloned())
-            .unwrap_or_default()
-            .iter()
-            .any(|p| p["language"] == language && p["ready"] == p["target"]);
-        if full || t.elapsed() > POOL_REFILL_WAIT {
-            return Ok(t.elapsed());
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-async fn spawn_client(program: &str, args: &[String]) -> anyhow::Result<(Client, Option<u32>)> {
-    spawn_client_with(program, args, &[]).await
-}
-
-async fn spawn_client_with(
-    program: &str,
-    args: &[String],
-    env: &[(&str, &std::path::Path)],
-) -> anyhow::Result<(Client, Option<u32>)> {
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args).kill_on_drop(true);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .with_context(|| format!("cannot start {program}"))?;
-    let pid = transport.id();
-    Ok((().serve(transport).await?, pid))
-}
-
-/// Our server (started with `args`) with the admission limits raised out of the way (its
-/// settings file is `dir/<name>-settings.json`), so that only failures and delays of ours count.
-async fn spawn_unlimited(
-    exe: &str,
-    args: &[String],
-    dir: &std::path::Path,
-    name: &str,
-) -> anyhow::Result<(Client, Option<u32>)> {
-    let settings = dir.join(format!("{name}-settings.json"));
-    let limits =
-        json!({"limits": {"executionsPerMinute": 1_000_000, "toolCallsPerMinute": 1_000_000}});
-    std::fs::write(&settings, serde_json::to_vec(&limits)?)?;
-    spawn_client_with(exe, args, &[("CODE_EXECUTOR_CONFIG_PATH", &settings)]).await
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> anyhow::Result<CallToolResult> {
-    let Value::Object(map) = args else {
-        anyhow::bail!("arguments must be an object")
-    };
-    let r = client
-        .peer()
-        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map))
-        .await?;
-    if r.is_error == Some(true) {
-        anyhow::bail!("{tool} failed: {:?}", r.content);
-    }
-    Ok(r)
-}
-
-/// How long `f` takes, in milliseconds.
-async fn timed(f: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<f64> {
-    let t = Instant::now();
-    f.await?;
-    Ok(t.elapsed().as_secs_f64() * 1e3)
-}
-
-/// Median, p95 and max of `n` timed runs of `f`, in milliseconds.
-async fn sample<F, Fut>(n: usize, mut f: F) -> anyhow::Result<Value>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<()>>,
-{
-    let mut ms = Vec::with_capacity(n);
-    for _ in 0..n {
-        ms.push(timed(f()).await?);
-    }
-    Ok(summarize(ms))
-}
-
-/// Median, p95 and max of samples in milliseconds.
-fn summarize(mut ms: Vec<f64>) -> Value {
-    if ms.is_empty() {
-        return json!({"n": 0});
-    }
-    ms.sort_by(f64::total_cmp);
-    let pick = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
-    json!({"median": round(pick(0.5)), "p95": round(pick(0.95)), "max": round(pick(1.0)), "n": ms.len()})
-}
-
-fn round(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
-fn median(v: &Value) -> f64 {
-    v["median"].as_f64().unwrap_or(f64::NAN)
-}
-
-/// Resident memory of a process, from /proc.
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Start-to-first-`tools/list` of a server in ms, the client, and the server's pid.
-async fn cold_start(program: &str, args: &[String]) -> anyhow::Result<(f64, Client, Option<u32>)> {
-    let t = Instant::now();
-    let (client, pid) = spawn_client(program, args).await?;
-    client.peer().list_all_tools().await?;
-    Ok((t.elapsed().as_secs_f64() * 1e3, client, pid))
-}
 
 /// Tool search: index build time and per-query latency over 10,000 tools, and the
 /// evaluation set's recall@1, recall@5 and MRR (over the 2,000-tool evaluation catalog and
@@ -263,7 +89,7 @@ pub fn search_report() -> Value {
     })
 }
 
-pub async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.search_only {
         say(&serde_json::to_string_pretty(
             &json!({"search": search_report()}),
@@ -619,7 +445,8 @@ fn pool_args(opts: &CoreOptions) -> Vec<String> {
         (opts.pool_memory_bytes / (1024 * 1024)).to_string(),
     ];
     let max = opts.pool_max.or_else(|| {
-        (!opts.pool_size_pinned && !opts.python.pool_size_pinned).then_some(crate::DEFAULT_POOL_MAX)
+        (!opts.pool_size_pinned && !opts.python.pool_size_pinned)
+            .then_some(crate::defaults::DEFAULT_POOL_MAX)
     });
     if let Some(max) = max {
         args.push("--pool-max".to_string());

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::{Value, json};
 
-use crate::bench::BenchArgs;
-use crate::bench_http::{Client, call, connect, served_url, wait_ready};
+use super::args::BenchArgs;
+use super::http::{Client, call, connect, served_url, wait_ready};
 use crate::console::say;
 
 /// Environment variable holding the container's bearer token.
