@@ -19,8 +19,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use rmcp::ServiceExt;
 
-use crate::Core;
 use crate::catalog::Catalog;
+use crate::composition::Core;
 use crate::config::settings::ProjectSettings;
 use crate::config::sources::Places;
 use crate::config::{Config, LoadOptions, Settings};

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::Core;
+use crate::composition::Core;
 use crate::config::{Config, ServerSpec, Settings, Transport};
 use crate::console::say;
 use crate::defaults::DEMO_SERVER_ARG;

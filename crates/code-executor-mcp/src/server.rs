@@ -23,8 +23,8 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::Core;
 use crate::catalog::SearchParams;
+use crate::composition::Core;
 use crate::policy::ToolAllowlist;
 use crate::principal::Principal;
 use crate::runtime::ExecOutcome;
@@ -33,7 +33,6 @@ use crate::runtime::execution::{Event, ExecRequest, Execution, SessionArg};
 use crate::runtime::parked::Kind;
 use crate::runtime::run::client::{ClientCaps, ClientLink, InputRoute};
 use crate::runtime::worker::Language;
-use render::push_indented;
 pub use render::{execution_result, execution_result_owned, render_text, render_text_within};
 
 /// The tools we offer, exactly as `tools/list` returns them.

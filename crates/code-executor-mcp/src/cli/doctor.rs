@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use crate::Core;
+use crate::composition::Core;
 use crate::config::settings::ProjectSettings;
 use crate::config::{Config, Settings};
 use crate::console::say;

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::Core;
+use crate::composition::Core;
 use crate::runtime::pool::PoolStats;
 
 /// Counters of the HTTP layer.

@@ -50,7 +50,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::Core;
+use crate::composition::Core;
 use crate::server::CodeExecutorServer;
 use auth::{Authenticator, OAuthSettings, OAuthValidator, StaticTokens};
 use guard::{HostPolicy, TransportSessions};

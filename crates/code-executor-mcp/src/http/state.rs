@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::auth::Authenticator;
 use super::guard::{HostPolicy, TransportSessions};
 use super::metrics::HttpMetrics;
-use crate::Core;
+use crate::composition::Core;
 use crate::server::CodeExecutorServer;
 
 /// Caps and timeouts of the HTTP layer; every one is a flag (see `cli`).

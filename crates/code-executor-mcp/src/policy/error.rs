@@ -113,3 +113,24 @@ macro_rules! into_message {
     )*};
 }
 into_message!(SettingError, LlmBudgetError);
+
+/// A limit or deadline a request asked for outside what the server allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitsError {
+    /// One of the request's `limits`, outside `[min, max]` (`max` is the configured limit).
+    #[error("limits.{name} must be between {min} and {max} (the configured limit); got {got}")]
+    Limit {
+        name: &'static str,
+        min: String,
+        max: String,
+        got: String,
+    },
+    /// `timeoutMs` outside `1..=max_ms`; `which` names the setting that bounds it, if not the
+    /// plain execution limit.
+    #[error("timeoutMs must be between 1 and {max_ms}{which} (got {ms})")]
+    Timeout {
+        ms: u64,
+        max_ms: u64,
+        which: &'static str,
+    },
+}

@@ -29,7 +29,7 @@ pub use rules::{Decision, ToolAllowlist, ToolPolicy};
 use std::sync::Arc;
 use std::time::Duration;
 
-use error::SettingError;
+use error::{LimitsError, SettingError};
 
 /// Everything the server enforces on every execution, built once from the settings.
 pub struct Policy {
@@ -292,17 +292,20 @@ pub struct RequestLimits {
 impl Limits {
     /// These limits tightened by a request's own; a value outside `[minimum, configured]` is
     /// an error naming the field and its bounds.
-    pub fn narrowed(mut self, req: &RequestLimits) -> Result<Limits, String> {
+    pub fn narrowed(mut self, req: &RequestLimits) -> Result<Limits, LimitsError> {
         fn within<T: PartialOrd + std::fmt::Display + Copy>(
-            name: &str,
+            name: &'static str,
             asked: Option<T>,
             min: T,
             max: T,
-        ) -> Result<Option<T>, String> {
+        ) -> Result<Option<T>, LimitsError> {
             match asked {
-                Some(v) if v < min || v > max => Err(format!(
-                    "limits.{name} must be between {min} and {max} (the configured limit); got {v}"
-                )),
+                Some(v) if v < min || v > max => Err(LimitsError::Limit {
+                    name,
+                    min: min.to_string(),
+                    max: max.to_string(),
+                    got: v.to_string(),
+                }),
                 other => Ok(other),
             }
         }
@@ -336,7 +339,10 @@ impl Limits {
     }
 
     /// Limits from the configured ones for a request that asked for `timeout_ms`.
-    pub fn configured(cfg: &ExecutionLimits, timeout_ms: Option<u64>) -> Result<Limits, String> {
+    pub fn configured(
+        cfg: &ExecutionLimits,
+        timeout_ms: Option<u64>,
+    ) -> Result<Limits, LimitsError> {
         Limits::within(
             cfg,
             timeout_ms,
@@ -352,7 +358,7 @@ impl Limits {
         cfg: &ExecutionLimits,
         long: &long_runs::LongRunLimits,
         timeout_ms: Option<u64>,
-    ) -> Result<Limits, String> {
+    ) -> Result<Limits, LimitsError> {
         Limits::within(
             cfg,
             timeout_ms,
@@ -367,13 +373,11 @@ impl Limits {
         timeout_ms: Option<u64>,
         default_ms: u64,
         max_ms: u64,
-        which: &str,
-    ) -> Result<Limits, String> {
+        which: &'static str,
+    ) -> Result<Limits, LimitsError> {
         let ms = timeout_ms.unwrap_or(default_ms);
         if ms == 0 || ms > max_ms {
-            return Err(format!(
-                "timeoutMs must be between 1 and {max_ms}{which} (got {ms})"
-            ));
+            return Err(LimitsError::Timeout { ms, max_ms, which });
         }
         Ok(Limits {
             timeout: Duration::from_millis(ms),
@@ -429,7 +433,7 @@ mod tests {
         for ms in [0, MAX_TIMEOUT_MS + 1] {
             let err = Limits::configured(&ExecutionLimits::default(), Some(ms)).unwrap_err();
             assert_eq!(
-                err,
+                err.to_string(),
                 format!("timeoutMs must be between 1 and {MAX_TIMEOUT_MS} (got {ms})")
             );
         }

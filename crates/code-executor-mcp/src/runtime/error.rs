@@ -17,6 +17,7 @@ use super::live::parked::ParkError;
 use super::live::sessions::SessionError;
 use super::worker::process::WorkerError;
 use crate::policy::access::AccessError;
+use crate::policy::error::LimitsError;
 
 /// Why an execution ended without its code's result (or was never started).
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +27,9 @@ pub(crate) enum RunError {
     /// large.
     #[error("{0}")]
     Range(String),
+    /// A limit or deadline the request asked for is outside the configured ones.
+    #[error(transparent)]
+    Limits(#[from] LimitsError),
     /// The file and network access asked for is outside the configured ceiling.
     #[error(transparent)]
     Policy(#[from] AccessError),
@@ -82,7 +86,7 @@ impl RunError {
     /// The name code and clients see (the exception's class in the code, `error.name`).
     pub(crate) fn name(&self) -> &'static str {
         match self {
-            RunError::Range(_) => "RangeError",
+            RunError::Range(_) | RunError::Limits(_) => "RangeError",
             RunError::Policy(_) => "PolicyError",
             RunError::Busy(_) => "BusyError",
             RunError::Session(_) => "SessionError",

@@ -147,7 +147,7 @@ impl Runtime {
         let limits = match configured.and_then(|l| l.narrowed(&req.limits)) {
             Ok(l) => l,
             Err(e) => {
-                out.error = Some(RunError::Range(e).info());
+                out.error = Some(RunError::Limits(e).info());
                 return finish(out);
             }
         };
@@ -460,7 +460,7 @@ impl Runtime {
                 &self.policy.long_runs,
                 request.timeout_ms,
             )
-            .map_err(RunError::Range)?;
+            .map_err(RunError::Limits)?;
         }
         let ctx =
             ExecContext::for_client(context.principal, context.client, &self.policy.long_runs);

@@ -30,9 +30,9 @@ use rmcp::model::{CallToolResult, CustomResult};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::execution_result;
 use super::long_runs::result_object;
-use crate::Core;
+use super::render::execution_result;
+use crate::composition::Core;
 use crate::lines::{LineFilter, LineTransport};
 use crate::policy::redact::Redactor;
 use crate::principal::Principal;

@@ -26,8 +26,8 @@ use rmcp::model::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{execution_result, push_indented};
-use crate::Core;
+use super::render::{execution_result, push_indented};
+use crate::composition::Core;
 use crate::policy::audit::AuditEvent;
 use crate::policy::long_runs::{DEFAULT_WAIT_MS, MAX_WAIT_MS};
 use crate::principal::Principal;

@@ -1,0 +1,175 @@
+//! The composition root: [`Core`] builds every part (policy from the settings, the
+//! upstreams and the catalog over them, the pools, the live handles, the runtime) once, and
+//! the server faces (stdio, HTTP, the command line, the demo) share it.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::catalog::Catalog;
+use crate::config::Config;
+use crate::confinement::worker_policy;
+use crate::options::CoreOptions;
+use crate::policy::Policy;
+use crate::principal::Principal;
+use crate::runtime::door::{Caller, Mode, Start, Started};
+use crate::runtime::execution::ExecRequest;
+use crate::runtime::live::sessions::Sessions;
+use crate::runtime::pool::Pool;
+use crate::runtime::python::PythonRuntime;
+use crate::runtime::run::client::ClientLink;
+use crate::runtime::worker::{Language, WorkerSpawner};
+use crate::runtime::{ExecOutcome, Runtime};
+use crate::upstream::Upstreams;
+
+/// Everything an execution needs, shared by the MCP handler and the command line.
+pub struct Core {
+    pub catalog: Catalog,
+    pub runtime: Arc<Runtime>,
+    pub policy: Arc<Policy>,
+    pub started: Instant,
+    pub options: CoreOptions,
+    pub config_warnings: Vec<String>,
+}
+
+impl Core {
+    /// Starts the core: upstreams stay unstarted (lazy), the worker pool fills in the
+    /// background. Needs a tokio runtime.
+    pub fn start(
+        config: &Config,
+        settings: &crate::config::Settings,
+        options: CoreOptions,
+    ) -> Arc<Core> {
+        let redactor = Arc::new(crate::policy::redact::Redactor::new(secrets(
+            config, settings,
+        )));
+        crate::policy::redact::install_for_logs(redactor.clone());
+        let upstreams = Arc::new(Upstreams::new(config, settings).with_redactor(redactor.clone()));
+        upstreams.connect_eagerly();
+        let policy = Arc::new(
+            Policy::new(
+                settings.policy.clone(),
+                settings.execution_limits,
+                &settings.audit,
+                settings.limits,
+                crate::runtime::output::default_scratch_root(),
+            )
+            .with_servers(config.servers.keys())
+            .with_long_runs(settings.long_runs)
+            .with_pauses(settings.approvals.clone(), settings.llm.clone(), redactor)
+            .with_access(settings.permissions.clone()),
+        );
+        let catalog = Catalog::with_cache(
+            upstreams,
+            crate::catalog::cache::ToolCache::for_config(config),
+        );
+        let sandbox_policy = worker_policy(
+            options.sandbox,
+            &options.exe,
+            settings.long_runs.max_duration_ms,
+        );
+        let spawner = WorkerSpawner::javascript(&options.exe, sandbox_policy.clone());
+        let budget = crate::runtime::pool::MemoryBudget::new(options.pool_memory_bytes);
+        let pool = Pool::start(
+            spawner,
+            options.sizing(options.pool_size, options.pool_size_pinned),
+            budget.clone(),
+        );
+        let python = PythonRuntime::start(
+            options.python.clone(),
+            sandbox_policy,
+            options.sizing(options.python.pool_size, options.python.pool_size_pinned),
+            budget,
+        );
+        let root = crate::runtime::roots::workspace_root();
+        crate::runtime::roots::remove_stale_roots_in_background(root.clone());
+        let sessions = Sessions::new(settings.sessions, root);
+        let runtime = Arc::new(Runtime::new(
+            catalog.clone(),
+            pool,
+            python,
+            options.sandbox == sandbox::SandboxMode::Disabled,
+            policy.clone(),
+            sessions,
+            options.replica.clone(),
+        ));
+        crate::runtime::end_idle_sessions(Arc::downgrade(&runtime));
+        crate::runtime::sweep_periodically(Arc::downgrade(&runtime));
+        Arc::new(Core {
+            runtime,
+            policy,
+            catalog,
+            started: Instant::now(),
+            options,
+            config_warnings: config.warnings.clone(),
+        })
+    }
+
+    /// Runs code for `principal` through the runtime's one door and waits for the outcome
+    /// (see [`crate::runtime::door`]). Never fails: a refusal is an outcome with `error`.
+    pub(crate) async fn execute(
+        &self,
+        language: Language,
+        req: ExecRequest,
+        principal: Principal,
+        client: Option<ClientLink>,
+    ) -> ExecOutcome {
+        let start = Start {
+            language,
+            request: req,
+            context: Caller { principal, client },
+            mode: Mode::Plain { asks: None },
+        };
+        match self.runtime.begin(start).and_then(Started::waiting) {
+            Ok(run) => run.outcome().await,
+            Err(e) => ExecOutcome::refused(e.info()),
+        }
+    }
+
+    /// What the `health` tool reports; sessions are `principal`'s own (and a count of all).
+    pub(crate) async fn health(&self, principal: &Principal) -> Value {
+        json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "uptimeMs": self.started.elapsed().as_millis() as u64,
+            "principal": {"name": principal.name(), "via": principal.via().as_str()},
+            "replica": self.options.replica.id(),
+            "sandbox": format!("{:?}", self.options.sandbox).to_lowercase(),
+            "pools": self.runtime.pool_stats().await,
+            "sessions": self.runtime.live().sessions().report(principal),
+            "longRuns": self.runtime.live().parked().report(),
+            "pausedExecutions": self.runtime.live().paused().len(),
+            "servers": self.catalog.upstreams().status().await,
+            "configWarnings": self.config_warnings,
+            "audit": {
+                "path": self.policy.audit.path(),
+                "problem": self.policy.audit.problem(),
+            },
+            "permissions": self.policy.access.to_json(),
+            "engines": {
+                "javascript": "QuickJS-NG via rquickjs 0.14",
+                "typescript": "oxc 0.146 (types stripped)",
+                "python": self.runtime.python().install().map(|i| format!("CPython {} ({})", i.version, i.executable.display())),
+            },
+        })
+    }
+}
+
+/// Every credential the server holds: the configuration's (`crate::config::secret_values`), the
+/// model provider's key (`llm.provider.apiKeyEnv`) and the tokens of stored OAuth logins.
+/// A token refreshed or obtained later joins when the store saves it
+/// (`crate::policy::redact::learn_secret`).
+fn secrets(config: &Config, settings: &crate::config::Settings) -> Vec<String> {
+    let mut out = crate::config::secret_values(config);
+    if let Some(var) = settings
+        .llm
+        .provider
+        .as_ref()
+        .and_then(|p| p.api_key_env.as_deref())
+        && let Ok(key) = std::env::var(var)
+    {
+        out.push(key);
+    }
+    out.extend(crate::oauth::stored_tokens(config));
+    out
+}
