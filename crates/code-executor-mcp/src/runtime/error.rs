@@ -16,6 +16,7 @@ use worker_protocol::ErrorInfo;
 use super::live::parked::ParkError;
 use super::live::sessions::SessionError;
 use super::worker::process::WorkerError;
+use super::worker::python::PythonError;
 use crate::policy::access::AccessError;
 use crate::policy::error::LimitsError;
 
@@ -50,8 +51,8 @@ pub(crate) enum RunError {
     #[error("{0}")]
     Syntax(String),
     /// No CPython to run Python with.
-    #[error("{0}")]
-    PythonUnavailable(String),
+    #[error(transparent)]
+    PythonUnavailable(#[from] PythonError),
     /// A worker could not be started or confined, or did not take the code; or the
     /// execution's own workspace could not be made.
     #[error("{0}")]

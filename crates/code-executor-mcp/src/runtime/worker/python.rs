@@ -23,6 +23,61 @@ use super::process::{Language, Preamble, WorkerSpawner, worker_env};
 
 /// Environment variable naming the interpreter (same as `--python`).
 pub const PYTHON_ENV: &str = "CODE_EXECUTOR_PYTHON";
+
+/// Why Python executions are unavailable: no candidate interpreter was usable (each with why),
+/// or the server failed while preparing them. Cloned to every request that asks, so it holds
+/// text where the cause (a thread's panic, an I/O error) cannot be cloned.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PythonError {
+    #[error(
+        "no usable Python interpreter ({}); install python3 or pass --python PATH (or set {PYTHON_ENV})",
+        .0.iter().map(|(path, why)| format!("{}: {why}", path.display())).collect::<Vec<_>>().join("; ")
+    )]
+    NoInterpreter(Vec<(PathBuf, ProbeError)>),
+    #[error("interpreter lookup failed: {0}")]
+    Lookup(String),
+    #[error("preparing the Python view failed: {0}")]
+    View(String),
+}
+
+/// Why one candidate interpreter cannot be used.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProbeError {
+    #[error("cannot run it: {0}")]
+    Run(String),
+    #[error("no answer within {0}s")]
+    NoAnswer(u64),
+    #[error("{0}")]
+    Wait(String),
+    /// It exited unsuccessfully: its status and what it wrote to stderr.
+    #[error("{status}: {stderr}")]
+    Failed { status: String, stderr: String },
+    #[error("unexpected answer to the path probe: {0}")]
+    Answer(String),
+    #[error("Python {0}.{1} is too old; {min_major}.{min_minor} or newer is needed", min_major = MIN_VERSION.0, min_minor = MIN_VERSION.1)]
+    TooOld(u32, u32),
+    #[error("the interpreter cannot tell its own executable (sys.executable is empty)")]
+    NoExecutable,
+    #[error("unexpected compiled shim in the path probe's answer: {0}")]
+    Shim(String),
+    /// A path it named cannot be read.
+    #[error("{path}: {error}")]
+    Path { path: String, error: String },
+    #[error(
+        "{} is not searchable by other users, and the sandbox runs code as an \
+         unprivileged user (the server runs as root); use an interpreter outside it, \
+         e.g. --python /usr/bin/python3",
+        .0.display()
+    )]
+    NotSearchable(PathBuf),
+    #[error(
+        "{} is not readable by other users, and the sandbox runs code as an \
+         unprivileged user",
+        .0.display()
+    )]
+    NotReadable(PathBuf),
+}
+
 /// Environment variable that enables site-packages when set to `1` (same as `--python-site-packages`).
 pub const SITE_PACKAGES_ENV: &str = "CODE_EXECUTOR_PYTHON_SITE_PACKAGES";
 /// The shim, embedded in the binary, with the table of error classes both languages share
@@ -159,7 +214,7 @@ struct ProbeAnswer {
 pub fn resolve(
     configured: Option<&Path>,
     sandbox_uid_other: bool,
-) -> Result<PythonInstall, String> {
+) -> Result<PythonInstall, PythonError> {
     let candidates: Vec<PathBuf> = match configured {
         Some(p) => vec![p.to_path_buf()],
         None => DEFAULT_CANDIDATES.iter().map(PathBuf::from).collect(),
@@ -168,16 +223,13 @@ pub fn resolve(
     for candidate in &candidates {
         match probe(candidate).and_then(|i| check_access(i, sandbox_uid_other)) {
             Ok(install) => return Ok(install),
-            Err(e) => reasons.push(format!("{}: {e}", candidate.display())),
+            Err(e) => reasons.push((candidate.clone(), e)),
         }
     }
-    Err(format!(
-        "no usable Python interpreter ({}); install python3 or pass --python PATH (or set {PYTHON_ENV})",
-        reasons.join("; ")
-    ))
+    Err(PythonError::NoInterpreter(reasons))
 }
 
-fn probe(candidate: &Path) -> Result<PythonInstall, String> {
+fn probe(candidate: &Path) -> Result<PythonInstall, ProbeError> {
     // Run with the server's environment: the interpreter is the user's choice, and launchers
     // such as pyenv's shims need PATH and HOME to find the real executable.
     let mut child = std::process::Command::new(candidate)
@@ -186,7 +238,7 @@ fn probe(candidate: &Path) -> Result<PythonInstall, String> {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run it: {e}"))?;
+        .map_err(|e| ProbeError::Run(e.to_string()))?;
     // The answer (with the compiled shim) outgrows a pipe's buffer: read while waiting.
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
@@ -197,40 +249,37 @@ fn probe(candidate: &Path) -> Result<PythonInstall, String> {
             Ok(None) if started.elapsed() > PROBE_TIMEOUT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("no answer within {}s", PROBE_TIMEOUT.as_secs()));
+                return Err(ProbeError::NoAnswer(PROBE_TIMEOUT.as_secs()));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(ProbeError::Wait(e.to_string())),
         }
     };
     let stdout = stdout.join().unwrap_or_default();
     let stderr = stderr.join().unwrap_or_default();
     if !status.success() {
-        return Err(format!(
-            "{status}: {}",
-            String::from_utf8_lossy(&stderr).trim()
-        ));
+        return Err(ProbeError::Failed {
+            status: status.to_string(),
+            stderr: String::from_utf8_lossy(&stderr).trim().to_string(),
+        });
     }
-    let answer: ProbeAnswer = serde_json::from_slice(&stdout)
-        .map_err(|e| format!("unexpected answer to the path probe: {e}"))?;
+    let answer: ProbeAnswer =
+        serde_json::from_slice(&stdout).map_err(|e| ProbeError::Answer(e.to_string()))?;
     let (major, minor, patch) = answer.version;
     if (major, minor) < MIN_VERSION {
-        return Err(format!(
-            "Python {major}.{minor} is too old; {}.{} or newer is needed",
-            MIN_VERSION.0, MIN_VERSION.1
-        ));
+        return Err(ProbeError::TooOld(major, minor));
     }
     if answer.executable.is_empty() {
-        return Err(
-            "the interpreter cannot tell its own executable (sys.executable is empty)".into(),
-        );
+        return Err(ProbeError::NoExecutable);
     }
     use base64::Engine;
     let compiled_shim = base64::engine::general_purpose::STANDARD
         .decode(&answer.shim)
-        .map_err(|e| format!("unexpected compiled shim in the path probe's answer: {e}"))?;
-    let executable = std::fs::canonicalize(&answer.executable)
-        .map_err(|e| format!("{}: {e}", answer.executable))?;
+        .map_err(|e| ProbeError::Shim(e.to_string()))?;
+    let executable = std::fs::canonicalize(&answer.executable).map_err(|e| ProbeError::Path {
+        path: answer.executable.clone(),
+        error: e.to_string(),
+    })?;
     let existing = |paths: Vec<Option<String>>| -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = Vec::new();
         for p in paths.into_iter().flatten() {
@@ -343,15 +392,21 @@ fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::Join
 
 /// With the sandbox running code as an unprivileged uid, every directory on the way to the
 /// interpreter and its library must be searchable by others, and the files readable.
-fn check_access(install: PythonInstall, sandbox_uid_other: bool) -> Result<PythonInstall, String> {
+fn check_access(
+    install: PythonInstall,
+    sandbox_uid_other: bool,
+) -> Result<PythonInstall, ProbeError> {
     if !sandbox_uid_other {
         return Ok(install);
     }
-    let mode_of = |p: &Path| -> Result<u32, String> {
+    let mode_of = |p: &Path| -> Result<u32, ProbeError> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(p)
             .map(|m| m.permissions().mode())
-            .map_err(|e| format!("{}: {e}", p.display()))
+            .map_err(|e| ProbeError::Path {
+                path: p.display().to_string(),
+                error: e.to_string(),
+            })
     };
     let mut paths = vec![install.executable.clone()];
     paths.extend(install.library_dirs.iter().cloned());
@@ -359,20 +414,11 @@ fn check_access(install: PythonInstall, sandbox_uid_other: bool) -> Result<Pytho
     for path in &paths {
         for dir in path.ancestors().skip(1) {
             if mode_of(dir)? & 0o001 == 0 {
-                return Err(format!(
-                    "{} is not searchable by other users, and the sandbox runs code as an \
-                     unprivileged user (the server runs as root); use an interpreter outside it, \
-                     e.g. --python /usr/bin/python3",
-                    dir.display()
-                ));
+                return Err(ProbeError::NotSearchable(dir.to_path_buf()));
             }
         }
         if mode_of(path)? & 0o004 == 0 {
-            return Err(format!(
-                "{} is not readable by other users, and the sandbox runs code as an \
-                 unprivileged user",
-                path.display()
-            ));
+            return Err(ProbeError::NotReadable(path.clone()));
         }
     }
     Ok(install)
@@ -489,7 +535,7 @@ struct Inner {
     policy: sandbox::SandboxPolicy,
     sizing: PoolSizing,
     budget: Arc<MemoryBudget>,
-    ready: OnceCell<Result<(PythonInstall, Pool), String>>,
+    ready: OnceCell<Result<(PythonInstall, Pool), PythonError>>,
 }
 
 impl PythonRuntime {
@@ -518,14 +564,14 @@ impl PythonRuntime {
         rt
     }
 
-    async fn init(&self) -> Result<(PythonInstall, Pool), String> {
+    async fn init(&self) -> Result<(PythonInstall, Pool), PythonError> {
         let configured = self.inner.options.interpreter.clone();
         let uid_other = self.inner.policy.mode == sandbox::SandboxMode::Enforce
             && nix::unistd::geteuid().is_root();
         let install =
             tokio::task::spawn_blocking(move || resolve(configured.as_deref(), uid_other))
                 .await
-                .map_err(|e| format!("interpreter lookup failed: {e}"))??;
+                .map_err(|e| PythonError::Lookup(e.to_string()))??;
         tracing::info!(
             python = %install.executable.display(),
             version = %install.version,
@@ -537,13 +583,13 @@ impl PythonRuntime {
         let spawner =
             tokio::task::spawn_blocking(move || spawner(&for_spawner, policy, site_packages))
                 .await
-                .map_err(|e| format!("preparing the Python view failed: {e}"))?;
+                .map_err(|e| PythonError::View(e.to_string()))?;
         let pool = Pool::start(spawner, self.inner.sizing, self.inner.budget.clone());
         Ok((install, pool))
     }
 
     /// The pool, once the interpreter is known; the reason when there is none.
-    pub async fn pool(&self) -> Result<&Pool, String> {
+    pub async fn pool(&self) -> Result<&Pool, PythonError> {
         match self.inner.ready.get_or_init(|| self.init()).await {
             Ok((_, pool)) => Ok(pool),
             Err(e) => Err(e.clone()),
@@ -575,7 +621,7 @@ impl PythonRuntime {
                 shrunk: 0,
                 memory_bytes: 0,
                 last_error: match other {
-                    Some(Err(e)) => Some(e.clone()),
+                    Some(Err(e)) => Some(e.to_string()),
                     _ => Some("the interpreter is still being looked up".into()),
                 },
             },
@@ -589,14 +635,18 @@ mod tests {
 
     #[test]
     fn a_missing_interpreter_is_refused_with_the_remedy() {
-        let err = resolve(Some(Path::new("/nonexistent/python3")), false).unwrap_err();
+        let err = resolve(Some(Path::new("/nonexistent/python3")), false)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("/nonexistent/python3: cannot run it"), "{err}");
         assert!(err.contains("--python PATH"), "{err}");
     }
 
     #[test]
     fn a_non_python_program_is_refused() {
-        let err = resolve(Some(Path::new("/bin/true")), false).unwrap_err();
+        let err = resolve(Some(Path::new("/bin/true")), false)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("unexpected answer"), "{err}");
     }
 
