@@ -58,7 +58,8 @@ impl Core {
             .with_servers(config.servers.keys())
             .with_long_runs(settings.long_runs)
             .with_pauses(settings.approvals.clone(), settings.llm.clone(), redactor)
-            .with_access(settings.permissions.clone()),
+            .with_access(settings.permissions.clone())
+            .with_pii(settings.pii.clone()),
         );
         let catalog = Catalog::with_cache(
             upstreams,
