@@ -176,6 +176,32 @@ impl Pii {
     }
 }
 
+/// The filter of the server's log lines when `pii` is on: every span a detector finds becomes
+/// its label alone (`[EMAIL]`): a library's debug line may quote an upstream's message, and
+/// the log is not the place for a token map.
+pub fn log_filter(pii: &Pii) -> Option<impl Fn(&[u8]) -> Option<Vec<u8>> + Send + Sync + 'static> {
+    let detectors = pii.detectors()?.clone();
+    Some(move |line: &[u8]| {
+        let text = std::str::from_utf8(line).ok()?;
+        let mut work = 0;
+        let found = detectors.find(text, vault::looks_json(text), &mut work);
+        if found.is_empty() {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for f in &found {
+            out.push_str(&text[at..f.start]);
+            out.push('[');
+            out.push_str(detectors.label_name(f.label));
+            out.push(']');
+            at = f.end;
+        }
+        out.push_str(&text[at..]);
+        Some(out.into_bytes())
+    })
+}
+
 /// Tokens made, by detector label (shared by everything of one execution that makes them).
 pub type Made = std::sync::Arc<std::sync::Mutex<BTreeMap<String, u32>>>;
 

@@ -303,7 +303,10 @@ fn planted(r: &mut Rng) -> (&'static str, String) {
 
 fn filler(r: &mut Rng) -> Value {
     match r.below(6) {
-        0 => json!(r.word(1 + r.below(12) as usize)),
+        0 => {
+            let n = 1 + r.below(12) as usize;
+            json!(r.word(n))
+        }
         1 => json!(r.below(100_000)),
         2 => json!(format!(
             "2024-{:02}-{:02} 10:{:02}",

@@ -34,12 +34,13 @@ fn assert_clean(what: &str, text: &str) {
 /// The built server over raw stdio with `settings`, the fixture as `fx` (its customer tools
 /// on, writing to `outbox`), answering each of `calls` (`tools/call` params, each with a
 /// progress token) in turn; `next` builds a call from the answers so far. Returns every
-/// line it wrote, its log and its audit file.
+/// line it wrote, the answers, its log and its audit file, and its configuration's directory
+/// (which holds its state, the output files too, until dropped).
 async fn drive(
     settings: Value,
     outbox: &Path,
     calls: &mut dyn FnMut(&[Value]) -> Option<Value>,
-) -> (String, Vec<Value>, String, String) {
+) -> (String, Vec<Value>, String, String, test_support::TempConfig) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let fixture = test_support::workspace_bin("fixture-server");
     let config = test_support::TempConfig::new(json!({
@@ -107,6 +108,7 @@ async fn drive(
         answers,
         std::fs::read_to_string(log).unwrap_or_default(),
         std::fs::read_to_string(audit).unwrap_or_default(),
+        config,
     )
 }
 
@@ -123,7 +125,7 @@ const TS: &str = r#"
     const c = customers[0];
     console.log('first', JSON.stringify(c));
     for (let i = 0; i < 30; i++) console.log('row', i, JSON.stringify(customers));
-    await progress(1, 2, 'mailing ' + c.email);
+    await progress(5, 10, 'mailing ' + c.email);
     const sent = await tools.fx.send_message({ to: c.email, body: `Dear ${c.name}, card ${c.card}` });
     const searched = await tools.fx.web_search({ query: customers[1].email });
     let failed;
@@ -137,7 +139,7 @@ c = customers[0]
 print('first', c)
 for i in range(30):
     print('row', i, customers)
-progress(1, 2, 'mailing ' + c['email'])
+progress(5, 10, 'mailing ' + c['email'])
 sent = tools.fx.send_message(to=c['email'], body=f"Dear {c['name']}, card {c['card']}")
 searched = tools.fx.web_search(query=customers[1]['email'])
 try:
@@ -203,7 +205,8 @@ async fn the_client_never_sees_personal_data_and_the_mailer_gets_the_real_addres
             _ => None,
         }
     };
-    let (wire, answers, log, audit) = drive(base_settings(json!({})), &outbox, &mut next).await;
+    let (wire, answers, log, audit, _config) =
+        drive(base_settings(json!({})), &outbox, &mut next).await;
     assert_clean("client's wire", &wire);
     assert_clean("server log", &log);
     assert_clean("audit log", &audit);
@@ -227,7 +230,8 @@ async fn the_client_never_sees_personal_data_and_the_mailer_gets_the_real_addres
         assert!(kept.contains("[EMAIL_"), "{kept}");
         assert_clean("output file", &kept);
     }
-    // Progress reached the client, tokenised (the upstream's and the code's).
+    // Progress reached the client, tokenised (the upstream's, and the code's, which has
+    // the larger value, since progress only grows).
     assert!(wire.contains("notifications/progress"), "{wire}");
     assert!(wire.contains("mailing [EMAIL_"), "{wire}");
     assert!(wire.contains("loading [EMAIL_"), "{wire}");
@@ -306,7 +310,7 @@ except Exception as e:
     let mut it = calls.into_iter();
     let mut next = |_: &[Value]| it.next();
     let settings = base_settings(json!({"sandboxSees": "values", "elsewhere": "deny"}));
-    let (wire, answers, log, audit) = drive(settings, &outbox, &mut next).await;
+    let (wire, answers, log, audit, _config) = drive(settings, &outbox, &mut next).await;
     assert_clean("client's wire", &wire);
     assert_clean("server log", &log);
     assert_clean("audit log", &audit);
