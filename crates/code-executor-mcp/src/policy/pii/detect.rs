@@ -420,7 +420,7 @@ pub fn luhn(digits: impl DoubleEndedIterator<Item = u8>) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// A phone number: with a leading `+`, 8 to 15 digits (E.164); without, 10 to 15 digits
