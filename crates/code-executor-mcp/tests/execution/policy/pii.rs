@@ -305,18 +305,46 @@ except Exception as e:
     refused = type(e).__name__
 {'domain': c['email'].split('@')[1], 'email': c['email'], 'refused': refused}
 "#;
+    // A long run (`yieldAfterMs`) read with `wait`: its running answers (the task status:
+    // the lines so far, progress) pass the same exit.
+    let long = r#"
+        const { customers } = await tools.fx.customers({});
+        for (let i = 0; i < 40; i++) {
+          const c = customers[i % 3];
+          console.log('step', i, c.email, c.phone);
+          await progress(i + 1, 40, 'at ' + c.email);
+          await tools.fx.customers({});
+        }
+        return customers.map((c) => c.email);
+    "#;
     let calls = [
         json!({"name": "execute_typescript", "arguments": {"code": ts}}),
         json!({"name": "execute_python", "arguments": {"code": py}}),
+        json!({"name": "execute_typescript", "arguments": {"code": long, "yieldAfterMs": 1}}),
     ];
     let mut it = calls.into_iter();
-    let mut next = |_: &[Value]| it.next();
+    let mut next = |answers: &[Value]| match answers.last() {
+        Some(a) if a["structuredContent"].get("running").is_some() => Some(json!({
+            "name": "wait",
+            "arguments": {"handle": a["structuredContent"]["running"]["handle"], "timeoutMs": 50}
+        })),
+        _ => it.next(),
+    };
     let settings = base_settings(json!({"sandboxSees": "values", "elsewhere": "deny"}));
     let (wire, answers, log, audit, _config) = drive(settings, &outbox, &mut next).await;
     assert_clean("client's wire", &wire);
     assert_clean("server log", &log);
     assert_clean("audit log", &audit);
-    for a in &answers {
+    let last = &answers[answers.len() - 1]["structuredContent"];
+    assert_eq!(last["result"].as_array().map(Vec::len), Some(3), "{last}");
+    assert!(is_token(&last["result"][0], "EMAIL"), "{last}");
+    assert!(
+        answers[2]["structuredContent"].get("running").is_some(),
+        "the long run answered at once with a handle: {}",
+        answers[2]
+    );
+    assert!(wire.contains("step 0 [EMAIL_"), "{wire}");
+    for a in &answers[..2] {
         let r = &a["structuredContent"]["result"];
         assert_eq!(r["domain"], "example.com", "{a}");
         assert!(is_token(&r["email"], "EMAIL"), "{a}");
