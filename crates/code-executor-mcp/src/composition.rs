@@ -58,8 +58,12 @@ impl Core {
             .with_servers(config.servers.keys())
             .with_long_runs(settings.long_runs)
             .with_pauses(settings.approvals.clone(), settings.llm.clone(), redactor)
-            .with_access(settings.permissions.clone()),
+            .with_access(settings.permissions.clone())
+            .with_pii(settings.pii.clone()),
         );
+        if let Some(filter) = crate::policy::pii::log_filter(&policy.pii) {
+            crate::policy::redact::install_log_filter(Arc::new(filter));
+        }
         let catalog = Catalog::with_cache(
             upstreams,
             crate::catalog::cache::ToolCache::for_config(config),

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+pub mod crm;
 mod leak;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -259,6 +260,7 @@ impl Fixture {
                 std::sync::Arc::new(m),
             ));
         }
+        tools.extend(crm::tools(&schema));
         if self.meta_tools {
             tools.push(Tool::new(
                 "request_meta",
@@ -585,6 +587,9 @@ impl ServerHandler for Fixture {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(answer) = crm::call(&request, &context).await {
+            return answer;
+        }
         match &*request.name {
             "add_surprise_tool" => {
                 self.surprise

@@ -9,6 +9,13 @@
 //! 5 MB travel as arguments (code -> host -> upstream) and as a result (upstream -> host ->
 //! code -> host -> client). Every answer is checked byte for byte, so a fast wrong answer
 //! cannot pass. Rounds alternate direct, TypeScript and Python; ratios are per round.
+//!
+//! With a second server of ours whose `pii` detectors scan every tool (all built-in
+//! detectors on, code sees tokens), each round also runs both languages there: the
+//! `pii` ratios are the detectors' cost on the 5 MB result, against the same execution
+//! without them in the same round (target: under 1.2). The document holds no personal
+//! data, so the answers are still checked byte for byte: what is measured is the scan
+//! every result of a scanned tool pays.
 
 use serde_json::{Value, json};
 
@@ -72,8 +79,37 @@ fn answered_text(r: &rmcp::model::CallToolResult, execution: bool) -> Option<Str
     }
 }
 
-/// `large_results`: direct `echo` of the document vs the same from TypeScript and Python.
-pub(super) async fn report(direct: &Client, ours: &Client, rounds: usize) -> anyhow::Result<Value> {
+/// The settings of the server with detectors on (`pii`), for [`report`]'s `ours_pii`.
+pub(super) fn pii_settings() -> Value {
+    json!({"pii": {"scan": ["*"]}})
+}
+
+/// A server of ours started like `args` with [`pii_settings`] (its settings file in `dir`).
+pub(super) async fn pii_server(
+    exe: &str,
+    args: &[String],
+    dir: &std::path::Path,
+) -> anyhow::Result<(Client, Option<u32>)> {
+    let path = dir.join("pii-settings.json");
+    std::fs::write(&path, serde_json::to_vec(&pii_settings())?)?;
+    let (client, pid) = super::measure::spawn_client_with(
+        exe,
+        args,
+        &[(crate::config::settings::SETTINGS_PATH_ENV, &path)],
+    )
+    .await?;
+    client.peer().list_all_tools().await?;
+    Ok((client, pid))
+}
+
+/// `large_results`: direct `echo` of the document vs the same from TypeScript and Python,
+/// and, with `ours_pii`, from both with the detectors on.
+pub(super) async fn report(
+    direct: &Client,
+    ours: &Client,
+    ours_pii: Option<&Client>,
+    rounds: usize,
+) -> anyhow::Result<Value> {
     let chunk = chunk();
     let n = copies(&chunk);
     let doc = document(&chunk, n);
@@ -90,22 +126,33 @@ pub(super) async fn report(direct: &Client, ours: &Client, rounds: usize) -> any
          call_mcp_tool('everything', 'echo', {{'message': message}})"
     );
     let runs = [
-        ("direct", None),
-        ("typescript", Some(("execute_typescript", ts))),
-        ("python", Some(("execute_python", py))),
+        ("direct", None, ours),
+        ("typescript", Some(("execute_typescript", ts.clone())), ours),
+        ("python", Some(("execute_python", py.clone())), ours),
+        (
+            "typescript_pii",
+            Some(("execute_typescript", ts)),
+            ours_pii.unwrap_or(ours),
+        ),
+        (
+            "python_pii",
+            Some(("execute_python", py)),
+            ours_pii.unwrap_or(ours),
+        ),
     ];
-    let mut times: [Vec<f64>; 3] = Default::default();
-    let mut ratios: [Vec<f64>; 2] = Default::default();
+    let runs = &runs[..if ours_pii.is_some() { 5 } else { 3 }];
+    let mut times: [Vec<f64>; 5] = Default::default();
+    let mut ratios: [Vec<f64>; 4] = Default::default();
     // One untimed round first: upstream and pools warm, the check done once up front.
     for warm in [true, false] {
         for _ in 0..if warm { 1 } else { rounds } {
-            let mut m = [0.0; 3];
-            for (i, (label, exec)) in runs.iter().enumerate() {
+            let mut m = [0.0; 5];
+            for (i, (label, exec, server)) in runs.iter().enumerate() {
                 let mut got = None;
                 let ms = timed(async {
                     let r = match exec {
                         None => call(direct, "echo", json!({"message": doc})).await?,
-                        Some((tool, code)) => call(ours, tool, json!({"code": code})).await?,
+                        Some((tool, code)) => call(server, tool, json!({"code": code})).await?,
                     };
                     got = Some(r);
                     Ok(())
@@ -129,12 +176,31 @@ pub(super) async fn report(direct: &Client, ours: &Client, rounds: usize) -> any
                 }
                 ratios[0].push(m[1] / m[0]);
                 ratios[1].push(m[2] / m[0]);
+                if ours_pii.is_some() {
+                    ratios[2].push(m[3] / m[1]);
+                    ratios[3].push(m[4] / m[2]);
+                }
             }
         }
     }
-    let [d, t, p] = times.map(percentiles);
-    let [rt, rp] = ratios.map(percentiles);
+    let [d, t, p, tp, pp] = times.map(percentiles);
+    let [rt, rp, rtp, rpp] = ratios.map(percentiles);
+    let pii = ours_pii.map(|_| {
+        json!({
+            "settings": pii_settings(),
+            "typescript_ms": tp,
+            "python_ms": pp,
+            "typescript_pii_vs_without_per_round": rtp,
+            "python_pii_vs_without_per_round": rpp,
+            "ratios": {
+                "typescript_pii_vs_without": rtp["median"],
+                "python_pii_vs_without": rpp["median"],
+            },
+            "target": "< 1.2",
+        })
+    });
     Ok(json!({
+        "pii": pii,
         "result_bytes": want.len(),
         "rounds": rounds,
         "direct_echo_ms": d,

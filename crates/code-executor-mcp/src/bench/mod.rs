@@ -166,9 +166,10 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     }
     if args.large_only {
         let (_, ours, _) = cold_start(&exe, &our_args).await?;
+        let (ours_pii, _) = large::pii_server(&exe, &our_args, &dir).await?;
         let report = json!({
             "tokens": large::tokens(&ours).await?,
-            "large_results": large::report(&direct, &ours, n.min(30)).await?,
+            "large_results": large::report(&direct, &ours, Some(&ours_pii), n.min(30)).await?,
         });
         let _ = std::fs::remove_dir_all(&dir);
         say(&serde_json::to_string_pretty(&report)?);
@@ -320,7 +321,9 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
         rounds::approval_rounds(&direct, &exe, &our_args, &cfg, &dir, n.min(30)).await?;
     let access = access::report(&exe, &our_base_args(&opts), &dir, n.min(30)).await?;
     let paths = paths::report(&direct, &exe, &our_args, &dir, n).await?;
-    let large_results = large::report(&direct, &ours, n.min(30)).await?;
+    let (ours_pii, _) = large::pii_server(&exe, &our_args, &dir).await?;
+    let large_results = large::report(&direct, &ours, Some(&ours_pii), n.min(30)).await?;
+    drop(ours_pii);
     let tokens = large::tokens(&ours).await?;
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;

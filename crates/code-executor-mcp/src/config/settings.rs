@@ -63,6 +63,7 @@ struct RawSettings {
     forward_requests: Option<crate::policy::forward::ForwardSettings>,
     trusted_projects: Option<Vec<PathBuf>>,
     permissions: Option<crate::policy::access::RawCeiling>,
+    pii: Option<crate::policy::pii::PiiSettings>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
 }
@@ -113,6 +114,8 @@ pub struct Settings {
     pub trusted_projects: Vec<PathBuf>,
     /// What file and network access code may be granted (`permissions`); nothing by default.
     pub permissions: crate::policy::access::Ceiling,
+    /// Personal data tokenised at the bridge (`pii`); off by default.
+    pub pii: crate::policy::pii::PiiSettings,
     /// The user's settings file, if there is one.
     pub source: Option<PathBuf>,
     /// What became of the working directory's `.code-executor.json`, if there is one.
@@ -152,6 +155,7 @@ impl Default for Settings {
             forward_requests: Default::default(),
             trusted_projects: Vec::new(),
             permissions: crate::policy::access::Ceiling::default(),
+            pii: Default::default(),
             source: None,
             project: None,
         }
@@ -332,6 +336,7 @@ impl Settings {
             forward_requests: raw.forward_requests.unwrap_or_default().validate()?,
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
             permissions: raw.permissions.unwrap_or_default().validate()?,
+            pii: raw.pii.unwrap_or_default().validate()?,
             source: None,
             project: None,
         })

@@ -32,6 +32,8 @@ pub enum SettingError {
     ApprovalPattern(String),
     #[error("approvals.timeoutMs {ms} is outside 1..={max}")]
     ApprovalTimeout { ms: u64, max: u64 },
+    #[error("pii: {0}")]
+    Pii(String),
 }
 
 /// A destination of `permissions.net` that cannot be read.

@@ -20,6 +20,13 @@ pub enum AuditEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         session: Option<String>,
     },
+    /// Personal data an execution's results (or, when code saw values, its exits) held:
+    /// how many tokens were made, per detector. Never a value nor a token.
+    #[serde(rename = "pii.tokens", rename_all = "camelCase")]
+    PiiTokens {
+        execution: String,
+        tokens: std::collections::BTreeMap<String, u32>,
+    },
     #[serde(rename = "run.end", rename_all = "camelCase")]
     RunEnd {
         execution: String,

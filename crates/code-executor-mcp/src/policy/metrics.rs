@@ -126,6 +126,8 @@ impl Metrics {
             AuditEvent::LlmCall { via, outcome, .. } => bump(&self.llm_calls, (*via, *outcome)),
             AuditEvent::RunCancel { by, .. } => bump(&self.cancels, *by),
             AuditEvent::Fetch { decision, .. } => bump(&self.fetches, *decision),
+            // Counted in the audit log only (no metric names a detector).
+            AuditEvent::PiiTokens { .. } => {}
         }
     }
 

@@ -18,6 +18,7 @@ pub mod llm;
 pub(crate) mod long_runs;
 pub mod metrics;
 pub mod pattern;
+pub mod pii;
 pub mod redact;
 pub mod rules;
 pub(crate) mod session_limits;
@@ -53,6 +54,8 @@ pub struct Policy {
     pub redactor: Arc<redact::Redactor>,
     /// What file and network access an execution may be granted (`permissions`).
     pub access: access::Ceiling,
+    /// Personal data tokenised at the bridge (`pii`).
+    pub pii: Arc<pii::Pii>,
 }
 
 impl Policy {
@@ -88,6 +91,7 @@ impl Policy {
             llm: llm::LlmSettings::default(),
             redactor: Arc::default(),
             access: access::Ceiling::default(),
+            pii: Arc::default(),
         }
     }
 
@@ -122,6 +126,12 @@ impl Policy {
         self
     }
 
+    /// The same policy, tokenising personal data as `settings` say.
+    pub fn with_pii(mut self, settings: pii::PiiSettings) -> Policy {
+        self.pii = Arc::new(pii::Pii::new(settings));
+        self
+    }
+
     /// The same policy, knowing the configured server names (see [`pattern`]).
     pub fn with_servers<'a>(mut self, names: impl IntoIterator<Item = &'a String>) -> Policy {
         self.servers = names.into_iter().cloned().collect();
@@ -143,6 +153,7 @@ impl Policy {
             llm: llm::LlmSettings::default(),
             redactor: Arc::default(),
             access: access::Ceiling::default(),
+            pii: Arc::default(),
         }
     }
 

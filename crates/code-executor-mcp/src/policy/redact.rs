@@ -224,6 +224,19 @@ impl Redactor {
 /// OAuth store saves later joins ([`learn_secret`]).
 static FOR_LOGS: std::sync::RwLock<Option<std::sync::Arc<Redactor>>> = std::sync::RwLock::new(None);
 
+/// What else a log line passes after the redactor, if anything (personal data: `pii`).
+pub type LogFilter = std::sync::Arc<dyn Fn(&[u8]) -> Option<Vec<u8>> + Send + Sync>;
+
+static LOG_FILTER: std::sync::RwLock<Option<LogFilter>> = std::sync::RwLock::new(None);
+
+/// Makes [`LogWriter`] pass every line through `filter` too (`Core::start` calls it when
+/// `pii` is on: a library's own debug line may quote an upstream's message).
+pub fn install_log_filter(filter: LogFilter) {
+    if let Ok(mut f) = LOG_FILTER.write() {
+        *f = Some(filter);
+    }
+}
+
 /// Makes [`LogWriter`] redact with `redactor` from now on (`Core::start` calls it).
 pub fn install_for_logs(redactor: std::sync::Arc<Redactor>) {
     if let Ok(mut r) = FOR_LOGS.write() {
@@ -253,21 +266,26 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
 impl std::io::Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let redactor = FOR_LOGS.read().ok().and_then(|r| r.clone());
-        let mut err = std::io::stderr().lock();
-        match redactor {
+        let mut line: Cow<'_, [u8]> = match redactor {
             // A JSON line (`--log-format json`) stays JSON.
             Some(r) if buf.starts_with(b"{") => match r.json_message(buf) {
                 Some(mut clean) => {
                     if buf.ends_with(b"\n") {
                         clean.push(b'\n');
                     }
-                    err.write_all(&clean)?
+                    Cow::Owned(clean)
                 }
-                None => err.write_all(buf)?,
+                None => Cow::Borrowed(buf),
             },
-            Some(r) => err.write_all(&r.bytes(buf))?,
-            None => err.write_all(buf)?,
+            Some(r) => r.bytes(buf),
+            None => Cow::Borrowed(buf),
+        };
+        if let Some(filter) = LOG_FILTER.read().ok().and_then(|f| f.clone())
+            && let Some(filtered) = filter(&line)
+        {
+            line = Cow::Owned(filtered);
         }
+        std::io::stderr().lock().write_all(&line)?;
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {

@@ -43,6 +43,31 @@ use crate::policy::access::{self, Grant};
 use crate::policy::audit::{AuditEvent, sha256_hex};
 use crate::policy::{Decision, Limits, Policy};
 
+/// Personal data out of what an execution answers when its code saw values (`pii`): the
+/// result and the error; and the audit's count of tokens made, per detector.
+fn pii_exit(scope: &RunScope, out: &mut ExecOutcome, policy: &Policy) {
+    if let Some(exit) = &scope.pii_exit {
+        exit.value(&mut out.result);
+        if let Some(e) = out.error.as_mut() {
+            if let std::borrow::Cow::Owned(m) = exit.text(&e.message) {
+                e.message = m;
+            }
+            if let Some(s) = e.stack.as_mut()
+                && let std::borrow::Cow::Owned(t) = exit.text(s)
+            {
+                *s = t;
+            }
+        }
+    }
+    let made = scope.pii_made.lock().map(|m| m.clone()).unwrap_or_default();
+    if !made.is_empty() {
+        policy.audit.record(AuditEvent::PiiTokens {
+            execution: scope.execution.clone(),
+            tokens: made,
+        });
+    }
+}
+
 /// Runs TypeScript, JavaScript and Python executions.
 pub struct Runtime {
     catalog: Catalog,
@@ -306,6 +331,7 @@ impl Runtime {
         if req.long_run {
             logs = logs.mirrored(ctx.events.clone());
         }
+        logs = logs.tokenised(scope.pii_exit.clone());
         let ended = {
             let host = RunHost::new(&self.catalog, &scope);
             let run = drive(&mut lease.worker, &host, &mut logs);
@@ -409,6 +435,7 @@ impl Runtime {
         let captured = logs.finish();
         out.logs = captured.logs;
         out.output_file = captured.file.map(|p| p.display().to_string());
+        pii_exit(&scope, &mut out, &self.policy);
         finish(out)
     }
 

@@ -10,7 +10,7 @@
 //! - [`python_start`]: what a Python worker imports late behaves as if imported up front;
 //! - [`robustness`]: hostile and long-running use, and every `RUST_LOG` level;
 //! - [`access`]: file and network grants, and the attacks on them (SSRF, grants);
-//! - [`policy`]: rules, argument validation, busy limits, the audit log, secrets;
+//! - [`policy`]: rules, argument validation, busy limits, the audit log, secrets, personal data;
 //! - [`upstream`]: upstream starts: hangs, backoff, start errors;
 //! - [`llm_provider`]: model calls answered by a configured provider;
 //! - [`signatures`]: generated TypeScript and Python signatures, by snapshot (`snapshots/`).

@@ -558,5 +558,7 @@ async fn an_allowed_tools_pattern_that_can_match_nothing_is_refused_with_the_fix
     );
 }
 
+/// Personal data stays out of the model (`pii`).
+mod pii;
 /// No configured secret an upstream echoes leaves the server.
 mod secrets;

@@ -211,6 +211,7 @@ fn progress(
             ),
         );
     }
+    let message = message.map(|m| scope.exit_text(&m).into_owned());
     scope.events.progress(Progress {
         done,
         total,
@@ -273,7 +274,12 @@ async fn call_tool(
         tool: asked_tool,
         started,
         digest,
-        args: scope.policy.audit.log_arguments().then(|| args.clone()),
+        // What code sent, with personal data as tokens when code sees values.
+        args: scope.policy.audit.log_arguments().then(|| {
+            let mut a = args.clone();
+            scope.exit_value(&mut a);
+            a
+        }),
         allowed: false,
     };
     // Every attempt counts, allowed or not, resolved or not (a call to a server that failed
@@ -346,7 +352,14 @@ async fn call_tool(
             );
         }
     };
-    if let Err(e) = scope.policy.validators.check(&server, &tool, &args) {
+    // Tokens of personal data become their values for the tools allowed to receive them;
+    // the schema is checked on what the tool gets, a person is shown the tokens.
+    let restored = match super::pii::arguments(scope, &server, &tool.name, &args) {
+        Ok(r) => r,
+        Err(reason) => return deny(CallError::Policy, reason),
+    };
+    let sent = restored.as_ref().unwrap_or(&args);
+    if let Err(e) = scope.policy.validators.check(&server, &tool, sent) {
         return deny(CallError::Argument, e);
     }
     // Last: a person is asked only about a call that would otherwise go out.
@@ -356,6 +369,8 @@ async fn call_tool(
     {
         return deny(CallError::ApprovalDenied, reason);
     }
+    let args = restored.unwrap_or(args);
+    let scanned = super::pii::scans(scope, &server, &tool.name);
     record.allowed = true;
     let _permit = scope.in_flight.acquire().await;
     // When the execution's deadline comes first, it governs (a TimeoutError for the whole
@@ -367,8 +382,12 @@ async fn call_tool(
         .saturating_duration_since(Instant::now());
     let timeout = (remaining + DEADLINE_GRACE).min(UPSTREAM_CALL_TIMEOUT);
     let events = &scope.events;
-    let forward = |p: &rmcp::model::ProgressNotificationParam| {
-        events.upstream_progress(&server, &tool.name, p);
+    let forward = |p: &rmcp::model::ProgressNotificationParam| match scanned {
+        Some(vault) => {
+            let p = super::pii::progress(scope, vault, p);
+            events.upstream_progress(&server, &tool.name, &p);
+        }
+        None => events.upstream_progress(&server, &tool.name, p),
     };
     let on_progress: Option<&(dyn Fn(&rmcp::model::ProgressNotificationParam) + Send + Sync)> =
         events.wants_upstream_progress().then_some(&forward);
@@ -429,6 +448,10 @@ async fn call_tool(
     );
     match called {
         Ok((result, bytes)) => {
+            let result = match scanned {
+                Some(vault) => super::pii::result(scope, vault, result),
+                None => result,
+            };
             let outcome = unwrap_result(result);
             let label = if matches!(outcome, CallOutcome::Ok { .. } | CallOutcome::Text { .. }) {
                 "ok"
@@ -444,8 +467,12 @@ async fn call_tool(
             } else {
                 "failed"
             };
-            record.write("allow", Some(e.to_string()), Some(label), 0);
-            err(CallError::Tool, e.to_string())
+            let mut message = e.to_string();
+            if let Some(vault) = scanned {
+                super::pii::text(scope, vault, &mut message);
+            }
+            record.write("allow", Some(message.clone()), Some(label), 0);
+            err(CallError::Tool, message)
         }
     }
 }

@@ -69,8 +69,9 @@ pub(super) async fn call(
     let provider = settings.provider.as_ref();
     // Secrets never leave: the configured upstreams' credentials and the provider's own key.
     let key = provider.and_then(api_key);
+    // Nor personal data, when code sees values (`pii`): the prompt leaves for a model.
     let redact = |t: &str| {
-        let t = scope.policy.redact(t);
+        let t = scope.policy.redact(&scope.exit_text(t));
         match &key {
             Some(k) if k.len() >= 6 => t.replace(k.as_str(), "[redacted]"),
             _ => t,

@@ -9,5 +9,6 @@ pub(crate) mod bridge;
 pub(crate) mod fetch;
 pub(crate) mod llm;
 pub(crate) mod net;
+pub(crate) mod pii;
 pub(crate) mod remembered;
 pub(crate) mod scope;

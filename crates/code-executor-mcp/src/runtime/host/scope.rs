@@ -9,10 +9,14 @@ use governor::DefaultDirectRateLimiter;
 use serde_json::Value;
 use worker_protocol::{CallError, CallOutcome, ErrorInfo};
 
+use std::collections::BTreeMap;
+
 use super::net::FetchState;
 use super::remembered::{ExecutionApprovals, Remembered};
 use crate::catalog::ToolView;
 use crate::policy::llm::LlmBudget;
+use crate::policy::pii::vault::Vault;
+use crate::policy::pii::{Exit, Made};
 use crate::policy::{Limits, Policy, ToolAllowlist};
 use crate::principal::Principal;
 use crate::runtime::live::sessions::Session;
@@ -57,6 +61,13 @@ pub(crate) struct RunScope {
     pub(super) fetch: FetchState,
     /// The trace context upstream calls go under (see `crate::trace`).
     pub(super) trace: Option<crate::trace::TraceContext>,
+    /// The token map of personal data (the session's, else the execution's own) when
+    /// `pii` is on.
+    pub(crate) pii: Option<Arc<Vault>>,
+    /// Tokens made for this execution, by detector (for the audit's `pii.tokens`).
+    pub(crate) pii_made: Made,
+    /// What leaves passes here when code sees values.
+    pub(crate) pii_exit: Option<Exit>,
 }
 
 impl RunScope {
@@ -82,7 +93,18 @@ impl RunScope {
             ctx.tool_rate.clone(),
             ctx.tool_calls.clone(),
         );
+        let pii = policy.pii.enabled().then(|| match &session {
+            Some(s) => s.pii.clone(),
+            None => Arc::new(Vault::new()),
+        });
+        let pii_made = Made::default();
+        let pii_exit = pii
+            .as_ref()
+            .and_then(|v| Exit::new(&policy.pii, v, &pii_made));
         RunScope {
+            pii,
+            pii_made,
+            pii_exit,
             execution,
             allow,
             view: ToolView::default(),
@@ -102,6 +124,29 @@ impl RunScope {
             events: ctx.events.clone(),
             fetch,
             trace: ctx.trace.clone(),
+        }
+    }
+}
+
+impl RunScope {
+    /// Adds tokens made to the execution's counts.
+    pub(crate) fn count_tokens(&self, made: BTreeMap<String, u32>) {
+        crate::policy::pii::count(&self.pii_made, made);
+    }
+
+    /// `text` as it may leave this execution: when code sees values (`pii.sandboxSees:
+    /// "values"`), with every value the detectors find replaced by its token.
+    pub(crate) fn exit_text<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        match &self.pii_exit {
+            Some(e) => e.text(text),
+            None => std::borrow::Cow::Borrowed(text),
+        }
+    }
+
+    /// `v` as it may leave this execution (see [`RunScope::exit_text`]).
+    pub(crate) fn exit_value(&self, v: &mut Value) {
+        if let Some(e) = &self.pii_exit {
+            e.value(v);
         }
     }
 }

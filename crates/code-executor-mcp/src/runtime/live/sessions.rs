@@ -167,6 +167,9 @@ pub(crate) struct Session {
     /// Resident memory of the worker after its last execution.
     memory: AtomicU64,
     ended: Mutex<Option<EndReason>>,
+    /// The session's token map of personal data (`pii`): tokens stay the same across its
+    /// executions.
+    pub(crate) pii: Arc<crate::policy::pii::vault::Vault>,
 }
 
 /// Marks a session in use while it lives (an execution holds or awaits its worker).
@@ -353,6 +356,7 @@ impl Sessions {
             workspace_bound,
             memory: AtomicU64::new(0),
             ended: Mutex::new(None),
+            pii: Arc::default(),
         });
         let mut evicted = Vec::new();
         {

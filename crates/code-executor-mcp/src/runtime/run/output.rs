@@ -84,6 +84,8 @@ pub struct LogCollector {
     file: FileState,
     /// Where each kept line is also shown while the run goes on (`wait`, tasks).
     mirror: Option<std::sync::Arc<super::events::Events>>,
+    /// Personal data made tokens in every line, when code sees values (`pii`).
+    pii: Option<crate::policy::pii::Exit>,
 }
 
 /// What the answer carries: the lines, and the full output's path when it was kept.
@@ -103,7 +105,14 @@ impl LogCollector {
             worker_stopped: false,
             file: spill.map_or(FileState::Off, FileState::Pending),
             mirror: None,
+            pii: None,
         }
+    }
+
+    /// The same collector, with personal data made tokens in every line it takes.
+    pub fn tokenised(mut self, exit: Option<crate::policy::pii::Exit>) -> Self {
+        self.pii = exit;
+        self
     }
 
     /// The same collector, showing each line it keeps in `events` as well.
@@ -112,7 +121,12 @@ impl LogCollector {
         self
     }
 
-    pub fn push(&mut self, level: LogLevel, text: String) {
+    pub fn push(&mut self, level: LogLevel, mut text: String) {
+        if let Some(exit) = &self.pii
+            && let std::borrow::Cow::Owned(t) = exit.text(&text)
+        {
+            text = t;
+        }
         let len = text.len() as u64;
         if self.truncated || len > self.budget {
             if !self.truncated {
