@@ -6,10 +6,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam};
+use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ResourceContents};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::scope::RunScope;
+use crate::policy::pii::detect::Detectors;
 use crate::policy::pii::vault::Vault;
 use crate::policy::pii::{Elsewhere, SandboxSees};
 
@@ -25,7 +28,9 @@ pub(super) fn scans<'s>(scope: &'s RunScope, server: &str, tool: &str) -> Option
 }
 
 /// A scanned tool's result as code may see it: tokenised when code sees tokens (every text
-/// block and the structured content); as it is when code sees values (the exits tokenise).
+/// block, an embedded resource's text, a link, every `_meta`, and the structured content;
+/// not an image's, audio's or blob's base64 data); as it is when code sees values (the
+/// exits tokenise).
 /// An error result is tokenised either way: its message reaches the audit log.
 pub(super) fn result(scope: &RunScope, vault: &Vault, mut r: CallToolResult) -> CallToolResult {
     let Some(detectors) = scope.policy.pii.detectors() else {
@@ -35,16 +40,74 @@ pub(super) fn result(scope: &RunScope, vault: &Vault, mut r: CallToolResult) -> 
         return r;
     }
     let mut made = BTreeMap::new();
+    tokenise_result(vault, detectors, &mut r, &mut made);
+    scope.count_tokens(made);
+    r
+}
+
+/// Every text a person could have written in `r`, tokenised.
+fn tokenise_result(
+    vault: &Vault,
+    detectors: &Detectors,
+    r: &mut CallToolResult,
+    made: &mut BTreeMap<String, u32>,
+) {
     for block in &mut r.content {
-        if let ContentBlock::Text(t) = block {
-            vault.tokenise_string(detectors, &mut t.text, &mut made);
+        match &mut *block {
+            ContentBlock::Text(t) => {
+                vault.tokenise_string(detectors, &mut t.text, made);
+                through_json(vault, detectors, &mut t.meta, made);
+            }
+            // Base64 data is no text a person wrote: only the block's metadata is scanned
+            // (a token shape inside an image's bytes would corrupt it).
+            ContentBlock::Image(i) => through_json(vault, detectors, &mut i.meta, made),
+            ContentBlock::Audio(a) => through_json(vault, detectors, &mut a.meta, made),
+            ContentBlock::Resource(e) => {
+                match &mut e.resource {
+                    ResourceContents::TextResourceContents { text, meta, .. } => {
+                        vault.tokenise_string(detectors, text, made);
+                        through_json(vault, detectors, meta, made);
+                    }
+                    ResourceContents::BlobResourceContents { meta, .. } => {
+                        through_json(vault, detectors, meta, made);
+                    }
+                    _ => {}
+                }
+                through_json(vault, detectors, &mut e.meta, made);
+            }
+            // A link's name, title, description and URI are all text (and so is whatever
+            // a later revision adds).
+            _ => through_json(vault, detectors, block, made),
         }
     }
     if let Some(v) = r.structured_content.as_mut() {
-        vault.tokenise_value(detectors, v, &mut made);
+        vault.tokenise_value(detectors, v, made);
     }
-    scope.count_tokens(made);
-    r
+    through_json(vault, detectors, &mut r.meta, made);
+}
+
+/// `x` with every string in its JSON tokenised; left as it was if the tokenised JSON does
+/// not read back as its type (a token is a string where a string was, so it always does).
+fn through_json<T: Serialize + DeserializeOwned>(
+    vault: &Vault,
+    detectors: &Detectors,
+    x: &mut T,
+    made: &mut BTreeMap<String, u32>,
+) {
+    let Ok(mut v) = serde_json::to_value(&*x) else {
+        return;
+    };
+    if v.is_null() {
+        return;
+    }
+    let before = v.clone();
+    vault.tokenise_value(detectors, &mut v, made);
+    if v == before {
+        return;
+    }
+    if let Ok(back) = serde_json::from_value(v) {
+        *x = back;
+    }
 }
 
 /// A scanned tool's error message, tokenised (in both modes: it reaches the audit log).
@@ -123,4 +186,42 @@ fn refusal(server: &str, tool: &str) -> String {
          behind one), and pii.restoreTo does not name this tool; pii.elsewhere is \"deny\"",
         crate::policy::qualified_name(server, tool)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind of block carries its text through the map; base64 data is left alone.
+    #[test]
+    fn every_block_kind_is_tokenised_but_base64_data() {
+        let detectors = Detectors::new(&["email".into(), "phone".into()], &[]).unwrap();
+        let vault = Vault::new();
+        let email = "ana.souza@example.org";
+        let meta = serde_json::json!({"owner": email});
+        let wire = serde_json::json!({
+            "content": [
+                {"type": "text", "text": format!("mail {email}"), "_meta": meta},
+                {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png", "_meta": meta},
+                {"type": "audio", "data": "aGVsbG8=", "mimeType": "audio/wav", "_meta": meta},
+                {"type": "resource", "resource": {"uri": "crm://1", "text": format!("to {email}"), "_meta": meta}, "_meta": meta},
+                {"type": "resource", "resource": {"uri": "crm://2", "blob": "aGVsbG8=", "_meta": meta}},
+                {"type": "resource_link", "uri": format!("mailto:{email}"), "name": email, "description": format!("write to {email}")}
+            ],
+            "structuredContent": {"who": email},
+            "_meta": meta
+        });
+        let mut r: CallToolResult = serde_json::from_value(wire).unwrap();
+        let mut made = BTreeMap::new();
+        tokenise_result(&vault, &detectors, &mut r, &mut made);
+        let out = serde_json::to_string(&r).unwrap();
+        assert!(!out.contains(email), "{out}");
+        assert_eq!(out.matches("aGVsbG8=").count(), 3, "{out}");
+        assert_eq!(made.get("EMAIL"), Some(&1), "{made:?}");
+        // One value, one token, wherever it was.
+        let mut n = 0;
+        let mut back = serde_json::to_value(&r).unwrap();
+        vault.restore_value(&mut back, &mut n);
+        assert!(back.to_string().contains(email));
+    }
 }
