@@ -8,7 +8,8 @@
 
 //!
 //! The sections live beside it: `access`, `large`, `paths`, `rounds` and `soak` of the latency
-//! report, `http` (`--http`) and `container` (`--container-url`) instead of it; `measure` holds
+//! report, `http` (`--http`, and `haproxy` for `--http --via-haproxy`) and `container`
+//! (`--container-url`) instead of it; `measure` holds
 //! the client, the timed call and the summaries they share; `args` the flags.
 
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ use crate::options::CoreOptions;
 mod access;
 pub(crate) mod args;
 mod container;
+mod haproxy;
 mod http;
 mod large;
 mod measure;

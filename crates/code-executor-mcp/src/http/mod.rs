@@ -20,7 +20,8 @@
 //! ```
 //!
 //! Shutdown (SIGTERM, SIGINT): stop accepting; `/mcp` answers 503 and `/readyz` fails; running
-//! and queued executions get until the grace deadline to finish; then every connection is
+//! and queued executions get until the grace deadline to finish, and open connections stay
+//! open at least `--drain-delay` (a proxy's check notices first); then every connection is
 //! dropped, which cancels what still runs (its workers are killed), sessions are ended and
 //! the audit log flushed.
 
@@ -311,8 +312,14 @@ pub async fn serve(
         grace_s = state.limits.shutdown_grace.as_secs(),
         "shutting down: no new connections or requests; waiting for running executions"
     );
-    let deadline = tokio::time::Instant::now() + state.limits.shutdown_grace;
-    while core.policy.admission.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+    let stopped_at = tokio::time::Instant::now();
+    let deadline = stopped_at + state.limits.shutdown_grace;
+    // A proxy may still send on the connections it keeps open until its health check marks
+    // us down: they stay open (answering 503) for the drain delay, within the grace.
+    let drained = stopped_at + state.limits.drain_delay.min(state.limits.shutdown_grace);
+    while (core.policy.admission.in_flight() > 0 || tokio::time::Instant::now() < drained)
+        && tokio::time::Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let left = core.policy.admission.in_flight();
