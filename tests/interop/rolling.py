@@ -7,8 +7,10 @@ driven by the official Python MCP SDK on protocol 2026-07-28:
 
 The test drives the replicas; this script is the client. It prints READY once its load runs
 (and, in the rolling phase, once it holds a session and a long run on every replica named in
---replicas), then keeps going until a line DONE arrives on its standard input, then stops,
-collects what is pending and prints one line `COUNTS {json}`:
+--replicas), then keeps going. A line `PIN ID` on its standard input starts long runs until
+one lands on replica ID (the one about to be stopped) and keeps a `wait` open on each; it
+answers `PINNED ID HANDLE`. A line DONE stops it: it collects what is pending and prints one
+line `COUNTS {json}`:
 
 - stateless: `workers` loops of trivial executions (TypeScript, every fourth one Python),
   each answer checked (`requests`, `failed`, the first errors in `errors`);
@@ -45,15 +47,32 @@ except ImportError:  # pragma: no cover
     pass
 
 MODE = "2026-07-28"
-# A long run: longer than a step of the update takes to reach its replica, shorter than the
-# replicas' --shutdown-grace.
-RUN_MS = 3000
+# A long run: it is still running when its replica gets SIGTERM (the test asks for one with
+# PIN just before), and ends within the replicas' --shutdown-grace.
+RUN_MS = 4000
 # No answer within this long is a hang.
 CALL_DEADLINE_S = 60
 
 
+# Handles whose `wait` request has gone out (set by the HTTP client's request hook).
+WAIT_SENT: dict[str, asyncio.Event] = {}
+
+
+async def note_wait(request: Any) -> None:
+    try:
+        body = json.loads(request.content or b"{}")
+    except ValueError:
+        return
+    params = body.get("params") or {} if isinstance(body, dict) else {}
+    if body.get("method") == "tools/call" and params.get("name") == "wait":
+        event = WAIT_SENT.get((params.get("arguments") or {}).get("handle", ""))
+        if event is not None:
+            event.set()
+
+
 def client(url: str, token: str) -> Client:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120,
+                              event_hooks={"request": [note_wait]})
     return Client(streamable_http_client(url, http_client=http), mode=MODE, read_timeout_seconds=120)
 
 
@@ -77,6 +96,8 @@ class Counts:
         self.failed = 0
         self.errors: list[str] = []
         self.pinned: dict[str, dict[str, Any]] = {}
+        # Long runs that did not start (no handle back) while pinning one on a replica.
+        self.pin_errors = 0
 
     def fail(self, what: str) -> None:
         self.failed += 1
@@ -158,16 +179,17 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
     async with client(a.proxy, a.token) as c:
         await c.list_tools()  # the x-mcp-header annotations: Mcp-Param-* headers from now on
         pinned: list = []
+
+        async def new_session() -> str:
+            v, _ = await execute(c, "globalThis.n = 1; return n;", session="new")
+            return (v.get("session") or {}).get("id") or ""
+
+        async def new_run() -> str:
+            v, _ = await execute(c, f"await tools.fx.sleep({{ ms: {RUN_MS} }}); return 'long run done';",
+                                 yieldAfterMs=100, timeoutMs=60000)
+            return (v.get("running") or {}).get("handle") or ""
+
         if a.phase == "rolling":
-            async def new_session() -> str:
-                v, _ = await execute(c, "globalThis.n = 1; return n;", session="new")
-                return (v.get("session") or {}).get("id") or ""
-
-            async def new_run() -> str:
-                v, _ = await execute(c, f"await tools.fx.sleep({{ ms: {RUN_MS} }}); return 'long run done';",
-                                     yieldAfterMs=100, timeoutMs=60000)
-                return (v.get("running") or {}).get("handle") or ""
-
             sessions = await pin_one_per_replica(c, names, new_session)
             runs = await pin_one_per_replica(c, names, new_run)
             for r, h in sessions.items():
@@ -188,10 +210,37 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
                 else:
                     tg.start_soon(wait_run, c, r, h, rec)
             print("READY", flush=True)
-            line = await anyio.to_thread.run_sync(sys.stdin.readline)
-            if line.strip() != "DONE":
-                counts.fail(f"expected DONE on stdin, got {line!r}")
-            stop.set()
+            while True:
+                line = (await anyio.to_thread.run_sync(sys.stdin.readline)).strip()
+                if line.startswith("PIN "):
+                    # A long run on that replica (about to be stopped), its wait kept open.
+                    # Runs that land on another replica are cancelled; round robin brings one
+                    # to the target within a few tries.
+                    target = line.split(" ", 1)[1]
+                    handle = ""
+                    for _ in range(40):
+                        h = await new_run()
+                        if not h:
+                            counts.pin_errors += 1
+                            continue
+                        if owner(h) != target:
+                            await asyncio.wait_for(c.call_tool("wait", {"handle": h, "cancel": True}),
+                                                   CALL_DEADLINE_S)
+                            continue
+                        handle = h
+                        counts.pinned[f"draining run@{target}"] = rec = {
+                            "kind": "long run at SIGTERM", "replica": target, "handle": h}
+                        WAIT_SENT[h] = sent = asyncio.Event()
+                        tg.start_soon(wait_run, c, target, h, rec)
+                        # Its wait is on its way before the test stops the replica.
+                        await asyncio.wait_for(sent.wait(), CALL_DEADLINE_S)
+                        break
+                    print(f"PINNED {target} {handle}", flush=True)
+                    continue
+                if line != "DONE":
+                    counts.fail(f"expected DONE on stdin, got {line!r}")
+                stop.set()
+                break
         elapsed = time.monotonic() - start
     outcomes: dict[str, int] = {}
     for rec in counts.pinned.values():
@@ -204,6 +253,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
         "errors": counts.errors,
         "pinned": counts.pinned,
         "pinned_outcomes": outcomes,
+        "pin_errors": counts.pin_errors,
     }
 
 

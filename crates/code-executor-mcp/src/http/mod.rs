@@ -570,11 +570,17 @@ async fn readiness(state: &State) -> Response<Body> {
         if p.language == "python" && !python {
             continue;
         }
+        // An empty pool is a problem before its first worker started, or when workers fail
+        // to start; not when its workers are all busy: a replica under load stays ready, or
+        // a proxy's health check would take it out and send its pinned handles elsewhere.
         if p.target > 0 && p.ready == 0 {
-            problems.push(match &p.last_error {
-                Some(e) => format!("{} workers cannot start: {e}", p.language),
-                None => format!("{} pool is warming up", p.language),
-            });
+            match &p.last_error {
+                Some(e) => problems.push(format!("{} workers cannot start: {e}", p.language)),
+                None if p.started == 0 => {
+                    problems.push(format!("{} pool is warming up", p.language));
+                }
+                None => {}
+            }
         }
     }
     if let Some(why) = state.core.policy.audit.problem() {

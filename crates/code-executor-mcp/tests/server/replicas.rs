@@ -219,6 +219,21 @@ impl Client {
         }
     }
 
+    /// Asks for a long run on replica `id` (its `wait` kept open); its handle.
+    async fn pin(&mut self, id: &str) -> String {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin
+            .write_all(format!("PIN {id}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin.flush().await.unwrap();
+        let line = self.until("PINNED ", Duration::from_secs(120)).await;
+        line.split_whitespace()
+            .nth(2)
+            .unwrap_or_default()
+            .to_string()
+    }
+
     /// Tells it DONE; its counts.
     async fn finish(mut self) -> Value {
         let mut stdin = self.child.stdin.take().unwrap();
@@ -290,16 +305,24 @@ async fn replicas_behind_haproxy_pin_handles_survive_a_rolling_update_and_a_kill
     let names: Vec<String> = replicas.iter().map(|(id, _)| id.clone()).collect();
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let t = Instant::now();
-    let client = Client::start(&prefix, &proxy.url, &name_refs, "rolling").await;
+    let mut client = Client::start(&prefix, &proxy.url, &name_refs, "rolling").await;
     println!(
         "rolling.py ready (a session and a long run on each replica): {:.1?}",
         t.elapsed()
     );
     let mut steps = Vec::new();
+    let mut draining_runs = Vec::new();
     for (i, old) in names.iter().enumerate() {
         let new = format!("r{}", 4 + i);
         let fresh = fleet.start(&new).await;
         proxy.add_replica(&new, &addr(&fresh));
+        // A long run on the old replica, its `wait` open, while it drains.
+        let pinned = client.pin(old).await;
+        assert!(
+            pinned.ends_with(&format!("@{old}")),
+            "no run landed on {old}"
+        );
+        draining_runs.push(pinned);
         let at = replicas.iter().position(|(id, _)| id == old).unwrap();
         let (_, mut gone) = replicas.remove(at);
         let stopped = stop(&mut gone).await;
@@ -337,12 +360,39 @@ async fn replicas_behind_haproxy_pin_handles_survive_a_rolling_update_and_a_kill
     };
     assert_eq!(counts["failed"], 0, "{counts}\n{}", logs());
     assert!(counts["requests"].as_u64().unwrap_or(0) >= 20, "{counts}");
-    assert_eq!(pinned.len(), 2 * names.len(), "{counts}");
+    // A session and a long run on each replica from the start, and a run on each replica
+    // just before it was stopped.
+    assert_eq!(pinned.len(), 3 * names.len(), "{counts}");
     assert_eq!(
         outcome("finished") + outcome("refused"),
         pinned.len(),
         "{counts}"
     );
+    // A run was in flight on each replica when it got SIGTERM: it finished within the grace
+    // (or, when its `wait` reached HAProxy only after the replica closed, was refused).
+    let draining: Vec<&Value> = pinned
+        .values()
+        .filter(|r| r["kind"] == "long run at SIGTERM")
+        .collect();
+    assert_eq!(draining.len(), names.len(), "{counts}");
+    for h in &draining_runs {
+        assert!(
+            draining.iter().any(|r| r["handle"] == h.as_str()),
+            "{h}\n{counts}"
+        );
+    }
+    println!(
+        "runs in flight at SIGTERM: {} finished within the grace, {} refused",
+        draining
+            .iter()
+            .filter(|r| r["outcome"] == "finished")
+            .count(),
+        draining
+            .iter()
+            .filter(|r| r["outcome"] == "refused")
+            .count()
+    );
+    assert_eq!(counts["pin_errors"], 0, "{counts}");
     // Sessions live on until their replica goes: each is refused in the end.
     assert!(
         pinned
