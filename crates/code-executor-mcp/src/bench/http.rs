@@ -224,9 +224,6 @@ pub(crate) async fn wait_ready(base: &str) -> anyhow::Result<()> {
 
 pub(crate) async fn run(exe: PathBuf, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     crate::tls::install_tls_provider();
-    if args.via_haproxy {
-        return super::haproxy::run(exe, args).await;
-    }
     let everything = args.everything_js()?;
     let per_client = args.iterations.max(5);
     // Direct: server-everything over streamable HTTP.

@@ -44,6 +44,9 @@ use measure::{
 pub(crate) async fn run(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.container_url.is_some() {
         container::run(opts.exe, args).await
+    } else if args.http && args.via_haproxy {
+        crate::tls::install_tls_provider();
+        haproxy::run(opts.exe, args).await
     } else if args.http {
         http::run(opts.exe, args).await
     } else {
