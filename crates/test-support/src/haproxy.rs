@@ -33,7 +33,7 @@ pub fn haproxy_bin() -> Option<PathBuf> {
         if std::env::var_os("CODE_EXECUTOR_REQUIRE_HAPROXY").is_some() {
             panic!("{msg} (CODE_EXECUTOR_REQUIRE_HAPROXY is set)");
         }
-        eprintln!("SKIP: {msg}");
+        crate::skip_loudly(msg);
     }
     found
 }
