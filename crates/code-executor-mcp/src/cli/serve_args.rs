@@ -62,9 +62,10 @@ pub(super) struct ServeArgs {
     /// On SIGTERM, seconds running executions get to finish before they are cancelled.
     #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().shutdown_grace.as_secs())]
     shutdown_grace: u64,
-    /// On SIGTERM, seconds the server keeps its connections open at least (answering new
-    /// requests 503, /readyz failing), so that a load balancer's health check takes it out
-    /// before it closes them (behind a proxy: twice the check interval; within the grace).
+    /// On SIGTERM, seconds the server still accepts connections (answering new requests 503,
+    /// /readyz failing) before it stops listening, so that a load balancer's health check
+    /// takes it out first (behind a proxy: more than twice its check interval; within the
+    /// grace).
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     drain_delay: u64,
     /// This server is one of several replicas named ID (`hostname`: the host name): handles

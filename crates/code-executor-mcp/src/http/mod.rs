@@ -19,9 +19,10 @@
 //!                                 which server::principal_of reads
 //! ```
 //!
-//! Shutdown (SIGTERM, SIGINT): stop accepting; `/mcp` answers 503 and `/readyz` fails; running
-//! and queued executions get until the grace deadline to finish, and open connections stay
-//! open at least `--drain-delay` (a proxy's check notices first); then every connection is
+//! Shutdown (SIGTERM, SIGINT): `/mcp` answers 503 and `/readyz` fails; connections are still
+//! accepted for `--drain-delay` (a proxy's check notices first; closing the listener at once
+//! would reset the connections waiting in its backlog), then no longer; running and queued
+//! executions get until the grace deadline to finish; then every connection is
 //! dropped, which cancels what still runs (its workers are killed), sessions are ended and
 //! the audit log flushed.
 
@@ -265,7 +266,20 @@ pub async fn serve(
     let rejecting = Arc::new(Semaphore::new(MAX_REJECTING));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = tokio::task::JoinSet::new();
+    // Set at SIGTERM when there is a drain delay: until then connections are still accepted
+    // (and new requests answered 503), since closing the listener at once resets the
+    // connections a proxy has already opened in its backlog, which it cannot retry safely.
+    let mut signalled: Option<tokio::time::Instant> = None;
     loop {
+        let drained = async {
+            match signalled {
+                Some(at) => {
+                    let delay = state.limits.drain_delay.min(state.limits.shutdown_grace);
+                    tokio::time::sleep_until(at + delay).await;
+                }
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, _peer) = match accepted {
@@ -301,7 +315,19 @@ pub async fn serve(
                 }
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            () = &mut shutdown => break,
+            () = &mut shutdown, if signalled.is_none() => {
+                // No new work from here on: /mcp answers 503, /readyz fails.
+                state.shutting_down.store(true, Ordering::SeqCst);
+                if state.limits.drain_delay.is_zero() {
+                    break;
+                }
+                tracing::info!(
+                    drain_s = state.limits.drain_delay.as_secs(),
+                    "shutting down: answering 503 while a proxy takes this server out"
+                );
+                signalled = Some(tokio::time::Instant::now());
+            }
+            () = drained => break,
         }
     }
     drop(listener);
@@ -312,14 +338,10 @@ pub async fn serve(
         grace_s = state.limits.shutdown_grace.as_secs(),
         "shutting down: no new connections or requests; waiting for running executions"
     );
-    let stopped_at = tokio::time::Instant::now();
+    // The grace counts from the signal, the drain delay included.
+    let stopped_at = signalled.unwrap_or_else(tokio::time::Instant::now);
     let deadline = stopped_at + state.limits.shutdown_grace;
-    // A proxy may still send on the connections it keeps open until its health check marks
-    // us down: they stay open (answering 503) for the drain delay, within the grace.
-    let drained = stopped_at + state.limits.drain_delay.min(state.limits.shutdown_grace);
-    while (core.policy.admission.in_flight() > 0 || tokio::time::Instant::now() < drained)
-        && tokio::time::Instant::now() < deadline
-    {
+    while core.policy.admission.in_flight() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let left = core.policy.admission.in_flight();

@@ -40,9 +40,9 @@ const ALICE: &str = "alice-token-0123456789abcdef";
 const BOB: &str = "bob-token-0123456789abcdef00";
 /// The replicas' --shutdown-grace: longer than rolling.py's long runs.
 const GRACE_S: &str = "10";
-/// The replicas' --drain-delay: twice HAProxy's check interval (`inter 1s`), so it has them
-/// down before they close the connections it keeps.
-const DRAIN_S: &str = "2";
+/// The replicas' --drain-delay: more than twice HAProxy's check interval (`inter 1s fall 2`),
+/// so it has them down before they stop accepting and close the connections it keeps.
+const DRAIN_S: &str = "3";
 /// HAProxy's check: `inter 1s fall 2`, or at once on a refused connection (`observe layer4`).
 const DOWN_WITHIN: Duration = Duration::from_secs(3);
 
