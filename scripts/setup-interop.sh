@@ -14,6 +14,7 @@
 #   - the packaging tools of the install tests (maturin, uv, pipx; scripts/setup-dist-tools.sh)
 #   - kubernetes-validate, and a check for kustomize (scripts/setup-deploy-tools.sh)
 #     and tmux (the terminal `setup`'s prompts are tested in; apt when missing)
+#   - HAProxy, which the replicas tests run behind (apt when missing)
 # Idempotent: what is already there is kept.
 set -euo pipefail
 
@@ -107,6 +108,15 @@ if ! command -v tmux >/dev/null 2>&1; then
   log "apt-get install tmux (setup's prompts are tested in a real terminal)"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq tmux >/dev/null
+fi
+
+# HAProxy (Debian's, 2.6 or later): the replicas tests run behind it with the shipped
+# configuration (deploy/haproxy/haproxy.cfg; tests/server/replicas.rs), and
+# `code-executor-mcp bench --http --via-haproxy` measures through it.
+if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then
+  log "apt-get install haproxy (the replicas tests run behind it)"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq haproxy >/dev/null
 fi
 
 touch "$PREFIX/.ready"

@@ -8,6 +8,8 @@ export CODE_EXECUTOR_INTEROP="${CODE_EXECUTOR_INTEROP:-/tmp/code-executor-intero
 bash scripts/setup-interop.sh "$CODE_EXECUTOR_INTEROP"
 # With the harness installed, an interop test that cannot run is a failure, not a skip.
 export CODE_EXECUTOR_REQUIRE_INTEROP=1
+# setup-interop.sh installs HAProxy: the replicas tests behind it must run, not skip.
+export CODE_EXECUTOR_REQUIRE_HAPROXY=1
 # The sandbox and escape suites fail, instead of skipping, when this kernel cannot sandbox.
 export CODE_EXECUTOR_REQUIRE_SANDBOX=1
 cargo test --workspace "$@"

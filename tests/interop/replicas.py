@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Three replicas of the server behind a round-robin proxy, driven by the official Python MCP
-SDK on protocol 2026-07-28 (stateless HTTP). tests/server/replicas.rs starts the replicas
-(`serve --http --replica-id rN`, the fixture upstream) and the proxy (test_support::proxy,
-which routes on the affinity key, the replica id after '@' in a handle, as an ingress would),
-then runs this script:
+"""Three replicas of the server behind HAProxy, driven by the official Python MCP SDK on
+protocol 2026-07-28 (stateless HTTP). tests/server/replicas.rs starts the replicas
+(`serve --http --replica-id ID`, the fixture upstream) and HAProxy with the shipped
+configuration (deploy/haproxy/: it routes on the affinity key, the replica id after '@' in a
+handle, from the Mcp-Param-*/Mcp-Name headers or the body; the static list, or the Kubernetes
+variant discovering the replicas through DNS), then runs this script:
 
     replicas.py --proxy http://127.0.0.1:P/mcp --replica r0=http://127.0.0.1:A=PID ... \
                 --alice TOKEN --bob TOKEN

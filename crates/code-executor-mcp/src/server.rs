@@ -7,6 +7,7 @@
 
 pub(crate) mod legacy_tasks;
 mod long_runs;
+mod param_headers;
 mod reference;
 mod render;
 
@@ -539,13 +540,26 @@ impl ServerHandler for CodeExecutorServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tool_definitions()))
+        // The x-mcp-header annotations only where there are headers to mirror them into.
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let http = context.extensions.get::<http::request::Parts>().is_some();
+        let tools = if modern && http {
+            param_headers::annotated(tool_definitions())
+        } else {
+            tool_definitions()
+        };
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
+    /// What rmcp checks a 2026-07-28 `tools/call`'s `Mcp-Param-*` headers against.
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tool_definitions().into_iter().find(|t| t.name == name)
+        param_headers::annotated(tool_definitions())
+            .into_iter()
+            .find(|t| t.name == name)
     }
 
     async fn call_tool(

@@ -345,6 +345,21 @@ impl McpHttp {
             if let Some(n) = name {
                 b = b.header("mcp-name", n);
             }
+            // SEP-2243: the arguments our tools annotate with x-mcp-header, mirrored as a
+            // client that listed them does (the server refuses a call without them).
+            let args = &body["params"]["arguments"];
+            for (tool, arg, header) in [
+                ("execute_typescript", "session", "mcp-param-session"),
+                ("execute_python", "session", "mcp-param-session"),
+                ("wait", "handle", "mcp-param-handle"),
+            ] {
+                if method == "tools/call"
+                    && name == Some(tool)
+                    && let Some(v) = args[arg].as_str()
+                {
+                    b = b.header(header, v);
+                }
+            }
         }
         if let Some(t) = &self.token {
             b = b.bearer_auth(t);

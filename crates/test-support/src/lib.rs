@@ -7,7 +7,8 @@
 //! - [`oauth`]: a mock OAuth authorization server and an MCP server it protects, on
 //!   loopback, for the login and refresh flows;
 //! - [`otlp`]: an OTLP/HTTP trace receiver (JSON parsed into spans, protobuf kept raw);
-//! - [`recording`]: the fixture over streamable HTTP, recording every request it receives.
+//! - [`recording`]: the fixture over streamable HTTP, recording every request it receives;
+//! - [`haproxy`]: HAProxy with the shipped configuration in front of replicas of the server.
 
 #![allow(
     clippy::expect_used,
@@ -17,11 +18,11 @@
 )]
 
 pub mod fixture;
+pub mod haproxy;
 pub mod http;
 pub mod jwt;
 pub mod oauth;
 pub mod otlp;
-pub mod proxy;
 pub mod recording;
 mod temp;
 mod tls;

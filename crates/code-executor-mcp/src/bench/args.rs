@@ -20,6 +20,18 @@ pub struct BenchArgs {
     /// HTTP `echo`, and the server's memory.
     #[arg(long)]
     pub(crate) http: bool,
+    /// With --http: executions per second through HAProxy (the shipped
+    /// deploy/haproxy/haproxy.cfg, --haproxy-config) in front of 1 and of 3 replicas, at 8 and
+    /// 32 clients, next to one replica without a proxy and the direct HTTP `echo`.
+    #[arg(long, requires = "http")]
+    pub(crate) via_haproxy: bool,
+    /// The HAProxy configuration --via-haproxy runs (its list of replicas is replaced).
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "deploy/haproxy/haproxy.cfg"
+    )]
+    pub(crate) haproxy_config: PathBuf,
     /// Only the tool-search section (needs no upstream server).
     #[arg(long)]
     pub(crate) search_only: bool,

@@ -32,7 +32,7 @@ const WARMUP: usize = 3;
 
 /// The settings our server runs with: executions may run at once up to the pool, the queue
 /// holds every client, and the rate limits are out of the way.
-fn settings() -> Value {
+pub(super) fn settings() -> Value {
     json!({"limits": {
         "maxConcurrentExecutions": 8,
         "queue": 256,
@@ -64,12 +64,12 @@ pub(crate) async fn call(client: &Client, tool: &str, args: &Value) -> anyhow::R
     Ok(())
 }
 
-fn free_port() -> anyhow::Result<u16> {
+pub(super) fn free_port() -> anyhow::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
 }
 
-async fn wait_listening(port: u16) -> anyhow::Result<()> {
+pub(super) async fn wait_listening(port: u16) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
@@ -83,7 +83,7 @@ async fn wait_listening(port: u16) -> anyhow::Result<()> {
 
 /// `c` clients, each making `per_client` calls of `tool` back to back after a warm-up:
 /// executions per second over the whole round, and latency percentiles.
-async fn round(
+pub(super) async fn round(
     url: &str,
     tokens: &[String],
     c: usize,
@@ -139,12 +139,14 @@ fn status_kib(pid: u32, key: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// The built binary serving HTTP; its pid and MCP URL.
-async fn start_ours(
+/// The built binary serving HTTP (with `extra` after `serve --http 127.0.0.1:0`); its pid
+/// and MCP URL.
+pub(super) async fn start_ours(
     exe: &Path,
     dir: &Path,
     config: &Value,
     tokens: &[String],
+    extra: &[&str],
 ) -> anyhow::Result<(tokio::process::Child, String)> {
     let cfg = dir.join("mcp.json");
     std::fs::write(&cfg, config.to_string())?;
@@ -175,6 +177,7 @@ async fn start_ours(
         ])
         .arg("--tokens-file")
         .arg(&tokens_file)
+        .args(extra)
         .env("CODE_EXECUTOR_CONFIG_PATH", &settings_file)
         .env("XDG_STATE_HOME", dir.join("state"))
         .env("RUST_LOG", "info,rmcp=warn")
@@ -246,7 +249,7 @@ pub(crate) async fn run(exe: PathBuf, args: &BenchArgs) -> anyhow::Result<ExitCo
     let upstream = json!({"mcpServers": {"everything": {
         "command": args.node, "args": [everything.display().to_string(), "stdio"]
     }}});
-    let (ours, url) = start_ours(&exe, &dir, &upstream, &tokens).await?;
+    let (ours, url) = start_ours(&exe, &dir, &upstream, &tokens, &[]).await?;
     let pid = ours.id().context("our server has no pid")?;
     let base = url.trim_end_matches("/mcp").to_string();
     wait_ready(&base).await?;

@@ -8,7 +8,8 @@
 
 //!
 //! The sections live beside it: `access`, `large`, `paths`, `rounds` and `soak` of the latency
-//! report, `http` (`--http`) and `container` (`--container-url`) instead of it; `measure` holds
+//! report, `http` (`--http`, and `haproxy` for `--http --via-haproxy`) and `container`
+//! (`--container-url`) instead of it; `measure` holds
 //! the client, the timed call and the summaries they share; `args` the flags.
 
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ use crate::options::CoreOptions;
 mod access;
 pub(crate) mod args;
 mod container;
+mod haproxy;
 mod http;
 mod large;
 mod measure;
@@ -42,6 +44,9 @@ use measure::{
 pub(crate) async fn run(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.container_url.is_some() {
         container::run(opts.exe, args).await
+    } else if args.http && args.via_haproxy {
+        crate::tls::install_tls_provider();
+        haproxy::run(opts.exe, args).await
     } else if args.http {
         http::run(opts.exe, args).await
     } else {

@@ -62,6 +62,12 @@ pub(super) struct ServeArgs {
     /// On SIGTERM, seconds running executions get to finish before they are cancelled.
     #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().shutdown_grace.as_secs())]
     shutdown_grace: u64,
+    /// On SIGTERM, seconds the server still accepts connections (answering new requests 503,
+    /// /readyz failing) before it stops listening, so that a load balancer's health check
+    /// takes it out first (behind a proxy: more than twice its check interval; within the
+    /// grace).
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    drain_delay: u64,
     /// This server is one of several replicas named ID (`hostname`: the host name): handles
     /// of sessions, paused executions and tasks end in `@ID`, the affinity key a proxy routes
     /// on, and another replica's handle is refused naming its replica (docs/kubernetes.md).
@@ -93,6 +99,7 @@ impl ServeArgs {
                 body_timeout: Duration::from_secs(self.body_timeout.max(1)),
                 session_idle: Duration::from_secs(self.session_idle.max(1)),
                 shutdown_grace: Duration::from_secs(self.shutdown_grace),
+                drain_delay: Duration::from_secs(self.drain_delay),
             },
         }
     }

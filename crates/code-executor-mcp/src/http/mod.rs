@@ -19,8 +19,10 @@
 //!                                 which server::principal_of reads
 //! ```
 //!
-//! Shutdown (SIGTERM, SIGINT): stop accepting; `/mcp` answers 503 and `/readyz` fails; running
-//! and queued executions get until the grace deadline to finish; then every connection is
+//! Shutdown (SIGTERM, SIGINT): `/mcp` answers 503 and `/readyz` fails; connections are still
+//! accepted for `--drain-delay` (a proxy's check notices first; closing the listener at once
+//! would reset the connections waiting in its backlog), then no longer; running and queued
+//! executions get until the grace deadline to finish; then every connection is
 //! dropped, which cancels what still runs (its workers are killed), sessions are ended and
 //! the audit log flushed.
 
@@ -264,7 +266,20 @@ pub async fn serve(
     let rejecting = Arc::new(Semaphore::new(MAX_REJECTING));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = tokio::task::JoinSet::new();
+    // Set at SIGTERM when there is a drain delay: until then connections are still accepted
+    // (and new requests answered 503), since closing the listener at once resets the
+    // connections a proxy has already opened in its backlog, which it cannot retry safely.
+    let mut signalled: Option<tokio::time::Instant> = None;
     loop {
+        let drained = async {
+            match signalled {
+                Some(at) => {
+                    let delay = state.limits.drain_delay.min(state.limits.shutdown_grace);
+                    tokio::time::sleep_until(at + delay).await;
+                }
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, _peer) = match accepted {
@@ -300,7 +315,19 @@ pub async fn serve(
                 }
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            () = &mut shutdown => break,
+            () = &mut shutdown, if signalled.is_none() => {
+                // No new work from here on: /mcp answers 503, /readyz fails.
+                state.shutting_down.store(true, Ordering::SeqCst);
+                if state.limits.drain_delay.is_zero() {
+                    break;
+                }
+                tracing::info!(
+                    drain_s = state.limits.drain_delay.as_secs(),
+                    "shutting down: answering 503 while a proxy takes this server out"
+                );
+                signalled = Some(tokio::time::Instant::now());
+            }
+            () = drained => break,
         }
     }
     drop(listener);
@@ -311,7 +338,9 @@ pub async fn serve(
         grace_s = state.limits.shutdown_grace.as_secs(),
         "shutting down: no new connections or requests; waiting for running executions"
     );
-    let deadline = tokio::time::Instant::now() + state.limits.shutdown_grace;
+    // The grace counts from the signal, the drain delay included.
+    let stopped_at = signalled.unwrap_or_else(tokio::time::Instant::now);
+    let deadline = stopped_at + state.limits.shutdown_grace;
     while core.policy.admission.in_flight() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -563,11 +592,17 @@ async fn readiness(state: &State) -> Response<Body> {
         if p.language == "python" && !python {
             continue;
         }
+        // An empty pool is a problem before its first worker started, or when workers fail
+        // to start; not when its workers are all busy: a replica under load stays ready, or
+        // a proxy's health check would take it out and send its pinned handles elsewhere.
         if p.target > 0 && p.ready == 0 {
-            problems.push(match &p.last_error {
-                Some(e) => format!("{} workers cannot start: {e}", p.language),
-                None => format!("{} pool is warming up", p.language),
-            });
+            match &p.last_error {
+                Some(e) => problems.push(format!("{} workers cannot start: {e}", p.language)),
+                None if p.started == 0 => {
+                    problems.push(format!("{} pool is warming up", p.language));
+                }
+                None => {}
+            }
         }
     }
     if let Some(why) = state.core.policy.audit.problem() {

@@ -33,6 +33,10 @@ pub struct HttpLimits {
     pub session_idle: Duration,
     /// On shutdown, how long running executions get to finish.
     pub shutdown_grace: Duration,
+    /// On shutdown, how long connections stay open at least (new requests answered 503,
+    /// `/readyz` failing), so that a proxy's health check marks this server down before it
+    /// closes the keep-alive connections the proxy may still send on; within the grace.
+    pub drain_delay: Duration,
 }
 
 impl Default for HttpLimits {
@@ -46,6 +50,7 @@ impl Default for HttpLimits {
             body_timeout: Duration::from_secs(30),
             session_idle: Duration::from_secs(30 * 60),
             shutdown_grace: Duration::from_secs(30),
+            drain_delay: Duration::ZERO,
         }
     }
 }

@@ -180,9 +180,18 @@ fn the_kubernetes_manifests_render_and_validate_offline() {
         .iter()
         .find(|e| e["name"] == "CODE_EXECUTOR_REPLICA_ID")
         .expect("the replica id");
+    // `<pod name>_<pod IP>`: both come before it (Kubernetes expands only those).
+    assert_eq!(replica["value"], "$(POD_NAME)_$(POD_IP)");
+    let at = |name: &str| env.iter().position(|e| e["name"] == name).unwrap();
+    assert!(at("POD_NAME") < at("CODE_EXECUTOR_REPLICA_ID"));
+    assert!(at("POD_IP") < at("CODE_EXECUTOR_REPLICA_ID"));
     assert_eq!(
-        replica["valueFrom"]["fieldRef"]["fieldPath"],
+        env[at("POD_NAME")]["valueFrom"]["fieldRef"]["fieldPath"],
         "metadata.name"
+    );
+    assert_eq!(
+        env[at("POD_IP")]["valueFrom"]["fieldRef"]["fieldPath"],
+        "status.podIP"
     );
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");

@@ -4,7 +4,8 @@
 //! - [`http_oauth`]: `serve --http` as an OAuth 2.1 resource server;
 //! - [`oauth`]: `login` against a mock authorization server, then the protected upstream;
 //! - [`otel`]: trace context to upstreams, and the spans exported over OTLP;
-//! - [`replicas`]: three replicas behind a proxy that routes on the affinity key;
+//! - [`replicas`]: replicas behind HAProxy (the shipped configuration): pinned handles, a
+//!   rolling update and a replica killed under load;
 //! - [`interop`]: the official SDKs, the reference servers, the conformance suite and the
 //!   settings matrix (`tests/interop/matrix.py` at the repository's root).
 //!
