@@ -9,6 +9,7 @@ pub(crate) mod memory;
 pub(crate) mod pool;
 pub(crate) mod process;
 pub(crate) mod python;
+pub(crate) mod python_error;
 pub(crate) mod roots;
 pub(crate) mod tree;
 pub(crate) mod workspace;
