@@ -112,6 +112,41 @@ async fn deeply_nested_code_is_a_syntax_error_and_the_server_keeps_serving() {
     assert!(!is_error && v["result"] == 2, "{v}");
 }
 
+/// Python code that starts more threads (or processes) than the sandbox allows a run gets
+/// Python's own error with the limit named and what to do, instead of a bare "can't start new
+/// thread"; the threads it did start finish, and the next run is served.
+#[tokio::test]
+async fn too_many_python_threads_name_the_sandboxs_limit() {
+    let (h, _dir) = server(json!({})).await;
+    let threads = "import threading\nhold = threading.Event()\nts = []\ntry:\n    for _ in range(64):\n        t = threading.Thread(target=hold.wait)\n        t.start()\n        ts.append(t)\nfinally:\n    hold.set()\n    for t in ts:\n        t.join()";
+    let forks = "import os\npids = []\ntry:\n    for _ in range(64):\n        pid = os.fork()\n        if pid == 0:\n            import time\n            time.sleep(5)\n            os._exit(0)\n        pids.append(pid)\nfinally:\n    for pid in pids:\n        os.kill(pid, 9)\n        os.waitpid(pid, 0)";
+    for (what, code, name) in [
+        ("threads", threads, "RuntimeError"),
+        ("forks", forks, "BlockingIOError"),
+    ] {
+        let (v, is_error) = h.exec_python(code).await;
+        let refused = v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("refusing to run code"));
+        if !is_error || refused {
+            test_support::skip_or_fail_sandbox(&format!(
+                "64 {what} ran or nothing ran: the sandbox's process limit is not in force \
+                 here ({v})"
+            ));
+            return;
+        }
+        assert_eq!(v["error"]["name"], name, "{what}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("processes and threads at once")
+                && message.contains("ThreadPoolExecutor"),
+            "{what}: {message}"
+        );
+    }
+    let (v, is_error) = h.exec_python("1 + 1").await;
+    assert!(!is_error && v["result"] == 2, "{v}");
+}
+
 /// A worker that sends discovery requests without ever reading the answers once made the host
 /// queue them without bound (here: +91 MiB of peak RSS from four such executions of 10 s;
 /// +10 MiB with the host's backpressure). Four at once, with the discovery cap raised out of

@@ -1349,6 +1349,33 @@ _open.__doc__ = _real_open.__doc__
 _open.__name__ = "open"
 
 
+# The sandbox's own processes that share a run's RLIMIT_NPROC (its helper and the namespace's
+# init: HELPER_PROCESSES in crates/sandbox/src/limits.rs).
+_SANDBOX_TASKS = 2
+
+
+def _task_limit_hint(exc, message):
+    """A sentence naming the sandbox's limit on processes and threads when a thread or a
+    process could not start because of it (RuntimeError "can't start new thread", fork's
+    EAGAIN), or ''. Without the sentence the user sees only Python's bare message."""
+    import errno as _errno
+
+    thread = isinstance(exc, RuntimeError) and "start new thread" in message
+    fork = isinstance(exc, BlockingIOError) and exc.errno == _errno.EAGAIN
+    if not (thread or fork) or resource is None:
+        return ""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft == resource.RLIM_INFINITY or soft <= _SANDBOX_TASKS:
+        return ""
+    # pthread_create says EAGAIN for the stack's memory too: name both limits.
+    return (
+        " (the sandbox allows a run %d processes and threads at once, the interpreter's own "
+        "included, and each thread's stack counts against the memory limit: join finished "
+        "threads first, or use a pool such as "
+        "concurrent.futures.ThreadPoolExecutor(max_workers=8))" % (soft - _SANDBOX_TASKS)
+    )
+
+
 def _grant_hint(exc):
     """A sentence naming the grant a failed file access lacks, or ''."""
     import errno as _errno
@@ -1721,6 +1748,11 @@ def _describe(exc):
             hint = _grant_hint(exc)
             if hint not in message:
                 message += hint
+        except Exception:  # noqa: BLE001 - a hint is optional
+            pass
+    if isinstance(exc, (RuntimeError, BlockingIOError)):
+        try:
+            message += _task_limit_hint(exc, message)
         except Exception:  # noqa: BLE001 - a hint is optional
             pass
     if isinstance(exc, MemoryError):
