@@ -23,6 +23,15 @@ use crate::runtime::worker::{Language, WorkerSpawner};
 use crate::runtime::{ExecOutcome, Runtime};
 use crate::upstream::Upstreams;
 
+/// The skills of the user, of the working directory's project (when it is trusted) and of
+/// the directories the settings serve.
+fn skills(config: &Config, settings: &crate::config::Settings) -> crate::skills::store::Skills {
+    use crate::skills::store::{PROJECT_SKILLS, Skills};
+    let project = config.project_dir.as_ref().map(|d| d.join(PROJECT_SKILLS));
+    let trust = config.project_trust.clone().unwrap_or(Ok(()));
+    Skills::new(&settings.skills, project, trust)
+}
+
 /// Everything an execution needs, shared by the MCP handler and the command line.
 pub struct Core {
     pub catalog: Catalog,
@@ -97,6 +106,7 @@ impl Core {
             policy.clone(),
             sessions,
             options.replica.clone(),
+            Arc::new(skills(config, settings)),
         ));
         crate::runtime::end_idle_sessions(Arc::downgrade(&runtime));
         crate::runtime::sweep_periodically(Arc::downgrade(&runtime));

@@ -29,6 +29,7 @@ pub(crate) mod runtime;
 pub(crate) mod server;
 pub(crate) mod setup;
 mod shutdown;
+pub(crate) mod skills;
 mod tls;
 pub(crate) mod trace;
 pub(crate) mod upstream;

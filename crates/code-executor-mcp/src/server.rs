@@ -194,6 +194,7 @@ impl CodeExecutorServer {
                     enable_sampling: a.enable_sampling,
                     permissions: a.permissions,
                     trace,
+                    args: None,
                 };
                 let core = &self.core;
                 let mut client = client;

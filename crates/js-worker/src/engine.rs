@@ -211,7 +211,10 @@ impl Engine {
             let entry = self.entry.clone().restore(&ctx)?;
             // The code is the body of an async function. It starts on the wrapper's line so
             // that line numbers in stack traces are the code's own.
-            let wrapped = format!("(async function () {{{}\n}})", req.code);
+            // A skill's run gets its arguments as the parameter `args` (only then: in a
+            // session a parameter would hide a global of that name).
+            let params = if req.args.is_some() { "args" } else { "" };
+            let wrapped = format!("(async function ({params}) {{{}\n}})", req.code);
             let compiled: rquickjs::Result<Function> =
                 ctx.eval_with_options(wrapped, eval_options(SOURCE_NAME, false));
             let func = match compiled {
@@ -219,7 +222,11 @@ impl Engine {
                 Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit).into()),
             };
             let run: Function = entry.get("run")?;
-            let promise: Promise = match run.call((func,)) {
+            let args: Value = match &req.args {
+                Some(v) => ctx.json_parse(v.to_string())?,
+                None => Value::new_undefined(ctx.clone()),
+            };
+            let promise: Promise = match run.call((func, args)) {
                 Ok(p) => p,
                 Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit).into()),
             };

@@ -615,6 +615,35 @@
     return hostCall({ op: 'load', key }).then((r) => (r.found ? r.value : undefined));
   }
 
+  // Skills: code saved for later (`saveSkill`), listed (`listSkills`) and called
+  // (`skills.name(args)`, whatever the skill's language), each run as an execution of its own.
+  function saveSkill(name, options = {}) {
+    const o = typeof options === 'object' && options !== null ? options : {};
+    if (typeof name !== 'string') return Promise.reject(new TypeError(`saveSkill: the name must be a string, got ${inspect(name)}`));
+    if (typeof o.code !== 'string') return Promise.reject(new TypeError('saveSkill: options.code must be the skill\'s source, a string'));
+    if (typeof o.description !== 'string') return Promise.reject(new TypeError('saveSkill: options.description must say what the skill does and when to use it'));
+    const request = { op: 'save_skill', name, code: o.code, description: o.description, language: o.language === undefined ? 'typescript' : String(o.language) };
+    if (o.inputSchema !== undefined) request.input_schema = o.inputSchema;
+    return hostCall(request);
+  }
+  const listSkills = () => hostCall({ op: 'list_skills' });
+  function callSkill(name, args) {
+    if (args === undefined) args = {};
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+      return Promise.reject(new TypeError(`skills.${name}: arguments must be an object, got ${inspect(args)}`));
+    }
+    return hostCall({ op: 'run_skill', name, args }).then((r) => {
+      for (const w of r.warnings || []) console.warn(`[skill ${name}] ${w}`);
+      for (const l of r.logs || []) console.log(`[skill ${name}] ${l}`);
+      return r.result;
+    });
+  }
+  const skills = new Proxy(Object.create(null), {
+    get: (_, name) => (typeof name === 'string' && name !== 'then' ? (args) => callSkill(name, args) : undefined),
+    has: () => false,
+    ownKeys: () => [],
+  });
+
   // How far the code is: the host keeps the latest for whoever polls the execution and, when
   // the client asked for progress, tells it (at a bounded rate). Resolves when the host has it.
   function progress(done, total, message) {
@@ -990,7 +1019,7 @@
     TextEncoder, TextDecoder, URL, URLSearchParams, atob, btoa, crypto, DOMException,
     fetch, Headers, Request, Response, fs,
     ...ourErrors, callMCPTool, listServers, searchTools, getToolSchema, discoverMCPTools, store, load,
-    progress, llm,
+    progress, llm, saveSkill, listSkills, skills,
   };
   if (typeof g.structuredClone !== 'function') globals.structuredClone = structuredClone;
   if (typeof g.queueMicrotask !== 'function') globals.queueMicrotask = (fn) => { Promise.resolve().then(fn); };
@@ -1007,7 +1036,7 @@
 
   // Runs the user's async function; always resolves to a JSON RunOutcome, or to `[string]`
   // for a string result, which the engine encodes.
-  async function run(fn) {
+  async function run(fn, args) {
     // `tools` is made on first use; code that never touches it does not pay for it.
     let tools;
     Object.defineProperty(g, 'tools', {
@@ -1017,7 +1046,7 @@
       enumerable: false,
     });
     try {
-      const value = await fn();
+      const value = await fn(args);
       // A string is encoded by the engine (natively, with no replacer called for it): a
       // one-element array says so.
       if (typeof value === 'string') return [value];

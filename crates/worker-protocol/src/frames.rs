@@ -57,6 +57,9 @@ pub struct RunRequest {
     /// missing when an access fails (the sandbox and the host enforce them, not the worker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<AccessInfo>,
+    /// The arguments of a skill's run: what its code sees as the global `args`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
 }
 
 /// What a run was granted, as the worker needs to know it.
@@ -216,6 +219,27 @@ pub enum CallRequest {
     /// An HTTP request the host makes for the code, if the run's grant allows it (see
     /// [`FetchRequest`]); answered with a [`FetchResponse`] as JSON.
     Fetch(FetchRequest),
+    /// `saveSkill(name, {code, description, inputSchema?, language?})`: keep `code` as a skill
+    /// in the user's skills directory. Answered with what was saved.
+    SaveSkill {
+        name: String,
+        code: String,
+        description: String,
+        /// `typescript` or `python`; the calling worker's language when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        language: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input_schema: Option<Value>,
+    },
+    /// `listSkills()`: every skill, with what changed under the ones that call tools.
+    ListSkills,
+    /// `skills.name(args)`: run a saved skill as an execution of its own, with what the
+    /// calling execution may do. Answered with `{"result", "logs", "warnings"}`.
+    RunSkill {
+        name: String,
+        #[serde(default)]
+        args: Value,
+    },
 }
 
 /// One turn of a conversation with a language model.
@@ -396,6 +420,8 @@ pub(crate) struct HostFrameWire {
     #[serde(default)]
     pub(crate) access: Option<AccessInfo>,
     #[serde(default)]
+    pub(crate) args: Option<Value>,
+    #[serde(default)]
     pub(crate) kept: bool,
 }
 
@@ -418,6 +444,7 @@ impl<'de> Deserialize<'de> for HostFrame {
                 limits: w.limits.ok_or_else(|| D::Error::missing_field("limits"))?,
                 persist: w.persist,
                 access: w.access,
+                args: w.args,
             })),
             "kept" => Ok(HostFrame::Kept {
                 id: w.id.ok_or_else(|| D::Error::missing_field("id"))?,

@@ -195,6 +195,7 @@ mod tests {
             },
             persist: true,
             access: None,
+            args: Some(serde_json::json!({"a": [1, "x"]})),
         });
         let bytes = encode(&run).unwrap();
         assert_eq!(

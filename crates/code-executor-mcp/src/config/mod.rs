@@ -94,6 +94,8 @@ impl Config {
         for w in &trust.warnings {
             config.warn(w.clone());
         }
+        config.project_dir = Some(opts.places.cwd.clone());
+        config.project_trust = Some(trust.project());
         for source in &list {
             match sources::read_entries(source) {
                 Ok(entries) => config.merge(

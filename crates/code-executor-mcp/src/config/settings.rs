@@ -64,6 +64,7 @@ struct RawSettings {
     trusted_projects: Option<Vec<PathBuf>>,
     permissions: Option<crate::policy::access::RawCeiling>,
     pii: Option<crate::policy::pii::PiiSettings>,
+    skills: Option<crate::skills::store::SkillSettings>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
 }
@@ -116,6 +117,8 @@ pub struct Settings {
     pub permissions: crate::policy::access::Ceiling,
     /// Personal data tokenised at the bridge (`pii`); off by default.
     pub pii: crate::policy::pii::PiiSettings,
+    /// Where skills are kept and served from (`skills`).
+    pub skills: crate::skills::store::SkillSettings,
     /// The user's settings file, if there is one.
     pub source: Option<PathBuf>,
     /// What became of the working directory's `.code-executor.json`, if there is one.
@@ -156,6 +159,7 @@ impl Default for Settings {
             trusted_projects: Vec::new(),
             permissions: crate::policy::access::Ceiling::default(),
             pii: Default::default(),
+            skills: Default::default(),
             source: None,
             project: None,
         }
@@ -337,6 +341,7 @@ impl Settings {
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
             permissions: raw.permissions.unwrap_or_default().validate()?,
             pii: raw.pii.unwrap_or_default().validate()?,
+            skills: raw.skills.unwrap_or_default(),
             source: None,
             project: None,
         })

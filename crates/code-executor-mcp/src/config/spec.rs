@@ -121,6 +121,10 @@ pub struct Config {
     /// Where OAuth tokens live (`<user config dir>/code-executor-mcp/oauth`); `None` when
     /// there is no user config dir (then no stored login is used).
     pub token_dir: Option<PathBuf>,
+    /// The working directory, whose project may bring skills.
+    pub project_dir: Option<PathBuf>,
+    /// Whether that project is trusted (see `trust::Trust::project`), else why not.
+    pub project_trust: Option<Result<(), String>>,
 }
 
 /// Shows a value only when its name says it cannot be a secret; otherwise keeps its length

@@ -73,6 +73,22 @@ impl Trust {
         }
     }
 
+    /// Whether the project itself (the working directory) is trusted, for what it brings
+    /// beyond server entries (its skills): by `trustedProjects`, or by Claude Code's trust
+    /// dialog. Otherwise why not, and how to trust it.
+    pub fn project(&self) -> Result<(), String> {
+        if self.ours.is_some() || self.claude.workspace_trusted {
+            return Ok(());
+        }
+        Err(format!(
+            "the project {} is not trusted (a project's files may come with a cloned \
+             repository); to trust it, accept Claude Code's trust dialog there, or add \"{}\" to \
+             \"{TRUST_SETTING}\" in the user settings file (~/.config/code-executor-mcp/config.json)",
+            self.cwd.display(),
+            self.cwd.display()
+        ))
+    }
+
     /// The gate of entry `name` of `source`.
     pub fn gate(&self, source: &Source, name: &str) -> Gate {
         let held = |why: String, how: &str| {
@@ -234,6 +250,8 @@ struct ClaudeChoices {
 struct Claude {
     choices: Vec<ClaudeChoices>,
     disabled_servers: Vec<String>,
+    /// The user accepted Claude Code's trust dialog for this workspace.
+    workspace_trusted: bool,
 }
 
 impl Claude {
@@ -286,6 +304,7 @@ impl Claude {
         Claude {
             choices,
             disabled_servers: strings(project.get("disabledMcpServers")).unwrap_or_default(),
+            workspace_trusted: trusted,
         }
     }
 

@@ -19,6 +19,19 @@ pub enum AuditEvent {
         /// The session the execution ran in, if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         session: Option<String>,
+        /// The skill this execution runs, called by the execution `parent`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        skill: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent: Option<String>,
+    },
+    /// Code saved a skill (`saveSkill`).
+    #[serde(rename = "skill.save", rename_all = "camelCase")]
+    SkillSave {
+        execution: String,
+        skill: String,
+        version: u32,
+        path: String,
     },
     /// Personal data an execution's results (or, when code saw values, its exits) held:
     /// how many tokens were made, per detector. Never a value nor a token.

@@ -128,6 +128,7 @@ impl Metrics {
             AuditEvent::Fetch { decision, .. } => bump(&self.fetches, *decision),
             // Counted in the audit log only (no metric names a detector).
             AuditEvent::PiiTokens { .. } => {}
+            AuditEvent::SkillSave { .. } => {}
         }
     }
 

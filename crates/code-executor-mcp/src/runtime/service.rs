@@ -21,7 +21,8 @@ use super::error::RunError;
 use super::host::bridge::RunHost;
 use super::host::net::{Clients, FetchState};
 use super::host::remembered::Remembered;
-use super::host::scope::RunScope;
+use super::host::scope::{Inherit, RunScope};
+use super::host::skills::Nested;
 use super::lease::{Files, Lease};
 use super::live::Live;
 use super::live::parked::{self, Kind, ParkError};
@@ -31,7 +32,7 @@ use super::run::client::Ask;
 use super::run::clock::Clock;
 use super::run::drive::{Failure, Finished, drive, map_stack};
 use super::run::execution::{
-    Event, ExecContext, ExecRequest, ExecSpan, Execution, RunEnd, SessionArg,
+    Event, ExecContext, ExecRequest, ExecSpan, Execution, NestedOf, RunEnd, SessionArg,
 };
 use super::run::output::{LogCollector, Spill};
 use super::run::prepare::{self, NotPrepared};
@@ -42,6 +43,7 @@ use crate::catalog::Catalog;
 use crate::policy::access::{self, Grant};
 use crate::policy::audit::{AuditEvent, sha256_hex};
 use crate::policy::{Decision, Limits, Policy};
+use crate::skills::store::Skills;
 
 /// Personal data out of what an execution answers when its code saw values (`pii`): the
 /// result and the error; and the audit's count of tokens made, per detector.
@@ -81,9 +83,15 @@ pub struct Runtime {
     remembered: Arc<Remembered>,
     /// HTTP clients for `fetch`, one per set of granted destinations, shared by executions.
     fetch_clients: Arc<Clients>,
+    /// Saved code (`skills.name(args)`), run as nested executions.
+    skills: Arc<Skills>,
 }
 
 impl Runtime {
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the composition root hands over every part once"
+    )]
     pub(crate) fn new(
         catalog: Catalog,
         js_pool: Pool,
@@ -92,8 +100,10 @@ impl Runtime {
         policy: Arc<Policy>,
         sessions: Sessions,
         replica: crate::replica::Replica,
+        skills: Arc<Skills>,
     ) -> Self {
         Runtime {
+            skills,
             fetch_clients: Arc::default(),
             catalog,
             js_pool,
@@ -259,6 +269,13 @@ impl Runtime {
             self.remembered.clone(),
             req.enable_sampling || self.policy.llm.enabled,
             FetchState::new(Arc::new(grant), self.fetch_clients.clone()),
+            Inherit {
+                allowed_tools: req.allowed_tools.clone(),
+                limits: req.limits,
+                permissions: req.permissions.clone(),
+                long_run: req.long_run,
+                enable_sampling: req.enable_sampling,
+            },
         );
         let tools = self.bindings(&scope).await;
         // Output past the answer's cap is still wanted, up to the file's own cap, when it
@@ -287,6 +304,7 @@ impl Runtime {
             },
             persist: session.is_some(),
             access: access_info,
+            args: req.args.clone(),
         };
         let run = match encode(&HostFrame::Run(run)) {
             Ok(bytes) => bytes,
@@ -333,7 +351,7 @@ impl Runtime {
         }
         logs = logs.tokenised(scope.pii_exit.clone());
         let ended = {
-            let host = RunHost::new(&self.catalog, &scope);
+            let host = RunHost::new(&self.catalog, &scope, self);
             let run = drive(&mut lease.worker, &host, &mut logs);
             let clock = scope.clock.clone();
             let watched = session.map(|s| &s.workspace).or(files.workspace.as_ref());
@@ -618,6 +636,8 @@ impl Runtime {
             code_bytes: req.code.len(),
             allowed_tools: req.allowed_tools.clone(),
             session: session.as_ref().map(|s| s.id.clone()),
+            skill: None,
+            parent: None,
         });
         let mut end = RunEnd {
             audit,
@@ -677,6 +697,74 @@ impl Runtime {
                 Ok((Some(s), None))
             }
         }
+    }
+}
+
+impl Nested for Runtime {
+    fn skills(&self) -> &Skills {
+        &self.skills
+    }
+
+    fn run_nested<'a>(
+        &'a self,
+        scope: &'a RunScope,
+        skill: &'a str,
+        language: Language,
+        code: String,
+        args: Value,
+    ) -> futures::future::BoxFuture<'a, ExecOutcome> {
+        Box::pin(async move {
+            let inherit = &scope.inherit;
+            // What is left of the caller's time, to the millisecond (at least one).
+            let left = scope
+                .clock
+                .deadline()
+                .saturating_duration_since(Instant::now());
+            let req = ExecRequest {
+                code,
+                timeout_ms: Some((left.as_millis() as u64).max(1)),
+                allowed_tools: inherit.allowed_tools.clone(),
+                limits: inherit.limits,
+                session: None,
+                reset: false,
+                long_run: inherit.long_run,
+                enable_sampling: inherit.enable_sampling,
+                permissions: inherit.permissions.clone(),
+                trace: scope.trace.clone(),
+                args: Some(args),
+            };
+            let mut ctx = ExecContext::new(scope.principal.clone());
+            ctx.tool_rate = scope.tool_rate.clone();
+            // The skill's tool calls count against the caller's cap.
+            ctx.tool_calls = scope.tool_calls.clone();
+            ctx.client = scope.client.clone();
+            ctx.trace = scope.trace.clone();
+            ctx.nested = Some(NestedOf {
+                depth: scope.depth + 1,
+                vault: scope.pii.clone(),
+            });
+            let audit = &self.policy.audit;
+            audit.record(AuditEvent::RunStart {
+                execution: ctx.execution.clone(),
+                client: ctx.principal.to_string(),
+                language: language.tool_language(),
+                code_sha256: sha256_hex(req.code.as_bytes()),
+                code_bytes: req.code.len(),
+                allowed_tools: req.allowed_tools.clone(),
+                session: None,
+                skill: Some(skill.to_string()),
+                parent: Some(scope.execution.clone()),
+            });
+            let mut end = RunEnd {
+                audit,
+                execution: Some(ctx.execution.clone()),
+                started: Instant::now(),
+                tool_calls: ctx.tool_calls.clone(),
+            };
+            let outcome = self.execute(language, &req, &ctx, None).await;
+            end.write(&outcome);
+            outcome
+        })
     }
 }
 

@@ -18,6 +18,7 @@ use worker_protocol::{CallError, CallOutcome, CallRequest};
 use futures::future::BoxFuture;
 
 use super::scope::{RunScope, err, ok};
+use super::skills::Nested;
 use crate::catalog::{Asker, Catalog, Detail, SearchParams, describe};
 use crate::policy::audit::AuditEvent;
 use crate::policy::{Decision, UPSTREAM_CALL_TIMEOUT};
@@ -31,23 +32,51 @@ use crate::runtime::run::events::{MAX_PROGRESS_MESSAGE_BYTES, Progress};
 pub(crate) struct RunHost<'a> {
     catalog: &'a Catalog,
     scope: &'a RunScope,
+    /// Skills, and the nested executions they run as.
+    nested: &'a dyn Nested,
 }
 
 impl<'a> RunHost<'a> {
-    pub(crate) fn new(catalog: &'a Catalog, scope: &'a RunScope) -> RunHost<'a> {
-        RunHost { catalog, scope }
+    pub(crate) fn new(
+        catalog: &'a Catalog,
+        scope: &'a RunScope,
+        nested: &'a dyn Nested,
+    ) -> RunHost<'a> {
+        RunHost {
+            catalog,
+            scope,
+            nested,
+        }
     }
 }
 
 impl Host for RunHost<'_> {
     fn handle(&self, request: CallRequest) -> BoxFuture<'_, CallOutcome> {
-        Box::pin(handle(self.catalog, self.scope, request))
+        Box::pin(handle(self.catalog, self.scope, self.nested, request))
     }
 }
 
 /// Answers one request from a worker.
-async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> CallOutcome {
+async fn handle(
+    catalog: &Catalog,
+    scope: &RunScope,
+    nested: &dyn Nested,
+    request: CallRequest,
+) -> CallOutcome {
     match request {
+        CallRequest::RunSkill { name, args } => {
+            return super::skills::run(catalog, nested, scope, &name, args).await;
+        }
+        CallRequest::SaveSkill {
+            name,
+            code,
+            description,
+            language,
+            input_schema,
+        } => {
+            let req = (name, code, description, language, input_schema);
+            return super::skills::save(catalog, nested, scope, req).await;
+        }
         CallRequest::Tool { server, name, args } => {
             return call_tool(catalog, scope, server.as_deref(), &name, args).await;
         }
@@ -105,11 +134,14 @@ async fn handle(catalog: &Catalog, scope: &RunScope, request: CallRequest) -> Ca
         | CallRequest::Load { .. }
         | CallRequest::Progress { .. }
         | CallRequest::Llm { .. }
+        | CallRequest::RunSkill { .. }
+        | CallRequest::SaveSkill { .. }
         | CallRequest::Fetch(_) => err(
             CallError::Tool,
             "internal: a tool call, stored value or progress report reached discovery",
         ),
         CallRequest::ListServers => ok(catalog.servers().await),
+        CallRequest::ListSkills => super::skills::list(catalog, nested).await,
         CallRequest::SearchTools {
             query,
             detail,

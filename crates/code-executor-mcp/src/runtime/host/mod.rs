@@ -2,7 +2,8 @@
 //! ([`bridge`]: policy, schema, upstream, discovery, stored values); approvals
 //! ([`approval`]), model calls ([`llm`]) and the network ([`fetch`]) hook in there. What
 //! they share is one execution's [`scope::RunScope`], built complete by its constructor, with
-//! the state it holds for approvals ([`remembered`]) and the network ([`net`]).
+//! the state it holds for approvals ([`remembered`]) and the network ([`net`]). Skills
+//! ([`skills`]) run as nested executions the runtime lends through a narrow trait.
 
 pub(crate) mod approval;
 pub(crate) mod bridge;
@@ -12,3 +13,4 @@ pub(crate) mod net;
 pub(crate) mod pii;
 pub(crate) mod remembered;
 pub(crate) mod scope;
+pub(crate) mod skills;

@@ -32,13 +32,13 @@ pub(crate) struct RunScope {
     pub(crate) allow: ToolAllowlist,
     /// The tool lists this execution sees, frozen when first seen.
     pub(crate) view: ToolView,
-    pub(super) limits: Limits,
+    pub(crate) limits: Limits,
     /// The deadline, which stands still while the execution waits for a person.
     pub(crate) clock: Arc<Clock>,
     /// Who started the execution.
-    pub(super) principal: Principal,
+    pub(crate) principal: Principal,
     /// The client that started it, to ask (approvals, model calls), if any.
-    pub(super) client: Option<ClientLink>,
+    pub(crate) client: Option<ClientLink>,
     /// Tools approved for the rest of this execution, and the session-wide answers.
     pub(super) approvals: ExecutionApprovals,
     /// Model calls: allowed at all, and what this execution spent.
@@ -50,9 +50,9 @@ pub(crate) struct RunScope {
     pub(super) discovery_calls: AtomicU32,
     /// Upstream calls of this execution in flight at once.
     pub(super) in_flight: tokio::sync::Semaphore,
-    pub(super) policy: Arc<Policy>,
+    pub(crate) policy: Arc<Policy>,
     /// The client's tool-call rate, shared by its executions.
-    pub(super) tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
+    pub(crate) tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
     /// The session the execution runs in, whose values `store`/`load` reach.
     pub(super) session: Option<Arc<Session>>,
     /// Where progress and finished tool calls are reported.
@@ -60,7 +60,7 @@ pub(crate) struct RunScope {
     /// The network the execution was granted, and its `fetch` counters.
     pub(super) fetch: FetchState,
     /// The trace context upstream calls go under (see `crate::trace`).
-    pub(super) trace: Option<crate::trace::TraceContext>,
+    pub(crate) trace: Option<crate::trace::TraceContext>,
     /// The token map of personal data (the session's, else the execution's own) when
     /// `pii` is on.
     pub(crate) pii: Option<Arc<Vault>>,
@@ -68,6 +68,21 @@ pub(crate) struct RunScope {
     pub(crate) pii_made: Made,
     /// What leaves passes here when code sees values.
     pub(crate) pii_exit: Option<Exit>,
+    /// How many skills deep this execution is (0: not a skill).
+    pub(crate) depth: u32,
+    /// What a skill this execution calls inherits from its request.
+    pub(crate) inherit: Inherit,
+}
+
+/// The parts of an execution's request that a skill it calls runs under too (the skill gets
+/// what is left of its time, never more than it had).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Inherit {
+    pub(crate) allowed_tools: Option<Vec<String>>,
+    pub(crate) limits: crate::policy::RequestLimits,
+    pub(crate) permissions: Option<crate::policy::access::PermissionsRequest>,
+    pub(crate) long_run: bool,
+    pub(crate) enable_sampling: bool,
 }
 
 impl RunScope {
@@ -87,16 +102,22 @@ impl RunScope {
         remembered: Arc<Remembered>,
         llm_enabled: bool,
         fetch: FetchState,
+        inherit: Inherit,
     ) -> Self {
         let (execution, tool_rate, tool_calls) = (
             ctx.execution.clone(),
             ctx.tool_rate.clone(),
             ctx.tool_calls.clone(),
         );
-        let pii = policy.pii.enabled().then(|| match &session {
-            Some(s) => s.pii.clone(),
-            None => Arc::new(Vault::new()),
-        });
+        let inherited_vault = ctx.nested.as_ref().and_then(|n| n.vault.clone());
+        let pii = policy
+            .pii
+            .enabled()
+            .then(|| match (&session, inherited_vault) {
+                (Some(s), _) => s.pii.clone(),
+                (None, Some(v)) => v,
+                (None, None) => Arc::new(Vault::new()),
+            });
         let pii_made = Made::default();
         let pii_exit = pii
             .as_ref()
@@ -124,6 +145,8 @@ impl RunScope {
             events: ctx.events.clone(),
             fetch,
             trace: ctx.trace.clone(),
+            depth: ctx.nested.as_ref().map_or(0, |n| n.depth),
+            inherit,
         }
     }
 }

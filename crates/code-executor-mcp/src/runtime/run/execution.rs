@@ -61,6 +61,8 @@ pub(crate) struct ExecRequest {
     /// The trace context of the request (the span of its `tools/call`, or the caller's when
     /// nothing is exported): the execution's span goes under it.
     pub trace: Option<crate::trace::TraceContext>,
+    /// A skill's arguments: its code sees them as `args`.
+    pub args: Option<serde_json::Value>,
 }
 
 /// What a request asked for with `session`.
@@ -101,6 +103,17 @@ pub(crate) struct ExecContext {
     pub events: Arc<Events>,
     /// The trace context upstream calls go under (the execution's span; see `crate::trace`).
     pub trace: Option<crate::trace::TraceContext>,
+    /// The execution that runs this one as a skill, when it is one.
+    pub nested: Option<NestedOf>,
+}
+
+/// What a skill's execution takes from the execution that called it.
+#[derive(Clone)]
+pub(crate) struct NestedOf {
+    /// How many skills deep this one is (1 for a skill called by a plain execution).
+    pub depth: u32,
+    /// The caller's token map of personal data, so tokens pass between them.
+    pub vault: Option<Arc<crate::policy::pii::vault::Vault>>,
 }
 
 impl ExecContext {
@@ -114,6 +127,7 @@ impl ExecContext {
             client: None,
             events: Events::detached(),
             trace: None,
+            nested: None,
         }
     }
 

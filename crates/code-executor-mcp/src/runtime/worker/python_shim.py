@@ -964,6 +964,79 @@ def load(key, default=None):
     return answer.get("value") if answer.get("found") else default
 
 
+def save_skill(name, code, description, input_schema=None, language="python"):
+    """Keeps `code` as a skill named `name` (Agent Skills naming: lowercase, digits,
+    hyphens) in the user's skills directory; `description` says what it does and when to
+    use it. Saving over a skill keeps the previous version. Returns what was saved."""
+    if not isinstance(name, str):
+        raise TypeError("save_skill: the name must be a string, got %s" % _repr(name))
+    if not isinstance(code, str) or not isinstance(description, str):
+        raise TypeError("save_skill: code and description must be strings")
+    request = {"op": "save_skill", "name": name, "code": code, "description": description,
+               "language": str(language)}
+    if input_schema is not None:
+        request["input_schema"] = _jsonable(input_schema)
+    return _request(request)
+
+
+def list_skills():
+    """Every skill: name, description, origin, language, and what changed under it."""
+    return _request({"op": "list_skills"})
+
+
+def _skill_answer(name, answer):
+    for w in answer.get("warnings") or []:
+        _log("warn", "[skill %s] %s" % (name, w))
+    for line in answer.get("logs") or []:
+        print("[skill %s] %s" % (name, line))
+    return answer.get("result")
+
+
+class _Skills:
+    """`skills.name(**args)` runs a saved skill, whatever its language, as an execution of its
+    own with what this one may do; `askills.name(**args)` is the awaitable form."""
+
+    __slots__ = ("_async",)
+
+    def __init__(self, is_async):
+        self._async = is_async
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self[name]
+
+    def __getitem__(self, name):
+        if not isinstance(name, str):
+            raise TypeError("skills[...]: a skill's name is a string")
+        if self._async:
+            async def call(args=None, /, **kwargs):
+                answer = await _arequest({"op": "run_skill", "name": name,
+                                          "args": _skill_args(name, args, kwargs)})
+                return _skill_answer(name, answer)
+        else:
+            def call(args=None, /, **kwargs):
+                answer = _request({"op": "run_skill", "name": name,
+                                   "args": _skill_args(name, args, kwargs)})
+                return _skill_answer(name, answer)
+        call.__name__ = name
+        return call
+
+    def __dir__(self):
+        return [s["name"].replace("-", "_") for s in list_skills().get("skills", [])]
+
+    def __repr__(self):
+        return "<skills: list_skills() shows them>"
+
+
+def _skill_args(name, args, kwargs):
+    if args is not None and not isinstance(args, dict):
+        raise TypeError("skills.%s: pass arguments by name, or one dict, not %s" % (name, _repr(args)))
+    merged = dict(args or {})
+    merged.update(kwargs)
+    return _jsonable(merged)
+
+
 def _finite(v):
     return type(v) is not bool and isinstance(v, (int, float)) and math.isfinite(v)
 
@@ -1806,7 +1879,7 @@ def _restore_memory(saved):
             pass
 
 
-def _namespace(bindings, persist):
+def _namespace(bindings, persist, args=_MISSING):
     """The run's globals: fresh, or in a session the namespace of its earlier runs.
 
     Our API (tools, store, fetch, progress, ...) lives in the builtins layer under the globals,
@@ -1843,9 +1916,15 @@ def _namespace(bindings, persist):
         "llm": llm,
         "fetch": fetch,
         "afetch": afetch,
+        "save_skill": save_skill,
+        "list_skills": list_skills,
+        "skills": _Skills(False),
+        "askills": _Skills(True),
         "FetchResponse": FetchResponse,
     })
     layer.update(_OUR_ERRORS)
+    if args is not _MISSING:
+        layer["args"] = args  # a skill's arguments
     ns["__name__"] = "__main__"
     return ns
 
@@ -1891,7 +1970,7 @@ def _run(frame):
     persist = bool(frame.get("persist"))
     _State.access = frame.get("access") or {}
     _State.kept = None
-    ns = _namespace(frame.get("tools") or [], persist)
+    ns = _namespace(frame.get("tools") or [], persist, frame["args"] if "args" in frame else _MISSING)
     first = not _State.runs
     _State.runs += 1
     saved = _limit_memory(_State.memory_bytes)

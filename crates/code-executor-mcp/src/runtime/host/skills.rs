@@ -1,0 +1,317 @@
+//! Skills from code: `saveSkill` (the upstream tools the code names are recorded with their
+//! schemas), `listSkills`, and `skills.name(args)`, which runs the skill as an execution of
+//! its own through [`Nested`], with the calling execution's allowed tools, limits, approvals,
+//! permissions and remaining time, never more. A skill whose tools changed since it was saved
+//! is said to be so, with what changed, wherever it shows.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rmcp::model::Tool;
+use serde_json::{Value, json};
+use worker_protocol::{CallError, CallOutcome};
+
+use super::scope::{RunScope, err, ok};
+use crate::catalog::Catalog;
+use crate::runtime::outcome::ExecOutcome;
+use crate::runtime::worker::Language;
+use crate::skills::changes::{self, Change};
+use crate::skills::error::SkillError;
+use crate::skills::skill::{CodeSkill, Skill, SkillLanguage, ToolSchemas};
+use crate::skills::store::{SaveRequest, Skills};
+
+/// Skills calling skills: at most this deep.
+pub(crate) const MAX_SKILL_DEPTH: u32 = 4;
+
+/// What the runtime lends the host for skills: the store, and nested executions.
+pub(crate) trait Nested: Send + Sync {
+    fn skills(&self) -> &Skills;
+
+    /// Runs `code` in `language` as an execution of its own for the execution of `scope`
+    /// (its allowed tools, limits, permissions, client and what is left of its time), with
+    /// `args` as the code's `args`. `skill` names it in the audit log.
+    fn run_nested<'a>(
+        &'a self,
+        scope: &'a RunScope,
+        skill: &'a str,
+        language: Language,
+        code: String,
+        args: Value,
+    ) -> BoxFuture<'a, ExecOutcome>;
+}
+
+/// A tool's schemas as a skill records them.
+pub(crate) fn schemas_of(tool: &Tool) -> Value {
+    let mut v = json!({"inputSchema": Value::Object((*tool.input_schema).clone())});
+    if let Some(out) = &tool.output_schema {
+        v["outputSchema"] = Value::Object((**out).clone());
+    }
+    v
+}
+
+/// The tool lists of the connected servers, to compare skills against.
+pub(crate) async fn connected(catalog: &Catalog) -> HashMap<String, Arc<Vec<Tool>>> {
+    let upstreams = catalog.upstreams();
+    let mut out = HashMap::new();
+    for server in upstreams.names() {
+        if let Some(tools) = upstreams.tools_if_connected(server).await {
+            out.insert(server.to_string(), tools);
+        }
+    }
+    out
+}
+
+/// What changed under `skill`, against the connected servers' lists.
+pub(crate) fn changes_of(skill: &Skill, lists: &HashMap<String, Arc<Vec<Tool>>>) -> Vec<Change> {
+    let Some(code) = &skill.code else {
+        return Vec::new();
+    };
+    if code.tools.is_empty() {
+        return Vec::new();
+    }
+    let current = |server: &str, tool: &str| -> Option<Option<Value>> {
+        let list = lists.get(server)?;
+        Some(list.iter().find(|t| t.name == tool).map(schemas_of))
+    };
+    changes::changes(code, &CodeSkill::saved_schemas(&skill.dir), &current)
+}
+
+/// A skill as code and search see it.
+pub(crate) fn describe(skill: &Skill, changed: &[Change]) -> Value {
+    let mut v = json!({
+        "name": skill.name,
+        "description": skill.description,
+        "origin": skill.origin.as_str(),
+        "path": skill.dir.display().to_string(),
+    });
+    match &skill.code {
+        Some(code) => {
+            v["language"] = json!(code.language.as_str());
+            v["version"] = json!(code.version);
+            v["call"] = json!(format!(
+                "skills.{}(args)",
+                worker_protocol::ident(&skill.name)
+            ));
+            if let Some(schema) = &code.input_schema {
+                v["inputSchema"] = schema.clone();
+            }
+            let tools: Vec<String> = code
+                .tools
+                .iter()
+                .flat_map(|(s, t)| t.keys().map(move |t| format!("{s}.{t}")))
+                .collect();
+            if !tools.is_empty() {
+                v["tools"] = json!(tools);
+            }
+        }
+        None => v["instructionsOnly"] = json!(true),
+    }
+    if !changed.is_empty() {
+        v["changed"] = changed.iter().map(Change::to_json).collect();
+    }
+    v
+}
+
+pub(crate) fn skill_error(e: SkillError) -> CallOutcome {
+    let kind = match &e {
+        SkillError::NotFound { .. }
+        | SkillError::Ambiguous { .. }
+        | SkillError::NotRunnable(_)
+        | SkillError::Invalid(_) => CallError::Argument,
+        SkillError::SaveOff => CallError::Policy,
+        _ => CallError::Tool,
+    };
+    err(kind, e.to_string())
+}
+
+/// `saveSkill`.
+pub(crate) async fn save(
+    catalog: &Catalog,
+    nested: &dyn Nested,
+    scope: &RunScope,
+    req: (String, String, String, Option<String>, Option<Value>),
+) -> CallOutcome {
+    let (name, code, description, language, input_schema) = req;
+    let language = match language.as_deref().map(SkillLanguage::parse).transpose() {
+        Ok(l) => l.unwrap_or(SkillLanguage::TypeScript),
+        Err(e) => return skill_error(e),
+    };
+    if let Some(schema) = &input_schema
+        && let Err(e) = jsonschema::validator_for(schema)
+    {
+        return err(
+            CallError::Argument,
+            format!("saveSkill: inputSchema is not a valid JSON Schema: {e}"),
+        );
+    }
+    // The tools the code names, with their schemas now: of the connected servers, and of
+    // the others the code names (started for it, as a search would).
+    let mut lists = connected(catalog).await;
+    let upstreams = catalog.upstreams();
+    for server in upstreams.names() {
+        if lists.contains_key(server) {
+            continue;
+        }
+        let is = worker_protocol::ident(server);
+        let named = code.contains(&format!("{is}.")) || code.contains(server);
+        if named
+            && let Ok(Ok(tools)) =
+                tokio::time::timeout(crate::upstream::SEARCH_START_WAIT, upstreams.tools(server))
+                    .await
+        {
+            lists.insert(server.to_string(), tools);
+        }
+    }
+    let known = lists
+        .iter()
+        .flat_map(|(s, l)| l.iter().map(move |t| (s.as_str(), t.name.as_ref())));
+    let mut tools: ToolSchemas = BTreeMap::new();
+    for (server, tool) in changes::referenced(&code, known) {
+        if let Some(t) = lists
+            .get(&server)
+            .and_then(|l| l.iter().find(|t| t.name == tool))
+        {
+            tools.entry(server).or_default().insert(tool, schemas_of(t));
+        }
+    }
+    let request = SaveRequest {
+        name,
+        description,
+        code,
+        language,
+        input_schema,
+        tools,
+    };
+    let store = nested.skills();
+    match store.save(request) {
+        Ok(skill) => {
+            let version = skill.code.as_ref().map_or(1, |c| c.version);
+            scope
+                .policy
+                .audit
+                .record(crate::policy::audit::AuditEvent::SkillSave {
+                    execution: scope.execution.clone(),
+                    skill: skill.name.clone(),
+                    version,
+                    path: skill.dir.display().to_string(),
+                });
+            let mut v = describe(&skill, &[]);
+            v["previousVersions"] = json!(store.versions(&skill.name));
+            ok(v)
+        }
+        Err(e) => skill_error(e),
+    }
+}
+
+/// `listSkills`.
+pub(crate) async fn list(catalog: &Catalog, nested: &dyn Nested) -> CallOutcome {
+    let lists = connected(catalog).await;
+    let store = nested.skills();
+    let (skills, problems) = store.list();
+    let described: Vec<Value> = skills
+        .iter()
+        .map(|s| describe(s, &changes_of(s, &lists)))
+        .collect();
+    let mut v = json!({"skills": described});
+    let mut problems = problems;
+    if let Some(why) = &store.project_held_back {
+        problems.push(why.clone());
+    }
+    if !problems.is_empty() {
+        v["problems"] = json!(problems);
+    }
+    ok(v)
+}
+
+/// `skills.name(args)`.
+pub(crate) async fn run(
+    catalog: &Catalog,
+    nested: &dyn Nested,
+    scope: &RunScope,
+    name: &str,
+    args: Value,
+) -> CallOutcome {
+    if scope.depth >= MAX_SKILL_DEPTH {
+        return err(
+            CallError::Limit,
+            format!(
+                "skills call skills at most {MAX_SKILL_DEPTH} deep; skill {name:?} would be \
+                 deeper (a skill that calls itself?)"
+            ),
+        );
+    }
+    let skill = match nested.skills().find(name) {
+        Ok(s) => s,
+        Err(e) => return skill_error(e),
+    };
+    let (language, code) = match skill.script_source() {
+        Ok(Some(s)) => s,
+        Ok(None) => return skill_error(SkillError::NotRunnable(skill.name.clone())),
+        Err(e) => return skill_error(e),
+    };
+    let Value::Object(_) = &args else {
+        return err(
+            CallError::Argument,
+            format!("skills.{name}: arguments must be an object"),
+        );
+    };
+    if let Some(schema) = skill.code.as_ref().and_then(|c| c.input_schema.as_ref())
+        && let Ok(validator) = jsonschema::validator_for(schema)
+    {
+        let errors: Vec<String> = validator
+            .iter_errors(&args)
+            .take(10)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                format!("arguments{path}: {e}")
+            })
+            .collect();
+        if !errors.is_empty() {
+            return err(
+                CallError::Argument,
+                format!(
+                    "invalid arguments for skill {}:\n  {}\nexpected: {}",
+                    skill.name,
+                    errors.join("\n  "),
+                    schema
+                ),
+            );
+        }
+    }
+    let lists = connected(catalog).await;
+    let warnings: Vec<String> = changes_of(&skill, &lists)
+        .iter()
+        .map(|c| {
+            format!(
+                "{}.{} changed since the skill was saved: {}; check the skill's code, and save \
+                 it again once it works",
+                c.server, c.tool, c.what
+            )
+        })
+        .collect();
+    let language = match language {
+        SkillLanguage::TypeScript => Language::JavaScript,
+        SkillLanguage::Python => Language::Python,
+    };
+    let out = nested
+        .run_nested(scope, &skill.name, language, code, args)
+        .await;
+    let logs: Vec<String> = out.logs.iter().map(|l| l.text.clone()).collect();
+    match out.error {
+        None => ok(json!({"result": out.result, "logs": logs, "warnings": warnings})),
+        Some(e) => {
+            let kind = match e.name.as_str() {
+                "PolicyError" => CallError::Policy,
+                "LimitError" | "TimeoutError" | "BusyError" => CallError::Limit,
+                "TypeError" | "SyntaxError" => CallError::Argument,
+                _ => CallError::Tool,
+            };
+            let mut message = format!("skill {} failed: {}: {}", skill.name, e.name, e.message);
+            for w in &warnings {
+                message.push_str(&format!(" ({w})"));
+            }
+            err(kind, message)
+        }
+    }
+}

@@ -1,0 +1,342 @@
+//! One skill: an Agent Skills directory (`SKILL.md` with YAML frontmatter, plus its files),
+//! read from disk, with what code mode adds in the frontmatter's `metadata` (the language, the
+//! script, the input schema, the upstream tools it calls and a hash of each one's schema).
+//!
+//! The frontmatter is the user's: it is parsed as YAML (hand edits welcome) and kept verbatim
+//! as JSON for `skills/list`. What we write is plain YAML too: every scalar a JSON string,
+//! which YAML reads as a double-quoted scalar.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::error::SkillError;
+
+/// The manifest file every skill has at its root.
+pub(crate) const SKILL_FILE: &str = "SKILL.md";
+/// Our keys in the frontmatter's `metadata` (Agent Skills: a map of strings).
+pub(crate) const META_LANGUAGE: &str = "code-executor-mcp/language";
+pub(crate) const META_SCRIPT: &str = "code-executor-mcp/script";
+pub(crate) const META_INPUT_SCHEMA: &str = "code-executor-mcp/input-schema";
+pub(crate) const META_TOOLS: &str = "code-executor-mcp/tools";
+pub(crate) const META_VERSION: &str = "code-executor-mcp/version";
+/// Longest `SKILL.md` read (the extension's limit for a whole skill is 16 MiB).
+const MAX_SKILL_FILE: u64 = 1 << 20;
+
+/// server -> tool -> `sha256:<hex>` of its schemas.
+pub(crate) type ToolHashes = BTreeMap<String, BTreeMap<String, String>>;
+/// server -> tool -> `{"inputSchema", "outputSchema"}`.
+pub(crate) type ToolSchemas = BTreeMap<String, BTreeMap<String, Value>>;
+
+/// The language a skill's script is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SkillLanguage {
+    TypeScript,
+    Python,
+}
+
+impl SkillLanguage {
+    pub(crate) fn parse(s: &str) -> Result<SkillLanguage, SkillError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "typescript" | "ts" | "javascript" | "js" => Ok(SkillLanguage::TypeScript),
+            "python" | "py" => Ok(SkillLanguage::Python),
+            other => Err(SkillError::Invalid(format!(
+                "language {other:?} is not one we run: say \"typescript\" or \"python\""
+            ))),
+        }
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            SkillLanguage::TypeScript => "typescript",
+            SkillLanguage::Python => "python",
+        }
+    }
+
+    /// The script's file name in the skill's directory.
+    pub(crate) fn script_file(self) -> &'static str {
+        match self {
+            SkillLanguage::TypeScript => "skill.ts",
+            SkillLanguage::Python => "skill.py",
+        }
+    }
+}
+
+/// Where a skill comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The user's skills directory: what `saveSkill` writes.
+    User,
+    /// The working directory's project (`.code-executor/skills`), when the project is trusted.
+    Project,
+    /// A directory of Agent Skills the user configured (`skills.serve`): served and found,
+    /// callable when it carries a script of ours.
+    Served,
+}
+
+impl Origin {
+    pub(crate) fn as_str(&self) -> &'static str {
+        match self {
+            Origin::User => "user",
+            Origin::Project => "project",
+            Origin::Served => "served",
+        }
+    }
+}
+
+/// A skill as read from its directory.
+#[derive(Debug, Clone)]
+pub(crate) struct Skill {
+    /// `name` of the frontmatter, which is also the directory's name.
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) origin: Origin,
+    /// The frontmatter as the user wrote it, as JSON.
+    #[expect(dead_code, reason = "served by skills/list, which lands next")]
+    pub(crate) frontmatter: Map<String, Value>,
+    /// What code mode needs to run it, when it is one of ours.
+    pub(crate) code: Option<CodeSkill>,
+}
+
+/// A skill that runs: its script and what was recorded when it was saved.
+#[derive(Debug, Clone)]
+pub(crate) struct CodeSkill {
+    pub(crate) language: SkillLanguage,
+    /// The script's file name, relative to the skill's directory.
+    pub(crate) script: String,
+    pub(crate) input_schema: Option<Value>,
+    /// server -> tool -> `sha256:<hex>` of the tool's schemas when the skill was saved.
+    pub(crate) tools: ToolHashes,
+    pub(crate) version: u32,
+}
+
+impl Skill {
+    /// Reads the skill in `dir` (whose name must be the skill's name).
+    pub(crate) fn read(dir: &Path, origin: Origin) -> Result<Skill, SkillError> {
+        let file = dir.join(SKILL_FILE);
+        let text = read_bounded(&file, MAX_SKILL_FILE)?;
+        let frontmatter = parse_frontmatter(&text)
+            .map_err(|why| SkillError::Invalid(format!("{}: {why}", file.display())))?;
+        let name = string_field(&frontmatter, "name").ok_or_else(|| {
+            SkillError::Invalid(format!("{}: no `name` in its frontmatter", file.display()))
+        })?;
+        let description = string_field(&frontmatter, "description").ok_or_else(|| {
+            SkillError::Invalid(format!(
+                "{}: no `description` in its frontmatter",
+                file.display()
+            ))
+        })?;
+        check_name(&name)?;
+        let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if dir_name != name {
+            return Err(SkillError::Invalid(format!(
+                "{}: its name {name:?} is not its directory's name {dir_name:?} (Agent Skills: they must be equal)",
+                file.display()
+            )));
+        }
+        let code = code_skill(&frontmatter)
+            .map_err(|why| SkillError::Invalid(format!("{}: {why}", file.display())))?;
+        Ok(Skill {
+            name,
+            description,
+            dir: dir.to_path_buf(),
+            origin,
+            frontmatter,
+            code,
+        })
+    }
+
+    /// The script's source, for a skill that runs.
+    pub(crate) fn script_source(&self) -> Result<Option<(SkillLanguage, String)>, SkillError> {
+        let Some(code) = &self.code else {
+            return Ok(None);
+        };
+        let path = self.dir.join(&code.script);
+        let text = read_bounded(&path, 16 << 20)?;
+        Ok(Some((code.language, text)))
+    }
+}
+
+/// Reads a file of at most `max` bytes, refusing symlinks that leave nothing to read.
+pub(crate) fn read_bounded(path: &Path, max: u64) -> Result<String, SkillError> {
+    let meta = std::fs::metadata(path).map_err(|e| SkillError::io(path, e))?;
+    if meta.len() > max {
+        return Err(SkillError::Invalid(format!(
+            "{} is {} bytes, more than the {max} a skill file may have",
+            path.display(),
+            meta.len()
+        )));
+    }
+    std::fs::read_to_string(path).map_err(|e| SkillError::io(path, e))
+}
+
+/// The frontmatter of a `SKILL.md` (between a first line `---` and the next `---`), as JSON.
+pub(crate) fn parse_frontmatter(text: &str) -> Result<Map<String, Value>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.split_inclusive('\n');
+    if lines.next().map(str::trim_end) != Some("---") {
+        return Err("it does not begin with YAML frontmatter (a first line `---`)".into());
+    }
+    let mut yaml = String::new();
+    let mut closed = false;
+    for line in lines {
+        if line.trim_end() == "---" {
+            closed = true;
+            break;
+        }
+        yaml.push_str(line);
+    }
+    if !closed {
+        return Err("its frontmatter has no closing `---` line".into());
+    }
+    let value: Value = serde_yaml_ng::from_str(&yaml)
+        .map_err(|e| format!("its frontmatter is not valid YAML: {e}"))?;
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err("its frontmatter is not a mapping of fields".into()),
+    }
+}
+
+fn string_field(map: &Map<String, Value>, key: &str) -> Option<String> {
+    map.get(key)
+        .and_then(Value::as_str)
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// What code mode recorded in `metadata`, if anything.
+fn code_skill(frontmatter: &Map<String, Value>) -> Result<Option<CodeSkill>, String> {
+    let Some(meta) = frontmatter.get("metadata").and_then(Value::as_object) else {
+        return Ok(None);
+    };
+    let text = |k: &str| meta.get(k).and_then(Value::as_str);
+    let Some(language) = text(META_LANGUAGE) else {
+        return Ok(None);
+    };
+    let language = SkillLanguage::parse(language).map_err(|e| e.to_string())?;
+    let script =
+        text(META_SCRIPT).map_or_else(|| language.script_file().to_string(), str::to_string);
+    if script.contains('/') || script.contains('\\') || script.starts_with('.') || script.is_empty()
+    {
+        return Err(format!(
+            "metadata {META_SCRIPT} {script:?} must name a file at the skill's root"
+        ));
+    }
+    let input_schema = match text(META_INPUT_SCHEMA) {
+        None => None,
+        Some(s) => Some(
+            serde_json::from_str::<Value>(s)
+                .map_err(|e| format!("metadata {META_INPUT_SCHEMA} is not JSON: {e}"))?,
+        ),
+    };
+    let tools = match text(META_TOOLS) {
+        None => BTreeMap::new(),
+        Some(s) => serde_json::from_str(s).map_err(|e| {
+            format!("metadata {META_TOOLS} is not a JSON object of server -> tool -> hash: {e}")
+        })?,
+    };
+    let version = text(META_VERSION).and_then(|v| v.parse().ok()).unwrap_or(1);
+    Ok(Some(CodeSkill {
+        language,
+        script,
+        input_schema,
+        tools,
+        version,
+    }))
+}
+
+/// The Agent Skills naming rules: 1 to 64 characters, lowercase letters, digits and hyphens,
+/// no hyphen first, last or twice in a row.
+pub(crate) fn check_name(name: &str) -> Result<(), SkillError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--");
+    if ok {
+        Ok(())
+    } else {
+        Err(SkillError::Invalid(format!(
+            "the skill name {:?} does not follow the Agent Skills rules: 1 to 64 lowercase \
+             letters, digits and single hyphens, not starting or ending with one (e.g. \
+             \"weekly-report\")",
+            name.chars().take(80).collect::<String>()
+        )))
+    }
+}
+
+/// A JSON string, which YAML reads as the same double-quoted scalar.
+pub(crate) fn yaml_string(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_agent_skills_rules() {
+        for good in ["a", "weekly-report", "csv2json", &"x".repeat(64)] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "Upper",
+            "-a",
+            "a-",
+            "a--b",
+            "a_b",
+            "a.b",
+            "a/b",
+            "../x",
+            &"x".repeat(65),
+            "é",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn frontmatter_is_yaml_and_kept_verbatim() {
+        let text = "---\nname: pdf\ndescription: >\n  Extract text\n  from PDFs\nlicense: MIT\nmetadata:\n  version: \"2\"\n  code-executor-mcp/language: python\n---\n# body\n";
+        let fm = parse_frontmatter(text).unwrap();
+        assert_eq!(fm["description"], "Extract text from PDFs\n");
+        assert_eq!(fm["license"], "MIT");
+        assert_eq!(fm["metadata"]["version"], "2");
+        let code = code_skill(&fm).unwrap().unwrap();
+        assert_eq!(code.language, SkillLanguage::Python);
+        assert_eq!(code.script, "skill.py");
+        for bad in [
+            "name: x\n",
+            "---\nname: [\n---\n",
+            "---\n- a\n---\n",
+            "---\nname: x\n",
+        ] {
+            assert!(parse_frontmatter(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn what_we_write_reads_back() {
+        let hostile = "a \"quoted\"\nline: with # and\t\\ and ünïcode --- 💥";
+        let text = format!("---\nname: x\ndescription: {}\n---\n", yaml_string(hostile));
+        assert_eq!(parse_frontmatter(&text).unwrap()["description"], hostile);
+    }
+
+    #[test]
+    fn a_script_outside_the_skill_is_refused() {
+        for script in ["../x.py", "/etc/passwd", ".hidden", "a/b.py"] {
+            let fm: Map<String, Value> = serde_json::from_value(serde_json::json!({
+                "name": "x", "description": "d",
+                "metadata": {META_LANGUAGE: "python", META_SCRIPT: script}
+            }))
+            .unwrap();
+            assert!(code_skill(&fm).is_err(), "{script}");
+        }
+    }
+}
