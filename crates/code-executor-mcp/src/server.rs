@@ -277,10 +277,13 @@ impl CodeExecutorServer {
             }
             "search_tools" => {
                 let a: SearchArgs = parse(args)?;
-                let found = self
-                    .core
-                    .catalog
-                    .search(
+                let catalog = &self.core.catalog;
+                let skills =
+                    crate::runtime::host::skills::search_docs(catalog, self.core.runtime.skills())
+                        .await;
+                let found = catalog
+                    .search_with(
+                        &crate::catalog::ToolView::default(),
                         &SearchParams {
                             query: &a.query,
                             detail: a.detail.as_deref(),
@@ -289,8 +292,10 @@ impl CodeExecutorServer {
                             cursor: a.cursor.as_deref(),
                         },
                         &ToolAllowlist::allow_all(),
+                        Some(skills),
                     )
-                    .await;
+                    .await
+                    .map_err(|e| e.to_string());
                 Ok(value_result(found).into())
             }
             "get_tool_schema" => {

@@ -175,6 +175,9 @@ pub struct Fixture {
     /// Tools that answer hostile shapes: `many_blocks` (`count` empty text blocks) and
     /// `huge_image` (one image of `count` bytes of base64).
     hostile_tools: bool,
+    /// `echo` as a new version of this server lists it: a required `loud` argument more,
+    /// and an output schema (tests what skills say when a tool changed under them).
+    echo_v2: bool,
 }
 
 /// Calls of the pause tools in this process, by tool.
@@ -203,7 +206,13 @@ impl Fixture {
             pause_tools: false,
             meta_tools: false,
             hostile_tools: false,
+            echo_v2: false,
         }
+    }
+
+    pub fn with_echo_v2(mut self, on: bool) -> Self {
+        self.echo_v2 = on;
+        self
     }
 
     pub fn with_hostile_tools(mut self, on: bool) -> Self {
@@ -558,6 +567,20 @@ impl ServerHandler for Fixture {
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = self.tool_router.list_all();
         tools.extend(self.dynamic_tools());
+        if self.echo_v2
+            && let Some(echo) = tools.iter_mut().find(|t| t.name == "echo")
+        {
+            let mut schema = (*echo.input_schema).clone();
+            if let Some(serde_json::Value::Object(props)) = schema.get_mut("properties") {
+                props.insert("loud".into(), serde_json::json!({"type": "boolean"}));
+            }
+            schema.insert("required".into(), serde_json::json!(["message", "loud"]));
+            echo.input_schema = std::sync::Arc::new(schema);
+            echo.output_schema = serde_json::json!({"type": "object"})
+                .as_object()
+                .cloned()
+                .map(std::sync::Arc::new);
+        }
         if self.extra_tools == 0 {
             return Ok(ListToolsResult::with_all_items(tools));
         }

@@ -124,7 +124,7 @@ impl Harness {
         extra_args: &[&str],
         env: &[(&str, &str)],
     ) -> Self {
-        Self::start_inner(exe, servers, extra_args, env, false).await
+        Self::start_inner(exe, servers, extra_args, env, false, None).await
     }
 
     /// Starts `exe` for `servers` with `settings` as its settings file
@@ -155,7 +155,18 @@ impl Harness {
         extra_args: &[&str],
         env: &[(&str, &str)],
     ) -> Self {
-        Self::start_inner(exe, servers, extra_args, env, true).await
+        Self::start_inner(exe, servers, extra_args, env, true, None).await
+    }
+
+    /// Like [`Harness::start`], in the working directory `cwd` (a project's files).
+    pub async fn start_in(
+        exe: &Path,
+        servers: Value,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+        cwd: &Path,
+    ) -> Self {
+        Self::start_inner(exe, servers, extra_args, env, false, Some(cwd)).await
     }
 
     async fn start_inner(
@@ -164,6 +175,7 @@ impl Harness {
         extra_args: &[&str],
         env: &[(&str, &str)],
         capture: bool,
+        cwd: Option<&Path>,
     ) -> Self {
         let config = TempConfig::new(servers);
         let mut cmd = tokio::process::Command::new(exe);
@@ -177,6 +189,11 @@ impl Harness {
         cmd.env("XDG_STATE_HOME", config.dir.join("state"));
         // Hermetic tool cache too: no test sees tools another run cached.
         cmd.env("CODE_EXECUTOR_CACHE_DIR", config.dir.join("cache"));
+        // And skills: saved under the temp dir unless the test names a directory.
+        cmd.env("XDG_DATA_HOME", config.dir.join("data"));
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }

@@ -413,6 +413,25 @@ impl Catalog {
         params: &SearchParams<'_>,
         allow: &ToolAllowlist,
     ) -> Result<Value, CatalogError> {
+        self.search_with(view, params, allow, None).await
+    }
+
+    /// [`Catalog::search_in`], with `skills` ranked among the tools: each a [`Tool`] whose
+    /// `_meta.skill` is what a hit shows (see [`SKILLS_SOURCE`]). A `server` filter of
+    /// `"skills"` (when no upstream has that name) searches only them.
+    pub async fn search_with(
+        &self,
+        view: &ToolView,
+        params: &SearchParams<'_>,
+        allow: &ToolAllowlist,
+        skills: Option<Arc<Vec<Tool>>>,
+    ) -> Result<Value, CatalogError> {
+        let only_skills =
+            params.server == Some("skills") && !self.upstreams.names().any(|n| n == "skills");
+        let params = &SearchParams {
+            server: params.server.filter(|_| !only_skills),
+            ..*params
+        };
         let detail = Detail::parse(params.detail)?;
         let limit = params.limit.map_or(DEFAULT_SEARCH_LIMIT, |l| {
             (l as usize).clamp(1, MAX_SEARCH_LIMIT)
@@ -423,11 +442,20 @@ impl Catalog {
                 .parse::<usize>()
                 .map_err(|_| CatalogError::Cursor(c.to_string()))?,
         };
-        let (lists, errors) = self.search_lists(view, params.server, params.query).await?;
+        let (mut lists, errors) = if only_skills {
+            (Vec::new(), Vec::new())
+        } else {
+            self.search_lists(view, params.server, params.query).await?
+        };
+        if let Some(skills) = skills.filter(|s| !s.is_empty())
+            && (params.server.is_none() || only_skills)
+        {
+            lists.push((SKILLS_SOURCE.to_string(), skills));
+        }
         let index = self.index(lists);
         let (hits, total) = index.search_top(
             params.query,
-            |s, t| allow.check(s, t) == Decision::Allow,
+            |s, t| s == SKILLS_SOURCE || allow.check(s, t) == Decision::Allow,
             offset.saturating_add(limit),
         );
         let page: Vec<Value> = hits
@@ -435,7 +463,11 @@ impl Catalog {
             .skip(offset)
             .map(|h| {
                 let (s, t) = index.doc(h.doc);
-                describe(s, t, detail)
+                if s == SKILLS_SOURCE {
+                    describe_skill(t, detail)
+                } else {
+                    describe(s, t, detail)
+                }
             })
             .collect();
         let mut out = json!({ "tools": page, "total": total });
@@ -478,6 +510,40 @@ pub fn declaration(server: &str, tool: &Tool, dialect: worker_protocol::Dialect)
         }
         worker_protocol::Dialect::Python => schema_py::render(tool).declarations(&tool.name),
     }
+}
+
+/// The list name skills are indexed under (no upstream can be named so: it is not a name a
+/// config file can give a server and reach by `tools.<name>`).
+pub const SKILLS_SOURCE: &str = "(skills)";
+
+/// A skill found by a search: what its tool's `_meta.skill` holds, at the detail asked for.
+fn describe_skill(tool: &Tool, detail: Detail) -> Value {
+    let full = tool
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("skill"))
+        .cloned()
+        .unwrap_or_else(|| json!({"name": tool.name}));
+    let mut v = json!({"kind": "skill", "name": full["name"], "call": full["call"]});
+    if let Some(changed) = full.get("changed") {
+        v["changed"] = changed.clone();
+    }
+    match detail {
+        Detail::Names => {}
+        Detail::Summary => {
+            v["description"] = json!(summary(full["description"].as_str().unwrap_or("")));
+            v["origin"] = full["origin"].clone();
+            v["language"] = full["language"].clone();
+        }
+        Detail::Full => {
+            let mut all = full;
+            if let Value::Object(m) = &mut all {
+                m.insert("kind".into(), json!("skill"));
+            }
+            v = all;
+        }
+    }
+    v
 }
 
 /// How much of each tool a search returns.

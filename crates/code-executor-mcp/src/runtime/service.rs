@@ -115,6 +115,11 @@ impl Runtime {
         }
     }
 
+    /// The skills code saves and calls.
+    pub(crate) fn skills(&self) -> &Skills {
+        &self.skills
+    }
+
     /// The table of live handles every server face asks.
     pub(crate) fn live(&self) -> &Live {
         &self.live

@@ -67,6 +67,8 @@ pub(crate) struct Skills {
     served: Vec<PathBuf>,
     save: bool,
     saving: std::sync::Mutex<()>,
+    /// The skills as search documents, last built.
+    docs: std::sync::Mutex<std::sync::Arc<Vec<rmcp::model::Tool>>>,
 }
 
 /// What `saveSkill` asks for.
@@ -108,6 +110,7 @@ impl Skills {
             served: settings.serve.clone(),
             save: settings.save.unwrap_or(true),
             saving: std::sync::Mutex::new(()),
+            docs: std::sync::Mutex::default(),
         }
     }
 
@@ -261,6 +264,19 @@ impl Skills {
         }
         std::fs::rename(&staging, &target).map_err(|e| SkillError::io(&target, e))?;
         Skill::read(&target, Origin::User)
+    }
+
+    /// `docs` as the same `Arc` as last time when they are equal (the catalog keeps its
+    /// search index while the `Arc` is the same).
+    pub(crate) fn same_docs(
+        &self,
+        docs: Vec<rmcp::model::Tool>,
+    ) -> std::sync::Arc<Vec<rmcp::model::Tool>> {
+        let mut last = self.docs.lock().unwrap_or_else(|p| p.into_inner());
+        if **last != docs {
+            *last = std::sync::Arc::new(docs);
+        }
+        last.clone()
     }
 
     /// The versions kept of a user skill, oldest first.

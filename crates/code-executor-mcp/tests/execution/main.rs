@@ -13,6 +13,7 @@
 //! - [`policy`]: rules, argument validation, busy limits, the audit log, secrets, personal data;
 //! - [`upstream`]: upstream starts: hangs, backoff, start errors;
 //! - [`llm_provider`]: model calls answered by a configured provider;
+//! - [`skills`]: skills saved, versioned, found and called from code, flagged, a project's held back;
 //! - [`signatures`]: generated TypeScript and Python signatures, by snapshot (`snapshots/`).
 //!
 //! One module's tests: `cargo test -p code-executor-mcp --test execution -- sessions::`.
@@ -40,4 +41,5 @@ mod python_start;
 mod robustness;
 mod sessions;
 mod signatures;
+mod skills;
 mod upstream;

@@ -149,7 +149,7 @@ async fn handle(
             limit,
             cursor,
         } => match catalog
-            .search_in(
+            .search_with(
                 &scope.view,
                 &SearchParams {
                     query: &query,
@@ -159,6 +159,7 @@ async fn handle(
                     cursor: cursor.as_deref(),
                 },
                 &scope.allow,
+                Some(super::skills::search_docs(catalog, nested.skills()).await),
             )
             .await
         {

@@ -113,6 +113,43 @@ pub(crate) fn describe(skill: &Skill, changed: &[Change]) -> Value {
     v
 }
 
+/// Every skill as a document `search_tools` ranks with the tools (see
+/// [`crate::catalog::SKILLS_SOURCE`]): its name, description and input schema, and in
+/// `_meta.skill` what a hit shows (flags included). The same list (by value) is the same
+/// `Arc`, so the catalog keeps its index while nothing changed.
+pub(crate) async fn search_docs(catalog: &Catalog, store: &Skills) -> Arc<Vec<Tool>> {
+    let (skills, _) = store.list();
+    if skills.is_empty() {
+        return store.same_docs(Vec::new());
+    }
+    let lists = connected(catalog).await;
+    let docs = skills
+        .iter()
+        .map(|s| {
+            let changed = changes_of(s, &lists);
+            let schema = s
+                .code
+                .as_ref()
+                .and_then(|c| c.input_schema.clone())
+                .and_then(|v| match v {
+                    Value::Object(m) => Some(m),
+                    _ => None,
+                })
+                .unwrap_or_else(|| {
+                    let mut m = serde_json::Map::new();
+                    m.insert("type".into(), json!("object"));
+                    m
+                });
+            let mut meta = serde_json::Map::new();
+            meta.insert("skill".into(), describe(s, &changed));
+            let mut tool = Tool::new(s.name.clone(), s.description.clone(), Arc::new(schema));
+            tool.meta = Some(rmcp::model::MetaObject(meta));
+            tool
+        })
+        .collect();
+    store.same_docs(docs)
+}
+
 pub(crate) fn skill_error(e: SkillError) -> CallOutcome {
     let kind = match &e {
         SkillError::NotFound { .. }

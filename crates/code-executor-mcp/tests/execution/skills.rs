@@ -1,0 +1,371 @@
+//! Skills through the built binary and a real MCP client: saved from code in both languages
+//! (an Agent Skills directory a person can read and edit), versioned, found by
+//! `search_tools` and `listSkills`, called from either language whatever the skill's own,
+//! within the caller's allowed tools and time, flagged when an upstream tool changed under
+//! them, and a project's skills held back until the project is trusted.
+
+use serde_json::{Value, json};
+use test_support::{Harness, Lang, TempConfig, TempDir, fixture_entry};
+
+use crate::common::EXE;
+
+/// A server whose skills live in `dir`.
+async fn with_skills(dir: &std::path::Path, fx_env: Option<(&str, &str)>) -> (Harness, TempConfig) {
+    let mut fx = fixture_entry("fx");
+    if let Some((k, v)) = fx_env {
+        fx["env"] = json!({ k: v });
+    }
+    Harness::with_settings(
+        EXE.as_ref(),
+        json!({ "fx": fx }),
+        &json!({"skills": {"dir": dir}}),
+        &[],
+    )
+    .await
+}
+
+async fn ok(h: &Harness, lang: Lang, code: &str) -> Value {
+    let (v, is_error) = h.run_tool(lang.tool(), json!({ "code": code })).await;
+    assert!(!is_error, "{lang:?}: {code}\n{v}");
+    v["result"].clone()
+}
+
+async fn fails(h: &Harness, lang: Lang, args: Value) -> Value {
+    let (v, is_error) = h.run_tool(lang.tool(), args.clone()).await;
+    assert!(is_error, "{lang:?}: {args}\n{v}");
+    v["error"].clone()
+}
+
+const GREET_PY: &str = r#"echoed = tools.fx.echo(message="hello " + args["who"])
+{"greeting": echoed, "lang": "python"}"#;
+
+#[tokio::test]
+async fn skills_are_saved_versioned_found_and_called_across_languages() {
+    let dir = TempDir::new("skills");
+    let (h, _c) = with_skills(&dir.0, None).await;
+    // Saved from TypeScript: a TypeScript skill with an input schema.
+    let saved = ok(
+        &h,
+        Lang::Ts,
+        r#"return await saveSkill('add-one', {code: 'const n: number = args.a; return {sum: n + 1, lang: "ts"}', description: 'Adds one to a number.', inputSchema: {type: 'object', properties: {a: {type: 'number'}}, required: ['a']}})"#,
+    )
+    .await;
+    assert_eq!(saved["version"], 1, "{saved}");
+    assert_eq!(saved["language"], "typescript");
+    // Saved from Python: a Python skill that calls an upstream tool.
+    let saved = ok(
+        &h,
+        Lang::Py,
+        &format!(
+            "save_skill('greet', {GREET_PY:?}, 'Greets someone through the echo tool.', {{'type': 'object', 'properties': {{'who': {{'type': 'string'}}}}}})"
+        ),
+    )
+    .await;
+    assert_eq!(saved["tools"], json!(["fx.echo"]), "{saved}");
+    // Plain files: SKILL.md with the frontmatter, the script, the tools' schemas.
+    let md = std::fs::read_to_string(dir.0.join("greet/SKILL.md")).unwrap();
+    assert!(md.starts_with("---\nname: \"greet\"\n"), "{md}");
+    assert!(
+        md.contains("code-executor-mcp/tools") && md.contains("sha256:"),
+        "{md}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.0.join("greet/skill.py")).unwrap(),
+        GREET_PY
+    );
+    assert!(dir.0.join("greet/tools.json").is_file());
+    // Called across languages, by name or identifier form.
+    let r = ok(&h, Lang::Ts, "return await skills.greet({who: 'ts'})").await;
+    assert_eq!(r, json!({"greeting": "Echo: hello ts", "lang": "python"}));
+    let r = ok(&h, Lang::Py, "skills.add_one(a=41)").await;
+    assert_eq!(r, json!({"sum": 42, "lang": "ts"}));
+    let r = ok(
+        &h,
+        Lang::Py,
+        "import asyncio\nawait askills['add-one']({'a': 1})",
+    )
+    .await;
+    assert_eq!(r["sum"], 2);
+    // Arguments are checked against the skill's schema.
+    let e = fails(
+        &h,
+        Lang::Ts,
+        json!({"code": "return await skills.add_one({a: 'x'})"}),
+    )
+    .await;
+    assert_eq!(e["name"], "TypeError", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("arguments/a"),
+        "{e}"
+    );
+    // Saving over a skill keeps the previous version.
+    let again = ok(
+        &h,
+        Lang::Ts,
+        "return await saveSkill('add-one', {code: 'return {sum: args.a + 100}', description: 'Adds a hundred.'})",
+    )
+    .await;
+    assert_eq!(again["version"], 2, "{again}");
+    assert_eq!(again["previousVersions"], json!([1]));
+    assert!(dir.0.join(".versions/add-one/1/skill.ts").is_file());
+    assert_eq!(
+        ok(&h, Lang::Ts, "return (await skills.add_one({a: 1})).sum").await,
+        101
+    );
+    // Found: listed in code, ranked by search_tools among the tools and marked as skills.
+    let list = ok(&h, Lang::Py, "[s['name'] for s in list_skills()['skills']]").await;
+    assert_eq!(list, json!(["add-one", "greet"]));
+    let found = h
+        .call(
+            "search_tools",
+            json!({"query": "greet someone", "detail": "summary"}),
+        )
+        .await;
+    let found = found.structured_content.unwrap();
+    let first = &found["tools"][0];
+    assert_eq!(first["kind"], "skill", "{found}");
+    assert_eq!(first["name"], "greet");
+    assert_eq!(first["call"], "skills.greet(args)");
+    let only = ok(
+        &h,
+        Lang::Ts,
+        "return await searchTools('add', {server: 'skills'})",
+    )
+    .await;
+    assert!(
+        only["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["kind"] == "skill"),
+        "{only}"
+    );
+    // Bad saves say what to fix.
+    for (code, says) in [
+        (
+            "return await saveSkill('Bad Name', {code: '1', description: 'd'})",
+            "Agent Skills rules",
+        ),
+        (
+            "return await saveSkill('ok', {code: '1', description: ''})",
+            "description",
+        ),
+        (
+            "return await saveSkill('ok', {code: '1', description: 'd', language: 'ruby'})",
+            "ruby",
+        ),
+        ("return await skills.nothing_here()", "no skill is named"),
+    ] {
+        let e = fails(&h, Lang::Ts, json!({ "code": code })).await;
+        assert!(e["message"].as_str().unwrap().contains(says), "{code}: {e}");
+    }
+    // The audit log says which execution ran which skill, for whom.
+    let audit = std::fs::read_to_string(h.audit_path()).unwrap();
+    assert!(audit.contains("\"event\":\"skill.save\""), "{audit}");
+    assert!(audit.contains("\"skill\":\"greet\",\"parent\":"), "{audit}");
+}
+
+#[tokio::test]
+async fn a_skill_runs_within_what_its_caller_may_do() {
+    let dir = TempDir::new("skills-limits");
+    let (h, _c) = with_skills(&dir.0, None).await;
+    ok(
+        &h,
+        Lang::Py,
+        &format!("save_skill('greet', {GREET_PY:?}, 'Greets someone.')"),
+    )
+    .await;
+    ok(
+        &h,
+        Lang::Ts,
+        "return await saveSkill('slow', {code: 'await new Promise(r => setTimeout(r, 20000)); return 1', description: 'Takes twenty seconds.'})",
+    )
+    .await;
+    ok(
+        &h,
+        Lang::Ts,
+        "return await saveSkill('again', {code: 'return await skills.again({})', description: 'Calls itself.'})",
+    )
+    .await;
+    // The caller's allowedTools bind the skill: echo is not among them.
+    for lang in [Lang::Ts, Lang::Py] {
+        let code = lang.pick(
+            "return await skills.greet({who: 'x'})",
+            "skills.greet(who='x')",
+        );
+        let e = fails(
+            &h,
+            lang,
+            json!({"code": code, "allowedTools": ["mcp__fx__add"]}),
+        )
+        .await;
+        // The skill's worker does not even see echo: what a plain run with these
+        // allowedTools meets.
+        let m = e["message"].as_str().unwrap();
+        assert!(
+            m.contains("skill greet failed") && m.contains("no tool 'echo'"),
+            "{lang:?}: {e}"
+        );
+    }
+    // And its time: the skill has what is left of the caller's.
+    let started = std::time::Instant::now();
+    let e = fails(
+        &h,
+        Lang::Ts,
+        json!({"code": "return await skills.slow({})", "timeoutMs": 1500}),
+    )
+    .await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{e}"
+    );
+    assert_eq!(e["name"], "TimeoutError", "{e}");
+    // A skill calling itself stops at the depth bound.
+    let e = fails(
+        &h,
+        Lang::Ts,
+        json!({"code": "return await skills.again({})"}),
+    )
+    .await;
+    assert!(
+        e["message"].as_str().unwrap().contains("at most 4 deep"),
+        "{e}"
+    );
+    // Instructions-only skills (hand-written Agent Skills) are found, not called.
+    std::fs::create_dir_all(dir.0.join("notes")).unwrap();
+    std::fs::write(
+        dir.0.join("notes/SKILL.md"),
+        "---\nname: notes\ndescription: How this team writes release notes.\nlicense: MIT\n---\n# Notes\n",
+    )
+    .unwrap();
+    let list = ok(
+        &h,
+        Lang::Ts,
+        "return (await listSkills()).skills.find(s => s.name === 'notes')",
+    )
+    .await;
+    assert_eq!(list["instructionsOnly"], true, "{list}");
+    let e = fails(
+        &h,
+        Lang::Ts,
+        json!({"code": "return await skills.notes({})"}),
+    )
+    .await;
+    assert!(
+        e["message"].as_str().unwrap().contains("instructions only"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_skill_whose_upstream_tool_changed_is_flagged_with_what_changed() {
+    let dir = TempDir::new("skills-changed");
+    {
+        let (h, _c) = with_skills(&dir.0, None).await;
+        ok(
+            &h,
+            Lang::Py,
+            &format!("save_skill('greet', {GREET_PY:?}, 'Greets someone.')"),
+        )
+        .await;
+        let listed = ok(&h, Lang::Ts, "return (await listSkills()).skills[0]").await;
+        assert!(listed.get("changed").is_none(), "{listed}");
+    }
+    // The upstream's new version: echo takes a required `loud` and has an output schema.
+    let (h, _c) = with_skills(&dir.0, Some(("FIXTURE_ECHO_V2", "1"))).await;
+    ok(&h, Lang::Ts, "return await tools.fx.add({a: 1, b: 2})").await; // connects fx
+    let listed = ok(&h, Lang::Ts, "return (await listSkills()).skills[0]").await;
+    let what = listed["changed"][0]["changed"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(listed["changed"][0]["tool"], "fx.echo", "{listed}");
+    assert!(
+        what.contains("`loud` added")
+            && what.contains("now required: `loud`")
+            && what.contains("output schema changed"),
+        "{what}"
+    );
+    let found = h
+        .call(
+            "search_tools",
+            json!({"query": "greets", "detail": "names"}),
+        )
+        .await;
+    let found = found.structured_content.unwrap();
+    assert_eq!(
+        found["tools"][0]["changed"][0]["tool"], "fx.echo",
+        "{found}"
+    );
+    // Called, it says so: the call fails on the new required argument, and the error names
+    // the change.
+    let e = fails(
+        &h,
+        Lang::Ts,
+        json!({"code": "return await skills.greet({who: 'x'})"}),
+    )
+    .await;
+    let m = e["message"].as_str().unwrap();
+    assert!(
+        m.contains("fx.echo changed since the skill was saved"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_projects_skills_wait_until_the_project_is_trusted() {
+    let project = TempDir::new("skills-project");
+    let home = TempDir::new("skills-home");
+    let skill = project.0.join(".code-executor/skills/deploy-notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: deploy-notes\ndescription: Deploy notes.\nmetadata:\n  code-executor-mcp/language: typescript\n---\n",
+    )
+    .unwrap();
+    std::fs::write(skill.join("skill.ts"), "return 'deployed ' + args.what").unwrap();
+    for trusted in [false, true] {
+        let settings = project.0.join(format!("settings-{trusted}.json"));
+        let trust: Vec<&std::path::Path> = if trusted { vec![&project.0] } else { vec![] };
+        std::fs::write(
+            &settings,
+            json!({"skills": {"dir": home.0.join("skills")}, "trustedProjects": trust}).to_string(),
+        )
+        .unwrap();
+        let h = Harness::start_in(
+            EXE.as_ref(),
+            json!({ "fx": fixture_entry("fx") }),
+            &[],
+            &[
+                ("CODE_EXECUTOR_CONFIG_PATH", settings.to_str().unwrap()),
+                ("HOME", home.0.to_str().unwrap()),
+            ],
+            &project.0,
+        )
+        .await;
+        if trusted {
+            let r = ok(&h, Lang::Py, "skills.deploy_notes(what='v2')").await;
+            assert_eq!(r, "deployed v2");
+            let list = ok(&h, Lang::Ts, "return (await listSkills()).skills[0].origin").await;
+            assert_eq!(list, "project");
+        } else {
+            let e = fails(
+                &h,
+                Lang::Ts,
+                json!({"code": "return await skills.deploy_notes({})"}),
+            )
+            .await;
+            let m = e["message"].as_str().unwrap();
+            assert!(
+                m.contains("not trusted") && m.contains("trustedProjects"),
+                "{m}"
+            );
+            let list = ok(&h, Lang::Ts, "return await listSkills()").await;
+            assert_eq!(list["skills"], json!([]), "{list}");
+            assert!(
+                list["problems"][0].as_str().unwrap().contains("not read"),
+                "{list}"
+            );
+        }
+    }
+}
