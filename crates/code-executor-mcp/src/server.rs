@@ -49,6 +49,9 @@ pub fn tool_definitions() -> Vec<Tool> {
         "type": "object",
         "properties": {
             "code": {"type": "string"},
+            "skill": {"description": "saved skill to run; save: keep code as one"},
+            "args": {},
+            "save": {},
             "timeoutMs": {"default": 30000},
             "session": {"description": "new|id: keeps state, store/load, /workspace"},
             "yieldAfterMs": {},
@@ -56,8 +59,7 @@ pub fn tool_definitions() -> Vec<Tool> {
             "allowedTools": {},
             "limits": {},
             "reset": {}
-        },
-        "required": ["code"]
+        }
     });
     // Python takes the same parameters; its description says so rather than repeat them.
     let py_input =
@@ -78,7 +80,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         },
         {
             "name": "search_tools",
-            "description": "Search upstream tools; detail: names|summary|full",
+            "description": "Search tools, skills; detail: names|summary|full",
             "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}, "detail": {}, "server": {}, "limit": {}, "cursor": {}}},
             "outputSchema": object,
             "annotations": {"readOnlyHint": true}
@@ -104,7 +106,7 @@ pub fn tool_definitions() -> Vec<Tool> {
         },
         {
             "name": "health",
-            "description": "Uptime, pools, sandbox, versions",
+            "description": "Server status, versions",
             "inputSchema": object,
             "outputSchema": object
         }
@@ -115,7 +117,14 @@ pub fn tool_definitions() -> Vec<Tool> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ExecuteArgs {
-    code: String,
+    /// The code to run; or, with `skill`, none.
+    #[serde(default)]
+    code: Option<String>,
+    /// Run this saved skill with `args` instead of code.
+    skill: Option<String>,
+    args: Option<Value>,
+    /// Keep `code` as a skill instead of running it.
+    save: Option<SaveArgs>,
     timeout_ms: Option<u64>,
     allowed_tools: Option<Vec<String>>,
     #[serde(default)]
@@ -127,6 +136,40 @@ struct ExecuteArgs {
     #[serde(default)]
     enable_sampling: bool,
     permissions: Option<crate::policy::access::PermissionsRequest>,
+}
+
+/// `save` of an execute tool: a client keeps code as a skill without running it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SaveArgs {
+    name: String,
+    description: String,
+    input_schema: Option<Value>,
+}
+
+/// The code that runs skill `name` with `args` in `language` (a client's `skill`): the
+/// execution calls it as code would, so it runs as a skill with this request's limits.
+fn skill_call_code(
+    language: Language,
+    name: &str,
+    args: Option<Value>,
+) -> Result<String, McpError> {
+    let args = args.unwrap_or_else(|| json!({}));
+    if !args.is_object() {
+        return Err(McpError::invalid_params(
+            "args: a skill's arguments are an object of named values",
+            None,
+        ));
+    }
+    let name = Value::String(name.to_string());
+    Ok(match language {
+        Language::JavaScript => format!("return await skills[{name}]({args})"),
+        // JSON is a Python literal once true, false and null are names.
+        Language::Python => format!(
+            "import json\nskills[{name}](json.loads({}))",
+            Value::String(args.to_string())
+        ),
+    })
 }
 
 #[derive(Deserialize)]
@@ -183,8 +226,42 @@ impl CodeExecutorServer {
                 } else {
                     Language::JavaScript
                 };
+                let code = match (a.code, a.skill, a.save) {
+                    (Some(code), None, Some(save)) => {
+                        let req = (
+                            save.name,
+                            code,
+                            save.description,
+                            Some(language.tool_language().to_string()),
+                            save.input_schema,
+                        );
+                        let saved = crate::runtime::host::skills::save_skill(
+                            &self.core.catalog,
+                            self.core.runtime.skills(),
+                            &self.core.policy.audit,
+                            &principal.to_string(),
+                            req,
+                        )
+                        .await;
+                        return Ok(saved_result(saved).into());
+                    }
+                    (Some(code), None, None) => code,
+                    (None, Some(skill), None) => skill_call_code(language, &skill, a.args)?,
+                    (None, None, _) => {
+                        return Err(McpError::invalid_params(
+                            "give `code` to run (or to keep with `save`), or `skill` (and `args`) to run a saved skill",
+                            None,
+                        ));
+                    }
+                    (Some(_), Some(_), _) | (None, Some(_), Some(_)) => {
+                        return Err(McpError::invalid_params(
+                            "`skill` runs a saved skill and takes no `code` or `save`; give one or the other",
+                            None,
+                        ));
+                    }
+                };
                 let req = ExecRequest {
-                    code: a.code,
+                    code,
                     timeout_ms: a.timeout_ms,
                     allowed_tools: a.allowed_tools,
                     limits: a.limits,
@@ -450,6 +527,28 @@ fn client_caps(context: &RequestContext<RoleServer>) -> ClientCaps {
 fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, McpError> {
     serde_json::from_value(args)
         .map_err(|e| McpError::invalid_params(format!("invalid arguments: {e}"), None))
+}
+
+/// The answer to a client's `save`: what was saved as the result, or the error, in the
+/// execute tools' shape.
+fn saved_result(saved: Result<Value, worker_protocol::CallOutcome>) -> CallToolResult {
+    let (v, is_error) = match saved {
+        Ok(v) => (json!({"result": v, "logs": []}), false),
+        Err(outcome) => {
+            let error = match outcome {
+                worker_protocol::CallOutcome::Err { error } => json!(error),
+                _ => json!({"name": "Error", "message": "the skill was not saved"}),
+            };
+            (json!({"result": null, "logs": [], "error": error}), true)
+        }
+    };
+    let mut r = if is_error {
+        CallToolResult::error(vec![ContentBlock::text(v.to_string())])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(v.to_string())])
+    };
+    r.structured_content = Some(v);
+    r
 }
 
 /// A discovery answer: the value as structured content, or a tool error with the message.

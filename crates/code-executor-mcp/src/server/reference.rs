@@ -38,6 +38,15 @@ maxDiscoveryCalls 2000, code 512 KiB, captured output 1 MiB (the whole output is
 outputFile), one upstream result or argument 16 MiB. limits: {maxToolCalls, \
 maxConcurrentToolCalls, maxDiscoveryCalls, maxLogBytes, memoryMb} only tightens them. \
 allowedTools: mcp__server__tool globs the code may call (default all).
+Skills (saved code, Agent Skills directories): saveSkill(name, {code, description, \
+inputSchema?, language?}) / save_skill(name, code, description, input_schema?, language?) \
+keeps code as a skill (lowercase-hyphen name; saving again keeps the previous version); \
+listSkills() / list_skills(); searchTools finds skills with the tools (kind: \"skill\"); \
+skills.<name>(args) / skills.<name>(**args) runs one in either language, as an execution of \
+its own with this run's allowedTools, limits, permissions and remaining time; its code sees \
+args. A skill whose upstream tools changed since it was saved is marked with what changed. \
+Without code: {skill, args} runs one; {code, save: {name, description, inputSchema?}} keeps \
+code as one without running it.
 Result: structuredContent {result, logs, error?, toolCalls, durationMs, session?, \
 outputFile?, running?}; a failure (exception, timeout, limit) is isError with error {name, \
 message, stack?}. Return only what you need: the result goes into your context.";
@@ -47,7 +56,8 @@ TypeScript or JavaScript, run as the body of an async function: top-level await;
 sets result (JSON). Call tools: await tools.<server>.<tool>(args) (typed proxies), \
 await callMCPTool('mcp__server__tool', args) or await callMCPTool(server, tool, args); \
 Promise.all([...]) runs calls in parallel. console.* is captured into logs. Also fetch, \
-llm.ask, progress, store/load, fs (node-style readFile/writeFile; writable only under /workspace).";
+llm.ask, progress, store/load, skills, fs (node-style readFile/writeFile; writable only under \
+/workspace).";
 
 const PYTHON: &str = "\
 Python 3 (the host's CPython); the last expression is the result (JSON-able). Call tools: \
@@ -62,6 +72,9 @@ fn input_schema() -> Value {
         "type": "object",
         "properties": {
             "code": {"type": "string"},
+            "skill": {"type": "string", "description": "run this saved skill (its name) instead of code"},
+            "args": {"type": "object", "description": "the skill's arguments"},
+            "save": {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "inputSchema": {"type": "object"}}, "required": ["name", "description"], "description": "keep code as a skill instead of running it"},
             "timeoutMs": {"type": "integer", "default": 30000, "description": "deadline of the run; long runs up to 30 min"},
             "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "mcp__server__tool globs the code may call; default all"},
             "limits": {"type": "object", "description": "tighten maxToolCalls, maxConcurrentToolCalls, maxDiscoveryCalls, maxLogBytes, memoryMb"},
@@ -69,8 +82,7 @@ fn input_schema() -> Value {
             "reset": {"type": "boolean", "description": "end the named session and run outside it"},
             "yieldAfterMs": {"type": "integer", "description": "answer with running.handle after this long if not done; then call wait"},
             "permissions": {"type": "object", "description": "{read: [path], write: true, net: [host]}: files and network for fs and fetch, within the server's ceiling"}
-        },
-        "required": ["code"]
+        }
     })
 }
 

@@ -159,6 +159,47 @@ async fn skills_are_saved_versioned_found_and_called_across_languages() {
         let e = fails(&h, Lang::Ts, json!({ "code": code })).await;
         assert!(e["message"].as_str().unwrap().contains(says), "{code}: {e}");
     }
+    // A client without code: `save` keeps code as a skill without running it (the tool's
+    // language is the skill's), `skill` runs one.
+    let (v, is_error) = h
+        .run_tool(
+            "execute_python",
+            json!({"code": "raise SystemExit('not run at save')", "save": {"name": "stop", "description": "Stops."}}),
+        )
+        .await;
+    assert!(!is_error && v["result"]["language"] == "python", "{v}");
+    for lang in [Lang::Ts, Lang::Py] {
+        let (v, is_error) = h
+            .run_tool(lang.tool(), json!({"skill": "add-one", "args": {"a": 5}}))
+            .await;
+        assert!(!is_error && v["result"]["sum"] == 105, "{lang:?}: {v}");
+        let (v, is_error) = h
+            .run_tool(
+                lang.tool(),
+                json!({"skill": "greet", "args": {"who": "client"}}),
+            )
+            .await;
+        assert!(
+            !is_error && v["result"]["greeting"] == "Echo: hello client",
+            "{lang:?}: {v}"
+        );
+    }
+    let refused = h
+        .client
+        .peer()
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("execute_typescript").with_arguments(
+                json!({"save": {"name": "x", "description": "d"}})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            ),
+        )
+        .await;
+    let e = refused
+        .expect_err("a save without code is refused")
+        .to_string();
+    assert!(e.contains("give `code`"), "{e}");
     // The audit log says which execution ran which skill, for whom.
     let audit = std::fs::read_to_string(h.audit_path()).unwrap();
     assert!(audit.contains("\"event\":\"skill.save\""), "{audit}");

@@ -169,21 +169,69 @@ pub(crate) async fn save(
     scope: &RunScope,
     req: (String, String, String, Option<String>, Option<Value>),
 ) -> CallOutcome {
+    match save_skill(
+        catalog,
+        nested.skills(),
+        &scope.policy.audit,
+        &scope.execution,
+        req,
+    )
+    .await
+    {
+        Ok(v) => ok(v),
+        Err(e) => e,
+    }
+}
+
+/// Saves a skill (from code, or from a client's `save`): `req` is its name, code,
+/// description, language (`typescript` when absent) and input schema. The upstream tools the
+/// code names are recorded with their schemas now. `by` names who saved it in the audit log
+/// (an execution, or a client). Answers what was saved, as code and clients see it.
+pub(crate) async fn save_skill(
+    catalog: &Catalog,
+    store: &Skills,
+    audit: &crate::policy::audit::AuditLog,
+    by: &str,
+    req: (String, String, String, Option<String>, Option<Value>),
+) -> Result<Value, CallOutcome> {
     let (name, code, description, language, input_schema) = req;
     let language = match language.as_deref().map(SkillLanguage::parse).transpose() {
         Ok(l) => l.unwrap_or(SkillLanguage::TypeScript),
-        Err(e) => return skill_error(e),
+        Err(e) => return Err(skill_error(e)),
     };
     if let Some(schema) = &input_schema
         && let Err(e) = jsonschema::validator_for(schema)
     {
-        return err(
+        return Err(err(
             CallError::Argument,
             format!("saveSkill: inputSchema is not a valid JSON Schema: {e}"),
-        );
+        ));
     }
-    // The tools the code names, with their schemas now: of the connected servers, and of
-    // the others the code names (started for it, as a search would).
+    let tools = referenced_schemas(catalog, &code).await;
+    let request = SaveRequest {
+        name,
+        description,
+        code,
+        language,
+        input_schema,
+        tools,
+    };
+    let skill = store.save(request).map_err(skill_error)?;
+    let version = skill.code.as_ref().map_or(1, |c| c.version);
+    audit.record(crate::policy::audit::AuditEvent::SkillSave {
+        execution: by.to_string(),
+        skill: skill.name.clone(),
+        version,
+        path: skill.dir.display().to_string(),
+    });
+    let mut v = describe(&skill, &[]);
+    v["previousVersions"] = json!(store.versions(&skill.name));
+    Ok(v)
+}
+
+/// The tools `code` names, with their schemas now: of the connected servers, and of the
+/// others the code names (started for it, as a search would).
+async fn referenced_schemas(catalog: &Catalog, code: &str) -> ToolSchemas {
     let mut lists = connected(catalog).await;
     let upstreams = catalog.upstreams();
     for server in upstreams.names() {
@@ -204,7 +252,7 @@ pub(crate) async fn save(
         .iter()
         .flat_map(|(s, l)| l.iter().map(move |t| (s.as_str(), t.name.as_ref())));
     let mut tools: ToolSchemas = BTreeMap::new();
-    for (server, tool) in changes::referenced(&code, known) {
+    for (server, tool) in changes::referenced(code, known) {
         if let Some(t) = lists
             .get(&server)
             .and_then(|l| l.iter().find(|t| t.name == tool))
@@ -212,33 +260,7 @@ pub(crate) async fn save(
             tools.entry(server).or_default().insert(tool, schemas_of(t));
         }
     }
-    let request = SaveRequest {
-        name,
-        description,
-        code,
-        language,
-        input_schema,
-        tools,
-    };
-    let store = nested.skills();
-    match store.save(request) {
-        Ok(skill) => {
-            let version = skill.code.as_ref().map_or(1, |c| c.version);
-            scope
-                .policy
-                .audit
-                .record(crate::policy::audit::AuditEvent::SkillSave {
-                    execution: scope.execution.clone(),
-                    skill: skill.name.clone(),
-                    version,
-                    path: skill.dir.display().to_string(),
-                });
-            let mut v = describe(&skill, &[]);
-            v["previousVersions"] = json!(store.versions(&skill.name));
-            ok(v)
-        }
-        Err(e) => skill_error(e),
-    }
+    tools
 }
 
 /// `listSkills`.
