@@ -10,6 +10,7 @@ mod long_runs;
 mod param_headers;
 mod reference;
 mod render;
+mod skills;
 
 use std::sync::Arc;
 
@@ -634,6 +635,8 @@ impl ServerHandler for CodeExecutorServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tasks()
+                .enable_resources()
+                .enable_skills_with_directory_read()
                 .build(),
         )
         .with_server_info(Implementation::new(
@@ -658,6 +661,47 @@ impl ServerHandler for CodeExecutorServer {
             tool_definitions()
         };
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    /// Skills' files (SEP-2640: `skill://` resources; see [`skills`]).
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        Ok(skills::resources(self.core.runtime.skills()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        skills::read(self.core.runtime.skills(), &request.uri).map(Into::into)
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, McpError> {
+        Ok(skills::list(self.core.runtime.skills()))
+    }
+
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, McpError> {
+        skills::get(self.core.runtime.skills(), &request.uri)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: rmcp::model::ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceDirectoryResult, McpError> {
+        skills::directory(self.core.runtime.skills(), &request.uri)
     }
 
     /// What rmcp checks a 2026-07-28 `tools/call`'s `Mcp-Param-*` headers against.

@@ -394,7 +394,11 @@ impl McpHttp {
     /// Sends a request; the whole reply.
     pub async fn request(&self, method: &str, params: Value) -> Reply {
         let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = params["name"].as_str().map(str::to_string);
+        // `Mcp-Name`: a tool's name, or a resource's URI (SEP-2243).
+        let name = params["name"]
+            .as_str()
+            .or_else(|| params["uri"].as_str())
+            .map(str::to_string);
         let body =
             json!({"jsonrpc": "2.0", "id": id, "method": method, "params": self.params(params)});
         self.send(self.post(&body, method, name.as_deref())).await

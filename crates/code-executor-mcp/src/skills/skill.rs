@@ -94,7 +94,6 @@ pub(crate) struct Skill {
     pub(crate) dir: PathBuf,
     pub(crate) origin: Origin,
     /// The frontmatter as the user wrote it, as JSON.
-    #[expect(dead_code, reason = "served by skills/list, which lands next")]
     pub(crate) frontmatter: Map<String, Value>,
     /// What code mode needs to run it, when it is one of ours.
     pub(crate) code: Option<CodeSkill>,

@@ -410,3 +410,218 @@ async fn a_projects_skills_wait_until_the_project_is_trusted() {
         }
     }
 }
+
+/// What the MCP skills extension (SEP-2640) serves, read back by clients that use it: the
+/// Rust reference SDK's skills wrappers over stdio (every file checked against its digest),
+/// and raw JSON-RPC over streamable HTTP in both protocol generations.
+#[tokio::test]
+async fn skills_are_served_over_the_extension_to_both_protocol_generations() {
+    use rmcp::model::{
+        GetSkillRequestParams, ReadResourceDirectoryRequestParams, ReadResourceRequestParams,
+        SkillResources,
+    };
+    use test_support::http::{Generation, HttpServer, McpHttp};
+
+    let dir = TempDir::new("skills-served");
+    let served = TempDir::new("skills-extra");
+    // A hand-written Agent Skill in a served directory, with a nested file, a file whose name
+    // needs escaping, and a symlink out of it that must never be served.
+    let pdf = served.0.join("pdf-forms");
+    std::fs::create_dir_all(pdf.join("templates/regional")).unwrap();
+    std::fs::write(
+        pdf.join("SKILL.md"),
+        "---\nname: pdf-forms\ndescription: >\n  Fill PDF forms\n  from templates.\nlicense: Apache-2.0\nmetadata:\n  version: \"2.1\"\n---\n# PDF forms\nPick a template in `templates/`.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pdf.join("templates/invoice form.md"),
+        "Invoice: {{total}}\n",
+    )
+    .unwrap();
+    std::fs::write(pdf.join("templates/regional/eu.md"), "EU\n").unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", pdf.join("passwd")).unwrap();
+    let settings = json!({"skills": {"dir": dir.0, "serve": [served.0]}});
+    let (h, _c) = Harness::with_settings(
+        EXE.as_ref(),
+        json!({ "fx": fixture_entry("fx") }),
+        &settings,
+        &[],
+    )
+    .await;
+    ok(
+        &h,
+        Lang::Py,
+        &format!("save_skill('greet', {GREET_PY:?}, 'Greets someone.')"),
+    )
+    .await;
+    let peer = h.client.peer();
+    let caps = &peer.peer_info().unwrap().capabilities;
+    assert!(
+        caps.supports_skills() && caps.supports_directory_read(),
+        "{caps:?}"
+    );
+    assert!(
+        caps.resources.is_some(),
+        "the extension needs the resources capability"
+    );
+    let skills = peer.list_all_skills().await.unwrap();
+    let uris: Vec<&str> = skills.iter().map(|s| s.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://user/greet/SKILL.md",
+            "skill://served/pdf-forms/SKILL.md"
+        ]
+    );
+    for skill in &skills {
+        let SkillResources::Files(files) = &skill.resources else {
+            panic!("{skill:?}")
+        };
+        assert!(files.iter().any(|f| f.uri == skill.uri), "{skill:?}");
+        for f in files {
+            assert!(
+                !f.uri.ends_with("/passwd"),
+                "a symlink out of the skill: {f:?}"
+            );
+            let read = peer
+                .read_resource(ReadResourceRequestParams::new(f.uri.clone()))
+                .await
+                .unwrap();
+            let bytes = match &read.contents[0] {
+                rmcp::model::ResourceContents::TextResourceContents { text, .. } => {
+                    text.clone().into_bytes()
+                }
+                other => panic!("{other:?}"),
+            };
+            f.verify(&bytes)
+                .unwrap_or_else(|e| panic!("{}: {e}", f.uri));
+        }
+    }
+    // The frontmatter as written (the folded description, every other field).
+    let pdf_entry = &skills[1];
+    assert_eq!(
+        pdf_entry.frontmatter.description,
+        "Fill PDF forms from templates.\n"
+    );
+    assert_eq!(pdf_entry.frontmatter.extra["license"], "Apache-2.0");
+    assert_eq!(pdf_entry.frontmatter.extra["metadata"]["version"], "2.1");
+    let greet = &skills[0].frontmatter.extra["metadata"];
+    assert_eq!(greet["code-executor-mcp/language"], "python", "{greet}");
+    // skills/get, and its errors.
+    let got = peer
+        .get_skill(GetSkillRequestParams::new(
+            "skill://served/pdf-forms/SKILL.md",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(got.skill, skills[1]);
+    for bad in [
+        "skill://served/nope/SKILL.md",
+        "skill://served/pdf-forms/templates/regional/eu.md",
+        "skill://served/pdf-forms/../greet/SKILL.md",
+    ] {
+        let e = peer
+            .get_skill(GetSkillRequestParams::new(bad))
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("-32602") || e.to_string().contains("Invalid params"),
+            "{bad}: {e}"
+        );
+    }
+    // Directories: the root, a subdirectory, its subdirectory.
+    let root = peer
+        .read_resource_directory(ReadResourceDirectoryRequestParams::new(
+            "skill://served/pdf-forms",
+        ))
+        .await
+        .unwrap();
+    let names: Vec<(&str, Option<&str>)> = root
+        .resources
+        .iter()
+        .map(|r| (r.name.as_str(), r.mime_type.as_deref()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("SKILL.md", Some("text/markdown")),
+            ("templates", Some("inode/directory"))
+        ]
+    );
+    let templates = peer
+        .read_resource_directory(ReadResourceDirectoryRequestParams::new(
+            "skill://served/pdf-forms/templates",
+        ))
+        .await
+        .unwrap();
+    let uris: Vec<&str> = templates.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://served/pdf-forms/templates/invoice%20form.md",
+            "skill://served/pdf-forms/templates/regional"
+        ]
+    );
+    for bad in [
+        "skill://served/pdf-forms/SKILL.md",
+        "skill://served/pdf-forms/passwd",
+        "skill://served/nope",
+    ] {
+        let e = peer
+            .read_resource_directory(ReadResourceDirectoryRequestParams::new(bad))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{bad}: {e}");
+    }
+    let e = peer
+        .read_resource(ReadResourceRequestParams::new(
+            "skill://served/pdf-forms/passwd",
+        ))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("not found"), "{e}");
+    // A client without the extension reaches the same files as resources.
+    let listed = peer.list_all_resources().await.unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|r| r.uri == "skill://served/pdf-forms/templates/regional/eu.md")
+    );
+    // Over streamable HTTP, in both protocol generations.
+    let settings_file = dir.0.join("../settings-served.json");
+    std::fs::write(&settings_file, settings.to_string()).unwrap();
+    let s = HttpServer::start(
+        EXE.as_ref(),
+        json!({ "fx": fixture_entry("fx") }),
+        &[],
+        &[("CODE_EXECUTOR_CONFIG_PATH", settings_file.to_str().unwrap())],
+    )
+    .await;
+    for generation in [Generation::Sessions, Generation::Stateless] {
+        let c = McpHttp::connect(&s.url, None, generation).await;
+        let r = c.request("skills/list", json!({})).await;
+        let v = r.messages.last().cloned().unwrap_or_default();
+        let names: Vec<&str> = v["result"]["skills"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s["frontmatter"]["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(names, ["greet", "pdf-forms"], "{generation:?}: {v}");
+        assert!(v["result"]["ttlMs"].is_u64(), "{v}");
+        let r = c
+            .request(
+                "resources/read",
+                json!({"uri": "skill://user/greet/skill.py"}),
+            )
+            .await;
+        let v = r.messages.last().cloned().unwrap_or_default();
+        assert_eq!(
+            v["result"]["contents"][0]["text"], GREET_PY,
+            "{generation:?}: {v}"
+        );
+    }
+    let _ = std::fs::remove_file(settings_file);
+}

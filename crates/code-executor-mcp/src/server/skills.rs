@@ -1,0 +1,327 @@
+//! Skills served over the MCP skills extension (SEP-2640, `io.modelcontextprotocol/skills`):
+//! every file of every skill is a `skill://` resource (`resources/list`, `resources/read`),
+//! `skills/list` and `skills/get` give each skill's verbatim frontmatter and a complete
+//! manifest of its files with SHA-256 digests, and `resources/directory/read` lists a skill's
+//! directories. A client without the extension still reaches the same files as ordinary
+//! resources.
+//!
+//! URIs are `skill://<origin>/<name>/<file>`: `user`, `project` or `served` first (so a
+//! project's skill never takes a user skill's address), then the skill's name (the last
+//! segment of its path, as the extension requires), then the file's path, each segment
+//! percent-encoded. Only the files a skill's manifest lists are read: the walk that makes it
+//! never follows a symlink, so nothing outside the skill's directory is ever served.
+
+use std::path::{Path, PathBuf};
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CacheScope, GetSkillResult, ListResourcesResult, ListSkillsResult, ReadResourceResult,
+    Resource, ResourceContents, Skill as WireSkill, SkillFrontmatter, SkillResource,
+    SkillResources,
+};
+
+use crate::skills::skill::{SKILL_FILE, Skill};
+use crate::skills::store::Skills;
+
+const SCHEME: &str = "skill://";
+/// The extension's limits: files per skill and bytes per skill.
+const MAX_FILES: usize = 512;
+const MAX_BYTES: u64 = 16 * 1024 * 1024;
+/// How long a client may treat a listing as current.
+const TTL_MS: u64 = 30_000;
+const DIRECTORY: &str = "inode/directory";
+
+/// One file of a skill: its path inside the skill (`/`-separated) and on disk.
+struct File {
+    rel: String,
+    path: PathBuf,
+    size: u64,
+}
+
+/// The files of the skill in `dir`: every regular file below it, symlinks not followed,
+/// within the extension's limits (else why not).
+fn files(dir: &Path) -> Result<Vec<File>, String> {
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((at, prefix)) = stack.pop() {
+        let entries = std::fs::read_dir(&at).map_err(|e| format!("{}: {e}", at.display()))?;
+        for entry in entries.filter_map(Result::ok) {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let rel = format!("{prefix}{name}");
+            if kind.is_dir() {
+                stack.push((entry.path(), format!("{rel}/")));
+            } else if kind.is_file() {
+                let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+                total += size;
+                out.push(File {
+                    rel,
+                    path: entry.path(),
+                    size,
+                });
+            }
+        }
+        if out.len() > MAX_FILES || total > MAX_BYTES {
+            return Err(format!(
+                "{} holds more than the skills extension allows a skill ({MAX_FILES} files, \
+                 16 MiB)",
+                dir.display()
+            ));
+        }
+    }
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    Ok(out)
+}
+
+/// `skill://<origin>/<name>`: the skill's root directory.
+fn root_uri(skill: &Skill) -> String {
+    format!("{SCHEME}{}/{}", skill.origin.as_str(), encode(&skill.name))
+}
+
+fn file_uri(skill: &Skill, rel: &str) -> String {
+    let path: Vec<String> = rel.split('/').map(encode).collect();
+    format!("{}/{}", root_uri(skill), path.join("/"))
+}
+
+/// A path segment with every byte outside RFC 3986's unreserved set percent-encoded.
+fn encode(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn decode(segment: &str) -> Option<String> {
+    let b = segment.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// What a `skill://` URI names: the skill, and the path inside it (empty: its root).
+fn resolve(store: &Skills, uri: &str) -> Option<(Skill, String)> {
+    let rest = uri.strip_prefix(SCHEME)?;
+    let mut segments = rest.split('/');
+    let origin = segments.next()?;
+    let name = decode(segments.next()?)?;
+    let path: Vec<String> = segments.map(decode).collect::<Option<_>>()?;
+    if path
+        .iter()
+        .any(|s| s.is_empty() || s == "." || s == ".." || s.contains('/'))
+    {
+        return None;
+    }
+    let skill = store.find(&format!("{origin}/{name}")).ok()?;
+    Some((skill, path.join("/")))
+}
+
+fn mime(rel: &str, bytes: Option<&[u8]>) -> &'static str {
+    let ext = rel.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("md") => "text/markdown",
+        Some("py") => "text/x-python",
+        Some("ts") => "text/x-typescript",
+        Some("js" | "mjs") => "text/javascript",
+        Some("json") => "application/json",
+        Some("yaml" | "yml") => "application/yaml",
+        Some("txt") => "text/plain",
+        Some("html") => "text/html",
+        Some("csv") => "text/csv",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("pdf") => "application/pdf",
+        _ if bytes.is_none_or(|b| std::str::from_utf8(b).is_ok()) => "text/plain",
+        _ => "application/octet-stream",
+    }
+}
+
+/// The extension's entry of one skill: its frontmatter as written, and every file's digest.
+fn entry(skill: &Skill) -> Result<WireSkill, String> {
+    let mut manifest = Vec::new();
+    for f in files(&skill.dir)? {
+        let bytes = std::fs::read(&f.path).map_err(|e| format!("{}: {e}", f.path.display()))?;
+        manifest.push(SkillResource::from_bytes(file_uri(skill, &f.rel), &bytes));
+    }
+    let mut frontmatter = SkillFrontmatter::new(&skill.name, &skill.description);
+    for (k, v) in &skill.frontmatter {
+        match k.as_str() {
+            // As written (YAML may fold a description over lines).
+            "name" | "description" if v.is_string() => {
+                if k == "description" {
+                    frontmatter.description = v.as_str().unwrap_or_default().to_string();
+                }
+            }
+            _ => {
+                frontmatter.extra.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Ok(WireSkill::new(
+        file_uri(skill, SKILL_FILE),
+        frontmatter,
+        SkillResources::Files(manifest),
+    ))
+}
+
+/// `skills/list`: every skill that can be served (one that cannot is logged and left out).
+pub(crate) fn list(store: &Skills) -> ListSkillsResult {
+    let (skills, _) = store.list();
+    let entries = skills
+        .iter()
+        .filter_map(|s| match entry(s) {
+            Ok(e) => Some(e),
+            Err(why) => {
+                tracing::warn!("skill {} is not served: {why}", s.name);
+                None
+            }
+        })
+        .collect();
+    ListSkillsResult::with_all_items(entries)
+        .with_ttl_ms(TTL_MS)
+        .with_cache_scope(CacheScope::Private)
+}
+
+fn unknown(what: String) -> McpError {
+    McpError::invalid_params(what, None)
+}
+
+/// `skills/get`.
+pub(crate) fn get(store: &Skills, uri: &str) -> Result<GetSkillResult, McpError> {
+    let no = || unknown(format!("No skill is served at {uri}"));
+    let (skill, path) = resolve(store, uri).ok_or_else(no)?;
+    if path != SKILL_FILE {
+        return Err(unknown(format!(
+            "{uri} is not the URI of a skill's {SKILL_FILE}"
+        )));
+    }
+    let entry = entry(&skill).map_err(|_| no())?;
+    Ok(GetSkillResult::new(entry)
+        .with_ttl_ms(TTL_MS)
+        .with_cache_scope(CacheScope::Private))
+}
+
+/// `resources/list`: every file of every skill.
+pub(crate) fn resources(store: &Skills) -> ListResourcesResult {
+    let (skills, _) = store.list();
+    let mut out = Vec::new();
+    for skill in &skills {
+        let Ok(files) = files(&skill.dir) else {
+            continue;
+        };
+        for f in files {
+            let name = f.rel.rsplit('/').next().unwrap_or(&f.rel).to_string();
+            let mut r = Resource::new(file_uri(skill, &f.rel), name)
+                .with_mime_type(mime(&f.rel, None))
+                .with_size(f.size);
+            if f.rel == SKILL_FILE {
+                r = Resource::new(file_uri(skill, &f.rel), skill.name.clone())
+                    .with_description(skill.description.clone())
+                    .with_mime_type("text/markdown")
+                    .with_size(f.size);
+            }
+            out.push(r);
+        }
+    }
+    ListResourcesResult::with_all_items(out)
+}
+
+/// `resources/read` of a skill's file.
+pub(crate) fn read(store: &Skills, uri: &str) -> Result<ReadResourceResult, McpError> {
+    let no = || {
+        unknown(format!(
+            "Resource not found: {uri} (skill files are skill://<origin>/<name>/<file>; resources/list shows them)"
+        ))
+    };
+    let (skill, path) = resolve(store, uri).ok_or_else(no)?;
+    // Only what the manifest lists: a path that is not a regular file of the skill (a
+    // symlink, a directory, something outside it) is unknown.
+    let file = files(&skill.dir)
+        .map_err(|_| no())?
+        .into_iter()
+        .find(|f| f.rel == path)
+        .ok_or_else(no)?;
+    let bytes = std::fs::read(&file.path).map_err(|_| no())?;
+    let mime = mime(&file.rel, Some(&bytes));
+    let contents = match String::from_utf8(bytes) {
+        Ok(text) => ResourceContents::text(text, uri).with_mime_type(mime),
+        Err(e) => {
+            use base64::Engine as _;
+            let blob = base64::engine::general_purpose::STANDARD.encode(e.into_bytes());
+            ResourceContents::blob(blob, uri).with_mime_type(mime)
+        }
+    };
+    Ok(ReadResourceResult::new(vec![contents]))
+}
+
+/// `resources/directory/read` of a skill's root or one of its directories.
+pub(crate) fn directory(store: &Skills, uri: &str) -> Result<ListResourcesResult, McpError> {
+    let uri = uri.trim_end_matches('/');
+    let (skill, path) =
+        resolve(store, uri).ok_or_else(|| unknown(format!("{uri} is not a directory resource")))?;
+    let files = files(&skill.dir).map_err(unknown)?;
+    let prefix = if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}/")
+    };
+    if !prefix.is_empty() && !files.iter().any(|f| f.rel.starts_with(&prefix)) {
+        return Err(unknown(format!("{uri} is not a directory resource")));
+    }
+    let mut children: Vec<Resource> = Vec::new();
+    let mut dirs = std::collections::BTreeSet::new();
+    for f in &files {
+        let Some(rest) = f.rel.strip_prefix(&prefix) else {
+            continue;
+        };
+        match rest.split_once('/') {
+            None => children.push(
+                Resource::new(file_uri(&skill, &f.rel), rest.to_string())
+                    .with_mime_type(mime(&f.rel, None))
+                    .with_size(f.size),
+            ),
+            Some((dir, _)) => {
+                dirs.insert(dir.to_string());
+            }
+        }
+    }
+    for d in dirs {
+        children.push(
+            Resource::new(file_uri(&skill, &format!("{prefix}{d}")), d).with_mime_type(DIRECTORY),
+        );
+    }
+    Ok(ListResourcesResult::with_all_items(children))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_round_trip_and_hostile_ones_are_refused() {
+        for s in ["a b", "ünï", "%41", "x?y#z", "SKILL.md"] {
+            assert_eq!(decode(&encode(s)).as_deref(), Some(s));
+        }
+        assert_eq!(decode("%zz"), None);
+        assert_eq!(decode("%C3"), None);
+    }
+}
