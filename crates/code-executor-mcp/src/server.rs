@@ -677,7 +677,13 @@ impl ServerHandler for CodeExecutorServer {
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        skills::read(self.core.runtime.skills(), &request.uri).map(Into::into)
+        skills::read(
+            self.core.runtime.skills(),
+            self.core.catalog.upstreams(),
+            &request.uri,
+        )
+        .await
+        .map(Into::into)
     }
 
     async fn list_skills(
@@ -685,7 +691,8 @@ impl ServerHandler for CodeExecutorServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListSkillsResult, McpError> {
-        Ok(skills::list(self.core.runtime.skills()))
+        let upstream = skills::upstream(self.core.catalog.upstreams()).await;
+        Ok(skills::list(self.core.runtime.skills(), upstream))
     }
 
     async fn get_skill(
@@ -693,7 +700,8 @@ impl ServerHandler for CodeExecutorServer {
         request: rmcp::model::GetSkillRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetSkillResult, McpError> {
-        skills::get(self.core.runtime.skills(), &request.uri)
+        let upstream = skills::upstream(self.core.catalog.upstreams()).await;
+        skills::get(self.core.runtime.skills(), &upstream, &request.uri)
     }
 
     async fn read_resource_directory(

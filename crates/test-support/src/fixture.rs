@@ -178,6 +178,58 @@ pub struct Fixture {
     /// `echo` as a new version of this server lists it: a required `loud` argument more,
     /// and an output schema (tests what skills say when a tool changed under them).
     echo_v2: bool,
+    /// Serves two skills over the skills extension (SEP-2640): `release-notes` (a
+    /// `SKILL.md` and `template.md`) and `acme/triage`.
+    skills: bool,
+}
+
+/// The skills the fixture serves with `skills` on: (uri, text).
+pub const FIXTURE_SKILL_FILES: &[(&str, &str)] = &[
+    (
+        "skill://release-notes/SKILL.md",
+        "---\nname: release-notes\ndescription: Write release notes from merged pull requests.\n---\nUse template.md.\n",
+    ),
+    (
+        "skill://release-notes/template.md",
+        "## Changes\n{{items}}\n",
+    ),
+    (
+        "skill://acme/triage/SKILL.md",
+        "---\nname: triage\ndescription: Triage incoming bug reports by severity.\n---\nLabel them.\n",
+    ),
+];
+
+fn fixture_skills() -> Vec<rmcp::model::Skill> {
+    use rmcp::model::{Skill, SkillFrontmatter, SkillResource, SkillResources};
+    let entry = |uri: &str, name: &str, description: &str, files: &[&str]| {
+        let resources = files
+            .iter()
+            .filter_map(|f| FIXTURE_SKILL_FILES.iter().find(|(u, _)| u == f))
+            .map(|(u, text)| SkillResource::from_bytes(*u, text.as_bytes()))
+            .collect();
+        Skill::new(
+            uri,
+            SkillFrontmatter::new(name, description),
+            SkillResources::Files(resources),
+        )
+    };
+    vec![
+        entry(
+            "skill://release-notes/SKILL.md",
+            "release-notes",
+            "Write release notes from merged pull requests.",
+            &[
+                "skill://release-notes/SKILL.md",
+                "skill://release-notes/template.md",
+            ],
+        ),
+        entry(
+            "skill://acme/triage/SKILL.md",
+            "triage",
+            "Triage incoming bug reports by severity.",
+            &["skill://acme/triage/SKILL.md"],
+        ),
+    ]
 }
 
 /// Calls of the pause tools in this process, by tool.
@@ -207,7 +259,13 @@ impl Fixture {
             meta_tools: false,
             hostile_tools: false,
             echo_v2: false,
+            skills: false,
         }
+    }
+
+    pub fn with_skills(mut self, on: bool) -> Self {
+        self.skills = on;
+        self
     }
 
     pub fn with_echo_v2(mut self, on: bool) -> Self {
@@ -551,13 +609,53 @@ impl Fixture {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(
+        let caps = if self.skills {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("fixture", "0.0.0"))
+                .enable_resources()
+                .enable_skills()
+                .build()
+        } else {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build()
+        };
+        InitializeResult::new(caps).with_server_info(Implementation::new("fixture", "0.0.0"))
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, ErrorData> {
+        if !self.skills {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::ListSkillsRequestMethod,
+            >());
+        }
+        Ok(rmcp::model::ListSkillsResult::with_all_items(fixture_skills()).with_ttl_ms(60_000))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let found = FIXTURE_SKILL_FILES
+            .iter()
+            .find(|(u, _)| self.skills && *u == request.uri);
+        match found {
+            Some((u, text)) => Ok(rmcp::model::ReadResourceResult::new(vec![
+                rmcp::model::ResourceContents::text(*text, *u).with_mime_type("text/markdown"),
+            ])
+            .into()),
+            None => Err(ErrorData::invalid_params(
+                format!("no resource {}", request.uri),
+                None,
+            )),
+        }
     }
 
     async fn list_tools(

@@ -22,8 +22,20 @@ use rmcp::model::{
 
 use crate::skills::skill::{SKILL_FILE, Skill};
 use crate::skills::store::Skills;
+use crate::skills::uri::{self, SCHEME, decode, encode};
+use crate::upstream::Upstreams;
 
-const SCHEME: &str = "skill://";
+/// The skills of the connected upstream servers that serve the extension, as we serve them
+/// (their addresses under `skill://upstream/<server>/`).
+pub(crate) async fn upstream(upstreams: &Upstreams) -> Vec<WireSkill> {
+    let mut out = Vec::new();
+    for server in upstreams.names() {
+        if let Some(list) = upstreams.skills_if_connected(server).await {
+            out.extend(list.iter().filter_map(|s| uri::rewrite(server, s)));
+        }
+    }
+    out
+}
 /// The extension's limits: files per skill and bytes per skill.
 const MAX_FILES: usize = 512;
 const MAX_BYTES: u64 = 16 * 1024 * 1024;
@@ -86,36 +98,6 @@ fn root_uri(skill: &Skill) -> String {
 fn file_uri(skill: &Skill, rel: &str) -> String {
     let path: Vec<String> = rel.split('/').map(encode).collect();
     format!("{}/{}", root_uri(skill), path.join("/"))
-}
-
-/// A path segment with every byte outside RFC 3986's unreserved set percent-encoded.
-fn encode(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn decode(segment: &str) -> Option<String> {
-    let b = segment.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// What a `skill://` URI names: the skill, and the path inside it (empty: its root).
@@ -183,10 +165,11 @@ fn entry(skill: &Skill) -> Result<WireSkill, String> {
     ))
 }
 
-/// `skills/list`: every skill that can be served (one that cannot is logged and left out).
-pub(crate) fn list(store: &Skills) -> ListSkillsResult {
+/// `skills/list`: every skill that can be served (one that cannot is logged and left out),
+/// then the connected upstreams' (`upstream`).
+pub(crate) fn list(store: &Skills, upstream: Vec<WireSkill>) -> ListSkillsResult {
     let (skills, _) = store.list();
-    let entries = skills
+    let mut entries: Vec<WireSkill> = skills
         .iter()
         .filter_map(|s| match entry(s) {
             Ok(e) => Some(e),
@@ -196,6 +179,7 @@ pub(crate) fn list(store: &Skills) -> ListSkillsResult {
             }
         })
         .collect();
+    entries.extend(upstream);
     ListSkillsResult::with_all_items(entries)
         .with_ttl_ms(TTL_MS)
         .with_cache_scope(CacheScope::Private)
@@ -205,9 +189,19 @@ fn unknown(what: String) -> McpError {
     McpError::invalid_params(what, None)
 }
 
-/// `skills/get`.
-pub(crate) fn get(store: &Skills, uri: &str) -> Result<GetSkillResult, McpError> {
+/// `skills/get` (`upstream`: the upstreams' skills, as [`upstream`] gives them).
+pub(crate) fn get(
+    store: &Skills,
+    upstream: &[WireSkill],
+    uri: &str,
+) -> Result<GetSkillResult, McpError> {
     let no = || unknown(format!("No skill is served at {uri}"));
+    if uri::theirs(uri).is_some() {
+        let entry = upstream.iter().find(|s| s.uri == uri).ok_or_else(no)?;
+        return Ok(GetSkillResult::new(entry.clone())
+            .with_ttl_ms(TTL_MS)
+            .with_cache_scope(CacheScope::Private));
+    }
     let (skill, path) = resolve(store, uri).ok_or_else(no)?;
     if path != SKILL_FILE {
         return Err(unknown(format!(
@@ -245,13 +239,34 @@ pub(crate) fn resources(store: &Skills) -> ListResourcesResult {
     ListResourcesResult::with_all_items(out)
 }
 
-/// `resources/read` of a skill's file.
-pub(crate) fn read(store: &Skills, uri: &str) -> Result<ReadResourceResult, McpError> {
+/// `resources/read` of a skill's file: ours from disk, an upstream's from that server.
+pub(crate) async fn read(
+    store: &Skills,
+    upstreams: &Upstreams,
+    uri: &str,
+) -> Result<ReadResourceResult, McpError> {
     let no = || {
         unknown(format!(
             "Resource not found: {uri} (skill files are skill://<origin>/<name>/<file>; resources/list shows them)"
         ))
     };
+    if let Some((server, theirs)) = uri::theirs(uri) {
+        let mut read = upstreams
+            .read_skill_file(&server, &theirs)
+            .await
+            .map_err(|e| unknown(e.to_string()))?;
+        // Their addresses become ours again.
+        for c in &mut read.contents {
+            match c {
+                ResourceContents::TextResourceContents { uri: u, .. }
+                | ResourceContents::BlobResourceContents { uri: u, .. } => {
+                    *u = uri::ours(&server, u).unwrap_or_else(|| uri.to_string());
+                }
+                _ => {}
+            }
+        }
+        return Ok(read);
+    }
     let (skill, path) = resolve(store, uri).ok_or_else(no)?;
     // Only what the manifest lists: a path that is not a regular file of the skill (a
     // symlink, a directory, something outside it) is unknown.
@@ -310,18 +325,4 @@ pub(crate) fn directory(store: &Skills, uri: &str) -> Result<ListResourcesResult
         );
     }
     Ok(ListResourcesResult::with_all_items(children))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn segments_round_trip_and_hostile_ones_are_refused() {
-        for s in ["a b", "ünï", "%41", "x?y#z", "SKILL.md"] {
-            assert_eq!(decode(&encode(s)).as_deref(), Some(s));
-        }
-        assert_eq!(decode("%zz"), None);
-        assert_eq!(decode("%C3"), None);
-    }
 }

@@ -9,3 +9,4 @@ pub(crate) mod changes;
 pub(crate) mod error;
 pub(crate) mod skill;
 pub(crate) mod store;
+pub(crate) mod uri;

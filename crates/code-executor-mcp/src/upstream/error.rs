@@ -25,6 +25,13 @@ pub enum UpstreamError {
         tool: String,
         timeout: Duration,
     },
+    /// A skill's file (SEP-2640) the server does not list, or whose read failed.
+    #[error("MCP server \"{server}\" cannot give {uri}: {reason}")]
+    SkillFile {
+        server: String,
+        uri: String,
+        reason: String,
+    },
     #[error("MCP server \"{server}\" failed calling {tool}: {reason}")]
     Call {
         server: String,

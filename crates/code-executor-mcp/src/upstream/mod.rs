@@ -45,6 +45,7 @@ mod error;
 pub(crate) mod forward;
 mod handler;
 mod redact;
+mod skills;
 mod sse;
 mod start_error;
 mod stdio;
@@ -159,6 +160,8 @@ pub struct Upstreams {
     callers: Arc<Callers>,
     /// Takes the configured secrets out of all that comes from a server ([`redact`]).
     redactor: Arc<Redactor>,
+    /// The skills the servers serve (SEP-2640), as last listed.
+    skills: skills::UpstreamSkills,
 }
 
 /// How a call from code goes out (see [`Upstreams::call_for`]).
@@ -197,6 +200,7 @@ impl Upstreams {
                 .collect(),
             settings: settings.clone(),
             token_dir: config.token_dir.clone(),
+            skills: Default::default(),
             callers: Arc::default(),
             redactor: Arc::new(Redactor::new(crate::config::secret_values(config))),
         }
@@ -307,6 +311,43 @@ impl Upstreams {
         };
         conn.refresh(server, &self.redactor).await;
         Some(conn.tools())
+    }
+
+    /// The skills a connected server serves over the skills extension (none when it does not
+    /// declare it), without starting it.
+    pub async fn skills_if_connected(&self, server: &str) -> Option<Arc<Vec<rmcp::model::Skill>>> {
+        let conn = self.connected(server).await?;
+        Some(self.skills.of(server, &conn).await)
+    }
+
+    /// Reads `uri`, a file of one of the skills `server` lists, from that server.
+    pub async fn read_skill_file(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<rmcp::model::ReadResourceResult, UpstreamError> {
+        let conn = self
+            .connection_within(server, Some(SEARCH_START_WAIT))
+            .await
+            .map_err(|e| redact::error(&self.redactor, e))?;
+        let listed = self.skills.of(server, &conn).await;
+        skills::read(&conn, &listed, uri).await.map_err(|reason| {
+            let e = UpstreamError::SkillFile {
+                server: server.to_string(),
+                uri: uri.to_string(),
+                reason,
+            };
+            redact::error(&self.redactor, e)
+        })
+    }
+
+    /// The live connection to `server`, if it is connected.
+    async fn connected(&self, server: &str) -> Option<Arc<Connection>> {
+        let up = self.servers.get(server)?;
+        match &*up.state.lock().await {
+            State::Connected(c) if c.alive() => Some(c.clone()),
+            _ => None,
+        }
     }
 
     /// Connects every configured server concurrently; failures are recorded, not returned.

@@ -128,6 +128,15 @@ pub(super) fn error(r: &Redactor, e: UpstreamError) -> UpstreamError {
             tool: clean(tool),
             reason: clean(reason),
         },
+        UpstreamError::SkillFile {
+            server,
+            uri,
+            reason,
+        } => UpstreamError::SkillFile {
+            server,
+            uri: clean(uri),
+            reason: clean(reason),
+        },
         UpstreamError::Unauthorized { server, reason } => UpstreamError::Unauthorized {
             server,
             reason: clean(reason),

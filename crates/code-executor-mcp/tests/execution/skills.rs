@@ -625,3 +625,80 @@ async fn skills_are_served_over_the_extension_to_both_protocol_generations() {
     }
     let _ = std::fs::remove_file(settings_file);
 }
+
+/// An upstream that serves skills over the extension: its skills are found by `search_tools`
+/// next to ours, named by their server, listed by our `skills/list` under
+/// `skill://upstream/<server>/`, and read through us (every digest checks), never a file its
+/// own listing does not name.
+#[tokio::test]
+async fn upstream_skills_are_found_and_read_through_us() {
+    use rmcp::model::{GetSkillRequestParams, ReadResourceRequestParams, SkillResources};
+    let dir = TempDir::new("skills-upstream");
+    let (h, _c) = with_skills(&dir.0, Some(("FIXTURE_SKILLS", "1"))).await;
+    ok(&h, Lang::Ts, "return await tools.fx.add({a: 1, b: 2})").await; // connects fx
+    let found = h
+        .call(
+            "search_tools",
+            json!({"query": "write release notes", "detail": "full"}),
+        )
+        .await
+        .structured_content
+        .unwrap();
+    let hit = &found["tools"][0];
+    assert_eq!(hit["kind"], "skill", "{found}");
+    assert_eq!(hit["origin"], "upstream");
+    assert_eq!(hit["server"], "fx");
+    assert_eq!(hit["name"], "fx/release-notes");
+    assert_eq!(hit["uri"], "skill://upstream/fx/release-notes/SKILL.md");
+    let peer = h.client.peer();
+    let skills = peer.list_all_skills().await.unwrap();
+    let uris: Vec<&str> = skills.iter().map(|s| s.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://upstream/fx/release-notes/SKILL.md",
+            "skill://upstream/fx/acme/triage/SKILL.md"
+        ]
+    );
+    for skill in &skills {
+        let SkillResources::Files(files) = &skill.resources else {
+            panic!("{skill:?}")
+        };
+        for f in files {
+            let read = peer
+                .read_resource(ReadResourceRequestParams::new(f.uri.clone()))
+                .await
+                .unwrap();
+            let (uri, text) = match &read.contents[0] {
+                rmcp::model::ResourceContents::TextResourceContents { uri, text, .. } => {
+                    (uri.clone(), text.clone())
+                }
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(uri, f.uri);
+            f.verify(text.as_bytes())
+                .unwrap_or_else(|e| panic!("{}: {e}", f.uri));
+        }
+    }
+    let got = peer
+        .get_skill(GetSkillRequestParams::new(
+            "skill://upstream/fx/acme/triage/SKILL.md",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(got.skill.frontmatter.name, "triage");
+    for bad in [
+        "skill://upstream/fx/release-notes/secret.md",
+        "skill://upstream/fx/../../etc/passwd",
+        "skill://upstream/nope/release-notes/SKILL.md",
+    ] {
+        let e = peer
+            .read_resource(ReadResourceRequestParams::new(bad))
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("-32602") || e.to_string().contains("Invalid"),
+            "{bad}: {e}"
+        );
+    }
+}

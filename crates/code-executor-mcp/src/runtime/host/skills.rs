@@ -119,11 +119,8 @@ pub(crate) fn describe(skill: &Skill, changed: &[Change]) -> Value {
 /// `Arc`, so the catalog keeps its index while nothing changed.
 pub(crate) async fn search_docs(catalog: &Catalog, store: &Skills) -> Arc<Vec<Tool>> {
     let (skills, _) = store.list();
-    if skills.is_empty() {
-        return store.same_docs(Vec::new());
-    }
     let lists = connected(catalog).await;
-    let docs = skills
+    let mut docs: Vec<Tool> = skills
         .iter()
         .map(|s| {
             let changed = changes_of(s, &lists);
@@ -147,6 +144,35 @@ pub(crate) async fn search_docs(catalog: &Catalog, store: &Skills) -> Arc<Vec<To
             tool
         })
         .collect();
+    // The connected upstreams' skills, named by their server, read through us.
+    let upstreams = catalog.upstreams();
+    for server in upstreams.names() {
+        let Some(list) = upstreams.skills_if_connected(server).await else {
+            continue;
+        };
+        for s in list.iter() {
+            let Some(uri) = crate::skills::uri::ours(server, &s.uri) else {
+                continue;
+            };
+            let name = s.frontmatter.name.clone();
+            let described = json!({
+                "name": format!("{server}/{name}"),
+                "server": server,
+                "skill": name,
+                "description": s.frontmatter.description,
+                "origin": "upstream",
+                "uri": uri,
+                "read": format!("resources/read {uri} (its files are relative to it)"),
+            });
+            let mut meta = serde_json::Map::new();
+            meta.insert("skill".into(), described);
+            let mut schema = serde_json::Map::new();
+            schema.insert("type".into(), json!("object"));
+            let mut tool = Tool::new(name, s.frontmatter.description.clone(), Arc::new(schema));
+            tool.meta = Some(rmcp::model::MetaObject(meta));
+            docs.push(tool);
+        }
+    }
     store.same_docs(docs)
 }
 
