@@ -56,6 +56,14 @@ pub(crate) fn default_dir() -> Option<PathBuf> {
         .map(|d| d.join("code-executor-mcp/skills"))
 }
 
+/// `~/x` as `$HOME/x`; any other path as it is.
+fn home(p: &Path) -> PathBuf {
+    match (p.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(h)) => PathBuf::from(h).join(rest),
+        _ => p.to_path_buf(),
+    }
+}
+
 /// The skills this server knows, by where they live.
 #[derive(Debug)]
 pub(crate) struct Skills {
@@ -104,10 +112,10 @@ impl Skills {
             ),
         };
         Skills {
-            user: settings.dir.clone().or_else(default_dir),
+            user: settings.dir.as_deref().map(home).or_else(default_dir),
             project,
             project_held_back,
-            served: settings.serve.clone(),
+            served: settings.serve.iter().map(|d| home(d)).collect(),
             save: settings.save.unwrap_or(true),
             saving: std::sync::Mutex::new(()),
             docs: std::sync::Mutex::default(),
