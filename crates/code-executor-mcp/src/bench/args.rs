@@ -50,6 +50,11 @@ pub struct BenchArgs {
     /// direct `echo` measured the same way; and idle memory with warm pools.
     #[arg(long)]
     pub(crate) paths_only: bool,
+    /// Only the skills section: a saved skill that calls `echo` once, called by a client
+    /// (`{skill}`), from TypeScript and from Python, next to the same code run directly and
+    /// the direct `echo`.
+    #[arg(long)]
+    pub(crate) skills_only: bool,
     /// Instead of the latency report: a trivial execution (TypeScript and Python) over HTTP
     /// against the server at URL (e.g. the container image), next to this binary serving on
     /// the host, interleaved in the same run (bearer token: $CODE_EXECUTOR_BENCH_TOKEN).

@@ -7,7 +7,7 @@
 //! (DESIGN.md, performance budget), so a noisy machine moves both sides together.
 
 //!
-//! The sections live beside it: `access`, `large`, `paths`, `rounds` and `soak` of the latency
+//! The sections live beside it: `access`, `large`, `paths`, `rounds`, `skills` and `soak` of the latency
 //! report, `http` (`--http`, and `haproxy` for `--http --via-haproxy`) and `container`
 //! (`--container-url`) instead of it; `measure` holds
 //! the client, the timed call and the summaries they share; `args` the flags.
@@ -31,6 +31,7 @@ mod large;
 mod measure;
 mod paths;
 mod rounds;
+mod skills;
 mod soak;
 
 pub(crate) use args::BenchArgs;
@@ -166,6 +167,12 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     if args.paths_only {
         let report = paths::report(&direct, &exe, &our_args, &dir, n).await?;
         say(&serde_json::to_string_pretty(&json!({"paths": report}))?);
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.skills_only {
+        let report = skills::report(&direct, &exe, &our_args, &dir, n.min(30)).await?;
+        say(&serde_json::to_string_pretty(&json!({"skills": report}))?);
         let _ = std::fs::remove_dir_all(&dir);
         return Ok(ExitCode::SUCCESS);
     }
@@ -325,6 +332,7 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     let approvals =
         rounds::approval_rounds(&direct, &exe, &our_args, &cfg, &dir, n.min(30)).await?;
     let access = access::report(&exe, &our_base_args(&opts), &dir, n.min(30)).await?;
+    let skills = skills::report(&direct, &exe, &our_args, &dir, n.min(30)).await?;
     let paths = paths::report(&direct, &exe, &our_args, &dir, n).await?;
     let (ours_pii, _) = large::pii_server(&exe, &our_args, &dir).await?;
     let large_results = large::report(&direct, &ours, Some(&ours_pii), n.min(30)).await?;
@@ -342,6 +350,7 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     let report = json!({
         "search": search_report(),
         "access": access,
+        "skills": skills,
         "paths": paths,
         "tokens": tokens,
         "large_results": large_results,
