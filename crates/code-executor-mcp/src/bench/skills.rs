@@ -38,7 +38,11 @@ pub(super) async fn report(
         let ours = &ours;
         async move {
             let r = call(ours, tool, args).await?;
-            anyhow::ensure!(r.is_error != Some(true), "{tool}: {:?}", r.structured_content);
+            anyhow::ensure!(
+                r.is_error != Some(true),
+                "{tool}: {:?}",
+                r.structured_content
+            );
             Ok(())
         }
     };

@@ -125,6 +125,7 @@ async fn start_as(modern: bool, person: Person) -> Server {
         .env("CODE_EXECUTOR_CONFIG_PATH", &settings)
         .env("XDG_STATE_HOME", dir.0.join("state"))
         .env("CODE_EXECUTOR_CACHE_DIR", dir.0.join("cache"))
+        .env("XDG_DATA_HOME", dir.0.join("data"))
         .kill_on_drop(true);
     let (transport, _) = TokioChildProcess::builder(cmd).spawn().unwrap();
     let client = if modern {
@@ -193,6 +194,59 @@ async fn approve_then_deny(modern: bool) {
     assert_eq!(s.person.asked.lock().unwrap().len(), 2);
     let v = exec(&s, "return await tools.fix.counts({})", json!({})).await;
     assert_eq!(v["result"], json!({"tick": 1, "write_note": 1}), "{v}");
+}
+
+/// A skill's calls are approved by the person of the execution that called it, in either
+/// generation (its questions travel with the caller's `tools/call`), from either language.
+async fn a_skill_asks_its_callers_person(modern: bool) {
+    let s = start(modern).await;
+    let saved = exec(
+        &s,
+        "return await saveSkill('note-writer', {code: 'return await tools.fix.write_note({text: args.text})', description: 'Writes a note.'})",
+        json!({}),
+    )
+    .await;
+    assert_eq!(saved["result"]["version"], 1, "{saved}");
+    s.person
+        .answers
+        .lock()
+        .unwrap()
+        .extend(["once".into(), "deny".into()]);
+    let v = exec(
+        &s,
+        "return await skills.note_writer({text: 'from a skill'})",
+        json!({}),
+    )
+    .await;
+    assert!(v.get("error").is_none(), "{v}");
+    let r = s
+        .client
+        .call_tool(params_for(
+            "execute_python",
+            "skills.note_writer(text='denied')",
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let v = r.structured_content.unwrap();
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("skill note-writer failed") && message.contains("ApprovalDenied"),
+        "{v}"
+    );
+    assert_eq!(s.person.asked.lock().unwrap().len(), 2);
+    let v = exec(&s, "return await tools.fix.counts({})", json!({})).await;
+    assert_eq!(v["result"]["write_note"], 1, "{v}");
+}
+
+#[tokio::test]
+async fn legacy_skill_calls_are_approved_inline() {
+    a_skill_asks_its_callers_person(false).await;
+}
+
+#[tokio::test]
+async fn modern_skill_calls_are_approved_by_input_required() {
+    a_skill_asks_its_callers_person(true).await;
 }
 
 #[tokio::test]
