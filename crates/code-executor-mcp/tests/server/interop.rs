@@ -216,6 +216,30 @@ fn pauses(mode: &str) {
         .arg(&dir.0));
 }
 
+/// Skills with the official Python SDK as the client (`tests/interop/skills.py`): saved by a
+/// client without code, run by name, called from the other language, found by search_tools,
+/// read as ordinary resources.
+fn skills(mode: &str) {
+    let Some(p) = prefix() else { return };
+    let dir = test_support::TempDir::new("skills-sdk");
+    run(Command::new(p.join("venv/bin/python"))
+        .arg(scripts().join("skills.py"))
+        .args(["--exe", EXE, "--fixture"])
+        .arg(test_support::workspace_bin("fixture-server"))
+        .args(["--mode", mode, "--dir"])
+        .arg(&dir.0));
+}
+
+#[test]
+fn python_sdk_legacy_saves_finds_and_runs_skills() {
+    skills("legacy");
+}
+
+#[test]
+fn python_sdk_2026_07_28_saves_finds_and_runs_skills() {
+    skills("2026-07-28");
+}
+
 /// Before 2026-07-28: inline `elicitation/create` and `sampling/createMessage`.
 #[test]
 fn python_sdk_legacy_approves_denies_times_out_and_samples_inline() {
