@@ -30,6 +30,8 @@ pub(crate) const TOOLS_FILE: &str = "tools.json";
 const MAX_SKILLS_PER_DIR: usize = 1000;
 /// Longest description (Agent Skills).
 const MAX_DESCRIPTION: usize = 1024;
+/// Previous versions kept of one skill (the oldest go first).
+const MAX_VERSIONS: usize = 20;
 /// Largest script saved.
 pub(crate) const MAX_SCRIPT_BYTES: usize = 512 * 1024;
 
@@ -251,6 +253,22 @@ impl Skills {
             Err(_) => None,
         };
         let version = previous.map_or(1, |v| v.max(1) + 1);
+        if previous.is_none() {
+            let count = std::fs::read_dir(root)
+                .map(|d| {
+                    d.filter_map(Result::ok)
+                        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                        .count()
+                })
+                .unwrap_or(0);
+            if count >= MAX_SKILLS_PER_DIR {
+                return Err(SkillError::Invalid(format!(
+                    "the skills directory {} holds {count} skills, the most it keeps; delete \
+                     some (or save over one) first",
+                    root.display()
+                )));
+            }
+        }
         // Written aside, then swapped in: a reader never sees half a skill.
         let staging = root.join(format!(".saving-{}-{}", req.name, std::process::id()));
         let _ = std::fs::remove_dir_all(&staging);
@@ -269,6 +287,11 @@ impl Skills {
             }
             let kept = versions.join(n.to_string());
             std::fs::rename(&target, &kept).map_err(|e| SkillError::io(&target, e))?;
+            // A bounded history: a loop of saves cannot fill the disk with versions.
+            let all = self.versions(&req.name);
+            for old in all.iter().take(all.len().saturating_sub(MAX_VERSIONS)) {
+                let _ = std::fs::remove_dir_all(versions.join(old.to_string()));
+            }
         }
         std::fs::rename(&staging, &target).map_err(|e| SkillError::io(&target, e))?;
         Skill::read(&target, Origin::User)
@@ -480,6 +503,22 @@ mod tests {
             skills.find("nope"),
             Err(SkillError::NotFound { .. })
         ));
+    }
+
+    #[test]
+    fn the_history_is_bounded() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        for i in 0..(MAX_VERSIONS + 5) {
+            skills.save(request("loop", &format!("return {i}"))).unwrap();
+        }
+        let kept = skills.versions("loop");
+        assert_eq!(kept.len(), MAX_VERSIONS, "{kept:?}");
+        assert_eq!(kept.first(), Some(&5));
+        assert_eq!(
+            skills.find("loop").unwrap().code.unwrap().version as usize,
+            MAX_VERSIONS + 5
+        );
     }
 
     #[test]
