@@ -241,6 +241,7 @@ impl CodeExecutorServer {
                             self.core.runtime.skills(),
                             &self.core.policy.audit,
                             &principal.to_string(),
+                            crate::runtime::host::skills::owner_of(&principal),
                             req,
                         )
                         .await;

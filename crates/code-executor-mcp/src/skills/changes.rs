@@ -204,6 +204,7 @@ mod tests {
                 ]),
             )]),
             version: 1,
+            owner: None,
         };
         let saved: ToolSchemas = BTreeMap::from([(
             "fx".into(),

@@ -21,6 +21,8 @@ pub(crate) const META_SCRIPT: &str = "code-executor-mcp/script";
 pub(crate) const META_INPUT_SCHEMA: &str = "code-executor-mcp/input-schema";
 pub(crate) const META_TOOLS: &str = "code-executor-mcp/tools";
 pub(crate) const META_VERSION: &str = "code-executor-mcp/version";
+/// The authenticated principal that saved it (over HTTP with tokens or OAuth), if any.
+pub(crate) const META_OWNER: &str = "code-executor-mcp/owner";
 /// Longest `SKILL.md` read (the extension's limit for a whole skill is 16 MiB).
 const MAX_SKILL_FILE: u64 = 1 << 20;
 
@@ -109,6 +111,9 @@ pub(crate) struct CodeSkill {
     /// server -> tool -> `sha256:<hex>` of the tool's schemas when the skill was saved.
     pub(crate) tools: ToolHashes,
     pub(crate) version: u32,
+    /// Who may save over it: the authenticated principal that saved it, or anyone that is
+    /// not authenticated (stdio, loopback) when `None`.
+    pub(crate) owner: Option<String>,
 }
 
 impl Skill {
@@ -243,6 +248,7 @@ fn code_skill(frontmatter: &Map<String, Value>) -> Result<Option<CodeSkill>, Str
         input_schema,
         tools,
         version,
+        owner: text(META_OWNER).map(str::to_string),
     }))
 }
 

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use super::error::SkillError;
 use super::skill::{
-    CodeSkill, META_INPUT_SCHEMA, META_LANGUAGE, META_SCRIPT, META_TOOLS, META_VERSION, Origin,
-    SKILL_FILE, Skill, SkillLanguage, ToolHashes, ToolSchemas, check_name, yaml_string,
+    CodeSkill, META_INPUT_SCHEMA, META_LANGUAGE, META_OWNER, META_SCRIPT, META_TOOLS, META_VERSION,
+    Origin, SKILL_FILE, Skill, SkillLanguage, ToolHashes, ToolSchemas, check_name, yaml_string,
 };
 
 /// The project's skills, under the working directory.
@@ -91,6 +91,8 @@ pub(crate) struct SaveRequest {
     pub(crate) input_schema: Option<Value>,
     /// The schemas of the tools the code calls.
     pub(crate) tools: ToolSchemas,
+    /// The authenticated principal saving it (`token:alice`), or `None` (stdio, loopback).
+    pub(crate) owner: Option<String>,
 }
 
 impl Skills {
@@ -248,7 +250,22 @@ impl Skills {
         std::fs::create_dir_all(root).map_err(|e| SkillError::io(root, e))?;
         let target = root.join(&req.name);
         let previous = match Skill::read(&target, Origin::User) {
-            Ok(s) => Some(s.code.as_ref().map_or(1, |c| c.version)),
+            Ok(s) => {
+                // One principal cannot change the code another runs under its own rights.
+                let owner = s.code.as_ref().and_then(|c| c.owner.clone());
+                if owner != req.owner {
+                    return Err(SkillError::Invalid(format!(
+                        "skill {:?} was saved by {}; {} cannot save over it: save under \
+                         another name",
+                        req.name,
+                        owner
+                            .as_deref()
+                            .unwrap_or("a local client (not authenticated)"),
+                        req.owner.as_deref().unwrap_or("a local client")
+                    )));
+                }
+                Some(s.code.as_ref().map_or(1, |c| c.version))
+            }
             Err(_) if target.exists() => Some(0),
             Err(_) => None,
         };
@@ -352,6 +369,9 @@ fn write_skill(dir: &Path, req: &SaveRequest, version: u32) -> Result<(), SkillE
     meta(META_LANGUAGE, req.language.as_str().to_string());
     meta(META_SCRIPT, script.to_string());
     meta(META_VERSION, version.to_string());
+    if let Some(owner) = &req.owner {
+        meta(META_OWNER, owner.clone());
+    }
     if let Some(schema) = &req.input_schema {
         meta(META_INPUT_SCHEMA, schema.to_string());
     }
@@ -468,6 +488,7 @@ mod tests {
                     json!({"inputSchema": {"type": "object"}}),
                 )]),
             )]),
+            owner: None,
         }
     }
 
@@ -506,11 +527,39 @@ mod tests {
     }
 
     #[test]
+    fn only_its_owner_saves_over_an_owned_skill() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut alice = request("report", "return 1");
+        alice.owner = Some("token:alice".into());
+        skills.save(alice.clone()).unwrap();
+        for other in [
+            Some("token:bob".to_string()),
+            Some("oauth:alice".into()),
+            None,
+        ] {
+            let mut r = request("report", "return 'evil'");
+            r.owner = other.clone();
+            let e = skills.save(r).unwrap_err().to_string();
+            assert!(e.contains("was saved by token:alice"), "{other:?}: {e}");
+        }
+        skills.save(alice).unwrap();
+        assert_eq!(skills.find("report").unwrap().code.unwrap().version, 2);
+        // A local (unauthenticated) skill is not taken over by a principal either.
+        skills.save(request("local", "return 1")).unwrap();
+        let mut bob = request("local", "return 2");
+        bob.owner = Some("token:bob".into());
+        assert!(skills.save(bob).is_err());
+    }
+
+    #[test]
     fn the_history_is_bounded() {
         let tmp = tempdir();
         let skills = store(&tmp);
         for i in 0..(MAX_VERSIONS + 5) {
-            skills.save(request("loop", &format!("return {i}"))).unwrap();
+            skills
+                .save(request("loop", &format!("return {i}")))
+                .unwrap();
         }
         let kept = skills.versions("loop");
         assert_eq!(kept.len(), MAX_VERSIONS, "{kept:?}");

@@ -807,3 +807,36 @@ async fn limits_are_per_principal() {
     let (v, is_error) = b.exec(json!({"code": "return 'b again'"})).await;
     assert!(!is_error, "{v}");
 }
+
+/// Skills are shared by the principals of one server, but one principal cannot change the
+/// code another runs under its own rights: alice's skill is saved over only by alice; bob
+/// runs it (with his own rights) and saves his own under another name; both generations.
+#[tokio::test]
+async fn a_principal_cannot_save_over_anothers_skill() {
+    let dir = test_support::TempDir::new("http-skills");
+    let (s, toks, _d) = server(2, &[], json!({"skills": {"dir": dir.0}})).await;
+    let save =
+        |code: &str| json!({"code": code, "save": {"name": "report", "description": "A report."}});
+    for (i, generation) in BOTH.into_iter().enumerate() {
+        let alice = McpHttp::connect(&s.url, Some(&toks[0]), generation).await;
+        let bob = McpHttp::connect(&s.url, Some(&toks[1]), generation).await;
+        let r = alice
+            .call("execute_typescript", save("return 'alice'"))
+            .await;
+        assert_ne!(r["isError"], true, "{r}");
+        assert_eq!(r["structuredContent"]["result"]["version"], i + 1, "{r}");
+        let r = bob.call("execute_typescript", save("return 'bob'")).await;
+        assert_eq!(r["isError"], true, "{r}");
+        let m = r["structuredContent"]["error"]["message"]
+            .as_str()
+            .unwrap_or("");
+        assert!(
+            m.contains("was saved by token:p0") && m.contains("another name"),
+            "{r}"
+        );
+        let r = bob
+            .call("execute_typescript", json!({"skill": "report"}))
+            .await;
+        assert_eq!(r["structuredContent"]["result"], "alice", "{r}");
+    }
+}

@@ -200,6 +200,7 @@ pub(crate) async fn save(
         nested.skills(),
         &scope.policy.audit,
         &scope.execution,
+        owner_of(&scope.principal),
         req,
     )
     .await
@@ -213,11 +214,18 @@ pub(crate) async fn save(
 /// description, language (`typescript` when absent) and input schema. The upstream tools the
 /// code names are recorded with their schemas now. `by` names who saved it in the audit log
 /// (an execution, or a client). Answers what was saved, as code and clients see it.
+/// Who owns what `principal` saves: an authenticated principal (its display form), else
+/// nobody in particular (stdio and loopback clients name themselves).
+pub(crate) fn owner_of(principal: &crate::principal::Principal) -> Option<String> {
+    (principal.via() != crate::principal::AuthMethod::Declared).then(|| principal.to_string())
+}
+
 pub(crate) async fn save_skill(
     catalog: &Catalog,
     store: &Skills,
     audit: &crate::policy::audit::AuditLog,
     by: &str,
+    owner: Option<String>,
     req: (String, String, String, Option<String>, Option<Value>),
 ) -> Result<Value, CallOutcome> {
     let (name, code, description, language, input_schema) = req;
@@ -241,6 +249,7 @@ pub(crate) async fn save_skill(
         language,
         input_schema,
         tools,
+        owner,
     };
     let skill = store.save(request).map_err(skill_error)?;
     let version = skill.code.as_ref().map_or(1, |c| c.version);
