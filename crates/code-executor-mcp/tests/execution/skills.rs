@@ -411,6 +411,37 @@ async fn a_projects_skills_wait_until_the_project_is_trusted() {
     }
 }
 
+/// Reads every file of every skill's manifest through `peer` and checks it against its digest
+/// and size (as a host of the extension must); each manifest names its own `SKILL.md`, and a
+/// read answers for the address asked. Returns the files' addresses.
+async fn read_and_verify_every_file(
+    peer: &rmcp::Peer<rmcp::RoleClient>,
+    skills: &[rmcp::model::Skill],
+) -> Vec<String> {
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents, SkillResources};
+    let mut seen = Vec::new();
+    for skill in skills {
+        let SkillResources::Files(files) = &skill.resources else {
+            panic!("{skill:?}")
+        };
+        assert!(files.iter().any(|f| f.uri == skill.uri), "{skill:?}");
+        for f in files {
+            let read = peer
+                .read_resource(ReadResourceRequestParams::new(f.uri.clone()))
+                .await
+                .unwrap();
+            let ResourceContents::TextResourceContents { uri, text, .. } = &read.contents[0] else {
+                panic!("{read:?}")
+            };
+            assert_eq!(uri, &f.uri);
+            f.verify(text.as_bytes())
+                .unwrap_or_else(|e| panic!("{}: {e}", f.uri));
+            seen.push(f.uri.clone());
+        }
+    }
+    seen
+}
+
 /// What the MCP skills extension (SEP-2640) serves, read back by clients that use it: the
 /// Rust reference SDK's skills wrappers over stdio (every file checked against its digest),
 /// and raw JSON-RPC over streamable HTTP in both protocol generations.
@@ -418,7 +449,6 @@ async fn a_projects_skills_wait_until_the_project_is_trusted() {
 async fn skills_are_served_over_the_extension_to_both_protocol_generations() {
     use rmcp::model::{
         GetSkillRequestParams, ReadResourceDirectoryRequestParams, ReadResourceRequestParams,
-        SkillResources,
     };
     use test_support::http::{Generation, HttpServer, McpHttp};
 
@@ -473,30 +503,11 @@ async fn skills_are_served_over_the_extension_to_both_protocol_generations() {
             "skill://served/pdf-forms/SKILL.md"
         ]
     );
-    for skill in &skills {
-        let SkillResources::Files(files) = &skill.resources else {
-            panic!("{skill:?}")
-        };
-        assert!(files.iter().any(|f| f.uri == skill.uri), "{skill:?}");
-        for f in files {
-            assert!(
-                !f.uri.ends_with("/passwd"),
-                "a symlink out of the skill: {f:?}"
-            );
-            let read = peer
-                .read_resource(ReadResourceRequestParams::new(f.uri.clone()))
-                .await
-                .unwrap();
-            let bytes = match &read.contents[0] {
-                rmcp::model::ResourceContents::TextResourceContents { text, .. } => {
-                    text.clone().into_bytes()
-                }
-                other => panic!("{other:?}"),
-            };
-            f.verify(&bytes)
-                .unwrap_or_else(|e| panic!("{}: {e}", f.uri));
-        }
-    }
+    let files = read_and_verify_every_file(peer, &skills).await;
+    assert!(
+        !files.iter().any(|f| f.ends_with("/passwd")),
+        "a symlink out of the skill: {files:?}"
+    );
     // The frontmatter as written (the folded description, every other field).
     let pdf_entry = &skills[1];
     assert_eq!(
@@ -632,7 +643,7 @@ async fn skills_are_served_over_the_extension_to_both_protocol_generations() {
 /// own listing does not name.
 #[tokio::test]
 async fn upstream_skills_are_found_and_read_through_us() {
-    use rmcp::model::{GetSkillRequestParams, ReadResourceRequestParams, SkillResources};
+    use rmcp::model::{GetSkillRequestParams, ReadResourceRequestParams};
     let dir = TempDir::new("skills-upstream");
     let (h, _c) = with_skills(&dir.0, Some(("FIXTURE_SKILLS", "1"))).await;
     ok(&h, Lang::Ts, "return await tools.fx.add({a: 1, b: 2})").await; // connects fx
@@ -660,26 +671,7 @@ async fn upstream_skills_are_found_and_read_through_us() {
             "skill://upstream/fx/acme/triage/SKILL.md"
         ]
     );
-    for skill in &skills {
-        let SkillResources::Files(files) = &skill.resources else {
-            panic!("{skill:?}")
-        };
-        for f in files {
-            let read = peer
-                .read_resource(ReadResourceRequestParams::new(f.uri.clone()))
-                .await
-                .unwrap();
-            let (uri, text) = match &read.contents[0] {
-                rmcp::model::ResourceContents::TextResourceContents { uri, text, .. } => {
-                    (uri.clone(), text.clone())
-                }
-                other => panic!("{other:?}"),
-            };
-            assert_eq!(uri, f.uri);
-            f.verify(text.as_bytes())
-                .unwrap_or_else(|e| panic!("{}: {e}", f.uri));
-        }
-    }
+    read_and_verify_every_file(peer, &skills).await;
     let got = peer
         .get_skill(GetSkillRequestParams::new(
             "skill://upstream/fx/acme/triage/SKILL.md",
