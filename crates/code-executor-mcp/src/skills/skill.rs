@@ -327,6 +327,29 @@ mod tests {
     }
 
     #[test]
+    fn hostile_yaml_is_refused_quickly() {
+        // Billion laughs: aliases that expand exponentially.
+        let mut yaml = String::from("---\nname: x\ndescription: d\na0: &a0 [\"lol\"]\n");
+        for i in 1..30 {
+            let p = i - 1;
+            yaml.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        yaml.push_str("---\n");
+        let started = std::time::Instant::now();
+        assert!(parse_frontmatter(&yaml).is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        // Deep nesting.
+        let deep = format!(
+            "---\nname: x\ndescription: d\nk: {}1{}\n---\n",
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        assert!(parse_frontmatter(&deep).is_err());
+    }
+
+    #[test]
     fn what_we_write_reads_back() {
         let hostile = "a \"quoted\"\nline: with # and\t\\ and ünïcode --- 💥";
         let text = format!("---\nname: x\ndescription: {}\n---\n", yaml_string(hostile));
