@@ -65,6 +65,9 @@ use start_error::{retry_pause, with_next_attempt};
 /// for the whole connect timeout. The start goes on in the background.
 pub const SEARCH_START_WAIT: Duration = Duration::from_secs(10);
 
+/// Changes a slow receiver of [`Upstreams::changes`] may fall behind before it lags.
+const CHANGES_KEPT: usize = 64;
+
 /// Connection state of one server, as `list_servers` shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -159,6 +162,9 @@ pub struct Upstreams {
     callers: Arc<Callers>,
     /// Takes the configured secrets out of all that comes from a server ([`redact`]).
     redactor: Arc<Redactor>,
+    /// The name of each server whose tool list may have changed: it connected, or it sent
+    /// `notifications/tools/list_changed` ([`Upstreams::changes`]).
+    changes: tokio::sync::broadcast::Sender<String>,
 }
 
 /// How a call from code goes out (see [`Upstreams::call_for`]).
@@ -199,6 +205,7 @@ impl Upstreams {
             token_dir: config.token_dir.clone(),
             callers: Arc::default(),
             redactor: Arc::new(Redactor::new(crate::config::secret_values(config))),
+            changes: tokio::sync::broadcast::channel(CHANGES_KEPT).0,
         }
     }
 
@@ -237,6 +244,13 @@ impl Upstreams {
         )
         .await
         .map_err(|e| redact::error(&self.redactor, e))
+    }
+
+    /// Names of the servers whose tool lists may have changed from now on: one connected
+    /// (its list is known for the first time, or again), or announced a change. A receiver
+    /// that falls more than a few behind gets `Lagged`, and should assume any changed.
+    pub(crate) fn changes(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.changes.subscribe()
     }
 
     /// Configured server names, sorted.
@@ -639,9 +653,17 @@ impl Upstreams {
         let token_dir = self.token_dir.clone();
         let callers = self.callers.clone();
         let redactor = self.redactor.clone();
+        let changes = self.changes.clone();
         let task = tokio::spawn(async move {
             let server = up.spec.name.clone();
-            let result = (connect(&up.spec, &settings, token_dir.as_deref(), &callers).await)
+            let result = (connect(
+                &up.spec,
+                &settings,
+                token_dir.as_deref(),
+                &callers,
+                &changes,
+            )
+            .await)
                 .map_err(|e| redact::connect_error(&redactor, e));
             let mut state = up.state.lock().await;
             let (next, outcome) = match result {
@@ -650,6 +672,7 @@ impl Upstreams {
                         *t = Arc::new(redact::tools(&redactor, t.as_ref().clone()));
                     }
                     let conn = Arc::new(conn);
+                    let _ = changes.send(server.clone());
                     (State::Connected(conn.clone()), Ok(conn))
                 }
                 Err(ConnectError::NeedsLogin(reason)) => {

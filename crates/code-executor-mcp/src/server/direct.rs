@@ -1,0 +1,104 @@
+//! Pinned direct tools on the wire (`directTools`): what `tools/list` adds to our own tools,
+//! which listed name a `tools/call` names, and how a direct call's outcome is answered.
+//!
+//! A direct call enters the runtime through its one door like an execution
+//! (`runtime::door::Work::Direct`): admission, the bridge's rules, rate, schema, approval
+//! (asked inline, or by `input_required` on 2026-07-28), upstream call and audit line are
+//! the ones calls from code go through. Its answer is the upstream's own result; a refusal is
+//! a tool error (`isError`) naming what refused it, as code would have caught it.
+
+use std::time::Duration;
+
+use rmcp::model::{CallToolResult, ContentBlock, Tool};
+
+use rmcp::{Peer, RoleServer};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::catalog::Catalog;
+use crate::catalog::direct::Pinned;
+use crate::composition::Core;
+use crate::policy::ToolAllowlist;
+use crate::runtime::ExecOutcome;
+
+/// How long a `tools/list` or a direct call waits for a pinned server to start; past it the
+/// server's tools are left out of this answer and its start goes on in the background.
+pub(super) const START_WAIT: Duration = crate::upstream::SEARCH_START_WAIT;
+
+/// The pinned tools `tools/list` shows: those the configured rules allow (a tool the rules
+/// deny could only ever be refused). Servers that could not be listed are logged.
+pub(super) async fn listed(core: &Core) -> Vec<Tool> {
+    if core.catalog.direct().is_empty() {
+        return Vec::new();
+    }
+    let (pinned, errors) = core
+        .catalog
+        .pinned(&core.policy.allowlist(None), Some(START_WAIT))
+        .await;
+    for e in errors {
+        tracing::warn!("directTools: left out of tools/list for now: {e}");
+    }
+    pinned.iter().map(Pinned::listed).collect()
+}
+
+/// The pinned tool listed as `name`, whatever the rules say of it (the bridge decides, and
+/// audits, a call the rules deny).
+pub(super) async fn find(core: &Core, name: &str) -> Option<Pinned> {
+    if core.catalog.direct().is_empty() || !name.contains("__") {
+        return None;
+    }
+    let (pinned, _) = core
+        .catalog
+        .pinned(&ToolAllowlist::allow_all(), Some(START_WAIT))
+        .await;
+    pinned.into_iter().find(|p| p.name == name)
+}
+
+/// A direct call's answer: the upstream's result as it came (content, structured content,
+/// `isError`), or a tool error naming what refused or failed the call (`PolicyError: ...`).
+pub(super) fn answer(outcome: ExecOutcome) -> CallToolResult {
+    if let Some(result) = outcome.upstream {
+        return *result;
+    }
+    let text = match &outcome.error {
+        Some(e) => format!("{}: {}", e.name, e.message),
+        None => "the call ended without a result".to_string(),
+    };
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// How often a client that was told of no change is checked for having gone away.
+const PEER_CHECK: Duration = Duration::from_secs(30);
+
+/// Sends `peer` `notifications/tools/list_changed` whenever a server a pin reaches connects or
+/// announces a changed list (its pinned tools may have changed), until the client is gone.
+pub(super) fn announce_changes(catalog: Catalog, peer: Peer<RoleServer>) {
+    if catalog.direct().is_empty() {
+        return;
+    }
+    let mut changes = catalog.upstreams().changes();
+    tokio::spawn(async move {
+        let mut check = tokio::time::interval(PEER_CHECK);
+        loop {
+            let changed = tokio::select! {
+                changed = changes.recv() => changed,
+                _ = check.tick() => {
+                    if peer.is_transport_closed() {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let concerned = match changed {
+                Ok(server) => catalog
+                    .direct()
+                    .servers(catalog.upstreams().names())
+                    .contains(&server),
+                Err(RecvError::Lagged(_)) => true,
+                Err(RecvError::Closed) => return,
+            };
+            if concerned && peer.notify_tool_list_changed().await.is_err() {
+                return;
+            }
+        }
+    });
+}
