@@ -599,13 +599,16 @@ impl Runtime {
             Ok(l) => l,
             Err(e) => return ExecOutcome::refused(RunError::Limits(e).info()),
         };
-        let timeout = self.catalog.upstreams().settings().upstream_call_timeout;
+        // The upstream's own timeout (which names the server and tool) comes first; this
+        // margin only catches a call that outlives it.
+        const MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
+        let timeout = self.catalog.upstreams().call_timeout(&call.server);
         let scope = RunScope::new(
             &ctx,
             self.policy.allowlist(None),
             limits,
             self.policy.clone(),
-            Instant::now() + timeout,
+            Instant::now() + timeout + MARGIN,
             None,
             self.remembered.clone(),
             false,
@@ -616,7 +619,12 @@ impl Runtime {
             bridge::call_direct(&self.catalog, &scope, &call.server, &call.tool, call.args),
         )
         .await;
-        let mut out = ExecOutcome::refused(RunError::timeout(timeout).info());
+        let mut out = ExecOutcome::refused(
+            RunError::CallTimeout {
+                timeout_ms: timeout.as_millis(),
+            }
+            .info(),
+        );
         match called {
             Ok(Ok(result)) => {
                 out.error = None;

@@ -253,6 +253,15 @@ impl Upstreams {
         self.changes.subscribe()
     }
 
+    /// The longest a call to `server` may take: its entry's own timeout, else
+    /// `upstreamCallTimeoutMs`.
+    pub(crate) fn call_timeout(&self, server: &str) -> Duration {
+        self.servers
+            .get(server)
+            .and_then(|u| u.spec.tool_timeout)
+            .unwrap_or(self.settings.upstream_call_timeout)
+    }
+
     /// Configured server names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> + Clone {
         self.servers.keys().map(String::as_str)
@@ -426,12 +435,7 @@ impl Upstreams {
         if let Some(reason) = self.hidden(server, tool) {
             return Err(UpstreamError::HiddenTool { reason });
         }
-        let own = self
-            .servers
-            .get(server)
-            .and_then(|u| u.spec.tool_timeout)
-            .unwrap_or(self.settings.upstream_call_timeout);
-        let timeout = timeout.min(own);
+        let timeout = timeout.min(self.call_timeout(server));
         let conn = self.connection(server).await?;
         let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         if let Some(trace) = trace {

@@ -488,3 +488,43 @@ async fn a_pinned_tool_that_appears_is_announced_and_listed() {
     let r = s.call("fx__surprise", json!({})).await;
     assert_eq!(text(&r), "surprise!", "{r:?}");
 }
+
+/// A pinned call that outlives the upstream call timeout ends with the upstream's timeout
+/// error (naming the server and tool), audited as a timeout; the upstream call is cancelled.
+#[tokio::test]
+async fn a_pinned_call_ends_at_the_upstream_call_timeout() {
+    let s = start(false, json!({"policy": {}, "upstreamCallTimeoutMs": 300})).await;
+    let r = s.call("fx__sleep", json!({"ms": 30000})).await;
+    assert_eq!(r.is_error, Some(true), "{r:?}");
+    assert_eq!(
+        text(&r),
+        "ToolError: MCP server \"fx\": tool sleep did not answer within 0.3s"
+    );
+    let line = s
+        .calls()
+        .into_iter()
+        .find(|l| l["tool"] == "sleep")
+        .unwrap();
+    assert_eq!(line["outcome"], "timeout", "{line}");
+}
+
+/// Personal data in a scanned tool's result is tokenised before the client sees it, whatever
+/// code would see: a direct call's result leaves the server as an execution's exit does.
+#[tokio::test]
+async fn a_pinned_scanned_tools_result_reaches_the_client_tokenised() {
+    for sees in ["tokens", "values"] {
+        let s = start(
+            false,
+            json!({"pii": {"scan": ["mcp__fx__echo"], "sandboxSees": sees}}),
+        )
+        .await;
+        let r = s
+            .call("fx__echo", json!({"message": "write to ada@example.com"}))
+            .await;
+        let t = text(&r);
+        assert!(
+            t.starts_with("Echo: write to [EMAIL_") && !t.contains("ada@"),
+            "{sees}: {t}"
+        );
+    }
+}
