@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, ContentBlock, Tool};
+use rmcp::model::{CallToolResult, ContentBlock, ResultType, Tool};
 
 use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast::error::RecvError;
@@ -56,7 +56,10 @@ pub(super) async fn find(core: &Core, name: &str) -> Option<Pinned> {
 /// A direct call's answer: the upstream's result as it came (content, structured content,
 /// `isError`), or a tool error naming what refused or failed the call (`PolicyError: ...`).
 pub(super) fn answer(outcome: ExecOutcome) -> CallToolResult {
-    if let Some(result) = outcome.upstream {
+    if let Some(mut result) = outcome.upstream {
+        // An upstream of an earlier revision sends no `resultType`; a 2026-07-28 client needs
+        // it (rmcp strips it again for earlier peers).
+        result.result_type = Some(ResultType::COMPLETE);
         return *result;
     }
     let text = match &outcome.error {
