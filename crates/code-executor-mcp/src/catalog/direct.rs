@@ -60,6 +60,15 @@ impl DirectTools {
             .collect()
     }
 
+    /// Whether a tool of `server` could be listed as `name`: its listed names all start with
+    /// the server's part (as far as a hashed name keeps it). Two pairs that spell the same
+    /// name are both candidates, so a lookup among the candidates still sees the clash.
+    pub(crate) fn may_name(server: &str, name: &str) -> bool {
+        let part = clean(&format!("{server}__"));
+        let keep = part.len().min(MAX_NAME - 1 - HASH_DIGITS);
+        name.starts_with(&part[..keep])
+    }
+
     /// Whether some pattern pins `tool` of `server`.
     pub(crate) fn pins<'a>(
         &self,
@@ -140,9 +149,21 @@ fn allowed(b: u8) -> bool {
 /// of the SHA-256 of `server`, a NUL and `tool` (unique to the exact pair).
 fn hashed_name(server: &str, tool: &str) -> String {
     let digest = Sha256::digest(format!("{server}\0{tool}").as_bytes());
-    let hash: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
-    let clean: String = format!("{server}__{tool}")
-        .chars()
+    let hash: String = digest[..HASH_DIGITS / 2]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut name = clean(&format!("{server}__{tool}"));
+    name.truncate(MAX_NAME - 1 - HASH_DIGITS);
+    format!("{name}_{hash}")
+}
+
+/// Hex digits of the hash a hashed name ends with.
+const HASH_DIGITS: usize = 8;
+
+/// `text` with every character clients refuse in a name as `_` (ASCII only, one byte each).
+fn clean(text: &str) -> String {
+    text.chars()
         .map(|c| {
             if c.is_ascii() && allowed(c as u8) {
                 c
@@ -150,9 +171,7 @@ fn hashed_name(server: &str, tool: &str) -> String {
                 '_'
             }
         })
-        .take(MAX_NAME - 1 - hash.len())
-        .collect();
-    format!("{clean}_{hash}")
+        .collect()
 }
 
 #[cfg(test)]
@@ -229,6 +248,42 @@ mod tests {
         names
             .iter()
             .all(|n| !n.is_empty() && n.len() <= MAX_NAME && n.bytes().all(allowed))
+    }
+
+    /// A name's candidate servers include its own and every server whose pair could spell
+    /// the same name, and no other.
+    #[test]
+    fn a_listed_name_names_its_candidate_servers() {
+        let servers = ["fx", "gh", "gh__a", "ünï.x", "other"];
+        let d = DirectTools::new(vec!["*".into()]);
+        let long = "t".repeat(80);
+        let l = lists(&[
+            ("fx", &["echo"]),
+            ("gh", &["a__b"]),
+            ("gh__a", &["b"]),
+            ("ünï.x", &["get.page", &long]),
+            ("other", &["echo"]),
+        ]);
+        for p in d.pinned(servers.iter().copied(), &l) {
+            let candidates: Vec<&str> = servers
+                .iter()
+                .copied()
+                .filter(|s| DirectTools::may_name(s, &p.name))
+                .collect();
+            assert!(
+                candidates.contains(&p.server.as_str()),
+                "{}: {candidates:?}",
+                p.name
+            );
+            assert!(
+                !candidates.contains(&"other") || p.server == "other",
+                "{}",
+                p.name
+            );
+            if p.server.starts_with("gh") {
+                assert_eq!(candidates, ["gh", "gh__a"], "{}", p.name);
+            }
+        }
     }
 
     #[test]

@@ -116,20 +116,26 @@ impl Catalog {
         &self.shared.direct
     }
 
-    /// The pinned direct tools that `allow` permits, named as we list them. The servers
-    /// the patterns reach are connected as needed (concurrently, waiting at most `wait` for
-    /// each start); one that failed, or is still starting after `wait`, is left out and
-    /// named in the errors (its start goes on in the background).
+    /// The pinned direct tools that `allow` permits, named as we list them; with `named`,
+    /// only the servers that could list that name are asked (a lookup is not held up by
+    /// another pinned server's start). The servers the patterns reach are connected as
+    /// needed (concurrently, waiting at most `wait` for each start); one that failed, or is
+    /// still starting after `wait`, is left out and named in the errors (its start goes on in
+    /// the background).
     pub(crate) async fn pinned(
         &self,
         allow: &ToolAllowlist,
         wait: Option<Duration>,
+        named: Option<&str>,
     ) -> (Vec<Pinned>, Vec<UpstreamError>) {
         let direct = &self.shared.direct;
         if direct.is_empty() {
             return (Vec::new(), Vec::new());
         }
-        let servers = direct.servers(self.upstreams.names());
+        let mut servers = direct.servers(self.upstreams.names());
+        if let Some(name) = named {
+            servers.retain(|s| DirectTools::may_name(s, name));
+        }
         let got =
             futures::future::join_all(servers.iter().map(|s| self.connected_tools(s, wait))).await;
         let mut lists = Vec::new();

@@ -210,6 +210,7 @@ async fn direct_tools(config: &Config, settings: &Settings) {
         .pinned(
             &crate::policy::ToolAllowlist::allow_all(),
             Some(crate::upstream::SEARCH_START_WAIT),
+            None,
         )
         .await;
     say(&format!(

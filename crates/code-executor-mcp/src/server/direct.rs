@@ -32,7 +32,7 @@ pub(super) async fn listed(core: &Core) -> Vec<Tool> {
     }
     let (pinned, errors) = core
         .catalog
-        .pinned(&core.policy.allowlist(None), Some(START_WAIT))
+        .pinned(&core.policy.allowlist(None), Some(START_WAIT), None)
         .await;
     for e in errors {
         tracing::warn!("directTools: left out of tools/list for now: {e}");
@@ -48,7 +48,7 @@ pub(super) async fn find(core: &Core, name: &str) -> Option<Pinned> {
     }
     let (pinned, _) = core
         .catalog
-        .pinned(&ToolAllowlist::allow_all(), Some(START_WAIT))
+        .pinned(&ToolAllowlist::allow_all(), Some(START_WAIT), Some(name))
         .await;
     pinned.into_iter().find(|p| p.name == name)
 }

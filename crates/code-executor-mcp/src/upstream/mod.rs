@@ -285,9 +285,22 @@ impl Upstreams {
         }
     }
 
-    /// Starts the servers named in `connectedServers` in the background.
+    /// Starts the servers named in `connectedServers`, and those a `directTools` pattern
+    /// reaches (their tools are listed as ours), in the background.
     pub fn connect_eagerly(self: &Arc<Self>) {
-        for name in &self.settings.connected_servers {
+        let pinned = self.names().filter(|s| {
+            self.settings
+                .direct_tools
+                .iter()
+                .any(|p| crate::policy::pattern::reaches(p, self.names(), s))
+        });
+        let mut eager: Vec<String> = self.settings.connected_servers.clone();
+        eager.extend(pinned.map(str::to_string));
+        let mut started = std::collections::BTreeSet::new();
+        for name in &eager {
+            if !started.insert(name.as_str()) {
+                continue;
+            }
             if !self.servers.contains_key(name) {
                 tracing::warn!(server = %name, "connectedServers names a server that is not configured");
                 continue;

@@ -528,3 +528,34 @@ async fn a_pinned_scanned_tools_result_reaches_the_client_tokenised() {
         );
     }
 }
+
+/// A pinned server that hangs at its start holds up neither a call of another server's
+/// pinned tool nor, past the start wait (10 s), the listing, which leaves it out.
+#[tokio::test]
+async fn a_hung_pinned_server_holds_up_no_other_pinned_tool() {
+    let mut slow = test_support::fixture_entry("slow");
+    slow["env"] = json!({"FIXTURE_HANG_AT_START": "1"});
+    let (h, _settings) = test_support::Harness::with_settings(
+        EXE.as_ref(),
+        json!({ "fx": test_support::fixture_entry("fx"), "slow": slow }),
+        &json!({"directTools": ["mcp__fx__echo", "mcp__slow__*"], "connectTimeoutMs": 60000}),
+        &[],
+    )
+    .await;
+    // `slow` started with the server (its tools are pinned) and is still starting.
+    let started = std::time::Instant::now();
+    let r = h.call("fx__echo", json!({"message": "now"})).await;
+    assert_eq!(text(&r), "Echo: now", "{r:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "the call waited {:?} for another server's start",
+        started.elapsed()
+    );
+    let tools = h.client.peer().list_all_tools().await.unwrap();
+    let pinned: Vec<&str> = tools
+        .iter()
+        .map(|t| &*t.name)
+        .filter(|n| n.contains("__"))
+        .collect();
+    assert_eq!(pinned, ["fx__echo"]);
+}
