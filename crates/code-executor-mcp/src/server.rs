@@ -596,6 +596,20 @@ impl ServerHandler for CodeExecutorServer {
         direct::announce_changes(self.core.catalog.clone(), context.peer);
     }
 
+    /// 2026-07-28 `subscriptions/listen`: offered for `tools/list_changed` when tools are
+    /// pinned (`directTools`).
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        direct::accepted_filter(&self.core.catalog)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        direct::listen(self.core.catalog.clone(), context).await;
+        Ok(())
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,

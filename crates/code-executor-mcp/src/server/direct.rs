@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolResult, ContentBlock, ResultType, Tool};
 
+use rmcp::model::SubscriptionFilter;
+use rmcp::service::SubscriptionContext;
 use rmcp::{Peer, RoleServer};
+use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::catalog::Catalog;
@@ -73,7 +76,8 @@ pub(super) fn answer(outcome: ExecOutcome) -> CallToolResult {
 const PEER_CHECK: Duration = Duration::from_secs(30);
 
 /// Sends `peer` `notifications/tools/list_changed` whenever a server a pin reaches connects or
-/// announces a changed list (its pinned tools may have changed), until the client is gone.
+/// announces a changed list (its pinned tools may have changed), until the client is gone: a
+/// session that began with `initialize` (before 2026-07-28).
 pub(super) fn announce_changes(catalog: Catalog, peer: Peer<RoleServer>) {
     if catalog.direct().is_empty() {
         return;
@@ -82,8 +86,8 @@ pub(super) fn announce_changes(catalog: Catalog, peer: Peer<RoleServer>) {
     tokio::spawn(async move {
         let mut check = tokio::time::interval(PEER_CHECK);
         loop {
-            let changed = tokio::select! {
-                changed = changes.recv() => changed,
+            let more = tokio::select! {
+                more = next_change(&catalog, &mut changes) => more,
                 _ = check.tick() => {
                     if peer.is_transport_closed() {
                         return;
@@ -91,17 +95,57 @@ pub(super) fn announce_changes(catalog: Catalog, peer: Peer<RoleServer>) {
                     continue;
                 }
             };
-            let concerned = match changed {
-                Ok(server) => catalog
-                    .direct()
-                    .servers(catalog.upstreams().names())
-                    .contains(&server),
-                Err(RecvError::Lagged(_)) => true,
-                Err(RecvError::Closed) => return,
-            };
-            if concerned && peer.notify_tool_list_changed().await.is_err() {
+            if !more || peer.notify_tool_list_changed().await.is_err() {
                 return;
             }
         }
     });
+}
+
+/// What a 2026-07-28 `subscriptions/listen` may subscribe to: `tools/list_changed` when
+/// tools are pinned (else nothing: the method is not offered).
+pub(super) fn accepted_filter(catalog: &Catalog) -> Option<SubscriptionFilter> {
+    (!catalog.direct().is_empty())
+        .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+}
+
+/// One 2026-07-28 subscription: `notifications/tools/list_changed` for each change, as
+/// [`announce_changes`] sends it, until the client cancels it.
+pub(super) async fn listen(catalog: Catalog, subscription: SubscriptionContext) {
+    let mut changes = catalog.upstreams().changes();
+    loop {
+        let more = tokio::select! {
+            () = subscription.cancelled() => return,
+            more = next_change(&catalog, &mut changes) => more,
+        };
+        if !more
+            || subscription
+                .sink()
+                .notify_tool_list_changed()
+                .await
+                .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Waits for the next change of a server some pin reaches (`true`; also when changes were
+/// missed), or for the changes to end with the upstreams (`false`).
+async fn next_change(catalog: &Catalog, changes: &mut Receiver<String>) -> bool {
+    loop {
+        match changes.recv().await {
+            Ok(server) => {
+                if catalog
+                    .direct()
+                    .servers(catalog.upstreams().names())
+                    .contains(&server)
+                {
+                    return true;
+                }
+            }
+            Err(RecvError::Lagged(_)) => return true,
+            Err(RecvError::Closed) => return false,
+        }
+    }
 }

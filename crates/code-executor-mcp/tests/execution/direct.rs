@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation, ProtocolVersion, Tool,
+    ElicitResult, ElicitationAction, Implementation, ProtocolVersion, ServerNotification,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RunningService,
@@ -487,6 +488,44 @@ async fn a_pinned_tool_that_appears_is_announced_and_listed() {
         .expect("notifications/tools/list_changed, then fx__surprise in tools/list");
     let r = s.call("fx__surprise", json!({})).await;
     assert_eq!(text(&r), "surprise!", "{r:?}");
+}
+
+/// On 2026-07-28 (no `initialize`, so no session to notify) a client subscribes with
+/// `subscriptions/listen`, and a pinned tool that appears is announced there.
+#[tokio::test]
+async fn a_pinned_tool_that_appears_is_announced_to_a_2026_07_28_subscription() {
+    let s = start(true, json!({})).await;
+    let mut subscription = s
+        .client
+        .peer()
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+    let r = s
+        .call(
+            "execute_typescript",
+            json!({"code": "return await tools.fx.add_surprise_tool({})"}),
+        )
+        .await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    let appeared = async {
+        loop {
+            match subscription.next().await.unwrap() {
+                Some(ServerNotification::ToolListChangedNotification(_)) => {
+                    let after = s.client.peer().list_all_tools().await.unwrap();
+                    if after.iter().any(|t| t.name == "fx__surprise") {
+                        return;
+                    }
+                }
+                Some(_) => {}
+                None => panic!("the subscription ended"),
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), appeared)
+        .await
+        .expect("notifications/tools/list_changed on the subscription, then fx__surprise");
 }
 
 /// A pinned call that outlives the upstream call timeout ends with the upstream's timeout
