@@ -79,6 +79,7 @@ fn pins() -> Value {
         "mcp__fx__write_*",
         "mcp__fx__counts",
         "mcp__fx__surprise",
+        "mcp__fx__sleep_marked",
     ])
 }
 
@@ -205,6 +206,7 @@ async fn listed_with_the_upstreams_schemas(modern: bool) {
             "fx__counts",
             "fx__echo",
             "fx__fail",
+            "fx__sleep_marked",
             "fx__write_note"
         ],
         "{names:?}"
@@ -237,11 +239,13 @@ async fn listed_with_the_upstreams_schemas(modern: bool) {
     );
     // Our own part stays within its budget; the pinned tools cost their own schemas.
     let own: Vec<&Tool> = tools.iter().filter(|t| OURS.contains(&&*t.name)).collect();
-    let five: Vec<&Tool> = tools.iter().collect();
+    let five: Vec<&Tool> = tools
+        .iter()
+        .filter(|t| t.name != "fx__sleep_marked")
+        .collect();
     let (own, with) = (tokens(&own), tokens(&five));
     eprintln!(
-        "tools/list (cl100k): {own} tokens of our own tools (as with 0 pinned), {with} with {} pinned",
-        pinned.len()
+        "tools/list (cl100k): {own} tokens of our own tools (as with 0 pinned), {with} with 5 pinned"
     );
     assert!(own < 500, "our own tools are {own} tokens");
     assert!(with > own);
@@ -597,4 +601,63 @@ async fn a_hung_pinned_server_holds_up_no_other_pinned_tool() {
         .filter(|n| n.contains("__"))
         .collect();
     assert_eq!(pinned, ["fx__echo"]);
+}
+
+/// The client cancelling a pinned call (`notifications/cancelled`) cancels the upstream call
+/// too, and the call's audit line says it was cancelled.
+#[tokio::test]
+async fn a_client_cancelling_a_pinned_call_cancels_the_upstream_call() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    let s = start(false, json!({})).await;
+    let marker = s.dir.0.join("cancelled");
+    let started = s.dir.0.join("started");
+    let Value::Object(args) = json!({"ms": 60000, "marker": marker, "started": started}) else {
+        unreachable!()
+    };
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("fx__sleep_marked").with_arguments(args),
+    ));
+    let handle = s
+        .client
+        .peer()
+        .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    // The call reaches the upstream before the client gives up (polling for the file it
+    // writes when it starts, as the execution tests do).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    handle
+        .cancel(Some("the user stopped it".into()))
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the upstream call was not cancelled"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The server goes on serving; the next call's line follows the cancelled one's.
+    let r = s.call("fx__echo", json!({"message": "after"})).await;
+    assert_eq!(text(&r), "Echo: after");
+    let lines: Vec<(Value, Value)> = s
+        .calls()
+        .iter()
+        .map(|l| (l["tool"].clone(), l["outcome"].clone()))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (json!("sleep_marked"), json!("cancelled")),
+            (json!("echo"), json!("ok"))
+        ]
+    );
 }

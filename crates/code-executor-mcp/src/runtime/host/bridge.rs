@@ -5,7 +5,8 @@
 //! schema, forwarded to the upstream with a deadline, audited (one line per attempt, allowed
 //! or denied), and its result unwrapped into the value the code sees. A pinned direct tool's
 //! call ([`call_direct`]) takes the same path and keeps the upstream's own result. Discovery
-//! requests are answered from the catalog. Later approvals and data hygiene hook in here, and only here.
+//! requests are answered from the catalog. Later approvals and data hygiene hook in here, and
+//! only here.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -263,7 +264,7 @@ async fn call_tool(
 ) -> CallOutcome {
     match call(catalog, scope, server, name, args, Caller::Code).await {
         Ok(result) => unwrap_result(result),
-        Err(denied) => denied,
+        Err(error) => CallOutcome::Err { error },
     }
 }
 
@@ -277,15 +278,7 @@ pub(crate) async fn call_direct(
     tool: &str,
     args: Value,
 ) -> Result<CallToolResult, ErrorInfo> {
-    match call(catalog, scope, Some(server), tool, args, Caller::Direct).await {
-        Ok(result) => Ok(result),
-        Err(CallOutcome::Err { error }) => Err(error),
-        Err(other) => Err(ErrorInfo {
-            name: CallError::Tool.name().into(),
-            message: format!("internal: a refused call answered {other:?}"),
-            stack: None,
-        }),
-    }
+    call(catalog, scope, Some(server), tool, args, Caller::Direct).await
 }
 
 /// Who makes a call: code in the sandbox, or a client through a pinned direct tool.
@@ -297,7 +290,7 @@ enum Caller {
 
 /// One upstream call, whoever makes it: cap -> resolve -> rules and allowedTools -> rate ->
 /// personal data in the arguments -> schema -> approval -> upstream -> audit line. `Err` is
-/// the refusal or failure, as code sees it.
+/// the refusal or failure, named as code sees it.
 async fn call(
     catalog: &Catalog,
     scope: &RunScope,
@@ -305,7 +298,7 @@ async fn call(
     name: &str,
     args: Value,
     caller: Caller,
-) -> Result<CallToolResult, CallOutcome> {
+) -> Result<CallToolResult, ErrorInfo> {
     let started = Instant::now();
     // Hashed as it is encoded, beside the call when large (`ArgsDigest`).
     let digest = crate::policy::audit::ArgsDigest::start(&args);
@@ -338,7 +331,7 @@ async fn call(
             scope.limits.max_tool_calls
         );
         record.write("deny", Some(reason.clone()), None, 0);
-        return Err(err(CallError::Limit, reason));
+        return Err(refusal(CallError::Limit, reason));
     }
     // Resolving may start the server. If it cannot answer before the execution's deadline,
     // the code gets an error naming that server (and can catch it) instead of a bare timeout.
@@ -358,7 +351,7 @@ async fn call(
                 None => (CallError::Tool, e),
             };
             record.write("deny", Some(reason.clone()), None, 0);
-            return Err(err(name, reason));
+            return Err(refusal(name, reason));
         }
         Err(_) => {
             let reason = format!(
@@ -368,7 +361,7 @@ async fn call(
                 server.unwrap_or(name)
             );
             record.write("deny", Some(reason.clone()), None, 0);
-            return Err(err(CallError::Tool, reason));
+            return Err(refusal(CallError::Tool, reason));
         }
     };
     record.server = server.clone();
@@ -376,7 +369,7 @@ async fn call(
     let mut deny = |name: CallError, reason: String| {
         tracing::info!(server, tool = %tool.name, "tool call denied: {reason}");
         record.write("deny", Some(reason.clone()), None, 0);
-        Err(err(name, reason))
+        Err(refusal(name, reason))
     };
     if let Decision::Deny { reason } = scope.allow.check(&server, &tool) {
         return deny(CallError::Policy, reason);
@@ -521,8 +514,17 @@ async fn call(
                 super::pii::text(scope, vault, &mut message);
             }
             record.write("allow", Some(message.clone()), Some(label), 0);
-            Err(err(CallError::Tool, message))
+            Err(refusal(CallError::Tool, message))
         }
+    }
+}
+
+/// A refused or failed call, named by the taxonomy both languages share.
+fn refusal(kind: CallError, message: impl Into<String>) -> ErrorInfo {
+    ErrorInfo {
+        name: kind.name().into(),
+        message: message.into(),
+        stack: None,
     }
 }
 
