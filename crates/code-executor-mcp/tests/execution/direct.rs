@@ -28,6 +28,7 @@ struct Person {
     answers: Arc<Mutex<Vec<&'static str>>>,
     asked: Arc<Mutex<Vec<String>>>,
     list_changed: Arc<tokio::sync::Notify>,
+    progress: Arc<Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
 }
 
 impl ClientHandler for Person {
@@ -51,6 +52,14 @@ impl ClientHandler for Person {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.list_changed.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -80,6 +89,7 @@ fn pins() -> Value {
         "mcp__fx__counts",
         "mcp__fx__surprise",
         "mcp__fx__sleep_marked",
+        "mcp__fx__progress_steps",
     ])
 }
 
@@ -206,6 +216,7 @@ async fn listed_with_the_upstreams_schemas(modern: bool) {
             "fx__counts",
             "fx__echo",
             "fx__fail",
+            "fx__progress_steps",
             "fx__sleep_marked",
             "fx__write_note"
         ],
@@ -659,5 +670,38 @@ async fn a_client_cancelling_a_pinned_call_cancels_the_upstream_call() {
             (json!("sleep_marked"), json!("cancelled")),
             (json!("echo"), json!("ok"))
         ]
+    );
+}
+
+/// A client that asks for progress gets the upstream's progress of a pinned call under its
+/// own token, as it would for an execution's upstream calls.
+#[tokio::test]
+async fn a_pinned_calls_upstream_progress_reaches_the_client() {
+    use rmcp::model::{NumberOrString, ProgressToken, RequestMetaObject};
+    let s = start(false, json!({})).await;
+    let Value::Object(args) = json!({"steps": 3}) else {
+        unreachable!()
+    };
+    let mut params = CallToolRequestParams::new("fx__progress_steps").with_arguments(args);
+    let mut meta = RequestMetaObject::default();
+    meta.set_progress_token(ProgressToken(NumberOrString::String("direct-1".into())));
+    params.meta = Some(meta);
+    let r = s.client.peer().call_tool(params).await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    let got = s.person.progress.lock().unwrap().clone();
+    assert!(!got.is_empty(), "no progress arrived");
+    // Under the request's token (rmcp's client puts in one of its own), growing (coalesced
+    // to longRuns.progressPerSecond), each saying where it comes from.
+    assert!(
+        got.iter().all(|p| p.progress_token == got[0].progress_token
+            && p.message
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("fx.progress_steps: step")),
+        "{got:?}"
+    );
+    assert!(
+        got.windows(2).all(|w| w[0].progress < w[1].progress),
+        "{got:?}"
     );
 }
