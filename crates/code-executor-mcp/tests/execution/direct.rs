@@ -255,9 +255,6 @@ async fn listed_with_the_upstreams_schemas(modern: bool) {
         .filter(|t| t.name != "fx__sleep_marked")
         .collect();
     let (own, with) = (tokens(&own), tokens(&five));
-    eprintln!(
-        "tools/list (cl100k): {own} tokens of our own tools (as with 0 pinned), {with} with 5 pinned"
-    );
     assert!(own < 500, "our own tools are {own} tokens");
     assert!(with > own);
 }
