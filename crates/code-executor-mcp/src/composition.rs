@@ -133,7 +133,7 @@ impl Core {
         let start = Start {
             work: Work::Code {
                 language,
-                request: req,
+                request: Box::new(req),
             },
             context: Caller { principal, client },
             mode: Mode::Plain { asks: None },

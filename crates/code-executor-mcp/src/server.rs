@@ -200,7 +200,10 @@ impl CodeExecutorServer {
                 let mut client = client;
                 // Every way in builds one `Start` for the runtime's one door.
                 let start = |request, client, mode| Start {
-                    work: Work::Code { language, request },
+                    work: Work::Code {
+                        language,
+                        request: Box::new(request),
+                    },
                     context: Caller {
                         principal: principal.clone(),
                         client: Some(client),

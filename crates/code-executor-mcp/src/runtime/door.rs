@@ -28,7 +28,8 @@ pub(crate) enum Work {
     /// Runs code in a worker.
     Code {
         language: Language,
-        request: ExecRequest,
+        /// Boxed: a request is large beside a direct call, and moves through every face.
+        request: Box<ExecRequest>,
     },
     /// Makes one upstream call through the bridge, as code would (admission, rules, rate,
     /// schema, approval, audit), and answers with the upstream's result: a pinned direct

@@ -481,7 +481,7 @@ impl Runtime {
             mode,
         } = start;
         let (language, request) = match work {
-            Work::Code { language, request } => (language, request),
+            Work::Code { language, request } => (language, *request),
             Work::Direct(call) => {
                 let Mode::Plain { asks } = mode else {
                     return Err(RunError::Internal(

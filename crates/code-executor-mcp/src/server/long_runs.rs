@@ -168,7 +168,7 @@ pub(super) async fn early(
     // A run the door refuses (a deadline it could not have as a long run, no room to park
     // it) that the server chose to make long is answered plainly, under the per-call limits.
     let fallback = match &start.work {
-        Work::Code { request, .. } if optional => Some(request.clone()),
+        Work::Code { request, .. } if optional => Some(request.as_ref().clone()),
         _ => None,
     };
     let parked = core.runtime.begin(start).and_then(|s| {
