@@ -311,10 +311,14 @@ impl CodeExecutorServer {
             }
             "health" => Ok(value_result(Ok(self.core.health(&principal).await)).into()),
             other => {
-                if let Some(pinned) = direct::find(&self.core, other).await {
-                    return self
-                        .call_direct(other, pinned, args, principal, client, trace)
-                        .await;
+                if let Some((server, tool)) = direct::find(&self.core, other).await {
+                    let call = DirectCall {
+                        server,
+                        tool,
+                        args,
+                        trace,
+                    };
+                    return self.call_direct(other, call, principal, client).await;
                 }
                 Err(McpError::invalid_params(
                     format!(
@@ -333,11 +337,9 @@ impl CodeExecutorServer {
     async fn call_direct(
         &self,
         name: &str,
-        pinned: crate::catalog::direct::Pinned,
-        args: Value,
+        call: DirectCall,
         principal: Principal,
         mut client: ClientLink,
-        trace: Option<crate::trace::TraceContext>,
     ) -> Result<CallToolResponse, McpError> {
         let asks = match &client.route {
             InputRoute::Mrtr(_) => {
@@ -348,12 +350,7 @@ impl CodeExecutorServer {
             InputRoute::Inline => None,
         };
         let start = Start {
-            work: Work::Direct(DirectCall {
-                server: pinned.server,
-                tool: pinned.tool.name.to_string(),
-                args,
-                trace,
-            }),
+            work: Work::Direct(call),
             context: Caller {
                 principal: principal.clone(),
                 client: Some(client),

@@ -9,9 +9,7 @@
 
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, ContentBlock, ResultType, Tool};
-
-use rmcp::model::SubscriptionFilter;
+use rmcp::model::{CallToolResult, ContentBlock, ResultType, SubscriptionFilter, Tool};
 use rmcp::service::SubscriptionContext;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast::Receiver;
@@ -43,17 +41,35 @@ pub(super) async fn listed(core: &Core) -> Vec<Tool> {
     pinned.iter().map(Pinned::listed).collect()
 }
 
-/// The pinned tool listed as `name`, whatever the rules say of it (the bridge decides, and
-/// audits, a call the rules deny).
-pub(super) async fn find(core: &Core, name: &str) -> Option<Pinned> {
-    if core.catalog.direct().is_empty() || !name.contains("__") {
+/// The upstream (server, tool) listed as `name`, whatever the rules say of it (the bridge
+/// decides, and audits, a call the rules deny). A name `server__tool` that a pattern pins, of
+/// a server that cannot be listed now (it failed to start, or is still starting), is that
+/// pair too: the bridge then says why it cannot be called, and audits it, as for code.
+pub(super) async fn find(core: &Core, name: &str) -> Option<(String, String)> {
+    let direct = core.catalog.direct();
+    if direct.is_empty() || !name.contains("__") {
         return None;
     }
-    let (pinned, _) = core
+    let (pinned, errors) = core
         .catalog
         .pinned(&ToolAllowlist::allow_all(), Some(START_WAIT), Some(name))
         .await;
-    pinned.into_iter().find(|p| p.name == name)
+    if let Some(p) = pinned.into_iter().find(|p| p.name == name) {
+        return Some((p.server, p.tool.name.to_string()));
+    }
+    if errors.is_empty() {
+        return None;
+    }
+    let names = core.catalog.upstreams().names();
+    names
+        .clone()
+        .filter_map(|s| {
+            let tool = name.strip_prefix(s)?.strip_prefix("__")?;
+            direct
+                .pins(names.clone(), s, tool)
+                .then(|| (s.to_string(), tool.to_string()))
+        })
+        .max_by_key(|(s, _)| s.len())
 }
 
 /// A direct call's answer: the upstream's result as it came (content, structured content,

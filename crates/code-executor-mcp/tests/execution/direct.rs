@@ -702,3 +702,49 @@ async fn a_pinned_calls_upstream_progress_reaches_the_client() {
         "{got:?}"
     );
 }
+
+/// A pinned tool of a server that failed to start is still called through the bridge: a tool
+/// error naming the server and why, audited as a denied attempt, as for code.
+#[tokio::test]
+async fn a_pinned_tool_of_a_server_that_failed_to_start_says_why() {
+    let mut bad = test_support::fixture_entry("bad");
+    bad["env"] = json!({"FIXTURE_FAIL_TO_START": "1"});
+    let dir = TempDir::new("direct-bad");
+    let (h, _settings) = test_support::Harness::with_settings(
+        EXE.as_ref(),
+        json!({ "fx": test_support::fixture_entry("fx"), "bad": bad }),
+        &json!({"directTools": ["mcp__fx__echo", "mcp__bad__echo"], "audit": {"path": dir.0.join("audit.jsonl")}}),
+        &[],
+    )
+    .await;
+    let tools = h.client.peer().list_all_tools().await.unwrap();
+    assert!(!tools.iter().any(|t| t.name == "bad__echo"));
+    let r = h.call("bad__echo", json!({"message": "x"})).await;
+    assert_eq!(r.is_error, Some(true), "{r:?}");
+    assert!(
+        text(&r).starts_with("ToolError: MCP server \"bad\" failed to start: "),
+        "{}",
+        text(&r)
+    );
+    // An unpinned name of that server is not a tool.
+    let Value::Object(args) = json!({}) else {
+        unreachable!()
+    };
+    let e = h
+        .client
+        .call_tool(CallToolRequestParams::new("bad__other").with_arguments(args))
+        .await
+        .expect_err("not pinned");
+    assert!(e.to_string().contains("unknown tool"), "{e}");
+    let audit = std::fs::read_to_string(dir.0.join("audit.jsonl")).unwrap();
+    let line = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["event"] == "tool.call")
+        .unwrap();
+    assert_eq!(
+        (&line["server"], &line["tool"], &line["decision"]),
+        (&json!("bad"), &json!("echo"), &json!("deny")),
+        "{line}"
+    );
+}
