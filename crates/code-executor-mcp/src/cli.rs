@@ -584,6 +584,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "poolMemoryMb": settings.pool_memory_bytes / (1024 * 1024),
                 "poolShrinkAfterMs": settings.pool_shrink_after.as_millis() as u64,
                 "connectedServers": settings.connected_servers,
+                "directTools": settings.direct_tools,
                 "discover": settings.discover && !cli.no_discover,
                 "upstreamCallTimeoutMs": settings.upstream_call_timeout.as_millis() as u64,
                 "maxResultBytes": settings.max_result_bytes,

@@ -13,7 +13,7 @@ use crate::confinement::worker_policy;
 use crate::options::CoreOptions;
 use crate::policy::Policy;
 use crate::principal::Principal;
-use crate::runtime::door::{Caller, Mode, Start, Started};
+use crate::runtime::door::{Caller, Mode, Start, Started, Work};
 use crate::runtime::execution::ExecRequest;
 use crate::runtime::live::sessions::Sessions;
 use crate::runtime::pool::Pool;
@@ -73,6 +73,17 @@ impl Core {
         if let Some(filter) = crate::policy::pii::log_filter(&policy.pii) {
             crate::policy::redact::install_log_filter(Arc::new(filter));
         }
+        for pattern in &settings.direct_tools {
+            let names = config.servers.keys().map(String::as_str);
+            if !names
+                .clone()
+                .any(|s| crate::policy::pattern::reaches(pattern, names.clone(), s))
+            {
+                tracing::warn!(
+                    "directTools: {pattern} reaches no configured server; it pins nothing"
+                );
+            }
+        }
         let catalog = Catalog::with_cache(
             upstreams,
             crate::catalog::cache::ToolCache::for_config(config),
@@ -130,8 +141,10 @@ impl Core {
         client: Option<ClientLink>,
     ) -> ExecOutcome {
         let start = Start {
-            language,
-            request: req,
+            work: Work::Code {
+                language,
+                request: Box::new(req),
+            },
             context: Caller { principal, client },
             mode: Mode::Plain { asks: None },
         };

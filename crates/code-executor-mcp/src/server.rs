@@ -5,6 +5,7 @@
 //! failed execution is a tool error (`isError: true`) carrying the same structure; only a
 //! malformed request is a protocol error.
 
+mod direct;
 pub(crate) mod legacy_tasks;
 mod long_runs;
 mod param_headers;
@@ -30,7 +31,7 @@ use crate::composition::Core;
 use crate::policy::ToolAllowlist;
 use crate::principal::Principal;
 use crate::runtime::ExecOutcome;
-use crate::runtime::door::{Caller, Mode, Start, Started};
+use crate::runtime::door::{Caller, DirectCall, Mode, Start, Started, Work};
 use crate::runtime::execution::{Event, ExecRequest, Execution, SessionArg};
 use crate::runtime::parked::Kind;
 use crate::runtime::run::client::{ClientCaps, ClientLink, InputRoute};
@@ -279,8 +280,10 @@ impl CodeExecutorServer {
                 let mut client = client;
                 // Every way in builds one `Start` for the runtime's one door.
                 let start = |request, client, mode| Start {
-                    language,
-                    request,
+                    work: Work::Code {
+                        language,
+                        request: Box::new(request),
+                    },
                     context: Caller {
                         principal: principal.clone(),
                         client: Some(client),
@@ -392,13 +395,56 @@ impl CodeExecutorServer {
                 Ok(value_result(Ok(servers)).into())
             }
             "health" => Ok(value_result(Ok(self.core.health(&principal).await)).into()),
-            other => Err(McpError::invalid_params(
-                format!(
-                    "unknown tool \"{other}\"; this server offers execute_typescript, \
-                     execute_python, search_tools, get_tool_schema, list_servers, wait and health"
-                ),
-                None,
-            )),
+            other => {
+                if let Some((server, tool)) = direct::find(&self.core, other).await {
+                    let call = DirectCall {
+                        server,
+                        tool,
+                        args,
+                        trace,
+                    };
+                    return self.call_direct(other, call, principal, client).await;
+                }
+                Err(McpError::invalid_params(
+                    format!(
+                        "unknown tool \"{other}\"; this server offers execute_typescript, \
+                         execute_python, search_tools, get_tool_schema, list_servers, wait and \
+                         health, and the upstream tools pinned by directTools"
+                    ),
+                    None,
+                ))
+            }
+        }
+    }
+
+    /// A pinned direct tool's call (`directTools`): one upstream call through the runtime's
+    /// door, followed like an execution (its approval may pause it on 2026-07-28).
+    async fn call_direct(
+        &self,
+        name: &str,
+        call: DirectCall,
+        principal: Principal,
+        mut client: ClientLink,
+    ) -> Result<CallToolResponse, McpError> {
+        let asks = match &client.route {
+            InputRoute::Mrtr(_) => {
+                let (tx, rx) = tokio::sync::mpsc::channel(MAX_QUESTIONS_AT_ONCE);
+                client.route = InputRoute::Mrtr(tx);
+                Some(rx)
+            }
+            InputRoute::Inline => None,
+        };
+        let start = Start {
+            work: Work::Direct(call),
+            context: Caller {
+                principal: principal.clone(),
+                client: Some(client),
+            },
+            mode: Mode::Plain { asks },
+        };
+        match self.core.runtime.begin(start).and_then(Started::waiting) {
+            Ok(execution) => self.follow(execution, &principal, name).await,
+            Err(e) => Ok(direct::answer(ExecOutcome::refused(e.info())).into()),
         }
     }
 }
@@ -452,7 +498,15 @@ impl CodeExecutorServer {
     ) -> Result<CallToolResponse, McpError> {
         loop {
             match execution.next().await {
-                Event::Done(outcome) => return Ok(execution_result_owned(*outcome).into()),
+                Event::Done(outcome) => {
+                    // Only the execute tools follow executions; any other name is a pinned
+                    // direct tool's, answered with the upstream's result.
+                    return Ok(match tool {
+                        "execute_typescript" | "execute_python" => execution_result_owned(*outcome),
+                        _ => direct::answer(*outcome),
+                    }
+                    .into());
+                }
                 Event::Asks(asks) => {
                     let mut requests = InputRequests::new();
                     let mut waiting = Vec::new();
@@ -632,18 +686,39 @@ pub(crate) fn principal_of(context: &RequestContext<RoleServer>) -> Principal {
 
 impl ServerHandler for CodeExecutorServer {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tasks()
-                .enable_resources()
-                .enable_skills_with_directory_read()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
+        let tools = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tasks()
+            .enable_resources()
+            .enable_skills_with_directory_read();
+        // Pinned direct tools come and go with their servers' lists.
+        let capabilities = if self.core.catalog.direct().is_empty() {
+            tools.build()
+        } else {
+            tools.enable_tool_list_changed().build()
+        };
+        InitializeResult::new(capabilities).with_server_info(Implementation::new(
             "code-executor-mcp",
             env!("CARGO_PKG_VERSION"),
         ))
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        direct::announce_changes(self.core.catalog.clone(), context.peer);
+    }
+
+    /// 2026-07-28 `subscriptions/listen`: offered for `tools/list_changed` when tools are
+    /// pinned (`directTools`).
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        direct::accepted_filter(&self.core.catalog)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        direct::listen(self.core.catalog.clone(), context).await;
+        Ok(())
     }
 
     async fn list_tools(
@@ -656,11 +731,12 @@ impl ServerHandler for CodeExecutorServer {
             .protocol_version()
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         let http = context.extensions.get::<http::request::Parts>().is_some();
-        let tools = if modern && http {
+        let mut tools = if modern && http {
             param_headers::annotated(tool_definitions())
         } else {
             tool_definitions()
         };
+        tools.extend(direct::listed(&self.core).await);
         Ok(ListToolsResult::with_all_items(tools))
     }
 

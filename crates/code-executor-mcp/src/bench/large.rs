@@ -217,13 +217,22 @@ pub(super) async fn report(
 }
 
 /// `tokens`: our `tools/list` in cl100k tokens, as an agent receives it (compact JSON).
+/// With pinned direct tools (`directTools`), `own_cl100k` is our own tools' part (what the
+/// target is about) and `tools_list_cl100k` the whole list.
 pub(super) async fn tokens(ours: &Client) -> anyhow::Result<Value> {
     let tools = ours.peer().list_all_tools().await?;
     let text = serde_json::to_string(&tools)?;
+    let names: Vec<_> = crate::server::tool_definitions()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    let own: Vec<_> = tools.iter().filter(|t| names.contains(&t.name)).collect();
     Ok(json!({
         "tools_list_cl100k": crate::demo::count_tokens(&text)?,
+        "own_cl100k": crate::demo::count_tokens(&serde_json::to_string(&own)?)?,
         "tools": tools.len(),
+        "direct_tools": tools.len() - own.len(),
         "bytes": text.len(),
-        "target": "< 500",
+        "target": "< 500 (own)",
     }))
 }

@@ -7,6 +7,7 @@
 //! names is an error naming both.
 
 pub(crate) mod cache;
+pub(crate) mod direct;
 pub(crate) mod error;
 pub mod eval;
 mod names;
@@ -27,6 +28,7 @@ use tokio::sync::OnceCell;
 use crate::policy::{Decision, ToolAllowlist};
 use crate::upstream::{SEARCH_START_WAIT, UpstreamError, Upstreams};
 use cache::ToolCache;
+use direct::{DirectTools, Pinned};
 use error::CatalogError;
 pub use names::{Asker, ident, pick, split_qualified};
 use search::Index;
@@ -41,6 +43,8 @@ pub struct Catalog {
 
 struct Shared {
     cache: ToolCache,
+    /// The upstream tools also listed as our own (`directTools`).
+    direct: DirectTools,
     /// The last tool list known for each server: from the disk cache until the server
     /// connects, then from the server. Loaded on first use, never at start.
     known: OnceCell<Mutex<BTreeMap<String, Arc<Vec<Tool>>>>>,
@@ -91,9 +95,11 @@ impl Catalog {
     }
 
     pub fn with_cache(upstreams: Arc<Upstreams>, cache: ToolCache) -> Self {
+        let direct = DirectTools::new(upstreams.settings().direct_tools.clone());
         Catalog {
             upstreams,
             shared: Arc::new(Shared {
+                direct,
                 cache,
                 known: OnceCell::new(),
                 index: Mutex::new(None),
@@ -103,6 +109,46 @@ impl Catalog {
 
     pub fn upstreams(&self) -> &Arc<Upstreams> {
         &self.upstreams
+    }
+
+    /// The `directTools` patterns.
+    pub(crate) fn direct(&self) -> &DirectTools {
+        &self.shared.direct
+    }
+
+    /// The pinned direct tools that `allow` permits, named as we list them; with `named`,
+    /// only the servers that could list that name are asked (a lookup is not held up by
+    /// another pinned server's start). The servers the patterns reach are connected as
+    /// needed (concurrently, waiting at most `wait` for each start); one that failed, or is
+    /// still starting after `wait`, is left out and named in the errors (its start goes on in
+    /// the background).
+    pub(crate) async fn pinned(
+        &self,
+        allow: &ToolAllowlist,
+        wait: Option<Duration>,
+        named: Option<&str>,
+    ) -> (Vec<Pinned>, Vec<UpstreamError>) {
+        let direct = &self.shared.direct;
+        if direct.is_empty() {
+            return (Vec::new(), Vec::new());
+        }
+        let mut servers = direct.servers(self.upstreams.names());
+        if let Some(name) = named {
+            servers.retain(|s| DirectTools::may_name(s, name));
+        }
+        let got =
+            futures::future::join_all(servers.iter().map(|s| self.connected_tools(s, wait))).await;
+        let mut lists = Vec::new();
+        let mut errors = Vec::new();
+        for (s, list) in servers.into_iter().zip(got) {
+            match list {
+                Ok(tools) => lists.push((s, tools)),
+                Err(e) => errors.push(e),
+            }
+        }
+        let mut pinned = direct.pinned(self.upstreams.names(), &lists);
+        pinned.retain(|p| allow.check(&p.server, &p.tool) == Decision::Allow);
+        (pinned, errors)
     }
 
     /// The known tool lists, loading the disk cache on first use (off the async threads).

@@ -120,6 +120,9 @@ pub(super) async fn doctor(
             for w in &config.warnings {
                 say(&format!("  warning: {w}"));
             }
+            if !settings.direct_tools.is_empty() {
+                direct_tools(&config, &settings).await;
+            }
             // A file that cannot be read drops every server in it: not healthy.
             for u in &config.unreadable {
                 healthy = false;
@@ -196,4 +199,64 @@ pub(super) async fn doctor(
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `directTools`: what each pattern pins (the servers it reaches are started, as a
+/// `tools/list` would), the names they are listed under, and what they cost `tools/list`.
+async fn direct_tools(config: &Config, settings: &Settings) {
+    let upstreams = std::sync::Arc::new(crate::upstream::Upstreams::new(config, settings));
+    let catalog = crate::catalog::Catalog::new(upstreams.clone());
+    let (pinned, errors) = catalog
+        .pinned(
+            &crate::policy::ToolAllowlist::allow_all(),
+            Some(crate::upstream::SEARCH_START_WAIT),
+            None,
+        )
+        .await;
+    say(&format!(
+        "direct tools (directTools, listed as our own tools): {} pinned",
+        pinned.len()
+    ));
+    for p in &pinned {
+        say(&format!(
+            "  {} ({})",
+            p.name,
+            crate::policy::qualified_name(&p.server, &p.tool.name)
+        ));
+    }
+    for pattern in catalog.direct().patterns() {
+        let names = upstreams.names();
+        if !names
+            .clone()
+            .any(|s| crate::policy::pattern::reaches(pattern, names.clone(), s))
+        {
+            say(&format!(
+                "  warning: {pattern} reaches no configured server; it pins nothing"
+            ));
+        } else if !pinned.iter().any(|p| {
+            crate::policy::pattern::matches(pattern, names.clone(), &p.server, &p.tool.name)
+        }) {
+            say(&format!(
+                "  warning: {pattern} matches no tool the servers list now"
+            ));
+        }
+    }
+    for e in errors {
+        say(&format!("  warning: not listed now: {e}"));
+    }
+    let own = crate::server::tool_definitions();
+    let mut all = own.clone();
+    all.extend(pinned.iter().map(crate::catalog::direct::Pinned::listed));
+    let count = |tools: &[rmcp::model::Tool]| {
+        serde_json::to_string(tools)
+            .ok()
+            .and_then(|t| crate::demo::count_tokens(&t).ok())
+            .unwrap_or(0)
+    };
+    say(&format!(
+        "  tools/list: {} cl100k tokens of our own tools, {} with the pinned ones \
+         (the configured rules may list fewer)",
+        count(&own),
+        count(&all)
+    ));
 }

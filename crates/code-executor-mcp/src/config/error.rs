@@ -85,6 +85,9 @@ pub enum SettingsError {
     PoolMemory(u64),
     #[error("poolShrinkAfterMs must be between 100 and 3600000")]
     PoolShrinkAfter,
+    /// An entry of `directTools` that can pin nothing, or would pin everything.
+    #[error("directTools: {0}")]
+    DirectTool(String),
     /// An entry of `trustedProjects` (`setting` names it).
     #[error("{setting}: \"{}\" is not an absolute path", path.display())]
     NotAbsolute {

@@ -48,6 +48,7 @@ struct RawSettings {
     pool_memory_mb: Option<u64>,
     pool_shrink_after_ms: Option<u64>,
     connected_servers: Option<Vec<String>>,
+    direct_tools: Option<Vec<String>>,
     discover: Option<bool>,
     upstream_call_timeout_ms: Option<u64>,
     connect_timeout_ms: Option<u64>,
@@ -86,6 +87,9 @@ pub struct Settings {
     pub pool_shrink_after: Duration,
     /// Servers connected at start, in the background (never delaying `initialize`).
     pub connected_servers: Vec<String>,
+    /// Upstream tools also listed as our own MCP tools (`directTools`: `allowedTools`
+    /// patterns), called through the same path as calls from code.
+    pub direct_tools: Vec<String>,
     /// Whether other clients' config files are read.
     pub discover: bool,
     pub upstream_call_timeout: Duration,
@@ -143,6 +147,7 @@ impl Default for Settings {
             pool_memory_bytes: crate::defaults::DEFAULT_POOL_MEMORY_BYTES,
             pool_shrink_after: crate::defaults::DEFAULT_POOL_SHRINK_AFTER,
             connected_servers: Vec::new(),
+            direct_tools: Vec::new(),
             discover: true,
             upstream_call_timeout: UPSTREAM_CALL_TIMEOUT,
             connect_timeout: UPSTREAM_CONNECT_TIMEOUT,
@@ -321,6 +326,7 @@ impl Settings {
             pool_memory_bytes: pool_memory_mb * 1024 * 1024,
             pool_shrink_after,
             connected_servers: raw.connected_servers.unwrap_or_default(),
+            direct_tools: validate_direct(raw.direct_tools.unwrap_or_default())?,
             discover: raw.discover.unwrap_or(d.discover),
             upstream_call_timeout: raw
                 .upstream_call_timeout_ms
@@ -397,6 +403,24 @@ fn merge_over(base: &mut Value, over: Value) {
     }
 }
 
+/// `directTools`: each entry an `allowedTools` pattern naming at least a server (a pattern
+/// that matches nothing yet is fine: servers start lazily, and `doctor` names it).
+fn validate_direct(list: Vec<String>) -> Result<Vec<String>, SettingsError> {
+    for p in &list {
+        if !p.is_empty() && p.chars().all(|c| c == '*') {
+            return Err(SettingsError::DirectTool(format!(
+                "\"{p}\" would list every upstream tool as one of ours, which is what this \
+                 server exists to avoid; name the few you call most: mcp__<server>__<tool> \
+                 (mcp__github__list_*, mcp__fx__echo)"
+            )));
+        }
+        if let Some(problem) = crate::policy::pattern::problem(p) {
+            return Err(SettingsError::DirectTool(problem));
+        }
+    }
+    Ok(list)
+}
+
 fn validate_trusted(list: Vec<PathBuf>) -> Result<Vec<PathBuf>, SettingsError> {
     match list.iter().find(|p| !p.is_absolute()) {
         Some(p) => Err(SettingsError::NotAbsolute {
@@ -424,6 +448,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown field `poolsize`"), "{err}");
+        let s =
+            Settings::parse(r#"{"directTools": ["mcp__fx__echo", "mcp__gh__list_*"]}"#).unwrap();
+        assert_eq!(s.direct_tools, ["mcp__fx__echo", "mcp__gh__list_*"]);
+        for (bad, says) in [
+            ("fx.echo", "write mcp__<server>__<tool>"),
+            ("mcp__fx", "names no tool: write mcp__fx__<tool>"),
+            ("*", "would list every upstream tool"),
+        ] {
+            let err = Settings::parse(&format!(r#"{{"directTools": ["{bad}"]}}"#))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("directTools: ") && err.contains(says),
+                "{bad}: {err}"
+            );
+        }
         let err = Settings::parse(r#"{"poolSize": 1000}"#)
             .unwrap_err()
             .to_string();

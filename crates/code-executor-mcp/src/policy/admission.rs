@@ -188,8 +188,27 @@ impl Admission {
     ///
     /// `on_wait` is called when the execution has to wait in the queue.
     pub async fn admit(&self, client: &str, on_wait: impl FnOnce()) -> Result<Admitted, String> {
+        self.admit_as(client, true, on_wait).await
+    }
+
+    /// Admits one call of a pinned direct tool: a slot like an execution's, without counting
+    /// against the client's rate of executions (its tool-call rate counts it, at the bridge).
+    pub async fn admit_call(
+        &self,
+        client: &str,
+        on_wait: impl FnOnce(),
+    ) -> Result<Admitted, String> {
+        self.admit_as(client, false, on_wait).await
+    }
+
+    async fn admit_as(
+        &self,
+        client: &str,
+        execution: bool,
+        on_wait: impl FnOnce(),
+    ) -> Result<Admitted, String> {
         let limits = self.client(client);
-        if limits.executions.check().is_err() {
+        if execution && limits.executions.check().is_err() {
             return Err(format!(
                 "busy: client \"{client}\" is over its rate of {} executions per minute; retry shortly",
                 self.settings.executions_per_minute

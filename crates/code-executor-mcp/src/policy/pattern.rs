@@ -49,6 +49,37 @@ pub fn matches<'a>(
     }
 }
 
+/// Whether `pattern` may allow some tool of `server` (among the configured `servers`): its
+/// server part, resolved as [`matches`] resolves it, matches `server`. Used to know which
+/// servers a pattern reaches before their tools are listed.
+pub fn reaches<'a>(
+    pattern: &str,
+    servers: impl Iterator<Item = &'a str> + Clone,
+    server: &str,
+) -> bool {
+    if !pattern.is_empty() && pattern.chars().all(|c| c == '*') {
+        return true;
+    }
+    let Some(rest) = pattern.strip_prefix("mcp__") else {
+        return false;
+    };
+    let splits: Vec<usize> = rest
+        .char_indices()
+        .map(|(i, _)| i)
+        .filter(|&i| rest[i..].starts_with("__"))
+        .collect();
+    if splits.is_empty() {
+        return rest.ends_with('*') && glob_match(rest, server);
+    }
+    let configured =
+        |part: &str| glob_match(part, server) || servers.clone().any(|name| glob_match(part, name));
+    splits
+        .iter()
+        .rev()
+        .find(|&&i| configured(&rest[..i]))
+        .is_some_and(|&i| glob_match(&rest[..i], server))
+}
+
 /// What is wrong with an `allowedTools` pattern that can match nothing, if anything.
 pub fn problem(pattern: &str) -> Option<String> {
     if !pattern.is_empty() && pattern.chars().all(|c| c == '*') {
@@ -108,6 +139,25 @@ mod tests {
 
     fn m(pattern: &str, server: &str, tool: &str) -> bool {
         matches(pattern, SERVERS.iter().copied(), server, tool)
+    }
+
+    /// A pattern reaches exactly the servers some tool of which it could match.
+    #[test]
+    fn reaches_the_servers_its_server_part_names() {
+        let r = |p: &str, server: &str| reaches(p, SERVERS.iter().copied(), server);
+        assert!(r("mcp__gh__*", "gh"));
+        assert!(!r("mcp__gh__*", "gh__admin"));
+        assert!(r("mcp__gh__admin__*", "gh__admin"));
+        assert!(!r("mcp__gh__admin__*", "gh"));
+        assert!(r("mcp__gh*", "gh_"));
+        assert!(r("mcp__*__read", "a*b"));
+        assert!(r("*", "g"));
+        assert!(!r("gh.read", "gh"));
+        assert!(!r("mcp__gh", "gh"));
+        // Consistent with `matches` over every case there.
+        for (p, server, tool) in [("mcp__g*__x", "gh", "x"), ("mcp__gh___x", "gh_", "x")] {
+            assert!(m(p, server, tool) && r(p, server), "{p} {server}");
+        }
     }
 
     /// (pattern, server, tool, allowed) over hostile server and tool names.

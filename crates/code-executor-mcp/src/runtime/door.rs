@@ -1,7 +1,8 @@
 //! The one door into the runtime: every server face (stdio and HTTP `tools/call`, tasks, the
-//! early return that `wait` reads, the command line) asks for an execution with one value,
-//! [`Start`]: what the client asked for, who asks and through which client, and how the run
-//! answers ([`Mode`]). `Runtime::begin` (in `runtime::service`) is the only function that
+//! early return that `wait` reads, the command line, a pinned direct tool) asks for an
+//! execution with one value, [`Start`]: what is to run ([`Work`]: code, or one call of a
+//! pinned direct tool), who asks and through which client, and how the run answers
+//! ([`Mode`]). `Runtime::begin` (in `runtime::service`) is the only function that
 //! takes it; the execution's context (its id, events, cancellation) is made there, once.
 
 use tokio::sync::mpsc::Receiver;
@@ -15,12 +16,35 @@ use crate::principal::Principal;
 
 /// One execution to start.
 pub(crate) struct Start {
-    pub language: Language,
     /// What the client asked for.
-    pub request: ExecRequest,
+    pub work: Work,
     /// Who asks and which client to reach while it runs.
     pub context: Caller,
     pub mode: Mode,
+}
+
+/// What an execution does.
+pub(crate) enum Work {
+    /// Runs code in a worker.
+    Code {
+        language: Language,
+        /// Boxed: a request is large beside a direct call, and moves through every face.
+        request: Box<ExecRequest>,
+    },
+    /// Makes one upstream call through the bridge, as code would (admission, rules, rate,
+    /// schema, approval, audit), and answers with the upstream's result: a pinned direct
+    /// tool (`directTools`). Answered plainly, never parked.
+    Direct(DirectCall),
+}
+
+/// One call of a pinned direct tool.
+pub(crate) struct DirectCall {
+    /// The upstream server and its tool's own name.
+    pub server: String,
+    pub tool: String,
+    pub args: serde_json::Value,
+    /// The trace context of the request (its `tools/call` span).
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 /// Who asks for an execution: the principal it runs for, and the requesting client while it

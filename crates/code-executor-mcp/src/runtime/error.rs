@@ -78,6 +78,12 @@ pub(crate) enum RunError {
          timeoutMs (at most {max_ms}) or do less per execution"
     )]
     Timeout { timeout_ms: u128, max_ms: u64 },
+    /// A pinned direct tool's call passed its deadline (the upstream call timeout).
+    #[error(
+        "the call did not finish within its {timeout_ms} ms deadline (upstreamCallTimeoutMs, or \
+         the server's own timeout) and was cancelled"
+    )]
+    CallTimeout { timeout_ms: u128 },
     /// Something of the server's own failed.
     #[error("{0}")]
     Internal(String),
@@ -103,7 +109,7 @@ impl RunError {
             RunError::Sandbox(_) | RunError::RunWorkspace(_) | RunError::Start(_) => "SandboxError",
             RunError::Worker(_) => "WorkerError",
             RunError::WorkerCrashed(_) => "WorkerCrashed",
-            RunError::Timeout { .. } => "TimeoutError",
+            RunError::Timeout { .. } | RunError::CallTimeout { .. } => "TimeoutError",
             RunError::Internal(_) => "InternalError",
         }
     }

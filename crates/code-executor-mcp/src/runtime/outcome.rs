@@ -41,6 +41,10 @@ pub struct ExecOutcome {
     /// Model calls the code made, and their tokens (present when it made any).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm: Option<crate::policy::llm::LlmUsage>,
+    /// A pinned direct tool's call: the upstream's own result, which is the whole answer
+    /// (not part of an execution's).
+    #[serde(skip)]
+    pub upstream: Option<Box<rmcp::model::CallToolResult>>,
 }
 
 /// What an answer says about its session.
@@ -76,6 +80,7 @@ impl ExecOutcome {
             memory_peak_bytes: None,
             result_bytes: 0,
             llm: None,
+            upstream: None,
         }
     }
 }

@@ -16,9 +16,9 @@ use worker_protocol::{
     AccessInfo, EngineLimits, HostFrame, RunOutcome, RunRequest, ToolBinding, encode,
 };
 
-use super::door::{Mode, Run, Start, Started};
+use super::door::{DirectCall, Mode, Run, Start, Started, Work};
 use super::error::RunError;
-use super::host::bridge::RunHost;
+use super::host::bridge::{self, RunHost};
 use super::host::net::{Clients, FetchState};
 use super::host::remembered::Remembered;
 use super::host::scope::{Inherit, RunScope};
@@ -170,6 +170,7 @@ impl Runtime {
             memory_peak_bytes: None,
             result_bytes: 0,
             llm: None,
+            upstream: None,
         };
         let finish = |mut out: ExecOutcome| {
             out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
@@ -498,11 +499,37 @@ impl Runtime {
     /// one is refused when its deadline could not be a long run's or there is no room for it.
     pub(crate) fn begin(self: &Arc<Self>, start: Start) -> Result<Started, RunError> {
         let Start {
-            language,
-            request,
+            work,
             context,
             mode,
         } = start;
+        let (language, request) = match work {
+            Work::Code { language, request } => (language, *request),
+            Work::Direct(call) => {
+                let Mode::Plain { asks } = mode else {
+                    return Err(RunError::Internal(
+                        "a direct tool's call is answered plainly, never parked".into(),
+                    ));
+                };
+                let ctx = ExecContext::for_client(
+                    context.principal,
+                    context.client,
+                    &self.policy.long_runs,
+                );
+                let execution = ctx.execution.clone();
+                let runtime = self.clone();
+                let mut run = self.spawn(ctx, move |ctx| async move {
+                    runtime.run_direct(call, ctx).await
+                });
+                if let Some(asks) = asks {
+                    run = run.with_asks(asks);
+                }
+                return Ok(Started {
+                    execution,
+                    run: Run::Waiting(run),
+                });
+            }
+        };
         if matches!(mode, Mode::Parked { .. }) {
             // A deadline the run could not have is said before anything is reserved.
             Limits::configured_long(
@@ -538,19 +565,105 @@ impl Runtime {
         req: ExecRequest,
         ctx: ExecContext,
     ) -> Execution {
+        let runtime = self.clone();
+        self.spawn(ctx, move |ctx| async move {
+            runtime.run_task(language, req, ctx).await
+        })
+    }
+
+    /// Runs `run(ctx)` in a task of its own until it ends or `ctx` is cancelled: the
+    /// returned handle yields its outcome, and dropping the handle cancels it.
+    fn spawn<F, Fut>(&self, ctx: ExecContext, run: F) -> Execution
+    where
+        F: FnOnce(ExecContext) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ExecOutcome> + Send + 'static,
+    {
         let (tx, done) = tokio::sync::oneshot::channel();
         let cancel = ctx.cancel.clone();
-        let runtime = self.clone();
+        let token = ctx.cancel.clone();
         tokio::spawn(async move {
-            let token = ctx.cancel.clone();
             tokio::select! {
-                outcome = runtime.run_task(language, req, ctx) => {
+                outcome = run(ctx) => {
                     let _ = tx.send(outcome);
                 }
                 () = token.cancelled() => {}
             }
         });
         Execution::new(done, cancel)
+    }
+
+    /// One call of a pinned direct tool (`directTools`): admitted like an execution (its
+    /// slot, the client's tool-call rate; not its rate of executions), then the bridge's
+    /// call, exactly as code makes it (rules, rate, schema, approval, upstream, audit
+    /// line). The deadline is the upstream call timeout, standing still while a person
+    /// decides an approval.
+    async fn run_direct(&self, call: DirectCall, mut ctx: ExecContext) -> ExecOutcome {
+        let started = Instant::now();
+        ctx.trace = call.trace.clone();
+        let client = ctx.principal.to_string();
+        let link = ctx.client.clone();
+        let on_wait = move || {
+            if let Some(link) = link {
+                link.waiting("queued: the server is running its maximum of executions");
+            }
+        };
+        let admitted = match self.policy().admission.admit_call(&client, on_wait).await {
+            Ok(a) => a,
+            Err(reason) => {
+                self.policy().audit.record_now(AuditEvent::RunRefused {
+                    client,
+                    reason: reason.clone(),
+                });
+                return ExecOutcome::refused(RunError::Busy(reason).info());
+            }
+        };
+        ctx.tool_rate = Some(admitted.tool_calls.clone());
+        let limits = match Limits::configured(&self.policy.execution, None) {
+            Ok(l) => l,
+            Err(e) => return ExecOutcome::refused(RunError::Limits(e).info()),
+        };
+        // The upstream's own timeout (which names the server and tool) comes first; this
+        // margin only catches a call that outlives it.
+        const MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
+        let timeout = self.catalog.upstreams().call_timeout(&call.server);
+        let scope = RunScope::new(
+            &ctx,
+            self.policy.allowlist(None),
+            limits,
+            self.policy.clone(),
+            Instant::now() + timeout + MARGIN,
+            None,
+            self.remembered.clone(),
+            false,
+            FetchState::new(Arc::new(Grant::default()), self.fetch_clients.clone()),
+            Inherit::default(),
+        );
+        let called = until(
+            &scope.clock,
+            bridge::call_direct(&self.catalog, &scope, &call.server, &call.tool, call.args),
+        )
+        .await;
+        let mut out = ExecOutcome::refused(
+            RunError::CallTimeout {
+                timeout_ms: timeout.as_millis(),
+            }
+            .info(),
+        );
+        match called {
+            Ok(Ok(result)) => {
+                out.error = None;
+                out.upstream = Some(Box::new(result));
+            }
+            Ok(Err(error)) => out.error = Some(error),
+            Err(()) => {}
+        }
+        out.tool_calls = ctx.tool_calls.load(Ordering::Relaxed);
+        out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+        // The call's line is on disk before the client has the answer, as an execution's
+        // lines are with its run.end.
+        self.policy().audit.flush();
+        drop(admitted);
+        out
     }
 
     /// Starts a long run whose handle is parked (see [`parked`]): the entry is

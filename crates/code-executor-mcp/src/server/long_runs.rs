@@ -32,7 +32,7 @@ use crate::policy::audit::AuditEvent;
 use crate::policy::long_runs::{DEFAULT_WAIT_MS, MAX_WAIT_MS};
 use crate::principal::Principal;
 use crate::runtime::ExecOutcome;
-use crate::runtime::door::Start;
+use crate::runtime::door::{Start, Work};
 use crate::runtime::error::RunError;
 use crate::runtime::execution::ExecRequest;
 use crate::runtime::parked::{Kind, Published, Snapshot};
@@ -167,7 +167,10 @@ pub(super) async fn early(
     let principal = start.context.principal.clone();
     // A run the door refuses (a deadline it could not have as a long run, no room to park
     // it) that the server chose to make long is answered plainly, under the per-call limits.
-    let fallback = optional.then(|| start.request.clone());
+    let fallback = match &start.work {
+        Work::Code { request, .. } if optional => Some(request.as_ref().clone()),
+        _ => None,
+    };
     let parked = core.runtime.begin(start).and_then(|s| {
         let execution = s.execution.clone();
         Ok((execution, s.parked()?))

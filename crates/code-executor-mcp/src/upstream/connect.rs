@@ -70,12 +70,14 @@ pub(super) async fn connect(
     settings: &Settings,
     token_dir: Option<&Path>,
     callers: &Arc<super::forward::Callers>,
+    changes: &tokio::sync::broadcast::Sender<String>,
 ) -> Result<Connection, ConnectError> {
     let timeout = spec.startup_timeout.unwrap_or(settings.connect_timeout);
     let stale = Arc::new(AtomicBool::new(false));
     let progress = rmcp::handler::client::progress::ProgressDispatcher::new();
     let handler = Handler {
         stale: stale.clone(),
+        changes: changes.clone(),
         progress: progress.clone(),
         server: spec.name.clone(),
         forward: settings

@@ -18,6 +18,8 @@ use super::forward::{self, Callers, Forward};
 #[derive(Clone)]
 pub(super) struct Handler {
     pub(super) stale: Arc<AtomicBool>,
+    /// Told this server's name when its list changed (`Upstreams::changes`).
+    pub(super) changes: tokio::sync::broadcast::Sender<String>,
     /// Routes a server's progress notifications to the call that asked for them.
     pub(super) progress: ProgressDispatcher,
     pub(super) server: String,
@@ -72,6 +74,7 @@ impl Handler {
 impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.stale.store(true, Ordering::Release);
+        let _ = self.changes.send(self.server.clone());
     }
 
     async fn on_progress(

@@ -66,6 +66,9 @@ use start_error::{retry_pause, with_next_attempt};
 /// for the whole connect timeout. The start goes on in the background.
 pub const SEARCH_START_WAIT: Duration = Duration::from_secs(10);
 
+/// Changes a slow receiver of [`Upstreams::changes`] may fall behind before it lags.
+const CHANGES_KEPT: usize = 64;
+
 /// Connection state of one server, as `list_servers` shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -162,6 +165,9 @@ pub struct Upstreams {
     redactor: Arc<Redactor>,
     /// The skills the servers serve (SEP-2640), as last listed.
     skills: skills::UpstreamSkills,
+    /// The name of each server whose tool list may have changed: it connected, or it sent
+    /// `notifications/tools/list_changed` ([`Upstreams::changes`]).
+    changes: tokio::sync::broadcast::Sender<String>,
 }
 
 /// How a call from code goes out (see [`Upstreams::call_for`]).
@@ -203,6 +209,7 @@ impl Upstreams {
             skills: Default::default(),
             callers: Arc::default(),
             redactor: Arc::new(Redactor::new(crate::config::secret_values(config))),
+            changes: tokio::sync::broadcast::channel(CHANGES_KEPT).0,
         }
     }
 
@@ -243,6 +250,22 @@ impl Upstreams {
         .map_err(|e| redact::error(&self.redactor, e))
     }
 
+    /// Names of the servers whose tool lists may have changed from now on: one connected
+    /// (its list is known for the first time, or again), or announced a change. A receiver
+    /// that falls more than a few behind gets `Lagged`, and should assume any changed.
+    pub(crate) fn changes(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.changes.subscribe()
+    }
+
+    /// The longest a call to `server` may take: its entry's own timeout, else
+    /// `upstreamCallTimeoutMs`.
+    pub(crate) fn call_timeout(&self, server: &str) -> Duration {
+        self.servers
+            .get(server)
+            .and_then(|u| u.spec.tool_timeout)
+            .unwrap_or(self.settings.upstream_call_timeout)
+    }
+
     /// Configured server names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> + Clone {
         self.servers.keys().map(String::as_str)
@@ -266,9 +289,22 @@ impl Upstreams {
         }
     }
 
-    /// Starts the servers named in `connectedServers` in the background.
+    /// Starts the servers named in `connectedServers`, and those a `directTools` pattern
+    /// reaches (their tools are listed as ours), in the background.
     pub fn connect_eagerly(self: &Arc<Self>) {
-        for name in &self.settings.connected_servers {
+        let pinned = self.names().filter(|s| {
+            self.settings
+                .direct_tools
+                .iter()
+                .any(|p| crate::policy::pattern::reaches(p, self.names(), s))
+        });
+        let mut eager: Vec<String> = self.settings.connected_servers.clone();
+        eager.extend(pinned.map(str::to_string));
+        let mut started = std::collections::BTreeSet::new();
+        for name in &eager {
+            if !started.insert(name.as_str()) {
+                continue;
+            }
             if !self.servers.contains_key(name) {
                 tracing::warn!(server = %name, "connectedServers names a server that is not configured");
                 continue;
@@ -453,12 +489,7 @@ impl Upstreams {
         if let Some(reason) = self.hidden(server, tool) {
             return Err(UpstreamError::HiddenTool { reason });
         }
-        let own = self
-            .servers
-            .get(server)
-            .and_then(|u| u.spec.tool_timeout)
-            .unwrap_or(self.settings.upstream_call_timeout);
-        let timeout = timeout.min(own);
+        let timeout = timeout.min(self.call_timeout(server));
         let conn = self.connection(server).await?;
         let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         if let Some(trace) = trace {
@@ -680,9 +711,17 @@ impl Upstreams {
         let token_dir = self.token_dir.clone();
         let callers = self.callers.clone();
         let redactor = self.redactor.clone();
+        let changes = self.changes.clone();
         let task = tokio::spawn(async move {
             let server = up.spec.name.clone();
-            let result = (connect(&up.spec, &settings, token_dir.as_deref(), &callers).await)
+            let result = (connect(
+                &up.spec,
+                &settings,
+                token_dir.as_deref(),
+                &callers,
+                &changes,
+            )
+            .await)
                 .map_err(|e| redact::connect_error(&redactor, e));
             let mut state = up.state.lock().await;
             let (next, outcome) = match result {
@@ -691,6 +730,7 @@ impl Upstreams {
                         *t = Arc::new(redact::tools(&redactor, t.as_ref().clone()));
                     }
                     let conn = Arc::new(conn);
+                    let _ = changes.send(server.clone());
                     (State::Connected(conn.clone()), Ok(conn))
                 }
                 Err(ConnectError::NeedsLogin(reason)) => {

@@ -183,3 +183,50 @@ fn doctor_fails_when_a_config_file_cannot_be_read() {
     );
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `doctor` shows what `directTools` pins, under which names, what a pattern that reaches no
+/// server pins (nothing), and what the pins cost `tools/list`.
+#[test]
+fn doctor_shows_the_pinned_direct_tools_and_their_cost() {
+    let root = temp_machine("doctor-direct");
+    let config = test_support::TempConfig::new(json!({"fx": test_support::fixture_entry("fx")}));
+    std::fs::create_dir_all(root.join("home/.config/code-executor-mcp")).unwrap();
+    std::fs::write(
+        root.join("home/.config/code-executor-mcp/config.json"),
+        json!({"directTools": ["mcp__fx__echo", "mcp__fx__add", "mcp__nope__x", "mcp__fx__none_*"]})
+            .to_string(),
+    )
+    .unwrap();
+    let out = run_in(
+        &root.join("home"),
+        &root.join("project"),
+        &[
+            "--config",
+            config.path.to_str().unwrap(),
+            "--no-discover",
+            "--sandbox",
+            "none",
+            "doctor",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "direct tools (directTools, listed as our own tools): 2 pinned",
+        "  fx__add (mcp__fx__add)",
+        "  fx__echo (mcp__fx__echo)",
+        "  warning: mcp__nope__x reaches no configured server; it pins nothing",
+        "  warning: mcp__fx__none_* matches no tool the servers list now",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in:\n{text}");
+    }
+    let cost = text
+        .lines()
+        .find(|l| l.starts_with("  tools/list: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let numbers: Vec<usize> = cost.split(' ').filter_map(|w| w.parse().ok()).collect();
+    assert!(
+        numbers.len() == 2 && numbers[0] < 500 && numbers[1] > numbers[0],
+        "{cost}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -223,6 +223,24 @@ async fn our_tools_list_fits_the_token_budget() {
         tokens < 500,
         "tools/list is {tokens} tokens, over the 500 budget"
     );
+    // With five upstream tools pinned (`directTools`), our own part is the very same list
+    // (so the same tokens); the pins come after it, each with its own schemas.
+    let (pinned, _settings) = Harness::with_settings(
+        EXE.as_ref(),
+        json!({"fx": fixture_entry("fx")}),
+        &json!({"directTools": ["mcp__fx__echo", "mcp__fx__add", "mcp__fx__fail", "mcp__fx__sleep", "mcp__fx__env"]}),
+        &[],
+    )
+    .await;
+    let all = pinned.client.peer().list_all_tools().await.unwrap();
+    assert_eq!(all.len(), names.len() + 5, "{all:?}");
+    let own: Vec<&rmcp::model::Tool> = all.iter().filter(|t| names.contains(&&*t.name)).collect();
+    assert_eq!(serde_json::to_string(&own).unwrap(), json);
+    let with = tiktoken_rs::cl100k_base()
+        .unwrap()
+        .encode_with_special_tokens(&serde_json::to_string(&all).unwrap())
+        .len();
+    eprintln!("tools/list: {tokens} cl100k tokens of our own; {with} with 5 pinned direct tools");
 }
 
 /// Shortening `tools/list` must not lose what an agent needs to start: each fact is a

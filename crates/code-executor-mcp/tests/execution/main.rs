@@ -4,6 +4,7 @@
 //! - [`execute`]: the server, its upstreams and the TypeScript worker end to end;
 //! - [`languages`]: one table of scenarios run in TypeScript and Python;
 //! - [`sessions`]: sessions in both languages (and the workspace quota);
+//! - [`direct`]: pinned direct tools (`directTools`): listed, called, policed, approved, audited;
 //! - [`pauses`]: approvals and sampling mid-script, in both protocol generations;
 //! - [`long_runs`]: `yieldAfterMs`, `wait`, `progress()`, cancellation;
 //! - [`pools`]: worker pools: one execution per worker, growth and shrinking;
@@ -30,6 +31,7 @@
 mod common;
 
 mod access;
+mod direct;
 mod execute;
 mod languages;
 mod llm_provider;

@@ -96,6 +96,76 @@ async fn both_generations_run_code_that_calls_upstream_tools() {
     }
 }
 
+/// Pinned direct tools over HTTP in both generations (a stateless 2026-07-28 request has no
+/// session: the listing and the call stand alone): listed, answered with the upstream's own
+/// result (with `resultType` on 2026-07-28), denied by a rule as code is, audited under the
+/// token's principal.
+#[tokio::test]
+async fn both_generations_list_and_call_pinned_direct_tools() {
+    let (s, toks, _d) = server(
+        1,
+        &[],
+        json!({
+            "directTools": ["mcp__fx__add", "mcp__fx__sleep"],
+            "policy": {"servers": {"fx": {"deny": ["sleep"]}}},
+        }),
+    )
+    .await;
+    for generation in BOTH {
+        let c = McpHttp::connect(&s.url, Some(&toks[0]), generation).await;
+        let tools = c.request("tools/list", json!({})).await;
+        let list = tools.response(2).or(tools.messages.last()).unwrap()["result"]["tools"].clone();
+        let add = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "fx__add")
+            .unwrap_or_else(|| panic!("{generation:?}: {list}"));
+        assert!(add["outputSchema"].is_object(), "{add}");
+        assert!(
+            !list
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["name"] == "fx__sleep"),
+            "{generation:?}: {list}"
+        );
+        let r = c.call("fx__add", json!({"a": 1, "b": 2})).await;
+        assert_eq!(
+            r["structuredContent"],
+            json!({"sum": 3.0}),
+            "{generation:?}: {r}"
+        );
+        if generation == Generation::Stateless {
+            assert_eq!(r["resultType"], "complete", "{r}");
+        }
+        let r = c.call("fx__sleep", json!({"ms": 1})).await;
+        assert_eq!(r["isError"], true, "{generation:?}: {r}");
+        assert!(
+            r["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("PolicyError: mcp__fx__sleep is denied"),
+            "{r}"
+        );
+    }
+    let calls: Vec<(Value, Value)> = s
+        .audit()
+        .into_iter()
+        .filter(|l| l["event"] == "tool.call")
+        .map(|l| (l["tool"].clone(), l["decision"].clone()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (json!("add"), json!("allow")),
+            (json!("sleep"), json!("deny")),
+            (json!("add"), json!("allow")),
+            (json!("sleep"), json!("deny"))
+        ]
+    );
+}
+
 #[tokio::test]
 async fn without_a_valid_token_the_answer_is_401_with_a_bearer_challenge() {
     let (s, toks, _d) = server(1, &[], json!({})).await;

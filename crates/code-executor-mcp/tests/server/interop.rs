@@ -253,6 +253,31 @@ fn python_sdk_2026_07_28_pauses_by_input_required_and_resumes_the_same_worker() 
     pauses("2026-07-28");
 }
 
+/// Pinned direct tools (`tests/interop/direct_tools.py`) with the official Python SDK as the
+/// client: listed with the upstream's schemas, the upstream's result (the SDK validates it
+/// against the listed outputSchema, and a 2026-07-28 result's `resultType`), a rule's denial,
+/// an approval asked and a denial, the audit lines.
+fn direct_tools(mode: &str) {
+    let Some(p) = prefix() else { return };
+    let dir = test_support::TempDir::new("direct-tools");
+    run(Command::new(p.join("venv/bin/python"))
+        .arg(scripts().join("direct_tools.py"))
+        .args(["--exe", EXE, "--fixture"])
+        .arg(test_support::workspace_bin("fixture-server"))
+        .args(["--mode", mode, "--dir"])
+        .arg(&dir.0));
+}
+
+#[test]
+fn python_sdk_legacy_calls_pinned_direct_tools_approved_inline() {
+    direct_tools("legacy");
+}
+
+#[test]
+fn python_sdk_2026_07_28_calls_pinned_direct_tools_approved_by_input_required() {
+    direct_tools("2026-07-28");
+}
+
 /// The settings matrix (`tests/interop/matrix.py`): both official SDKs (TypeScript and
 /// Python) over stdio and HTTP, at every `RUST_LOG` level, as an unprivileged user, with HOME
 /// unset or read-only, without `python3` on PATH and without Python at all; every cell lists

@@ -3,8 +3,10 @@
 //! A tool call from a worker is resolved to canonical names, checked against the policy and
 //! the execution's allowlist, rate and caps, its arguments validated against the tool's
 //! schema, forwarded to the upstream with a deadline, audited (one line per attempt, allowed
-//! or denied), and its result unwrapped into the value the code sees. Discovery requests are
-//! answered from the catalog. Later approvals and data hygiene hook in here, and only here.
+//! or denied), and its result unwrapped into the value the code sees. A pinned direct tool's
+//! call ([`call_direct`]) takes the same path and keeps the upstream's own result. Discovery
+//! requests are answered from the catalog. Later approvals and data hygiene hook in here, and
+//! only here.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -13,7 +15,7 @@ use std::time::Instant;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use worker_protocol::{CallError, CallOutcome, CallRequest};
+use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo};
 
 use futures::future::BoxFuture;
 
@@ -285,6 +287,7 @@ async fn visible_tool(
     }
 }
 
+/// A call from code: the upstream's result unwrapped into the value code sees.
 async fn call_tool(
     catalog: &Catalog,
     scope: &RunScope,
@@ -292,6 +295,43 @@ async fn call_tool(
     name: &str,
     args: Value,
 ) -> CallOutcome {
+    match call(catalog, scope, server, name, args, Caller::Code).await {
+        Ok(result) => unwrap_result(result),
+        Err(error) => CallOutcome::Err { error },
+    }
+}
+
+/// A pinned direct tool's call (`directTools`): the same path as a call from code, and the
+/// upstream's own result (content, structured content, `isError`) as the client gets it;
+/// `Err` is what a call from code would have thrown.
+pub(crate) async fn call_direct(
+    catalog: &Catalog,
+    scope: &RunScope,
+    server: &str,
+    tool: &str,
+    args: Value,
+) -> Result<CallToolResult, ErrorInfo> {
+    call(catalog, scope, Some(server), tool, args, Caller::Direct).await
+}
+
+/// Who makes a call: code in the sandbox, or a client through a pinned direct tool.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    Code,
+    Direct,
+}
+
+/// One upstream call, whoever makes it: cap -> resolve -> rules and allowedTools -> rate ->
+/// personal data in the arguments -> schema -> approval -> upstream -> audit line. `Err` is
+/// the refusal or failure, named as code sees it.
+async fn call(
+    catalog: &Catalog,
+    scope: &RunScope,
+    server: Option<&str>,
+    name: &str,
+    args: Value,
+    caller: Caller,
+) -> Result<CallToolResult, ErrorInfo> {
     let started = Instant::now();
     // Hashed as it is encoded, beside the call when large (`ArgsDigest`).
     let digest = crate::policy::audit::ArgsDigest::start(&args);
@@ -324,7 +364,7 @@ async fn call_tool(
             scope.limits.max_tool_calls
         );
         record.write("deny", Some(reason.clone()), None, 0);
-        return err(CallError::Limit, reason);
+        return Err(refusal(CallError::Limit, reason));
     }
     // Resolving may start the server. If it cannot answer before the execution's deadline,
     // the code gets an error naming that server (and can catch it) instead of a bare timeout.
@@ -344,7 +384,7 @@ async fn call_tool(
                 None => (CallError::Tool, e),
             };
             record.write("deny", Some(reason.clone()), None, 0);
-            return err(name, reason);
+            return Err(refusal(name, reason));
         }
         Err(_) => {
             let reason = format!(
@@ -354,7 +394,7 @@ async fn call_tool(
                 server.unwrap_or(name)
             );
             record.write("deny", Some(reason.clone()), None, 0);
-            return err(CallError::Tool, reason);
+            return Err(refusal(CallError::Tool, reason));
         }
     };
     record.server = server.clone();
@@ -362,7 +402,7 @@ async fn call_tool(
     let mut deny = |name: CallError, reason: String| {
         tracing::info!(server, tool = %tool.name, "tool call denied: {reason}");
         record.write("deny", Some(reason.clone()), None, 0);
-        err(name, reason)
+        Err(refusal(name, reason))
     };
     if let Decision::Deny { reason } = scope.allow.check(&server, &tool) {
         return deny(CallError::Policy, reason);
@@ -482,17 +522,19 @@ async fn call_tool(
     match called {
         Ok((result, bytes)) => {
             let result = match scanned {
+                Some(vault) if caller == Caller::Direct => {
+                    super::pii::leaving(scope, vault, result)
+                }
                 Some(vault) => super::pii::result(scope, vault, result),
                 None => result,
             };
-            let outcome = unwrap_result(result);
-            let label = if matches!(outcome, CallOutcome::Ok { .. } | CallOutcome::Text { .. }) {
-                "ok"
-            } else {
+            let label = if result.is_error == Some(true) {
                 "tool_error"
+            } else {
+                "ok"
             };
             record.write("allow", None, Some(label), bytes);
-            outcome
+            Ok(result)
         }
         Err(e) => {
             let label = if matches!(e, crate::upstream::UpstreamError::Timeout { .. }) {
@@ -505,8 +547,17 @@ async fn call_tool(
                 super::pii::text(scope, vault, &mut message);
             }
             record.write("allow", Some(message.clone()), Some(label), 0);
-            err(CallError::Tool, message)
+            Err(refusal(CallError::Tool, message))
         }
+    }
+}
+
+/// A refused or failed call, named by the taxonomy both languages share.
+fn refusal(kind: CallError, message: impl Into<String>) -> ErrorInfo {
+    ErrorInfo {
+        name: kind.name().into(),
+        message: message.into(),
+        stack: None,
     }
 }
 

@@ -45,6 +45,18 @@ pub(super) fn result(scope: &RunScope, vault: &Vault, mut r: CallToolResult) -> 
     r
 }
 
+/// A scanned tool's result on its way to the client of a direct call (`directTools`), which
+/// is outside the server like an execution's exit: tokenised whatever code would see.
+pub(super) fn leaving(scope: &RunScope, vault: &Vault, mut r: CallToolResult) -> CallToolResult {
+    let Some(detectors) = scope.policy.pii.detectors() else {
+        return r;
+    };
+    let mut made = BTreeMap::new();
+    tokenise_result(vault, detectors, &mut r, &mut made);
+    scope.count_tokens(made);
+    r
+}
+
 /// Every text a person could have written in `r`, tokenised.
 fn tokenise_result(
     vault: &Vault,
