@@ -77,9 +77,21 @@ pub(crate) struct Skills {
     served: Vec<PathBuf>,
     save: bool,
     saving: std::sync::Mutex<()>,
-    /// The skills as search documents, last built.
-    docs: std::sync::Mutex<std::sync::Arc<Vec<rmcp::model::Tool>>>,
+    /// The skills as search documents, last built, and when.
+    docs: std::sync::Mutex<Docs>,
 }
+
+/// Search documents kept for [`DOCS_FRESH`]: a loop of searches reads no directory and asks
+/// no upstream (it once held 18 MiB more of a flood's answers in flight).
+#[derive(Debug, Default)]
+struct Docs {
+    built: Option<std::time::Instant>,
+    docs: std::sync::Arc<Vec<rmcp::model::Tool>>,
+}
+
+/// How long search documents are reused: a hand edit or an upstream's new skill shows within
+/// it; a save here shows at once.
+const DOCS_FRESH: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What `saveSkill` asks for.
 #[derive(Debug, Clone)]
@@ -187,11 +199,22 @@ impl Skills {
             None => (None, name),
         };
         let wanted = bare.replace('_', "-");
-        let (skills, _) = self.list();
-        let matching: Vec<Skill> = skills
-            .into_iter()
-            .filter(|s| s.name == wanted && origin.is_none_or(|o| s.origin.as_str() == o))
-            .collect();
+        // Its directory in each root (a name is its directory's): no listing, no other
+        // skill read. A name that breaks the rules names no directory.
+        let matching: Vec<Skill> = if check_name(&wanted).is_err() {
+            Vec::new()
+        } else {
+            self.roots()
+                .into_iter()
+                .filter(|(_, o)| origin.is_none_or(|want| o.as_str() == want))
+                .filter_map(|(root, o)| {
+                    let dir = root.join(&wanted);
+                    // Not a symlink, as in `list`.
+                    let is_dir = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+                    is_dir.then(|| Skill::read(&dir, o).ok()).flatten()
+                })
+                .collect()
+        };
         match matching.len() {
             0 => Err(SkillError::NotFound {
                 name: name.to_string(),
@@ -311,20 +334,31 @@ impl Skills {
             }
         }
         std::fs::rename(&staging, &target).map_err(|e| SkillError::io(&target, e))?;
+        // The next search sees it.
+        self.docs.lock().unwrap_or_else(|p| p.into_inner()).built = None;
         Skill::read(&target, Origin::User)
     }
 
+    /// The search documents built less than [`DOCS_FRESH`] ago, if any.
+    pub(crate) fn fresh_docs(&self) -> Option<std::sync::Arc<Vec<rmcp::model::Tool>>> {
+        let last = self.docs.lock().unwrap_or_else(|p| p.into_inner());
+        last.built
+            .is_some_and(|at| at.elapsed() < DOCS_FRESH)
+            .then(|| last.docs.clone())
+    }
+
     /// `docs` as the same `Arc` as last time when they are equal (the catalog keeps its
-    /// search index while the `Arc` is the same).
+    /// search index while the `Arc` is the same), kept as fresh.
     pub(crate) fn same_docs(
         &self,
         docs: Vec<rmcp::model::Tool>,
     ) -> std::sync::Arc<Vec<rmcp::model::Tool>> {
         let mut last = self.docs.lock().unwrap_or_else(|p| p.into_inner());
-        if **last != docs {
-            *last = std::sync::Arc::new(docs);
+        if *last.docs != docs {
+            last.docs = std::sync::Arc::new(docs);
         }
-        last.clone()
+        last.built = Some(std::time::Instant::now());
+        last.docs.clone()
     }
 
     /// The versions kept of a user skill, oldest first.

@@ -118,6 +118,9 @@ pub(crate) fn describe(skill: &Skill, changed: &[Change]) -> Value {
 /// `_meta.skill` what a hit shows (flags included). The same list (by value) is the same
 /// `Arc`, so the catalog keeps its index while nothing changed.
 pub(crate) async fn search_docs(catalog: &Catalog, store: &Skills) -> Arc<Vec<Tool>> {
+    if let Some(docs) = store.fresh_docs() {
+        return docs;
+    }
     let (skills, _) = store.list();
     let lists = connected(catalog).await;
     let mut docs: Vec<Tool> = skills
