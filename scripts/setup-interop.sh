@@ -4,6 +4,8 @@
 #   - reference MCP servers: server-everything, -filesystem, -memory (npm);
 #     mcp-server-time, mcp-server-git (PyPI)
 #   - the official Python MCP SDK (the client our tests drive the server with)
+#   - FastMCP's client, in a venv of its own (its skills client reads our skills over the
+#     MCP skills extension: tests/interop/skills_fastmcp.py)
 #   - the official TypeScript MCP SDK, at PREFIX/ts-sdk (the other real client of the
 #     matrix of settings users run with: tests/interop/matrix.py)
 #   - the MCP conformance suite (0.1.13: the last release that runs on Node 20) and
@@ -36,6 +38,8 @@ GEMINI_CLI_VER="0.61.0"
 CODEX_VER="0.169.0"
 GIT_VER="2026.10.19"
 TS_SDK_VER="1.32.2"
+FASTMCP_VER="4.2.3"
+PYYAML_VER="6.0.4"
 
 log() { printf '[setup-interop] %s\n' "$*" >&2; }
 
@@ -78,6 +82,13 @@ fi
 if ! "$PREFIX/venv/bin/python" -c 'import mcp, mcp_server_time, mcp_server_git' 2>/dev/null; then
   log "pip install mcp==$MCP_PY_VER mcp-server-time mcp-server-git"
   "$PREFIX/venv/bin/pip" install -q "mcp==$MCP_PY_VER" "mcp-server-time==$TIME_VER" "mcp-server-git==$GIT_VER"
+fi
+
+# A venv of its own: FastMCP pins its own versions of what the SDK's venv holds.
+if ! grep -qs "^Version: $FASTMCP_VER$" "$PREFIX"/fastmcp/lib/python3*/site-packages/fastmcp_slim-*.dist-info/METADATA; then
+  log "pip install fastmcp-slim[client]==$FASTMCP_VER (its skills client) at $PREFIX/fastmcp"
+  "$PY" -m venv "$PREFIX/fastmcp"
+  "$PREFIX/fastmcp/bin/pip" install -q "fastmcp-slim[client]==$FASTMCP_VER" "pyyaml==$PYYAML_VER"
 fi
 
 mkdir -p "$PREFIX/data/fs-root/docs"

@@ -255,6 +255,9 @@ pub(crate) async fn read(
             .read_skill_file(&server, &theirs)
             .await
             .map_err(|e| unknown(e.to_string()))?;
+        // An upstream of an earlier revision sends no `resultType`; a 2026-07-28 client
+        // refuses a result without one (FastMCP's skills client did).
+        read.result_type = Some(rmcp::model::ResultType::COMPLETE);
         // Their addresses become ours again.
         for c in &mut read.contents {
             match c {

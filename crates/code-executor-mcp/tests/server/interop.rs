@@ -230,6 +230,21 @@ fn skills(mode: &str) {
         .arg(&dir.0));
 }
 
+/// FastMCP's skills client (SEP-2640) reads back every skill we serve, ours, a served
+/// directory's and an upstream's, and verifies each against its manifest and entry
+/// (`tests/interop/skills_fastmcp.py`).
+#[test]
+fn fastmcp_skills_client_reads_and_verifies_every_skill() {
+    let Some(p) = prefix() else { return };
+    let dir = test_support::TempDir::new("skills-fastmcp");
+    run(Command::new(p.join("fastmcp/bin/python"))
+        .arg(scripts().join("skills_fastmcp.py"))
+        .args(["--exe", EXE, "--fixture"])
+        .arg(test_support::workspace_bin("fixture-server"))
+        .arg("--dir")
+        .arg(&dir.0));
+}
+
 #[test]
 fn python_sdk_legacy_saves_finds_and_runs_skills() {
     skills("legacy");
