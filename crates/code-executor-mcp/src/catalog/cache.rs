@@ -26,6 +26,8 @@ pub const CACHE_DIR_ENV: &str = "CODE_EXECUTOR_CACHE_DIR";
 const MAX_CACHE_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Bumped when the file format changes; older files are then ignored.
 const FORMAT_VERSION: u32 = 1;
+/// The same for the files of learned output types.
+const TYPES_VERSION: u32 = 1;
 
 #[derive(Serialize, Deserialize)]
 struct CacheFile {
@@ -72,11 +74,47 @@ impl ToolCache {
     }
 
     fn path(&self, server: &str) -> Option<PathBuf> {
+        self.file(server, "tools", FORMAT_VERSION)
+    }
+
+    /// `<kind>-v<version>-<server>-<key>.json` in the cache directory.
+    fn file(&self, server: &str, kind: &str, version: u32) -> Option<PathBuf> {
         let key = self.keys.get(server)?;
-        Some(self.dir.as_ref()?.join(format!(
-            "tools-v{FORMAT_VERSION}-{}-{key}.json",
-            file_safe(server)
-        )))
+        Some(
+            self.dir
+                .as_ref()?
+                .join(format!("{kind}-v{version}-{}-{key}.json", file_safe(server))),
+        )
+    }
+
+    /// The output types learned from one server's results (`catalog::learned`); `None` when
+    /// there is no usable file. Blocking file I/O.
+    pub(crate) fn load_types<T: serde::de::DeserializeOwned>(&self, server: &str) -> Option<T> {
+        let path = self.file(server, "types", TYPES_VERSION)?;
+        let bytes = match read_bytes(&path, MAX_CACHE_FILE_BYTES) {
+            Ok(b) => b,
+            Err(ReadError::NotFound) => return None,
+            Err(e) => {
+                tracing::warn!(server, "ignoring the types cache {}: it {e}", path.display());
+                return None;
+            }
+        };
+        serde_json::from_slice(&bytes)
+            .inspect_err(|e| {
+                tracing::warn!(server, "ignoring the corrupt types cache {}: {e}", path.display());
+            })
+            .ok()
+    }
+
+    /// Saves the output types learned from one server's results, atomically. Blocking file
+    /// I/O; failures are logged.
+    pub(crate) fn store_types<T: Serialize>(&self, server: &str, types: &T) {
+        let Some(path) = self.file(server, "types", TYPES_VERSION) else {
+            return;
+        };
+        if let Err(e) = write_atomically(&path, types) {
+            tracing::warn!(server, "cannot write the types cache {}: {e}", path.display());
+        }
     }
 
     /// Every configured server's cached tools that could be read. Blocking file I/O.
@@ -138,7 +176,7 @@ impl ToolCache {
     }
 }
 
-fn write_atomically(path: &Path, file: &CacheFile) -> std::io::Result<()> {
+fn write_atomically<T: Serialize>(path: &Path, file: &T) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(

@@ -10,6 +10,8 @@ pub(crate) mod cache;
 pub(crate) mod direct;
 pub(crate) mod error;
 pub mod eval;
+pub(crate) mod infer;
+pub(crate) mod learned;
 mod names;
 pub(crate) mod schema;
 pub mod schema_py;
@@ -30,6 +32,7 @@ use crate::upstream::{SEARCH_START_WAIT, UpstreamError, Upstreams};
 use cache::ToolCache;
 use direct::{DirectTools, Pinned};
 use error::CatalogError;
+use learned::{INFERRED_KEY, LearnedTypes};
 pub use names::{Asker, ident, pick, split_qualified};
 use search::Index;
 
@@ -50,6 +53,8 @@ struct Shared {
     known: OnceCell<Mutex<BTreeMap<String, Arc<Vec<Tool>>>>>,
     /// The index over the lists last searched; rebuilt when one of them changes.
     index: Mutex<Option<Arc<Index>>>,
+    /// Output types learned from results, for tools that declare none.
+    learned: Arc<LearnedTypes>,
 }
 
 /// What a search asks for.
@@ -96,10 +101,15 @@ impl Catalog {
 
     pub fn with_cache(upstreams: Arc<Upstreams>, cache: ToolCache) -> Self {
         let direct = DirectTools::new(upstreams.settings().direct_tools.clone());
+        let learned = Arc::new(LearnedTypes::new(
+            cache.clone(),
+            upstreams.names().map(str::to_string).collect(),
+        ));
         Catalog {
             upstreams,
             shared: Arc::new(Shared {
                 direct,
+                learned,
                 cache,
                 known: OnceCell::new(),
                 index: Mutex::new(None),
@@ -149,6 +159,39 @@ impl Catalog {
         let mut pinned = direct.pinned(self.upstreams.names(), &lists);
         pinned.retain(|p| allow.check(&p.server, &p.tool) == Decision::Allow);
         (pinned, errors)
+    }
+
+    /// Learns the output type of `tool` (of `server`) from one of its results, unless it
+    /// declares one (see [`learned`]).
+    pub(crate) async fn learn(&self, server: &str, tool: &Tool, result: &rmcp::model::CallToolResult) {
+        if tool.output_schema.is_some() || result.is_error == Some(true) {
+            return;
+        }
+        let version = self.upstreams.version_if_connected(server).await;
+        self.shared
+            .learned
+            .observe(server, version, tool, result)
+            .await;
+    }
+
+    /// `tool` as code is shown it: with the output type learned from its results as its
+    /// `outputSchema` (marked inferred: see [`INFERRED_KEY`]) when it declares none. Only for
+    /// rendering to code and agents: what a client lists is the server's own definition.
+    pub async fn typed(&self, server: &str, tool: &Tool) -> Tool {
+        if tool.output_schema.is_some() {
+            return tool.clone();
+        }
+        let version = self.upstreams.version_if_connected(server).await;
+        let mut out = tool.clone();
+        if let Some(Value::Object(schema)) = self
+            .shared
+            .learned
+            .schema(server, tool, version.as_deref())
+            .await
+        {
+            out.output_schema = Some(Arc::new(schema));
+        }
+        out
     }
 
     /// The known tool lists, loading the disk cache on first use (off the async threads).
@@ -504,18 +547,17 @@ impl Catalog {
             |s, t| s == SKILLS_SOURCE || allow.check(s, t) == Decision::Allow,
             offset.saturating_add(limit),
         );
-        let page: Vec<Value> = hits
-            .iter()
-            .skip(offset)
-            .map(|h| {
-                let (s, t) = index.doc(h.doc);
-                if s == SKILLS_SOURCE {
-                    describe_skill(t, detail)
-                } else {
-                    describe(s, t, detail)
-                }
-            })
-            .collect();
+        let mut page: Vec<Value> = Vec::new();
+        for h in hits.iter().skip(offset) {
+            let (s, t) = index.doc(h.doc);
+            page.push(if s == SKILLS_SOURCE {
+                describe_skill(t, detail)
+            } else if detail == Detail::Full {
+                describe(s, &self.typed(s, t).await, detail)
+            } else {
+                describe(s, t, detail)
+            });
+        }
         let mut out = json!({ "tools": page, "total": total });
         if offset + limit < total {
             out["nextCursor"] = Value::String((offset + limit).to_string());
@@ -533,7 +575,7 @@ impl Catalog {
     /// (The server's answer carries the reason as text.)
     pub async fn schema(&self, name: &str) -> Result<Value, String> {
         let (server, tool) = self.resolve(None, name, Asker::Agent).await?;
-        Ok(describe(&server, &tool, Detail::Full))
+        Ok(describe(&server, &self.typed(&server, &tool).await, Detail::Full))
     }
 
     /// `list_servers`.
@@ -634,7 +676,13 @@ pub fn describe(server: &str, tool: &Tool, detail: Detail) -> Value {
     if detail == Detail::Full {
         v["inputSchema"] = Value::Object((*tool.input_schema).clone());
         if let Some(out) = &tool.output_schema {
-            v["outputSchema"] = Value::Object((**out).clone());
+            // A learned type is shown apart from a declared one (see `Catalog::typed`).
+            let key = if out.contains_key(INFERRED_KEY) {
+                "inferredOutputSchema"
+            } else {
+                "outputSchema"
+            };
+            v[key] = Value::Object((**out).clone());
         }
         let ts = schema_ts::render(tool);
         v["signature"] = Value::String(ts.signature(server, &tool.name));

@@ -72,6 +72,8 @@ pub async fn show(catalog: &Catalog, name: &str, lang: Lang, json: bool) -> anyh
         .resolve(None, name, Asker::Person)
         .await
         .map_err(anyhow::Error::msg)?;
+    // With the output type learned from its results, when it declares none.
+    let tool = catalog.typed(&server, &tool).await;
     if json {
         return Ok(serde_json::to_string_pretty(&describe(
             &server,
@@ -116,6 +118,7 @@ pub async fn wrappers(catalog: &Catalog, lang: Lang, out: &Path) -> anyhow::Resu
         .map_err(anyhow::Error::msg)?;
     let mut servers: Vec<(String, Vec<Tool>)> = Vec::new();
     for (s, t) in tools {
+        let t = catalog.typed(&s, &t).await;
         match servers.iter_mut().find(|(n, _)| *n == s) {
             Some((_, list)) => list.push(t),
             None => servers.push((s, vec![t])),

@@ -338,6 +338,17 @@ impl Upstreams {
         Ok(conn.tools())
     }
 
+    /// The `serverInfo.version` of a server that is connected now.
+    pub(crate) async fn version_if_connected(&self, server: &str) -> Option<String> {
+        let up = self.servers.get(server)?;
+        let conn = match &*up.state.lock().await {
+            State::Connected(c) if c.alive() => c.clone(),
+            _ => return None,
+        };
+        let info = conn.service.peer().peer_info()?;
+        info.server_info.as_ref().map(|i| i.version.clone())
+    }
+
     /// Tools of a server that is already connected, without starting it.
     pub async fn tools_if_connected(&self, server: &str) -> Option<Arc<Vec<Tool>>> {
         let up = self.servers.get(server)?;

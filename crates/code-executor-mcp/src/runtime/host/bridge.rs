@@ -170,7 +170,11 @@ async fn handle(
         },
         CallRequest::GetToolSchema { name } => {
             match visible_tool(catalog, scope, None, &name).await {
-                Ok((server, tool)) => ok(describe(&server, &tool, Detail::Full)),
+                Ok((server, tool)) => ok(describe(
+                    &server,
+                    &catalog.typed(&server, &tool).await,
+                    Detail::Full,
+                )),
                 Err(e) => e,
             }
         }
@@ -180,7 +184,9 @@ async fn handle(
             language,
         } => match visible_tool(catalog, scope, Some(&server), &tool).await {
             Ok((server, tool)) => ok(Value::String(crate::catalog::declaration(
-                &server, &tool, language,
+                &server,
+                &catalog.typed(&server, &tool).await,
+                language,
             ))),
             Err(e) => e,
         },
@@ -194,10 +200,10 @@ async fn handle(
             .await
         {
             Ok((tools, errors)) => {
-                let list: Vec<Value> = tools
-                    .iter()
-                    .map(|(s, t)| describe(s, t, Detail::Full))
-                    .collect();
+                let mut list: Vec<Value> = Vec::with_capacity(tools.len());
+                for (s, t) in &tools {
+                    list.push(describe(s, &catalog.typed(s, t).await, Detail::Full));
+                }
                 let mut v = serde_json::json!({ "tools": list });
                 if !errors.is_empty() {
                     v["unavailable"] = errors
@@ -521,6 +527,9 @@ async fn call(
     );
     match called {
         Ok((result, bytes)) => {
+            // Shapes only, never values: learning before the personal data is tokenised
+            // keeps nothing of it.
+            catalog.learn(&server, &tool, &result).await;
             let result = match scanned {
                 Some(vault) if caller == Caller::Direct => {
                     super::pii::leaving(scope, vault, result)
