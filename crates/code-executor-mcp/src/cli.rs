@@ -127,6 +127,9 @@ enum Command {
         /// Print the whole structured result as JSON.
         #[arg(long)]
         json: bool,
+        /// Type-check the code first (see the settings' `check`); errors stop it from running.
+        #[arg(long)]
+        check: bool,
     },
     /// Run a sample program against a built-in demo MCP server; needs no configuration.
     Demo,
@@ -477,6 +480,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout_ms,
             permissions,
             json,
+            check,
         }) => {
             let permissions = permissions
                 .as_deref()
@@ -509,6 +513,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         code,
                         timeout_ms: *timeout_ms,
                         permissions,
+                        check: check.then_some(true),
                         ..ExecRequest::default()
                     },
                     Principal::new("cli"),

@@ -118,6 +118,7 @@ impl Core {
             sessions,
             options.replica.clone(),
             Arc::new(skills(config, settings)),
+            crate::check::Checkers::new(settings.check.clone()),
         ));
         crate::runtime::end_idle_sessions(Arc::downgrade(&runtime));
         crate::runtime::sweep_periodically(Arc::downgrade(&runtime));

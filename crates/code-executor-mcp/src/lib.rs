@@ -9,6 +9,7 @@
 
 pub(crate) mod bench;
 pub mod catalog;
+pub(crate) mod check;
 mod child;
 pub mod cli;
 mod composition;

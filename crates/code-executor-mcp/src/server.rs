@@ -138,6 +138,9 @@ struct ExecuteArgs {
     #[serde(default)]
     enable_sampling: bool,
     permissions: Option<crate::policy::access::PermissionsRequest>,
+    /// Type-check the code before it runs (against the declared and inferred types of the
+    /// tools it can reach); errors come back like a syntax error and nothing runs.
+    check: Option<bool>,
 }
 
 /// `save` of an execute tool: a client keeps code as a skill without running it.
@@ -275,6 +278,7 @@ impl CodeExecutorServer {
                     permissions: a.permissions,
                     trace,
                     args: None,
+                    check: a.check,
                 };
                 let core = &self.core;
                 let mut client = client;

@@ -368,7 +368,7 @@ fn paren(t: &str) -> String {
     }
 }
 
-fn is_ident(s: &str) -> bool {
+pub(crate) fn is_ident(s: &str) -> bool {
     let mut c = s.chars();
     c.next()
         .is_some_and(|f| f.is_ascii_alphabetic() || f == '_' || f == '$')

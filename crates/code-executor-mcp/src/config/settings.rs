@@ -66,6 +66,7 @@ struct RawSettings {
     permissions: Option<crate::policy::access::RawCeiling>,
     pii: Option<crate::policy::pii::PiiSettings>,
     skills: Option<crate::skills::store::SkillSettings>,
+    check: Option<crate::check::CheckSettings>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
 }
@@ -123,6 +124,8 @@ pub struct Settings {
     pub pii: crate::policy::pii::PiiSettings,
     /// Where skills are kept and served from (`skills`).
     pub skills: crate::skills::store::SkillSettings,
+    /// Type-checking code before it runs (`check`); off unless a call asks.
+    pub check: crate::check::CheckSettings,
     /// The user's settings file, if there is one.
     pub source: Option<PathBuf>,
     /// What became of the working directory's `.code-executor.json`, if there is one.
@@ -165,6 +168,7 @@ impl Default for Settings {
             permissions: crate::policy::access::Ceiling::default(),
             pii: Default::default(),
             skills: Default::default(),
+            check: Default::default(),
             source: None,
             project: None,
         }
@@ -348,6 +352,7 @@ impl Settings {
             permissions: raw.permissions.unwrap_or_default().validate()?,
             pii: raw.pii.unwrap_or_default().validate()?,
             skills: raw.skills.unwrap_or_default(),
+            check: raw.check.unwrap_or_default(),
             source: None,
             project: None,
         })

@@ -50,6 +50,9 @@ pub(crate) enum RunError {
     /// TypeScript that does not parse.
     #[error("{0}")]
     Syntax(String),
+    /// Code that does not type-check, or could not be checked (`check: true`): nothing ran.
+    #[error(transparent)]
+    Check(#[from] crate::check::CheckError),
     /// No CPython to run Python with.
     #[error(transparent)]
     PythonUnavailable(#[from] PythonError),
@@ -105,6 +108,7 @@ impl RunError {
                 "LimitError"
             }
             RunError::Syntax(_) => "SyntaxError",
+            RunError::Check(_) => "TypeCheckError",
             RunError::PythonUnavailable(_) => "PythonUnavailable",
             RunError::Sandbox(_) | RunError::RunWorkspace(_) | RunError::Start(_) => "SandboxError",
             RunError::Worker(_) => "WorkerError",

@@ -85,6 +85,8 @@ pub struct Runtime {
     fetch_clients: Arc<Clients>,
     /// Saved code (`skills.name(args)`), run as nested executions.
     skills: Arc<Skills>,
+    /// The type checkers of `check: true`.
+    checkers: Arc<crate::check::Checkers>,
 }
 
 impl Runtime {
@@ -101,9 +103,11 @@ impl Runtime {
         sessions: Sessions,
         replica: crate::replica::Replica,
         skills: Arc<Skills>,
+        checkers: Arc<crate::check::Checkers>,
     ) -> Self {
         Runtime {
             skills,
+            checkers,
             fetch_clients: Arc::default(),
             catalog,
             js_pool,
@@ -221,6 +225,20 @@ impl Runtime {
                     return finish(out);
                 }
             };
+        // Checked before any worker starts or tool is called, against the tools this
+        // request may call.
+        if self.checkers.wanted(req.check) {
+            let allow = self.policy.allowlist(req.allowed_tools.clone());
+            let servers = crate::check::servers_for(&self.catalog, &allow, &req.code).await;
+            if let Err(e) = self
+                .checkers
+                .check(language, &req.code, &servers, deadline.into_std())
+                .await
+            {
+                out.error = Some(RunError::Check(e).info());
+                return finish(out);
+            }
+        }
         // Files and network: what the request asks, within the configured ceiling.
         let grant = match &req.permissions {
             None => Grant::default(),
@@ -850,6 +868,8 @@ impl Nested for Runtime {
                 permissions: inherit.permissions.clone(),
                 trace: scope.trace.clone(),
                 args: Some(args),
+                // A skill was saved to be run: it is not checked at each call.
+                check: Some(false),
             };
             let mut ctx = ExecContext::new(scope.principal.clone());
             ctx.tool_rate = scope.tool_rate.clone();

@@ -162,7 +162,7 @@ fn marker_dir(client: ClientId, file: &Path, places: &Places) -> Option<PathBuf>
     }
 }
 
-fn on_path(program: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(program))

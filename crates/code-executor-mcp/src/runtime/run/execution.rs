@@ -63,6 +63,8 @@ pub(crate) struct ExecRequest {
     pub trace: Option<crate::trace::TraceContext>,
     /// A skill's arguments: its code sees them as `args`.
     pub args: Option<serde_json::Value>,
+    /// Type-check the code before it runs (`check`); `None`: as the settings say.
+    pub check: Option<bool>,
 }
 
 /// What a request asked for with `session`.
