@@ -8,6 +8,8 @@
 #     MCP skills extension: tests/interop/skills_fastmcp.py)
 #   - the official TypeScript MCP SDK, at PREFIX/ts-sdk (the other real client of the
 #     matrix of settings users run with: tests/interop/matrix.py)
+#   - the type checkers of `check: true` (tests/execution/types.rs): TypeScript 7 (its native
+#     tsc) and pyright at PREFIX/checkers (npm), ty and mypy in the venv PREFIX/checkers-venv
 #   - the MCP conformance suite (0.1.13: the last release that runs on Node 20) and
 #     supergateway (conformance only speaks HTTP; it bridges our stdio server)
 #   - the MCP clients whose trust rules we follow (Claude Code, Gemini CLI, Codex; npm), to
@@ -40,6 +42,10 @@ GIT_VER="2026.10.19"
 TS_SDK_VER="1.32.2"
 FASTMCP_VER="4.2.3"
 PYYAML_VER="6.0.4"
+TYPESCRIPT_VER="7.0.2"
+PYRIGHT_VER="1.1.414"
+TY_VER="0.0.108"
+MYPY_VER="2.4.1"
 
 log() { printf '[setup-interop] %s\n' "$*" >&2; }
 
@@ -89,6 +95,21 @@ if ! grep -qs "^Version: $FASTMCP_VER$" "$PREFIX"/fastmcp/lib/python3*/site-pack
   log "pip install fastmcp-slim[client]==$FASTMCP_VER (its skills client) at $PREFIX/fastmcp"
   "$PY" -m venv "$PREFIX/fastmcp"
   "$PREFIX/fastmcp/bin/pip" install -q "fastmcp-slim[client]==$FASTMCP_VER" "pyyaml==$PYYAML_VER"
+fi
+
+mkdir -p "$PREFIX/checkers"
+[ -f "$PREFIX/checkers/package.json" ] || printf '{"name":"code-executor-checkers","private":true}\n' > "$PREFIX/checkers/package.json"
+if ! grep -qs "\"version\": \"$TYPESCRIPT_VER\"" "$PREFIX/checkers/node_modules/typescript/package.json" \
+   || ! grep -qs "\"version\": \"$PYRIGHT_VER\"" "$PREFIX/checkers/node_modules/pyright/package.json"; then
+  log "npm install typescript@$TYPESCRIPT_VER pyright@$PYRIGHT_VER (type checkers of check: true)"
+  (cd "$PREFIX/checkers" && npm install --no-audit --no-fund --loglevel=error \
+      "typescript@$TYPESCRIPT_VER" "pyright@$PYRIGHT_VER")
+fi
+if ! "$PREFIX/checkers-venv/bin/ty" --version 2>/dev/null | grep -q "$TY_VER" \
+   || ! "$PREFIX/checkers-venv/bin/mypy" --version 2>/dev/null | grep -q "$MYPY_VER"; then
+  log "pip install ty==$TY_VER mypy==$MYPY_VER at $PREFIX/checkers-venv"
+  "$PY" -m venv "$PREFIX/checkers-venv"
+  "$PREFIX/checkers-venv/bin/pip" install -q "ty==$TY_VER" "mypy==$MYPY_VER"
 fi
 
 mkdir -p "$PREFIX/data/fs-root/docs"

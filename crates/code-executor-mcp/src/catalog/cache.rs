@@ -80,11 +80,10 @@ impl ToolCache {
     /// `<kind>-v<version>-<server>-<key>.json` in the cache directory.
     fn file(&self, server: &str, kind: &str, version: u32) -> Option<PathBuf> {
         let key = self.keys.get(server)?;
-        Some(
-            self.dir
-                .as_ref()?
-                .join(format!("{kind}-v{version}-{}-{key}.json", file_safe(server))),
-        )
+        Some(self.dir.as_ref()?.join(format!(
+            "{kind}-v{version}-{}-{key}.json",
+            file_safe(server)
+        )))
     }
 
     /// The output types learned from one server's results (`catalog::learned`); `None` when
@@ -95,13 +94,21 @@ impl ToolCache {
             Ok(b) => b,
             Err(ReadError::NotFound) => return None,
             Err(e) => {
-                tracing::warn!(server, "ignoring the types cache {}: it {e}", path.display());
+                tracing::warn!(
+                    server,
+                    "ignoring the types cache {}: it {e}",
+                    path.display()
+                );
                 return None;
             }
         };
         serde_json::from_slice(&bytes)
             .inspect_err(|e| {
-                tracing::warn!(server, "ignoring the corrupt types cache {}: {e}", path.display());
+                tracing::warn!(
+                    server,
+                    "ignoring the corrupt types cache {}: {e}",
+                    path.display()
+                );
             })
             .ok()
     }
@@ -113,7 +120,11 @@ impl ToolCache {
             return;
         };
         if let Err(e) = write_atomically(&path, types) {
-            tracing::warn!(server, "cannot write the types cache {}: {e}", path.display());
+            tracing::warn!(
+                server,
+                "cannot write the types cache {}: {e}",
+                path.display()
+            );
         }
     }
 

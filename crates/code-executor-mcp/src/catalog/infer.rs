@@ -247,7 +247,7 @@ impl Obj {
     fn merge(&mut self, other: Obj) {
         self.seen += other.seen;
         if let Some(m) = other.map {
-            self.to_map();
+            self.fold_into_map();
             if let Some(mine) = &mut self.map {
                 mine.merge(*m);
             }
@@ -264,9 +264,10 @@ impl Obj {
             m.merge(f.shape);
             return;
         }
-        if !is_field_name(&key) || (self.fields.len() >= MAX_FIELDS && !self.fields.contains_key(&key))
+        if !is_field_name(&key)
+            || (self.fields.len() >= MAX_FIELDS && !self.fields.contains_key(&key))
         {
-            self.to_map();
+            self.fold_into_map();
             if let Some(m) = &mut self.map {
                 m.merge(f.shape);
             }
@@ -284,7 +285,7 @@ impl Obj {
     }
 
     /// Folds every field into one value shape; the keys are dropped.
-    fn to_map(&mut self) {
+    fn fold_into_map(&mut self) {
         if self.map.is_some() {
             return;
         }
@@ -325,7 +326,10 @@ pub(crate) fn is_field_name(key: &str) -> bool {
         return false;
     }
     let mut it = body.chars();
-    if !it.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') {
+    if !it
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    {
         return false;
     }
     if !body
@@ -503,7 +507,14 @@ mod tests {
                 "{key}: {got}"
             );
         }
-        for key in ["user_id", "createdAt", "@type", "content-type", "isExternalCollaboratorEnabled", "sha256"] {
+        for key in [
+            "user_id",
+            "createdAt",
+            "@type",
+            "content-type",
+            "isExternalCollaboratorEnabled",
+            "sha256",
+        ] {
             assert!(is_field_name(key), "{key}");
         }
     }
@@ -512,7 +523,10 @@ mod tests {
     fn wide_deep_and_huge_inputs_stay_bounded() {
         let wide: Map<String, Value> = (0..500).map(|i| (format!("f{i}"), json!(i))).collect();
         let got = merged(&[Value::Object(wide)]);
-        assert_eq!(got, json!({"type": "object", "additionalProperties": {"type": "integer"}}));
+        assert_eq!(
+            got,
+            json!({"type": "object", "additionalProperties": {"type": "integer"}})
+        );
         let mut deep = json!(1);
         for _ in 0..500 {
             deep = json!({ "a": deep });
@@ -522,8 +536,9 @@ mod tests {
         assert!(s.nodes() <= MAX_DEPTH + 2, "{}", s.nodes());
         let mut v = Map::new();
         for i in 0..60 {
-            let inner: Map<String, Value> =
-                (0..60).map(|j| (format!("g{j}"), json!({"x": [{"y": i}]}))).collect();
+            let inner: Map<String, Value> = (0..60)
+                .map(|j| (format!("g{j}"), json!({"x": [{"y": i}]})))
+                .collect();
             v.insert(format!("k{i}"), Value::Object(inner));
         }
         let s = of(Value::Object(v));
@@ -544,7 +559,10 @@ mod tests {
         let stored = serde_json::to_string(&s).unwrap();
         let schema = s.to_schema().to_string();
         for text in [stored, schema] {
-            assert!(!text.contains(secret) && !text.contains("123456789") && !text.contains("1.25"), "{text}");
+            assert!(
+                !text.contains(secret) && !text.contains("123456789") && !text.contains("1.25"),
+                "{text}"
+            );
         }
         assert!(Shape::of_json("{not json").is_none());
         assert!(Shape::of_json("1 2").is_none());

@@ -248,7 +248,9 @@ fn shape_of(result: &CallToolResult) -> Option<Shape> {
     }
     let block = |c: &ContentBlock| match c {
         ContentBlock::Text(t) => Some(Shape::of_json(&t.text).unwrap_or_else(Shape::string)),
-        other => serde_json::to_value(other).ok().map(|v| Shape::of_value(&v)),
+        other => serde_json::to_value(other)
+            .ok()
+            .map(|v| Shape::of_value(&v)),
     };
     match result.content.as_slice() {
         [] => Shape::of_json("null"),
@@ -283,6 +285,9 @@ mod tests {
             {"type": "image", "data": "AAA=", "mimeType": "image/png"}]})));
         assert_eq!(two["type"], "array", "{two}");
         assert!(!two.to_string().contains("AAA="), "{two}");
-        assert_eq!(schema(&result(json!({"content": []}))), json!({"type": "null"}));
+        assert_eq!(
+            schema(&result(json!({"content": []}))),
+            json!({"type": "null"})
+        );
     }
 }

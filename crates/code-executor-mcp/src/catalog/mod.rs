@@ -163,7 +163,12 @@ impl Catalog {
 
     /// Learns the output type of `tool` (of `server`) from one of its results, unless it
     /// declares one (see [`learned`]).
-    pub(crate) async fn learn(&self, server: &str, tool: &Tool, result: &rmcp::model::CallToolResult) {
+    pub(crate) async fn learn(
+        &self,
+        server: &str,
+        tool: &Tool,
+        result: &rmcp::model::CallToolResult,
+    ) {
         if tool.output_schema.is_some() || result.is_error == Some(true) {
             return;
         }
@@ -575,7 +580,11 @@ impl Catalog {
     /// (The server's answer carries the reason as text.)
     pub async fn schema(&self, name: &str) -> Result<Value, String> {
         let (server, tool) = self.resolve(None, name, Asker::Agent).await?;
-        Ok(describe(&server, &self.typed(&server, &tool).await, Detail::Full))
+        Ok(describe(
+            &server,
+            &self.typed(&server, &tool).await,
+            Detail::Full,
+        ))
     }
 
     /// `list_servers`.

@@ -128,7 +128,7 @@ pub(crate) fn typescript(servers: &[ServerTools]) -> String {
                         doc.truncate(doc.len() - 4);
                     }
                     for key in names(&tool.name) {
-                        let _ = write!(members, "    {doc}{}: {ty};\n", ts_key(&key));
+                        let _ = writeln!(members, "    {doc}{}: {ty};", ts_key(&key));
                     }
                 }
             }
@@ -152,13 +152,11 @@ fn names(name: &str) -> Vec<String> {
     }
 }
 
-/// Python stubs: a module per tool (`(module name, text)`) with its types, and the module
-/// that declares `tools` and `atools`, importing them.
-pub(crate) fn python(servers: &[ServerTools]) -> (Vec<(String, String)>, String) {
+/// Python stubs: a module per tool (`(module name, text)`, named `<prefix><n>`) with its
+/// types, and the module that declares `tools` and `atools`, importing them.
+pub(crate) fn python(servers: &[ServerTools], prefix: &str) -> (Vec<(String, String)>, String) {
     let mut modules = Vec::new();
-    let mut main = String::from(
-        "from typing import Any, overload, Unpack\n",
-    );
+    let mut main = String::from("from typing import Any, overload, Unpack\n");
     let mut classes = String::new();
     let mut tools_attrs = String::new();
     let mut atools_attrs = String::new();
@@ -176,7 +174,7 @@ pub(crate) fn python(servers: &[ServerTools]) -> (Vec<(String, String)>, String)
             Some(tools) => {
                 for tool in tools {
                     let r = schema_py::render(tool);
-                    let module = format!("_cem_t{n}");
+                    let module = format!("{prefix}{n}");
                     n += 1;
                     let mut text = String::from(schema_py::PRELUDE);
                     text.push('\n');
@@ -194,7 +192,10 @@ pub(crate) fn python(servers: &[ServerTools]) -> (Vec<(String, String)>, String)
                     };
                     let (args, result) = (q(&r.args_type), q(&r.result_type));
                     let default = if optional_args(tool) { " = ..." } else { "" };
-                    for (cls, asy) in [(format!("_T{}", n - 1), ""), (format!("_AT{}", n - 1), "async ")] {
+                    for (cls, asy) in [
+                        (format!("_T{}", n - 1), ""),
+                        (format!("_AT{}", n - 1), "async "),
+                    ] {
                         let _ = write!(
                             classes,
                             "class {cls}:\n    signature: str | None\n    @overload\n    {asy}def __call__(self, args: {args}{default}, /) -> {result}: ...\n    @overload\n    {asy}def __call__(self, /, **kwargs: Unpack[{args}]) -> {result}: ...\n\n"
@@ -211,7 +212,10 @@ pub(crate) fn python(servers: &[ServerTools]) -> (Vec<(String, String)>, String)
                 async_body.push_str("    def __getitem__(self, name: str) -> Any: ...\n");
             }
         }
-        let _ = write!(classes, "class {sync_cls}:\n{sync_body}\nclass {async_cls}:\n{async_body}\n");
+        let _ = write!(
+            classes,
+            "class {sync_cls}:\n{sync_body}\nclass {async_cls}:\n{async_body}\n"
+        );
         let attr = ident(server);
         if schema_py::py_ident(&attr) == attr {
             let _ = writeln!(tools_attrs, "    {attr}: {sync_cls}");
@@ -242,7 +246,9 @@ pub(crate) fn wrap_ts(code: &str) -> Wrapped {
     // (the same length, so nothing moves).
     let code = neutralise_directives(code);
     Wrapped {
-        text: format!("async function __cemMain(args: any): Promise<unknown> {{\n{code}\n}}\nexport {{}};\n"),
+        text: format!(
+            "async function __cemMain(args: any): Promise<unknown> {{\n{code}\n}}\nexport {{}};\n"
+        ),
         lines_before: 1,
         indent: 0,
     }
@@ -252,11 +258,9 @@ fn neutralise_directives(code: &str) -> String {
     code.split_inclusive('\n')
         .map(|line| {
             let t = line.trim_start();
-            if t.starts_with("///") {
-                let pad = line.len() - t.len();
-                format!("{}//_{}", &line[..pad], &t[3..])
-            } else {
-                line.to_string()
+            match t.strip_prefix("///") {
+                Some(rest) => format!("{}//_{rest}", &line[..line.len() - t.len()]),
+                None => line.to_string(),
             }
         })
         .collect()
@@ -300,7 +304,9 @@ mod tests {
     fn the_servers_code_names_are_found() {
         let got = |c: &str| referenced(c).map(|s| s.into_iter().collect::<Vec<_>>());
         assert_eq!(
-            got("const a = await tools.time.now({});\nawait tools['my-server'].x(); atools.git.log()"),
+            got(
+                "const a = await tools.time.now({});\nawait tools['my-server'].x(); atools.git.log()"
+            ),
             Some(vec!["git".into(), "my-server".into(), "time".into()])
         );
         assert_eq!(got("const t = tools; t.x.y()"), None);

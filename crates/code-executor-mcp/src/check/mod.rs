@@ -107,12 +107,19 @@ pub(crate) enum CheckError {
         "the code was to be type-checked (check: true), but no {language} checker was found: \
          {hint}; or call without check"
     )]
-    NoChecker { language: &'static str, hint: String },
+    NoChecker {
+        language: &'static str,
+        hint: String,
+    },
     /// The checker could not be run, or gave no answer we could read.
-    #[error("the code could not be type-checked: {0}; nothing ran (call without check to run it unchecked)")]
+    #[error(
+        "the code could not be type-checked: {0}; nothing ran (call without check to run it unchecked)"
+    )]
     Failed(String),
     /// The checker took longer than allowed.
-    #[error("type-checking the code took longer than {0} ms; nothing ran (call without check to run it unchecked)")]
+    #[error(
+        "type-checking the code took longer than {0} ms; nothing ran (call without check to run it unchecked)"
+    )]
     Timeout(u128),
 }
 
@@ -128,7 +135,10 @@ fn found(checker: &str, diagnostics: &[Diagnostic]) -> String {
         ));
     }
     if diagnostics.len() > MAX_SHOWN {
-        s.push_str(&format!("\n  ... and {} more", diagnostics.len() - MAX_SHOWN));
+        s.push_str(&format!(
+            "\n  ... and {} more",
+            diagnostics.len() - MAX_SHOWN
+        ));
     }
     s
 }
@@ -213,7 +223,11 @@ impl Checkers {
             Ok(c) if c.kind.language() == language => Ok(c.clone()),
             Ok(c) => Err(CheckError::NoChecker {
                 language: what,
-                hint: format!("{} checks {}, not {what}", c.label, c.kind.language().name()),
+                hint: format!(
+                    "{} checks {}, not {what}",
+                    c.label,
+                    c.kind.language().name()
+                ),
             }),
             Err(why) if why.is_empty() => Err(CheckError::NoChecker {
                 language: what,
@@ -249,7 +263,10 @@ impl Checkers {
             return Ok(());
         }
         let path = dir.join(name);
-        let tmp = dir.join(format!(".{name}.{}", self.next.fetch_add(1, Ordering::Relaxed)));
+        let tmp = dir.join(format!(
+            ".{name}.{}",
+            self.next.fetch_add(1, Ordering::Relaxed)
+        ));
         std::fs::write(&tmp, text)
             .and_then(|()| std::fs::rename(&tmp, &path))
             .map_err(|e| CheckError::Failed(format!("cannot write {}: {e}", path.display())))?;
@@ -286,17 +303,10 @@ impl Checkers {
             }
             Language::Python => {
                 self.write_once(&dir, "_cem_api.pyi", declare::PY_API)?;
-                let (modules, main) = declare::python(servers);
-                // Module names carry the hash of everything they import.
-                let mut all = main.clone();
-                for (_, t) in &modules {
-                    all.push_str(t);
-                }
-                let h = hash(&all);
-                let main = main.replace("import _cem_t", &format!("import _cem_{h}_t"));
-                let main = main.replace(" _cem_t", &format!(" _cem_{h}_t"));
-                for (m, text) in &modules {
-                    let name = m.replacen("_cem_t", &format!("_cem_{h}_t"), 1);
+                // Module names carry the hash of the tools they declare.
+                let h = hash(&serde_json::to_string(servers).unwrap_or_default());
+                let (modules, main) = declare::python(servers, &format!("_cem_{h}_t"));
+                for (name, text) in &modules {
                     self.write_once(&dir, &format!("{name}.pyi"), text)?;
                 }
                 let main_name = format!("_cem_tools_{h}");
@@ -336,13 +346,15 @@ impl Checkers {
 }
 
 /// The servers `code` may call, with the tools `allow` permits (declared and learned
-/// types): those it names after `tools.`, or every server when it uses `tools` otherwise. A
-/// server whose list cannot be had (it failed to start, or is still starting) is declared
+/// types): those it names after `tools.`, or every server when it uses `tools` otherwise.
+/// Servers not started yet are started (the run would start them anyway), waiting until
+/// `deadline`; one whose list cannot be had by then (it failed to start) is declared
 /// untyped.
 pub(crate) async fn servers_for(
     catalog: &crate::catalog::Catalog,
     allow: &crate::policy::ToolAllowlist,
     code: &str,
+    deadline: Instant,
 ) -> Vec<ServerTools> {
     let names: Vec<String> = catalog.upstreams().names().map(str::to_string).collect();
     let wanted: Vec<String> = match declare::referenced(code) {
@@ -353,9 +365,12 @@ pub(crate) async fn servers_for(
         None => names,
     };
     let view = crate::catalog::ToolView::default();
-    let lists = futures::future::join_all(wanted.iter().map(|s| {
-        catalog.tools(&view, Some(s), allow, Some(crate::upstream::SEARCH_START_WAIT))
-    }))
+    let wait = deadline.saturating_duration_since(Instant::now());
+    let lists = futures::future::join_all(
+        wanted
+            .iter()
+            .map(|s| catalog.tools(&view, Some(s), allow, Some(wait))),
+    )
     .await;
     let mut out = Vec::with_capacity(wanted.len());
     for (server, list) in wanted.into_iter().zip(lists) {
@@ -378,15 +393,36 @@ fn hash(text: &str) -> String {
     d.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
+const DIR_PREFIX: &str = "code-executor-check-";
+
+/// Removes the directories of checks whose server is gone (killed before it could).
+fn remove_stale_dirs(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(DIR_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 fn make_dir() -> Result<WorkDir, String> {
     use std::os::unix::fs::DirBuilderExt;
+    remove_stale_dirs(&std::env::temp_dir());
     let mut random = [0u8; 8];
     getrandom::fill(&mut random).map_err(|e| e.to_string())?;
     let suffix: String = random.iter().map(|b| format!("{b:02x}")).collect();
-    let dir = std::env::temp_dir().join(format!(
-        "code-executor-check-{}-{suffix}",
-        std::process::id()
-    ));
+    let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{suffix}", std::process::id()));
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(&dir)
@@ -535,7 +571,10 @@ async fn run(
             cmd.args(["--outputjson", code]);
             let config = dir.join("pyrightconfig.json");
             if !config.exists() {
-                let _ = std::fs::write(&config, r#"{"extraPaths": ["."], "typeCheckingMode": "standard"}"#);
+                let _ = std::fs::write(
+                    &config,
+                    r#"{"extraPaths": ["."], "typeCheckingMode": "standard"}"#,
+                );
             }
         }
     }
@@ -550,9 +589,9 @@ async fn run(
             cmd.env(key, v);
         }
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| CheckError::Failed(format!("cannot run {}: {e}", checker.program.display())))?;
+    let mut child = cmd.spawn().map_err(|e| {
+        CheckError::Failed(format!("cannot run {}: {e}", checker.program.display()))
+    })?;
     let mut out = child.stdout.take();
     let mut err = child.stderr.take();
     let read = async {
@@ -611,9 +650,7 @@ fn parse(kind: Kind, output: &Output, code: &str, wrapped: &Wrapped) -> Vec<Diag
             return out;
         };
         for d in v["generalDiagnostics"].as_array().into_iter().flatten() {
-            if d["severity"] != "error"
-                || !d["file"].as_str().is_some_and(|f| f.ends_with(code))
-            {
+            if d["severity"] != "error" || !d["file"].as_str().is_some_and(|f| f.ends_with(code)) {
                 continue;
             }
             let start = &d["range"]["start"];
@@ -673,7 +710,11 @@ fn parse_tsc(line: &str, code: &str) -> Option<(u32, u32, String)> {
     let (l, c) = pos.split_once(',')?;
     let rest = rest.strip_prefix("error ")?;
     let (code_id, msg) = rest.split_once(": ")?;
-    Some((l.parse().ok()?, c.parse().ok()?, format!("{msg} [{code_id}]")))
+    Some((
+        l.parse().ok()?,
+        c.parse().ok()?,
+        format!("{msg} [{code_id}]"),
+    ))
 }
 
 /// `code_1.py:12:14: <rest>`, the rest read by `message`.
@@ -708,7 +749,9 @@ mod tests {
         let ts = declare::wrap_ts("const a = 1;\nconst n: number = 'x';");
         let got = parse(
             Kind::Tsc,
-            &out("code-3.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n  more detail\ntools-x.d.ts(1,1): error TS1: elsewhere"),
+            &out(
+                "code-3.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n  more detail\ntools-x.d.ts(1,1): error TS1: elsewhere",
+            ),
             "code-3.ts",
             &ts,
         );
@@ -717,31 +760,49 @@ mod tests {
             vec![Diagnostic {
                 line: 2,
                 column: 7,
-                message: "Type 'string' is not assignable to type 'number'. [TS2322] more detail".into()
+                message: "Type 'string' is not assignable to type 'number'. [TS2322] more detail"
+                    .into()
             }]
         );
         let py = declare::wrap_py("x = 1\nn: int = 'a'", "_cem_tools_x");
         let got = parse(
             Kind::Ty,
-            &out("code_1.py:6:14: error[invalid-assignment] Object of type `str` is not assignable to `int`\ncode_1.py:6:1: warning[x] w"),
+            &out(
+                "code_1.py:6:14: error[invalid-assignment] Object of type `str` is not assignable to `int`\ncode_1.py:6:1: warning[x] w",
+            ),
             "code_1.py",
             &py,
         );
-        assert_eq!((got[0].line, got[0].column, got.len()), (2, 10, 1), "{got:?}");
+        assert_eq!(
+            (got[0].line, got[0].column, got.len()),
+            (2, 10, 1),
+            "{got:?}"
+        );
         let got = parse(
             Kind::Mypy,
-            &out("/tmp/d/code_1.py:6:14: error: Incompatible types in assignment  [assignment]\ncode_1.py:6:14: note: x"),
+            &out(
+                "/tmp/d/code_1.py:6:14: error: Incompatible types in assignment  [assignment]\ncode_1.py:6:14: note: x",
+            ),
             "code_1.py",
             &py,
         );
         assert_eq!((got[0].line, got.len()), (2, 1), "{got:?}");
         let got = parse(
             Kind::Pyright,
-            &out(r#"{"generalDiagnostics": [{"file": "/d/code_1.py", "severity": "error", "message": "m", "rule": "r", "range": {"start": {"line": 5, "character": 13}}}]}"#),
+            &out(
+                r#"{"generalDiagnostics": [{"file": "/d/code_1.py", "severity": "error", "message": "m", "rule": "r", "range": {"start": {"line": 5, "character": 13}}}]}"#,
+            ),
             "code_1.py",
             &py,
         );
-        assert_eq!(got[0], Diagnostic { line: 2, column: 10, message: "m [r]".into() });
+        assert_eq!(
+            got[0],
+            Diagnostic {
+                line: 2,
+                column: 10,
+                message: "m [r]".into()
+            }
+        );
     }
 
     #[test]

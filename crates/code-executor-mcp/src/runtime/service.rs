@@ -229,7 +229,9 @@ impl Runtime {
         // request may call.
         if self.checkers.wanted(req.check) {
             let allow = self.policy.allowlist(req.allowed_tools.clone());
-            let servers = crate::check::servers_for(&self.catalog, &allow, &req.code).await;
+            let servers =
+                crate::check::servers_for(&self.catalog, &allow, &req.code, deadline.into_std())
+                    .await;
             if let Err(e) = self
                 .checkers
                 .check(language, &req.code, &servers, deadline.into_std())

@@ -15,7 +15,8 @@
 //! - [`upstream`]: upstream starts: hangs, backoff, start errors;
 //! - [`llm_provider`]: model calls answered by a configured provider;
 //! - [`skills`]: skills saved, versioned, found and called from code, flagged, a project's held back;
-//! - [`signatures`]: generated TypeScript and Python signatures, by snapshot (`snapshots/`).
+//! - [`signatures`]: generated TypeScript and Python signatures, by snapshot (`snapshots/`);
+//! - [`types`]: output types learned from results, and code type-checked before it runs.
 //!
 //! One module's tests: `cargo test -p code-executor-mcp --test execution -- sessions::`.
 
@@ -44,4 +45,5 @@ mod robustness;
 mod sessions;
 mod signatures;
 mod skills;
+mod types;
 mod upstream;

@@ -710,12 +710,25 @@ pub fn unwrap_result(result: CallToolResult) -> CallOutcome {
 fn raw_block(c: ContentBlock) -> Box<RawValue> {
     let encoded = match c {
         ContentBlock::Text(t) => match json_text(&t.text) {
-            Some(raw) => return raw.to_owned(),
+            Some(raw) => return one_line(raw),
             None => serde_json::value::to_raw_value(&t.text),
         },
         other => serde_json::value::to_raw_value(&other),
     };
     encoded.unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// `raw` without raw line breaks: a frame to the worker holds none in its JSON (a newline
+/// early in a frame starts the text after its JSON: `worker_protocol::framing`). In valid
+/// JSON a raw line break can only be whitespace (a string holds them escaped), so each is
+/// written as a space: the same JSON, the same value.
+fn one_line(raw: &RawValue) -> Box<RawValue> {
+    let text = raw.get();
+    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_none() {
+        return raw.to_owned();
+    }
+    let flat = text.replace(['\n', '\r'], " ");
+    RawValue::from_string(flat).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 /// A text that is JSON, as that JSON (whitespace around it dropped), by one scan. A lone
@@ -768,6 +781,20 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(unwrap_result(result(input.clone())), want, "{input}");
         }
+        // Pretty-printed JSON reaches the worker on one line (a raw newline early in a frame
+        // would end its JSON), as the same value.
+        let pretty = "{\n  \"HOME\": \"/root\",\r\n  \"a\": [1,\n 2]\n}\n";
+        let got = unwrap_result(result(
+            json!({"content": [{"type": "text", "text": pretty}]}),
+        ));
+        let CallOutcome::Ok { value } = &got else {
+            panic!("{got:?}")
+        };
+        assert!(!value.get().contains(['\n', '\r']), "{}", value.get());
+        assert_eq!(
+            serde_json::from_str::<Value>(value.get()).unwrap(),
+            json!({"HOME": "/root", "a": [1, 2]})
+        );
         // One text that is not JSON goes as it is (a lone surrogate escape is not JSON).
         for text in ["Echo: hi", "\"\\ud800\"", "[1,", " "] {
             let got = unwrap_result(result(json!({"content": [{"type": "text", "text": text}]})));
