@@ -43,8 +43,13 @@ pub(crate) fn referenced(code: &str) -> Option<BTreeSet<String>> {
             continue; // a longer word (`toolsList`)
         }
         let rest = rest.trim_start();
-        let rest = rest.strip_prefix("?.").map_or(rest, |r| r);
-        if let Some(after) = rest.strip_prefix('.') {
+        // `tools?.x` and `tools.x` name x; `tools?.[...]` and `tools[...]` index.
+        let (rest, dotted) = match rest.strip_prefix("?.") {
+            Some(r) if r.trim_start().starts_with('[') => (r.trim_start(), None),
+            Some(r) => (r, Some(r)),
+            None => (rest, rest.strip_prefix('.')),
+        };
+        if let Some(after) = dotted {
             let name: String = after
                 .trim_start()
                 .chars()
