@@ -219,7 +219,7 @@ impl ServerHandler for Synthetic {
         let args = request.arguments.unwrap_or_default();
         let v = self.answer(&request.name, &args);
         Ok(CallToolResult::success(vec![ContentBlock::text(
-            serde_json::to_string_pretty(&v).unwrap_or_default(),
+            v.to_string(),
         )])
         .into())
     }
