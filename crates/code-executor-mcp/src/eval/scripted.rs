@@ -90,7 +90,14 @@ fn check_step(i: usize, step: &Step, listed: &Listed) -> Result<(), String> {
     })?;
     if !tools.iter().any(|t| t.name == step.tool) {
         let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-        names.sort_by_key(|n| usize::from(!n.contains(step.tool.as_str())));
+        // The likeliest meant first: the longest common beginning, then the name.
+        let common = |n: &str| {
+            n.bytes()
+                .zip(step.tool.bytes())
+                .take_while(|(a, b)| a.eq_ignore_ascii_case(b))
+                .count()
+        };
+        names.sort_by(|a, b| common(b).cmp(&common(a)).then(a.cmp(b)));
         names.truncate(12);
         return Err(format!(
             "step {i}: server {:?} has no tool {:?} (it has: {}); fix the task",

@@ -217,11 +217,26 @@ impl ServerHandler for Synthetic {
             ));
         }
         let args = request.arguments.unwrap_or_default();
+        // A required argument missing is the tool's error, as real APIs answer it.
+        let required = self
+            .tools
+            .iter()
+            .find(|t| t.name == request.name)
+            .and_then(|t| t.input_schema.get("required").cloned())
+            .and_then(|r| r.as_array().cloned())
+            .unwrap_or_default();
+        if let Some(missing) = required
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|k| !args.contains_key(*k))
+        {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "missing required argument {missing:?}"
+            ))])
+            .into());
+        }
         let v = self.answer(&request.name, &args);
-        Ok(CallToolResult::success(vec![ContentBlock::text(
-            v.to_string(),
-        )])
-        .into())
+        Ok(CallToolResult::success(vec![ContentBlock::text(v.to_string())]).into())
     }
 }
 
