@@ -135,6 +135,9 @@ enum Command {
     Demo,
     /// Measure latency against a direct MCP baseline and print JSON (see README).
     Bench(crate::bench::BenchArgs),
+    /// Measure code mode against direct tool calls on the configured servers: context cost,
+    /// tokens, turns and time of scripted tasks (table, --json, --chart; see docs/eval.md).
+    Eval(Box<crate::eval::EvalArgs>),
     /// Check the sandbox layer by layer, the configuration and the JS worker.
     Doctor,
     /// Show the merged upstream configuration.
@@ -633,6 +636,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => crate::bench::run(options(&cli)?, args).await,
+        Some(Command::Eval(args)) => {
+            let (config, settings, opts) = load(&cli)?;
+            crate::eval::run(config, settings, opts, args).await
+        }
         Some(Command::Login { server, timeout }) => {
             let (config, _, _) = load(&cli)?;
             let spec = config.servers.get(server).with_context(|| {

@@ -14,6 +14,8 @@ pub const VERSION: &str = concat!(
 pub const WORKER_ARG: &str = "__worker";
 /// First argument of the binary re-entered as the built-in demo MCP server.
 pub const DEMO_SERVER_ARG: &str = "__demo-server";
+/// First argument of the binary re-entered as one server of the synthetic catalog (`eval`).
+pub const SYNTHETIC_SERVER_ARG: &str = "__synthetic-server";
 
 /// Default number of pre-started JavaScript workers: one request in flight and one spare
 /// covers an agent's sequential use; each idle worker costs a few MB.

@@ -21,6 +21,7 @@ use crate::options::CoreOptions;
 use crate::principal::Principal;
 use crate::runtime::execution::ExecRequest;
 use crate::server::{render_text, tool_definitions};
+use crate::tokens::count_tokens;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -334,12 +335,6 @@ pub fn demo_config(exe: &std::path::Path) -> Config {
         servers: BTreeMap::from([("shop".to_string(), spec)]),
         ..Config::default()
     }
-}
-
-/// cl100k tokens of a text (what GPT-4-class tokenizers count; close to other models').
-pub fn count_tokens(text: &str) -> anyhow::Result<usize> {
-    let bpe = tiktoken_rs::cl100k_base()?;
-    Ok(bpe.encode_with_special_tokens(text).len())
 }
 
 /// `code-executor-mcp demo`.

@@ -16,6 +16,7 @@ fn main() -> ExitCode {
             }
         }
         Some(code_executor_mcp::DEMO_SERVER_ARG) => code_executor_mcp::demo::serve_demo_main(),
+        Some(code_executor_mcp::SYNTHETIC_SERVER_ARG) => code_executor_mcp::serve_synthetic_main(),
         _ => {
             // Large blocks freed are kept for reuse (`sandbox::heap`): a large value passes
             // through several buffers on each hop. The server gives them back once it is quiet.

@@ -228,8 +228,8 @@ pub(super) async fn tokens(ours: &Client) -> anyhow::Result<Value> {
         .collect();
     let own: Vec<_> = tools.iter().filter(|t| names.contains(&t.name)).collect();
     Ok(json!({
-        "tools_list_cl100k": crate::demo::count_tokens(&text)?,
-        "own_cl100k": crate::demo::count_tokens(&serde_json::to_string(&own)?)?,
+        "tools_list_cl100k": crate::tokens::count_tokens(&text)?,
+        "own_cl100k": crate::tokens::count_tokens(&serde_json::to_string(&own)?)?,
         "tools": tools.len(),
         "direct_tools": tools.len() - own.len(),
         "bytes": text.len(),

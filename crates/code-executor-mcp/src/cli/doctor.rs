@@ -250,7 +250,7 @@ async fn direct_tools(config: &Config, settings: &Settings) {
     let count = |tools: &[rmcp::model::Tool]| {
         serde_json::to_string(tools)
             .ok()
-            .and_then(|t| crate::demo::count_tokens(&t).ok())
+            .and_then(|t| crate::tokens::count_tokens(&t).ok())
             .unwrap_or(0)
     };
     say(&format!(

@@ -9,6 +9,8 @@
 //! - [`hostile_config`]: hostile files in place of every config-like file we read;
 //! - [`install`]: the wheel, npm and `cargo install` artifacts, installed and run;
 //! - [`deploy`]: the Kubernetes manifests, checked offline;
+//! - [`eval`]: `eval` over the reference servers and the synthetic catalog, hostile task
+//!   files, and the model mode against a scripted mock provider;
 //! - [`container`]: the container image with Podman (built once per process).
 //!
 //! One module's tests: `cargo test -p code-executor-mcp --test cli -- setup::`.
@@ -28,6 +30,7 @@ mod client_config;
 mod client_trust;
 mod container;
 mod deploy;
+mod eval;
 mod hostile_config;
 mod install;
 mod settings_trust;

@@ -1,0 +1,301 @@
+//! Scripted runs: each task's direct call sequence against the upstreams, and its code
+//! through our server, several times each, measured as [`super::measure`] says.
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolResult;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::context::{Listed, ratio};
+use super::error::EvalError;
+use super::measure::{Tally, Turn, median, round_ms};
+use super::sides::{Ours, code_args, context_text};
+use super::tasks::{Step, Task, resolve_args};
+use crate::upstream::Upstreams;
+
+/// Longest error text kept in a report row.
+const ERROR_CHARS: usize = 400;
+
+/// One way of one task, over its runs.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Side {
+    /// Every run completed and the answer held what the task expects.
+    pub ok: bool,
+    /// What went wrong, and what to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Tokens of the first run.
+    pub tokens: Tally,
+    /// Every run passed the same number of tokens.
+    pub tokens_stable: bool,
+    pub turns: usize,
+    /// Median wall time of the tool calls (model time excluded), in milliseconds.
+    pub ms: f64,
+    pub ms_runs: Vec<f64>,
+}
+
+/// One task, both ways.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Row {
+    pub task: String,
+    pub direct: Side,
+    pub code: Side,
+    /// Code / direct: context tokens, billed input tokens, turns, wall time.
+    pub ratios: Ratios,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Ratios {
+    pub tokens: f64,
+    pub input: f64,
+    pub turns: f64,
+    pub time: f64,
+}
+
+/// One run one way.
+struct Run {
+    tally: Tally,
+    turns: usize,
+    ms: f64,
+    error: Option<String>,
+    /// Code mode: the result's JSON (the answer a model would relay).
+    answer: Option<String>,
+}
+
+fn cut(s: &str) -> String {
+    let mut out: String = s.chars().take(ERROR_CHARS).collect();
+    if out.len() < s.len() {
+        out.push_str("...");
+    }
+    out.replace('\n', " ")
+}
+
+/// Whether `step` names a listed server and tool; else what to fix.
+fn check_step(i: usize, step: &Step, listed: &Listed) -> Result<(), String> {
+    let Some((_, tools)) = listed.iter().find(|(n, _)| *n == step.server) else {
+        let names: Vec<&str> = listed.iter().map(|(n, _)| n.as_str()).collect();
+        return Err(format!(
+            "step {i}: no server named {:?} is configured (configured: {}); fix the task or --config",
+            step.server,
+            names.join(", ")
+        ));
+    };
+    let tools = tools.as_ref().map_err(|e| {
+        format!(
+            "step {i}: server {:?} did not list its tools: {}",
+            step.server,
+            cut(e)
+        )
+    })?;
+    if !tools.iter().any(|t| t.name == step.tool) {
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        // The likeliest meant first: the longest common beginning, then the name.
+        let common = |n: &str| {
+            n.bytes()
+                .zip(step.tool.bytes())
+                .take_while(|(a, b)| a.eq_ignore_ascii_case(b))
+                .count()
+        };
+        names.sort_by(|a, b| common(b).cmp(&common(a)).then(a.cmp(b)));
+        names.truncate(12);
+        return Err(format!(
+            "step {i}: server {:?} has no tool {:?} (it has: {}); fix the task",
+            step.server,
+            step.tool,
+            names.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+async fn direct_once(
+    up: &Upstreams,
+    listed: &Listed,
+    task: &Task,
+    schemas: usize,
+    answer: &str,
+    timeout: Duration,
+) -> Result<Run, EvalError> {
+    let mut turns = Vec::new();
+    let mut results: Vec<(Option<Value>, String)> = Vec::new();
+    let mut elapsed = Duration::ZERO;
+    let mut error = None;
+    for (i, step) in task.direct.iter().enumerate() {
+        if let Err(e) = check_step(i, step, listed) {
+            error = Some(e);
+            break;
+        }
+        let args = match resolve_args(&step.arguments, &results) {
+            Ok(a) => a,
+            Err(e) => {
+                error = Some(format!("step {i} ({}.{}): {e}", step.server, step.tool));
+                break;
+            }
+        };
+        let written = Value::Object(args.clone()).to_string();
+        let t = Instant::now();
+        let r = up.call(&step.server, &step.tool, args, timeout).await;
+        elapsed += t.elapsed();
+        match r {
+            Ok((result, _)) => {
+                let text = context_text(&result);
+                let failed = result.is_error == Some(true);
+                turns.push(Turn {
+                    written,
+                    result: text.clone(),
+                });
+                if failed {
+                    error = Some(format!(
+                        "step {i} ({}.{}) answered an error: {}; fix the task's arguments",
+                        step.server,
+                        step.tool,
+                        cut(&text)
+                    ));
+                    break;
+                }
+                results.push((result.structured_content, text));
+            }
+            Err(e) => {
+                error = Some(format!(
+                    "step {i} ({}.{}) failed: {}",
+                    step.server,
+                    step.tool,
+                    cut(&e.to_string())
+                ));
+                break;
+            }
+        }
+    }
+    if error.is_none() {
+        let seen: Vec<&str> = results.iter().map(|(_, t)| t.as_str()).collect();
+        if let Some(m) = task.expect.missing(&seen.join("\n")) {
+            error = Some(format!("the results do not contain the expected {m:?}"));
+        }
+    }
+    Ok(Run {
+        tally: Tally::of(schemas, &task.prompt, &turns, answer)?,
+        turns: turns.len() + 1,
+        ms: elapsed.as_secs_f64() * 1e3,
+        error,
+        answer: None,
+    })
+}
+
+/// The answer a model relays from our result: the result's JSON.
+fn code_answer(result: &CallToolResult) -> String {
+    result
+        .structured_content
+        .as_ref()
+        .and_then(|s| s.get("result"))
+        .map(Value::to_string)
+        .unwrap_or_else(|| context_text(result))
+}
+
+async fn code_once(
+    ours: &Ours,
+    task: &Task,
+    schemas: usize,
+    answer: Option<&str>,
+) -> Result<Run, EvalError> {
+    let args = code_args(&task.code);
+    let written = Value::Object(args.clone()).to_string();
+    let (r, elapsed) = ours.call(task.language.tool(), args).await;
+    let (text, error, relayed) = match r {
+        Ok(result) => {
+            let text = context_text(&result);
+            if result.is_error == Some(true) {
+                let e = format!(
+                    "the code failed: {}; fix the task's code (try it with `code-executor-mcp exec`)",
+                    cut(&text)
+                );
+                (text, Some(e), None)
+            } else {
+                let missing = task
+                    .expect
+                    .missing(&text)
+                    .map(|m| format!("the result does not contain the expected {m:?}"));
+                let relayed = code_answer(&result);
+                (text, missing, Some(relayed))
+            }
+        }
+        Err(e) => (
+            String::new(),
+            Some(format!("our server failed: {}", cut(&e))),
+            None,
+        ),
+    };
+    let answer_text = answer
+        .map(str::to_string)
+        .or_else(|| relayed.clone())
+        .unwrap_or_default();
+    let turns = [Turn {
+        written,
+        result: text,
+    }];
+    Ok(Run {
+        tally: Tally::of(schemas, &task.prompt, &turns, &answer_text)?,
+        turns: 2,
+        ms: elapsed.as_secs_f64() * 1e3,
+        error,
+        answer: relayed,
+    })
+}
+
+fn side(runs: &[Run]) -> Side {
+    let first = runs.first();
+    let error = runs.iter().find_map(|r| r.error.clone());
+    Side {
+        ok: error.is_none() && !runs.is_empty(),
+        error,
+        tokens: first.map(|r| r.tally).unwrap_or_default(),
+        tokens_stable: runs.windows(2).all(|w| w[0].tally == w[1].tally),
+        turns: first.map_or(0, |r| r.turns),
+        ms: round_ms(median(runs.iter().map(|r| r.ms).collect())),
+        ms_runs: runs.iter().map(|r| round_ms(r.ms)).collect(),
+    }
+}
+
+/// What the scripted runs need.
+pub(crate) struct Setup<'a> {
+    pub up: &'a Upstreams,
+    pub ours: &'a Ours,
+    pub listed: &'a Listed,
+    pub direct_schemas: usize,
+    pub our_schemas: usize,
+    pub runs: usize,
+    pub warmup: usize,
+    pub timeout: Duration,
+}
+
+/// Runs `task` both ways, `warmup` untimed times then `runs` times, code first in each
+/// round (its result is the answer both ways).
+pub(crate) async fn run_task(s: &Setup<'_>, task: &Task) -> Result<Row, EvalError> {
+    let mut direct = Vec::new();
+    let mut code = Vec::new();
+    for round in 0..s.warmup + s.runs.max(1) {
+        let c = code_once(s.ours, task, s.our_schemas, task.answer.as_deref()).await?;
+        let answer = task
+            .answer
+            .clone()
+            .or_else(|| c.answer.clone())
+            .unwrap_or_default();
+        let d = direct_once(s.up, s.listed, task, s.direct_schemas, &answer, s.timeout).await?;
+        if round >= s.warmup {
+            code.push(c);
+            direct.push(d);
+        }
+    }
+    let (direct, code) = (side(&direct), side(&code));
+    Ok(Row {
+        task: task.name.clone(),
+        ratios: Ratios {
+            tokens: ratio(code.tokens.context as f64, direct.tokens.context as f64),
+            input: ratio(code.tokens.input as f64, direct.tokens.input as f64),
+            turns: ratio(code.turns as f64, direct.turns as f64),
+            time: ratio(code.ms, direct.ms),
+        },
+        direct,
+        code,
+    })
+}

@@ -1,0 +1,555 @@
+//! `code-executor-mcp eval`: over the five reference servers (interop) it reproduces its own
+//! numbers (tokens and turns exactly, wall times within a generous bound) and draws its
+//! chart; over the built-in synthetic catalog (no install needed) it counts hundreds of
+//! tools, reports hostile task files and failing steps or code as clear rows or errors, and
+//! drives a scripted mock model provider in both modes and both API styles.
+//!
+//! The reference tests need `scripts/setup-interop.sh`: without it they print a loud SKIP,
+//! unless `CODE_EXECUTOR_REQUIRE_INTEROP=1` makes that a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use test_support::TempDir;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::common::EXE;
+
+fn interop() -> Option<PathBuf> {
+    let prefix = std::env::var_os("CODE_EXECUTOR_INTEROP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/code-executor-interop"));
+    if prefix.join(".ready").exists() {
+        return Some(prefix);
+    }
+    let msg = format!(
+        "interop harness not installed at {}; run scripts/setup-interop.sh",
+        prefix.display()
+    );
+    if std::env::var_os("CODE_EXECUTOR_REQUIRE_INTEROP").is_some() {
+        panic!("{msg} (CODE_EXECUTOR_REQUIRE_INTEROP is set)");
+    }
+    eprintln!("\n==================== SKIP: {msg} ====================\n");
+    None
+}
+
+/// `eval ARGS` with a scratch home and working directory (no user settings), `env` added.
+fn eval(dir: &Path, config: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut cmd = Command::new(EXE);
+    cmd.current_dir(dir)
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env_remove("MCP_CONFIG_PATH")
+        .env_remove("CODE_EXECUTOR_CONFIG_PATH")
+        .arg("--no-discover");
+    if let Some(c) = config {
+        cmd.arg("--config").arg(c);
+    }
+    cmd.arg("eval").args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "eval panicked: {stderr}");
+    out
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// The bars of one side in an SVG chart, as their `data-task`s.
+fn bars(svg: &str, side: &str) -> Vec<String> {
+    svg.split(&format!("class=\"bar {side}\" data-task=\""))
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap().to_string())
+        .collect()
+}
+
+/// Wall times of two runs agree within this: a factor of 5 plus 100 ms either way. Generous,
+/// because the machine is shared and a tool call is milliseconds; what must not happen is a
+/// run 10x the other, or a lost measurement.
+fn close(a: f64, b: f64) -> bool {
+    a <= 5.0 * b + 100.0 && b <= 5.0 * a + 100.0
+}
+
+#[test]
+fn reference_eval_reproduces_its_own_numbers_and_draws_its_chart() {
+    let Some(prefix) = interop() else { return };
+    let dir = TempDir::new("eval-ref");
+    let fx = dir.0.join("fixture");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/eval-fixture.sh");
+    let made = Command::new("bash")
+        .arg(&script)
+        .arg(&fx)
+        .arg(&prefix)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", text(&made));
+    let config = fx.join("upstreams.json");
+    let repo = format!("GIT_REPO={}", fx.join("git-repo").display());
+    let mut reports = Vec::new();
+    for run in 0..2 {
+        let json = dir.0.join(format!("run{run}.json"));
+        let chart = dir.0.join(format!("run{run}.svg"));
+        let out = eval(
+            &dir.0,
+            Some(&config),
+            &[
+                "--var",
+                &repo,
+                "--runs",
+                "3",
+                "--json",
+                json.to_str().unwrap(),
+                "--chart",
+                chart.to_str().unwrap(),
+            ],
+            &[],
+        );
+        let shown = text(&out);
+        assert!(out.status.success(), "{shown}");
+        eprintln!("{shown}");
+        assert!(
+            shown.contains("context cost of the tool definitions"),
+            "{shown}"
+        );
+        reports.push((read_json(&json), std::fs::read_to_string(&chart).unwrap()));
+    }
+    let (a, svg) = &reports[0];
+    let (b, _) = &reports[1];
+    // The shape.
+    assert_eq!(a["version"], 1);
+    assert_eq!(a["tokenizer"], "cl100k_base");
+    assert_eq!(a["runs"], 3);
+    let servers: Vec<&str> = a["context"]["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["server"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        servers,
+        ["everything", "filesystem", "git", "memory", "time"]
+    );
+    assert!(
+        a["context"]["direct_tokens"].as_u64().unwrap() > 5000,
+        "{a}"
+    );
+    assert!(
+        a["context"]["ours"]["tokens"].as_u64().unwrap() < 1000,
+        "{a}"
+    );
+    assert_eq!(a["context"], b["context"]);
+    let tasks = a["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 6);
+    for (ta, tb) in tasks.iter().zip(b["tasks"].as_array().unwrap()) {
+        let name = ta["task"].as_str().unwrap();
+        for way in ["direct", "code"] {
+            let (sa, sb) = (&ta[way], &tb[way]);
+            assert_eq!(sa["ok"], true, "{name} {way}: {sa}");
+            assert_eq!(sa["tokens_stable"], true, "{name} {way}: {sa}");
+            assert_eq!(sa["ms_runs"].as_array().unwrap().len(), 3);
+            // Tokens and turns: the same in both evals.
+            assert_eq!(sa["tokens"], sb["tokens"], "{name} {way}");
+            assert_eq!(sa["turns"], sb["turns"], "{name} {way}");
+            let (ma, mb) = (sa["ms"].as_f64().unwrap(), sb["ms"].as_f64().unwrap());
+            assert!(
+                ma > 0.0 && close(ma, mb),
+                "{name} {way}: {ma} ms vs {mb} ms"
+            );
+            let t = &sa["tokens"];
+            let parts: u64 = ["schemas", "prompt", "calls", "results", "answer"]
+                .iter()
+                .map(|k| t[k].as_u64().unwrap())
+                .sum();
+            assert_eq!(t["context"].as_u64().unwrap(), parts, "{name} {way}");
+        }
+        assert_eq!(ta["code"]["turns"], 2, "{name}");
+        assert!(ta["direct"]["turns"].as_u64().unwrap() >= 2, "{name}");
+    }
+    // The chart: valid SVG, a bar per task and side in each of its two panels.
+    assert!(
+        svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+        "{svg}"
+    );
+    assert!(svg.trim_end().ends_with("</svg>"));
+    let names: Vec<String> = tasks
+        .iter()
+        .map(|t| t["task"].as_str().unwrap().to_string())
+        .collect();
+    let twice: Vec<String> = names.iter().chain(&names).cloned().collect();
+    assert_eq!(bars(svg, "direct"), twice);
+    assert_eq!(bars(svg, "code"), twice);
+    assert_eq!(svg.matches("<rect").count(), 1 + 2 + 4 * names.len());
+}
+
+/// A task file over the synthetic catalog.
+fn synthetic_file(dir: &Path, tasks: Value) -> PathBuf {
+    let p = dir.join("tasks.json");
+    std::fs::write(
+        &p,
+        json!({"name": "t", "servers": "synthetic", "tasks": tasks}).to_string(),
+    )
+    .unwrap();
+    p
+}
+
+fn one_account_task() -> Value {
+    json!({
+        "name": "one-account",
+        "prompt": "Show the Salesforce account account-1003.",
+        "direct": [{"server": "salesforce", "tool": "get-account", "arguments": {"account_id": "account-1003"}}],
+        "code": {"language": "typescript", "source": "return await callMCPTool('salesforce', 'get-account', { account_id: 'account-1003' });"},
+        "expect": {"contains": ["account-1003"]}
+    })
+}
+
+#[test]
+fn the_synthetic_catalog_costs_hundreds_of_tools_directly_and_few_through_us() {
+    let dir = TempDir::new("eval-syn");
+    let out = eval(
+        &dir.0,
+        None,
+        &["--tasks", "synthetic", "--runs", "1", "--json"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["context"]["direct_tools"].as_u64().unwrap() >= 500, "{v}");
+    assert!(
+        v["context"]["direct_tokens"].as_u64().unwrap() > 20_000,
+        "{v}"
+    );
+    assert!(v["context"]["ratio"].as_f64().unwrap() < 0.05, "{v}");
+    for t in v["tasks"].as_array().unwrap() {
+        assert_eq!(t["direct"]["ok"], true, "{t}");
+        assert_eq!(t["code"]["ok"], true, "{t}");
+        assert!(t["ratios"]["tokens"].as_f64().unwrap() < 0.1, "{t}");
+    }
+}
+
+#[test]
+fn hostile_task_files_end_in_errors_that_say_what_to_do() {
+    let dir = TempDir::new("eval-hostile");
+    let cases: &[(&str, &str)] = &[
+        ("{ not json", "is not a valid task file"),
+        ("{\"tasks\": []}", "the file has no tasks"),
+        (
+            "{\"tasks\": [{\"name\": \"x\", \"prompt\": \"p\", \"direct\": [], \"code\": {\"language\": \"ts\", \"source\": \"1\"}}]}",
+            "\"direct\" has no steps",
+        ),
+        (
+            "{\"tasks\": [{\"name\": \"x\", \"prompt\": \"p\", \"direct\": [{\"server\": \"s\", \"tool\": \"t\"}], \"code\": {\"language\": \"cobol\", \"source\": \"1\"}}]}",
+            "use \"typescript\" or \"python\"",
+        ),
+        (
+            "{\"tasks\": [{\"name\": \"x\", \"prompt\": \"p\", \"direct\": [{\"server\": \"s\", \"tool\": \"t\", \"arguments\": {\"a\": \"${NOPE}\"}}], \"code\": {\"language\": \"ts\", \"source\": \"1\"}}]}",
+            "--var NOPE=VALUE",
+        ),
+    ];
+    for (i, (file, says)) in cases.iter().enumerate() {
+        let p = dir.0.join(format!("bad{i}.json"));
+        std::fs::write(&p, file).unwrap();
+        let out = eval(&dir.0, None, &["--tasks", p.to_str().unwrap()], &[]);
+        assert!(!out.status.success(), "{file}");
+        assert!(text(&out).contains(says), "{file}: {}", text(&out));
+    }
+    let missing = eval(&dir.0, None, &["--tasks", "/nonexistent/tasks.json"], &[]);
+    assert!(
+        text(&missing).contains("--tasks reference"),
+        "{}",
+        text(&missing)
+    );
+}
+
+#[test]
+fn failing_steps_and_code_are_report_rows_that_say_what_failed() {
+    let dir = TempDir::new("eval-fail");
+    let code = |source: &str| json!({"language": "typescript", "source": source});
+    let tasks = json!([
+        {"name": "unknown-server", "prompt": "p",
+         "direct": [{"server": "nowhere", "tool": "x"}], "code": code("return 1")},
+        {"name": "unknown-tool", "prompt": "p",
+         "direct": [{"server": "github", "tool": "list_issuez"}], "code": code("return 1")},
+        {"name": "step-error", "prompt": "p",
+         "direct": [{"server": "github", "tool": "get_issue", "arguments": {}}], "code": code("return 1")},
+        {"name": "bad-reference", "prompt": "p",
+         "direct": [{"server": "github", "tool": "list_issues", "arguments": {"limit": 1}},
+                    {"server": "github", "tool": "get_issue", "arguments": {"issue_id": {"$from": 0, "pointer": "/nothing"}}}],
+         "code": code("return 1")},
+        {"name": "code-throws", "prompt": "p",
+         "direct": [{"server": "github", "tool": "list_issues", "arguments": {"limit": 1}}],
+         "code": code("throw new Error('boom from the task')")},
+        {"name": "expectation-missed", "prompt": "p",
+         "direct": [{"server": "github", "tool": "list_issues", "arguments": {"limit": 1}}],
+         "code": code("return 'nothing here'"), "expect": {"contains": ["zebra"]}},
+    ]);
+    let file = synthetic_file(&dir.0, tasks);
+    let json = dir.0.join("out.json");
+    let out = eval(
+        &dir.0,
+        None,
+        &[
+            "--tasks",
+            file.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    );
+    // Failing tasks: exit 1, with the report written and every row saying what failed.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let table = text(&out);
+    let v = read_json(&json);
+    let row = |name: &str| {
+        v["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["task"] == name)
+            .unwrap()
+            .clone()
+    };
+    let says = |name: &str, way: &str, what: &str| {
+        let r = row(name);
+        assert_eq!(r[way]["ok"], false, "{name} {way}: {r}");
+        let e = r[way]["error"].as_str().unwrap();
+        assert!(e.contains(what), "{name} {way}: {e}");
+        assert!(table.contains(e), "the table shows {e}");
+    };
+    says(
+        "unknown-server",
+        "direct",
+        "no server named \"nowhere\" is configured",
+    );
+    says(
+        "unknown-tool",
+        "direct",
+        "has no tool \"list_issuez\" (it has: list_issues",
+    );
+    says(
+        "step-error",
+        "direct",
+        "answered an error: missing required argument",
+    );
+    says("bad-reference", "direct", "has nothing at \"/nothing\"");
+    says("code-throws", "code", "boom from the task");
+    says("code-throws", "code", "fix the task's code");
+    says(
+        "expectation-missed",
+        "code",
+        "does not contain the expected \"zebra\"",
+    );
+    says(
+        "expectation-missed",
+        "direct",
+        "do not contain the expected \"zebra\"",
+    );
+    assert_eq!(row("code-throws")["direct"]["ok"], true);
+    assert_eq!(row("unknown-server")["code"]["ok"], true);
+}
+
+/// What the scripted mock provider saw: the tool names it was offered and the tool results
+/// it was given, per request.
+type Log = Arc<Mutex<Vec<Value>>>;
+
+/// A loopback model provider that follows a script: offered `execute_typescript` (code
+/// mode), it first writes a program, else (direct mode) it calls
+/// `salesforce__get-account`; on its second turn it answers with the id it finds in the last
+/// tool result. Each answer reports usage: 100 x turn in, 10 out.
+async fn scripted_provider() -> (String, Log) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let log: Log = Arc::default();
+    let seen = log.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 65536];
+                let (head, start) = loop {
+                    let n = sock.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break (String::from_utf8_lossy(&buf[..i]).to_string(), i + 4);
+                    }
+                };
+                let len: usize = head
+                    .lines()
+                    .filter_map(|l| l.split_once(':'))
+                    .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+                    .and_then(|(_, v)| v.trim().parse().ok())
+                    .unwrap_or(0);
+                while buf.len() < start + len {
+                    let n = sock.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                let body: Value = serde_json::from_slice(&buf[start..]).unwrap_or(Value::Null);
+                let anthropic = head.starts_with("POST /v1/messages");
+                let tools: Vec<String> = body["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| {
+                        t["name"]
+                            .as_str()
+                            .or(t["function"]["name"].as_str())
+                            .unwrap()
+                            .to_string()
+                    })
+                    .collect();
+                let messages = body["messages"].as_array().unwrap();
+                let turn = 1 + messages.iter().filter(|m| m["role"] == "assistant").count();
+                let last = messages.last().unwrap().to_string();
+                seen.lock()
+                    .unwrap()
+                    .push(json!({"tools": tools.len(), "turn": turn, "last": last}));
+                let code = tools.iter().any(|t| t == "execute_typescript");
+                let (name, args) = if code {
+                    (
+                        "execute_typescript",
+                        json!({"code": "const a = await callMCPTool('salesforce', 'get-account', {account_id: 'account-1003'}); return a.id;"}),
+                    )
+                } else {
+                    (
+                        "salesforce__get-account",
+                        json!({"account_id": "account-1003"}),
+                    )
+                };
+                let text = if last.contains("account-1003") {
+                    "The account is account-1003."
+                } else {
+                    "I could not find it."
+                };
+                let answer = match (anthropic, turn) {
+                    (true, 1) => {
+                        json!({"content": [{"type": "tool_use", "id": "c1", "name": name, "input": args}],
+                        "usage": {"input_tokens": 100, "output_tokens": 10}})
+                    }
+                    (true, _) => json!({"content": [{"type": "text", "text": text}],
+                        "usage": {"input_tokens": 200, "output_tokens": 10}}),
+                    (false, 1) => {
+                        json!({"choices": [{"message": {"role": "assistant", "content": null,
+                        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}}],
+                        "usage": {"prompt_tokens": 100, "completion_tokens": 10}})
+                    }
+                    (false, _) => {
+                        json!({"choices": [{"message": {"role": "assistant", "content": text}}],
+                        "usage": {"prompt_tokens": 200, "completion_tokens": 10}})
+                    }
+                };
+                let answer = answer.to_string();
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    (format!("http://{addr}"), log)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_mode_reports_what_a_scripted_provider_did_in_both_modes_and_api_styles() {
+    let (url, log) = scripted_provider().await;
+    for api in ["anthropic", "openai"] {
+        log.lock().unwrap().clear();
+        let dir = TempDir::new("eval-model");
+        let settings = dir.0.join("settings.json");
+        std::fs::write(
+            &settings,
+            json!({"llm": {"provider": {"api": api, "baseUrl": url, "model": "scripted", "apiKeyEnv": "EVAL_MOCK_KEY"}}})
+                .to_string(),
+        )
+        .unwrap();
+        let file = synthetic_file(&dir.0, json!([one_account_task()]));
+        let dir_path = dir.0.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            eval(
+                &dir_path,
+                None,
+                &[
+                    "--tasks",
+                    file.to_str().unwrap(),
+                    "--runs",
+                    "1",
+                    "--model",
+                    "--json",
+                ],
+                &[
+                    ("CODE_EXECUTOR_CONFIG_PATH", settings.to_str().unwrap()),
+                    ("EVAL_MOCK_KEY", "sk-eval-mock"),
+                ],
+            )
+        })
+        .await
+        .unwrap();
+        assert!(out.status.success(), "{api}: {}", text(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let row = &v["model"][0];
+        assert_eq!(row["task"], "one-account");
+        for way in ["direct", "code"] {
+            let s = &row[way];
+            assert_eq!(s["ok"], true, "{api} {way}: {s}");
+            assert_eq!(s["input_tokens"], 300, "{api} {way}");
+            assert_eq!(s["output_tokens"], 20, "{api} {way}");
+            assert_eq!(s["turns"], 2, "{api} {way}");
+            assert_eq!(s["tool_calls"], 1, "{api} {way}");
+            assert_eq!(s["answer"], "The account is account-1003.", "{api} {way}");
+        }
+        // Direct mode was offered every synthetic tool, code mode ours; each second turn
+        // carried the real tool result.
+        let seen = log.lock().unwrap().clone();
+        assert_eq!(seen.len(), 4, "{api}: {seen:?}");
+        let offered: Vec<u64> = seen.iter().map(|s| s["tools"].as_u64().unwrap()).collect();
+        assert!(offered[0] >= 500 && offered[1] >= 500, "{api}: {offered:?}");
+        assert!(offered[2] < 20 && offered[3] < 20, "{api}: {offered:?}");
+        for s in [&seen[1], &seen[3]] {
+            assert!(
+                s["last"].as_str().unwrap().contains("account-1003"),
+                "{api}: {s}"
+            );
+        }
+    }
+}
+
+#[test]
+fn model_mode_without_a_provider_says_how_to_configure_one() {
+    let dir = TempDir::new("eval-noprovider");
+    let out = eval(&dir.0, None, &["--tasks", "synthetic", "--model"], &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("\"llm\": {\"provider\""),
+        "{}",
+        text(&out)
+    );
+}
