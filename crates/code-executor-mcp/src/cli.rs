@@ -105,10 +105,6 @@ enum LangArg {
 }
 
 #[derive(Debug, Subcommand)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "parsed once per process from the command line; boxing buys nothing"
-)]
 enum Command {
     /// Serve MCP over stdio (the default), or over streamable HTTP with --http.
     Serve(ServeArgs),

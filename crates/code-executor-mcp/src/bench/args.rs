@@ -55,6 +55,16 @@ pub struct BenchArgs {
     /// the direct `echo`.
     #[arg(long)]
     pub(crate) skills_only: bool,
+    /// Only the check section: what `check: true` adds to a 50-line script (one `echo` call)
+    /// in each language, warm, next to the same script unchecked and the direct `echo`.
+    #[arg(long)]
+    pub(crate) check_only: bool,
+    /// With --check-only: the TypeScript checker (default: tsgo or tsc on PATH).
+    #[arg(long, value_name = "PATH", requires = "check_only")]
+    pub(crate) check_typescript: Option<String>,
+    /// With --check-only: the Python checker (default: ty, pyright or mypy on PATH).
+    #[arg(long, value_name = "PATH", requires = "check_only")]
+    pub(crate) check_python: Option<String>,
     /// Instead of the latency report: a trivial execution (TypeScript and Python) over HTTP
     /// against the server at URL (e.g. the container image), next to this binary serving on
     /// the host, interleaved in the same run (bearer token: $CODE_EXECUTOR_BENCH_TOKEN).

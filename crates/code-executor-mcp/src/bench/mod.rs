@@ -24,6 +24,7 @@ use crate::options::CoreOptions;
 
 mod access;
 pub(crate) mod args;
+mod check;
 mod container;
 mod haproxy;
 mod http;
@@ -167,6 +168,21 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     if args.paths_only {
         let report = paths::report(&direct, &exe, &our_args, &dir, n).await?;
         say(&serde_json::to_string_pretty(&json!({"paths": report}))?);
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.check_only {
+        let report = check::report(
+            &direct,
+            &exe,
+            &our_args,
+            &dir,
+            n.min(30),
+            args.check_typescript.as_deref(),
+            args.check_python.as_deref(),
+        )
+        .await?;
+        say(&serde_json::to_string_pretty(&json!({"check": report}))?);
         let _ = std::fs::remove_dir_all(&dir);
         return Ok(ExitCode::SUCCESS);
     }

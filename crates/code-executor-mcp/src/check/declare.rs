@@ -276,12 +276,16 @@ fn neutralise_directives(code: &str) -> String {
 pub(crate) fn wrap_py(code: &str, tools_module: &str) -> Wrapped {
     let tabs = code.lines().any(|l| l.starts_with('\t'));
     let pad = if tabs { "\t" } else { "    " };
+    // `from __future__` imports must come first in a module: they move to the first line.
+    let future = |l: &str| l.starts_with("from __future__ import");
+    let futures: Vec<&str> = code.lines().filter(|l| future(l)).collect();
     let mut text = format!(
-        "from _cem_api import *\nfrom {tools_module} import tools, atools\nfrom typing import Any as __CemAny\nasync def __cem_main(args: __CemAny) -> __CemAny:\n"
+        "{}\nfrom _cem_api import *\nfrom {tools_module} import tools, atools\nfrom typing import Any as __CemAny\nasync def __cem_main(args: __CemAny) -> __CemAny:\n",
+        futures.join("; ")
     );
     let mut any = false;
     for line in code.lines() {
-        if line.trim().is_empty() {
+        if line.trim().is_empty() || future(line) {
             text.push('\n');
         } else {
             text.push_str(pad);
@@ -296,7 +300,7 @@ pub(crate) fn wrap_py(code: &str, tools_module: &str) -> Wrapped {
     }
     Wrapped {
         text,
-        lines_before: 4,
+        lines_before: 5,
         indent: pad.chars().count() as u32,
     }
 }
@@ -318,6 +322,19 @@ mod tests {
         assert_eq!(got("tools[name].x()"), None);
         assert_eq!(got("const toolsList = 1; mytools.x"), Some(vec![]));
         assert_eq!(got("tools?.time.now()"), Some(vec!["time".into()]));
+    }
+
+    #[test]
+    fn python_keeps_its_lines_and_future_imports_come_first() {
+        let w = wrap_py(
+            "from __future__ import annotations\nx: int = 1\n\tif x:\n\t\tpass",
+            "_cem_tools_x",
+        );
+        let lines: Vec<&str> = w.text.lines().collect();
+        assert_eq!(lines[0], "from __future__ import annotations");
+        assert_eq!(lines.len() as u32, w.lines_before + 4, "{}", w.text);
+        assert_eq!(lines[w.lines_before as usize + 1], "\tx: int = 1");
+        assert_eq!(w.indent, 1);
     }
 
     #[test]

@@ -22,12 +22,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use sha2::Digest as _;
 use tokio::io::AsyncReadExt;
 use tokio::sync::OnceCell;
 
-use crate::runtime::worker::Language;
+use crate::config::settings::CheckSettings;
 use declare::{ServerTools, Wrapped};
 
 /// How long one check may take, unless the settings say otherwise (and never past the
@@ -38,19 +37,20 @@ const MAX_SHOWN: usize = 20;
 /// Output of a checker read at most.
 const MAX_OUTPUT: usize = 1024 * 1024;
 
-/// `check` in the settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CheckSettings {
-    /// Check every execution's code before it runs; a call's own `check` overrides it.
-    #[serde(default)]
-    pub enabled: bool,
-    /// The TypeScript checker: a path, or a name on PATH (`tsgo`, `tsc`).
-    pub typescript: Option<String>,
-    /// The Python checker: a path, or a name on PATH (`ty`, `pyright`, `mypy`).
-    pub python: Option<String>,
-    /// The longest a check may take (default 20 s).
-    pub timeout_ms: Option<u64>,
+/// The language of the code a check reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Language {
+    TypeScript,
+    Python,
+}
+
+impl Language {
+    fn name(self) -> &'static str {
+        match self {
+            Language::TypeScript => "TypeScript",
+            Language::Python => "Python",
+        }
+    }
 }
 
 /// Which checker a program is, by its name.
@@ -65,7 +65,7 @@ pub(crate) enum Kind {
 impl Kind {
     fn language(self) -> Language {
         match self {
-            Kind::Tsc => Language::JavaScript,
+            Kind::Tsc => Language::TypeScript,
             _ => Language::Python,
         }
     }
@@ -192,7 +192,7 @@ impl Checkers {
 
     async fn checker(&self, language: Language) -> Result<Checker, CheckError> {
         let (cell, configured, names, what, hint) = match language {
-            Language::JavaScript => (
+            Language::TypeScript => (
                 &self.ts,
                 self.settings.typescript.as_deref(),
                 &["tsgo", "tsc"][..],
@@ -289,7 +289,7 @@ impl Checkers {
         let dir = self.dir().await?;
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let (files, code_name, wrapped) = match language {
-            Language::JavaScript => {
+            Language::TypeScript => {
                 self.write_once(&dir, "api.d.ts", declare::TS_API)?;
                 let tools = declare::typescript(servers);
                 let tools_name = format!("tools-{}.d.ts", hash(&tools));
@@ -768,7 +768,7 @@ mod tests {
         let got = parse(
             Kind::Ty,
             &out(
-                "code_1.py:6:14: error[invalid-assignment] Object of type `str` is not assignable to `int`\ncode_1.py:6:1: warning[x] w",
+                "code_1.py:7:14: error[invalid-assignment] Object of type `str` is not assignable to `int`\ncode_1.py:7:1: warning[x] w",
             ),
             "code_1.py",
             &py,
@@ -781,7 +781,7 @@ mod tests {
         let got = parse(
             Kind::Mypy,
             &out(
-                "/tmp/d/code_1.py:6:14: error: Incompatible types in assignment  [assignment]\ncode_1.py:6:14: note: x",
+                "/tmp/d/code_1.py:7:14: error: Incompatible types in assignment  [assignment]\ncode_1.py:7:14: note: x",
             ),
             "code_1.py",
             &py,
@@ -790,7 +790,7 @@ mod tests {
         let got = parse(
             Kind::Pyright,
             &out(
-                r#"{"generalDiagnostics": [{"file": "/d/code_1.py", "severity": "error", "message": "m", "rule": "r", "range": {"start": {"line": 5, "character": 13}}}]}"#,
+                r#"{"generalDiagnostics": [{"file": "/d/code_1.py", "severity": "error", "message": "m", "rule": "r", "range": {"start": {"line": 6, "character": 13}}}]}"#,
             ),
             "code_1.py",
             &py,

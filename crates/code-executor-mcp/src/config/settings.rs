@@ -66,7 +66,7 @@ struct RawSettings {
     permissions: Option<crate::policy::access::RawCeiling>,
     pii: Option<crate::policy::pii::PiiSettings>,
     skills: Option<crate::skills::store::SkillSettings>,
-    check: Option<crate::check::CheckSettings>,
+    check: Option<CheckSettings>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
 }
@@ -125,7 +125,7 @@ pub struct Settings {
     /// Where skills are kept and served from (`skills`).
     pub skills: crate::skills::store::SkillSettings,
     /// Type-checking code before it runs (`check`); off unless a call asks.
-    pub check: crate::check::CheckSettings,
+    pub check: CheckSettings,
     /// The user's settings file, if there is one.
     pub source: Option<PathBuf>,
     /// What became of the working directory's `.code-executor.json`, if there is one.
@@ -434,6 +434,21 @@ fn validate_trusted(list: Vec<PathBuf>) -> Result<Vec<PathBuf>, SettingsError> {
         }),
         None => Ok(list),
     }
+}
+
+/// `check` in the settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CheckSettings {
+    /// Check every execution's code before it runs; a call's own `check` overrides it.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The TypeScript checker: a path, or a name on PATH (`tsgo`, `tsc`).
+    pub typescript: Option<String>,
+    /// The Python checker: a path, or a name on PATH (`ty`, `pyright`, `mypy`).
+    pub python: Option<String>,
+    /// The longest a check may take (default 20 s).
+    pub timeout_ms: Option<u64>,
 }
 
 #[cfg(test)]

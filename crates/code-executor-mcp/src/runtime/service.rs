@@ -234,7 +234,15 @@ impl Runtime {
                     .await;
             if let Err(e) = self
                 .checkers
-                .check(language, &req.code, &servers, deadline.into_std())
+                .check(
+                    match language {
+                        Language::JavaScript => crate::check::Language::TypeScript,
+                        Language::Python => crate::check::Language::Python,
+                    },
+                    &req.code,
+                    &servers,
+                    deadline.into_std(),
+                )
                 .await
             {
                 out.error = Some(RunError::Check(e).info());
