@@ -14,6 +14,7 @@
 //! file of the host; it runs with a clean environment and a deadline, and never runs the code.
 
 pub(crate) mod declare;
+mod lsp;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -151,6 +152,9 @@ struct Checker {
     program: PathBuf,
     /// As the error names it (`tsc 7.0.2`).
     label: String,
+    /// How it runs as a language server, when it can (TypeScript 7's native `tsc`, `tsgo`,
+    /// `ty`): it is then kept warm (`lsp.rs`).
+    server_args: Option<&'static [&'static str]>,
 }
 
 /// The checkers of both languages, found on first use, and their working directory.
@@ -162,6 +166,8 @@ pub(crate) struct Checkers {
     next: AtomicU64,
     /// Declaration files written already, by name.
     written: Mutex<BTreeMap<String, ()>>,
+    /// The warm checkers (language servers), by language.
+    warm: tokio::sync::Mutex<BTreeMap<&'static str, Arc<lsp::Lsp>>>,
 }
 
 /// The private directory checks run in; removed with the server.
@@ -182,6 +188,7 @@ impl Checkers {
             dir: OnceCell::new(),
             next: AtomicU64::new(0),
             written: Mutex::default(),
+            warm: tokio::sync::Mutex::default(),
         })
     }
 
@@ -256,6 +263,74 @@ impl Checkers {
         }
     }
 
+    /// Makes the directory `name` in `dir` unless made already.
+    fn write_dir_once(&self, dir: &Path, name: &str) -> Result<(), CheckError> {
+        if self.written.lock().is_ok_and(|w| w.contains_key(name)) {
+            return Ok(());
+        }
+        let path = dir.join(name);
+        std::fs::create_dir_all(&path)
+            .map_err(|e| CheckError::Failed(format!("cannot make {}: {e}", path.display())))?;
+        if let Ok(mut w) = self.written.lock() {
+            w.insert(name.to_string(), ());
+        }
+        Ok(())
+    }
+
+    /// The errors of the file at `path` from the language's warm checker, started if need
+    /// be; `None` when it has none, or it failed (it is then ended: the caller runs a fresh
+    /// checker process, and the next check starts a new server).
+    async fn warm_check(
+        &self,
+        checker: &Checker,
+        language: Language,
+        dir: &Path,
+        path: &Path,
+        text: &str,
+        limit: Duration,
+    ) -> Option<Vec<lsp::Found>> {
+        let args = checker.server_args?;
+        let key = language.name();
+        let server = {
+            let mut warm = self.warm.lock().await;
+            match warm.get(key).filter(|l| l.alive()) {
+                Some(l) => l.clone(),
+                None => {
+                    match lsp::Lsp::start(&checker.program, args, dir, &checker_env(), limit).await
+                    {
+                        Ok(l) => {
+                            warm.insert(key, l.clone());
+                            l
+                        }
+                        Err(e) => {
+                            tracing::warn!(
+                                "{}: no warm checker, a process per check: {e}",
+                                checker.label
+                            );
+                            warm.remove(key);
+                            return None;
+                        }
+                    }
+                }
+            }
+        };
+        let id = match language {
+            Language::TypeScript => "typescript",
+            Language::Python => "python",
+        };
+        match server.errors(path, id, text, limit).await {
+            Ok(found) => Some(found),
+            Err(e) => {
+                tracing::warn!(
+                    "{}: the warm checker failed, a process checks instead: {e}",
+                    checker.label
+                );
+                self.warm.lock().await.remove(key);
+                None
+            }
+        }
+    }
+
     /// Writes `text` as `name` in `dir` unless written already (names carry the content's
     /// hash, so a written file never changes).
     fn write_once(&self, dir: &Path, name: &str, text: &str) -> Result<(), CheckError> {
@@ -263,8 +338,9 @@ impl Checkers {
             return Ok(());
         }
         let path = dir.join(name);
-        let tmp = dir.join(format!(
-            ".{name}.{}",
+        let file = path.file_name().and_then(|f| f.to_str()).unwrap_or("file");
+        let tmp = path.with_file_name(format!(
+            ".{file}.{}",
             self.next.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::write(&tmp, text)
@@ -292,12 +368,16 @@ impl Checkers {
             Language::TypeScript => {
                 self.write_once(&dir, "api.d.ts", declare::TS_API)?;
                 let tools = declare::typescript(servers);
-                let tools_name = format!("tools-{}.d.ts", hash(&tools));
-                self.write_once(&dir, &tools_name, &tools)?;
-                let code_name = format!("code-{n}.ts");
+                let h = hash(&tools);
+                // A project per set of tools (a language server finds it by its tsconfig):
+                // our API, those tools, and the code files of its checks.
+                let project = format!("proj-{h}");
+                self.write_dir_once(&dir, &project)?;
+                self.write_once(&dir, &format!("{project}/tools.d.ts"), &tools)?;
+                self.write_once(&dir, &format!("{project}/tsconfig.json"), TS_CONFIG)?;
                 (
-                    vec!["api.d.ts".to_string(), tools_name],
-                    code_name,
+                    vec!["api.d.ts".to_string(), format!("{project}/tools.d.ts")],
+                    format!("{project}/code-{n}.ts"),
                     declare::wrap_ts(code),
                 )
             }
@@ -324,6 +404,31 @@ impl Checkers {
             .timeout_ms
             .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
             .min(deadline.saturating_duration_since(Instant::now()));
+        if let Some(found) = self
+            .warm_check(&checker, language, &dir, &code_path, &wrapped.text, limit)
+            .await
+        {
+            let _ = std::fs::remove_file(&code_path);
+            let diagnostics: Vec<Diagnostic> = found
+                .into_iter()
+                .map(|f| {
+                    let (line, column) = place(&wrapped, f.line, f.column);
+                    Diagnostic {
+                        line,
+                        column,
+                        message: f.message,
+                    }
+                })
+                .collect();
+            return if diagnostics.is_empty() {
+                Ok(())
+            } else {
+                Err(CheckError::Found {
+                    checker: format!("{}, kept running as a language server", checker.label),
+                    diagnostics,
+                })
+            };
+        }
         let ran = run(&checker, &dir, &files, &code_name, limit).await;
         let _ = std::fs::remove_file(&code_path);
         let output = ran?;
@@ -453,11 +558,13 @@ fn find(configured: Option<&str>, names: &[&str]) -> Result<Checker, String> {
             program.display()
         )
     })?;
-    let program = if kind == Kind::Tsc {
-        native_tsc(&program).unwrap_or(program)
-    } else {
-        program
-    };
+    let native = (kind == Kind::Tsc).then(|| native_tsc(&program)).flatten();
+    let is_tsgo = Kind::of(&program).is_some()
+        && program
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("tsgo"));
+    let program = native.clone().unwrap_or(program);
     let version = std::process::Command::new(&program)
         .arg("--version")
         .stdin(Stdio::null())
@@ -476,10 +583,18 @@ fn find(configured: Option<&str>, names: &[&str]) -> Result<Checker, String> {
         .split_whitespace()
         .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
         .unwrap_or("");
+    let server_args: Option<&'static [&'static str]> = match kind {
+        Kind::Tsc if native.is_some() || is_tsgo || version.starts_with("7.") => {
+            Some(&["--lsp", "--stdio"])
+        }
+        Kind::Ty => Some(&["server"]),
+        _ => None,
+    };
     Ok(Checker {
         kind,
         label: format!("{name} {version}").trim().to_string(),
         program,
+        server_args,
     })
 }
 
@@ -508,6 +623,19 @@ struct Output {
     /// Whether any line reads as a diagnostic (of any file).
     any_diagnostic: bool,
 }
+
+/// The environment a checker runs with: nothing of ours but what it needs to start.
+fn checker_env() -> Vec<(String, std::ffi::OsString)> {
+    ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "XDG_CACHE_HOME"]
+        .iter()
+        .filter_map(|k| Some((k.to_string(), std::env::var_os(k)?)))
+        .collect()
+}
+
+/// The TypeScript project of a set of tools (`proj-<hash>/tsconfig.json`): what the
+/// command line gives a fresh `tsc`, for the warm one.
+const TS_CONFIG: &str = r#"{"compilerOptions": {"strict": true, "noImplicitAny": false, "noResolve": true, "types": [], "target": "es2022", "lib": ["es2022"], "noEmit": true, "skipLibCheck": true}, "files": ["../api.d.ts", "tools.d.ts"], "include": ["code-*.ts"]}
+"#;
 
 async fn run(
     checker: &Checker,
@@ -584,11 +712,7 @@ async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    for key in ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "XDG_CACHE_HOME"] {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
-        }
-    }
+    cmd.envs(checker_env());
     let mut child = cmd.spawn().map_err(|e| {
         CheckError::Failed(format!("cannot run {}: {e}", checker.program.display()))
     })?;
@@ -634,16 +758,7 @@ async fn run(
 /// The diagnostics of `code` (the file's name) in the checker's output, at their places in
 /// the code as written. Errors only; places in our wrapper count as the code's first line.
 fn parse(kind: Kind, output: &Output, code: &str, wrapped: &Wrapped) -> Vec<Diagnostic> {
-    let place = |line: u32, column: u32| {
-        if line <= wrapped.lines_before {
-            (1, 1)
-        } else {
-            (
-                line - wrapped.lines_before,
-                column.saturating_sub(wrapped.indent).max(1),
-            )
-        }
-    };
+    let place = |line: u32, column: u32| place(wrapped, line, column);
     let mut out: Vec<Diagnostic> = Vec::new();
     if kind == Kind::Pyright {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&output.text) else {
@@ -701,6 +816,19 @@ fn parse(kind: Kind, output: &Output, code: &str, wrapped: &Wrapped) -> Vec<Diag
         }
     }
     out
+}
+
+/// A place in the checked file as a place in the code as written; places in our wrapper
+/// count as the code's first line.
+fn place(wrapped: &Wrapped, line: u32, column: u32) -> (u32, u32) {
+    if line <= wrapped.lines_before {
+        (1, 1)
+    } else {
+        (
+            line - wrapped.lines_before,
+            column.saturating_sub(wrapped.indent).max(1),
+        )
+    }
 }
 
 /// `code-1.ts(4,7): error TS2322: message`.

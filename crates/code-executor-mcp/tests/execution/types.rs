@@ -300,6 +300,8 @@ async fn a_refused_check_runs_nothing_and_a_missing_checker_says_so() {
             msg.contains("nothing ran") && msg.contains("line 2, column"),
             "{msg}"
         );
+        // TypeScript 7's tsc and ty are kept warm, as language servers.
+        assert!(msg.contains("kept running as a language server"), "{msg}");
         // Misspelt tools and servers are found too.
         let e = refused(
             &h,
