@@ -18,7 +18,9 @@ names the field and the expected schema.
 Discovery: searchTools(query, {detail: names|summary|full, server, limit}) / search_tools, \
 getToolSchema('mcp__server__tool') / get_tool_schema, listServers() / list_servers, \
 discoverMCPTools() / discover_mcp_tools(); tools.<server>.<tool>.signature is the typed \
-declaration. Names: 'mcp__server__tool', or (server, tool); tools.<server>.<tool> uses \
+declaration (a tool without an outputSchema gets its result type learned from its results, \
+marked inferred; schemas show it as inferredOutputSchema). check: true type-checks the code \
+against these types before it runs (TypeCheckError with line and column; nothing runs). Names: 'mcp__server__tool', or (server, tool); tools.<server>.<tool> uses \
 identifier forms (my-server -> my_server).
 Approvals: a call the user's rules mark for approval waits while the client asks a person; \
 a denial throws ApprovalDenied. Model calls: llm.ask(prompt) / llm.think(messages) go \
@@ -81,7 +83,8 @@ fn input_schema() -> Value {
             "session": {"type": "string", "description": "\"new\", or result.session.id of an earlier run: keeps globals, store/load values and /workspace files"},
             "reset": {"type": "boolean", "description": "end the named session and run outside it"},
             "yieldAfterMs": {"type": "integer", "description": "answer with running.handle after this long if not done; then call wait"},
-            "permissions": {"type": "object", "description": "{read: [path], write: true, net: [host]}: files and network for fs and fetch, within the server's ceiling"}
+            "permissions": {"type": "object", "description": "{read: [path], write: true, net: [host]}: files and network for fs and fetch, within the server's ceiling"},
+            "check": {"type": "boolean", "description": "type-check the code first, against our API and the tools' declared and learned types; errors come back as TypeCheckError and nothing runs"}
         }
     })
 }
