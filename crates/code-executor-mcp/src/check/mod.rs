@@ -354,12 +354,15 @@ impl Checkers {
 
     /// Checks `code` in `language` against `servers`, within `deadline`. `Ok` when it
     /// type-checks.
+    /// In a session (`session`), names the code does not define may be globals of its
+    /// earlier runs: "not defined" errors are not counted.
     pub(crate) async fn check(
         &self,
         language: Language,
         code: &str,
         servers: &[ServerTools],
         deadline: Instant,
+        session: bool,
     ) -> Result<(), CheckError> {
         let checker = self.checker(language).await?;
         let dir = self.dir().await?;
@@ -419,6 +422,7 @@ impl Checkers {
                         message: f.message,
                     }
                 })
+                .filter(|d| !(session && undefined_name(&d.message)))
                 .collect();
             return if diagnostics.is_empty() {
                 Ok(())
@@ -432,9 +436,14 @@ impl Checkers {
         let ran = run(&checker, &dir, &files, &code_name, limit).await;
         let _ = std::fs::remove_file(&code_path);
         let output = ran?;
-        let diagnostics = parse(checker.kind, &output, &code_name, &wrapped);
+        let all = parse(checker.kind, &output, &code_name, &wrapped);
+        let any = !all.is_empty();
+        let diagnostics: Vec<Diagnostic> = all
+            .into_iter()
+            .filter(|d| !(session && undefined_name(&d.message)))
+            .collect();
         if diagnostics.is_empty() {
-            if output.failed && !output.any_diagnostic {
+            if output.failed && !output.any_diagnostic && !any {
                 return Err(CheckError::Failed(format!(
                     "{} ended with an error and said: {}",
                     checker.label,
@@ -816,6 +825,19 @@ fn parse(kind: Kind, output: &Output, code: &str, wrapped: &Wrapped) -> Vec<Diag
         }
     }
     out
+}
+
+/// Whether a diagnostic says a name is not defined (each checker's code for it).
+fn undefined_name(message: &str) -> bool {
+    [
+        "[TS2304]",
+        "[TS2552]",
+        "[unresolved-reference]",
+        "[name-defined]",
+        "[reportUndefinedVariable]",
+    ]
+    .iter()
+    .any(|code| message.ends_with(code))
 }
 
 /// A place in the checked file as a place in the code as written; places in our wrapper

@@ -242,6 +242,7 @@ impl Runtime {
                     &req.code,
                     &servers,
                     deadline.into_std(),
+                    session.is_some(),
                 )
                 .await
             {

@@ -8,6 +8,7 @@
 #![allow(dead_code, unused_imports, reason = "each suite uses a part")]
 
 pub mod harness;
+pub mod interop;
 pub mod setup;
 
 pub use harness::{BOTH, EXE, server};

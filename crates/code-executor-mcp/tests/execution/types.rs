@@ -14,31 +14,15 @@ use test_support::{Harness, Lang, TempConfig, TempDir, fixture_entry};
 
 use crate::common::{BOTH, EXE};
 
-/// The interop prefix (`scripts/setup-interop.sh`) with its checkers; `None` (a loud SKIP)
-/// without it, a failure when CODE_EXECUTOR_REQUIRE_INTEROP is set.
+/// The interop prefix (`scripts/setup-interop.sh`) with its checkers and reference servers.
 fn checkers() -> Option<PathBuf> {
-    let prefix = std::env::var_os("CODE_EXECUTOR_INTEROP")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp/code-executor-interop"));
-    let needed = [
+    crate::common::interop::prefix(&[
         "checkers/node_modules/.bin/tsc",
         "checkers/node_modules/.bin/pyright",
         "checkers-venv/bin/ty",
         "checkers-venv/bin/mypy",
         "upstreams.json",
-    ];
-    if needed.iter().all(|f| prefix.join(f).exists()) {
-        return Some(prefix);
-    }
-    let msg = format!(
-        "the type checkers are not installed at {}; run scripts/setup-interop.sh",
-        prefix.display()
-    );
-    if std::env::var_os("CODE_EXECUTOR_REQUIRE_INTEROP").is_some() {
-        panic!("{msg} (CODE_EXECUTOR_REQUIRE_INTEROP is set)");
-    }
-    test_support::skip_loudly(&msg);
-    None
+    ])
 }
 
 fn tsc(p: &Path) -> String {
@@ -341,6 +325,27 @@ async fn a_refused_check_runs_nothing_and_a_missing_checker_says_so() {
         );
         let sum = ok(&h, lang, json!({"code": code, "check": true})).await;
         assert_eq!(sum.as_f64(), Some(3.0), "{lang:?}: {sum}");
+    }
+    // In a session, a global of an earlier run is no error; outside one it is.
+    for lang in BOTH {
+        let (v, is_error) = h
+            .run_tool(
+                lang.tool(),
+                json!({"code": lang.pick("var kept = 41; return kept", "kept = 41\nkept"), "session": "new"}),
+            )
+            .await;
+        assert!(!is_error, "{v}");
+        let id = v["session"]["id"].as_str().unwrap().to_string();
+        let code = lang.pick("return kept + 1", "kept + 1");
+        let got = ok(
+            &h,
+            lang,
+            json!({"code": code, "session": id, "check": true}),
+        )
+        .await;
+        assert_eq!(got.as_f64(), Some(42.0), "{lang:?}: {got}");
+        let e = refused(&h, lang, json!({"code": code, "check": true})).await;
+        assert!(e["message"].as_str().unwrap().contains("kept"), "{e}");
     }
     // A `///` directive cannot make the checker read a file of the host.
     let e = refused(

@@ -11,21 +11,7 @@ use std::process::Command;
 use crate::common::EXE;
 
 fn prefix() -> Option<PathBuf> {
-    let prefix = std::env::var_os("CODE_EXECUTOR_INTEROP")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp/code-executor-interop"));
-    if prefix.join(".ready").exists() {
-        return Some(prefix);
-    }
-    let msg = format!(
-        "interop harness not installed at {}; run scripts/setup-interop.sh",
-        prefix.display()
-    );
-    if std::env::var_os("CODE_EXECUTOR_REQUIRE_INTEROP").is_some() {
-        panic!("{msg} (CODE_EXECUTOR_REQUIRE_INTEROP is set)");
-    }
-    eprintln!("\n==================== SKIP: {msg} ====================\n");
-    None
+    crate::common::interop::prefix(&[])
 }
 
 fn scripts() -> PathBuf {

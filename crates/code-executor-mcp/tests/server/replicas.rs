@@ -47,22 +47,7 @@ const DRAIN_S: &str = "3";
 const DOWN_WITHIN: Duration = Duration::from_secs(3);
 
 fn interop() -> Option<PathBuf> {
-    let p = std::env::var_os("CODE_EXECUTOR_INTEROP").map_or_else(
-        || PathBuf::from("/tmp/code-executor-interop"),
-        PathBuf::from,
-    );
-    if p.join("venv/bin/python").exists() {
-        return Some(p);
-    }
-    let msg = format!(
-        "the interop harness is not installed at {}: run scripts/setup-interop.sh",
-        p.display()
-    );
-    if std::env::var_os("CODE_EXECUTOR_REQUIRE_INTEROP").is_some() {
-        panic!("{msg} (CODE_EXECUTOR_REQUIRE_INTEROP is set)");
-    }
-    eprintln!("SKIP: {msg}");
-    None
+    crate::common::interop::prefix(&["venv/bin/python"])
 }
 
 fn script(name: &str) -> PathBuf {

@@ -9,22 +9,7 @@ use std::process::Command;
 use super::{IMAGE, TOKEN, documented_flags, env, text};
 
 fn interop_prefix() -> Option<PathBuf> {
-    let prefix = std::env::var_os("CODE_EXECUTOR_INTEROP").map_or_else(
-        || PathBuf::from("/tmp/code-executor-interop"),
-        PathBuf::from,
-    );
-    if prefix.join(".ready").exists() {
-        return Some(prefix);
-    }
-    let msg = format!(
-        "interop harness (the SDKs) not installed at {}; run scripts/setup-interop.sh",
-        prefix.display()
-    );
-    if std::env::var_os("CODE_EXECUTOR_REQUIRE_INTEROP").is_some() {
-        panic!("{msg} (CODE_EXECUTOR_REQUIRE_INTEROP is set)");
-    }
-    eprintln!("\n==================== SKIP: {msg} ====================\n");
-    None
+    crate::common::interop::prefix(&[])
 }
 
 #[test]
