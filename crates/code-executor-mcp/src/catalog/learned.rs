@@ -171,9 +171,18 @@ impl LearnedTypes {
             .map_or(0, |l| l.results)
     }
 
+    /// Whether anything was learned of `server`'s tools (loading the files on first use).
+    pub(crate) async fn knows(&self, server: &str) -> bool {
+        let servers = self.servers().await;
+        servers
+            .lock()
+            .is_ok_and(|s| s.get(server).is_some_and(|e| !e.tools.is_empty()))
+    }
+
     /// The output schema learned for `tool`, marked as inferred (see [`INFERRED_KEY`]);
-    /// `None` when it declares one or nothing was learned (under `version`, when known).
-    pub(crate) async fn schema(
+    /// `None` when it declares one, nothing was learned (under `version`, when known), or
+    /// the files are not loaded yet ([`LearnedTypes::knows`] loads them).
+    pub(crate) fn schema_now(
         &self,
         server: &str,
         tool: &Tool,
@@ -183,7 +192,7 @@ impl LearnedTypes {
             return None;
         }
         let (results, shape) = {
-            let servers = self.servers().await.lock().ok()?;
+            let servers = self.servers.get()?.lock().ok()?;
             let entry = servers.get(server)?;
             if version.is_some() && entry.server_version.as_deref() != version {
                 return None;

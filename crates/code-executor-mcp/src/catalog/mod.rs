@@ -19,6 +19,7 @@ pub mod schema_ts;
 pub mod search;
 pub(crate) mod synthetic;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -182,21 +183,46 @@ impl Catalog {
     /// `tool` as code is shown it: with the output type learned from its results as its
     /// `outputSchema` (marked inferred: see [`INFERRED_KEY`]) when it declares none. Only for
     /// rendering to code and agents: what a client lists is the server's own definition.
-    pub async fn typed(&self, server: &str, tool: &Tool) -> Tool {
-        if tool.output_schema.is_some() {
-            return tool.clone();
-        }
-        let version = self.upstreams.version_if_connected(server).await;
-        let mut out = tool.clone();
-        if let Some(Value::Object(schema)) = self
-            .shared
-            .learned
-            .schema(server, tool, version.as_deref())
+    pub async fn typed<'a>(&self, server: &str, tool: &'a Tool) -> Cow<'a, Tool> {
+        let one = [(server, tool)];
+        self.typed_all(&one)
             .await
-        {
-            out.output_schema = Some(Arc::new(schema));
+            .pop()
+            .unwrap_or(Cow::Borrowed(tool))
+    }
+
+    /// [`Catalog::typed`] for many tools: each server's version is asked once, and a tool
+    /// with nothing learned is not copied.
+    pub async fn typed_all<'a>(&self, tools: &[(&str, &'a Tool)]) -> Vec<Cow<'a, Tool>> {
+        let learned = &self.shared.learned;
+        let mut versions: BTreeMap<&str, Option<Option<String>>> = BTreeMap::new();
+        for (server, tool) in tools {
+            if tool.output_schema.is_none() && !versions.contains_key(server) {
+                let known = learned.knows(server).await;
+                let version = if known {
+                    Some(self.upstreams.version_if_connected(server).await)
+                } else {
+                    None
+                };
+                versions.insert(server, version);
+            }
         }
-        out
+        tools
+            .iter()
+            .map(|(server, tool)| {
+                let Some(Some(version)) = versions.get(server) else {
+                    return Cow::Borrowed(*tool);
+                };
+                match learned.schema_now(server, tool, version.as_deref()) {
+                    Some(Value::Object(schema)) => {
+                        let mut out = (*tool).clone();
+                        out.output_schema = Some(Arc::new(schema));
+                        Cow::Owned(out)
+                    }
+                    _ => Cow::Borrowed(*tool),
+                }
+            })
+            .collect()
     }
 
     /// The known tool lists, loading the disk cache on first use (off the async threads).
@@ -552,17 +578,30 @@ impl Catalog {
             |s, t| s == SKILLS_SOURCE || allow.check(s, t) == Decision::Allow,
             offset.saturating_add(limit),
         );
-        let mut page: Vec<Value> = Vec::new();
-        for h in hits.iter().skip(offset) {
-            let (s, t) = index.doc(h.doc);
-            page.push(if s == SKILLS_SOURCE {
-                describe_skill(t, detail)
-            } else if detail == Detail::Full {
-                describe(s, &self.typed(s, t).await, detail)
-            } else {
-                describe(s, t, detail)
-            });
-        }
+        let docs: Vec<(&str, &Tool)> = hits
+            .iter()
+            .skip(offset)
+            .map(|h| {
+                let (s, t) = index.doc(h.doc);
+                (s, t)
+            })
+            .collect();
+        let typed = if detail == Detail::Full {
+            self.typed_all(&docs).await
+        } else {
+            docs.iter().map(|(_, t)| Cow::Borrowed(*t)).collect()
+        };
+        let page: Vec<Value> = docs
+            .iter()
+            .zip(&typed)
+            .map(|((s, t), typed)| {
+                if *s == SKILLS_SOURCE {
+                    describe_skill(t, detail)
+                } else {
+                    describe(s, typed, detail)
+                }
+            })
+            .collect();
         let mut out = json!({ "tools": page, "total": total });
         if offset + limit < total {
             out["nextCursor"] = Value::String((offset + limit).to_string());
@@ -582,7 +621,7 @@ impl Catalog {
         let (server, tool) = self.resolve(None, name, Asker::Agent).await?;
         Ok(describe(
             &server,
-            &self.typed(&server, &tool).await,
+            &*self.typed(&server, &tool).await,
             Detail::Full,
         ))
     }

@@ -492,7 +492,7 @@ pub(crate) async fn servers_for(
             Ok((tools, errors)) if errors.is_empty() => {
                 let mut typed = Vec::with_capacity(tools.len());
                 for (s, t) in &tools {
-                    typed.push(catalog.typed(s, t).await);
+                    typed.push(catalog.typed(s, t).await.into_owned());
                 }
                 out.push((server, Some(typed)));
             }

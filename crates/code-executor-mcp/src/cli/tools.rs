@@ -118,7 +118,7 @@ pub async fn wrappers(catalog: &Catalog, lang: Lang, out: &Path) -> anyhow::Resu
         .map_err(anyhow::Error::msg)?;
     let mut servers: Vec<(String, Vec<Tool>)> = Vec::new();
     for (s, t) in tools {
-        let t = catalog.typed(&s, &t).await;
+        let t = catalog.typed(&s, &t).await.into_owned();
         match servers.iter_mut().find(|(n, _)| *n == s) {
             Some((_, list)) => list.push(t),
             None => servers.push((s, vec![t])),

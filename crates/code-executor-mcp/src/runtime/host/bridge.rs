@@ -172,7 +172,7 @@ async fn handle(
             match visible_tool(catalog, scope, None, &name).await {
                 Ok((server, tool)) => ok(describe(
                     &server,
-                    &catalog.typed(&server, &tool).await,
+                    &*catalog.typed(&server, &tool).await,
                     Detail::Full,
                 )),
                 Err(e) => e,
@@ -185,7 +185,7 @@ async fn handle(
         } => match visible_tool(catalog, scope, Some(&server), &tool).await {
             Ok((server, tool)) => ok(Value::String(crate::catalog::declaration(
                 &server,
-                &catalog.typed(&server, &tool).await,
+                &*catalog.typed(&server, &tool).await,
                 language,
             ))),
             Err(e) => e,
@@ -200,10 +200,15 @@ async fn handle(
             .await
         {
             Ok((tools, errors)) => {
-                let mut list: Vec<Value> = Vec::with_capacity(tools.len());
-                for (s, t) in &tools {
-                    list.push(describe(s, &catalog.typed(s, t).await, Detail::Full));
-                }
+                let pairs: Vec<(&str, &rmcp::model::Tool)> =
+                    tools.iter().map(|(s, t)| (s.as_str(), t)).collect();
+                let list: Vec<Value> = catalog
+                    .typed_all(&pairs)
+                    .await
+                    .iter()
+                    .zip(&pairs)
+                    .map(|(t, (s, _))| describe(s, t, Detail::Full))
+                    .collect();
                 let mut v = serde_json::json!({ "tools": list });
                 if !errors.is_empty() {
                     v["unavailable"] = errors
