@@ -16,6 +16,7 @@
 pub(crate) mod declare;
 mod lsp;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -490,11 +491,13 @@ pub(crate) async fn servers_for(
     for (server, list) in wanted.into_iter().zip(lists) {
         match list {
             Ok((tools, errors)) if errors.is_empty() => {
-                let mut typed = Vec::with_capacity(tools.len());
-                for (s, t) in &tools {
-                    typed.push(catalog.typed(s, t).await.into_owned());
-                }
-                out.push((server, Some(typed)));
+                let pairs: Vec<(&str, &rmcp::model::Tool)> =
+                    tools.iter().map(|(s, t)| (s.as_str(), t)).collect();
+                let typed = catalog.typed_all(&pairs).await;
+                out.push((
+                    server,
+                    Some(typed.into_iter().map(Cow::into_owned).collect()),
+                ));
             }
             _ => out.push((server, None)),
         }
