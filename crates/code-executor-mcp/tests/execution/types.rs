@@ -264,6 +264,41 @@ async fn no_value_of_any_result_is_kept_and_types_survive_a_restart() {
             .contains("Inferred by code-executor-mcp from 2 results"),
         "{sig}"
     );
+    // So do the command line's `tools show` and `wrappers`, in both languages.
+    let config = h.config_path().unwrap().to_path_buf();
+    let out_dir = TempDir::new("types-wrappers");
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(EXE)
+            .arg("--config")
+            .arg(&config)
+            .arg("--no-discover")
+            .args(args)
+            .env("CODE_EXECUTOR_CACHE_DIR", &cache.0)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for lang in ["ts", "py"] {
+        let shown = cli(&["tools", "show", "mcp__fx__reflect", "--lang", lang]);
+        assert!(
+            shown.contains("Inferred by code-executor-mcp"),
+            "{lang}: {shown}"
+        );
+        let dir = out_dir.0.join(lang);
+        cli(&["wrappers", "--lang", lang, "--out", dir.to_str().unwrap()]);
+        let written: String = all_files(&dir)
+            .into_iter()
+            .filter(|(p, _)| p.to_string_lossy().contains("reflect"))
+            .map(|(_, t)| t)
+            .collect();
+        assert!(
+            written.contains("Inferred by code-executor-mcp"),
+            "{lang}: {written}"
+        );
+    }
+    let json = cli(&["tools", "show", "mcp__fx__reflect", "--json"]);
+    assert!(json.contains("inferredOutputSchema"), "{json}");
 }
 
 #[tokio::test]
