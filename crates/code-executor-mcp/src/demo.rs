@@ -281,6 +281,12 @@ impl ServerHandler for DemoShop {
 
 /// Entry of `code-executor-mcp __demo-server`: serve the shop on stdio.
 pub fn serve_demo_main() -> ExitCode {
+    serve_on_stdio(DemoShop::default())
+}
+
+/// Serves `server` on stdio until its client ends (the built-in servers' re-entries:
+/// `__demo-server`, `__synthetic-server`).
+pub(crate) fn serve_on_stdio<S: rmcp::ServerHandler>(server: S) -> ExitCode {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -289,7 +295,7 @@ pub fn serve_demo_main() -> ExitCode {
         Err(_) => return ExitCode::FAILURE,
     };
     rt.block_on(async {
-        match DemoShop::default().serve(rmcp::transport::stdio()).await {
+        match server.serve(rmcp::transport::stdio()).await {
             Ok(service) => {
                 let _ = service.waiting().await;
                 ExitCode::SUCCESS

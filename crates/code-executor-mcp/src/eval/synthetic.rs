@@ -15,7 +15,7 @@ use rmcp::model::{
     Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use crate::config::{Config, ServerSpec, Transport};
@@ -248,25 +248,7 @@ pub fn serve_synthetic_main() -> ExitCode {
     let Some((_, tools)) = servers().into_iter().find(|(n, _)| *n == name) else {
         return ExitCode::from(2);
     };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(_) => return ExitCode::FAILURE,
-    };
-    rt.block_on(async {
-        match (Synthetic { name, tools })
-            .serve(rmcp::transport::stdio())
-            .await
-        {
-            Ok(service) => {
-                let _ = service.waiting().await;
-                ExitCode::SUCCESS
-            }
-            Err(_) => ExitCode::FAILURE,
-        }
-    })
+    crate::demo::serve_on_stdio(Synthetic { name, tools })
 }
 
 #[cfg(test)]

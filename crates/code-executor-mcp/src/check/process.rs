@@ -1,0 +1,335 @@
+//! A checker run as a process per check (what is not kept warm, and what a failed warm
+//! checker falls back to), and reading what it printed: each checker's diagnostics at their
+//! places in the code as written.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+
+use super::checker::{Checker, Kind, checker_env};
+use super::declare::Wrapped;
+use super::error::{CheckError, Diagnostic};
+
+/// Output of a checker read at most.
+const MAX_OUTPUT: usize = 1024 * 1024;
+
+/// What a checker printed, and whether it exited with an error.
+pub(super) struct Output {
+    pub(super) text: String,
+    pub(super) failed: bool,
+    /// Whether any line reads as a diagnostic (of any file).
+    pub(super) any_diagnostic: bool,
+}
+
+pub(super) async fn run(
+    checker: &Checker,
+    dir: &Path,
+    files: &[String],
+    code: &str,
+    limit: Duration,
+) -> Result<Output, CheckError> {
+    let mut cmd = tokio::process::Command::new(&checker.program);
+    match checker.kind {
+        Kind::Tsc => {
+            cmd.args([
+                "--noEmit",
+                "--pretty",
+                "false",
+                "--strict",
+                "--noImplicitAny",
+                "false",
+                "--noResolve",
+                "--skipLibCheck",
+                "--types",
+                "",
+                "--target",
+                "es2022",
+                "--lib",
+                "es2022",
+            ]);
+            cmd.args(files);
+            cmd.arg(code);
+        }
+        Kind::Ty => {
+            cmd.args([
+                "check",
+                "--output-format",
+                "concise",
+                "--no-progress",
+                "--color",
+                "never",
+                "--extra-search-path",
+                ".",
+                code,
+            ]);
+        }
+        Kind::Mypy => {
+            cmd.args([
+                "--no-error-summary",
+                "--show-column-numbers",
+                "--no-pretty",
+                "--no-color-output",
+                "--hide-error-context",
+                "--check-untyped-defs",
+                "--follow-imports",
+                "silent",
+                "--cache-dir",
+                ".mypy_cache",
+                code,
+            ]);
+            cmd.env("MYPYPATH", dir);
+        }
+        Kind::Pyright => {
+            cmd.args(["--outputjson", code]);
+            let config = dir.join("pyrightconfig.json");
+            if !config.exists() {
+                let _ = std::fs::write(
+                    &config,
+                    r#"{"extraPaths": ["."], "typeCheckingMode": "standard"}"#,
+                );
+            }
+        }
+    }
+    cmd.current_dir(dir)
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd.envs(checker_env());
+    let mut child = cmd.spawn().map_err(|e| {
+        CheckError::Failed(format!("cannot run {}: {e}", checker.program.display()))
+    })?;
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let read = async {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        let ra = async {
+            if let Some(o) = out.as_mut() {
+                let _ = o.take(MAX_OUTPUT as u64).read_to_end(&mut a).await;
+            }
+        };
+        let rb = async {
+            if let Some(e) = err.as_mut() {
+                let _ = e.take(MAX_OUTPUT as u64).read_to_end(&mut b).await;
+            }
+        };
+        tokio::join!(ra, rb);
+        let status = child.wait().await;
+        (a, b, status)
+    };
+    let (a, b, status) = tokio::time::timeout(limit, read)
+        .await
+        .map_err(|_| CheckError::Timeout(limit.as_millis()))?;
+    let mut text = String::from_utf8_lossy(&a).into_owned();
+    if !b.is_empty() {
+        text.push('\n');
+        text.push_str(&String::from_utf8_lossy(&b));
+    }
+    let failed = !status.is_ok_and(|s| s.success());
+    let any_diagnostic = match checker.kind {
+        Kind::Pyright => text.contains("\"generalDiagnostics\""),
+        _ => text.lines().any(|l| l.contains(": error")),
+    };
+    Ok(Output {
+        text,
+        failed,
+        any_diagnostic,
+    })
+}
+
+/// The diagnostics of `code` (the file's name) in the checker's output, at their places in
+/// the code as written. Errors only; places in our wrapper count as the code's first line.
+pub(super) fn parse(kind: Kind, output: &Output, code: &str, wrapped: &Wrapped) -> Vec<Diagnostic> {
+    let place = |line: u32, column: u32| place(wrapped, line, column);
+    let mut out: Vec<Diagnostic> = Vec::new();
+    if kind == Kind::Pyright {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&output.text) else {
+            return out;
+        };
+        for d in v["generalDiagnostics"].as_array().into_iter().flatten() {
+            if d["severity"] != "error" || !d["file"].as_str().is_some_and(|f| f.ends_with(code)) {
+                continue;
+            }
+            let start = &d["range"]["start"];
+            let (line, column) = place(
+                start["line"].as_u64().unwrap_or(0) as u32 + 1,
+                start["character"].as_u64().unwrap_or(0) as u32 + 1,
+            );
+            let mut message = d["message"].as_str().unwrap_or("").to_string();
+            if let Some(rule) = d["rule"].as_str() {
+                message.push_str(&format!(" [{rule}]"));
+            }
+            out.push(Diagnostic {
+                line,
+                column,
+                message,
+            });
+        }
+        return out;
+    }
+    for raw in output.text.lines() {
+        // A message continued on indented lines (tsc) belongs to the last diagnostic.
+        if raw.starts_with(' ') && kind == Kind::Tsc {
+            if let Some(last) = out.last_mut() {
+                last.message.push(' ');
+                last.message.push_str(raw.trim());
+            }
+            continue;
+        }
+        let parsed = match kind {
+            Kind::Tsc => parse_tsc(raw, code),
+            Kind::Ty => parse_colon(raw, code, |rest| {
+                let rest = rest.strip_prefix("error[")?;
+                let (rule, msg) = rest.split_once("] ")?;
+                Some(format!("{msg} [{rule}]"))
+            }),
+            Kind::Mypy => parse_colon(raw, code, |rest| {
+                rest.strip_prefix("error: ").map(str::to_string)
+            }),
+            Kind::Pyright => None,
+        };
+        if let Some((line, column, message)) = parsed {
+            let (line, column) = place(line, column);
+            out.push(Diagnostic {
+                line,
+                column,
+                message,
+            });
+        }
+    }
+    out
+}
+
+/// Whether a diagnostic says a name is not defined (each checker's code for it).
+pub(super) fn undefined_name(message: &str) -> bool {
+    [
+        "[TS2304]",
+        "[TS2552]",
+        "[unresolved-reference]",
+        "[name-defined]",
+        "[reportUndefinedVariable]",
+    ]
+    .iter()
+    .any(|code| message.ends_with(code))
+}
+
+/// A place in the checked file as a place in the code as written; places in our wrapper
+/// count as the code's first line.
+pub(super) fn place(wrapped: &Wrapped, line: u32, column: u32) -> (u32, u32) {
+    if line <= wrapped.lines_before {
+        (1, 1)
+    } else {
+        (
+            line - wrapped.lines_before,
+            column.saturating_sub(wrapped.indent).max(1),
+        )
+    }
+}
+
+/// `code-1.ts(4,7): error TS2322: message`.
+fn parse_tsc(line: &str, code: &str) -> Option<(u32, u32, String)> {
+    let rest = line.strip_prefix(code)?.strip_prefix('(')?;
+    let (pos, rest) = rest.split_once("): ")?;
+    let (l, c) = pos.split_once(',')?;
+    let rest = rest.strip_prefix("error ")?;
+    let (code_id, msg) = rest.split_once(": ")?;
+    Some((
+        l.parse().ok()?,
+        c.parse().ok()?,
+        format!("{msg} [{code_id}]"),
+    ))
+}
+
+/// `code_1.py:12:14: <rest>`, the rest read by `message`.
+fn parse_colon(
+    line: &str,
+    code: &str,
+    message: impl Fn(&str) -> Option<String>,
+) -> Option<(u32, u32, String)> {
+    let at = line.find(code)?;
+    let rest = line[at + code.len()..].strip_prefix(':')?;
+    let mut parts = rest.splitn(3, ':');
+    let l = parts.next()?.parse().ok()?;
+    let c = parts.next()?.parse().ok()?;
+    let rest = parts.next()?.trim_start();
+    Some((l, c, message(rest)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::declare;
+
+    fn out(text: &str) -> Output {
+        Output {
+            text: text.to_string(),
+            failed: true,
+            any_diagnostic: true,
+        }
+    }
+
+    #[test]
+    fn each_checkers_output_is_read_at_the_codes_own_places() {
+        let ts = declare::wrap_ts("const a = 1;\nconst n: number = 'x';");
+        let got = parse(
+            Kind::Tsc,
+            &out(
+                "code-3.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n  more detail\ntools-x.d.ts(1,1): error TS1: elsewhere",
+            ),
+            "code-3.ts",
+            &ts,
+        );
+        assert_eq!(
+            got,
+            vec![Diagnostic {
+                line: 2,
+                column: 7,
+                message: "Type 'string' is not assignable to type 'number'. [TS2322] more detail"
+                    .into()
+            }]
+        );
+        let py = declare::wrap_py("x = 1\nn: int = 'a'", "_cem_tools_x");
+        let got = parse(
+            Kind::Ty,
+            &out(
+                "code_1.py:7:14: error[invalid-assignment] Object of type `str` is not assignable to `int`\ncode_1.py:7:1: warning[x] w",
+            ),
+            "code_1.py",
+            &py,
+        );
+        assert_eq!(
+            (got[0].line, got[0].column, got.len()),
+            (2, 10, 1),
+            "{got:?}"
+        );
+        let got = parse(
+            Kind::Mypy,
+            &out(
+                "/tmp/d/code_1.py:7:14: error: Incompatible types in assignment  [assignment]\ncode_1.py:7:14: note: x",
+            ),
+            "code_1.py",
+            &py,
+        );
+        assert_eq!((got[0].line, got.len()), (2, 1), "{got:?}");
+        let got = parse(
+            Kind::Pyright,
+            &out(
+                r#"{"generalDiagnostics": [{"file": "/d/code_1.py", "severity": "error", "message": "m", "rule": "r", "range": {"start": {"line": 6, "character": 13}}}]}"#,
+            ),
+            "code_1.py",
+            &py,
+        );
+        assert_eq!(
+            got[0],
+            Diagnostic {
+                line: 2,
+                column: 10,
+                message: "m [r]".into()
+            }
+        );
+    }
+}
