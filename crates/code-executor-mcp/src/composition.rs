@@ -164,6 +164,11 @@ impl Core {
             "replica": self.options.replica.id(),
             "sandbox": format!("{:?}", self.options.sandbox).to_lowercase(),
             "pools": self.runtime.pool_stats().await,
+            "grantPools": self.runtime.grant_pool_stats().await.into_iter().map(|(paths, stats)| {
+                let mut v = json!(stats);
+                v["dataPaths"] = json!(paths);
+                v
+            }).collect::<Vec<_>>(),
             "sessions": self.runtime.live().sessions().report(principal),
             "longRuns": self.runtime.live().parked().report(),
             "pausedExecutions": self.runtime.live().paused().len(),

@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::{Value, json};
 
-use super::measure::{call, median, round, spawn_client_with, summarize, timed};
+use super::measure::{call, median, round, settle_all_pools, spawn_client_with, summarize, timed};
 
 /// Bytes of the fetched body.
 const BODY_BYTES: usize = 1024;
@@ -86,34 +86,68 @@ pub(super) async fn report(
         .context("HTTP client")?;
     let url = format!("http://127.0.0.1:{port}/kb");
     let net = json!({"net": [format!("127.0.0.1:{port}")]});
-    let ts_fetch = format!("return (await (await fetch({url:?})).text()).length");
-    let py_fetch = format!("len(fetch({url:?}).content)");
+    // Each program answers [bytes, ms]: what it got, and how long the fetch or the read took
+    // inside the code (the execution around it is measured too, by the client).
+    let ts_fetch = format!(
+        "const t = performance.now(); const n = (await (await fetch({url:?})).text()).length; \
+         return [n, performance.now() - t]"
+    );
+    let py_fetch = format!(
+        "import time\nt = time.perf_counter()\nn = len(fetch({url:?}).content)\n[n, (time.perf_counter() - t) * 1e3]"
+    );
     let path = file.display().to_string();
-    let ts_read = format!("return (await fs.readFile({path:?})).length");
-    let py_read = format!("len(open({path:?}, 'rb').read())");
+    let ts_read = format!(
+        "const t = performance.now(); const n = (await fs.readFile({path:?})).length; \
+         return [n, performance.now() - t]"
+    );
+    let py_read = format!(
+        "import time\nt = time.perf_counter()\nwith open({path:?}, 'rb') as f:\n    n = len(f.read())\n[n, (time.perf_counter() - t) * 1e3]"
+    );
     let read = json!({"read": [data]});
 
-    let exec = |tool: &'static str, code: String, permissions: Value| {
+    // The whole execution's time (from the client) and the time inside the code.
+    let exec = |tool: &'static str, code: String, permissions: Value, bytes: usize| {
         let ours = &ours;
         async move {
+            let t = std::time::Instant::now();
             let r = call(
                 ours,
                 tool,
                 json!({"code": code, "permissions": permissions}),
             )
             .await?;
+            let whole = t.elapsed().as_secs_f64() * 1e3;
             let got = r
                 .structured_content
                 .as_ref()
                 .map(|v| v["result"].clone())
                 .unwrap_or(Value::Null);
-            anyhow::ensure!(got.is_u64(), "{tool}: unexpected result {got}");
-            Ok(())
+            anyhow::ensure!(
+                got[0].as_u64() == Some(bytes as u64) && got[1].is_f64(),
+                "{tool}: unexpected result {got}"
+            );
+            Ok((whole, got[1].as_f64().unwrap_or(f64::NAN)))
         }
     };
-    // Warm up both sides once.
-    exec("execute_typescript", ts_fetch.clone(), net.clone()).await?;
-    exec("execute_python", py_fetch.clone(), net.clone()).await?;
+    // Warm up both sides once (the read grant's pool is made by the first granted read).
+    for _ in 0..2 {
+        exec(
+            "execute_typescript",
+            ts_fetch.clone(),
+            net.clone(),
+            BODY_BYTES,
+        )
+        .await?;
+        exec("execute_python", py_fetch.clone(), net.clone(), BODY_BYTES).await?;
+        exec(
+            "execute_typescript",
+            ts_read.clone(),
+            read.clone(),
+            FILE_BYTES,
+        )
+        .await?;
+        exec("execute_python", py_read.clone(), read.clone(), FILE_BYTES).await?;
+    }
     let direct_fetch = || async {
         let body = direct.get(&url).send().await?.bytes().await?;
         anyhow::ensure!(body.len() == BODY_BYTES, "short body");
@@ -128,46 +162,90 @@ pub(super) async fn report(
         anyhow::ensure!(status.success(), "cat failed");
         Ok(())
     };
-    let mut m: [Vec<f64>; 6] = Default::default();
-    let mut ratios: [Vec<f64>; 4] = Default::default();
+    // Whole executions: TS fetch, Py fetch, TS read, Py read; inside the code: the same.
+    let (mut direct_ms, mut cat_ms) = (Vec::new(), Vec::new());
+    let mut whole: [Vec<f64>; 4] = Default::default();
+    let mut inside: [Vec<f64>; 4] = Default::default();
+    let mut ratios: [Vec<f64>; 8] = Default::default();
+    // Every measurement starts with every pool full and the same short idle before it.
+    let settle = || settle_all_pools(&ours);
     for _ in 0..rounds {
+        settle().await?;
         let d = timed(direct_fetch()).await?;
-        let t = timed(exec("execute_typescript", ts_fetch.clone(), net.clone())).await?;
-        let p = timed(exec("execute_python", py_fetch.clone(), net.clone())).await?;
+        settle().await?;
+        let t = exec(
+            "execute_typescript",
+            ts_fetch.clone(),
+            net.clone(),
+            BODY_BYTES,
+        )
+        .await?;
+        settle().await?;
+        let p = exec("execute_python", py_fetch.clone(), net.clone(), BODY_BYTES).await?;
+        settle().await?;
         let c = timed(cat()).await?;
-        let tr = timed(exec("execute_typescript", ts_read.clone(), read.clone())).await?;
-        let pr = timed(exec("execute_python", py_read.clone(), read.clone())).await?;
-        for (slot, v) in m.iter_mut().zip([d, t, p, c, tr, pr]) {
-            slot.push(v);
+        settle().await?;
+        let tr = exec(
+            "execute_typescript",
+            ts_read.clone(),
+            read.clone(),
+            FILE_BYTES,
+        )
+        .await?;
+        settle().await?;
+        let pr = exec("execute_python", py_read.clone(), read.clone(), FILE_BYTES).await?;
+        direct_ms.push(d);
+        cat_ms.push(c);
+        for (i, (w, code)) in [t, p, tr, pr].into_iter().enumerate() {
+            whole[i].push(w);
+            inside[i].push(code);
         }
-        for (slot, v) in ratios.iter_mut().zip([t / d, p / d, tr / c, pr / c]) {
+        let per_round = [
+            t.1 / d,
+            p.1 / d,
+            tr.1 / c,
+            pr.1 / c,
+            t.0 / d,
+            p.0 / d,
+            tr.0 / c,
+            pr.0 / c,
+        ];
+        for (slot, v) in ratios.iter_mut().zip(per_round) {
             slot.push(v);
         }
     }
-    let [direct_ms, ts_ms, py_ms, cat_ms, ts_read_ms, py_read_ms] = m.map(summarize);
-    let [r_ts, r_py, r_ts_read, r_py_read] = ratios.map(summarize);
+    let [ts_ms, py_ms, ts_read_ms, py_read_ms] = whole.map(summarize);
+    let [ts_in, py_in, ts_read_in, py_read_in] = inside.map(summarize);
+    let r = ratios.map(|v| round(median(&summarize(v))));
     drop(ours);
     Ok(json!({
         "fetch_1kb": {
-            "direct_from_host_ms": direct_ms,
+            "direct_from_host_ms": summarize(direct_ms),
+            "typescript_fetch_in_code_ms": ts_in,
+            "python_fetch_in_code_ms": py_in,
             "typescript_execution_ms": ts_ms,
             "python_execution_ms": py_ms,
-            "typescript_vs_direct_per_round": r_ts,
-            "python_vs_direct_per_round": r_py,
         },
         "read_10mb": {
-            "cat_ms": cat_ms,
+            "cat_ms": summarize(cat_ms),
+            "typescript_read_in_code_ms": ts_read_in,
+            "python_read_in_code_ms": py_read_in,
             "typescript_execution_ms": ts_read_ms,
             "python_execution_ms": py_read_ms,
-            "typescript_vs_cat_per_round": r_ts_read,
-            "python_vs_cat_per_round": r_py_read,
         },
+        // Medians of per-round ratios. The targets (issue #44) are the fetch and the read as
+        // code pays for them: `*_in_code`.
         "ratios": {
-            "typescript_fetch_vs_direct": round(median(&r_ts)),
-            "python_fetch_vs_direct": round(median(&r_py)),
-            "typescript_read_10mb_vs_cat": round(median(&r_ts_read)),
-            "python_read_10mb_vs_cat": round(median(&r_py_read)),
+            "typescript_fetch_in_code_vs_direct": r[0],
+            "python_fetch_in_code_vs_direct": r[1],
+            "typescript_read_10mb_in_code_vs_cat": r[2],
+            "python_read_10mb_in_code_vs_cat": r[3],
+            "typescript_fetch_execution_vs_direct": r[4],
+            "python_fetch_execution_vs_direct": r[5],
+            "typescript_read_10mb_execution_vs_cat": r[6],
+            "python_read_10mb_execution_vs_cat": r[7],
         },
-        "note": "each execution is a whole tools/call (worker, sandbox, answer); a read grant starts a worker of its own, included here",
+        "targets": {"fetch_in_code_vs_direct": "<= 1.5", "read_10mb_in_code_vs_cat": "<= 5"},
+        "note": "in_code: timed by the code around its fetch or read; execution: the whole tools/call (worker, sandbox, answer) as the client sees it. Granted reads take a worker from the warm pool of their paths, made by the first granted read",
     }))
 }

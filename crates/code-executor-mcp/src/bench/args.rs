@@ -45,6 +45,17 @@ pub struct BenchArgs {
     /// 10 MB granted file read from code next to `cat`.
     #[arg(long)]
     pub(crate) access_only: bool,
+    /// Only the worker-start section (needs no upstream server): from the request to start a
+    /// worker to its ready frame, sandbox included, TypeScript and Python alternating.
+    #[arg(long)]
+    pub(crate) start_only: bool,
+    /// With the latency report or --paths-only: also back to back as measured from the
+    /// official MCP Python SDK, run by this interpreter (it needs the `mcp` package).
+    #[arg(long, value_name = "PYTHON")]
+    pub(crate) python_sdk: Option<PathBuf>,
+    /// Only the Python SDK's back-to-back section (with --python-sdk).
+    #[arg(long, requires = "python_sdk")]
+    pub(crate) sdk_only: bool,
     /// Only the paths section: trivial executions after 1 s and 5 s of idle, in bursts of 4,
     /// back to back (n=200) and sustained for 10 s, in both languages, each next to the
     /// direct `echo` measured the same way; and idle memory with warm pools.

@@ -41,6 +41,28 @@ pub(super) async fn wait_for_pool(client: &Client, language: &str) -> anyhow::Re
     }
 }
 
+/// Waits until every pool, the read grants' included, holds its target of ready workers, then
+/// [`SIDE_BY_SIDE_GAP`]: each measurement then starts from the same state, not while the
+/// replacements of the measurement before it start.
+pub(super) async fn settle_all_pools(client: &Client) -> anyhow::Result<()> {
+    let t = Instant::now();
+    loop {
+        let health = call(client, "health", json!({})).await?;
+        let h = health.structured_content.unwrap_or_default();
+        let pools = ["pools", "grantPools"]
+            .iter()
+            .filter_map(|k| h[*k].as_array().cloned())
+            .flatten();
+        let full = pools.into_iter().all(|p| p["ready"] == p["target"]);
+        if full || t.elapsed() > POOL_REFILL_WAIT {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(SIDE_BY_SIDE_GAP).await;
+    Ok(())
+}
+
 async fn spawn_client(program: &str, args: &[String]) -> anyhow::Result<(Client, Option<u32>)> {
     spawn_client_with(program, args, &[]).await
 }
@@ -118,14 +140,14 @@ where
     Ok(summarize(ms))
 }
 
-/// Median, p95 and max of samples in milliseconds.
+/// Min, median, p95, p99 and max of samples in milliseconds.
 pub(super) fn summarize(mut ms: Vec<f64>) -> Value {
     if ms.is_empty() {
         return json!({"n": 0});
     }
     ms.sort_by(f64::total_cmp);
     let pick = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
-    json!({"median": round(pick(0.5)), "p95": round(pick(0.95)), "max": round(pick(1.0)), "n": ms.len()})
+    json!({"min": round(pick(0.0)), "median": round(pick(0.5)), "p95": round(pick(0.95)), "p99": round(pick(0.99)), "max": round(pick(1.0)), "n": ms.len()})
 }
 
 pub(super) fn round(x: f64) -> f64 {

@@ -7,7 +7,7 @@
 //! (DESIGN.md, performance budget), so a noisy machine moves both sides together.
 
 //!
-//! The sections live beside it: `access`, `large`, `paths`, `rounds`, `skills` and `soak` of the latency
+//! The sections live beside it: `access`, `start` (worker start), `sdk` (back to back from the official Python SDK), `large`, `paths`, `rounds`, `skills` and `soak` of the latency
 //! report, `http` (`--http`, and `haproxy` for `--http --via-haproxy`) and `container`
 //! (`--container-url`) instead of it; `measure` holds
 //! the client, the timed call and the summaries they share; `args` the flags.
@@ -32,8 +32,10 @@ mod large;
 mod measure;
 mod paths;
 mod rounds;
+mod sdk;
 mod skills;
 mod soak;
+mod start;
 
 pub(crate) use args::BenchArgs;
 use measure::{
@@ -103,6 +105,13 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
         )?);
         return Ok(ExitCode::SUCCESS);
     }
+    if args.start_only {
+        let report = start::report(&opts, args.iterations.max(5)).await?;
+        say(&serde_json::to_string_pretty(
+            &json!({"worker_start": report}),
+        )?);
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.access_only {
         let dir = std::env::temp_dir().join(format!("code-executor-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
@@ -165,9 +174,29 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
         our_args.push("--python".to_string());
         our_args.push(python.display().to_string());
     }
+    // The same two servers, started by the official Python SDK's client.
+    let sdk = |python: PathBuf| {
+        let direct_cmd: Vec<String> = std::iter::once(args.node.clone())
+            .chain(node_args.iter().cloned())
+            .collect();
+        let ours_cmd: Vec<String> = std::iter::once(exe.clone())
+            .chain(our_args.iter().cloned())
+            .collect();
+        let dir = dir.clone();
+        async move { sdk::report(&python, &dir, &direct_cmd, &ours_cmd).await }
+    };
+    if let Some(python) = args.python_sdk.clone().filter(|_| args.sdk_only) {
+        let report = json!({"python_sdk": sdk(python).await?});
+        say(&serde_json::to_string_pretty(&report)?);
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.paths_only {
-        let report = paths::report(&direct, &exe, &our_args, &dir, n).await?;
-        say(&serde_json::to_string_pretty(&json!({"paths": report}))?);
+        let mut report = json!({"paths": paths::report(&direct, &exe, &our_args, &dir, n).await?});
+        if let Some(python) = args.python_sdk.clone() {
+            report["python_sdk"] = sdk(python).await?;
+        }
+        say(&serde_json::to_string_pretty(&report)?);
         let _ = std::fs::remove_dir_all(&dir);
         return Ok(ExitCode::SUCCESS);
     }
@@ -348,8 +377,13 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     let approvals =
         rounds::approval_rounds(&direct, &exe, &our_args, &cfg, &dir, n.min(30)).await?;
     let access = access::report(&exe, &our_base_args(&opts), &dir, n.min(30)).await?;
+    let worker_start = start::report(&opts, n.min(30)).await?;
     let skills = skills::report(&direct, &exe, &our_args, &dir, n.min(30)).await?;
     let paths = paths::report(&direct, &exe, &our_args, &dir, n).await?;
+    let python_sdk = match args.python_sdk.clone() {
+        Some(python) => sdk(python).await?,
+        None => Value::Null,
+    };
     let (ours_pii, _) = large::pii_server(&exe, &our_args, &dir).await?;
     let large_results = large::report(&direct, &ours, Some(&ours_pii), n.min(30)).await?;
     drop(ours_pii);
@@ -366,8 +400,10 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     let report = json!({
         "search": search_report(),
         "access": access,
+        "worker_start": worker_start,
         "skills": skills,
         "paths": paths,
+        "python_sdk": python_sdk,
         "tokens": tokens,
         "large_results": large_results,
         "baseline": {

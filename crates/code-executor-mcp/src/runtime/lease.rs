@@ -227,6 +227,7 @@ fn reap_later(worker: worker::WorkerProcess) {
 
 /// The files an execution was granted: data paths its view shows read-only, and the
 /// workspace of its own (outside a session).
+#[derive(Default)]
 pub(crate) struct Files {
     pub(crate) data: Vec<std::path::PathBuf>,
     pub(crate) workspace: Option<std::path::PathBuf>,

@@ -36,6 +36,7 @@ use super::run::execution::{
 };
 use super::run::output::{LogCollector, Spill};
 use super::run::prepare::{self, NotPrepared};
+use super::worker::grants::GrantPools;
 use super::worker::pool::{Pool, PoolStats};
 use super::worker::python::{self, PythonRuntime};
 use super::worker::{Language, workspace};
@@ -87,6 +88,8 @@ pub struct Runtime {
     skills: Arc<Skills>,
     /// The type checkers of `check: true`.
     checkers: Arc<crate::check::Checkers>,
+    /// Warm workers for executions granted data paths (`permissions.read`).
+    grant_pools: GrantPools,
 }
 
 impl Runtime {
@@ -116,6 +119,7 @@ impl Runtime {
             live: Live::new(sessions, policy.long_runs, replica),
             policy,
             remembered: Arc::default(),
+            grant_pools: GrantPools::default(),
         }
     }
 
@@ -135,6 +139,11 @@ impl Runtime {
 
     pub async fn pool_stats(&self) -> Vec<PoolStats> {
         vec![self.js_pool.stats().await, self.python.stats().await]
+    }
+
+    /// The warm pools of read grants (`worker::grants`), each with its data paths.
+    pub async fn grant_pool_stats(&self) -> Vec<(Vec<std::path::PathBuf>, PoolStats)> {
+        self.grant_pools.stats().await
     }
 
     pub fn python(&self) -> &PythonRuntime {
@@ -348,6 +357,18 @@ impl Runtime {
                 return finish(out);
             }
         };
+        // Data paths alone, outside a session: a worker of the warm pool whose view holds
+        // exactly them (`worker::grants`).
+        let grant_pool = (session.is_none() && files.workspace.is_none() && !files.data.is_empty())
+            .then(|| {
+                self.grant_pools
+                    .pool_for(pool, &GrantPools::key(&files.data))
+            });
+        let no_files = Files::default();
+        let (pool, lease_files) = match &grant_pool {
+            Some(p) => (p, &no_files),
+            None => (pool, &files),
+        };
         let mut before = workspace::Usage::default();
         let mut lease = match tokio::time::timeout_at(
             deadline,
@@ -358,7 +379,7 @@ impl Runtime {
                 self.live.sessions(),
                 ctx,
                 &mut before,
-                &files,
+                lease_files,
             ),
         )
         .await

@@ -11,6 +11,8 @@
 //! - [`deploy`]: the Kubernetes manifests, checked offline;
 //! - [`eval`]: `eval` over the reference servers and the synthetic catalog, hostile task
 //!   files, and the model mode against a scripted mock provider;
+//! - [`bench`]: the `bench` sections of issue #44's targets (worker start, granted access,
+//!   back to back from the official Python SDK);
 //! - [`container`]: the container image with Podman (built once per process).
 //!
 //! One module's tests: `cargo test -p code-executor-mcp --test cli -- setup::`.
@@ -26,6 +28,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bench;
 mod client_config;
 mod client_trust;
 mod container;

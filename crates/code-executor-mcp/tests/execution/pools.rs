@@ -130,3 +130,158 @@ async fn a_pool_grows_under_a_burst_of_50_and_shrinks_back_within_its_bounds() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The read grants' pools `health` reports.
+async fn grant_pools(h: &Harness) -> Vec<Value> {
+    let (v, _) = h.run_tool("health", json!({})).await;
+    v["grantPools"].as_array().cloned().unwrap_or_default()
+}
+
+/// The warm pools of read grants (`runtime/worker/grants.rs`): an execution granted data paths
+/// gets a worker whose view holds exactly those paths, from a pool of its own that the first
+/// such execution makes; once warm, a granted execution waits for no start; a worker still
+/// serves one execution, never sees another grant's paths, and the pool shrinks back to nothing
+/// when idle. At most 8 sets are kept.
+#[tokio::test]
+async fn read_grants_get_warm_workers_of_exactly_their_paths_and_each_serves_one_execution() {
+    let dirs: Vec<test_support::TempDir> = (0..9)
+        .map(|i| {
+            let d = test_support::TempDir::new(&format!("grant-pool-{i}"));
+            std::fs::write(d.0.join("mine.txt"), format!("dir {i}")).unwrap();
+            d
+        })
+        .collect();
+    let paths: Vec<String> = dirs.iter().map(|d| d.0.display().to_string()).collect();
+    let (h, _dir) = server(json!({
+        "permissions": {"read": paths},
+        "poolShrinkAfterMs": 1500,
+    }))
+    .await;
+    // Reads its own file and tries the other directory's; reports whether it ran first in
+    // its process, and a token of the process's random state.
+    let code = |python: bool, mine: &str, other: &str| {
+        if python {
+            format!(
+                "import builtins, random\nfresh = not hasattr(builtins, '_ran_here')\n\
+                 builtins._ran_here = True\n\
+                 try:\n    open({other:?}).read()\n    other = True\nexcept OSError:\n    other = False\n\
+                 [fresh, '%r:%d' % (random.random(), hash('token')), open({mine:?}).read(), other]"
+            )
+        } else {
+            format!(
+                "const fresh = globalThis.__ranHere === undefined; globalThis.__ranHere = true;\n\
+                 let other = true; try {{ await fs.readFile({other:?}, 'utf8'); }} catch {{ other = false; }}\n\
+                 return [fresh, String(Math.random()) + ':' + String(Math.random()), \
+                 await fs.readFile({mine:?}, 'utf8'), other];"
+            )
+        }
+    };
+    let run = |python: bool, i: usize, j: usize| {
+        let (h, paths, code) = (&h, &paths, &code);
+        async move {
+            let mine = format!("{}/mine.txt", paths[i]);
+            let other = format!("{}/mine.txt", paths[j]);
+            let args = json!({
+                "code": code(python, &mine, &other),
+                "permissions": {"read": [paths[i]]},
+            });
+            let (v, is_error) = if python {
+                h.exec_python_with(args).await
+            } else {
+                h.exec_with(args).await
+            };
+            assert!(!is_error, "{v}");
+            let r = &v["result"];
+            assert_eq!(r[2], json!(format!("dir {i}")), "{v}");
+            assert_eq!(
+                r[3],
+                json!(false),
+                "a worker granted {} read {}: {v}",
+                paths[i],
+                paths[j]
+            );
+            (r[0].as_bool().unwrap(), r[1].as_str().unwrap().to_string())
+        }
+    };
+    for python in [false, true] {
+        let language = if python { "python" } else { "js" };
+        let mut tokens = HashSet::new();
+        let mut runs = Vec::new();
+        for k in 0..12 {
+            runs.push(run(python, k % 2, 1 - k % 2).await);
+        }
+        let burst = (0..8).map(|k| run(python, k % 2, 1 - k % 2));
+        runs.extend(futures::future::join_all(burst).await);
+        for (fresh, token) in &runs {
+            assert!(
+                fresh,
+                "an execution found what an earlier one left ({language})"
+            );
+            assert!(
+                tokens.insert(token.clone()),
+                "two granted executions drew the same token {token} ({language})"
+            );
+        }
+        // One pool per set of paths; once directory 0's holds a warm worker, a run granted
+        // directory 0 takes it without waiting for a start (no miss).
+        let mine = |pools: &[Value]| {
+            pools
+                .iter()
+                .find(|p| p["language"] == language && p["dataPaths"] == json!([paths[0]]))
+                .cloned()
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let before = loop {
+            let pools = grant_pools(&h).await;
+            assert_eq!(
+                pools.iter().filter(|p| p["language"] == language).count(),
+                2,
+                "one pool per set of paths: {pools:?}"
+            );
+            if let Some(p) = mine(&pools).filter(|p| p["ready"].as_u64() > Some(0)) {
+                break p;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no warm {language} worker for a read grant: {pools:?}"
+            );
+            // Polling a condition, not waiting for time to pass.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(before["min"], json!(0), "{before}");
+        run(python, 0, 1).await;
+        let after = mine(&grant_pools(&h).await).unwrap();
+        assert_eq!(
+            after["misses"], before["misses"],
+            "a granted run waited for a start though a worker was ready: {before} -> {after}"
+        );
+        assert!(after["started"].as_u64() > Some(0), "{after}");
+    }
+    // Idle: each grant's pool shrinks back to nothing (one step per idle period).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let pools = grant_pools(&h).await;
+        if pools
+            .iter()
+            .all(|p| p["ready"] == json!(0) && p["target"] == json!(0))
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the grants' pools kept workers while idle: {pools:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Nine sets of paths in one language: the least recently used pool is closed.
+    for i in 0..9 {
+        run(false, i, (i + 1) % 9).await;
+    }
+    let pools = grant_pools(&h).await;
+    assert!(
+        pools.len() <= 8,
+        "more than 8 grants' pools kept: {pools:?}"
+    );
+    let empty = h.exec("return 1").await;
+    assert!(!empty.1, "{}", empty.0);
+}

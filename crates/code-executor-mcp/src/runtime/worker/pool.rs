@@ -14,7 +14,7 @@
 //! measured) plus one more would exceed the budget's ceiling.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -63,6 +63,8 @@ pub struct MemoryBudget {
     ceiling: u64,
     /// Bytes of each pool's ready workers, as last measured (index: pool id).
     held: std::sync::Mutex<Vec<u64>>,
+    /// Ids of pools that are gone, for the next pool to take.
+    free: std::sync::Mutex<Vec<usize>>,
 }
 
 impl MemoryBudget {
@@ -70,13 +72,23 @@ impl MemoryBudget {
         Arc::new(MemoryBudget {
             ceiling: ceiling_bytes,
             held: std::sync::Mutex::new(Vec::new()),
+            free: std::sync::Mutex::new(Vec::new()),
         })
     }
 
     fn register(&self) -> usize {
+        if let Some(id) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return id;
+        }
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         held.push(0);
         held.len() - 1
+    }
+
+    /// A pool is gone: it holds nothing, and its id is free again.
+    fn release(&self, id: usize) {
+        self.set(id, 0);
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).push(id);
     }
 
     fn set(&self, id: usize, bytes: u64) {
@@ -128,6 +140,14 @@ struct Inner {
     /// When a new worker's memory was last measured.
     last_measured: std::sync::Mutex<Option<Instant>>,
     last_error: std::sync::Mutex<Option<String>>,
+    /// [`Pool::close`]d: the refill stops its ready workers and ends.
+    closed: AtomicBool,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.budget.release(self.budget_id);
+    }
 }
 
 /// Counters for `health`.
@@ -187,6 +207,7 @@ impl Pool {
             warm_until: std::sync::Mutex::new(None),
             last_measured: std::sync::Mutex::new(None),
             last_error: std::sync::Mutex::new(None),
+            closed: AtomicBool::new(false),
         });
         if sizing.max > 0 {
             tokio::spawn(refill(Arc::downgrade(&inner)));
@@ -261,6 +282,24 @@ impl Pool {
         }
     }
 
+    /// How the pool is sized.
+    pub fn sizing(&self) -> PoolSizing {
+        self.inner.sizing
+    }
+
+    /// The memory budget the pool shares.
+    pub fn budget(&self) -> &Arc<MemoryBudget> {
+        &self.inner.budget
+    }
+
+    /// Stops keeping workers: the ready ones are stopped and nothing more is started ahead.
+    /// A request that still holds the pool gets a worker started for it.
+    pub fn close(&self) {
+        self.inner.closed.store(true, Ordering::Relaxed);
+        self.inner.target.store(0, Ordering::Relaxed);
+        self.inner.wake.notify_one();
+    }
+
     /// Tops the pool up in the background (call when an execution has ended).
     pub fn replenish(&self) {
         self.inner.wake.notify_one();
@@ -299,6 +338,9 @@ impl Pool {
 /// Raises the target by one, unless it is at `max` or one more worker would not fit the
 /// memory budget.
 fn grow(inner: &Inner) {
+    if inner.closed.load(Ordering::Relaxed) {
+        return;
+    }
     let per_worker = inner.worker_bytes.load(Ordering::Relaxed);
     if !inner.budget.fits(per_worker) {
         return;
@@ -407,6 +449,14 @@ fn measure_due(inner: &Inner) -> bool {
 async fn refill(weak: Weak<Inner>) {
     loop {
         let Some(inner) = weak.upgrade() else { return };
+        if inner.closed.load(Ordering::Relaxed) {
+            let ready: Vec<WorkerProcess> = inner.ready.lock().await.drain(..).collect();
+            inner.budget.set(inner.budget_id, 0);
+            for w in ready {
+                tokio::spawn(w.finish());
+            }
+            return;
+        }
         if shrink_if_idle(&inner) {
             let target = inner.target.load(Ordering::Relaxed);
             let surplus: Vec<WorkerProcess> = {
@@ -534,6 +584,43 @@ mod tests {
         assert!(!budget.fits(11));
         budget.set(py, 0);
         assert!(budget.fits(60));
+        // A pool that is gone holds nothing, and the next pool takes its slot.
+        budget.release(js);
+        assert!(budget.fits(100));
+        assert_eq!(budget.register(), js);
+    }
+
+    #[tokio::test]
+    async fn a_closed_pool_stops_its_ready_workers_and_starts_none_ahead() {
+        let dir = temp_dir("closed");
+        let budget = MemoryBudget::new(1000);
+        let pool = Pool::start(
+            flaky(&dir, 0),
+            PoolSizing {
+                min: 2,
+                max: 2,
+                shrink_after: Duration::from_secs(10),
+            },
+            budget.clone(),
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while pool.stats().await.ready < 2 {
+            assert!(Instant::now() < deadline, "the pool never filled");
+            // Polling a condition, not waiting for time to pass.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        pool.close();
+        while pool.stats().await.ready > 0 {
+            assert!(Instant::now() < deadline, "a closed pool kept its workers");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let started = pool.stats().await.started;
+        // A request that still holds it gets a worker of its own; none is started ahead.
+        let mut worker = pool.take().await.expect("a worker for the request");
+        assert!(worker.is_alive());
+        assert_eq!(pool.stats().await.target, 0);
+        assert_eq!(pool.stats().await.started, started + 1);
+        assert!(budget.fits(1000), "a closed pool holds no budget");
     }
 
     #[tokio::test]
