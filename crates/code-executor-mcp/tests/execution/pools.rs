@@ -3,6 +3,7 @@
 //! grows under a burst and shrinks back when idle, within its bounds, as `health` reports.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -257,6 +258,39 @@ async fn read_grants_get_warm_workers_of_exactly_their_paths_and_each_serves_one
         );
         assert!(after["started"].as_u64() > Some(0), "{after}");
     }
+    // A granted directory replaced while its pool holds warm workers (a build tool making
+    // `dist/` again): the next granted run sees the new one, not the view of the old.
+    let replaced = format!("{}.old", paths[0]);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !grant_pools(&h)
+        .await
+        .iter()
+        .any(|p| p["dataPaths"] == json!([paths[0]]) && p["ready"].as_u64() > Some(0))
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no warm worker to make stale"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    std::fs::rename(&paths[0], &replaced).unwrap();
+    std::fs::create_dir(&paths[0]).unwrap();
+    test_support::set_mode(Path::new(&paths[0]), 0o755);
+    std::fs::write(format!("{}/mine.txt", paths[0]), "dir 0, made again").unwrap();
+    for python in [false, true] {
+        let mine = format!("{}/mine.txt", paths[0]);
+        let args = json!({"code": if python { format!("open({mine:?}).read()") } else {
+            format!("return await fs.readFile({mine:?}, 'utf8')") }, "permissions": {"read": [paths[0]]}});
+        let (v, is_error) = if python {
+            h.exec_python_with(args).await
+        } else {
+            h.exec_with(args).await
+        };
+        assert!(!is_error, "{v}");
+        assert_eq!(v["result"], json!("dir 0, made again"), "a stale view: {v}");
+    }
+    std::fs::remove_dir_all(&replaced).unwrap();
+    std::fs::write(format!("{}/mine.txt", paths[0]), "dir 0").unwrap();
     // Idle: each grant's pool shrinks back to nothing (one step per idle period).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {

@@ -14,8 +14,12 @@
 //!
 //! Each worker still serves one execution and is killed after it; a worker is only ever
 //! handed to an execution whose granted paths are exactly those its view holds (the key is
-//! the sorted list of paths, as the grant resolved them). Workspaces (write grants) are a
-//! directory per execution and still get a worker of their own.
+//! the sorted list of paths, as the grant resolved them). A view binds the directories that
+//! were there when its worker started: a granted directory replaced since (removed and made
+//! again, renamed over) would show its old self, so each execution checks the paths' device
+//! and inode against those its pool's workers were started with, and a pool whose paths
+//! changed is closed and made afresh. Workspaces (write grants) are a directory per execution
+//! and still get a worker of their own.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -29,7 +33,17 @@ pub const MAX_GRANT_POOLS: usize = 8;
 struct Entry {
     language: Language,
     data: Vec<PathBuf>,
+    /// What each path was when the pool was made.
+    identity: Vec<Option<(u64, u64)>>,
     pool: Pool,
+}
+
+/// Device and inode of each path (`None`: it cannot be looked at now).
+fn identity(data: &[PathBuf]) -> Vec<Option<(u64, u64)>> {
+    use std::os::unix::fs::MetadataExt;
+    data.iter()
+        .map(|p| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino())))
+        .collect()
 }
 
 /// The pools of every recently granted set of data paths.
@@ -45,15 +59,20 @@ impl GrantPools {
     /// their view. Made (empty) on first use.
     pub fn pool_for(&self, base: &Pool, data: &[PathBuf]) -> Pool {
         let language = base.spawner().language;
+        let now = identity(data);
         let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = pools
             .iter()
             .position(|e| e.language == language && e.data == data)
         {
             let entry = pools.remove(i);
-            let pool = entry.pool.clone();
-            pools.push(entry);
-            return pool;
+            if entry.identity == now {
+                let pool = entry.pool.clone();
+                pools.push(entry);
+                return pool;
+            }
+            // A granted path is another file or directory now: its ready workers show the old.
+            entry.pool.close();
         }
         if pools.len() >= MAX_GRANT_POOLS {
             let oldest = pools.remove(0);
@@ -71,6 +90,7 @@ impl GrantPools {
         pools.push(Entry {
             language,
             data: data.to_vec(),
+            identity: now,
             pool: pool.clone(),
         });
         pool
