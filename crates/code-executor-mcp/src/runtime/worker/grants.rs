@@ -24,8 +24,8 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use super::Language;
 use super::pool::{Pool, PoolSizing, PoolStats};
+use super::process::Language;
 
 /// Sets of data paths kept at once; beyond it the least recently used pool is closed.
 pub const MAX_GRANT_POOLS: usize = 8;
