@@ -3,8 +3,9 @@
 //!
 //! A worker's view is fixed when it starts: a grant of data paths needs a worker whose view
 //! holds exactly those paths. Without these pools every granted execution started one on its
-//! request path (a start is most of a granted read's time: a 10 MB read took 43 ms from
-//! TypeScript, about 30 of them the start). Now each set of data paths (per language) gets a
+//! request path, which was most of a granted read's time (a 10 MB read as a whole execution:
+//! 30-33 ms from TypeScript and 49-50 ms from Python, 12-13 ms with a warm worker; see
+//! docs/access.md). Now each set of data paths (per language) gets a
 //! [`Pool`] of its own, created by the first execution that asks for it. It starts empty
 //! (`min` 0): that first execution finds it empty, starts its own worker as before and raises
 //! the pool's target, so the next one finds a worker waiting. The pool grows under demand and

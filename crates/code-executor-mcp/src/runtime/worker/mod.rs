@@ -1,8 +1,8 @@
 //! The worker side: worker processes and their frames ([`process`]), pre-started pools of
-//! them ([`pool`], and per set of read grants [`grants`]), the host's CPython with its shim ([`python`]), the memory a pool may hold
-//! ([`memory`]), and what workers write: directory trees measured and deleted by descriptor
-//! ([`tree`]), bounded workspaces ([`bounded`], [`workspace`]) under a root per server
-//! ([`roots`]). Nothing here knows about sessions, executions or the host side.
+//! them ([`pool`], and one per set of read grants: [`grants`]), the host's CPython with its
+//! shim ([`python`]), the memory a pool may hold ([`memory`]), and what workers write:
+//! directory trees measured and deleted by descriptor ([`tree`]), bounded workspaces
+//! ([`bounded`], [`workspace`]) under a root per server ([`roots`]). Nothing here knows about sessions, executions or the host side.
 
 pub(crate) mod bounded;
 pub(crate) mod grants;
