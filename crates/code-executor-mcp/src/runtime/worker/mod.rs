@@ -2,7 +2,8 @@
 //! them ([`pool`], and one per set of read grants: [`grants`]), the host's CPython with its
 //! shim ([`python`]), the memory a pool may hold ([`memory`]), and what workers write:
 //! directory trees measured and deleted by descriptor ([`tree`]), bounded workspaces
-//! ([`bounded`], [`workspace`]) under a root per server ([`roots`]). Nothing here knows about sessions, executions or the host side.
+//! ([`bounded`], [`workspace`]) under a root per server ([`roots`]). Nothing here knows about
+//! sessions, executions or the host side.
 
 pub(crate) mod bounded;
 pub(crate) mod grants;
