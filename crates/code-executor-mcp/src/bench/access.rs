@@ -4,8 +4,10 @@
 //!
 //! The loopback server is a plain HTTP/1.1 responder on 127.0.0.1 started here; the settings
 //! the measured server gets name its address in `permissions.net` and the file's directory in
-//! `permissions.read`. A read grant gives the execution a worker of its own (its view holds the
-//! granted path), so the file rounds include starting that worker.
+//! `permissions.read`. Each program times its own fetch or read and answers it with the bytes
+//! it got; the client times the whole execution. Granted reads take workers from the warm
+//! pool of their paths (`runtime/worker/grants.rs`), made by the warm-up's first granted read;
+//! every measurement starts once every pool, that one included, is full again.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
