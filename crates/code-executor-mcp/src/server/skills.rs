@@ -9,9 +9,11 @@
 //! project's skill never takes a user skill's address), then the skill's name (the last
 //! segment of its path, as the extension requires), then the file's path, each segment
 //! percent-encoded. Only the files a skill's manifest lists are read: the walk that makes it
-//! never follows a symlink, so nothing outside the skill's directory is ever served.
-
-use std::path::{Path, PathBuf};
+//! and every read are made beneath the skill's root by descriptor, never following a link at
+//! any component (`crate::skills::beneath`), so nothing outside the skill's directory is ever
+//! served. One skill that cannot be served (or one whose entry breaks the extension's rules,
+//! or a second with an address already listed) is left out and said, in the log and in
+//! `_meta` of `skills/list`; the others are listed.
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
@@ -20,9 +22,10 @@ use rmcp::model::{
     SkillResources,
 };
 
+use crate::skills::beneath::{Kind, plain_segment};
 use crate::skills::skill::{SKILL_FILE, Skill};
 use crate::skills::store::Skills;
-use crate::skills::uri::{self, SCHEME, decode, encode};
+use crate::skills::uri::{self, SCHEME, encode};
 use crate::upstream::Upstreams;
 
 /// The skills of the connected upstream servers that serve the extension, as we serve them
@@ -43,51 +46,109 @@ const MAX_BYTES: u64 = 16 * 1024 * 1024;
 const TTL_MS: u64 = 30_000;
 const DIRECTORY: &str = "inode/directory";
 
-/// One file of a skill: its path inside the skill (`/`-separated) and on disk.
+/// Deepest directory served inside a skill.
+const MAX_DEPTH: usize = 16;
+/// The key of `skills/list`'s `_meta` that names what was left out, and why.
+pub(crate) const PROBLEMS_META: &str = "code-executor-mcp/problems";
+
+/// One file of a skill: its path inside the skill (`/`-separated) and its size.
 struct File {
     rel: String,
-    path: PathBuf,
     size: u64,
 }
 
-/// The files of the skill in `dir`: every regular file below it, symlinks not followed,
-/// within the extension's limits (else why not).
-fn files(dir: &Path) -> Result<Vec<File>, String> {
+/// Logs `what` the first time it is met (listings are frequent).
+fn warn_once(what: String) {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static WARNED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    let mut warned = WARNED
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if warned.len() < 10_000 && warned.insert(what.clone()) {
+        tracing::warn!("skills: {what}");
+    }
+}
+
+/// The files of `skill`: every regular file below its directory, opened beneath its root
+/// (a link at any component is not followed: a linked file or directory is left out, and
+/// logged, as is a fifo, a device or a name that is not UTF-8 or not a plain name), within
+/// the extension's limits (else why not).
+fn files(skill: &Skill) -> Result<Vec<File>, String> {
+    let top = skill.open().map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     let mut total = 0u64;
-    let mut stack = vec![(dir.to_path_buf(), String::new())];
-    while let Some((at, prefix)) = stack.pop() {
-        let entries = std::fs::read_dir(&at).map_err(|e| format!("{}: {e}", at.display()))?;
-        for entry in entries.filter_map(Result::ok) {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                continue;
+    let mut stack = vec![(top, String::new(), 0usize)];
+    let too_many = || {
+        format!(
+            "{} holds more than the skills extension allows a skill ({MAX_FILES} files, \
+             16 MiB)",
+            skill.dir.display()
+        )
+    };
+    while let Some((at, prefix, depth)) = stack.pop() {
+        let (entries, more) = at.entries(MAX_FILES + 1).map_err(|e| e.to_string())?;
+        if more {
+            return Err(too_many());
+        }
+        for entry in entries {
+            let name = match entry.name {
+                Ok(n) if plain_segment(&n) => n,
+                Ok(n) => {
+                    warn_once(format!(
+                        "{}: {n:?} is not a plain file name; not served",
+                        at.path().display()
+                    ));
+                    continue;
+                }
+                Err(lossy) => {
+                    warn_once(format!(
+                        "{}: the name {lossy:?} is not UTF-8; not served",
+                        at.path().display()
+                    ));
+                    continue;
+                }
             };
             let rel = format!("{prefix}{name}");
-            if kind.is_dir() {
-                stack.push((entry.path(), format!("{rel}/")));
-            } else if kind.is_file() {
-                let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-                total += size;
-                out.push(File {
-                    rel,
-                    path: entry.path(),
-                    size,
-                });
+            match entry.kind {
+                Ok(Kind::Dir) if depth < MAX_DEPTH => {
+                    let sub = at.dir(&name).map_err(|e| e.to_string())?;
+                    stack.push((sub, format!("{rel}/"), depth + 1));
+                }
+                Ok(Kind::File { size }) => {
+                    total = total.saturating_add(size);
+                    out.push(File { rel, size });
+                }
+                Ok(Kind::Link) => warn_once(format!(
+                    "{}: a symbolic link, not followed: not served",
+                    at.path().join(&name).display()
+                )),
+                Ok(Kind::Dir) => warn_once(format!(
+                    "{}: deeper than {MAX_DEPTH} directories; not served",
+                    at.path().join(&name).display()
+                )),
+                Ok(Kind::Other(what)) => warn_once(format!(
+                    "{} is {what}; not served",
+                    at.path().join(&name).display()
+                )),
+                Err(e) => warn_once(e.to_string()),
             }
-        }
-        if out.len() > MAX_FILES || total > MAX_BYTES {
-            return Err(format!(
-                "{} holds more than the skills extension allows a skill ({MAX_FILES} files, \
-                 16 MiB)",
-                dir.display()
-            ));
+            if out.len() > MAX_FILES || total > MAX_BYTES {
+                return Err(too_many());
+            }
         }
     }
     out.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok(out)
+}
+
+/// The bytes of the file `rel` of `skill`, read beneath its root (no link followed).
+fn read_file(skill: &Skill, rel: &str) -> Result<Vec<u8>, String> {
+    skill
+        .open()
+        .and_then(|d| Ok(d.read_at(rel, MAX_BYTES)?))
+        .map_err(|e| e.to_string())
 }
 
 /// `skill://<origin>/<name>`: the skill's root directory.
@@ -100,19 +161,21 @@ fn file_uri(skill: &Skill, rel: &str) -> String {
     format!("{}/{}", root_uri(skill), path.join("/"))
 }
 
-/// What a `skill://` URI names: the skill, and the path inside it (empty: its root).
+/// What a `skill://` URI names: the skill, and the path inside it (empty: its root). Every
+/// segment is decoded, then checked (see [`uri::segments`]): `..` in any spelling names
+/// nothing.
 fn resolve(store: &Skills, uri: &str) -> Option<(Skill, String)> {
     let rest = uri.strip_prefix(SCHEME)?;
-    let mut segments = rest.split('/');
-    let origin = segments.next()?;
-    let name = decode(segments.next()?)?;
-    let path: Vec<String> = segments.map(decode).collect::<Option<_>>()?;
-    if path
-        .iter()
-        .any(|s| s.is_empty() || s == "." || s == ".." || s.contains('/'))
-    {
-        return None;
-    }
+    let (origin, rest) = rest.split_once('/')?;
+    let (name, path) = match rest.split_once('/') {
+        Some((n, p)) => (n, Some(p)),
+        None => (rest, None),
+    };
+    let name = uri::segment(name).ok()?;
+    let path = match path {
+        None => Vec::new(),
+        Some(p) => uri::segments(p).ok()?,
+    };
     let skill = store.find(&format!("{origin}/{name}")).ok()?;
     Some((skill, path.join("/")))
 }
@@ -140,8 +203,8 @@ fn mime(rel: &str, bytes: Option<&[u8]>) -> &'static str {
 /// The extension's entry of one skill: its frontmatter as written, and every file's digest.
 fn entry(skill: &Skill) -> Result<WireSkill, String> {
     let mut manifest = Vec::new();
-    for f in files(&skill.dir)? {
-        let bytes = std::fs::read(&f.path).map_err(|e| format!("{}: {e}", f.path.display()))?;
+    for f in files(skill)? {
+        let bytes = read_file(skill, &f.rel)?;
         manifest.push(SkillResource::from_bytes(file_uri(skill, &f.rel), &bytes));
     }
     let mut frontmatter = SkillFrontmatter::new(&skill.name, &skill.description);
@@ -165,24 +228,62 @@ fn entry(skill: &Skill) -> Result<WireSkill, String> {
     ))
 }
 
-/// `skills/list`: every skill that can be served (one that cannot is logged and left out),
-/// then the connected upstreams' (`upstream`).
+/// `skills/list`: every skill that can be served, then the connected upstreams'
+/// (`upstream`). One that cannot be (unreadable, breaking the extension's rules, or at an
+/// address already listed) is left out, logged and named in `_meta` ([`PROBLEMS_META`]):
+/// one odd entry never fails the whole list.
 pub(crate) fn list(store: &Skills, upstream: Vec<WireSkill>) -> ListSkillsResult {
-    let (skills, _) = store.list();
-    let mut entries: Vec<WireSkill> = skills
+    let (skills, mut problems) = store.list();
+    let mut entries: Vec<WireSkill> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let ours = skills
         .iter()
-        .filter_map(|s| match entry(s) {
-            Ok(e) => Some(e),
-            Err(why) => {
-                tracing::warn!("skill {} is not served: {why}", s.name);
-                None
+        .map(|s| (s.dir.display().to_string(), entry(s)));
+    let theirs = upstream.into_iter().map(|s| (s.uri.clone(), Ok(s)));
+    for (what, e) in ours.chain(theirs) {
+        let why = match e {
+            Err(why) => why,
+            Ok(e) => match e.validate() {
+                Err(why) => why.to_string(),
+                Ok(()) if !seen.insert(e.uri.clone()) => format!(
+                    "{} is listed already (the first one with that address is served)",
+                    e.uri
+                ),
+                Ok(()) => {
+                    entries.push(e);
+                    continue;
+                }
+            },
+        };
+        let problem = format!("{what} is not served: {why}");
+        warn_once(problem.clone());
+        problems.push(problem);
+    }
+    // Addresses equal only once normalized (`%7E` and `~`): the rule the extension's
+    // whole-list check applies, so the list is taken apart until it passes.
+    if rmcp::model::validate_skills(&entries).is_err() {
+        let mut kept: Vec<WireSkill> = Vec::new();
+        for e in entries {
+            kept.push(e);
+            if rmcp::model::validate_skills(&kept).is_err()
+                && let Some(dropped) = kept.pop()
+            {
+                let problem = format!("{} is listed already; not served twice", dropped.uri);
+                warn_once(problem.clone());
+                problems.push(problem);
             }
-        })
-        .collect();
-    entries.extend(upstream);
-    ListSkillsResult::with_all_items(entries)
+        }
+        entries = kept;
+    }
+    let mut result = ListSkillsResult::with_all_items(entries)
         .with_ttl_ms(TTL_MS)
-        .with_cache_scope(CacheScope::Private)
+        .with_cache_scope(CacheScope::Private);
+    if !problems.is_empty() {
+        let mut meta = rmcp::model::MetaObject::new();
+        meta.insert(PROBLEMS_META.into(), serde_json::json!(problems));
+        result.meta = Some(meta);
+    }
+    result
 }
 
 fn unknown(what: String) -> McpError {
@@ -196,7 +297,8 @@ pub(crate) fn get(
     uri: &str,
 ) -> Result<GetSkillResult, McpError> {
     let no = || unknown(format!("No skill is served at {uri}"));
-    if uri::theirs(uri).is_some() {
+    if let Some(theirs) = uri::theirs(uri) {
+        theirs.map_err(unknown)?;
         let entry = upstream.iter().find(|s| s.uri == uri).ok_or_else(no)?;
         return Ok(GetSkillResult::new(entry.clone())
             .with_ttl_ms(TTL_MS)
@@ -208,7 +310,8 @@ pub(crate) fn get(
             "{uri} is not the URI of a skill's {SKILL_FILE}"
         )));
     }
-    let entry = entry(&skill).map_err(|_| no())?;
+    let entry =
+        entry(&skill).map_err(|why| unknown(format!("the skill at {uri} is not served: {why}")))?;
     Ok(GetSkillResult::new(entry)
         .with_ttl_ms(TTL_MS)
         .with_cache_scope(CacheScope::Private))
@@ -219,7 +322,7 @@ pub(crate) fn resources(store: &Skills) -> ListResourcesResult {
     let (skills, _) = store.list();
     let mut out = Vec::new();
     for skill in &skills {
-        let Ok(files) = files(&skill.dir) else {
+        let Ok(files) = files(skill) else {
             continue;
         };
         for f in files {
@@ -250,7 +353,8 @@ pub(crate) async fn read(
             "Resource not found: {uri} (skill files are skill://<origin>/<name>/<file>; resources/list shows them)"
         ))
     };
-    if let Some((server, theirs)) = uri::theirs(uri) {
+    if let Some(theirs) = uri::theirs(uri) {
+        let (server, theirs) = theirs.map_err(unknown)?;
         let mut read = upstreams
             .read_skill_file(&server, &theirs)
             .await
@@ -273,12 +377,12 @@ pub(crate) async fn read(
     let (skill, path) = resolve(store, uri).ok_or_else(no)?;
     // Only what the manifest lists: a path that is not a regular file of the skill (a
     // symlink, a directory, something outside it) is unknown.
-    let file = files(&skill.dir)
+    let file = files(&skill)
         .map_err(|_| no())?
         .into_iter()
         .find(|f| f.rel == path)
         .ok_or_else(no)?;
-    let bytes = std::fs::read(&file.path).map_err(|_| no())?;
+    let bytes = read_file(&skill, &file.rel).map_err(|why| unknown(format!("{uri}: {why}")))?;
     let mime = mime(&file.rel, Some(&bytes));
     let contents = match String::from_utf8(bytes) {
         Ok(text) => ResourceContents::text(text, uri).with_mime_type(mime),
@@ -296,7 +400,7 @@ pub(crate) fn directory(store: &Skills, uri: &str) -> Result<ListResourcesResult
     let uri = uri.trim_end_matches('/');
     let (skill, path) =
         resolve(store, uri).ok_or_else(|| unknown(format!("{uri} is not a directory resource")))?;
-    let files = files(&skill.dir).map_err(unknown)?;
+    let files = files(&skill).map_err(unknown)?;
     let prefix = if path.is_empty() {
         String::new()
     } else {

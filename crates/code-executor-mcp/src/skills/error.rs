@@ -30,6 +30,10 @@ pub(crate) enum SkillError {
         "there is no skills directory: set skills.dir in the settings (HOME and XDG_DATA_HOME are unset)"
     )]
     NoDirectory,
+    /// Something under a skills directory that is not read: a link, not a regular file, too
+    /// large, not UTF-8.
+    #[error(transparent)]
+    Tree(#[from] super::beneath::TreeError),
     #[error("{path}: {source}")]
     Io {
         path: String,

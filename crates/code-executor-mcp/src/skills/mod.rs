@@ -5,6 +5,7 @@
 //! (`skills.name(args)`), `search_tools` finds them, and the server serves them over the MCP
 //! skills extension (SEP-2640).
 
+pub(crate) mod beneath;
 pub(crate) mod changes;
 pub(crate) mod error;
 pub(crate) mod skill;

@@ -7,10 +7,11 @@
 //! which YAML reads as a double-quoted scalar.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
+use super::beneath::{Dir, Root, TreeError, plain_segment};
 use super::error::SkillError;
 
 /// The manifest file every skill has at its root.
@@ -23,8 +24,14 @@ pub(crate) const META_TOOLS: &str = "code-executor-mcp/tools";
 pub(crate) const META_VERSION: &str = "code-executor-mcp/version";
 /// The authenticated principal that saved it (over HTTP with tokens or OAuth), if any.
 pub(crate) const META_OWNER: &str = "code-executor-mcp/owner";
-/// Longest `SKILL.md` read (the extension's limit for a whole skill is 16 MiB).
-const MAX_SKILL_FILE: u64 = 1 << 20;
+/// Longest `SKILL.md` read: a planted huge one is refused unread. Every `SKILL.md` we write
+/// is checked to fit (so what we save always reads back, and its owner can be told); the
+/// Agent Skills format wants it short (a description of 1,024 characters, instructions
+/// under 5,000 words), so 1 MiB leaves room for any hand-written one.
+pub(crate) const MAX_SKILL_FILE: u64 = 1 << 20;
+/// Longest script read (the skills extension's limit for a whole skill is 16 MiB); what we
+/// save is bounded lower (`store::MAX_SCRIPT_BYTES`), a hand-written one may be larger.
+pub(crate) const MAX_SCRIPT_READ: u64 = 16 << 20;
 
 /// server -> tool -> `sha256:<hex>` of its schemas.
 pub(crate) type ToolHashes = BTreeMap<String, BTreeMap<String, String>>;
@@ -93,7 +100,10 @@ pub(crate) struct Skill {
     /// `name` of the frontmatter, which is also the directory's name.
     pub(crate) name: String,
     pub(crate) description: String,
+    /// Its directory, for display: its files are read beneath `root`, never by this path.
     pub(crate) dir: PathBuf,
+    /// The skills directory it is in.
+    pub(crate) root: Root,
     pub(crate) origin: Origin,
     /// The frontmatter as the user wrote it, as JSON.
     pub(crate) frontmatter: Map<String, Value>,
@@ -117,13 +127,38 @@ pub(crate) struct CodeSkill {
 }
 
 impl Skill {
-    /// Reads the skill in `dir` (whose name must be the skill's name).
-    pub(crate) fn read(dir: &Path, origin: Origin) -> Result<Skill, SkillError> {
-        let file = dir.join(SKILL_FILE);
-        let text = read_bounded(&file, MAX_SKILL_FILE)?;
+    /// Reads the skill `name` in the skills directory `at` (opened from `root`): `None` when
+    /// there is no entry of that name. Nothing is followed: a link where its directory or
+    /// its `SKILL.md` should be is an error, as is any `SKILL.md` that cannot be read whole
+    /// and parsed (so a skill whose owner cannot be told is never taken for one without).
+    pub(crate) fn read_in(
+        at: &Dir,
+        root: &Root,
+        name: &str,
+        origin: Origin,
+    ) -> Result<Option<Skill>, SkillError> {
+        let dir = match at.dir(name) {
+            Ok(d) => d,
+            Err(TreeError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let file = dir.path().join(SKILL_FILE);
+        let text = match dir.read_text(SKILL_FILE, MAX_SKILL_FILE) {
+            Ok(t) => t,
+            Err(TreeError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Err(SkillError::Invalid(format!(
+                    "{} holds no {SKILL_FILE}, so it is not a skill (an Agent Skill is a \
+                     directory with a {SKILL_FILE} at its root)",
+                    dir.path().display()
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
         let frontmatter = parse_frontmatter(&text)
             .map_err(|why| SkillError::Invalid(format!("{}: {why}", file.display())))?;
-        let name = string_field(&frontmatter, "name").ok_or_else(|| {
+        let name_field = string_field(&frontmatter, "name").ok_or_else(|| {
             SkillError::Invalid(format!("{}: no `name` in its frontmatter", file.display()))
         })?;
         let description = string_field(&frontmatter, "description").ok_or_else(|| {
@@ -132,24 +167,29 @@ impl Skill {
                 file.display()
             ))
         })?;
-        check_name(&name)?;
-        let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if dir_name != name {
+        check_name(&name_field)?;
+        if name_field != name {
             return Err(SkillError::Invalid(format!(
-                "{}: its name {name:?} is not its directory's name {dir_name:?} (Agent Skills: they must be equal)",
+                "{}: its name {name_field:?} is not its directory's name {name:?} (Agent Skills: they must be equal)",
                 file.display()
             )));
         }
         let code = code_skill(&frontmatter)
             .map_err(|why| SkillError::Invalid(format!("{}: {why}", file.display())))?;
-        Ok(Skill {
-            name,
+        Ok(Some(Skill {
+            name: name_field,
             description,
-            dir: dir.to_path_buf(),
+            dir: dir.path().to_path_buf(),
+            root: root.clone(),
             origin,
             frontmatter,
             code,
-        })
+        }))
+    }
+
+    /// Its directory, opened again beneath its root (no component followed).
+    pub(crate) fn open(&self) -> Result<Dir, SkillError> {
+        Ok(self.root.open()?.dir(&self.name)?)
     }
 
     /// The script's source, for a skill that runs.
@@ -157,23 +197,9 @@ impl Skill {
         let Some(code) = &self.code else {
             return Ok(None);
         };
-        let path = self.dir.join(&code.script);
-        let text = read_bounded(&path, 16 << 20)?;
+        let text = self.open()?.read_text(&code.script, MAX_SCRIPT_READ)?;
         Ok(Some((code.language, text)))
     }
-}
-
-/// Reads a file of at most `max` bytes, refusing symlinks that leave nothing to read.
-pub(crate) fn read_bounded(path: &Path, max: u64) -> Result<String, SkillError> {
-    let meta = std::fs::metadata(path).map_err(|e| SkillError::io(path, e))?;
-    if meta.len() > max {
-        return Err(SkillError::Invalid(format!(
-            "{} is {} bytes, more than the {max} a skill file may have",
-            path.display(),
-            meta.len()
-        )));
-    }
-    std::fs::read_to_string(path).map_err(|e| SkillError::io(path, e))
 }
 
 /// The frontmatter of a `SKILL.md` (between a first line `---` and the next `---`), as JSON.
@@ -212,18 +238,40 @@ fn string_field(map: &Map<String, Value>, key: &str) -> Option<String> {
 
 /// What code mode recorded in `metadata`, if anything.
 fn code_skill(frontmatter: &Map<String, Value>) -> Result<Option<CodeSkill>, String> {
-    let Some(meta) = frontmatter.get("metadata").and_then(Value::as_object) else {
-        return Ok(None);
+    let meta = match frontmatter.get("metadata") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(m)) => m,
+        // Agent Skills: a map of strings. Anything else cannot say whose it is.
+        Some(_) => return Err("its `metadata` is not a map of fields".into()),
     };
+    // Ours are strings: one that is something else is not taken as absent (an owner that
+    // cannot be read must not read as "no owner").
+    for key in [
+        META_LANGUAGE,
+        META_SCRIPT,
+        META_INPUT_SCHEMA,
+        META_TOOLS,
+        META_VERSION,
+        META_OWNER,
+    ] {
+        if meta.get(key).is_some_and(|v| !v.is_string()) {
+            return Err(format!("metadata {key} is not a string"));
+        }
+    }
     let text = |k: &str| meta.get(k).and_then(Value::as_str);
     let Some(language) = text(META_LANGUAGE) else {
+        if meta.contains_key(META_OWNER) {
+            return Err(format!(
+                "metadata {META_OWNER} without {META_LANGUAGE}: a saved skill whose record is \
+                 cut short"
+            ));
+        }
         return Ok(None);
     };
     let language = SkillLanguage::parse(language).map_err(|e| e.to_string())?;
     let script =
         text(META_SCRIPT).map_or_else(|| language.script_file().to_string(), str::to_string);
-    if script.contains('/') || script.contains('\\') || script.starts_with('.') || script.is_empty()
-    {
+    if !plain_segment(&script) || script.starts_with('.') {
         return Err(format!(
             "metadata {META_SCRIPT} {script:?} must name a file at the skill's root"
         ));

@@ -8,16 +8,18 @@
 //! edited by hand), bounded in count and size. Saving over a skill moves the previous one to
 //! `.versions/<name>/<version>` first; entries starting with `.` are never skills.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::beneath::{Dir, Kind, Root, TreeError};
 use super::error::SkillError;
 use super::skill::{
-    CodeSkill, META_INPUT_SCHEMA, META_LANGUAGE, META_OWNER, META_SCRIPT, META_TOOLS, META_VERSION,
-    Origin, SKILL_FILE, Skill, SkillLanguage, ToolHashes, ToolSchemas, check_name, yaml_string,
+    CodeSkill, MAX_SKILL_FILE, META_INPUT_SCHEMA, META_LANGUAGE, META_OWNER, META_SCRIPT,
+    META_TOOLS, META_VERSION, Origin, SKILL_FILE, Skill, SkillLanguage, ToolHashes, ToolSchemas,
+    check_name, yaml_string,
 };
 
 /// The project's skills, under the working directory.
@@ -26,15 +28,59 @@ pub(crate) const PROJECT_SKILLS: &str = ".code-executor/skills";
 const VERSIONS: &str = ".versions";
 /// The file that keeps the schemas of the tools a skill calls, as they were when it was saved.
 pub(crate) const TOOLS_FILE: &str = "tools.json";
-/// Most skills read from one directory.
+/// Most skills read from one directory (and held by the user's directory in all).
 const MAX_SKILLS_PER_DIR: usize = 1000;
-/// Longest description (Agent Skills).
-const MAX_DESCRIPTION: usize = 1024;
+/// Most entries of one skills directory looked at: a directory of a million names costs
+/// one bounded read, not a million.
+const MAX_ENTRIES_READ: usize = 4 * MAX_SKILLS_PER_DIR;
+/// Longest description, in characters (Agent Skills).
+pub(crate) const MAX_DESCRIPTION: usize = 1024;
 /// Previous versions kept of one skill (the oldest go first).
 const MAX_VERSIONS: usize = 20;
-/// Largest script saved.
+/// Largest script saved: far more than any task's code (the execute tools take 1 MiB), and
+/// with [`MAX_VERSIONS`] kept, bounded per skill.
 pub(crate) const MAX_SCRIPT_BYTES: usize = 512 * 1024;
+/// Largest input schema saved, as compact JSON. It is written into `SKILL.md` twice (as a
+/// JSON string in the frontmatter, and pretty-printed for the reader), which must stay under
+/// `MAX_SKILL_FILE` to read back; 64 KiB is a schema of hundreds of arguments.
+pub(crate) const MAX_INPUT_SCHEMA_BYTES: usize = 64 * 1024;
+/// Longest owner recorded (an authenticated principal's display form).
+const MAX_OWNER: usize = 256;
+/// Most upstream tools a skill records (each one's hash goes into its frontmatter).
+pub(crate) const MAX_TOOLS_RECORDED: usize = 128;
+/// Largest `tools.json` (the recorded schemas of those tools) written or read. The schemas
+/// are the upstreams', not the saver's: past this they are not kept (changes are then told
+/// by hash only), the save is not refused.
+pub(crate) const MAX_TOOLS_FILE: u64 = 1 << 20;
+/// Most skills one owner (an authenticated principal, or the local clients together) keeps
+/// in the user's directory.
+pub(crate) const MAX_SKILLS_PER_OWNER: usize = 200;
+/// Most bytes one owner's skills take in the user's directory, every kept version counted:
+/// a loop of saves cannot fill the disk (without it, 1,000 skills of 21 versions of 8 MiB).
+pub(crate) const MAX_BYTES_PER_OWNER: u64 = 64 << 20;
+/// Most bytes the user's directory takes in all, whoever saved.
+pub(crate) const MAX_STORE_BYTES: u64 = 1 << 30;
+/// The bounds of the user's directory per owner and in all (the constants above; smaller in
+/// tests).
+#[derive(Debug, Clone, Copy)]
+struct Room {
+    skills_per_owner: usize,
+    bytes_per_owner: u64,
+    store_bytes: u64,
+}
 
+impl Default for Room {
+    fn default() -> Room {
+        Room {
+            skills_per_owner: MAX_SKILLS_PER_OWNER,
+            bytes_per_owner: MAX_BYTES_PER_OWNER,
+            store_bytes: MAX_STORE_BYTES,
+        }
+    }
+}
+
+/// How deep a skill's directories are walked when its bytes are counted.
+const MAX_DEPTH_COUNTED: usize = 16;
 /// `skills` in the settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -71,7 +117,7 @@ fn home(p: &Path) -> PathBuf {
 pub(crate) struct Skills {
     user: Option<PathBuf>,
     /// The project's directory, when the project is trusted.
-    project: Option<PathBuf>,
+    project: Option<Root>,
     /// Why the project's skills are not read, when it has some.
     pub(crate) project_held_back: Option<String>,
     served: Vec<PathBuf>,
@@ -79,6 +125,9 @@ pub(crate) struct Skills {
     saving: std::sync::Mutex<()>,
     /// The skills as search documents, last built, and when.
     docs: std::sync::Mutex<Docs>,
+    /// The problems already logged.
+    warned: std::sync::Mutex<HashSet<String>>,
+    room: Room,
 }
 
 /// Search documents kept for [`DOCS_FRESH`]: a loop of searches reads no directory and asks
@@ -115,10 +164,11 @@ impl Skills {
         project_dir: Option<PathBuf>,
         trusted: Result<(), String>,
     ) -> Skills {
-        let project_dir = project_dir.filter(|d| d.is_dir());
+        // Anything there (a link too: it is refused when read, and said).
+        let project_dir = project_dir.filter(|d| std::fs::symlink_metadata(d).is_ok());
         let (project, project_held_back) = match (project_dir, trusted) {
             (None, _) => (None, None),
-            (Some(d), Ok(())) => (Some(d), None),
+            (Some(d), Ok(())) => (Some(project_root(d)), None),
             (Some(d), Err(why)) => (
                 None,
                 Some(format!(
@@ -135,64 +185,138 @@ impl Skills {
             save: settings.save.unwrap_or(true),
             saving: std::sync::Mutex::new(()),
             docs: std::sync::Mutex::default(),
+            warned: std::sync::Mutex::default(),
+            room: Room::default(),
         }
     }
 
     /// Every directory of skills, in order of precedence.
-    fn roots(&self) -> Vec<(PathBuf, Origin)> {
+    fn roots(&self) -> Vec<(Root, Origin)> {
         let mut out = Vec::new();
         if let Some(u) = &self.user {
-            out.push((u.clone(), Origin::User));
+            out.push((Root::configured(u.clone()), Origin::User));
         }
         if let Some(p) = &self.project {
             out.push((p.clone(), Origin::Project));
         }
-        out.extend(self.served.iter().map(|d| (d.clone(), Origin::Served)));
+        out.extend(
+            self.served
+                .iter()
+                .map(|d| (Root::configured(d.clone()), Origin::Served)),
+        );
         out
     }
 
-    /// Every skill, and the problems met reading them (a broken skill is skipped, said).
+    /// Every skill, and the problems met reading them: each odd entry (a link, a fifo, a
+    /// file where a skill directory belongs, a name that is not UTF-8, a `SKILL.md` that is
+    /// missing, a directory, too large or unparsable...) is skipped and said, alone; the
+    /// others are listed. Each problem is logged once.
     pub(crate) fn list(&self) -> (Vec<Skill>, Vec<String>) {
         let (mut skills, mut problems) = (Vec::new(), Vec::new());
         for (root, origin) in self.roots() {
-            let entries = match std::fs::read_dir(&root) {
-                Ok(e) => e,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            let dir = match root.open() {
+                Ok(d) => d,
+                Err(TreeError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    continue;
+                }
                 Err(e) => {
-                    problems.push(format!("{}: {e}", root.display()));
+                    problems.push(e.to_string());
                     continue;
                 }
             };
-            let mut dirs: Vec<PathBuf> = entries
-                .filter_map(Result::ok)
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                // A symlink is not followed: a skill's files stay under its root.
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .map(|e| e.path())
-                .filter(|p| p.join(SKILL_FILE).is_file())
-                .collect();
-            dirs.sort();
-            if dirs.len() > MAX_SKILLS_PER_DIR {
+            let (entries, more) = match dir.entries(MAX_ENTRIES_READ) {
+                Ok(e) => e,
+                Err(e) => {
+                    problems.push(e.to_string());
+                    continue;
+                }
+            };
+            if more {
                 problems.push(format!(
-                    "{} holds {} skills; only the first {MAX_SKILLS_PER_DIR} are read",
-                    root.display(),
-                    dirs.len()
+                    "{} holds more than {MAX_ENTRIES_READ} entries; only {MAX_ENTRIES_READ} \
+                     are looked at",
+                    dir.path().display()
                 ));
-                dirs.truncate(MAX_SKILLS_PER_DIR);
             }
-            for dir in dirs {
-                match Skill::read(&dir, origin.clone()) {
-                    Ok(s) => skills.push(s),
+            let mut read = 0;
+            for entry in entries {
+                let name = match entry.name {
+                    Ok(n) if n.starts_with('.') => continue,
+                    Ok(n) => n,
+                    Err(lossy) => {
+                        problems.push(format!(
+                            "{}: the name {lossy:?} is not UTF-8, so not a skill's; skipped",
+                            dir.path().display()
+                        ));
+                        continue;
+                    }
+                };
+                let path = dir.path().join(&name);
+                match entry.kind {
+                    Ok(Kind::Dir) => {}
+                    Ok(Kind::Link) => {
+                        problems.push(
+                            TreeError::Link {
+                                path: path.display().to_string(),
+                            }
+                            .to_string(),
+                        );
+                        continue;
+                    }
+                    Ok(other) => {
+                        let what = match other {
+                            Kind::Other(what) => what,
+                            _ => "a file",
+                        };
+                        problems.push(format!(
+                            "{} is {what}, not a skill's directory; skipped",
+                            path.display()
+                        ));
+                        continue;
+                    }
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        continue;
+                    }
+                }
+                if read == MAX_SKILLS_PER_DIR {
+                    problems.push(format!(
+                        "{} holds more than {MAX_SKILLS_PER_DIR} skills; only the first \
+                         {MAX_SKILLS_PER_DIR} are read",
+                        dir.path().display()
+                    ));
+                    break;
+                }
+                read += 1;
+                match Skill::read_in(&dir, &root, &name, origin.clone()) {
+                    Ok(Some(s)) => skills.push(s),
+                    // Gone since it was listed.
+                    Ok(None) => {}
                     Err(e) => problems.push(e.to_string()),
                 }
             }
         }
+        self.warn_once(&problems);
         (skills, problems)
+    }
+
+    /// Logs each problem the first time it is met (listings are frequent).
+    fn warn_once(&self, problems: &[String]) {
+        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
+        for p in problems {
+            // Bounded: a directory whose problems keep changing cannot grow it for ever.
+            if warned.len() < 4 * MAX_ENTRIES_READ && warned.insert(p.clone()) {
+                tracing::warn!("skills: {p}");
+            }
+        }
     }
 
     /// The skill `name` names: a bare name, or `origin/name` (`user/`, `project/`, `served/`)
     /// when more than one has it. The identifier form (`weekly_report` for `weekly-report`)
-    /// is accepted too.
+    /// is accepted too. A skill of that name that cannot be read (a link, a broken
+    /// `SKILL.md`) is an error, never passed over for another.
     pub(crate) fn find(&self, name: &str) -> Result<Skill, SkillError> {
         let (origin, bare) = match name.split_once('/') {
             Some((o, n)) => (Some(o), n),
@@ -201,20 +325,26 @@ impl Skills {
         let wanted = bare.replace('_', "-");
         // Its directory in each root (a name is its directory's): no listing, no other
         // skill read. A name that breaks the rules names no directory.
-        let matching: Vec<Skill> = if check_name(&wanted).is_err() {
-            Vec::new()
-        } else {
-            self.roots()
-                .into_iter()
-                .filter(|(_, o)| origin.is_none_or(|want| o.as_str() == want))
-                .filter_map(|(root, o)| {
-                    let dir = root.join(&wanted);
-                    // Not a symlink, as in `list`.
-                    let is_dir = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
-                    is_dir.then(|| Skill::read(&dir, o).ok()).flatten()
-                })
-                .collect()
-        };
+        let mut matching: Vec<Skill> = Vec::new();
+        if check_name(&wanted).is_ok() {
+            for (root, o) in self.roots() {
+                if origin.is_some_and(|want| o.as_str() != want) {
+                    continue;
+                }
+                let dir = match root.open() {
+                    Ok(d) => d,
+                    Err(TreeError::Io { source, .. })
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                if let Some(s) = Skill::read_in(&dir, &root, &wanted, o)? {
+                    matching.push(s);
+                }
+            }
+        }
         match matching.len() {
             0 => Err(SkillError::NotFound {
                 name: name.to_string(),
@@ -244,36 +374,18 @@ impl Skills {
         if !self.save {
             return Err(SkillError::SaveOff);
         }
-        let root = self.user.as_ref().ok_or(SkillError::NoDirectory)?;
-        check_name(&req.name)?;
-        let description = req.description.trim();
-        if description.is_empty() || description.chars().count() > MAX_DESCRIPTION {
-            return Err(SkillError::Invalid(format!(
-                "a skill's description says what it does and when to use it, in 1 to \
-                 {MAX_DESCRIPTION} characters (this one has {})",
-                description.chars().count()
-            )));
-        }
-        if req.code.trim().is_empty() || req.code.len() > MAX_SCRIPT_BYTES {
-            return Err(SkillError::Invalid(format!(
-                "a skill's code is 1 to {MAX_SCRIPT_BYTES} bytes (this one has {})",
-                req.code.len()
-            )));
-        }
-        if let Some(schema) = &req.input_schema
-            && schema.get("type").and_then(Value::as_str) != Some("object")
-        {
-            return Err(SkillError::Invalid(
-                "inputSchema must be a JSON Schema of an object ({\"type\": \"object\", \
-                 \"properties\": {...}}): a skill is called with named arguments"
-                    .into(),
-            ));
-        }
+        let user = self.user.as_ref().ok_or(SkillError::NoDirectory)?;
+        let files = check_request(&req)?;
+        let new_bytes: u64 = files.iter().map(|(_, b)| b.len() as u64).sum();
         let _one_at_a_time = self.saving.lock().unwrap_or_else(|p| p.into_inner());
-        std::fs::create_dir_all(root).map_err(|e| SkillError::io(root, e))?;
-        let target = root.join(&req.name);
-        let previous = match Skill::read(&target, Origin::User) {
-            Ok(s) => {
+        std::fs::create_dir_all(user).map_err(|e| SkillError::io(user, e))?;
+        let root = Root::configured(user.clone());
+        let dir = root.open()?;
+        // Whose it is: a skill there whose owner cannot be told (its SKILL.md a link, too
+        // large, unparsable, missing) is refused, never saved over.
+        let previous = match Skill::read_in(&dir, &root, &req.name, Origin::User) {
+            Ok(None) => None,
+            Ok(Some(s)) => {
                 // One principal cannot change the code another runs under its own rights.
                 let owner = s.code.as_ref().and_then(|c| c.owner.clone());
                 if owner != req.owner {
@@ -289,56 +401,158 @@ impl Skills {
                 }
                 Some(s.code.as_ref().map_or(1, |c| c.version))
             }
-            Err(_) if target.exists() => Some(0),
-            Err(_) => None,
-        };
-        let version = previous.map_or(1, |v| v.max(1) + 1);
-        if previous.is_none() {
-            let count = std::fs::read_dir(root)
-                .map(|d| {
-                    d.filter_map(Result::ok)
-                        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                        .count()
-                })
-                .unwrap_or(0);
-            if count >= MAX_SKILLS_PER_DIR {
+            Err(e) => {
                 return Err(SkillError::Invalid(format!(
-                    "the skills directory {} holds {count} skills, the most it keeps; delete \
-                     some (or save over one) first",
-                    root.display()
+                    "skill {:?} is there but cannot be read ({e}), so whose it is cannot be \
+                     told: nobody may save over it. Fix or remove {} by hand, or save under \
+                     another name",
+                    req.name,
+                    dir.path().join(&req.name).display()
                 )));
             }
-        }
+        };
+        self.check_room(&dir, &req, previous.is_some(), new_bytes)?;
+        let version = previous.map_or(1, |v| v.max(1) + 1);
         // Written aside, then swapped in: a reader never sees half a skill.
-        let staging = root.join(format!(".saving-{}-{}", req.name, std::process::id()));
-        let _ = std::fs::remove_dir_all(&staging);
-        std::fs::create_dir_all(&staging).map_err(|e| SkillError::io(&staging, e))?;
-        let written = write_skill(&staging, &req, version);
+        let staging = format!(".saving-{}-{}", req.name, std::process::id());
+        dir.remove_tree(&staging)?;
+        let written = dir
+            .make_dir(&staging)
+            .and_then(|s| {
+                for (name, bytes) in &files {
+                    let bytes = if *name == SKILL_FILE {
+                        render_version(bytes, version)
+                    } else {
+                        bytes.clone()
+                    };
+                    s.write_new(name, &bytes)?;
+                }
+                Ok(())
+            })
+            .map_err(SkillError::from);
         if let Err(e) = written {
-            let _ = std::fs::remove_dir_all(&staging);
+            let _ = dir.remove_tree(&staging);
             return Err(e);
         }
-        if previous.is_some() {
-            let versions = root.join(VERSIONS).join(&req.name);
-            std::fs::create_dir_all(&versions).map_err(|e| SkillError::io(&versions, e))?;
-            let mut n = previous.unwrap_or(0).max(1);
-            while versions.join(n.to_string()).exists() {
-                n += 1;
-            }
-            let kept = versions.join(n.to_string());
-            std::fs::rename(&target, &kept).map_err(|e| SkillError::io(&target, e))?;
+        if let Some(previous) = previous {
+            let kept = dir
+                .make_dir(VERSIONS)
+                .and_then(|v| v.make_dir(&req.name))
+                .and_then(|versions| {
+                    let mut n = previous.max(1);
+                    while fstat_exists(&versions, &n.to_string()) {
+                        n += 1;
+                    }
+                    dir.rename(&req.name, &versions, &n.to_string())?;
+                    Ok(versions)
+                });
+            let versions = match kept {
+                Ok(v) => v,
+                Err(e) => {
+                    let _ = dir.remove_tree(&staging);
+                    return Err(e.into());
+                }
+            };
             // A bounded history: a loop of saves cannot fill the disk with versions.
             let all = self.versions(&req.name);
             for old in all.iter().take(all.len().saturating_sub(MAX_VERSIONS)) {
-                let _ = std::fs::remove_dir_all(versions.join(old.to_string()));
+                let _ = versions.remove_tree(&old.to_string());
             }
         }
-        std::fs::rename(&staging, &target).map_err(|e| SkillError::io(&target, e))?;
+        dir.rename(&staging, &dir, &req.name)?;
         // The next search sees it.
         self.docs.lock().unwrap_or_else(|p| p.into_inner()).built = None;
-        Skill::read(&target, Origin::User)
+        Skill::read_in(&dir, &root, &req.name, Origin::User)?.ok_or_else(|| SkillError::NotFound {
+            name: req.name.clone(),
+            hint: String::new(),
+        })
     }
 
+    /// Whether the user's directory (`dir`) has room for `new_bytes` more of `req.owner`'s
+    /// (a new skill when `!over`): its count and bytes, every kept version counted, and the
+    /// directory's bytes in all.
+    fn check_room(
+        &self,
+        dir: &Dir,
+        req: &SaveRequest,
+        over: bool,
+        new_bytes: u64,
+    ) -> Result<(), SkillError> {
+        let (entries, _) = dir.entries(MAX_ENTRIES_READ)?;
+        let root = Root::configured(dir.path().to_path_buf());
+        let versions = dir.dir(VERSIONS).ok();
+        let (mut skills, mut mine, mut my_bytes, mut all_bytes) = (0usize, 0usize, 0u64, 0u64);
+        for e in entries {
+            let Ok(name) = e.name else { continue };
+            if name.starts_with('.') || e.kind.ok() != Some(Kind::Dir) {
+                continue;
+            }
+            skills += 1;
+            let Ok(skill_dir) = dir.dir(&name) else {
+                continue;
+            };
+            let mut bytes = skill_dir.bytes(MAX_DEPTH_COUNTED, MAX_ENTRIES_READ);
+            if let Some(kept) = versions.as_ref().and_then(|v| v.dir(&name).ok()) {
+                // The oldest version goes when this save adds one past the bound.
+                let all = self.versions(&name);
+                let dropped = if over && name == req.name && all.len() >= MAX_VERSIONS {
+                    all.first()
+                        .and_then(|v| kept.dir(&v.to_string()).ok())
+                        .map_or(0, |d| d.bytes(MAX_DEPTH_COUNTED, MAX_ENTRIES_READ))
+                } else {
+                    0
+                };
+                bytes += kept
+                    .bytes(MAX_DEPTH_COUNTED + 1, MAX_ENTRIES_READ)
+                    .saturating_sub(dropped);
+            }
+            all_bytes = all_bytes.saturating_add(bytes);
+            // Whose: a skill that cannot be read counts for nobody here (nobody may save
+            // over it either).
+            let owner = Skill::read_in(dir, &root, &name, Origin::User)
+                .ok()
+                .flatten()
+                .map(|s| s.code.and_then(|c| c.owner));
+            if owner.as_ref() == Some(&req.owner) {
+                mine += 1;
+                my_bytes = my_bytes.saturating_add(bytes);
+            }
+        }
+        let who = req.owner.as_deref().unwrap_or("the local clients");
+        if !over && skills >= MAX_SKILLS_PER_DIR {
+            return Err(SkillError::Invalid(format!(
+                "the skills directory {} holds {skills} skills, the most it keeps; delete some \
+                 (or save over one) first",
+                dir.path().display()
+            )));
+        }
+        let room = self.room;
+        if !over && mine >= room.skills_per_owner {
+            return Err(SkillError::Invalid(format!(
+                "{who} already keeps {mine} skills, the most one owner may ({}); save over one \
+                 of them, or have some removed",
+                room.skills_per_owner
+            )));
+        }
+        if my_bytes.saturating_add(new_bytes) > room.bytes_per_owner {
+            return Err(SkillError::Invalid(format!(
+                "{who}'s skills take {my_bytes} bytes with their kept versions; this save of \
+                 {new_bytes} more would pass the {} bytes one owner may keep. Have old skills \
+                 or versions (in {}) removed first",
+                room.bytes_per_owner,
+                dir.path().join(VERSIONS).display()
+            )));
+        }
+        if all_bytes.saturating_add(new_bytes) > room.store_bytes {
+            return Err(SkillError::Invalid(format!(
+                "the skills directory {} takes {all_bytes} bytes; this save of {new_bytes} more \
+                 would pass the {} bytes it may take. Have old skills or versions removed first",
+                dir.path().display(),
+                room.store_bytes
+            )));
+        }
+        Ok(())
+    }
     /// The search documents built less than [`DOCS_FRESH`] ago, if any.
     pub(crate) fn fresh_docs(&self) -> Option<std::sync::Arc<Vec<rmcp::model::Tool>>> {
         let last = self.docs.lock().unwrap_or_else(|p| p.into_inner());
@@ -366,10 +580,17 @@ impl Skills {
         let Some(root) = &self.user else {
             return Vec::new();
         };
-        let mut out: Vec<u32> = std::fs::read_dir(root.join(VERSIONS).join(name))
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        let kept = Root::configured(root.clone())
+            .open()
+            .and_then(|d| d.dir(VERSIONS))
+            .and_then(|d| d.dir(name))
+            .and_then(|d| d.entries(MAX_ENTRIES_READ));
+        let mut out: Vec<u32> = kept
+            .map(|(entries, _)| {
+                entries
+                    .into_iter()
+                    .filter(|e| e.kind.as_ref().is_ok_and(|k| *k == Kind::Dir))
+                    .filter_map(|e| e.name.ok()?.parse().ok())
                     .collect()
             })
             .unwrap_or_default();
@@ -378,8 +599,120 @@ impl Skills {
     }
 }
 
-/// Writes `SKILL.md`, the script and the tools' schemas into `dir`.
-fn write_skill(dir: &Path, req: &SaveRequest, version: u32) -> Result<(), SkillError> {
+/// The project's root: `.code-executor/skills` beneath the project, neither followed.
+fn project_root(dir: PathBuf) -> Root {
+    match dir.ancestors().nth(2) {
+        Some(project) if dir.ends_with(PROJECT_SKILLS) => {
+            Root::beneath(project.to_path_buf(), PROJECT_SKILLS)
+        }
+        _ => Root::configured(dir),
+    }
+}
+
+fn fstat_exists(dir: &Dir, name: &str) -> bool {
+    nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW).is_ok()
+}
+
+/// Checks every field of `req` against its bound, and renders the files to write: `SKILL.md`
+/// (with a version placeholder, see [`render_version`]), the script, and `tools.json` when
+/// the tools' schemas fit. Each refusal names the field and its limit.
+fn check_request(req: &SaveRequest) -> Result<Vec<(&'static str, Vec<u8>)>, SkillError> {
+    check_name(&req.name)?;
+    let description = req.description.trim();
+    if description.is_empty() || description.chars().count() > MAX_DESCRIPTION {
+        return Err(SkillError::Invalid(format!(
+            "a skill's description says what it does and when to use it, in 1 to \
+             {MAX_DESCRIPTION} characters (this one has {})",
+            description.chars().count()
+        )));
+    }
+    if req.code.trim().is_empty() || req.code.len() > MAX_SCRIPT_BYTES {
+        return Err(SkillError::Invalid(format!(
+            "a skill's code is 1 to {MAX_SCRIPT_BYTES} bytes (this one has {})",
+            req.code.len()
+        )));
+    }
+    if let Some(schema) = &req.input_schema {
+        if schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(SkillError::Invalid(
+                "inputSchema must be a JSON Schema of an object ({\"type\": \"object\", \
+                 \"properties\": {...}}): a skill is called with named arguments"
+                    .into(),
+            ));
+        }
+        let len = schema.to_string().len();
+        if len > MAX_INPUT_SCHEMA_BYTES {
+            return Err(SkillError::Invalid(format!(
+                "a skill's inputSchema is at most {MAX_INPUT_SCHEMA_BYTES} bytes as JSON (this \
+                 one has {len}): describe the arguments, not every value they may take"
+            )));
+        }
+    }
+    if let Some(owner) = &req.owner
+        && (owner.len() > MAX_OWNER || owner.chars().any(char::is_control))
+    {
+        return Err(SkillError::Invalid(format!(
+            "the principal saving ({} bytes) is longer than the {MAX_OWNER} bytes recorded as \
+             a skill's owner, or holds a control character",
+            owner.len()
+        )));
+    }
+    let recorded: usize = req.tools.values().map(BTreeMap::len).sum();
+    if recorded > MAX_TOOLS_RECORDED {
+        return Err(SkillError::Invalid(format!(
+            "a skill's code names {recorded} upstream tools, more than the \
+             {MAX_TOOLS_RECORDED} a skill records; split it into smaller skills"
+        )));
+    }
+    let md = skill_md(req);
+    let len = md.len() as u64 + 16;
+    if len > MAX_SKILL_FILE {
+        return Err(SkillError::Invalid(format!(
+            "the skill's {SKILL_FILE} would be {len} bytes, more than the {MAX_SKILL_FILE} a \
+             {SKILL_FILE} may have (its inputSchema is written there twice): make the \
+             inputSchema smaller"
+        )));
+    }
+    let mut files = vec![
+        (SKILL_FILE, md.into_bytes()),
+        (req.language.script_file(), req.code.clone().into_bytes()),
+    ];
+    if !req.tools.is_empty() {
+        let tools = serde_json::to_string_pretty(&req.tools).unwrap_or_default();
+        if tools.len() as u64 <= MAX_TOOLS_FILE {
+            files.push((TOOLS_FILE, tools.into_bytes()));
+        } else {
+            tracing::warn!(
+                skill = req.name,
+                "the schemas of the tools it calls take {} bytes, more than the {MAX_TOOLS_FILE} \
+                 kept in {TOOLS_FILE}: changes to them will be told by hash only",
+                tools.len()
+            );
+        }
+    }
+    Ok(files)
+}
+
+/// Where [`skill_md`] leaves the version (known only once the directory is read, under the
+/// save lock).
+const VERSION_MARK: &str = "\"code-executor-mcp/version\": \"0\"";
+
+/// `SKILL.md` with its version filled in.
+fn render_version(md: &[u8], version: u32) -> Vec<u8> {
+    String::from_utf8_lossy(md)
+        .replacen(
+            VERSION_MARK,
+            &format!(
+                "{}: {}",
+                yaml_string(META_VERSION),
+                yaml_string(&version.to_string())
+            ),
+            1,
+        )
+        .into_bytes()
+}
+/// The `SKILL.md` of `req` (its version left at `0`: see [`render_version`]).
+fn skill_md(req: &SaveRequest) -> String {
     let script = req.language.script_file();
     let hashes: ToolHashes = req
         .tools
@@ -402,7 +735,7 @@ fn write_skill(dir: &Path, req: &SaveRequest, version: u32) -> Result<(), SkillE
     };
     meta(META_LANGUAGE, req.language.as_str().to_string());
     meta(META_SCRIPT, script.to_string());
-    meta(META_VERSION, version.to_string());
+    meta(META_VERSION, "0".to_string());
     if let Some(owner) = &req.owner {
         meta(META_OWNER, owner.clone());
     }
@@ -439,19 +772,7 @@ fn write_skill(dir: &Path, req: &SaveRequest, version: u32) -> Result<(), SkillE
                 .join(", ")
         ));
     }
-    let write = |name: &str, text: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| SkillError::io(&path, e))
-    };
-    write(SKILL_FILE, &md)?;
-    write(script, &req.code)?;
-    if !req.tools.is_empty() {
-        write(
-            TOOLS_FILE,
-            &serde_json::to_string_pretty(&req.tools).unwrap_or_default(),
-        )?;
-    }
-    Ok(())
+    md
 }
 
 /// `sha256:<hex>` of a tool's schemas as canonical JSON (object keys sorted).
@@ -484,10 +805,12 @@ fn canonical(v: &Value) -> Value {
 }
 
 impl CodeSkill {
-    /// The schemas kept in the skill's `tools.json`, if any.
-    pub(crate) fn saved_schemas(dir: &Path) -> ToolSchemas {
-        std::fs::read_to_string(dir.join(TOOLS_FILE))
+    /// The schemas kept in `skill`'s `tools.json`, if any (read beneath its root, bounded).
+    pub(crate) fn saved_schemas(skill: &Skill) -> ToolSchemas {
+        skill
+            .open()
             .ok()
+            .and_then(|d| d.read_text(TOOLS_FILE, MAX_TOOLS_FILE).ok())
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default()
     }
@@ -687,6 +1010,501 @@ mod tests {
         let held = Skills::new(&settings, Some(project), Err("not trusted".into()));
         let e = held.find("project/dup").unwrap_err().to_string();
         assert!(e.contains("not trusted"), "{e}");
+    }
+
+    /// A user directory with one good skill (`fine`), plus what `plant` puts next to it.
+    fn with_odd_entry(plant: impl FnOnce(&Path)) -> (PathBuf, Skills) {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        skills.save(request("fine", "return 1")).unwrap();
+        plant(&tmp.join("user"));
+        (tmp, skills)
+    }
+
+    /// The skill `fine` still lists, `odd` does not, and one problem names it saying `says`.
+    fn reported_alone(skills: &Skills, odd: &str, says: &str) {
+        let (all, problems) = skills.list();
+        let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["fine"], "{problems:?}");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains(odd) && problems[0].contains(says),
+            "{odd}: {problems:?}"
+        );
+        assert_eq!(skills.find("fine").unwrap().name, "fine");
+    }
+
+    /// A `SKILL.md` of a skill named `name`, runnable in Python.
+    fn skill_md_text(name: &str, description: &str) -> String {
+        format!(
+            "---\nname: {name}\ndescription: {description}\nmetadata:\n  \
+             code-executor-mcp/language: python\n---\n"
+        )
+    }
+
+    /// A secret file outside every root, and a skill directory `name` under `root` whose
+    /// `SKILL.md` is a link to a frontmatter outside.
+    fn outside(tmp: &Path) -> PathBuf {
+        let out = tmp.join("outside");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("secret.txt"), "TOP-SECRET").unwrap();
+        std::fs::write(
+            out.join("SKILL.md"),
+            skill_md_text("linked", "OUTSIDE FRONTMATTER"),
+        )
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn a_symlinked_skill_md_is_refused_never_its_targets_frontmatter() {
+        let (tmp, skills) = with_odd_entry(|_| {});
+        let out = outside(&tmp);
+        let linked = tmp.join("user/linked");
+        std::fs::create_dir_all(&linked).unwrap();
+        std::os::unix::fs::symlink(out.join("SKILL.md"), linked.join(SKILL_FILE)).unwrap();
+        reported_alone(&skills, "linked/SKILL.md", "symbolic link");
+        let e = skills.find("linked").unwrap_err().to_string();
+        assert!(e.contains("symbolic link") && !e.contains("OUTSIDE"), "{e}");
+    }
+
+    #[test]
+    fn a_symlinked_skill_directory_is_skipped() {
+        let (tmp, skills) = with_odd_entry(|_| {});
+        let out = outside(&tmp);
+        std::os::unix::fs::symlink(&out, tmp.join("user/linked")).unwrap();
+        reported_alone(&skills, "linked", "symbolic link");
+        assert!(
+            skills
+                .find("linked")
+                .unwrap_err()
+                .to_string()
+                .contains("symbolic link")
+        );
+    }
+
+    #[test]
+    fn a_symlinked_script_is_never_read() {
+        let (tmp, skills) = with_odd_entry(|_| {});
+        let out = outside(&tmp);
+        let script = tmp.join("user/fine/skill.ts");
+        std::fs::remove_file(&script).unwrap();
+        std::os::unix::fs::symlink(out.join("secret.txt"), &script).unwrap();
+        let e = skills
+            .find("fine")
+            .unwrap()
+            .script_source()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("symbolic link") && !e.contains("TOP-SECRET"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_symlinked_tools_json_is_never_read() {
+        let (tmp, skills) = with_odd_entry(|_| {});
+        let out = outside(&tmp);
+        std::fs::write(
+            out.join("tools.json"),
+            r#"{"fx": {"echo": {"leak": true}}}"#,
+        )
+        .unwrap();
+        let tools = tmp.join("user/fine").join(TOOLS_FILE);
+        std::fs::remove_file(&tools).unwrap();
+        std::os::unix::fs::symlink(out.join("tools.json"), &tools).unwrap();
+        assert!(CodeSkill::saved_schemas(&skills.find("fine").unwrap()).is_empty());
+    }
+
+    #[test]
+    fn a_projects_linked_skills_directory_is_not_followed() {
+        let tmp = tempdir();
+        let out = outside(&tmp);
+        let linked = out.join("linked");
+        std::fs::create_dir_all(&linked).unwrap();
+        std::fs::copy(out.join("SKILL.md"), linked.join("SKILL.md")).unwrap();
+        let project = tmp.join("project/.code-executor");
+        std::fs::create_dir_all(&project).unwrap();
+        std::os::unix::fs::symlink(&out, project.join("skills")).unwrap();
+        let skills = Skills::new(
+            &SkillSettings {
+                dir: Some(tmp.join("user")),
+                ..Default::default()
+            },
+            Some(tmp.join("project").join(PROJECT_SKILLS)),
+            Ok(()),
+        );
+        let (all, problems) = skills.list();
+        assert!(all.is_empty(), "{all:?}");
+        assert!(problems[0].contains("symbolic link"), "{problems:?}");
+        assert!(skills.find("project/linked").is_err());
+    }
+
+    #[test]
+    fn a_dangling_link_is_reported_alone() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::os::unix::fs::symlink("/nonexistent/x", u.join("dangling")).unwrap();
+        });
+        reported_alone(&skills, "dangling", "symbolic link");
+    }
+
+    #[test]
+    fn a_fifo_is_reported_alone_and_never_opened() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            nix::unistd::mkfifo(&u.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        });
+        reported_alone(&skills, "pipe", "a fifo");
+    }
+
+    #[test]
+    fn a_fifo_named_skill_md_is_never_opened() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("piped")).unwrap();
+            nix::unistd::mkfifo(&u.join("piped/SKILL.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        });
+        reported_alone(&skills, "piped/SKILL.md", "a fifo");
+    }
+
+    #[test]
+    fn a_skill_md_that_is_a_directory_is_reported_alone() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("odd/SKILL.md")).unwrap();
+        });
+        reported_alone(&skills, "odd/SKILL.md", "a directory");
+    }
+
+    #[test]
+    fn a_file_where_a_skill_directory_belongs_is_reported_alone() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::write(u.join("stray.md"), "x").unwrap();
+        });
+        reported_alone(&skills, "stray.md", "not a skill's directory");
+    }
+
+    #[test]
+    fn a_directory_without_skill_md_is_reported_alone() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("empty")).unwrap();
+        });
+        reported_alone(&skills, "empty", "no SKILL.md");
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_reported_alone() {
+        use std::os::unix::ffi::OsStrExt;
+        let (_tmp, skills) = with_odd_entry(|u| {
+            let name = std::ffi::OsStr::from_bytes(b"bad-\xff-name");
+            std::fs::create_dir_all(u.join(name)).unwrap();
+        });
+        reported_alone(&skills, "bad-", "not UTF-8");
+    }
+
+    #[test]
+    fn bad_frontmatter_is_reported_alone() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("broken")).unwrap();
+            std::fs::write(u.join("broken/SKILL.md"), "---\nname: [\n---\n").unwrap();
+        });
+        reported_alone(&skills, "broken/SKILL.md", "not valid YAML");
+    }
+
+    #[test]
+    fn a_huge_skill_md_is_refused_unread() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("huge")).unwrap();
+            let f = std::fs::File::create(u.join("huge/SKILL.md")).unwrap();
+            // Sparse: 4 GiB said, nothing written.
+            f.set_len(4 << 30).unwrap();
+        });
+        reported_alone(&skills, "huge/SKILL.md", "more than the 1048576");
+    }
+
+    #[test]
+    fn an_unreadable_skill_md_is_reported_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        if nix::unistd::geteuid().is_root() {
+            return; // root reads any file: nothing to test
+        }
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("locked")).unwrap();
+            std::fs::write(u.join("locked/SKILL.md"), skill_md_text("locked", "d")).unwrap();
+            std::fs::set_permissions(
+                u.join("locked/SKILL.md"),
+                std::fs::Permissions::from_mode(0),
+            )
+            .unwrap();
+        });
+        reported_alone(&skills, "locked/SKILL.md", "ermission denied");
+    }
+
+    /// Plants `break_it` into an owned skill's `SKILL.md`, then checks nobody saves over it.
+    fn nobody_saves_over(break_it: impl FnOnce(&Path)) {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut alice = request("report", "return 1");
+        alice.owner = Some("token:alice".into());
+        skills.save(alice.clone()).unwrap();
+        break_it(&tmp.join("user/report"));
+        for who in [
+            Some("token:alice".to_string()),
+            Some("token:bob".into()),
+            None,
+        ] {
+            let mut r = request("report", "return 'evil'");
+            r.owner = who.clone();
+            let e = skills.save(r).unwrap_err().to_string();
+            assert!(e.contains("nobody may save over it"), "{who:?}: {e}");
+        }
+        // Nothing was written over it, and a call of it fails too.
+        let script = std::fs::read_to_string(tmp.join("user/report/skill.ts")).unwrap();
+        assert_eq!(script, "return 1");
+        assert!(skills.find("report").is_err());
+    }
+
+    #[test]
+    fn an_owner_that_cannot_be_read_from_a_huge_skill_md_refuses_saves() {
+        nobody_saves_over(|d| {
+            let mut md = std::fs::read_to_string(d.join(SKILL_FILE)).unwrap();
+            md.push_str(&"enum value, ".repeat(120_000));
+            std::fs::write(d.join(SKILL_FILE), md).unwrap();
+        });
+    }
+
+    #[test]
+    fn an_owner_behind_a_link_refuses_saves() {
+        nobody_saves_over(|d| {
+            let real = d.with_file_name("real-skill-md");
+            std::fs::rename(d.join(SKILL_FILE), &real).unwrap();
+            std::os::unix::fs::symlink(&real, d.join(SKILL_FILE)).unwrap();
+        });
+    }
+
+    #[test]
+    fn an_owner_in_unparsable_frontmatter_refuses_saves() {
+        nobody_saves_over(|d| {
+            let md = std::fs::read_to_string(d.join(SKILL_FILE)).unwrap();
+            std::fs::write(d.join(SKILL_FILE), md.replacen("---\n", "---\n: [\n", 1)).unwrap();
+        });
+    }
+
+    #[test]
+    fn an_owner_that_is_not_a_string_refuses_saves() {
+        nobody_saves_over(|d| {
+            let md = std::fs::read_to_string(d.join(SKILL_FILE)).unwrap();
+            let md = md.replace(
+                "\"code-executor-mcp/owner\": \"token:alice\"",
+                "\"code-executor-mcp/owner\": [1]",
+            );
+            assert!(md.contains("[1]"));
+            std::fs::write(d.join(SKILL_FILE), md).unwrap();
+        });
+    }
+
+    #[test]
+    fn an_owner_of_a_missing_skill_md_refuses_saves() {
+        nobody_saves_over(|d| std::fs::remove_file(d.join(SKILL_FILE)).unwrap());
+    }
+
+    /// A save of `req` fails naming `field` and `limit`.
+    fn refused(skills: &Skills, req: SaveRequest, field: &str, limit: &str) {
+        let e = skills.save(req).unwrap_err().to_string();
+        assert!(e.contains(field) && e.contains(limit), "{field}: {e}");
+    }
+
+    #[test]
+    fn an_input_schema_past_its_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("big-schema", "return 1");
+        let values: Vec<String> = (0..200_000).map(|i| format!("v{i}")).collect();
+        r.input_schema = Some(json!({"type": "object", "properties": {"a": {"enum": values}}}));
+        refused(
+            &skills,
+            r,
+            "inputSchema",
+            &MAX_INPUT_SCHEMA_BYTES.to_string(),
+        );
+        assert!(skills.list().0.is_empty());
+    }
+
+    #[test]
+    fn an_input_schema_that_pretty_prints_past_the_skill_md_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("deep-schema", "return 1");
+        // Under the schema's own bound compactly, far past SKILL.md's once indented.
+        let mut v = json!((0..6000).collect::<Vec<_>>());
+        for _ in 0..100 {
+            v = json!([v]);
+        }
+        r.input_schema = Some(json!({"type": "object", "default": v}));
+        refused(&skills, r, "SKILL.md", &MAX_SKILL_FILE.to_string());
+    }
+
+    #[test]
+    fn code_past_its_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let r = request("big-code", &"x".repeat(MAX_SCRIPT_BYTES + 1));
+        refused(&skills, r, "code", &MAX_SCRIPT_BYTES.to_string());
+    }
+
+    #[test]
+    fn a_description_past_its_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("big-description", "return 1");
+        r.description = "d".repeat(MAX_DESCRIPTION + 1);
+        refused(&skills, r, "description", &MAX_DESCRIPTION.to_string());
+    }
+
+    #[test]
+    fn a_name_past_its_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        refused(&skills, request(&"n".repeat(65), "return 1"), "name", "64");
+    }
+
+    #[test]
+    fn an_owner_past_its_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("long-owner", "return 1");
+        r.owner = Some(format!("token:{}", "a".repeat(MAX_OWNER)));
+        refused(&skills, r, "owner", &MAX_OWNER.to_string());
+    }
+
+    #[test]
+    fn too_many_recorded_tools_are_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("many-tools", "return 1");
+        let tools: BTreeMap<String, Value> = (0..=MAX_TOOLS_RECORDED)
+            .map(|i| (format!("t{i}"), json!({"inputSchema": {"type": "object"}})))
+            .collect();
+        r.tools = BTreeMap::from([("fx".to_string(), tools)]);
+        refused(
+            &skills,
+            r,
+            "upstream tools",
+            &MAX_TOOLS_RECORDED.to_string(),
+        );
+    }
+
+    #[test]
+    fn huge_tool_schemas_are_not_kept_and_do_not_break_the_skill() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("huge-tools", "return 1");
+        let big = json!({"inputSchema": {"type": "object", "description": "x".repeat(2 << 20)}});
+        r.tools = BTreeMap::from([(
+            "fx".to_string(),
+            BTreeMap::from([("echo".to_string(), big)]),
+        )]);
+        let saved = skills.save(r).unwrap();
+        assert!(!tmp.join("user/huge-tools").join(TOOLS_FILE).exists());
+        assert_eq!(saved.code.unwrap().tools["fx"].len(), 1);
+    }
+
+    fn small_room(tmp: &Path, room: Room) -> Skills {
+        let mut skills = store(tmp);
+        skills.room = room;
+        skills
+    }
+
+    #[test]
+    fn one_owner_cannot_keep_more_than_its_count_of_skills() {
+        let tmp = tempdir();
+        let skills = small_room(
+            &tmp,
+            Room {
+                skills_per_owner: 3,
+                ..Room::default()
+            },
+        );
+        for i in 0..3 {
+            let mut r = request(&format!("s{i}"), "return 1");
+            r.owner = Some("token:alice".into());
+            skills.save(r).unwrap();
+        }
+        let mut r = request("s3", "return 1");
+        r.owner = Some("token:alice".into());
+        refused(&skills, r.clone(), "skills", "(3)");
+        // Saving over one of hers still works; another owner has room of its own.
+        r.name = "s0".into();
+        skills.save(r.clone()).unwrap();
+        r.name = "s3".into();
+        r.owner = Some("token:bob".into());
+        skills.save(r).unwrap();
+    }
+
+    #[test]
+    fn one_owners_bytes_count_every_kept_version() {
+        let tmp = tempdir();
+        let skills = small_room(
+            &tmp,
+            Room {
+                bytes_per_owner: 40_000,
+                ..Room::default()
+            },
+        );
+        let code = format!("return '{}'", "x".repeat(9_000));
+        let mut r = request("grows", &code);
+        r.owner = Some("token:alice".into());
+        // Each save keeps the previous one: the versions fill her room.
+        let mut saved = 0;
+        let e = loop {
+            match skills.save(r.clone()) {
+                Ok(_) => saved += 1,
+                Err(e) => break e.to_string(),
+            }
+            assert!(saved < 10, "never refused");
+        };
+        assert!(saved >= 2, "{saved}");
+        assert!(e.contains("token:alice") && e.contains("40000"), "{e}");
+        // Another owner is not refused for hers.
+        r.owner = Some("token:bob".into());
+        r.name = "other".into();
+        skills.save(r).unwrap();
+    }
+
+    #[test]
+    fn the_whole_store_is_bounded_whoever_saves() {
+        let tmp = tempdir();
+        let skills = small_room(
+            &tmp,
+            Room {
+                store_bytes: 30_000,
+                ..Room::default()
+            },
+        );
+        let code = format!("return '{}'", "x".repeat(9_000));
+        let e = (0..10)
+            .find_map(|i| {
+                let mut r = request(&format!("p{i}"), &code);
+                r.owner = Some(format!("token:user{i}"));
+                skills.save(r).err()
+            })
+            .expect("refused at some point")
+            .to_string();
+        assert!(e.contains("30000"), "{e}");
+    }
+
+    #[test]
+    fn a_planted_link_in_the_versions_path_is_not_written_through() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        skills.save(request("kept", "return 1")).unwrap();
+        let out = tmp.join("outside-versions");
+        std::fs::create_dir_all(&out).unwrap();
+        std::os::unix::fs::symlink(&out, tmp.join("user").join(VERSIONS)).unwrap();
+        let e = skills
+            .save(request("kept", "return 2"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
     }
 
     fn tempdir() -> PathBuf {

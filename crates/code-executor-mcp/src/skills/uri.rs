@@ -2,8 +2,16 @@
 //! skills upstream servers serve, as we serve them again: `skill://upstream/<server>/<their
 //! skill path>/<file>` for their `skill://<skill path>/<file>`, so the origin stays in the
 //! address and two servers' same-named skills never meet.
+//!
+//! Every path taken apart here is decoded first and checked after: [`segment`] decodes one
+//! segment once, refuses what is still encoded after that (`%252E`: encoded twice, which a
+//! server decoding again would read as `.`), and refuses any segment that is not a plain name
+//! (`..`, `.`, empty, a `/` or `\` inside, NUL or another control character), whatever its
+//! spelling (`%2E%2E`, `.%2E`, `%2e.`, `%2F`, `%5C`, `%00`).
 
 use rmcp::model::{Skill, SkillResources};
+
+use super::beneath::plain_segment;
 
 pub(crate) const SCHEME: &str = "skill://";
 const UPSTREAM: &str = "skill://upstream/";
@@ -38,20 +46,69 @@ pub(crate) fn decode(segment: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// One segment of a path, decoded and checked: `Err` says why it is refused.
+pub(crate) fn segment(raw: &str) -> Result<String, String> {
+    let decoded = decode(raw)
+        .ok_or_else(|| format!("{raw:?} is not valid percent-encoding of UTF-8 text"))?;
+    if still_encoded(&decoded) {
+        return Err(format!(
+            "{raw:?} is percent-encoded twice; encode each segment once"
+        ));
+    }
+    if !plain_segment(&decoded) {
+        return Err(format!(
+            "{raw:?} (decoded {decoded:?}) is not a plain name: no empty, `.` or `..` segment, \
+             no `/`, `\\` or control character"
+        ));
+    }
+    Ok(decoded)
+}
+
+/// Whether `s` still holds a `%XX` escape.
+fn still_encoded(s: &str) -> bool {
+    s.as_bytes()
+        .windows(3)
+        .any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
+}
+
+/// The segments of a relative path (`/`-separated), each decoded and checked by
+/// [`segment`]; a path that is empty, absolute or has a query or fragment is refused.
+pub(crate) fn segments(rel: &str) -> Result<Vec<String>, String> {
+    if rel.is_empty() {
+        return Err("the path is empty".into());
+    }
+    if rel.starts_with('/') {
+        return Err(format!("{rel:?} is absolute; give a path inside the skill"));
+    }
+    if rel.contains(['?', '#']) {
+        return Err(format!("{rel:?} has a query or fragment"));
+    }
+    rel.split('/').map(segment).collect()
+}
+
 /// Our address of `server`'s `uri` (`None` for a scheme other than `skill://`).
 pub(crate) fn ours(server: &str, uri: &str) -> Option<String> {
     let rest = uri.strip_prefix(SCHEME)?;
     Some(format!("{UPSTREAM}{}/{rest}", encode(server)))
 }
 
-/// The server and its own address of one of our `skill://upstream/...` URIs.
-pub(crate) fn theirs(uri: &str) -> Option<(String, String)> {
+/// The server and its own address of one of our `skill://upstream/...` URIs: `None` when
+/// `uri` is not one, `Err` (why) when its path is refused (see [`segments`]). The address
+/// passed on is the one asked for, its every segment checked.
+pub(crate) fn theirs(uri: &str) -> Option<Result<(String, String), String>> {
     let rest = uri.strip_prefix(UPSTREAM)?;
-    let (server, path) = rest.split_once('/')?;
-    if path.is_empty() {
-        return None;
-    }
-    Some((decode(server)?, format!("{SCHEME}{path}")))
+    let Some((server, path)) = rest.split_once('/') else {
+        return Some(Err(format!("{uri} names no file of a skill")));
+    };
+    Some(checked_theirs(server, path).map_err(|why| format!("{uri}: {why}")))
+}
+
+fn checked_theirs(server: &str, path: &str) -> Result<(String, String), String> {
+    let server = decode(server)
+        .filter(|s| !s.is_empty() && !still_encoded(s) && !s.chars().any(char::is_control))
+        .ok_or_else(|| format!("{server:?} is not a server's name"))?;
+    segments(path)?;
+    Ok((server, format!("{SCHEME}{path}")))
 }
 
 /// `server`'s skill entry with every address ours (`None` when it is not under `skill://`).
@@ -85,10 +142,93 @@ mod tests {
         assert_eq!(ours, "skill://upstream/my%20server/acme/refunds/SKILL.md");
         assert_eq!(
             theirs(&ours),
-            Some(("my server".into(), "skill://acme/refunds/SKILL.md".into()))
+            Some(Ok((
+                "my server".into(),
+                "skill://acme/refunds/SKILL.md".into()
+            )))
         );
         assert_eq!(super::ours("s", "github://o/r/SKILL.md"), None);
         assert_eq!(theirs("skill://user/x/SKILL.md"), None);
-        assert_eq!(theirs("skill://upstream/s/"), None);
+        assert!(matches!(theirs("skill://upstream/s/"), Some(Err(_))));
+        assert!(matches!(theirs("skill://upstream/s"), Some(Err(_))));
+    }
+
+    /// Every spelling of a step out, an absolute path or a separator, in every position.
+    const HOSTILE: &[&str] = &[
+        "..",
+        ".",
+        "",
+        "%2E%2E",
+        "%2e%2e",
+        ".%2E",
+        "%2E.",
+        "%2e.",
+        ".%2e",
+        "%2E",
+        "%252E%252E",
+        "%25252E%25252E",
+        ".%252E",
+        "a%2Fb",
+        "a%2fb",
+        "..%2F..",
+        "%2F",
+        "%2Fetc%2Fpasswd",
+        "a%5Cb",
+        "..%5C..",
+        "a\\b",
+        "..\\..",
+        "%00",
+        "a%00.md",
+        "a%0A",
+        "%C0%AE%C0%AE",
+        "%zz",
+        "%2",
+        "%",
+    ];
+
+    #[test]
+    fn a_hostile_segment_is_refused_in_every_spelling() {
+        for bad in HOSTILE {
+            assert!(segment(bad).is_err(), "{bad:?}");
+        }
+        for good in [
+            "SKILL.md",
+            "a%20b.md",
+            "..a",
+            "a..",
+            "...x",
+            "%C3%BC.md",
+            "x%25y",
+        ] {
+            assert!(segment(good).is_ok(), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn a_hostile_path_is_refused_wherever_the_segment_is() {
+        for bad in HOSTILE {
+            for path in [
+                format!("{bad}"),
+                format!("{bad}/x"),
+                format!("a/{bad}"),
+                format!("a/{bad}/b"),
+                format!("a/b/{bad}"),
+            ] {
+                assert!(segments(&path).is_err(), "{path:?}");
+                let uri = format!("skill://upstream/fx/{path}");
+                assert!(
+                    matches!(theirs(&uri), Some(Err(_))),
+                    "{uri}: {:?}",
+                    theirs(&uri)
+                );
+            }
+        }
+        for bad in ["/etc/passwd", "a//b", "a/", "/", "a?x=1", "a#b"] {
+            assert!(segments(bad).is_err(), "{bad:?}");
+        }
+        assert!(matches!(
+            theirs("skill://upstream/%252E/x/SKILL.md"),
+            Some(Err(_))
+        ));
     }
 }

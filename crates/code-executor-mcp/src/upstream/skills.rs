@@ -89,13 +89,12 @@ async fn fetch(server: &str, conn: &Connection) -> (Vec<Skill>, Duration) {
     (out, keep)
 }
 
-/// Reads `uri` from the server, when one of its listed skills names it (its `SKILL.md`, a
-/// file of its manifest, or a file under a dynamic skill's directory).
-pub(super) async fn read(
-    conn: &Connection,
-    skills: &[Skill],
-    uri: &str,
-) -> Result<ReadResourceResult, String> {
+/// Whether `uri` is a file of one of `skills`: its `SKILL.md`, a file of its manifest, or a
+/// path under a dynamic skill's directory whose every segment, decoded, is a plain name
+/// (`%2E%2E`, `.%2E`, a trailing `..`, `%2F`, a backslash... are refused, see
+/// [`crate::skills::uri::segments`]).
+fn listed(skills: &[Skill], uri: &str) -> Result<(), String> {
+    let mut refused = None;
     let listed = skills.iter().any(|s| {
         s.uri == uri
             || match &s.resources {
@@ -103,15 +102,86 @@ pub(super) async fn read(
                 _ => s
                     .uri
                     .strip_suffix("SKILL.md")
-                    .is_some_and(|root| uri.starts_with(root) && !uri.contains("/../")),
+                    .and_then(|root| uri.strip_prefix(root))
+                    .is_some_and(|rel| match crate::skills::uri::segments(rel) {
+                        Ok(_) => true,
+                        Err(why) => {
+                            refused = Some(why);
+                            false
+                        }
+                    }),
             }
     });
-    if !listed {
-        return Err(format!("{uri} is not a file of a skill the server lists"));
+    match (listed, refused) {
+        (true, _) => Ok(()),
+        (false, Some(why)) => Err(format!("{uri} is refused: {why}")),
+        (false, None) => Err(format!("{uri} is not a file of a skill the server lists")),
     }
+}
+
+/// Reads `uri` from the server, when one of its listed skills names it (its `SKILL.md`, a
+/// file of its manifest, or a file under a dynamic skill's directory).
+pub(super) async fn read(
+    conn: &Connection,
+    skills: &[Skill],
+    uri: &str,
+) -> Result<ReadResourceResult, String> {
+    listed(skills, uri)?;
     conn.service
         .peer()
         .read_resource(ReadResourceRequestParams::new(uri))
         .await
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{SkillFrontmatter, SkillResources};
+
+    use super::*;
+
+    fn dynamic(uri: &str) -> Skill {
+        Skill::new(
+            uri,
+            SkillFrontmatter::new("dyn", "A dynamic skill."),
+            SkillResources::Dynamic,
+        )
+    }
+
+    #[test]
+    fn a_dynamic_skills_files_are_read_only_beneath_it() {
+        let skills = [dynamic("skill://acme/dyn/SKILL.md")];
+        for ok in [
+            "skill://acme/dyn/SKILL.md",
+            "skill://acme/dyn/notes.md",
+            "skill://acme/dyn/templates/a%20b.md",
+        ] {
+            assert!(listed(&skills, ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "skill://acme/dyn/../other/SKILL.md",
+            "skill://acme/dyn/%2E%2E/other/SKILL.md",
+            "skill://acme/dyn/%2e%2e/other/SKILL.md",
+            "skill://acme/dyn/.%2E/other/SKILL.md",
+            "skill://acme/dyn/%2E./other/SKILL.md",
+            "skill://acme/dyn/x/..",
+            "skill://acme/dyn/x/%2E%2E",
+            "skill://acme/dyn/..",
+            "skill://acme/dyn/.",
+            "skill://acme/dyn/./SKILL.md",
+            "skill://acme/dyn/x//y",
+            "skill://acme/dyn/",
+            "skill://acme/dyn//etc/passwd",
+            "skill://acme/dyn/%2Fetc%2Fpasswd",
+            "skill://acme/dyn/..%2F..%2Fsecret",
+            "skill://acme/dyn/..%5C..%5Csecret",
+            "skill://acme/dyn/..\\..\\secret",
+            "skill://acme/dyn/%252E%252E/secret",
+            "skill://acme/dyn/a%00.md",
+            "skill://acme/dyn/a.md?x=../../y",
+            "skill://acme/other/SKILL.md",
+        ] {
+            assert!(listed(&skills, bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -701,3 +701,343 @@ async fn upstream_skills_are_found_and_read_through_us() {
         );
     }
 }
+
+// Trees on disk are untrusted (issue #50, part 2): links, odd entries, owners that cannot be
+// told, unbounded fields. Each attack is also a unit test of its own beside the code
+// (`skills::store`, `skills::beneath`, `skills::uri`, `upstream::skills`); these check what
+// code in both languages and a client of the extension meet.
+
+/// A served skill `name` in `dir` whose `SKILL.md` says it runs `language`.
+fn served_skill(dir: &std::path::Path, name: &str, language: &str, description: &str) {
+    std::fs::create_dir_all(dir.join(name)).unwrap();
+    std::fs::write(
+        dir.join(name).join("SKILL.md"),
+        format!(
+            "---\nname: {name}\ndescription: {description}\nmetadata:\n  code-executor-mcp/language: {language}\n---\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// `listSkills()` / `list_skills()` in both languages: the names listed, and the problems.
+async fn listed_in_both(h: &Harness) -> (Vec<String>, Vec<String>) {
+    let ts = ok(h, Lang::Ts, "return await listSkills()").await;
+    let py = ok(h, Lang::Py, "list_skills()").await;
+    assert_eq!(ts, py);
+    let names = ts["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+    let problems = ts["problems"]
+        .as_array()
+        .map(|p| p.iter().map(|p| p.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default();
+    (names, problems)
+}
+
+/// Links under a served skill root are never followed: a linked script is never run, a
+/// linked `SKILL.md` or skill directory never lists its target's frontmatter, a linked
+/// resource is never served; in TypeScript, Python and over the extension.
+#[tokio::test]
+async fn links_under_a_skill_root_are_never_followed() {
+    let dir = TempDir::new("skills-links-user");
+    let served = TempDir::new("skills-links-served");
+    let outside = TempDir::new("skills-links-outside");
+    let o = &outside.0;
+    std::fs::write(o.join("leak.py"), "'LEAKED-' + 'PY'").unwrap();
+    std::fs::write(o.join("leak.ts"), "return 'LEAKED-' + 'TS'").unwrap();
+    std::fs::write(o.join("secret.txt"), "TOP-SECRET").unwrap();
+    std::fs::create_dir_all(o.join("linked-dir")).unwrap();
+    std::fs::write(
+        o.join("linked-dir/SKILL.md"),
+        "---\nname: linked-dir\ndescription: OUTSIDE-DIR\nmetadata:\n  code-executor-mcp/language: python\n---\n",
+    )
+    .unwrap();
+    std::fs::write(o.join("linked-dir/skill.py"), "'LEAKED-' + 'DIR'").unwrap();
+    std::fs::write(
+        o.join("md.md"),
+        "---\nname: linked-md\ndescription: OUTSIDE-MD\nmetadata:\n  code-executor-mcp/language: python\n---\n",
+    )
+    .unwrap();
+    let s = &served.0;
+    served_skill(s, "linked-py", "python", "A linked Python script.");
+    std::os::unix::fs::symlink(o.join("leak.py"), s.join("linked-py/skill.py")).unwrap();
+    served_skill(s, "linked-ts", "typescript", "A linked TypeScript script.");
+    std::os::unix::fs::symlink(o.join("leak.ts"), s.join("linked-ts/skill.ts")).unwrap();
+    std::fs::create_dir_all(s.join("linked-md")).unwrap();
+    std::os::unix::fs::symlink(o.join("md.md"), s.join("linked-md/SKILL.md")).unwrap();
+    std::os::unix::fs::symlink(o.join("linked-dir"), s.join("linked-dir")).unwrap();
+    served_skill(s, "fine", "python", "A fine skill with a linked resource.");
+    std::fs::write(s.join("fine/skill.py"), "'fine'").unwrap();
+    std::fs::create_dir_all(s.join("fine/docs")).unwrap();
+    std::os::unix::fs::symlink(o.join("secret.txt"), s.join("fine/docs/secret.txt")).unwrap();
+    std::os::unix::fs::symlink(o, s.join("fine/linked-folder")).unwrap();
+    let settings = json!({"skills": {"dir": dir.0, "serve": [served.0]}});
+    let (h, _c) = Harness::with_settings(
+        EXE.as_ref(),
+        json!({ "fx": fixture_entry("fx") }),
+        &settings,
+        &[],
+    )
+    .await;
+    // A linked script is never run, from either language.
+    for lang in [Lang::Ts, Lang::Py] {
+        for skill in ["linked_py", "linked_ts"] {
+            let code = lang.pick(
+                format!("return await skills.{skill}({{}})"),
+                format!("skills.{skill}()"),
+            );
+            let e = fails(&h, lang, json!({ "code": code })).await;
+            let m = e["message"].as_str().unwrap();
+            assert!(
+                m.contains("symbolic link") && !m.contains("LEAKED"),
+                "{lang:?} {skill}: {e}"
+            );
+        }
+        // Nor one in a linked skill directory, nor one of a linked SKILL.md.
+        for skill in ["linked_dir", "linked_md"] {
+            let code = lang.pick(
+                format!("return await skills.{skill}({{}})"),
+                format!("skills.{skill}()"),
+            );
+            let e = fails(&h, lang, json!({ "code": code })).await;
+            assert!(!e.to_string().contains("LEAKED"), "{lang:?} {skill}: {e}");
+            assert!(
+                e["message"].as_str().unwrap().contains("symbolic link"),
+                "{lang:?} {skill}: {e}"
+            );
+        }
+        let r = ok(
+            &h,
+            lang,
+            lang.pick("return await skills.fine({})", "skills.fine()"),
+        )
+        .await;
+        assert_eq!(r, "fine");
+    }
+    // Listed: never the targets' frontmatter; the links are said, each alone.
+    let (names, problems) = listed_in_both(&h).await;
+    assert_eq!(names, ["fine", "linked-py", "linked-ts"], "{problems:?}");
+    let said = problems.join("\n");
+    assert!(!said.contains("OUTSIDE"), "{said}");
+    for linked in ["linked-md/SKILL.md", "linked-dir"] {
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains(linked) && p.contains("symbolic link")),
+            "{linked}: {said}"
+        );
+    }
+    // Over the extension: the list succeeds, no target is in it, no linked file is served.
+    let peer = h.client.peer();
+    let listed = peer.list_skills(None).await.unwrap();
+    let wire = serde_json::to_string(&listed).unwrap();
+    assert!(
+        !wire.contains("OUTSIDE") && !wire.contains("secret.txt") && !wire.contains("leak."),
+        "{wire}"
+    );
+    let files = read_and_verify_every_file(peer, &listed.skills).await;
+    assert!(
+        files
+            .iter()
+            .all(|f| !f.contains("secret") && !f.contains("linked-folder")),
+        "{files:?}"
+    );
+    for uri in [
+        "skill://served/fine/docs/secret.txt",
+        "skill://served/fine/linked-folder/secret.txt",
+        "skill://served/linked-py/skill.py",
+        "skill://served/linked-md/SKILL.md",
+        "skill://served/linked-dir/SKILL.md",
+        "skill://served/fine/docs/%2E%2E/%2E%2E/linked-py/skill.py",
+    ] {
+        let e = peer
+            .read_resource(rmcp::model::ReadResourceRequestParams::new(uri))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !e.contains("LEAKED") && !e.contains("TOP-SECRET"),
+            "{uri}: {e}"
+        );
+    }
+    let resources = serde_json::to_string(&peer.list_all_resources().await.unwrap()).unwrap();
+    assert!(
+        !resources.contains("secret") && !resources.contains("OUTSIDE"),
+        "{resources}"
+    );
+}
+
+/// One odd entry in a skills directory (a dangling link, a fifo, a `SKILL.md` that is a
+/// directory or a fifo, a stray file, a name that is not UTF-8, bad frontmatter, a huge
+/// `SKILL.md`, the same skill served twice) is said alone: every other skill still lists in
+/// both languages and over the extension, and still runs.
+#[tokio::test]
+async fn one_odd_entry_leaves_every_other_skill_listed_and_callable() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = TempDir::new("skills-odd-user");
+    let served = TempDir::new("skills-odd-served");
+    let again = TempDir::new("skills-odd-again");
+    let s = &served.0;
+    served_skill(s, "fine-py", "python", "Fine in Python.");
+    std::fs::write(s.join("fine-py/skill.py"), "'py ok'").unwrap();
+    served_skill(s, "fine-ts", "typescript", "Fine in TypeScript.");
+    std::fs::write(s.join("fine-ts/skill.ts"), "return 'ts ok'").unwrap();
+    std::os::unix::fs::symlink("/nonexistent/skill", s.join("dangling")).unwrap();
+    nix::unistd::mkfifo(&s.join("a-fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::create_dir_all(s.join("md-is-dir/SKILL.md")).unwrap();
+    std::fs::create_dir_all(s.join("md-is-fifo")).unwrap();
+    nix::unistd::mkfifo(
+        &s.join("md-is-fifo/SKILL.md"),
+        nix::sys::stat::Mode::S_IRWXU,
+    )
+    .unwrap();
+    std::fs::write(s.join("README.md"), "not a skill").unwrap();
+    std::fs::create_dir_all(s.join(std::ffi::OsStr::from_bytes(b"bad-\xff"))).unwrap();
+    std::fs::create_dir_all(s.join("bad-yaml")).unwrap();
+    std::fs::write(s.join("bad-yaml/SKILL.md"), "---\nname: [\n---\n").unwrap();
+    std::fs::create_dir_all(s.join("huge")).unwrap();
+    std::fs::File::create(s.join("huge/SKILL.md"))
+        .unwrap()
+        .set_len(4 << 30)
+        .unwrap();
+    // The same skill in a second served directory: one address, served once.
+    served_skill(&again.0, "fine-py", "python", "The same name again.");
+    std::fs::write(again.0.join("fine-py/skill.py"), "'again'").unwrap();
+    let settings = json!({"skills": {"dir": dir.0, "serve": [served.0, again.0]}});
+    let (h, _c) = Harness::with_settings(
+        EXE.as_ref(),
+        json!({ "fx": fixture_entry("fx") }),
+        &settings,
+        &[],
+    )
+    .await;
+    let (names, problems) = listed_in_both(&h).await;
+    assert_eq!(names, ["fine-py", "fine-ts", "fine-py"], "{problems:?}");
+    for odd in [
+        "dangling",
+        "a-fifo",
+        "md-is-dir/SKILL.md",
+        "md-is-fifo/SKILL.md",
+        "README.md",
+        "\"bad-\u{fffd}\"",
+        "bad-yaml/SKILL.md",
+        "huge/SKILL.md",
+    ] {
+        assert_eq!(
+            problems.iter().filter(|p| p.contains(odd)).count(),
+            1,
+            "{odd}: {problems:?}"
+        );
+    }
+    assert_eq!(problems.len(), 8, "{problems:?}");
+    for lang in [Lang::Ts, Lang::Py] {
+        let r = ok(
+            &h,
+            lang,
+            lang.pick(
+                "return [await skills.fine_ts({}), await skills['served/fine-ts']({})]",
+                "[skills.fine_ts(), skills['served/fine-ts']()]",
+            ),
+        )
+        .await;
+        assert_eq!(r, json!(["ts ok", "ts ok"]), "{lang:?}: {r}");
+    }
+    // skills/list never fails as a whole: each skill once, what was left out in `_meta`.
+    let listed = h.client.peer().list_skills(None).await.unwrap();
+    let uris: Vec<&str> = listed.skills.iter().map(|s| s.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://served/fine-py/SKILL.md",
+            "skill://served/fine-ts/SKILL.md"
+        ]
+    );
+    let meta = listed.meta.as_ref().expect("problems in _meta");
+    let said = meta.get("code-executor-mcp/problems").unwrap().to_string();
+    assert!(
+        said.contains("huge/SKILL.md") && said.contains("listed already"),
+        "{said}"
+    );
+    h.client.peer().list_all_resources().await.unwrap();
+}
+
+/// A saved skill whose owner cannot be told (its `SKILL.md` grown past what is read) is never
+/// saved over, from either language, and a call of it is refused; every saved field is
+/// bounded, the error naming the field and its limit.
+#[tokio::test]
+async fn an_owner_that_cannot_be_told_and_unbounded_fields_are_refused() {
+    let dir = TempDir::new("skills-owner");
+    let (h, _c) = with_skills(&dir.0, None).await;
+    ok(
+        &h,
+        Lang::Ts,
+        "return await saveSkill('report', {code: 'return \"mine\"', description: 'Reports.'})",
+    )
+    .await;
+    let md = dir.0.join("report/SKILL.md");
+    let mut text = std::fs::read_to_string(&md).unwrap();
+    text.push_str(&"enum value, ".repeat(120_000));
+    std::fs::write(&md, text).unwrap();
+    for lang in [Lang::Ts, Lang::Py] {
+        let save = lang.pick(
+            "return await saveSkill('report', {code: 'return \"theirs\"', description: 'Taken over.'})",
+            "save_skill('report', '\"theirs\"', 'Taken over.', language='python')",
+        );
+        let e = fails(&h, lang, json!({ "code": save })).await;
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("nobody may save over it"),
+            "{lang:?}: {e}"
+        );
+        let call = lang.pick("return await skills.report({})", "skills.report()");
+        let e = fails(&h, lang, json!({ "code": call })).await;
+        assert!(
+            e["message"].as_str().unwrap().contains("1048576"),
+            "{lang:?}: {e}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.0.join("report/skill.ts")).unwrap(),
+        "return \"mine\""
+    );
+    // Each field past its bound is refused, naming it and its limit.
+    for lang in [Lang::Ts, Lang::Py] {
+        for (code, field, limit) in [
+            (
+                lang.pick(
+                    "return await saveSkill('big-schema', {code: 'return 1', description: 'd', inputSchema: {type: 'object', properties: {a: {enum: Array.from({length: 100000}, (_, i) => 'v' + i)}}}})",
+                    "save_skill('big-schema', '1', 'd', {'type': 'object', 'properties': {'a': {'enum': ['v%d' % i for i in range(100000)]}}})",
+                ),
+                "inputSchema",
+                "65536",
+            ),
+            (
+                lang.pick(
+                    "return await saveSkill('big-code', {code: 'x'.repeat(600000), description: 'd'})",
+                    "save_skill('big-code', 'x' * 600000, 'd')",
+                ),
+                "code",
+                "524288",
+            ),
+            (
+                lang.pick(
+                    "return await saveSkill('big-description', {code: 'return 1', description: 'd'.repeat(2000)})",
+                    "save_skill('big-description', '1', 'd' * 2000)",
+                ),
+                "description",
+                "1024",
+            ),
+        ] {
+            let e = fails(&h, lang, json!({ "code": code })).await;
+            let m = e["message"].as_str().unwrap();
+            assert!(m.contains(field) && m.contains(limit), "{lang:?} {field}: {e}");
+        }
+    }
+    let (names, _) = listed_in_both(&h).await;
+    assert!(names.is_empty(), "{names:?}");
+}

@@ -74,7 +74,7 @@ pub(crate) fn changes_of(skill: &Skill, lists: &HashMap<String, Arc<Vec<Tool>>>)
         let list = lists.get(server)?;
         Some(list.iter().find(|t| t.name == tool).map(schemas_of))
     };
-    changes::changes(code, &CodeSkill::saved_schemas(&skill.dir), &current)
+    changes::changes(code, &CodeSkill::saved_schemas(skill), &current)
 }
 
 /// A skill as code and search see it.
