@@ -1231,7 +1231,7 @@ mod tests {
             std::fs::write(u.join("locked/SKILL.md"), skill_md_text("locked", "d")).unwrap();
             std::fs::set_permissions(
                 u.join("locked/SKILL.md"),
-                std::fs::Permissions::from_mode(0),
+                std::fs::Permissions::from_mode(0o000),
             )
             .unwrap();
         });

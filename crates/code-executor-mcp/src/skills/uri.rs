@@ -208,7 +208,7 @@ mod tests {
     fn a_hostile_path_is_refused_wherever_the_segment_is() {
         for bad in HOSTILE {
             for path in [
-                format!("{bad}"),
+                bad.to_string(),
                 format!("{bad}/x"),
                 format!("a/{bad}"),
                 format!("a/{bad}/b"),

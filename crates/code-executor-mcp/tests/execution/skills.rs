@@ -690,6 +690,17 @@ async fn upstream_skills_are_found_and_read_through_us() {
         "skill://upstream/fx/release-notes/secret.md",
         "skill://upstream/fx/../../etc/passwd",
         "skill://upstream/nope/release-notes/SKILL.md",
+        // Decoded, then checked: every spelling of a step out.
+        "skill://upstream/fx/release-notes/%2E%2E/%2E%2E/etc/passwd",
+        "skill://upstream/fx/release-notes/.%2E/acme/triage/SKILL.md",
+        "skill://upstream/fx/release-notes/%2e./acme/triage/SKILL.md",
+        "skill://upstream/fx/release-notes/..",
+        "skill://upstream/fx/release-notes/%252E%252E/x",
+        "skill://upstream/fx/release-notes/..%2F..%2Fx",
+        "skill://upstream/fx/release-notes/..%5C..%5Cx",
+        "skill://upstream/fx/release-notes//SKILL.md",
+        "skill://upstream/fx/release-notes/SKILL.md%00",
+        "skill://upstream/%2E%2E/release-notes/SKILL.md",
     ] {
         let e = peer
             .read_resource(ReadResourceRequestParams::new(bad))
