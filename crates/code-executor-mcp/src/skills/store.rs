@@ -7,6 +7,12 @@
 //! the directories of `skills.serve`. Directories are read when asked (skills are plain files,
 //! edited by hand), bounded in count and size. Saving over a skill moves the previous one to
 //! `.versions/<name>/<version>` first; entries starting with `.` are never skills.
+//!
+//! Every directory is untrusted: it is read beneath its root by descriptor, no link followed
+//! at any component ([`super::beneath`]); one odd entry is reported alone and the rest listed;
+//! a skill whose owner cannot be told is saved over by nobody; every saved field, each
+//! owner's skills (count and bytes, kept versions counted) and the directory as a whole are
+//! bounded (the constants below say by how much and why).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -478,7 +484,15 @@ impl Skills {
         over: bool,
         new_bytes: u64,
     ) -> Result<(), SkillError> {
-        let (entries, _) = dir.entries(MAX_ENTRIES_READ)?;
+        let (entries, more) = dir.entries(MAX_ENTRIES_READ)?;
+        if more {
+            // What is not looked at cannot be counted: no room can be told.
+            return Err(SkillError::Invalid(format!(
+                "the skills directory {} holds more than {MAX_ENTRIES_READ} entries, so what it \
+                 holds cannot be counted; have some removed first",
+                dir.path().display()
+            )));
+        }
         let root = Root::configured(dir.path().to_path_buf());
         let versions = dir.dir(VERSIONS).ok();
         let (mut skills, mut mine, mut my_bytes, mut all_bytes) = (0usize, 0usize, 0u64, 0u64);
