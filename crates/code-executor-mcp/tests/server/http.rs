@@ -909,4 +909,25 @@ async fn a_principal_cannot_save_over_anothers_skill() {
             .await;
         assert_eq!(r["structuredContent"]["result"], "alice", "{r}");
     }
+    // A check that cannot decide refuses: once alice's SKILL.md cannot be read back (grown
+    // past what is read), nobody saves over it, bob nor alice, and nobody runs it.
+    let md = dir.0.join("report/SKILL.md");
+    let mut text = std::fs::read_to_string(&md).unwrap();
+    text.push_str(&"\"enum value\", ".repeat(100_000));
+    std::fs::write(&md, text).unwrap();
+    for tok in [&toks[1], &toks[0]] {
+        let c = McpHttp::connect(&s.url, Some(tok), BOTH[0]).await;
+        let r = c.call("execute_python", save("'taken over'")).await;
+        assert_eq!(r["isError"], true, "{r}");
+        let m = r["structuredContent"]["error"]["message"]
+            .as_str()
+            .unwrap_or("");
+        assert!(m.contains("nobody may save over it"), "{r}");
+        let r = c.call("execute_python", json!({"skill": "report"})).await;
+        assert_eq!(r["isError"], true, "{r}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.0.join("report/skill.ts")).unwrap(),
+        "return 'alice'"
+    );
 }
