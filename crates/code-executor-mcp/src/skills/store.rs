@@ -337,14 +337,10 @@ impl Skills {
                 if origin.is_some_and(|want| o.as_str() != want) {
                     continue;
                 }
-                let dir = match root.open() {
-                    Ok(d) => d,
-                    Err(TreeError::Io { source, .. })
-                        if source.kind() == std::io::ErrorKind::NotFound =>
-                    {
-                        continue;
-                    }
-                    Err(e) => return Err(e.into()),
+                // A directory that cannot be opened holds no skill we can read (`list` says
+                // why); it does not stop the others' skills from being called.
+                let Ok(dir) = root.open() else {
+                    continue;
                 };
                 if let Some(s) = Skill::read_in(&dir, &root, &wanted, o)? {
                     matching.push(s);
@@ -1519,6 +1515,29 @@ mod tests {
             .to_string();
         assert!(e.contains("symbolic link"), "{e}");
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_served_directory_that_cannot_be_opened_stops_no_other_skill() {
+        let tmp = tempdir();
+        std::fs::write(tmp.join("not-a-dir"), "x").unwrap();
+        let skills = Skills::new(
+            &SkillSettings {
+                dir: Some(tmp.join("user")),
+                serve: vec![tmp.join("not-a-dir")],
+                ..Default::default()
+            },
+            None,
+            Ok(()),
+        );
+        skills.save(request("fine", "return 1")).unwrap();
+        assert_eq!(skills.find("fine").unwrap().name, "fine");
+        let (all, problems) = skills.list();
+        assert_eq!(all.len(), 1, "{problems:?}");
+        assert!(
+            problems.len() == 1 && problems[0].contains("not-a-dir"),
+            "{problems:?}"
+        );
     }
 
     fn tempdir() -> PathBuf {
