@@ -145,6 +145,18 @@ pub struct Found {
     pub start: usize,
     pub end: usize,
     pub label: Label,
+    /// The value decoded, when the span is encoded (`judy%40example.com`: `judy@example.com`);
+    /// `None`: the span's own text.
+    pub value: Option<String>,
+}
+
+impl Found {
+    /// The value found in `text` (the text [`Detectors::find`] searched).
+    pub fn value<'t>(&'t self, text: &'t str) -> &'t str {
+        self.value
+            .as_deref()
+            .unwrap_or_else(|| text.get(self.start..self.end).unwrap_or_default())
+    }
 }
 
 /// A detector's label: a built-in kind or a user pattern's name (its index).
@@ -224,10 +236,53 @@ impl Detectors {
     }
 
     /// Every span of `text` a detector claims, in order, not overlapping (a user pattern's
-    /// span overlapping a built-in one is dropped). `json`: the text is JSON, so that no
-    /// span starts inside an escape sequence. `work` counts the bytes examined after the
-    /// scan (classification), for the tests that bound it.
+    /// span overlapping a built-in one is dropped), also where the value is encoded
+    /// (percent-encoding, `+` for a space in a query, HTML character references, `\u`
+    /// escapes: `crate::policy::decode`): the detectors then run on the decoded text, and
+    /// each span is the encoded one of the original, with its decoded value. `json`: the
+    /// text is JSON, so that no span starts inside an escape sequence. `work` counts the
+    /// bytes examined after the scan (classification), for the tests that bound it.
     pub fn find(&self, text: &str, json: bool, work: &mut usize) -> Vec<Found> {
+        let Some(view) = crate::policy::decode::View::of(text, json) else {
+            return self.find_plain(text, json, work);
+        };
+        let decoded = view.text();
+        let mut all: Vec<Found> = Vec::new();
+        for f in self.find_plain(decoded, false, work) {
+            let (start, end) = view.source(f.start, f.end);
+            let Some(original) = text.get(start..end) else {
+                continue;
+            };
+            let value = &decoded[f.start..f.end];
+            all.push(Found {
+                start,
+                end,
+                label: f.label,
+                value: (value != original).then(|| value.to_string()),
+            });
+        }
+        // The text as it is too: where decoding misreads it (a literal `+` in an address in
+        // a query, which decoding takes for a space), the wider span wins.
+        all.extend(self.find_plain(text, json, work));
+        all.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+        let mut found: Vec<Found> = Vec::with_capacity(all.len());
+        for f in all {
+            match found.last_mut() {
+                Some(last) if f.start < last.end => {
+                    if f.end - f.start > last.end - last.start {
+                        *last = f;
+                    }
+                }
+                _ => found.push(f),
+            }
+        }
+        // Replacing a span may have made it overlap the one before.
+        found.dedup_by(|b, a| b.start < a.end);
+        found
+    }
+
+    /// [`Detectors::find`] on the text as it is.
+    fn find_plain(&self, text: &str, json: bool, work: &mut usize) -> Vec<Found> {
         let mut found = Vec::new();
         if let Some(re) = &self.candidates {
             for m in re.find_iter(text) {
@@ -245,6 +300,7 @@ impl Detectors {
                         start: s,
                         end: e,
                         label: Label::Builtin(kind),
+                        value: None,
                     });
                 }
             }
@@ -262,6 +318,7 @@ impl Detectors {
                         start,
                         end,
                         label: Label::Pattern(i),
+                        value: None,
                     });
                 }
             }
