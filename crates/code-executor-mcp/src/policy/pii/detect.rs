@@ -289,9 +289,20 @@ impl Detectors {
                 let Some((start, end)) = outside_escape(text, m.start(), m.end(), json) else {
                     continue;
                 };
+                let mut end = end;
                 let span = &text[start..end];
                 *work += span.len();
-                if let Some(kind) = classify(span)
+                let mut kind = classify(span);
+                // An IBAN followed by a word in capitals (`... 0130 00 HTTP`, `... EUR`)
+                // reads as one candidate: without its trailing groups of letters only.
+                if kind.is_none()
+                    && let Some(cut) = iban_before_word(span)
+                {
+                    *work += cut;
+                    end = start + cut;
+                    kind = Some(Builtin::Iban);
+                }
+                if let Some(kind) = kind
                     && self.builtins.contains(&kind)
                 {
                     // A phone or card span may carry separators at its ends.
@@ -421,6 +432,30 @@ fn is_email(s: &str) -> bool {
         && tld.len() >= 2
         && tld.bytes().all(|c| c.is_ascii_alphabetic())
         && domain.split('.').all(|l| !l.is_empty())
+}
+
+/// The length of `span` without its trailing space-separated groups of letters only, when
+/// that is an IBAN (and the whole is not).
+fn iban_before_word(span: &str) -> Option<usize> {
+    let b = span.as_bytes();
+    if b.len() < 4
+        || !b[..2].iter().all(u8::is_ascii_uppercase)
+        || !b[2..4].iter().all(u8::is_ascii_digit)
+    {
+        return None;
+    }
+    let mut cut = span.len();
+    while let Some(sp) = span[..cut].rfind(' ') {
+        let group = &span[sp + 1..cut];
+        if group.is_empty() || group.bytes().any(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        cut = sp;
+        if is_iban(&span[..cut]) {
+            return Some(cut);
+        }
+    }
+    None
 }
 
 /// An IBAN by ISO 13616: two letters, two check digits, up to 30 letters and digits,

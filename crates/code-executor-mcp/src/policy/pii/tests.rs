@@ -52,6 +52,10 @@ fn detector_table() {
             &[("IBAN", "GB82WEST12345698765432")],
         ),
         ("iban GB83WEST12345698765432", &[]),
+        (
+            "pay DE89 3704 0044 0532 0130 00 EUR now",
+            &[("IBAN", "DE89 3704 0044 0532 0130 00")],
+        ),
         ("from 192.168.10.200 and", &[("IP", "192.168.10.200")]),
         (
             "v6 2001:db8::8a2e:370:7334 here",
@@ -459,7 +463,10 @@ pub(crate) const EVERY: &[(&str, &str)] = &[
 
 /// The encodings a result carries a value in: each is `(name, encoder)`; a `+` for a space
 /// only where a query or form body makes it one.
-fn encodings() -> Vec<(&'static str, Box<dyn Fn(&str) -> String>)> {
+/// An encoder of a value, as a result may carry it.
+type Encoder = Box<dyn Fn(&str) -> String>;
+
+fn encodings() -> Vec<(&'static str, Encoder)> {
     fn each(v: &str, all: bool, f: impl Fn(char) -> String) -> String {
         v.chars()
             .map(|c| {
@@ -581,6 +588,9 @@ fn a_value_the_map_holds_is_tokenised_wherever_it_comes_back() {
         .iter()
         .map(|(_, value)| v.tokenise(&d, value, &mut made).into_owned())
         .collect();
+    // Searched for as of the last refresh (once per result).
+    assert!(v.echoes(EVERY[0].1).contains(EVERY[0].1));
+    v.refresh();
     for ((_, value), token) in EVERY.iter().zip(&tokens) {
         for text in [
             format!("sent to {value}."),

@@ -38,9 +38,11 @@ struct Inner {
     by_token: HashMap<String, String>,
     /// The last number given per label.
     numbers: HashMap<String, u32>,
-    /// The search over every value held ([`Vault::echoes`]), built when first needed after
-    /// a value was added.
+    /// The search over every value held ([`Vault::echoes`]), as of the last
+    /// [`Vault::refresh`].
     known: Option<Arc<Known>>,
+    /// Values were added since `known` was built.
+    stale: bool,
 }
 
 /// Every value the map holds, searched at once, and the token of each.
@@ -109,7 +111,7 @@ impl Vault {
         let token = format!("[{label}_{n}_{}]", self.salt);
         inner.by_value.insert(value.to_string(), token.clone());
         inner.by_token.insert(token.clone(), value.to_string());
-        inner.known = None;
+        inner.stale = true;
         *made.entry(label.to_string()).or_insert(0) += 1;
         token
     }
@@ -183,31 +185,39 @@ impl Vault {
         self.inner.lock().map_or(true, |i| i.by_value.is_empty())
     }
 
-    /// The search over the values held, built again after a change.
+    /// The search over the values held, as of the last [`Vault::refresh`] (so that the
+    /// strings of one result, which add values one by one, do not build it again each).
     fn known(&self) -> Option<Arc<Known>> {
-        let mut inner = self.inner.lock().ok()?;
-        if inner.by_value.is_empty() {
-            return None;
+        self.inner.lock().ok()?.known.clone()
+    }
+
+    /// Builds the search over the values held again, when values were added since it was
+    /// built: once per result, before it is searched (values added while the result is
+    /// tokenised are found in it by the detectors that found them).
+    pub fn refresh(&self) {
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        if !inner.stale {
+            return;
         }
-        if let Some(k) = &inner.known {
-            return Some(k.clone());
-        }
+        inner.stale = false;
         let (values, tokens): (Vec<String>, Vec<String>) = inner
             .by_value
             .iter()
             .map(|(v, t)| (v.clone(), t.clone()))
             .unzip();
-        let search = AhoCorasick::builder()
+        inner.known = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(&values)
-            .ok()?;
-        let known = Arc::new(Known {
-            search,
-            tokens,
-            values,
-        });
-        inner.known = Some(known.clone());
-        Some(known)
+            .ok()
+            .map(|search| {
+                Arc::new(Known {
+                    search,
+                    tokens,
+                    values,
+                })
+            });
     }
 
     /// Where the values this map holds are in `text`, as it is and decoded, with their
@@ -382,7 +392,9 @@ fn whole(t: &str, start: usize, end: usize, value: &str) -> bool {
     let last = value.chars().next_back();
     let before = t[..start].chars().next_back();
     let after = t[end..].chars().next();
-    !(word(first) && word(before)) && !(word(last) && word(after))
+    let glued_before = word(first) && word(before);
+    let glued_after = word(last) && word(after);
+    !glued_before && !glued_after
 }
 
 /// Whether a text is (probably) JSON, so that spans keep out of its escapes.

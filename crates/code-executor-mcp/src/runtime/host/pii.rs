@@ -67,6 +67,7 @@ pub(super) fn echoes(scope: &RunScope, mut r: CallToolResult, leaving: bool) -> 
     if (!leaving && scope.policy.pii.sandbox_sees() == SandboxSees::Values) || vault.is_empty() {
         return r;
     }
+    vault.refresh();
     each_text(
         &mut r,
         &mut |s: &mut String| {
@@ -81,10 +82,11 @@ pub(super) fn echoes(scope: &RunScope, mut r: CallToolResult, leaving: bool) -> 
 
 /// A message (an error) of a tool that is not scanned, as [`echoes`] treats a result.
 pub(super) fn echoes_text(scope: &RunScope, s: &mut String) {
-    if let Some(vault) = scope.pii.as_ref()
-        && let std::borrow::Cow::Owned(new) = vault.echoes(s)
-    {
-        *s = new;
+    if let Some(vault) = scope.pii.as_ref() {
+        vault.refresh();
+        if let std::borrow::Cow::Owned(new) = vault.echoes(s) {
+            *s = new;
+        }
     }
 }
 
@@ -95,6 +97,7 @@ fn tokenise_result(
     r: &mut CallToolResult,
     made: &mut BTreeMap<String, u32>,
 ) {
+    vault.refresh();
     let made = std::cell::RefCell::new(made);
     each_text(
         r,
@@ -168,6 +171,7 @@ fn through_json<T: Serialize + DeserializeOwned>(x: &mut T, value: &mut dyn FnMu
 
 /// A scanned tool's error message, tokenised (in both modes: it reaches the audit log).
 pub(super) fn text(scope: &RunScope, vault: &Vault, s: &mut String) {
+    vault.refresh();
     if let Some(detectors) = scope.policy.pii.detectors() {
         let mut made = BTreeMap::new();
         vault.tokenise_string(detectors, s, &mut made);
@@ -212,6 +216,7 @@ pub(super) fn arguments(
     } else if let Some((vault, detectors)) = scope.pii_exit.as_ref().and_then(|e| e.parts()) {
         let mut made = BTreeMap::new();
         let before = v.clone();
+        vault.refresh();
         vault.tokenise_value(detectors, &mut v, &mut made);
         scope.count_tokens(made);
         v != before
