@@ -349,7 +349,7 @@ impl Fixture {
                 format!(
                     "Echoes a credential back ({{what: \"env:NAME\" | \"header:NAME\" | text, as}}), \
                      in the shape `as` names: text, error, rpc_error, progress, log, blocks, \
-                     big, split, json. {quoted}"
+                     big, split, json, keys, structured_keys, encoded. {quoted}"
                 ),
                 schema.clone(),
             ));

@@ -98,19 +98,33 @@ impl Shape {
     }
 
     /// The shape of `json`, read as it is parsed; `None` when it is not JSON.
+    #[cfg(test)]
     pub(crate) fn of_json(json: &str) -> Option<Shape> {
+        Shape::of_json_with(json, &|_| false)
+    }
+
+    /// The shape of `json`; a key that `data` says is data (personal data a detector finds:
+    /// `crate::policy::pii`) is not kept as a field name, like any other key that reads as
+    /// data: its object becomes a map.
+    pub(crate) fn of_json_with(json: &str, data: DataKey<'_>) -> Option<Shape> {
         let mut de = serde_json::Deserializer::from_str(json);
-        let shape = Seed { depth: 0 }.deserialize(&mut de).ok()?;
+        let shape = Seed { depth: 0, data }.deserialize(&mut de).ok()?;
         de.end().ok()?;
         Some(shape.bounded())
     }
 
-    /// The shape of a value already decoded (structured content, a content block's object).
-    pub(crate) fn of_value(v: &Value) -> Shape {
-        Seed { depth: 0 }
+    /// The shape of a value already decoded (structured content, a content block's object);
+    /// `data` as in [`Shape::of_json_with`].
+    pub(crate) fn of_value_with(v: &Value, data: DataKey<'_>) -> Shape {
+        Seed { depth: 0, data }
             .deserialize(v)
             .unwrap_or_else(|_| Shape::any())
             .bounded()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn of_value(v: &Value) -> Shape {
+        Shape::of_value_with(v, &|_| false)
     }
 
     /// An array whose elements have `items`' shapes (a result of several content blocks).
@@ -343,12 +357,17 @@ pub(crate) fn is_field_name(key: &str) -> bool {
     digits <= 3 && !(chars > 12 && upper * 10 > chars * 3)
 }
 
+/// Whether an object key is data that must not be kept (asked only of keys that read as
+/// field names).
+pub(crate) type DataKey<'k> = &'k dyn Fn(&str) -> bool;
+
 /// Builds a [`Shape`] while the JSON is parsed.
-struct Seed {
+struct Seed<'k> {
     depth: usize,
+    data: DataKey<'k>,
 }
 
-impl<'de> DeserializeSeed<'de> for Seed {
+impl<'de> DeserializeSeed<'de> for Seed<'_> {
     type Value = Shape;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Shape, D::Error> {
@@ -360,7 +379,7 @@ impl<'de> DeserializeSeed<'de> for Seed {
     }
 }
 
-impl<'de> Visitor<'de> for Seed {
+impl<'de> Visitor<'de> for Seed<'_> {
     type Value = Shape;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -415,6 +434,7 @@ impl<'de> Visitor<'de> for Seed {
         let mut elem = Shape::default();
         while let Some(s) = seq.next_element_seed(Seed {
             depth: self.depth + 1,
+            data: self.data,
         })? {
             elem.merge(s);
         }
@@ -432,8 +452,15 @@ impl<'de> Visitor<'de> for Seed {
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             let shape = map.next_value_seed(Seed {
                 depth: self.depth + 1,
+                data: self.data,
             })?;
-            obj.add(key.into_owned(), Field { seen: 1, shape });
+            // A key that is data is kept as no name at all (which makes its object a map).
+            let key = if is_field_name(&key) && (self.data)(&key) {
+                String::new()
+            } else {
+                key.into_owned()
+            };
+            obj.add(key, Field { seen: 1, shape });
         }
         Ok(Shape {
             object: Some(obj),

@@ -17,6 +17,7 @@ use tokio::sync::OnceCell;
 
 use super::cache::ToolCache;
 use super::infer::Shape;
+use crate::policy::pii::detect::Detectors;
 
 /// A result larger than this (its text, or its structured content's bytes as sent) refines
 /// a type only while the tool has fewer than [`SETTLED`] results: reading it costs more than
@@ -88,6 +89,7 @@ impl LearnedTypes {
         version: Option<String>,
         tool: &Tool,
         result: &CallToolResult,
+        data: Option<Detectors>,
     ) {
         if tool.output_schema.is_some() || result.is_error == Some(true) {
             return;
@@ -98,12 +100,12 @@ impl LearnedTypes {
         }
         let shape = if large {
             let copy = result.clone();
-            match tokio::task::spawn_blocking(move || shape_of(&copy)).await {
+            match tokio::task::spawn_blocking(move || shape_of(&copy, data.as_ref())).await {
                 Ok(s) => s,
                 Err(_) => return,
             }
         } else {
-            shape_of(result)
+            shape_of(result, data.as_ref())
         };
         let Some(shape) = shape else { return };
         let servers = self.servers().await;
@@ -250,19 +252,33 @@ fn nodes(v: &Value, acc: usize) -> usize {
 /// The shape of what code receives for `result` (as `bridge::unwrap_result` builds it):
 /// structured content; else one text's JSON, or a string when it is not JSON; several
 /// blocks as an array; other blocks as their MCP objects. (A text too deep for the parser's
-/// bounds reaches code as text, and is learned as a string.)
-fn shape_of(result: &CallToolResult) -> Option<Shape> {
+/// bounds reaches code as text, and is learned as a string.) With `data` (personal data is
+/// scanned: `crate::policy::pii`), a key in which a detector finds a value (an address, a
+/// key, a user pattern's match, also encoded) is not kept: its object becomes a map.
+fn shape_of(result: &CallToolResult, data: Option<&Detectors>) -> Option<Shape> {
+    let seen = std::cell::RefCell::new(HashMap::<String, bool>::new());
+    let is_data = |key: &str| -> bool {
+        let Some(d) = data else { return false };
+        if let Some(&known) = seen.borrow().get(key) {
+            return known;
+        }
+        let found = !d.find(key, false, &mut 0).is_empty();
+        seen.borrow_mut().insert(key.to_string(), found);
+        found
+    };
     if let Some(s) = &result.structured_content {
-        return Some(Shape::of_value(s));
+        return Some(Shape::of_value_with(s, &is_data));
     }
     let block = |c: &ContentBlock| match c {
-        ContentBlock::Text(t) => Some(Shape::of_json(&t.text).unwrap_or_else(Shape::string)),
+        ContentBlock::Text(t) => {
+            Some(Shape::of_json_with(&t.text, &is_data).unwrap_or_else(Shape::string))
+        }
         other => serde_json::to_value(other)
             .ok()
-            .map(|v| Shape::of_value(&v)),
+            .map(|v| Shape::of_value_with(&v, &is_data)),
     };
     match result.content.as_slice() {
-        [] => Shape::of_json("null"),
+        [] => Shape::of_json_with("null", &is_data),
         [one] => block(one),
         many => {
             let shapes: Option<Vec<Shape>> = many.iter().map(block).collect();
@@ -282,7 +298,7 @@ mod tests {
     #[test]
     fn what_code_receives_is_what_is_learned() {
         let text = |t: &str| result(json!({"content": [{"type": "text", "text": t}]}));
-        let schema = |r: &CallToolResult| shape_of(r).unwrap().to_schema();
+        let schema = |r: &CallToolResult| shape_of(r, None).unwrap().to_schema();
         assert_eq!(schema(&text("Echo: hi")), json!({"type": "string"}));
         assert_eq!(schema(&text(" 42 ")), json!({"type": "integer"}));
         assert_eq!(
@@ -298,5 +314,39 @@ mod tests {
             schema(&result(json!({"content": []}))),
             json!({"type": "null"})
         );
+    }
+
+    /// With personal data scanned, a key in which a detector finds a value is not kept, even
+    /// one that reads as a field name (`sk-...`, `xoxb-...`, a user pattern's match, a
+    /// percent-encoded address): its object is typed as a map; ordinary keys stay fields.
+    #[test]
+    fn keys_that_are_personal_data_are_not_kept() {
+        let detectors = Detectors::new(
+            &["email".into(), "secret".into(), "phone".into()],
+            &[("PROJECT".into(), "proj-[a-z]{6}".into())],
+        )
+        .unwrap();
+        for key in [
+            "sk-abcdefghijklmnopqrstuvwx",
+            "xoxb-abcdefghijklmnopqr",
+            "proj-abcdef",
+            "judy%40example.com",
+            "judy&commat;example.com",
+        ] {
+            let value = json!({"byKey": {key: {"n": 1}, "plain": {"n": 2}}, "total": 1});
+            for r in [
+                result(json!({"content": [{"type": "text", "text": value.to_string()}]})),
+                result(json!({"content": [], "structuredContent": value})),
+            ] {
+                let got = shape_of(&r, Some(&detectors)).unwrap();
+                let stored = serde_json::to_string(&got).unwrap();
+                let schema = got.to_schema().to_string();
+                for text in [&stored, &schema] {
+                    assert!(!text.contains(key), "{key}: {text}");
+                }
+                assert!(schema.contains("additionalProperties"), "{key}: {schema}");
+                assert!(schema.contains("\"total\""), "{schema}");
+            }
+        }
     }
 }

@@ -172,6 +172,7 @@ impl Catalog {
         server: &str,
         tool: &Tool,
         result: &rmcp::model::CallToolResult,
+        data: Option<&crate::policy::pii::detect::Detectors>,
     ) {
         if tool.output_schema.is_some() || result.is_error == Some(true) {
             return;
@@ -179,7 +180,7 @@ impl Catalog {
         let version = self.upstreams.version_if_connected(server).await;
         self.shared
             .learned
-            .observe(server, version, tool, result)
+            .observe(server, version, tool, result, data.cloned())
             .await;
     }
 

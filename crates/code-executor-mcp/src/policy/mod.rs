@@ -10,6 +10,7 @@ pub mod access;
 pub mod admission;
 pub mod approval;
 pub mod audit;
+pub(crate) mod decode;
 pub mod error;
 mod event;
 pub mod filter;

@@ -238,6 +238,7 @@ impl Exit {
             return std::borrow::Cow::Borrowed(text);
         };
         let mut made = BTreeMap::new();
+        self.vault.refresh();
         let out = self.vault.tokenise(d, text, &mut made);
         self.count(made);
         out
@@ -247,6 +248,7 @@ impl Exit {
     pub fn value(&self, v: &mut serde_json::Value) {
         if let Some(d) = self.pii.detectors() {
             let mut made = BTreeMap::new();
+            self.vault.refresh();
             self.vault.tokenise_value(d, v, &mut made);
             self.count(made);
         }

@@ -126,9 +126,93 @@ impl Redactor {
         self.search().is_none()
     }
 
-    /// Whether `text` holds a secret in any of its forms.
+    /// Whether `text` holds a secret in any of its forms (also where it is encoded in a
+    /// way [`crate::policy::decode`] reads).
     pub fn finds(&self, text: &[u8]) -> bool {
-        self.search().is_some_and(|s| s.is_match(text))
+        let Some(search) = self.search() else {
+            return false;
+        };
+        search.is_match(text) || !decoded_spans(&search, text).is_empty()
+    }
+
+    /// Where the secrets are in `text`: each form as it is, and each secret (or form) in
+    /// the text decoded (`%73ecret`, `\u0073ecret`, `&#115;ecret`, mixed or layered
+    /// encodings), sorted, overlapping spans joined.
+    fn spans(&self, search: &AhoCorasick, text: &[u8]) -> Vec<(usize, usize)> {
+        let plain: Vec<(usize, usize)> = search
+            .find_iter(text)
+            .map(|m| (m.start(), m.end()))
+            .collect();
+        let decoded = decoded_spans(search, text);
+        if decoded.is_empty() {
+            return plain;
+        }
+        let mut all = plain;
+        all.extend(decoded);
+        all.sort_unstable();
+        let mut joined: Vec<(usize, usize)> = Vec::with_capacity(all.len());
+        for (s, e) in all {
+            match joined.last_mut() {
+                Some(last) if s < last.1 => last.1 = last.1.max(e),
+                _ => joined.push((s, e)),
+            }
+        }
+        joined
+    }
+
+    /// Redacts a secret split across `parts`, read one after the other (the text blocks of
+    /// one result, the strings of one array): every piece of a secret found in their
+    /// concatenation that crosses from one part into the next is replaced, each piece in its
+    /// part, by [`REDACTED`] (a secret within one part is that part's own business:
+    /// [`Redactor::string`]).
+    pub fn across(&self, parts: &mut [&mut String]) {
+        if parts.len() < 2 {
+            return;
+        }
+        let Some(search) = self.search() else {
+            return;
+        };
+        let mut whole = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+        let mut starts = Vec::with_capacity(parts.len());
+        for p in parts.iter() {
+            starts.push(whole.len());
+            whole.push_str(p);
+        }
+        // Per part: the ranges to replace, in the part's own offsets.
+        let mut cuts: Vec<Vec<(usize, usize)>> = vec![Vec::new(); parts.len()];
+        for (s, e) in self.spans(&search, whole.as_bytes()) {
+            let first = starts.partition_point(|&x| x <= s).saturating_sub(1);
+            let last = starts.partition_point(|&x| x < e).saturating_sub(1);
+            if first == last {
+                continue;
+            }
+            for (i, cut) in cuts.iter_mut().enumerate().take(last + 1).skip(first) {
+                let from = s.max(starts[i]) - starts[i];
+                let to = e.min(starts[i] + parts[i].len()) - starts[i];
+                if from < to {
+                    cut.push((from, to));
+                }
+            }
+        }
+        for (part, cut) in parts.iter_mut().zip(cuts) {
+            if cut.is_empty() {
+                continue;
+            }
+            let bytes = part.as_bytes();
+            let mut out = Vec::with_capacity(bytes.len());
+            let mut at = 0;
+            for (s, e) in cut {
+                if s < at {
+                    continue;
+                }
+                out.extend_from_slice(&bytes[at..s]);
+                out.extend_from_slice(REDACTED.as_bytes());
+                at = e;
+            }
+            out.extend_from_slice(&bytes[at..]);
+            **part = String::from_utf8(out)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        }
     }
 
     /// `text` with every secret replaced by [`REDACTED`]; borrowed when there is none.
@@ -156,29 +240,41 @@ impl Redactor {
         let Some(search) = self.search() else {
             return Cow::Borrowed(bytes);
         };
-        let mut found = search.find_iter(bytes).peekable();
-        if found.peek().is_none() {
+        let found = self.spans(&search, bytes);
+        if found.is_empty() {
             return Cow::Borrowed(bytes);
         }
         let mut out = Vec::with_capacity(bytes.len());
         let mut last = 0;
-        for m in found {
-            out.extend_from_slice(&bytes[last..m.start()]);
+        for (start, end) in found {
+            out.extend_from_slice(&bytes[last..start]);
             out.extend_from_slice(REDACTED.as_bytes());
-            last = m.end();
+            last = end;
         }
         out.extend_from_slice(&bytes[last..]);
         Cow::Owned(out)
     }
 
-    /// Redacts every string of `value` (keys included) in place.
+    /// Redacts every string of `value` (keys included) in place, and a secret split across
+    /// the strings of an array ([`Redactor::across`]).
     pub fn value(&self, value: &mut Value) {
         if self.is_empty() {
             return;
         }
         match value {
             Value::String(s) => self.string(s),
-            Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
+            Value::Array(items) => {
+                items.iter_mut().for_each(|v| self.value(v));
+                // Each run of strings side by side, read as one text.
+                let mut run: Vec<&mut String> = Vec::new();
+                for item in items.iter_mut() {
+                    match item {
+                        Value::String(s) => run.push(s),
+                        _ => self.across(&mut std::mem::take(&mut run)),
+                    }
+                }
+                self.across(&mut run);
+            }
             Value::Object(map) => {
                 if map.keys().any(|k| self.finds(k.as_bytes())) {
                     let old = std::mem::take(map);
@@ -316,26 +412,82 @@ fn build(patterns: &[String]) -> Option<std::sync::Arc<AhoCorasick>> {
 /// JSON-escaped (quotes, backslashes, control characters; and `\\uXXXX` for non-ASCII, as
 /// Python's `json.dumps` writes it), percent-encoded (RFC 3986 and form encoding), and each
 /// of those as it appears inside a JSON string, so that a serialized message can be searched
-/// as it is.
+/// as it is; and its bytes in base64 ([`base64_forms`]) and in hex, lower and upper case.
+/// (Mixed and layered percent, `\\u` and HTML encodings are read by decoding the text:
+/// [`Redactor::bytes`].)
 fn add_forms(patterns: &mut Vec<String>, value: &str) {
     let v = value.trim();
     if !is_secret_like(v) {
         return;
     }
-    for form in [
+    let mut forms = vec![
         v.to_string(),
         json_escaped(v, false),
         json_escaped(v, true),
         percent_encoded(v, false),
         percent_encoded(v, true),
-    ] {
-        let inside_json = json_escaped(&form, false);
-        for p in [form, inside_json] {
-            if !patterns.contains(&p) {
-                patterns.push(p);
-            }
+    ];
+    for form in forms.clone() {
+        forms.push(json_escaped(&form, false));
+    }
+    forms.extend(base64_forms(v.as_bytes()));
+    let lower: String = v.bytes().map(|b| format!("{b:02x}")).collect();
+    forms.push(lower.to_ascii_uppercase());
+    forms.push(lower);
+    for p in forms {
+        if !patterns.contains(&p) {
+            patterns.push(p);
         }
     }
+}
+
+/// The base64 characters that encode `v` alone wherever it sits in a longer encoded string:
+/// for each of the three alignments (`v` preceded by 0, 1 or 2 bytes), the characters
+/// whose six bits all come from `v`, in the standard and the URL-safe alphabet. Padding
+/// and the characters shared with the bytes around are left out, so that the form is found
+/// with or without padding, at the start, the end or the middle of a longer string.
+fn base64_forms(v: &[u8]) -> Vec<String> {
+    use base64::engine::general_purpose::STANDARD_NO_PAD;
+    let mut out = Vec::new();
+    for k in 0..3usize {
+        let mut buf = vec![0u8; k];
+        buf.extend_from_slice(v);
+        let encoded = STANDARD_NO_PAD.encode(&buf);
+        let from = (8 * k).div_ceil(6);
+        let to = (8 * (k + v.len())) / 6;
+        let Some(core) = encoded.get(from..to) else {
+            continue;
+        };
+        let url: String = core
+            .chars()
+            .map(|c| match c {
+                '+' => '-',
+                '/' => '_',
+                c => c,
+            })
+            .collect();
+        out.push(core.to_string());
+        if url != core {
+            out.push(url);
+        }
+    }
+    out
+}
+
+/// Where `search` finds a secret in `text` decoded (`crate::policy::decode`), as spans of
+/// `text`; empty when nothing in it decodes (the common case: one scan, no allocation).
+fn decoded_spans(search: &AhoCorasick, text: &[u8]) -> Vec<(usize, usize)> {
+    let Ok(s) = std::str::from_utf8(text) else {
+        return Vec::new();
+    };
+    let json = matches!(s.trim_start().as_bytes().first(), Some(b'{' | b'[' | b'"'));
+    let Some(view) = crate::policy::decode::View::of(s, json) else {
+        return Vec::new();
+    };
+    search
+        .find_iter(view.text())
+        .map(|m| view.source(m.start(), m.end()))
+        .collect()
 }
 
 /// `v` as it appears between the quotes of a JSON string; with `ascii`, every character

@@ -37,7 +37,8 @@ fn through_json<T: Serialize + DeserializeOwned>(
 
 /// A tool's result without secrets. A text block (the large ones: a 5 MB result is one) is
 /// scanned in place and copied only when a secret is found; other blocks, structured content
-/// and metadata go through their JSON.
+/// and metadata go through their JSON. A secret split across text blocks, or across the
+/// strings of an array, is cut too (`Redactor::across`), and so are its encoded forms.
 pub(super) fn result(r: &Redactor, mut result: CallToolResult) -> CallToolResult {
     if r.is_empty() {
         return result;
@@ -56,6 +57,16 @@ pub(super) fn result(r: &Redactor, mut result: CallToolResult) -> CallToolResult
             other => through_json(r, other, || ContentBlock::text(REDACTED)),
         })
         .collect();
+    // A secret split across text blocks (code can join them) is cut in each.
+    let mut texts: Vec<&mut String> = result
+        .content
+        .iter_mut()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(&mut t.text),
+            _ => None,
+        })
+        .collect();
+    r.across(&mut texts);
     if let Some(v) = result.structured_content.as_mut() {
         r.value(v);
     }

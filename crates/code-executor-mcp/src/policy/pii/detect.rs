@@ -145,6 +145,18 @@ pub struct Found {
     pub start: usize,
     pub end: usize,
     pub label: Label,
+    /// The value decoded, when the span is encoded (`judy%40example.com`: `judy@example.com`);
+    /// `None`: the span's own text.
+    pub value: Option<String>,
+}
+
+impl Found {
+    /// The value found in `text` (the text [`Detectors::find`] searched).
+    pub fn value<'t>(&'t self, text: &'t str) -> &'t str {
+        self.value
+            .as_deref()
+            .unwrap_or_else(|| text.get(self.start..self.end).unwrap_or_default())
+    }
 }
 
 /// A detector's label: a built-in kind or a user pattern's name (its index).
@@ -224,19 +236,73 @@ impl Detectors {
     }
 
     /// Every span of `text` a detector claims, in order, not overlapping (a user pattern's
-    /// span overlapping a built-in one is dropped). `json`: the text is JSON, so that no
-    /// span starts inside an escape sequence. `work` counts the bytes examined after the
-    /// scan (classification), for the tests that bound it.
+    /// span overlapping a built-in one is dropped), also where the value is encoded
+    /// (percent-encoding, `+` for a space in a query, HTML character references, `\u`
+    /// escapes: `crate::policy::decode`): the detectors then run on the decoded text, and
+    /// each span is the encoded one of the original, with its decoded value. `json`: the
+    /// text is JSON, so that no span starts inside an escape sequence. `work` counts the
+    /// bytes examined after the scan (classification), for the tests that bound it.
     pub fn find(&self, text: &str, json: bool, work: &mut usize) -> Vec<Found> {
+        let Some(view) = crate::policy::decode::View::of(text, json) else {
+            return self.find_plain(text, json, work);
+        };
+        let decoded = view.text();
+        let mut all: Vec<Found> = Vec::new();
+        for f in self.find_plain(decoded, false, work) {
+            let (start, end) = view.source(f.start, f.end);
+            let Some(original) = text.get(start..end) else {
+                continue;
+            };
+            let value = &decoded[f.start..f.end];
+            all.push(Found {
+                start,
+                end,
+                label: f.label,
+                value: (value != original).then(|| value.to_string()),
+            });
+        }
+        // The text as it is too: where decoding misreads it (a literal `+` in an address in
+        // a query, which decoding takes for a space), the wider span wins.
+        all.extend(self.find_plain(text, json, work));
+        all.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+        let mut found: Vec<Found> = Vec::with_capacity(all.len());
+        for f in all {
+            match found.last_mut() {
+                Some(last) if f.start < last.end => {
+                    if f.end - f.start > last.end - last.start {
+                        *last = f;
+                    }
+                }
+                _ => found.push(f),
+            }
+        }
+        // Replacing a span may have made it overlap the one before.
+        found.dedup_by(|b, a| b.start < a.end);
+        found
+    }
+
+    /// [`Detectors::find`] on the text as it is.
+    fn find_plain(&self, text: &str, json: bool, work: &mut usize) -> Vec<Found> {
         let mut found = Vec::new();
         if let Some(re) = &self.candidates {
             for m in re.find_iter(text) {
                 let Some((start, end)) = outside_escape(text, m.start(), m.end(), json) else {
                     continue;
                 };
+                let mut end = end;
                 let span = &text[start..end];
                 *work += span.len();
-                if let Some(kind) = classify(span)
+                let mut kind = classify(span);
+                // An IBAN followed by a word in capitals (`... 0130 00 HTTP`, `... EUR`)
+                // reads as one candidate: without its trailing groups of letters only.
+                if kind.is_none()
+                    && let Some(cut) = iban_before_word(span)
+                {
+                    *work += cut;
+                    end = start + cut;
+                    kind = Some(Builtin::Iban);
+                }
+                if let Some(kind) = kind
                     && self.builtins.contains(&kind)
                 {
                     // A phone or card span may carry separators at its ends.
@@ -245,6 +311,7 @@ impl Detectors {
                         start: s,
                         end: e,
                         label: Label::Builtin(kind),
+                        value: None,
                     });
                 }
             }
@@ -262,6 +329,7 @@ impl Detectors {
                         start,
                         end,
                         label: Label::Pattern(i),
+                        value: None,
                     });
                 }
             }
@@ -364,6 +432,30 @@ fn is_email(s: &str) -> bool {
         && tld.len() >= 2
         && tld.bytes().all(|c| c.is_ascii_alphabetic())
         && domain.split('.').all(|l| !l.is_empty())
+}
+
+/// The length of `span` without its trailing space-separated groups of letters only, when
+/// that is an IBAN (and the whole is not).
+fn iban_before_word(span: &str) -> Option<usize> {
+    let b = span.as_bytes();
+    if b.len() < 4
+        || !b[..2].iter().all(u8::is_ascii_uppercase)
+        || !b[2..4].iter().all(u8::is_ascii_digit)
+    {
+        return None;
+    }
+    let mut cut = span.len();
+    while let Some(sp) = span[..cut].rfind(' ') {
+        let group = &span[sp + 1..cut];
+        if group.is_empty() || group.bytes().any(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        cut = sp;
+        if is_iban(&span[..cut]) {
+            return Some(cut);
+        }
+    }
+    None
 }
 
 /// An IBAN by ISO 13616: two letters, two check digits, up to 30 letters and digits,

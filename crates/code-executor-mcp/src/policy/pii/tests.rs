@@ -52,6 +52,10 @@ fn detector_table() {
             &[("IBAN", "GB82WEST12345698765432")],
         ),
         ("iban GB83WEST12345698765432", &[]),
+        (
+            "pay DE89 3704 0044 0532 0130 00 EUR now",
+            &[("IBAN", "DE89 3704 0044 0532 0130 00")],
+        ),
         ("from 192.168.10.200 and", &[("IP", "192.168.10.200")]),
         (
             "v6 2001:db8::8a2e:370:7334 here",
@@ -441,4 +445,183 @@ fn hostile_input_costs_linear_work() {
     // Each span is a candidate of at least seven bytes, and none overlaps another.
     assert!(found.len() <= text.len() / 7);
     assert!(found.windows(2).all(|w| w[0].end <= w[1].start));
+}
+
+/// One value of every detector (and a user pattern), as they are planted in the tests of
+/// encodings and echoes.
+pub(crate) const EVERY: &[(&str, &str)] = &[
+    ("EMAIL", "judy.m+news@example.com"),
+    ("PHONE", "+1 415 555 0132"),
+    ("IBAN", "DE89 3704 0044 0532 0130 00"),
+    ("CARD", "4111 1111 1111 1111"),
+    ("IP", "192.168.10.200"),
+    ("IP", "2001:db8::8a2e:370:7334"),
+    ("SECRET", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("SECRET", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+    ("CUSTOMER_ID", "CUS-123456"),
+];
+
+/// The encodings a result carries a value in: each is `(name, encoder)`; a `+` for a space
+/// only where a query or form body makes it one.
+/// An encoder of a value, as a result may carry it.
+type Encoder = Box<dyn Fn(&str) -> String>;
+
+fn encodings() -> Vec<(&'static str, Encoder)> {
+    fn each(v: &str, all: bool, f: impl Fn(char) -> String) -> String {
+        v.chars()
+            .map(|c| {
+                if all || !c.is_ascii_alphanumeric() {
+                    f(c)
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect()
+    }
+    fn pct(c: char) -> String {
+        let mut b = [0u8; 4];
+        c.encode_utf8(&mut b)
+            .bytes()
+            .map(|x| format!("%{x:02X}"))
+            .collect()
+    }
+    vec![
+        ("percent", Box::new(|v: &str| each(v, false, pct))),
+        (
+            "percent lower",
+            Box::new(|v: &str| each(v, false, |c| pct(c).to_ascii_lowercase())),
+        ),
+        ("percent all", Box::new(|v: &str| each(v, true, pct))),
+        (
+            "percent twice",
+            Box::new(|v: &str| each(&each(v, false, pct), false, pct)),
+        ),
+        (
+            "form",
+            Box::new(|v: &str| each(v, false, |c| if c == ' ' { "+".into() } else { pct(c) })),
+        ),
+        (
+            "html decimal",
+            Box::new(|v: &str| each(v, false, |c| format!("&#{};", c as u32))),
+        ),
+        (
+            "html hex all",
+            Box::new(|v: &str| each(v, true, |c| format!("&#x{:x};", c as u32))),
+        ),
+        (
+            "html named",
+            Box::new(|v: &str| {
+                v.replace('@', "&commat;")
+                    .replace('.', "&period;")
+                    .replace('+', "&plus;")
+                    .replace(':', "&colon;")
+                    .replace('_', "&lowbar;")
+                    .replace('-', "&hyphen;")
+            }),
+        ),
+        (
+            "html entity escaped",
+            Box::new(|v: &str| each(v, false, |c| format!("&amp;#{};", c as u32))),
+        ),
+        (
+            "json \\u",
+            Box::new(|v: &str| each(v, false, |c| format!("\\u{:04x}", c as u32))),
+        ),
+        (
+            "json \\u all",
+            Box::new(|v: &str| each(v, true, |c| format!("\\u{:04X}", c as u32))),
+        ),
+    ]
+}
+
+/// Every detector's value, in every encoding, in a URL's query, in prose and inside a JSON
+/// document: found, replaced by its token in its encoding (nothing of the encoded form is
+/// left), the same token as the plain value gets, and restored to the value.
+#[test]
+fn encoded_values_are_found_and_tokenised_in_their_encoding() {
+    let d = all();
+    let v = Vault::new();
+    let mut made = BTreeMap::new();
+    for (label, value) in EVERY {
+        let plain = v.tokenise(&d, value, &mut made).into_owned();
+        assert!(plain.starts_with(&format!("[{label}_")), "{value}: {plain}");
+        for (name, encode) in encodings() {
+            let enc = encode(value);
+            let contexts = [
+                format!("https://crm.example/find?q={enc}&page=2"),
+                format!("GET /u?who={enc} HTTP/1.1"),
+                format!("note: {enc} (end)"),
+                json!({"k": enc, "list": [format!("x {enc} y")]}).to_string(),
+            ];
+            for (i, text) in contexts.iter().enumerate() {
+                // `+` is a space in a query only.
+                if name == "form" && i >= 2 && value.contains(' ') {
+                    continue;
+                }
+                let out = v.tokenise(&d, text, &mut made);
+                assert!(
+                    out.contains(&plain),
+                    "{label} {name}: {text} -> {out} (want {plain})"
+                );
+                assert!(!out.contains(&enc), "{label} {name}: {out}");
+                if i == 3 {
+                    let parsed: Value = serde_json::from_str(&out).expect("still JSON");
+                    assert_eq!(parsed["k"], json!(plain), "{label} {name}: {out}");
+                }
+                let mut n = 0;
+                let back = v.restore(&out, &mut n);
+                assert!(back.contains(value), "{label} {name}: {back}");
+            }
+        }
+    }
+}
+
+/// A value the map holds comes back from anywhere (an echo of a restored argument, another
+/// tool): [`Vault::echoes`] gives the token again, plain or encoded, but never inside a
+/// longer word or number.
+#[test]
+fn a_value_the_map_holds_is_tokenised_wherever_it_comes_back() {
+    let d = all();
+    let v = Vault::new();
+    let mut made = BTreeMap::new();
+    let tokens: Vec<String> = EVERY
+        .iter()
+        .map(|(_, value)| v.tokenise(&d, value, &mut made).into_owned())
+        .collect();
+    // Searched for as of the last refresh (once per result).
+    assert!(v.echoes(EVERY[0].1).contains(EVERY[0].1));
+    v.refresh();
+    for ((_, value), token) in EVERY.iter().zip(&tokens) {
+        for text in [
+            format!("sent to {value}."),
+            format!("{{\"to\": \"{value}\"}}"),
+            format!(
+                "echo?to={}",
+                value
+                    .replace('+', "%2B")
+                    .replace('@', "%40")
+                    .replace(' ', "+")
+            ),
+        ] {
+            let out = v.echoes(&text);
+            assert!(out.contains(token.as_str()), "{text} -> {out}");
+            assert!(!out.contains(value), "{text} -> {out}");
+        }
+        let mut val = json!({ *value: [value], "n": {"deep": format!("a {value} b")} });
+        v.echoes_value(&mut val);
+        assert!(!val.to_string().contains(value), "{val}");
+    }
+    // Part of a longer number or word: not the value.
+    assert_eq!(
+        v.echoes("at 192.168.10.2001 and xCUS-123456"),
+        "at 192.168.10.2001 and xCUS-123456"
+    );
+    assert!(matches!(
+        v.echoes("nothing here"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+    assert!(matches!(
+        Vault::new().echoes("judy.m+news@example.com"),
+        std::borrow::Cow::Borrowed(_)
+    ));
 }

@@ -8,12 +8,13 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::Regex;
 use serde_json::Value;
 
-use super::detect::{Detectors, Found};
+use super::detect::Detectors;
 
 /// Most distinct values one map holds: past it, further values are still replaced (by a
 /// token that cannot be restored, `[EMAIL_X_...]`), and nothing grows.
@@ -37,6 +38,25 @@ struct Inner {
     by_token: HashMap<String, String>,
     /// The last number given per label.
     numbers: HashMap<String, u32>,
+    /// The search over every value held ([`Vault::echoes`]), as of the last
+    /// [`Vault::refresh`].
+    known: Option<Arc<Known>>,
+    /// Values were added since `known` was built.
+    stale: bool,
+}
+
+/// Every value the map holds, searched at once, and the token of each.
+struct Known {
+    search: AhoCorasick,
+    tokens: Vec<String>,
+    values: Vec<String>,
+}
+
+/// A span of a text to replace by a token: where, and the token.
+struct Span {
+    start: usize,
+    end: usize,
+    token: String,
 }
 
 impl std::fmt::Debug for Vault {
@@ -91,11 +111,13 @@ impl Vault {
         let token = format!("[{label}_{n}_{}]", self.salt);
         inner.by_value.insert(value.to_string(), token.clone());
         inner.by_token.insert(token.clone(), value.to_string());
+        inner.stale = true;
         *made.entry(label.to_string()).or_insert(0) += 1;
         token
     }
 
-    /// `text` with each span the detectors find replaced by its token; borrowed when none.
+    /// `text` with each span the detectors find, and each value this map holds (an echo:
+    /// [`Vault::echoes`]), replaced by its token; borrowed when none.
     pub fn tokenise<'a>(
         &self,
         detectors: &Detectors,
@@ -105,28 +127,139 @@ impl Vault {
         let json = looks_json(text);
         let mut work = 0;
         let found = detectors.find(text, json, &mut work);
-        if found.is_empty() {
+        let echoes = self.echo_spans(text, json);
+        if found.is_empty() && echoes.is_empty() {
             return Cow::Borrowed(text);
         }
-        Cow::Owned(self.replace(detectors, text, &found, made))
+        let mut spans: Vec<Span> = found
+            .iter()
+            .map(|f| Span {
+                start: f.start,
+                end: f.end,
+                token: self.token(detectors.label_name(f.label), f.value(text), made),
+            })
+            .collect();
+        if !echoes.is_empty() {
+            spans = merge(spans, echoes);
+        }
+        Cow::Owned(replace(text, &spans))
     }
 
-    fn replace(
-        &self,
-        detectors: &Detectors,
-        text: &str,
-        found: &[Found],
-        made: &mut BTreeMap<String, u32>,
-    ) -> String {
-        let mut out = String::with_capacity(text.len());
-        let mut at = 0;
-        for f in found {
-            out.push_str(&text[at..f.start]);
-            out.push_str(&self.token(detectors.label_name(f.label), &text[f.start..f.end], made));
-            at = f.end;
+    /// `text` with every value this map holds replaced by its token, also where it is
+    /// encoded (`crate::policy::decode`); borrowed when none. In tokens mode the results of
+    /// every tool pass here: a `restoreTo` tool that echoes the value it received, or any
+    /// other tool that returns a value the map knows, gives code the token again.
+    pub fn echoes<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let spans = self.echo_spans(text, looks_json(text));
+        if spans.is_empty() {
+            return Cow::Borrowed(text);
         }
-        out.push_str(&text[at..]);
-        out
+        Cow::Owned(replace(text, &spans))
+    }
+
+    /// Applies [`Vault::echoes`] to every string (and object key) of `v` in place.
+    pub fn echoes_value(&self, v: &mut Value) {
+        if self.is_empty() {
+            return;
+        }
+        match v {
+            Value::String(s) => {
+                if let Cow::Owned(new) = self.echoes(s) {
+                    *s = new;
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| self.echoes_value(x)),
+            Value::Object(m) => {
+                let old = std::mem::take(m);
+                for (k, mut x) in old {
+                    self.echoes_value(&mut x);
+                    m.insert(self.echoes(&k).into_owned(), x);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether the map holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.inner.lock().map_or(true, |i| i.by_value.is_empty())
+    }
+
+    /// The search over the values held, as of the last [`Vault::refresh`] (so that the
+    /// strings of one result, which add values one by one, do not build it again each).
+    fn known(&self) -> Option<Arc<Known>> {
+        self.inner.lock().ok()?.known.clone()
+    }
+
+    /// Builds the search over the values held again, when values were added since it was
+    /// built: once per result, before it is searched (values added while the result is
+    /// tokenised are found in it by the detectors that found them).
+    pub fn refresh(&self) {
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        if !inner.stale {
+            return;
+        }
+        inner.stale = false;
+        let (values, tokens): (Vec<String>, Vec<String>) = inner
+            .by_value
+            .iter()
+            .map(|(v, t)| (v.clone(), t.clone()))
+            .unzip();
+        inner.known = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&values)
+            .ok()
+            .map(|search| {
+                Arc::new(Known {
+                    search,
+                    tokens,
+                    values,
+                })
+            });
+    }
+
+    /// Where the values this map holds are in `text`, as it is and decoded, with their
+    /// tokens: sorted, not overlapping. A value that starts or ends with a letter or digit
+    /// is found only where it is not part of a longer word or number (`10.0.0.1` is not in
+    /// `10.0.0.15`).
+    fn echo_spans(&self, text: &str, json: bool) -> Vec<Span> {
+        let Some(known) = self.known() else {
+            return Vec::new();
+        };
+        let spans_in = |t: &str| -> Vec<(usize, usize, usize)> {
+            known
+                .search
+                .find_iter(t)
+                .filter(|m| whole(t, m.start(), m.end(), &known.values[m.pattern().as_usize()]))
+                .map(|m| (m.start(), m.end(), m.pattern().as_usize()))
+                .collect()
+        };
+        let plain: Vec<Span> = spans_in(text)
+            .into_iter()
+            .map(|(start, end, p)| Span {
+                start,
+                end,
+                token: known.tokens[p].clone(),
+            })
+            .collect();
+        let Some(view) = crate::policy::decode::View::of(text, json) else {
+            return plain;
+        };
+        let mut decoded: Vec<Span> = Vec::new();
+        for (s, e, p) in spans_in(view.text()) {
+            let (start, end) = view.source(s, e);
+            if decoded.last().is_some_and(|l| l.end > start) || text.get(start..end).is_none() {
+                continue;
+            }
+            decoded.push(Span {
+                start,
+                end,
+                token: known.tokens[p].clone(),
+            });
+        }
+        merge(decoded, plain)
     }
 
     /// Tokenises `s` in place.
@@ -218,6 +351,50 @@ impl Vault {
             _ => {}
         }
     }
+}
+
+/// `a` and `b` (each sorted, not overlapping) as one sorted list; `b`'s spans that overlap
+/// one of `a` are dropped.
+fn merge(a: Vec<Span>, b: Vec<Span>) -> Vec<Span> {
+    let mut out: Vec<Span> = Vec::with_capacity(a.len() + b.len());
+    let mut ai = a.into_iter().peekable();
+    for f in b {
+        while let Some(x) = ai.next_if(|x| x.end <= f.start) {
+            out.push(x);
+        }
+        let overlaps = ai.peek().is_some_and(|x| x.start < f.end)
+            || out.last().is_some_and(|x| x.end > f.start);
+        if !overlaps {
+            out.push(f);
+        }
+    }
+    out.extend(ai);
+    out
+}
+
+/// `text` with each span replaced by its token.
+fn replace(text: &str, spans: &[Span]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for s in spans {
+        out.push_str(&text[at..s.start]);
+        out.push_str(&s.token);
+        at = s.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Whether `value`, found at `start..end` of `t`, is not part of a longer word or number.
+fn whole(t: &str, start: usize, end: usize, value: &str) -> bool {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
+    let first = value.chars().next();
+    let last = value.chars().next_back();
+    let before = t[..start].chars().next_back();
+    let after = t[end..].chars().next();
+    let glued_before = word(first) && word(before);
+    let glued_after = word(last) && word(after);
+    !glued_before && !glued_after
 }
 
 /// Whether a text is (probably) JSON, so that spans keep out of its escapes.

@@ -157,3 +157,103 @@ fn a_learned_value_is_redacted_from_then_on() {
     empty.learn("access-token-refreshed-2");
     assert!(!empty.is_empty());
 }
+
+/// The encoded forms of a secret: base64 (standard and URL-safe, with and without padding,
+/// alone and inside a longer base64 string at each of the three byte alignments), hex
+/// (lower and upper case), percent-encoding (every byte, only some, in two layers), JSON
+/// `\u` escapes (every character, or some) and HTML character references. None survives.
+#[test]
+fn every_encoded_form_of_a_secret_is_redacted() {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    // Chosen so that its base64 holds `+` and `/` (which the URL-safe alphabet changes).
+    let secret = "tok~>?>?-Zz9_secret?>";
+    let r = Redactor::new([secret]);
+    let mut forms: Vec<String> = Vec::new();
+    for prefix in ["", "a", "ab", "abc", "user:"] {
+        let bytes = format!("{prefix}{secret}-and-more");
+        for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+            forms.push(engine.encode(&bytes));
+            forms.push(engine.encode(format!("{prefix}{secret}")));
+        }
+    }
+    let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+    forms.push(hex.clone());
+    forms.push(hex.to_ascii_uppercase());
+    let pct_all: String = secret.bytes().map(|b| format!("%{b:02X}")).collect();
+    forms.push(pct_all.clone());
+    forms.push(pct_all.to_ascii_lowercase());
+    forms.push(pct_all.replace('%', "%25"));
+    forms.push(secret.replace('_', "%5F").replace('?', "%3f"));
+    let u_all: String = secret
+        .chars()
+        .map(|c| format!("\\u{:04x}", c as u32))
+        .collect();
+    forms.push(u_all);
+    forms.push(secret.replace('_', "\\u005F"));
+    forms.push(
+        secret
+            .replace('>', "&gt;")
+            .replace('_', "&#95;")
+            .replace('-', "&#x2d;"),
+    );
+    for form in &forms {
+        for text in [
+            format!("value: {form} end"),
+            format!("https://x.example/cb?t={form}&x=1"),
+            serde_json::json!({ "k": form }).to_string(),
+        ] {
+            let out = r.str(&text);
+            assert!(!out.contains(form.as_str()), "{form}: {out}");
+            assert!(out.contains(REDACTED), "{form}: {out}");
+            assert!(r.finds(text.as_bytes()), "{form}");
+        }
+    }
+    // In a JSON message, the redacted message is still JSON.
+    let msg = serde_json::json!({"a": format!("x {} y", forms[0]), "b": "\\u0074ok"}).to_string();
+    let out = r.json_message(msg.as_bytes()).expect("found");
+    serde_json::from_slice::<serde_json::Value>(&out).expect("still JSON");
+}
+
+/// A secret split across the text blocks of a result, or the strings of an array (code can
+/// join them), is cut in every part it spans; a part without a piece of it is left alone.
+#[test]
+fn a_secret_split_across_parts_is_redacted_in_each() {
+    let r = Redactor::new([TOKEN]);
+    for cut in [1, 4, 10, TOKEN.len() - 1] {
+        let mut a = format!("head {}", &TOKEN[..cut]);
+        let mut b = format!("{} tail", &TOKEN[cut..]);
+        let mut c = "untouched".to_string();
+        r.across(&mut [&mut a, &mut b, &mut c]);
+        let joined = format!("{a}{b}{c}");
+        assert!(!joined.contains(TOKEN), "{cut}: {joined}");
+        assert!(a.starts_with("head ") && b.ends_with(" tail"), "{a} | {b}");
+        assert_eq!(c, "untouched");
+    }
+    // Over three parts, the middle one entirely a piece.
+    let (x, y, z) = (&TOKEN[..3], &TOKEN[3..9], &TOKEN[9..]);
+    let (mut a, mut b, mut c) = (x.to_string(), y.to_string(), z.to_string());
+    r.across(&mut [&mut a, &mut b, &mut c]);
+    assert!(
+        ![&a, &b, &c].iter().any(|p| p.contains(&TOKEN[3..9])),
+        "{a}|{b}|{c}"
+    );
+    // Its base64 split in two as well.
+    let b64 = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(TOKEN)
+    };
+    let (mut a, mut b) = (b64[..7].to_string(), b64[7..].to_string());
+    r.across(&mut [&mut a, &mut b]);
+    assert!(!format!("{a}{b}").contains(&b64[2..20]), "{a}|{b}");
+    // The strings of an array.
+    let mut v = json!({"chunks": [&TOKEN[..5], &TOKEN[5..], 1, "other"]});
+    r.value(&mut v);
+    let joined: String = v["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x.as_str())
+        .collect();
+    assert!(!joined.contains(TOKEN), "{v}");
+    assert_eq!(v["chunks"][3], "other");
+}

@@ -471,6 +471,13 @@ async fn call(
             let p = super::pii::progress(scope, vault, p);
             events.upstream_progress(&server, &tool.name, &p);
         }
+        None if scope.pii.is_some() => {
+            let mut p = p.clone();
+            if let Some(m) = p.message.as_mut() {
+                super::pii::echoes_text(scope, m);
+            }
+            events.upstream_progress(&server, &tool.name, &p);
+        }
         None => events.upstream_progress(&server, &tool.name, p),
     };
     let on_progress: Option<&(dyn Fn(&rmcp::model::ProgressNotificationParam) + Send + Sync)> =
@@ -532,16 +539,20 @@ async fn call(
     );
     match called {
         Ok((result, bytes)) => {
-            // Shapes only, never values: learning before the personal data is tokenised
-            // keeps nothing of it.
-            catalog.learn(&server, &tool, &result).await;
             let result = match scanned {
                 Some(vault) if caller == Caller::Direct => {
                     super::pii::leaving(scope, vault, result)
                 }
                 Some(vault) => super::pii::result(scope, vault, result),
-                None => result,
+                None => super::pii::echoes(scope, result, caller == Caller::Direct),
             };
+            // Learned from what code receives, after the secrets were taken out (in the
+            // upstream pool) and personal data made tokens; when code sees values, a key in
+            // which a detector finds a value is not kept (its object is typed as a map).
+            // Shapes only, never values.
+            catalog
+                .learn(&server, &tool, &result, scope.policy.pii.detectors())
+                .await;
             let label = if result.is_error == Some(true) {
                 "tool_error"
             } else {
@@ -557,8 +568,9 @@ async fn call(
                 "failed"
             };
             let mut message = e.to_string();
-            if let Some(vault) = scanned {
-                super::pii::text(scope, vault, &mut message);
+            match scanned {
+                Some(vault) => super::pii::text(scope, vault, &mut message),
+                None => super::pii::echoes_text(scope, &mut message),
             }
             record.write("allow", Some(message.clone()), Some(label), 0);
             Err(refusal(CallError::Tool, message))

@@ -57,6 +57,39 @@ pub(super) fn leaving(scope: &RunScope, vault: &Vault, mut r: CallToolResult) ->
     r
 }
 
+/// A result of a tool that is not scanned: every value the map holds (an echo of a value a
+/// `restoreTo` tool received, or one another tool returns) replaced by its token, when code
+/// sees tokens or the result goes to the client (`leaving`); as it is otherwise.
+pub(super) fn echoes(scope: &RunScope, mut r: CallToolResult, leaving: bool) -> CallToolResult {
+    let Some(vault) = scope.pii.as_ref() else {
+        return r;
+    };
+    if (!leaving && scope.policy.pii.sandbox_sees() == SandboxSees::Values) || vault.is_empty() {
+        return r;
+    }
+    vault.refresh();
+    each_text(
+        &mut r,
+        &mut |s: &mut String| {
+            if let std::borrow::Cow::Owned(new) = vault.echoes(s) {
+                *s = new;
+            }
+        },
+        &mut |v: &mut Value| vault.echoes_value(v),
+    );
+    r
+}
+
+/// A message (an error) of a tool that is not scanned, as [`echoes`] treats a result.
+pub(super) fn echoes_text(scope: &RunScope, s: &mut String) {
+    if let Some(vault) = scope.pii.as_ref() {
+        vault.refresh();
+        if let std::borrow::Cow::Owned(new) = vault.echoes(s) {
+            *s = new;
+        }
+    }
+}
+
 /// Every text a person could have written in `r`, tokenised.
 fn tokenise_result(
     vault: &Vault,
@@ -64,48 +97,62 @@ fn tokenise_result(
     r: &mut CallToolResult,
     made: &mut BTreeMap<String, u32>,
 ) {
+    vault.refresh();
+    let made = std::cell::RefCell::new(made);
+    each_text(
+        r,
+        &mut |s: &mut String| vault.tokenise_string(detectors, s, &mut made.borrow_mut()),
+        &mut |v: &mut Value| vault.tokenise_value(detectors, v, &mut made.borrow_mut()),
+    );
+}
+
+/// Applies `text` to every text a person could have written in `r` (each text block, an
+/// embedded resource's text) and `value` to every JSON of it (structured content, a link,
+/// every `_meta`); not to an image's, audio's or blob's base64 data.
+fn each_text(
+    r: &mut CallToolResult,
+    text: &mut dyn FnMut(&mut String),
+    value: &mut dyn FnMut(&mut Value),
+) {
     for block in &mut r.content {
         match &mut *block {
             ContentBlock::Text(t) => {
-                vault.tokenise_string(detectors, &mut t.text, made);
-                through_json(vault, detectors, &mut t.meta, made);
+                text(&mut t.text);
+                through_json(&mut t.meta, value);
             }
             // Base64 data is no text a person wrote: only the block's metadata is scanned
             // (a token shape inside an image's bytes would corrupt it).
-            ContentBlock::Image(i) => through_json(vault, detectors, &mut i.meta, made),
-            ContentBlock::Audio(a) => through_json(vault, detectors, &mut a.meta, made),
+            ContentBlock::Image(i) => through_json(&mut i.meta, value),
+            ContentBlock::Audio(a) => through_json(&mut a.meta, value),
             ContentBlock::Resource(e) => {
                 match &mut e.resource {
-                    ResourceContents::TextResourceContents { text, meta, .. } => {
-                        vault.tokenise_string(detectors, text, made);
-                        through_json(vault, detectors, meta, made);
+                    ResourceContents::TextResourceContents {
+                        text: body, meta, ..
+                    } => {
+                        text(body);
+                        through_json(meta, value);
                     }
                     ResourceContents::BlobResourceContents { meta, .. } => {
-                        through_json(vault, detectors, meta, made);
+                        through_json(meta, value);
                     }
                     _ => {}
                 }
-                through_json(vault, detectors, &mut e.meta, made);
+                through_json(&mut e.meta, value);
             }
             // A link's name, title, description and URI are all text (and so is whatever
             // a later revision adds).
-            _ => through_json(vault, detectors, block, made),
+            _ => through_json(block, value),
         }
     }
     if let Some(v) = r.structured_content.as_mut() {
-        vault.tokenise_value(detectors, v, made);
+        value(v);
     }
-    through_json(vault, detectors, &mut r.meta, made);
+    through_json(&mut r.meta, value);
 }
 
-/// `x` with every string in its JSON tokenised; left as it was if the tokenised JSON does
-/// not read back as its type (a token is a string where a string was, so it always does).
-fn through_json<T: Serialize + DeserializeOwned>(
-    vault: &Vault,
-    detectors: &Detectors,
-    x: &mut T,
-    made: &mut BTreeMap<String, u32>,
-) {
+/// `x` with `value` applied to its JSON; left as it was if the changed JSON does not read
+/// back as its type (a token is a string where a string was, so it always does).
+fn through_json<T: Serialize + DeserializeOwned>(x: &mut T, value: &mut dyn FnMut(&mut Value)) {
     let Ok(mut v) = serde_json::to_value(&*x) else {
         return;
     };
@@ -113,7 +160,7 @@ fn through_json<T: Serialize + DeserializeOwned>(
         return;
     }
     let before = v.clone();
-    vault.tokenise_value(detectors, &mut v, made);
+    value(&mut v);
     if v == before {
         return;
     }
@@ -124,6 +171,7 @@ fn through_json<T: Serialize + DeserializeOwned>(
 
 /// A scanned tool's error message, tokenised (in both modes: it reaches the audit log).
 pub(super) fn text(scope: &RunScope, vault: &Vault, s: &mut String) {
+    vault.refresh();
     if let Some(detectors) = scope.policy.pii.detectors() {
         let mut made = BTreeMap::new();
         vault.tokenise_string(detectors, s, &mut made);
@@ -168,6 +216,7 @@ pub(super) fn arguments(
     } else if let Some((vault, detectors)) = scope.pii_exit.as_ref().and_then(|e| e.parts()) {
         let mut made = BTreeMap::new();
         let before = v.clone();
+        vault.refresh();
         vault.tokenise_value(detectors, &mut v, &mut made);
         scope.count_tokens(made);
         v != before

@@ -198,6 +198,14 @@ pub(crate) async fn save(
     scope: &RunScope,
     req: (String, String, String, Option<String>, Option<Value>),
 ) -> CallOutcome {
+    // The skill store is an exit: when code sees values, what it saves holds tokens.
+    let (name, code, description, language, mut input_schema) = req;
+    let code = scope.exit_text(&code).into_owned();
+    let description = scope.exit_text(&description).into_owned();
+    if let Some(schema) = input_schema.as_mut() {
+        scope.exit_value(schema);
+    }
+    let req = (name, code, description, language, input_schema);
     match save_skill(
         catalog,
         nested.skills(),

@@ -41,11 +41,25 @@ async fn drive(
     outbox: &Path,
     calls: &mut dyn FnMut(&[Value]) -> Option<Value>,
 ) -> (String, Vec<Value>, String, String, test_support::TempConfig) {
+    drive_with(settings, outbox, json!({}), "debug", calls).await
+}
+
+/// [`drive`] with more environment for the fixture (`fx_env`) and the server's `RUST_LOG`.
+async fn drive_with(
+    settings: Value,
+    outbox: &Path,
+    fx_env: Value,
+    rust_log: &str,
+    calls: &mut dyn FnMut(&[Value]) -> Option<Value>,
+) -> (String, Vec<Value>, String, String, test_support::TempConfig) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let fixture = test_support::workspace_bin("fixture-server");
+    let mut env = json!({"FIXTURE_CRM_OUTBOX": outbox.to_str().unwrap()});
+    if let (Some(e), Some(more)) = (env.as_object_mut(), fx_env.as_object()) {
+        e.extend(more.clone());
+    }
     let config = test_support::TempConfig::new(json!({
-        "fx": {"command": fixture, "args": ["fx"], "env": {
-            "FIXTURE_CRM_OUTBOX": outbox.to_str().unwrap()}}
+        "fx": {"command": fixture, "args": ["fx"], "env": env}
     }));
     let settings_path = config.dir.join("settings.json");
     std::fs::write(&settings_path, settings.to_string()).unwrap();
@@ -55,7 +69,7 @@ async fn drive(
         .env("CODE_EXECUTOR_CONFIG_PATH", &settings_path)
         .env("XDG_STATE_HOME", config.dir.join("state"))
         .env("CODE_EXECUTOR_CACHE_DIR", config.dir.join("cache"))
-        .env("RUST_LOG", "debug")
+        .env("RUST_LOG", rust_log)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::fs::File::create(&log).unwrap())
@@ -357,6 +371,238 @@ except Exception as e:
     assert!(
         out.iter()
             .all(|l| l["tool"] == "send_message" && l["args"]["to"] == "ada.lovelace@example.com"),
+        "{out:?}"
+    );
+}
+
+/// Values of every detector and a user pattern, some encoded as a URL or a page would carry
+/// them, planted by the fixture's `leak` (the code names them in base64 only).
+const PLANTED: &[&str] = &[
+    "judy.planted@example.com",
+    "+1 415 555 0177",
+    "DE89 3704 0044 0532 0130 00",
+    "5500 0055 5555 5559",
+    "203.0.113.77",
+    "sk-plantedAbcdefghijklmnopqrstu",
+    "CUS-424242",
+    "judy.encoded%40example.com",
+    "judy.entity&#64;example&#x2E;com",
+    "judy.escaped\\u0040example.com",
+    "https://crm.example/find?phone=%2B1+415+555+0199&x=1",
+];
+
+/// What must be nowhere: each planted value (and, for the encoded ones, the value decoded).
+const FORBIDDEN: &[&str] = &[
+    "judy.planted@example.com",
+    "+1 415 555 0177",
+    "415 555 0177",
+    "DE89 3704 0044 0532 0130 00",
+    "5500 0055 5555 5559",
+    "203.0.113.77",
+    "sk-plantedAbcdefghijklmnopqrstu",
+    "plantedAbcdefghijk",
+    "CUS-424242",
+    "judy.encoded%40example.com",
+    "judy.encoded@example.com",
+    "judy.entity&#64;example&#x2E;com",
+    "judy.entity@example.com",
+    "judy.escaped\\u0040example.com",
+    "judy.escaped\\\\u0040example.com",
+    "judy.escaped@example.com",
+    "%2B1+415+555+0199",
+    "415 555 0199",
+];
+
+/// The configured secret (the fixture's `TOK`), and the forms of it that must be nowhere:
+/// itself, hex in both cases, base64 at each alignment (the characters that encode it
+/// alone), every byte percent-encoded, every character a `\u` escape.
+const CONFIGURED: &str = "cfg-Secret-Planted-9f8e7d";
+
+fn configured_forms() -> Vec<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let b = CONFIGURED.as_bytes();
+    let hex: String = b.iter().map(|c| format!("{c:02x}")).collect();
+    let mut forms = vec![
+        CONFIGURED.to_string(),
+        hex.to_ascii_uppercase(),
+        hex,
+        b.iter().map(|c| format!("%{c:02X}")).collect(),
+        CONFIGURED
+            .chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect(),
+    ];
+    for (k, prefix) in ["", "x", "xy"].iter().enumerate() {
+        for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+            let enc = engine.encode([prefix.as_bytes(), b].concat());
+            // The characters from the first whole one after the prefix, 16 of them.
+            let from = (8 * k).div_ceil(6);
+            forms.push(enc[from..from + 16].to_string());
+        }
+    }
+    forms
+}
+
+fn assert_nothing_planted(what: &str, text: &str) {
+    for raw in FORBIDDEN {
+        assert!(!text.contains(raw), "{raw} is in the {what}:\n{text}");
+    }
+    for form in configured_forms() {
+        assert!(!text.contains(&form), "{form} is in the {what}:\n{text}");
+    }
+}
+
+/// Every file under `dir`, as text.
+fn files_under(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            let bytes = std::fs::read(&p).unwrap_or_default();
+            out.push((p, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    out
+}
+
+const EVERYWHERE_TS: &str = r#"
+    const shapes = ['text', 'json', 'keys', 'structured_keys', 'blocks', 'split', 'error', 'rpc_error', 'progress'];
+    const out = {};
+    const leak = async (what, as) => {
+      try { return await callMCPTool('fx', 'leak', { what, as }); }
+      catch (e) { return e.name + ': ' + e.message; }
+    };
+    for (const [i, b] of PLANTED.entries())
+      for (const as of shapes) out[i + ':' + as] = await leak('b64:' + b, as);
+    for (const as of [...shapes, 'encoded']) out['env:' + as] = await leak('env:TOK', as);
+    out.reflected = await tools.fx.reflect({ value: out['0:keys'] });
+    const token = out['0:text'].slice(out['0:text'].indexOf('['));
+    // Restored for send_message and echo (neither scanned), which echo it back.
+    out.sent = await tools.fx.send_message({ to: token, body: 'hi' });
+    out.echoed = await tools.fx.echo({ message: token });
+    out.token = token;
+    out.joined = out['env:split'].join('');
+    out.signature = tools.fx.leak.signature + tools.fx.reflect.signature;
+    out.schema = await getToolSchema('mcp__fx__leak');
+    console.log(JSON.stringify(out));
+    return out;
+"#;
+
+const EVERYWHERE_PY: &str = r#"
+shapes = ['text', 'json', 'keys', 'structured_keys', 'blocks', 'split', 'error', 'rpc_error', 'progress']
+out = {}
+def leak(what, shape):
+    try:
+        return call_mcp_tool('fx', 'leak', {'what': what, 'as': shape})
+    except Exception as e:
+        return type(e).__name__ + ': ' + str(e)
+for i, b in enumerate(PLANTED):
+    for shape in shapes:
+        out[f'{i}:{shape}'] = leak('b64:' + b, shape)
+for shape in shapes + ['encoded']:
+    out['env:' + shape] = leak('env:TOK', shape)
+out['reflected'] = tools.fx.reflect(value=out['0:keys'])
+token = out['0:text'][out['0:text'].index('['):]
+out['sent'] = tools.fx.send_message(to=token, body='hi')
+out['echoed'] = tools.fx.echo(message=token)
+out['token'] = token
+out['joined'] = ''.join(out['env:split'])
+out['signature'] = tools.fx.leak.signature + tools.fx.reflect.signature
+out['schema'] = get_tool_schema('mcp__fx__leak')
+print(out)
+out
+"#;
+
+/// Data at rest and on the wire: values of every detector, a user pattern and a configured
+/// secret (also encoded: percent, HTML references, `\u` escapes, a query's `+`; the secret
+/// in base64, hex, percent and `\u` forms), planted by an upstream in every position of a
+/// result (a text, JSON values, object keys and nested keys, array items, structured
+/// content, resource blocks and links, `_meta`, two blocks, an error result, a JSON-RPC
+/// error, progress), read by TypeScript and Python, with the server logging at `trace` and
+/// auditing arguments: no byte the server sent, no line it logged and no file it wrote (the
+/// learned types and schema caches, the audit log, output files) holds any of them; the
+/// learned types still typed the results; a value restored for `send_message` and `echo`
+/// (not scanned) and echoed back comes back as the same token.
+#[tokio::test]
+async fn no_planted_value_reaches_any_exit_or_any_file() {
+    use base64::Engine;
+    let dir = test_support::TempDir::new("cem-pii-everywhere");
+    let outbox = dir.0.join("outbox.jsonl");
+    let planted: Vec<String> = PLANTED
+        .iter()
+        .map(|v| base64::engine::general_purpose::STANDARD.encode(v))
+        .collect();
+    let planted = serde_json::to_string(&planted).unwrap();
+    let ts = EVERYWHERE_TS.replace("PLANTED", &planted);
+    let py = EVERYWHERE_PY.replace("PLANTED", &planted);
+    let mut calls = vec![
+        json!({"name": "execute_typescript", "arguments": {"code": ts}}),
+        json!({"name": "execute_python", "arguments": {"code": py}}),
+        json!({"name": "get_tool_schema", "arguments": {"name": "mcp__fx__leak"}}),
+        json!({"name": "search_tools", "arguments": {"query": "leak reflect", "detail": "full"}}),
+    ]
+    .into_iter();
+    let mut next = |_: &[Value]| calls.next();
+    let settings = json!({
+        "pii": {
+            "scan": ["mcp__fx__leak", "mcp__fx__reflect"],
+            "patterns": {"CUSTOMER_ID": "CUS-[0-9]{6}"},
+            "restoreTo": ["mcp__fx__send_message", "mcp__fx__echo"]
+        },
+        "audit": {"logArguments": true},
+        "executionLimits": {"maxLogBytes": 2000}
+    });
+    let fx_env = json!({"FIXTURE_META_TOOLS": "1", "TOK": CONFIGURED});
+    let (wire, answers, log, audit, config) =
+        drive_with(settings, &outbox, fx_env, "trace", &mut next).await;
+    assert_nothing_planted("client's wire", &wire);
+    assert_nothing_planted("server log", &log);
+    assert_nothing_planted("audit log", &audit);
+    let mut files = files_under(&config.dir.join("state"));
+    files.extend(files_under(&config.dir.join("cache")));
+    assert!(
+        files
+            .iter()
+            .any(|(p, _)| p.to_string_lossy().contains("types-")),
+        "the learned types were written: {:?}",
+        files.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    for (path, text) in &files {
+        assert_nothing_planted(&path.display().to_string(), text);
+    }
+    for (i, a) in answers.iter().take(2).enumerate() {
+        let r = &a["structuredContent"]["result"];
+        assert_eq!(a["isError"], json!(false), "{i}: {a}");
+        let token = r["token"].as_str().unwrap();
+        assert!(is_token(&json!(token), "EMAIL"), "{i}: {token}");
+        // The echoes of the restored value are its token again.
+        for echoed in [&r["sent"], &r["echoed"]] {
+            assert!(echoed.to_string().contains(token), "{i}: {echoed}");
+        }
+        // Keys that are personal data made their objects maps; the fields below are typed.
+        let sig = r["signature"].as_str().unwrap();
+        assert!(sig.contains("deep") && sig.contains("nested"), "{i}: {sig}");
+        // The encoded values became tokens in their encoding.
+        for (n, label) in [(7, "EMAIL"), (8, "EMAIL"), (9, "EMAIL"), (10, "PHONE")] {
+            let text = r[format!("{n}:text")].as_str().unwrap();
+            assert!(text.contains(&format!("[{label}_")), "{i} {n}: {text}");
+        }
+        assert!(
+            r["joined"].as_str().unwrap().contains("[redacted]"),
+            "{i}: {r}"
+        );
+    }
+    // The mailer got the real address.
+    let out = outbox_lines(&outbox);
+    assert!(
+        out.iter()
+            .any(|l| l["tool"] == "send_message" && l["args"]["to"] == "judy.planted@example.com"),
         "{out:?}"
     );
 }

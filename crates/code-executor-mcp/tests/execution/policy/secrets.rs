@@ -169,7 +169,8 @@ out
         json!({"token": "[redacted]"}),
         "{ts}"
     );
-    assert_eq!(ts["result"]["joined"], "[redacted]", "{ts}");
+    // Split across two blocks, each piece was cut before code saw it.
+    assert_eq!(ts["result"]["joined"], "[redacted][redacted]", "{ts}");
     assert_eq!(ts["result"]["word"], "upstream says: production", "{ts}");
     assert_eq!(ts["result"]["short"], "upstream says: admin", "{ts}");
     assert!(
@@ -181,7 +182,7 @@ out
     );
     let py = &answers[1]["result"]["structuredContent"];
     assert_eq!(py["result"]["text"], "upstream says: [redacted]", "{py}");
-    assert_eq!(py["result"]["joined"], "[redacted]", "{py}");
+    assert_eq!(py["result"]["joined"], "[redacted][redacted]", "{py}");
     // The large result kept its size class and lost only the secrets.
     for big in [&answers[2], &answers[3]] {
         let r = big["result"]["structuredContent"]["result"]
