@@ -539,3 +539,173 @@ fn model_mode_without_a_provider_says_how_to_configure_one() {
         text(&out)
     );
 }
+
+/// The direct side obeys the user's policy as a pinned direct tool does: a step the rules
+/// deny (by a tool pattern, by the server's default, by a read-only server) or that needs an
+/// approval nobody can give in `eval` is refused and not made, reported as a refused step;
+/// every direct call, made or refused, has its audit line, as a pinned call's.
+#[test]
+fn direct_steps_obey_the_rules_approvals_and_audit_of_pinned_direct_tools() {
+    let dir = TempDir::new("eval-policy");
+    let audit = dir.0.join("audit.jsonl");
+    let settings = dir.0.join("home/.config/code-executor-mcp/config.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        json!({
+            "policy": {"default": "deny", "servers": {
+                "github": {"allow": ["list_*", "get_*"], "deny": ["get_iss*"]},
+                "stripe": {"allow": ["*"], "readOnly": true},
+                "salesforce": {"allow": ["*"]},
+                "linear": {"allow": ["*"]}
+            }},
+            // A server pattern: every get- tool of a server whose name starts with "sales".
+            "approvals": {"approve": ["mcp__sales*__get-*"], "fallback": "deny"},
+            "audit": {"path": audit}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let code = json!({"language": "typescript", "source": "return 'done'"});
+    let task = |name: &str, steps: Value| json!({"name": name, "prompt": "p", "direct": steps, "code": code});
+    let tasks = json!([
+        task(
+            "allowed",
+            json!([{"server": "github", "tool": "list_issues", "arguments": {"limit": 1}}])
+        ),
+        task(
+            "denied-by-tool-pattern",
+            json!([
+            {"server": "github", "tool": "list_issues", "arguments": {"limit": 1}},
+            {"server": "github", "tool": "get_issue", "arguments": {"issue_id": "x"}}])
+        ),
+        task(
+            "denied-by-default",
+            json!([{"server": "jira", "tool": "list-issues", "arguments": {"limit": 1}}])
+        ),
+        task(
+            "read-only-server",
+            json!([{"server": "stripe", "tool": "list_customers", "arguments": {"limit": 1}}])
+        ),
+        task(
+            "needs-approval",
+            json!([{"server": "salesforce", "tool": "get-account", "arguments": {"account_id": "account-1003"}}])
+        ),
+        task(
+            "linear-allowed",
+            json!([{"server": "linear", "tool": "list_issues", "arguments": {"limit": 1}}])
+        ),
+    ]);
+    let file = synthetic_file(&dir.0, tasks);
+    let out = eval(
+        &dir.0,
+        None,
+        &[
+            "--tasks",
+            file.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |name: &str| {
+        v["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["task"] == name)
+            .unwrap()["direct"]
+            .clone()
+    };
+    for ok in ["allowed", "linear-allowed"] {
+        assert_eq!(row(ok)["ok"], true, "{ok}: {}", row(ok));
+        assert!(row(ok).get("refused").is_none(), "{}", row(ok));
+    }
+    let refused = |name: &str, step: u64, error: &str, why: &str| {
+        let r = row(name);
+        assert_eq!(r["ok"], false, "{name}: {r}");
+        let f = &r["refused"];
+        assert_eq!(f["step"], step, "{name}: {r}");
+        assert_eq!(f["error"], error, "{name}: {r}");
+        assert!(f["reason"].as_str().unwrap().contains(why), "{name}: {r}");
+        let e = r["error"].as_str().unwrap();
+        assert!(
+            e.contains("was refused and not made") && e.contains(why),
+            "{name}: {e}"
+        );
+    };
+    refused(
+        "denied-by-tool-pattern",
+        1,
+        "PolicyError",
+        "(deny: get_iss*)",
+    );
+    refused(
+        "denied-by-default",
+        0,
+        "PolicyError",
+        "denied by the default policy",
+    );
+    refused("read-only-server", 0, "PolicyError", "read-only mode");
+    refused("needs-approval", 0, "ApprovalDenied", "needs approval");
+    assert!(
+        row("needs-approval")["error"]
+            .as_str()
+            .unwrap()
+            .contains("approvals.fallback"),
+        "{}",
+        row("needs-approval")
+    );
+    // The audit: one tool.call line per direct call, as a pinned call writes it, the refused
+    // ones `deny` with their reason, the made ones `allow`; the approval's fallback too.
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let calls = |server: &str, tool: &str| -> Vec<Value> {
+        lines
+            .iter()
+            .filter(|l| l["event"] == "tool.call" && l["server"] == server && l["tool"] == tool)
+            .cloned()
+            .collect()
+    };
+    let one = |server: &str, tool: &str, decision: &str| {
+        let c = calls(server, tool);
+        assert_eq!(c.len(), 1, "{server}.{tool}: {c:?}");
+        assert_eq!(c[0]["decision"], decision, "{c:?}");
+        assert!(
+            c[0]["execution"].as_str().is_some_and(|e| !e.is_empty()),
+            "{c:?}"
+        );
+        c[0].clone()
+    };
+    // list_issues: the allowed task's step and the denied task's first step.
+    let listed = calls("github", "list_issues");
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(
+        listed
+            .iter()
+            .all(|l| l["decision"] == "allow" && l["outcome"] == "ok")
+    );
+    assert!(
+        one("github", "get_issue", "deny")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("get_iss*")
+    );
+    one("jira", "list-issues", "deny");
+    one("stripe", "list_customers", "deny");
+    one("salesforce", "get-account", "deny");
+    one("linear", "list_issues", "allow");
+    let approvals: Vec<&Value> = lines.iter().filter(|l| l["event"] == "approval").collect();
+    assert_eq!(approvals.len(), 1, "{approvals:?}");
+    assert_eq!(approvals[0]["via"], "fallback");
+    assert_eq!(approvals[0]["answer"], "denied");
+    assert_eq!(approvals[0]["tool"], "get-account");
+}
