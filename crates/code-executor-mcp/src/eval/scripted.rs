@@ -179,9 +179,17 @@ async fn direct_once(
                 error: name,
                 message,
             } => {
+                let fix = match name.as_str() {
+                    "TypeError" => "fix the task's arguments",
+                    "ApprovalDenied" => {
+                        "eval has no one to ask: set approvals.fallback to allow, or change the task"
+                    }
+                    "LimitError" => "raise the limit in the settings, or change the task",
+                    _ => "allow it in the settings, or change the task",
+                };
                 error = Some(format!(
                     "step {i} ({}.{}) was refused and not made, as a pinned direct call of it \
-                     would be: {name}: {}; allow it in the settings or change the task",
+                     would be: {name}: {}; {fix}",
                     step.server,
                     step.tool,
                     cut(&message)

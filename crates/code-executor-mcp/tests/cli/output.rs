@@ -35,13 +35,12 @@ fn closed_stdout(mut cmd: Command) -> Output {
     cmd.stdout(writer).stderr(Stdio::piped()).output().unwrap()
 }
 
-/// A config with one synthetic server (served by our own binary), for the discovery
-/// commands.
+/// A config with the fixture server, for the discovery commands.
 fn one_server(dir: &Path) -> std::path::PathBuf {
     let p = dir.join("servers.json");
     std::fs::write(
         &p,
-        json!({"mcpServers": {"github": {"command": EXE, "args": ["__synthetic-server", "github"]}}})
+        json!({"mcpServers": {"fx": {"command": test_support::workspace_bin("fixture-server")}}})
             .to_string(),
     )
     .unwrap();
@@ -72,7 +71,7 @@ fn commands_writing_to_a_closed_pipe_end_quietly() {
             config,
             "tools",
             "search",
-            "issue",
+            "echo",
         ],
         &[
             "--no-discover",
@@ -80,7 +79,7 @@ fn commands_writing_to_a_closed_pipe_end_quietly() {
             config,
             "tools",
             "search",
-            "issue",
+            "echo",
             "--json",
         ],
         &[
@@ -89,7 +88,7 @@ fn commands_writing_to_a_closed_pipe_end_quietly() {
             config,
             "tools",
             "show",
-            "mcp__github__get_issue",
+            "mcp__fx__echo",
         ],
         &["--no-discover", "--config", config, "config", "show"],
         &["audit", "tail", "-n", "50"],
