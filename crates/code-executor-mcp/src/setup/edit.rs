@@ -452,4 +452,63 @@ mod tests {
             Err(EditError::Toml(_))
         ));
     }
+
+    /// `--env` lands in Codex's `env` table beside the user's variables (a table the user
+    /// wrote as `[mcp_servers.ce.env]` included), and the same again changes nothing.
+    #[test]
+    fn codex_env_is_set_beside_the_users_variables() {
+        let with_env = Launch {
+            env: vec![("A".into(), "1".into()), ("B_2".into(), "x y".into())],
+            ..launch()
+        };
+        let (out, _, changed) = codex_edit(None, "ce", &with_env, &[]).unwrap();
+        assert!(changed);
+        let v: toml::Value = toml::from_str(&out).unwrap();
+        assert_eq!(v["mcp_servers"]["ce"]["env"]["A"].as_str(), Some("1"));
+        assert_eq!(v["mcp_servers"]["ce"]["env"]["B_2"].as_str(), Some("x y"));
+        let (again, _, changed) = codex_edit(Some(&out), "ce", &with_env, &[]).unwrap();
+        assert!(!changed);
+        assert_eq!(again, out);
+        let mine = "[mcp_servers.ce]\ncommand = \"/opt/cem/code-executor-mcp\"\n\n[mcp_servers.ce.env]\nMINE = \"kept\" # mine\nA = \"0\"\n";
+        let (out, _, changed) = codex_edit(Some(mine), "ce", &with_env, &[]).unwrap();
+        assert!(changed);
+        assert!(out.contains("MINE = \"kept\" # mine"), "{out}");
+        let v: toml::Value = toml::from_str(&out).unwrap();
+        assert_eq!(v["mcp_servers"]["ce"]["env"]["A"].as_str(), Some("1"));
+    }
+
+    /// In JSON clients, `--env` sets the entry's `env` object, keeps the user's variables,
+    /// and replaces an `env` that is not an object.
+    #[test]
+    fn json_env_is_set_beside_the_users_variables() {
+        let with_env = Launch {
+            env: vec![("A".into(), "1".into())],
+            ..launch()
+        };
+        let entry = json_entry(EntryShape::Plain, &with_env);
+        assert_eq!(entry["env"], json!({"A": "1"}));
+        assert!(
+            json_entry(EntryShape::Plain, &launch())
+                .get("env")
+                .is_none()
+        );
+        for (had, want) in [
+            (json!({"MINE": "k"}), json!({"MINE": "k", "A": "1"})),
+            (json!({"A": "0"}), json!({"A": "1"})),
+            (json!("oops"), json!({"A": "1"})),
+        ] {
+            let text = json!({"mcpServers": {"ce": {"command": "/opt/cem/code-executor-mcp", "args": [], "env": had}}}).to_string();
+            let mut doc = JsonDoc::parse(Some(&text), false, "").unwrap();
+            let servers = doc.object("mcpServers").unwrap();
+            assert!(put_json_entry(servers, "ce", entry.clone()));
+            let out: Value = serde_json::from_str(&doc.render()).unwrap();
+            assert_eq!(out["mcpServers"]["ce"]["env"], want);
+            let mut doc = JsonDoc::parse(Some(&doc.render()), false, "").unwrap();
+            assert!(!put_json_entry(
+                doc.object("mcpServers").unwrap(),
+                "ce",
+                entry.clone()
+            ));
+        }
+    }
 }
