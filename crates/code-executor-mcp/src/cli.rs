@@ -2,8 +2,10 @@
 //! login/logout.
 //!
 //! In serve mode stdout belongs to the MCP protocol; logs go to stderr through `tracing`.
-//! The other commands are for people at a terminal and print to stdout; `login` talks to
-//! the person on stderr while it waits.
+//! The other commands are for people at a terminal and print to stdout (through
+//! `console::say`, which ends quietly when the reader goes away); `login` talks to the person
+//! on stderr while it waits. A command's error is an `error: ...` line (and `hint: ...`) on
+//! stderr with exit 1, as CLI tools print theirs, not a log line (`console::report_error`).
 
 mod doctor;
 mod serve_args;
