@@ -222,7 +222,7 @@ pub fn add_to_list(map: &mut Obj, key: &str, names: &[String]) -> Result<Vec<Str
 }
 
 /// Codex's `config.toml`: `[mcp_servers.<name>]` with `command` and, when there are any,
-/// `args` and `env` (what `codex mcp add --env K=V` writes); the variables are set in the
+/// `args`, and `[mcp_servers.<name>.env]` (what `codex mcp add --env K=V` writes); the variables are set in the
 /// entry's `env` beside the user's own. With `disable`, `enabled = false` on those entries.
 /// Returns the new text, the names switched off, and whether our entry changed.
 pub fn codex_edit(
@@ -286,16 +286,17 @@ pub fn codex_edit(
         let Some(t) = servers.get_mut(name).and_then(Item::as_table_like_mut) else {
             return Err(EditError::NotAnObject(format!("mcp_servers.{name}")));
         };
-        let env = t
-            .entry("env")
-            .or_insert_with(|| Item::Value(toml_edit::Value::InlineTable(Default::default())));
+        // `[mcp_servers.<name>.env]`, its keys in order, as `codex mcp add --env` writes it.
+        let env = t.entry("env").or_insert_with(|| Item::Table(Table::new()));
         if env.as_table_like().is_none() {
-            *env = Item::Value(toml_edit::Value::InlineTable(Default::default()));
+            *env = Item::Table(Table::new());
         }
         let Some(env) = env.as_table_like_mut() else {
             return Err(EditError::NotAnObject(format!("mcp_servers.{name}.env")));
         };
-        for (k, v) in &launch.env {
+        let mut sorted: Vec<&(String, String)> = launch.env.iter().collect();
+        sorted.sort();
+        for (k, v) in sorted {
             if env.get(k).and_then(Item::as_str) != Some(v.as_str()) {
                 env.insert(k, value(v.clone()));
                 env_changed = true;
