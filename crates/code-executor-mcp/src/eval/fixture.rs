@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::error::EvalError;
+use crate::console::Progress;
 
 /// The fixture script.
 const SCRIPT: &str = include_str!("../../eval/fixture.sh");
@@ -18,27 +19,42 @@ pub(crate) const REFERENCE_SERVERS: [&str; 5] =
     ["everything", "filesystem", "git", "memory", "time"];
 
 /// Makes the fixture in `dir` (replacing an earlier one; a directory holding anything else is
-/// refused by the script) and returns the path of its server config.
+/// refused by the script) and returns the path of its server config. What the script says
+/// (what it uses, what it fetches) is shown as progress; when it fails, its message is the
+/// error's.
 pub(crate) fn make(dir: &Path) -> Result<PathBuf, EvalError> {
     let failed = |reason: String| EvalError::Fixture {
         dir: dir.display().to_string(),
         reason,
     };
-    // The script's own lines (what it uses, what it fetches, what is missing) go to our
-    // stderr as they come; its stdout is the config's path.
+    let progress = Progress::new("eval");
+    progress.step(&format!(
+        "making the reference fixture in {}",
+        dir.display()
+    ));
     let out = Command::new("bash")
         .arg("-c")
         .arg(SCRIPT)
         .arg("eval-fixture")
         .arg(dir)
         .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
         .output()
         .map_err(|e| failed(format!("cannot run bash: {e}")))?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = said
+        .lines()
+        .map(|l| l.strip_prefix("eval-fixture: ").unwrap_or(l))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
     if !out.status.success() {
-        return Err(failed(
-            "the fixture script stopped (its message is above)".into(),
-        ));
+        return Err(failed(if said.is_empty() {
+            format!("the fixture script failed ({})", out.status)
+        } else {
+            said.join("; ")
+        }));
+    }
+    for line in &said {
+        progress.step(line);
     }
     let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if path.is_empty() {

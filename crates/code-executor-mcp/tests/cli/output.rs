@@ -191,7 +191,7 @@ fn user_errors_are_error_lines_with_hints_and_a_failing_exit() {
                 .any(|l| l.len() > 20 && l.as_bytes()[4] == b'-' && l.contains('T')),
             "{args:?}: {stderr}"
         );
-        assert!(out.stdout.is_empty() || *args == ["bench"], "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
     }
     // The hints where one helps.
     let exec = command(&dir.0)
@@ -212,6 +212,21 @@ fn user_errors_are_error_lines_with_hints_and_a_failing_exit() {
         stderr.contains("\nhint: ") && stderr.contains("eval --fixture DIR"),
         "{stderr}"
     );
+    // A long command's progress, when asked for (as on a terminal), comes first on stderr;
+    // the error still ends it.
+    let bench = command(&dir.0)
+        .args(["bench"])
+        .env("CODE_EXECUTOR_PROGRESS", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bench.stderr);
+    assert!(
+        stderr.starts_with("bench [")
+            && stderr.contains("the JSON report is printed when it is done"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("\nerror: pass --everything"), "{stderr}");
+    assert!(bench.stdout.is_empty());
     // Usage errors stay clap's: exit 2.
     let usage = command(&dir.0).args(["exec"]).output().unwrap();
     assert_eq!(usage.status.code(), Some(2));
