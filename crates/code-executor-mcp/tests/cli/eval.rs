@@ -801,4 +801,54 @@ fn direct_steps_obey_the_rules_approvals_and_audit_of_pinned_direct_tools() {
     assert_eq!(approvals[0]["via"], "fallback");
     assert_eq!(approvals[0]["answer"], "denied");
     assert_eq!(approvals[0]["tool"], "get-account");
+
+    // With `approvals.fallback: allow`, the call that needs approval is made, as a pinned
+    // call's would be, and its approval line says the fallback allowed it.
+    std::fs::write(
+        &settings,
+        json!({
+            "approvals": {"approve": ["mcp__*__get-account"], "fallback": "allow"},
+            "audit": {"path": audit}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::remove_file(&audit).unwrap();
+    let one = synthetic_file(
+        &dir.0,
+        json!([task(
+            "needs-approval",
+            json!([
+        {"server": "salesforce", "tool": "get-account", "arguments": {"account_id": "account-1003"}}])
+        )]),
+    );
+    let out = eval(
+        &dir.0,
+        None,
+        &[
+            "--tasks",
+            one.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let approval: Vec<&Value> = lines.iter().filter(|l| l["event"] == "approval").collect();
+    assert_eq!(approval.len(), 1, "{lines:?}");
+    assert_eq!(approval[0]["answer"], "approved");
+    assert!(
+        lines.iter().any(|l| l["event"] == "tool.call"
+            && l["tool"] == "get-account"
+            && l["decision"] == "allow"),
+        "{lines:?}"
+    );
 }
