@@ -2,8 +2,10 @@
 //! login/logout.
 //!
 //! In serve mode stdout belongs to the MCP protocol; logs go to stderr through `tracing`.
-//! The other commands are for people at a terminal and print to stdout; `login` talks to
-//! the person on stderr while it waits.
+//! The other commands are for people at a terminal and print to stdout (through
+//! `console::say`, which ends quietly when the reader goes away); `login` talks to the person
+//! on stderr while it waits. A command's error is an `error: ...` line (and `hint: ...`) on
+//! stderr with exit 1, as CLI tools print theirs, not a log line (`console::report_error`).
 
 mod doctor;
 mod serve_args;
@@ -24,7 +26,7 @@ use crate::composition::Core;
 use crate::config::settings::ProjectSettings;
 use crate::config::sources::Places;
 use crate::config::{Config, LoadOptions, Settings};
-use crate::console::{say, tell};
+use crate::console::{Hinted, report_error, say, say_bytes, tell};
 use crate::defaults::{DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
 use crate::options::CoreOptions;
 use crate::principal::Principal;
@@ -268,16 +270,32 @@ pub fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
+            report_error(&anyhow::Error::new(e).context("cannot start the async runtime"));
             return ExitCode::FAILURE;
         }
     };
+    // A command's error is shown as CLI tools show theirs (`error: ...`, `hint: ...` on
+    // stderr); a server logging JSON lines for a collector logs it as one of them.
+    let json_log = !quiet && cli.log_format == LogFormat::Json;
     let code = match rt.block_on(run(cli)) {
         Ok(code) => code,
-        Err(e) => {
+        Err(e) if json_log => {
             tracing::error!("{e:#}");
             ExitCode::FAILURE
         }
+        Err(e) => {
+            report_error(&e);
+            ExitCode::FAILURE
+        }
+    };
+    // Output that could not be written (other than to a reader that went away) fails the
+    // command.
+    let code = match crate::console::stdout_failure() {
+        Some(why) => {
+            report_error(&anyhow::anyhow!("cannot write to stdout: {why}"));
+            ExitCode::FAILURE
+        }
+        None => code,
     };
     // stdin's reader is a blocking thread that waits for input which may never come (after
     // a signal): the runtime does not wait for it.
@@ -306,6 +324,11 @@ fn init_tracing(quiet: bool, format: LogFormat) {
 
 /// Settings, upstream config and core options, from files, environment and flags.
 fn load(cli: &Cli) -> anyhow::Result<(Config, Settings, CoreOptions)> {
+    load_with(cli, None)
+}
+
+/// [`load`], with the upstream config `only` (and no other, discovery off) when given.
+fn load_with(cli: &Cli, only: Option<PathBuf>) -> anyhow::Result<(Config, Settings, CoreOptions)> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let places = Places::from_env(cwd.clone());
     let settings =
@@ -331,9 +354,10 @@ fn load(cli: &Cli) -> anyhow::Result<(Config, Settings, CoreOptions)> {
     if cli.pool_memory_mb.is_some_and(|mb| mb < 16) {
         anyhow::bail!("--pool-memory-mb must be at least 16");
     }
+    let discover = settings.discover && !cli.no_discover && only.is_none();
     let config = Config::load(&LoadOptions {
-        explicit: cli.config.clone(),
-        discover: settings.discover && !cli.no_discover,
+        explicit: only.or_else(|| cli.config.clone()),
+        discover,
         places,
         self_exe: Some(opts.exe.clone()),
         trusted_projects: settings.trusted_projects.clone(),
@@ -404,12 +428,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Setup(args)) => crate::setup::run(args),
         Some(Command::Completions { shell }) => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(
-                *shell,
-                &mut cmd,
-                "code-executor-mcp",
-                &mut std::io::stdout(),
-            );
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "code-executor-mcp", &mut script);
+            say_bytes(&script);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Serve(ServeArgs {
@@ -501,8 +522,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .context("cannot read code from stdin")?;
                 s
             } else {
-                std::fs::read_to_string(file)
-                    .with_context(|| format!("cannot read {}", file.display()))?
+                std::fs::read_to_string(file).map_err(|e| {
+                    Hinted::new(
+                        format!("cannot read {}: {e}", file.display()),
+                        "exec runs a TypeScript/JavaScript or Python file: give its path, or - \
+                         to read the code from stdin",
+                    )
+                })?
             };
             let core = start_core(&cli)?;
             let outcome = core
@@ -633,7 +659,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Bench(args)) => crate::bench::run(options(&cli)?, args).await,
         Some(Command::Eval(args)) => {
-            let (config, settings, opts) = load(&cli)?;
+            let fixture = args.fixture_config()?;
+            let (config, settings, opts) = load_with(&cli, fixture)?;
             crate::eval::run(config, settings, opts, args).await
         }
         Some(Command::Login { server, timeout }) => {

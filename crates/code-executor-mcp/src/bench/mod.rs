@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::{Value, json};
 
-use crate::console::say;
+use crate::console::{Progress, say};
 use crate::options::CoreOptions;
 
 mod access;
@@ -46,6 +46,8 @@ use measure::{
 /// `code-executor-mcp bench`: the container comparison (`--container-url`), the HTTP report
 /// (`--http`), or the latency report with its sections.
 pub(crate) async fn run(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    // What runs for minutes says so on a terminal (stderr; stdout keeps the JSON alone).
+    Progress::new("bench").step("measuring; the JSON report is printed when it is done");
     if args.container_url.is_some() {
         container::run(opts.exe, args).await
     } else if args.http && args.via_haproxy {
@@ -133,6 +135,8 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     let node_args = vec![everything.display().to_string(), "stdio".to_string()];
     let echo = || json!({"message": "hello"});
 
+    let progress = Progress::new("bench");
+    progress.step("the direct baseline: server-everything's echo");
     // Baseline: server-everything called directly.
     let (everything_cold_ms, direct, _) = cold_start(&args.node, &node_args).await?;
     for _ in 0..10 {
@@ -241,6 +245,9 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     let mut five_args = our_args.clone();
     five_args[1] = five_path.display().to_string();
     let (mut cold_one, mut cold_five) = (Vec::new(), Vec::new());
+    progress.step(&format!(
+        "starts of our server, with one and five upstreams ({COLD_STARTS} each)"
+    ));
     for _ in 0..COLD_STARTS {
         for (args, into) in [(&our_args, &mut cold_one), (&five_args, &mut cold_five)] {
             let (ms, client, _) = cold_start(&exe, args).await?;
@@ -257,6 +264,7 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
         let _ = std::fs::remove_dir_all(&dir);
         return Ok(ExitCode::SUCCESS);
     }
+    progress.step("executions, TypeScript and Python, from a warm pool");
     let (_, ours, our_pid) = cold_start(&exe, &our_args).await?;
 
     let exec = |code: &'static str| {
@@ -344,6 +352,10 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
         }
         Ok(())
     };
+    progress.step(&format!(
+        "side by side with the baseline ({} rounds)",
+        n.min(30)
+    ));
     let mut rounds: [Vec<f64>; 6] = Default::default();
     let mut ratios: [Vec<f64>; 4] = Default::default();
     for _ in 0..n.min(30) {
@@ -372,22 +384,34 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     }
     let [sbs_echo, sbs_seq, sbs_ts, sbs_ts_seq, sbs_py, sbs_py_seq] = rounds.map(summarize);
     let [r_ts, r_ts_seq, r_py, r_py_seq] = ratios.map(summarize);
+    progress.step("sessions");
     let sessions = rounds::session_rounds(&direct, &ours, n.min(30)).await?;
+    progress.step("tasks");
     let tasks = rounds::task_rounds(&direct, &exe, &our_args, n.min(30)).await?;
+    progress.step("approvals");
     let approvals =
         rounds::approval_rounds(&direct, &exe, &our_args, &cfg, &dir, n.min(30)).await?;
+    progress.step("granted file and network access");
     let access = access::report(&exe, &our_base_args(&opts), &dir, n.min(30)).await?;
+    progress.step("worker starts");
     let worker_start = start::report(&opts, n.min(30)).await?;
+    progress.step("skills");
     let skills = skills::report(&direct, &exe, &our_args, &dir, n.min(30)).await?;
+    progress.step("request paths");
     let paths = paths::report(&direct, &exe, &our_args, &dir, n).await?;
+    if args.python_sdk.is_some() {
+        progress.step("back to back from the official Python SDK");
+    }
     let python_sdk = match args.python_sdk.clone() {
         Some(python) => sdk(python).await?,
         None => Value::Null,
     };
+    progress.step("large results");
     let (ours_pii, _) = large::pii_server(&exe, &our_args, &dir).await?;
     let large_results = large::report(&direct, &ours, Some(&ours_pii), n.min(30)).await?;
     drop(ours_pii);
     let tokens = large::tokens(&ours).await?;
+    progress.step("back to back executions, then the idle memory");
     let trivial_back_to_back = sample(n, || exec("return 1 + 1")).await?;
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     // Idle: past the quiet period after which the server gives back the memory that the
@@ -396,6 +420,7 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     let idle_rss = our_pid.and_then(rss_kib);
 
     let _ = std::fs::remove_dir_all(&dir);
+    progress.step("done");
     let d = median(&direct_echo);
     let report = json!({
         "search": search_report(),

@@ -20,6 +20,8 @@ pub(crate) enum EvalError {
         "no MCP server is configured: pass --config PATH (a {{\"mcpServers\": ...}} file), or try --tasks synthetic"
     )]
     NoServers,
+    #[error("--fixture {dir}: {reason}")]
+    Fixture { dir: String, reason: String },
     #[error("--model: {0}")]
     Model(String),
     #[error("cannot start our own MCP server in-process: {0}")]

@@ -18,6 +18,7 @@
 mod chart;
 mod context;
 mod error;
+mod fixture;
 mod measure;
 mod model;
 mod report;
@@ -33,7 +34,7 @@ use std::sync::Arc;
 
 use crate::composition::Core;
 use crate::config::{Config, Settings};
-use crate::console::say;
+use crate::console::{Hinted, Progress, say};
 use crate::options::CoreOptions;
 use crate::upstream::Upstreams;
 pub(crate) use error::EvalError;
@@ -50,6 +51,12 @@ pub(crate) struct EvalArgs {
         default_value = "reference"
     )]
     tasks: String,
+    /// Make the reference tasks' data and a config of the five reference servers in DIR
+    /// (new, empty, or an earlier fixture), and run on that config instead of yours. Needs
+    /// git, and node's npx and uv's uvx on PATH (or the servers in $CODE_EXECUTOR_INTEROP's
+    /// prefix).
+    #[arg(long, value_name = "DIR")]
+    fixture: Option<PathBuf>,
     /// A task file variable, NAME=VALUE (repeatable); overrides the file's `vars`.
     #[arg(long = "var", value_name = "NAME=VALUE")]
     vars: Vec<String>,
@@ -94,6 +101,57 @@ fn write(path: &std::path::Path, text: &str) -> Result<(), EvalError> {
     })
 }
 
+impl EvalArgs {
+    /// With `--fixture DIR`: makes the fixture and returns the config to run on instead of
+    /// the user's.
+    pub(crate) fn fixture_config(&self) -> Result<Option<PathBuf>, EvalError> {
+        self.fixture.as_deref().map(fixture::make).transpose()
+    }
+}
+
+/// Why the built-in reference tasks cannot run on `config`, and what to do: the servers
+/// they call that are not configured.
+fn reference_servers_missing(config: &Config) -> Option<Hinted> {
+    let missing: Vec<&str> = fixture::REFERENCE_SERVERS
+        .iter()
+        .copied()
+        .filter(|s| !config.servers.contains_key(*s))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    Some(Hinted::new(
+        format!(
+            "the reference tasks run on the five reference MCP servers ({}) over fixture data, \
+             and {} {} not configured",
+            fixture::REFERENCE_SERVERS.join(", "),
+            missing.join(", "),
+            if missing.len() == 1 { "is" } else { "are" }
+        ),
+        "`code-executor-mcp eval --fixture DIR` makes the data in DIR and configures the five \
+         servers (it needs git, and node's npx and uv's uvx on PATH); `--tasks synthetic` \
+         needs nothing installed (docs/eval.md)",
+    ))
+}
+
+/// The argument after `flag` (`flag VALUE` or `flag=VALUE`) of the configured stdio server
+/// `server`.
+fn server_arg(config: &Config, server: &str, flag: &str) -> Option<String> {
+    let spec = config.servers.get(server)?;
+    let crate::config::Transport::Stdio { args, .. } = &spec.transport else {
+        return None;
+    };
+    args.iter().enumerate().find_map(|(i, a)| {
+        if a == flag {
+            args.get(i + 1).cloned()
+        } else {
+            a.strip_prefix(flag)
+                .and_then(|rest| rest.strip_prefix('='))
+                .map(str::to_string)
+        }
+    })
+}
+
 /// `code-executor-mcp eval`, on `config` (the synthetic catalog replaces it when the task file
 /// asks for it).
 pub(crate) async fn run(
@@ -103,7 +161,13 @@ pub(crate) async fn run(
     args: &EvalArgs,
 ) -> anyhow::Result<ExitCode> {
     let vars = parse_vars(&args.vars)?;
-    let mut file = tasks::load(&args.tasks, &vars)?;
+    if args.tasks == "reference"
+        && let Some(e) = reference_servers_missing(&config)
+    {
+        return Err(e.into());
+    }
+    let server_args = |server: &str, flag: &str| server_arg(&config, server, flag);
+    let mut file = tasks::load(&args.tasks, &vars, &server_args)?;
     if !args.only.is_empty() {
         if let Some(unknown) = args
             .only
@@ -134,8 +198,14 @@ pub(crate) async fn run(
         )
         .into());
     }
-    let timeout = settings.upstream_call_timeout;
-    // The direct side: our upstream client, a session per server, apart from our server's.
+    let progress = Progress::new("eval");
+    progress.step(&format!(
+        "starting {} servers, directly and through our server",
+        config.servers.len()
+    ));
+    // The definitions as a client loads them from each server directly: our upstream
+    // client, a session per server, apart from our server's. The direct steps themselves go
+    // through our runtime's door, as pinned direct tools' calls (`sides::Ours::direct`).
     let up = Arc::new(Upstreams::new(&config, &settings));
     let core = Core::start(&config, &settings, opts);
     let ours = sides::Ours::start(core).await?;
@@ -149,23 +219,37 @@ pub(crate) async fn run(
     let cost = context::cost(&listed, &our_tools)?;
     ours.wait_for_pools().await;
     let setup = scripted::Setup {
-        up: &up,
         ours: &ours,
         listed: &listed,
         direct_schemas: cost.direct_tokens,
         our_schemas: cost.ours.tokens,
         runs: args.runs.max(1),
         warmup: args.warmup,
-        timeout,
     };
     let mut rows = Vec::new();
-    for task in &file.tasks {
+    for (i, task) in file.tasks.iter().enumerate() {
+        progress.step(&format!(
+            "task {}/{}: {} ({} run{} each way)",
+            i + 1,
+            file.tasks.len(),
+            task.name,
+            setup.warmup + setup.runs,
+            if setup.warmup + setup.runs == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ));
         rows.push(scripted::run_task(&setup, task).await?);
     }
     let modeled = if args.model {
         let provider = settings.llm.provider.clone();
         match provider {
             Some(p) => {
+                progress.step(&format!(
+                    "the model does the {} tasks both ways",
+                    file.tasks.len()
+                ));
                 Some(model::run_all(&p, &file.tasks, &setup, &our_tools, args.max_turns).await?)
             }
             None => None,

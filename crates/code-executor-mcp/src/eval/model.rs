@@ -1,11 +1,12 @@
 //! Model-driven runs (`eval --model`): the configured provider (`llm.provider`: the Anthropic
 //! Messages API or an OpenAI-compatible chat endpoint) does each task with tool calling, in
 //! both modes. Direct: it is given every upstream tool (named `server__tool`) and its calls go
-//! to the upstreams. Code: it is given our `tools/list` and its calls go to our server. A
+//! to the upstreams through the runtime's door, as pinned direct tools' calls (the settings'
+//! rules, approvals and audit hold; a refusal is the tool error a pinned call gets). Code: it is given our `tools/list` and its calls go to our server. A
 //! task succeeds when the model's final answer holds what the task expects. Tokens are what
 //! the provider reports; turns are model calls, bounded by `--max-turns`.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rmcp::model::Tool;
 use serde::Serialize;
@@ -17,7 +18,6 @@ use super::scripted::Setup;
 use super::sides::{Ours, context_text};
 use super::tasks::Task;
 use crate::policy::llm::{Api, ProviderSettings};
-use crate::upstream::Upstreams;
 
 /// Default bound on model turns per task and mode.
 pub(crate) const DEFAULT_MAX_TURNS: usize = 12;
@@ -272,9 +272,7 @@ impl Provider<'_> {
 struct Mode<'a> {
     tools: Vec<Tool>,
     routes: Vec<(String, Route)>,
-    up: &'a Upstreams,
     ours: &'a Ours,
-    timeout: Duration,
 }
 
 impl Mode<'_> {
@@ -287,14 +285,13 @@ impl Mode<'_> {
         {
             None => (format!("no tool named {:?}", c.name), true),
             Some(Route::Upstream { server, tool }) => {
-                match self
-                    .up
-                    .call(server, tool, c.args.clone(), self.timeout)
+                let r = self
+                    .ours
+                    .direct(server, tool, c.args.clone())
                     .await
-                {
-                    Ok((r, _)) => (context_text(&r), r.is_error == Some(true)),
-                    Err(e) => (e.to_string(), true),
-                }
+                    .0
+                    .into_result();
+                (context_text(&r), r.is_error == Some(true))
             }
             Some(Route::Ours) => match self.ours.call(&c.name, c.args.clone()).await.0 {
                 Ok(r) => (context_text(&r), r.is_error == Some(true)),
@@ -367,7 +364,7 @@ pub(crate) async fn run_all(
     our_tools: &[Tool],
     max_turns: usize,
 ) -> Result<Vec<ModelRow>, EvalError> {
-    let (up, ours, listed, timeout) = (s.up, s.ours, s.listed, s.timeout);
+    let (ours, listed) = (s.ours, s.listed);
     let key = p
         .api_key_env
         .as_deref()
@@ -406,9 +403,7 @@ pub(crate) async fn run_all(
     let direct = Mode {
         tools: direct_tools,
         routes,
-        up,
         ours,
-        timeout,
     };
     let code = Mode {
         tools: our_tools.to_vec(),
@@ -416,9 +411,7 @@ pub(crate) async fn run_all(
             .iter()
             .map(|t| (t.name.to_string(), Route::Ours))
             .collect(),
-        up,
         ours,
-        timeout,
     };
     let mut rows = Vec::new();
     for task in tasks {

@@ -1,7 +1,12 @@
 //! Scripted runs: each task's direct call sequence against the upstreams, and its code
 //! through our server, several times each, measured as [`super::measure`] says.
+//!
+//! Each direct step goes through the runtime's door as a pinned direct tool's call does
+//! ([`Ours::direct`]): a step the settings refuse (a denied or held-back tool, a `readOnly`
+//! server's tool not annotated read-only, arguments the schema refuses, an approval nobody
+//! can give) is not made; its row says which step was refused, by what, and the task fails.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::model::CallToolResult;
 use serde::Serialize;
@@ -10,9 +15,8 @@ use serde_json::Value;
 use super::context::{Listed, ratio};
 use super::error::EvalError;
 use super::measure::{Tally, Turn, median, round_ms};
-use super::sides::{Ours, code_args, context_text};
+use super::sides::{Direct, Ours, code_args, context_text};
 use super::tasks::{Step, Task, resolve_args};
-use crate::upstream::Upstreams;
 
 /// Longest error text kept in a report row.
 const ERROR_CHARS: usize = 400;
@@ -25,6 +29,9 @@ pub(crate) struct Side {
     /// What went wrong, and what to do about it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The direct step the user's settings refused (it was not made).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Refused>,
     /// Tokens of the first run.
     pub tokens: Tally,
     /// Every run passed the same number of tokens.
@@ -53,12 +60,25 @@ pub(crate) struct Ratios {
     pub time: f64,
 }
 
+/// A direct step the settings refused, as a pinned direct call of it would have been.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Refused {
+    pub step: usize,
+    pub server: String,
+    pub tool: String,
+    /// The error a pinned direct call (or code) gets: `PolicyError`, `ApprovalDenied`,
+    /// `TypeError` (arguments), `LimitError`.
+    pub error: String,
+    pub reason: String,
+}
+
 /// One run one way.
 struct Run {
     tally: Tally,
     turns: usize,
     ms: f64,
     error: Option<String>,
+    refused: Option<Refused>,
     /// Code mode: the result's JSON (the answer a model would relay).
     answer: Option<String>,
 }
@@ -110,17 +130,17 @@ fn check_step(i: usize, step: &Step, listed: &Listed) -> Result<(), String> {
 }
 
 async fn direct_once(
-    up: &Upstreams,
+    ours: &Ours,
     listed: &Listed,
     task: &Task,
     schemas: usize,
     answer: &str,
-    timeout: Duration,
 ) -> Result<Run, EvalError> {
     let mut turns = Vec::new();
     let mut results: Vec<(Option<Value>, String)> = Vec::new();
     let mut elapsed = Duration::ZERO;
     let mut error = None;
+    let mut refused = None;
     for (i, step) in task.direct.iter().enumerate() {
         if let Err(e) = check_step(i, step, listed) {
             error = Some(e);
@@ -134,11 +154,10 @@ async fn direct_once(
             }
         };
         let written = Value::Object(args.clone()).to_string();
-        let t = Instant::now();
-        let r = up.call(&step.server, &step.tool, args, timeout).await;
-        elapsed += t.elapsed();
+        let (r, took) = ours.direct(&step.server, &step.tool, args).await;
+        elapsed += took;
         match r {
-            Ok((result, _)) => {
+            Direct::Answered(result) => {
                 let text = context_text(&result);
                 let failed = result.is_error == Some(true);
                 turns.push(Turn {
@@ -156,12 +175,40 @@ async fn direct_once(
                 }
                 results.push((result.structured_content, text));
             }
-            Err(e) => {
+            Direct::Refused {
+                error: name,
+                message,
+            } => {
+                let fix = match name.as_str() {
+                    "TypeError" => "fix the task's arguments",
+                    "ApprovalDenied" => {
+                        "eval has no one to ask: set approvals.fallback to allow, or change the task"
+                    }
+                    "LimitError" => "raise the limit in the settings, or change the task",
+                    _ => "allow it in the settings, or change the task",
+                };
+                error = Some(format!(
+                    "step {i} ({}.{}) was refused and not made, as a pinned direct call of it \
+                     would be: {name}: {}; {fix}",
+                    step.server,
+                    step.tool,
+                    cut(&message)
+                ));
+                refused = Some(Refused {
+                    step: i,
+                    server: step.server.clone(),
+                    tool: step.tool.clone(),
+                    error: name,
+                    reason: message,
+                });
+                break;
+            }
+            Direct::Failed(e) => {
                 error = Some(format!(
                     "step {i} ({}.{}) failed: {}",
                     step.server,
                     step.tool,
-                    cut(&e.to_string())
+                    cut(&e)
                 ));
                 break;
             }
@@ -178,6 +225,7 @@ async fn direct_once(
         turns: turns.len() + 1,
         ms: elapsed.as_secs_f64() * 1e3,
         error,
+        refused,
         answer: None,
     })
 }
@@ -238,6 +286,7 @@ async fn code_once(
         turns: 2,
         ms: elapsed.as_secs_f64() * 1e3,
         error,
+        refused: None,
         answer: relayed,
     })
 }
@@ -248,6 +297,7 @@ fn side(runs: &[Run]) -> Side {
     Side {
         ok: error.is_none() && !runs.is_empty(),
         error,
+        refused: runs.iter().find_map(|r| r.refused.clone()),
         tokens: first.map(|r| r.tally).unwrap_or_default(),
         tokens_stable: runs.windows(2).all(|w| w[0].tally == w[1].tally),
         turns: first.map_or(0, |r| r.turns),
@@ -258,14 +308,12 @@ fn side(runs: &[Run]) -> Side {
 
 /// What the scripted runs need.
 pub(crate) struct Setup<'a> {
-    pub up: &'a Upstreams,
     pub ours: &'a Ours,
     pub listed: &'a Listed,
     pub direct_schemas: usize,
     pub our_schemas: usize,
     pub runs: usize,
     pub warmup: usize,
-    pub timeout: Duration,
 }
 
 /// Runs `task` both ways, `warmup` untimed times then `runs` times, code first in each
@@ -280,7 +328,7 @@ pub(crate) async fn run_task(s: &Setup<'_>, task: &Task) -> Result<Row, EvalErro
             .clone()
             .or_else(|| c.answer.clone())
             .unwrap_or_default();
-        let d = direct_once(s.up, s.listed, task, s.direct_schemas, &answer, s.timeout).await?;
+        let d = direct_once(s.ours, s.listed, task, s.direct_schemas, &answer).await?;
         if round >= s.warmup {
             code.push(c);
             direct.push(d);

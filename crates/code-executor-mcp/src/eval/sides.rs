@@ -1,7 +1,14 @@
-//! The two ways a task runs: directly, through a real MCP client session to each upstream
-//! (the same client we use upstream), and through our own server, served in-process to an
-//! MCP client over an in-memory pipe, with the user's configuration and settings.
-//! [`context_text`] is what a tool result puts into a model's context, the same rule both ways.
+//! The two ways a task runs: directly, one upstream call per step, and through our own
+//! server, served in-process to an MCP client over an in-memory pipe, with the user's
+//! configuration and settings. [`context_text`] is what a tool result puts into a model's
+//! context, the same rule both ways.
+//!
+//! A direct step is not a side door: it enters the runtime through its one door as a pinned
+//! direct tool's call does (`runtime::door::Work::Direct`), so the settings' rules
+//! (`policy`, `readOnly`, client configs' held-back tools), the schema check, the rate,
+//! approvals and the audit line are those of a pinned direct call. `eval` has no person to
+//! ask: a call that needs approval gets the configured `approvals.fallback` (deny by default),
+//! and the refusal says so.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +20,14 @@ use serde_json::{Map, Value, json};
 
 use super::error::EvalError;
 use crate::composition::Core;
+use crate::principal::Principal;
+use crate::runtime::ExecOutcome;
+use crate::runtime::door::{Caller, DirectCall, Mode, Start, Started, Work};
 use crate::server::CodeExecutorServer;
+
+/// The principal both sides run as: the name our MCP client declares to our server, and the
+/// one its direct steps are made for (rules, rate, approvals remembered, audit lines).
+pub(crate) const PRINCIPAL: &str = "code-executor-mcp-eval";
 
 /// Buffer of the in-memory pipe between the client and our server, each way.
 const PIPE_BYTES: usize = 1 << 20;
@@ -45,7 +59,7 @@ pub(crate) fn context_text(result: &CallToolResult) -> String {
 /// Our server, in this process, and an MCP client session to it.
 pub(crate) struct Ours {
     pub core: Arc<Core>,
-    client: RunningService<RoleClient, ()>,
+    client: RunningService<RoleClient, rmcp::model::ClientConfig>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -60,7 +74,11 @@ impl Ours {
                 let _ = running.waiting().await;
             }
         });
-        let client = ()
+        let info = rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::default(),
+            rmcp::model::Implementation::new(PRINCIPAL, crate::defaults::VERSION),
+        );
+        let client = info
             .serve((cr, cw))
             .await
             .map_err(|e| EvalError::OurServer(format!("the MCP handshake failed: {e}")))?;
@@ -94,6 +112,36 @@ impl Ours {
             .await
             .map_err(|e| e.to_string());
         (r, t.elapsed())
+    }
+
+    /// One direct step: a call of `tool` of `server` through the runtime's door, as a pinned
+    /// direct tool's call is made (rules, schema, rate, approval, audit), timed. Its outcome
+    /// holds the upstream's result, or the refusal or failure as code would have caught it.
+    pub(crate) async fn direct(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> (Direct, Duration) {
+        let t = Instant::now();
+        let start = Start {
+            work: Work::Direct(DirectCall {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                args: Value::Object(args),
+                trace: None,
+            }),
+            context: Caller {
+                principal: Principal::new(PRINCIPAL),
+                client: None,
+            },
+            mode: Mode::Plain { asks: None },
+        };
+        let outcome = match self.core.runtime.begin(start).and_then(Started::waiting) {
+            Ok(run) => run.outcome().await,
+            Err(e) => ExecOutcome::refused(e.info()),
+        };
+        (Direct::of(outcome), t.elapsed())
     }
 
     /// Waits (at most [`POOL_WAIT`]) until every worker pool holds its target, so the first
@@ -130,6 +178,54 @@ impl Ours {
         self.core.policy.audit.flush();
     }
 }
+
+/// What became of one direct step.
+#[derive(Debug)]
+pub(crate) enum Direct {
+    /// The upstream answered (its own `isError` included).
+    Answered(CallToolResult),
+    /// The call was not made: the settings' rules, the schema, a limit or an approval
+    /// refused it (`PolicyError`, `TypeError`, `LimitError`, `ApprovalDenied`).
+    Refused { error: String, message: String },
+    /// It was made and failed: the server could not be reached, the tool does not exist,
+    /// the call timed out.
+    Failed(String),
+}
+
+impl Direct {
+    fn of(outcome: ExecOutcome) -> Direct {
+        if let Some(result) = outcome.upstream {
+            return Direct::Answered(*result);
+        }
+        match outcome.error {
+            Some(e) if REFUSALS.contains(&e.name.as_str()) => Direct::Refused {
+                error: e.name,
+                message: e.message,
+            },
+            Some(e) => Direct::Failed(format!("{}: {}", e.name, e.message)),
+            None => Direct::Failed("the call ended without a result".into()),
+        }
+    }
+
+    /// The result a client of a pinned direct tool would get: the upstream's, or a tool error
+    /// naming what refused or failed the call.
+    pub(crate) fn into_result(self) -> CallToolResult {
+        match self {
+            Direct::Answered(r) => r,
+            Direct::Refused { error, message } => {
+                CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
+                    "{error}: {message}"
+                ))])
+            }
+            Direct::Failed(text) => {
+                CallToolResult::error(vec![rmcp::model::ContentBlock::text(text)])
+            }
+        }
+    }
+}
+
+/// The error names of a call that was refused before it went out.
+const REFUSALS: [&str; 4] = ["PolicyError", "TypeError", "LimitError", "ApprovalDenied"];
 
 /// The arguments of an `execute_*` call with `code`.
 pub(crate) fn code_args(code: &str) -> Map<String, Value> {

@@ -3,7 +3,7 @@
 //! ```json
 //! {
 //!   "name": "reference",
-//!   "vars": {"GIT_REPO": "/tmp/code-executor-interop/data/git-repo"},
+//!   "vars": {"GIT_REPO": {"serverArg": {"server": "git", "after": "--repository"}}},
 //!   "tasks": [{
 //!     "name": "git-summary",
 //!     "prompt": "Summarise the last commits of the repository.",
@@ -17,7 +17,10 @@
 //! ```
 //!
 //! `${NAME}` (an upper-case name) in a string of a step's arguments or in the code is replaced by the variable
-//! (`vars`, overridden by `--var NAME=VALUE`). A step's argument may take a value from an
+//! (`vars`, overridden by `--var NAME=VALUE`). A variable's value is a text, or
+//! `{"serverArg": {"server": S, "after": FLAG}}`: the argument after `FLAG` in the configured
+//! stdio server `S`'s arguments (the reference file finds the repository the git server
+//! serves this way, so no path of one machine is written in it). A step's argument may take a value from an
 //! earlier step's result, as a model would read it there: `{"$from": 0, "pointer":
 //! "/structuredContent/x", "match": "regex"}` (see [`StepRef`]). The number of steps is fixed.
 
@@ -57,9 +60,35 @@ struct RawFile {
     #[serde(default)]
     servers: Servers,
     #[serde(default)]
-    vars: BTreeMap<String, String>,
+    vars: BTreeMap<String, RawVar>,
     tasks: Vec<RawTask>,
 }
+
+/// A variable's value as written.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawVar {
+    Text(String),
+    FromServer(FromServer),
+}
+
+/// `{"serverArg": {"server": S, "after": FLAG}}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FromServer {
+    server_arg: ServerArg,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerArg {
+    server: String,
+    after: String,
+}
+
+/// The argument after `flag` among the configured server `server`'s arguments (`--flag
+/// VALUE` or `--flag=VALUE`), when it is a stdio server that has one.
+pub(crate) type ServerArgs<'a> = &'a dyn Fn(&str, &str) -> Option<String>;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -302,7 +331,11 @@ pub(crate) fn resolve_args(
 
 /// Reads a task file: a built-in name (`reference`, `synthetic`) or a path; `vars` override
 /// the file's own variables.
-pub(crate) fn load(which: &str, vars: &BTreeMap<String, String>) -> Result<TaskFile, EvalError> {
+pub(crate) fn load(
+    which: &str,
+    vars: &BTreeMap<String, String>,
+    server_args: ServerArgs<'_>,
+) -> Result<TaskFile, EvalError> {
     let (origin, text) = match which {
         "reference" => ("built-in reference".to_string(), REFERENCE.to_string()),
         "synthetic" => ("built-in synthetic".to_string(), SYNTHETIC.to_string()),
@@ -314,7 +347,7 @@ pub(crate) fn load(which: &str, vars: &BTreeMap<String, String>) -> Result<TaskF
             })?,
         ),
     };
-    parse(&origin, &text, vars)
+    parse(&origin, &text, vars, server_args)
 }
 
 /// Parses and checks a task file's text (`origin` names it in errors).
@@ -322,6 +355,7 @@ pub(crate) fn parse(
     origin: &str,
     text: &str,
     overrides: &BTreeMap<String, String>,
+    server_args: ServerArgs<'_>,
 ) -> Result<TaskFile, EvalError> {
     let raw: RawFile = serde_json::from_str(text).map_err(|e| EvalError::Parse {
         origin: origin.to_string(),
@@ -332,8 +366,41 @@ pub(crate) fn parse(
         task: task.to_string(),
         reason,
     };
-    let mut vars = raw.vars.clone();
+    let mut vars = BTreeMap::new();
+    // Why a variable taken from a server has no value (said when it is used).
+    let mut unresolved: BTreeMap<String, String> = BTreeMap::new();
+    for (name, v) in &raw.vars {
+        match v {
+            RawVar::Text(t) => {
+                vars.insert(name.clone(), t.clone());
+            }
+            RawVar::FromServer(FromServer {
+                server_arg: ServerArg { server, after },
+            }) => match server_args(server, after) {
+                Some(value) => {
+                    vars.insert(name.clone(), value);
+                }
+                None => {
+                    unresolved.insert(
+                        name.clone(),
+                        format!(
+                            "{name} is the argument after {after:?} of the configured server \
+                             {server:?}, and no such server or argument is configured"
+                        ),
+                    );
+                }
+            },
+        }
+    }
     vars.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+    // An unset variable's error, with why a variable taken from a server is unset.
+    let unset = |e: String| match unresolved
+        .iter()
+        .find(|(name, _)| e.contains(&format!("${{{name}}}")))
+    {
+        Some((_, why)) => format!("{e} ({why})"),
+        None => e,
+    };
     if raw.tasks.is_empty() {
         return Err(invalid("", "the file has no tasks".into()));
     }
@@ -362,7 +429,7 @@ pub(crate) fn parse(
         let mut steps = Vec::new();
         for (i, s) in t.direct.into_iter().enumerate() {
             let arguments = match substitute(&Value::Object(s.arguments), &vars)
-                .map_err(|e| invalid(&t.name, format!("step {i}: {e}")))?
+                .map_err(|e| invalid(&t.name, format!("step {i}: {}", unset(e))))?
             {
                 Value::Object(m) => m,
                 _ => Map::new(),
@@ -376,7 +443,7 @@ pub(crate) fn parse(
             });
         }
         let code = substitute_str(&t.code.source, &vars)
-            .map_err(|e| invalid(&t.name, format!("code: {e}")))?;
+            .map_err(|e| invalid(&t.name, format!("code: {}", unset(e))))?;
         tasks.push(Task {
             name: t.name,
             prompt: t.prompt,
@@ -476,7 +543,7 @@ mod tests {
     #[test]
     fn the_built_in_files_parse() {
         for name in ["reference", "synthetic"] {
-            let f = load(name, &BTreeMap::new()).unwrap();
+            let f = load(name, &BTreeMap::new(), &|_, _| Some("/repo".into())).unwrap();
             assert!(f.tasks.len() >= 3, "{name}");
         }
     }
@@ -517,7 +584,37 @@ mod tests {
     fn a_reference_to_a_later_step_is_refused() {
         let text = r#"{"tasks": [{"name": "t", "prompt": "p", "code": {"language": "ts", "source": "1"},
             "direct": [{"server": "s", "tool": "t", "arguments": {"a": {"$from": 0}}}]}]}"#;
-        let e = parse("f", text, &BTreeMap::new()).unwrap_err().to_string();
+        let e = parse("f", text, &BTreeMap::new(), &|_, _| None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("earlier step"), "{e}");
+    }
+
+    /// A variable may come from a configured server's arguments; `--var` wins; a server that
+    /// is not configured (or lacks the flag) leaves it unset, and its error says why.
+    #[test]
+    fn a_variable_may_come_from_a_configured_servers_arguments() {
+        let text = r#"{"vars": {"REPO": {"serverArg": {"server": "vcs", "after": "-C"}}},
+            "tasks": [{"name": "t", "prompt": "p", "code": {"language": "py", "source": "'${REPO}'"},
+            "direct": [{"server": "vcs", "tool": "log", "arguments": {"at": "${REPO}/x"}}]}]}"#;
+        let args = |server: &str, flag: &str| {
+            (server == "vcs" && flag == "-C").then(|| "/srv/checkout".to_string())
+        };
+        let f = parse("f", text, &BTreeMap::new(), &args).unwrap();
+        assert_eq!(f.tasks[0].direct[0].arguments["at"], "/srv/checkout/x");
+        assert_eq!(f.tasks[0].code, "'/srv/checkout'");
+        let over = BTreeMap::from([("REPO".to_string(), "/mine".to_string())]);
+        let f = parse("f", text, &over, &|_, _| None).unwrap();
+        assert_eq!(f.tasks[0].code, "'/mine'");
+        let e = parse("f", text, &BTreeMap::new(), &|_, _| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--var REPO=VALUE") && e.contains("\"-C\" of the configured server \"vcs\""),
+            "{e}"
+        );
+        // A value of another shape is a parse error, not silently ignored.
+        let bad = text.replace("serverArg", "serverArgs");
+        assert!(parse("f", &bad, &BTreeMap::new(), &args).is_err());
     }
 }

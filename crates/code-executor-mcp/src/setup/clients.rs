@@ -338,7 +338,31 @@ pub fn plan(found: &Found, want: &Want<'_>) -> Result<ClientPlan, PlanError> {
     if switch && found.client == ClientId::Gemini {
         gemini_switch_off(found, &mut plan)?;
     }
+    if found.client == ClientId::Gemini
+        && let Some(note) = gemini_trust_note(before.as_deref(), want.name, &want.places.cwd)
+    {
+        plan.notes.push(note);
+    }
     Ok(plan)
+}
+
+/// What a Gemini CLI user must know: with folder trust on (its default), Gemini CLI keeps
+/// every MCP server, ours included, disabled in a folder it does not trust. Nothing when
+/// the user's settings switch folder trust off.
+fn gemini_trust_note(settings: Option<&str>, name: &str, cwd: &Path) -> Option<String> {
+    let off = settings
+        .and_then(|t| serde_json::from_str::<Value>(&sources::strip_json_comments(t)).ok())
+        .and_then(|v| v.pointer("/security/folderTrust/enabled").cloned())
+        == Some(Value::Bool(false));
+    (!off).then(|| {
+        format!(
+            "Gemini CLI starts MCP servers only in folders it trusts (security.folderTrust): in \
+             an untrusted folder it keeps {name:?} disabled. Trust a folder from Gemini CLI with \
+             /permissions, or add \"{dir}\": \"TRUST_FOLDER\" (or another folder) to \
+             ~/.gemini/trustedFolders.json",
+            dir = cwd.display()
+        )
+    })
 }
 
 /// Claude Code's servers in this project besides ours: user-scope ones and the project's

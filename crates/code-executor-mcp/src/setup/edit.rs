@@ -14,11 +14,24 @@ use serde_json::{Map, Value};
 pub use super::error::EditError;
 use super::json_text::{self, Obj, Style};
 
-/// What we add: one stdio server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What we add: one stdio server, and the environment variables its entry sets.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Launch {
     pub command: String,
     pub args: Vec<String>,
+    /// `--env KEY=VALUE`, in the order given (each key once).
+    pub env: Vec<(String, String)>,
+}
+
+impl Launch {
+    fn env_value(&self) -> Value {
+        Value::Object(
+            self.env
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::from(v.clone())))
+                .collect(),
+        )
+    }
 }
 
 /// The shape a client's own `mcp add` gives a stdio entry.
@@ -32,7 +45,8 @@ pub enum EntryShape {
     Plain,
 }
 
-/// The entry a client's own `mcp add` would write for `launch`.
+/// The entry a client's own `mcp add` would write for `launch`: every client's JSON entry
+/// takes its variables as an `env` object (Claude Code's always has one).
 pub fn json_entry(shape: EntryShape, launch: &Launch) -> Value {
     let mut m = Map::new();
     if matches!(shape, EntryShape::ClaudeCode | EntryShape::VsCode) {
@@ -43,8 +57,8 @@ pub fn json_entry(shape: EntryShape, launch: &Launch) -> Value {
         "args".into(),
         Value::Array(launch.args.iter().cloned().map(Value::from).collect()),
     );
-    if shape == EntryShape::ClaudeCode {
-        m.insert("env".into(), Value::Object(Map::new()));
+    if shape == EntryShape::ClaudeCode || !launch.env.is_empty() {
+        m.insert("env".into(), launch.env_value());
     }
     Value::Object(m)
 }
@@ -125,7 +139,8 @@ fn detect_indent(text: &str) -> String {
 }
 
 /// Puts our entry under `servers[name]`. An entry that already launches the same command
-/// with the same arguments is left as it is (the user may have added `env`); one that
+/// with the same arguments is left as it is (the user may have added `env`), but for the
+/// variables `entry` sets (`--env`), set in its `env` beside the user's own; one that
 /// launches something else gets our command and arguments, its other keys kept.
 /// Returns whether anything changed.
 pub fn put_json_entry(servers: &mut Obj, name: &str, entry: Value) -> bool {
@@ -134,11 +149,15 @@ pub fn put_json_entry(servers: &mut Obj, name: &str, entry: Value) -> bool {
     };
     match servers.child_mut(name) {
         Some(have) => {
+            let env_changed = match want.get("env") {
+                Some(Value::Object(vars)) if !vars.is_empty() => put_env(have, vars),
+                _ => false,
+            };
             let args = have.get("args").unwrap_or(Value::Array(vec![]));
             if have.get("command").as_ref() == want.get("command")
                 && Some(&args) == want.get("args")
             {
-                return false;
+                return env_changed;
             }
             for key in ["type", "command", "args"] {
                 if let Some(v) = want.get(key) {
@@ -156,6 +175,29 @@ pub fn put_json_entry(servers: &mut Obj, name: &str, entry: Value) -> bool {
             true
         }
     }
+}
+
+/// Sets each of `vars` in the entry's `env` object (made when missing or not an object),
+/// keeping its other variables; returns whether anything changed.
+fn put_env(entry: &mut Obj, vars: &Map<String, Value>) -> bool {
+    if entry.child("env").is_none() {
+        if entry.get("env").is_some() {
+            entry.remove("env");
+        }
+        entry.set("env", Value::Object(vars.clone()));
+        return true;
+    }
+    let Some(env) = entry.child_mut("env") else {
+        return false;
+    };
+    let mut changed = false;
+    for (k, v) in vars {
+        if env.get(k).as_ref() != Some(v) {
+            env.set(k, v.clone());
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// Sets `disabled: true` on each named entry that is not already disabled; returns the
@@ -180,7 +222,8 @@ pub fn add_to_list(map: &mut Obj, key: &str, names: &[String]) -> Result<Vec<Str
 }
 
 /// Codex's `config.toml`: `[mcp_servers.<name>]` with `command` and, when there are any,
-/// `args` (what `codex mcp add` writes); with `disable`, `enabled = false` on those entries.
+/// `args`, and `[mcp_servers.<name>.env]` (what `codex mcp add --env K=V` writes); the variables are set in the
+/// entry's `env` beside the user's own. With `disable`, `enabled = false` on those entries.
 /// Returns the new text, the names switched off, and whether our entry changed.
 pub fn codex_edit(
     text: Option<&str>,
@@ -238,6 +281,28 @@ pub fn codex_edit(
             t.insert("args", value(a));
         }
     }
+    let mut env_changed = false;
+    if !launch.env.is_empty() {
+        let Some(t) = servers.get_mut(name).and_then(Item::as_table_like_mut) else {
+            return Err(EditError::NotAnObject(format!("mcp_servers.{name}")));
+        };
+        // `[mcp_servers.<name>.env]`, its keys in order, as `codex mcp add --env` writes it.
+        let env = t.entry("env").or_insert_with(|| Item::Table(Table::new()));
+        if env.as_table_like().is_none() {
+            *env = Item::Table(Table::new());
+        }
+        let Some(env) = env.as_table_like_mut() else {
+            return Err(EditError::NotAnObject(format!("mcp_servers.{name}.env")));
+        };
+        let mut sorted: Vec<&(String, String)> = launch.env.iter().collect();
+        sorted.sort();
+        for (k, v) in sorted {
+            if env.get(k).and_then(Item::as_str) != Some(v.as_str()) {
+                env.insert(k, value(v.clone()));
+                env_changed = true;
+            }
+        }
+    }
     let mut switched = Vec::new();
     for other in disable {
         if let Some(t) = servers.get_mut(other).and_then(Item::as_table_like_mut)
@@ -247,7 +312,7 @@ pub fn codex_edit(
             switched.push(other.clone());
         }
     }
-    Ok((doc.to_string(), switched, !same))
+    Ok((doc.to_string(), switched, !same || env_changed))
 }
 
 #[cfg(test)]
@@ -259,6 +324,7 @@ mod tests {
         Launch {
             command: "/opt/cem/code-executor-mcp".into(),
             args: vec![],
+            env: vec![],
         }
     }
 
@@ -315,6 +381,7 @@ mod tests {
         let other = Launch {
             command: "/new/path".into(),
             args: vec!["serve".into()],
+            env: vec![],
         };
         assert!(put_json_entry(
             servers,
@@ -385,5 +452,64 @@ mod tests {
             codex_edit(Some("[[["), "ce", &launch(), &[]),
             Err(EditError::Toml(_))
         ));
+    }
+
+    /// `--env` lands in Codex's `env` table beside the user's variables (a table the user
+    /// wrote as `[mcp_servers.ce.env]` included), and the same again changes nothing.
+    #[test]
+    fn codex_env_is_set_beside_the_users_variables() {
+        let with_env = Launch {
+            env: vec![("A".into(), "1".into()), ("B_2".into(), "x y".into())],
+            ..launch()
+        };
+        let (out, _, changed) = codex_edit(None, "ce", &with_env, &[]).unwrap();
+        assert!(changed);
+        let v: toml::Value = toml::from_str(&out).unwrap();
+        assert_eq!(v["mcp_servers"]["ce"]["env"]["A"].as_str(), Some("1"));
+        assert_eq!(v["mcp_servers"]["ce"]["env"]["B_2"].as_str(), Some("x y"));
+        let (again, _, changed) = codex_edit(Some(&out), "ce", &with_env, &[]).unwrap();
+        assert!(!changed);
+        assert_eq!(again, out);
+        let mine = "[mcp_servers.ce]\ncommand = \"/opt/cem/code-executor-mcp\"\n\n[mcp_servers.ce.env]\nMINE = \"kept\" # mine\nA = \"0\"\n";
+        let (out, _, changed) = codex_edit(Some(mine), "ce", &with_env, &[]).unwrap();
+        assert!(changed);
+        assert!(out.contains("MINE = \"kept\" # mine"), "{out}");
+        let v: toml::Value = toml::from_str(&out).unwrap();
+        assert_eq!(v["mcp_servers"]["ce"]["env"]["A"].as_str(), Some("1"));
+    }
+
+    /// In JSON clients, `--env` sets the entry's `env` object, keeps the user's variables,
+    /// and replaces an `env` that is not an object.
+    #[test]
+    fn json_env_is_set_beside_the_users_variables() {
+        let with_env = Launch {
+            env: vec![("A".into(), "1".into())],
+            ..launch()
+        };
+        let entry = json_entry(EntryShape::Plain, &with_env);
+        assert_eq!(entry["env"], json!({"A": "1"}));
+        assert!(
+            json_entry(EntryShape::Plain, &launch())
+                .get("env")
+                .is_none()
+        );
+        for (had, want) in [
+            (json!({"MINE": "k"}), json!({"MINE": "k", "A": "1"})),
+            (json!({"A": "0"}), json!({"A": "1"})),
+            (json!("oops"), json!({"A": "1"})),
+        ] {
+            let text = json!({"mcpServers": {"ce": {"command": "/opt/cem/code-executor-mcp", "args": [], "env": had}}}).to_string();
+            let mut doc = JsonDoc::parse(Some(&text), false, "").unwrap();
+            let servers = doc.object("mcpServers").unwrap();
+            assert!(put_json_entry(servers, "ce", entry.clone()));
+            let out: Value = serde_json::from_str(&doc.render()).unwrap();
+            assert_eq!(out["mcpServers"]["ce"]["env"], want);
+            let mut doc = JsonDoc::parse(Some(&doc.render()), false, "").unwrap();
+            assert!(!put_json_entry(
+                doc.object("mcpServers").unwrap(),
+                "ce",
+                entry.clone()
+            ));
+        }
     }
 }

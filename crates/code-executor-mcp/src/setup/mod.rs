@@ -51,7 +51,7 @@ pub struct SetupArgs {
     #[arg(long)]
     switch_off_others: bool,
     /// Restore the files as they were before the last setup run.
-    #[arg(long, conflicts_with_all = ["switch_off_others", "command", "name"])]
+    #[arg(long, conflicts_with_all = ["switch_off_others", "command", "name", "args", "env"])]
     undo: bool,
     /// With --undo: also restore files changed since setup wrote them.
     #[arg(long, requires = "undo")]
@@ -63,14 +63,33 @@ pub struct SetupArgs {
     /// command that started it).
     #[arg(long, value_name = "PROGRAM")]
     command: Option<String>,
-    /// An argument for --command (repeatable).
-    #[arg(
-        long = "arg",
-        value_name = "ARG",
-        allow_hyphen_values = true,
-        requires = "command"
-    )]
+    /// An argument to start us with (repeatable): after --command's program, or after the
+    /// default command (e.g. `--arg serve --arg --pool-size=4`).
+    #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
     args: Vec<String>,
+    /// An environment variable the clients set when they start us, KEY=VALUE (repeatable),
+    /// written into each client's entry in that client's format (e.g.
+    /// `--env CODE_EXECUTOR_CONFIG_PATH=/home/me/ce.json`).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+}
+
+/// One `--env KEY=VALUE`: the key as shells and clients take it.
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    let Some((key, value)) = text.split_once('=') else {
+        return Err(format!("{text:?}: expected KEY=VALUE"));
+    };
+    let valid = key
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(format!(
+            "{key:?} is not a variable name: use letters, digits and '_', not starting with a digit"
+        ));
+    }
+    Ok((key.to_string(), value.to_string()))
 }
 
 /// Runs `setup`.
@@ -296,12 +315,25 @@ fn pick_clients(found: Vec<&Found>) -> anyhow::Result<Vec<&Found>> {
         .collect())
 }
 
-/// The command that starts us, as the clients should run it.
+/// The command that starts us, as the clients should run it: `--command` or the default
+/// one, then every `--arg`, with the `--env` variables.
 fn launch(args: &SetupArgs) -> anyhow::Result<Launch> {
+    let mut launch = base_launch(args)?;
+    launch.args.extend(args.args.iter().cloned());
+    for (i, (key, _)) in args.env.iter().enumerate() {
+        if args.env[..i].iter().any(|(k, _)| k == key) {
+            anyhow::bail!("--env {key}=... is given twice: give each variable once");
+        }
+    }
+    launch.env = args.env.clone();
+    Ok(launch)
+}
+
+fn base_launch(args: &SetupArgs) -> anyhow::Result<Launch> {
     if let Some(command) = &args.command {
         return Ok(Launch {
             command: command.clone(),
-            args: args.args.clone(),
+            ..Launch::default()
         });
     }
     if let Some(spec) = std::env::var_os(LAUNCH_ENV) {
@@ -311,6 +343,7 @@ fn launch(args: &SetupArgs) -> anyhow::Result<Launch> {
             return Ok(Launch {
                 command: command.clone(),
                 args: rest.to_vec(),
+                env: vec![],
             });
         }
     }
@@ -327,29 +360,33 @@ fn launch_for(exe: &Path) -> Launch {
         return Launch {
             command: "uvx".into(),
             args: vec![PYPI_NAME.into()],
+            env: vec![],
         };
     }
     if s.contains("/pipx/.cache/") {
         return Launch {
             command: "pipx".into(),
             args: vec!["run".into(), PYPI_NAME.into()],
+            env: vec![],
         };
     }
     Launch {
         command: s.into_owned(),
         args: vec![],
+        env: vec![],
     }
 }
 
 fn shell_words(l: &Launch) -> String {
-    std::iter::once(&l.command)
-        .chain(&l.args)
+    let env = l.env.iter().map(|(k, v)| format!("{k}={v}"));
+    env.chain(std::iter::once(l.command.clone()))
+        .chain(l.args.iter().cloned())
         .map(|w| {
             if !w.is_empty()
                 && w.chars()
                     .all(|c| c.is_ascii_alphanumeric() || "-_./@=:+".contains(c))
             {
-                w.clone()
+                w
             } else {
                 format!("'{}'", w.replace('\'', "'\\''"))
             }
@@ -360,8 +397,8 @@ fn shell_words(l: &Launch) -> String {
 
 /// What to paste into a client we do not know.
 pub fn snippet(name: &str, launch: &Launch) -> String {
-    let v =
-        serde_json::json!({"mcpServers": {name: {"command": launch.command, "args": launch.args}}});
+    let entry = edit::json_entry(edit::EntryShape::Plain, launch);
+    let v = serde_json::json!({ "mcpServers": { name: entry } });
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
@@ -463,6 +500,7 @@ mod tests {
         let l = Launch {
             command: "/a b/x".into(),
             args: vec!["-y".into(), "it's".into()],
+            env: vec![],
         };
         assert_eq!(shell_words(&l), "'/a b/x' -y 'it'\\''s'");
     }

@@ -78,34 +78,36 @@ fn reference_eval_reproduces_its_own_numbers_and_draws_its_chart() {
     let dir = TempDir::new("eval-ref");
     let fx = dir.0.join("fixture");
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/eval-fixture.sh");
+    // The script of the source tree makes the same fixture as `--fixture` (it runs the one
+    // built into the binary).
     let made = Command::new("bash")
         .arg(&script)
-        .arg(&fx)
+        .arg(dir.0.join("from-script"))
         .arg(&prefix)
         .output()
         .unwrap();
     assert!(made.status.success(), "{}", text(&made));
-    let config = fx.join("upstreams.json");
-    let repo = format!("GIT_REPO={}", fx.join("git-repo").display());
+    let prefix_env = prefix.display().to_string();
     let mut reports = Vec::new();
     for run in 0..2 {
         let json = dir.0.join(format!("run{run}.json"));
         let chart = dir.0.join(format!("run{run}.svg"));
-        let out = eval(
-            &dir.0,
-            Some(&config),
-            &[
-                "--var",
-                &repo,
-                "--runs",
-                "3",
-                "--json",
-                json.to_str().unwrap(),
-                "--chart",
-                chart.to_str().unwrap(),
-            ],
-            &[],
-        );
+        let (json_arg, chart_arg) = (json.to_str().unwrap(), chart.to_str().unwrap());
+        let common = ["--runs", "3", "--json", json_arg, "--chart", chart_arg];
+        // The first eval makes the fixture and runs on it; the second runs on its config as
+        // a user's own (GIT_REPO from the git server's --repository, no --var).
+        let out = if run == 0 {
+            let mut args = vec!["--fixture", fx.to_str().unwrap()];
+            args.extend(common);
+            eval(
+                &dir.0,
+                None,
+                &args,
+                &[("CODE_EXECUTOR_INTEROP", &prefix_env)],
+            )
+        } else {
+            eval(&dir.0, Some(&fx.join("upstreams.json")), &common, &[])
+        };
         let shown = text(&out);
         assert!(out.status.success(), "{shown}");
         eprintln!("{shown}");
@@ -183,6 +185,59 @@ fn reference_eval_reproduces_its_own_numbers_and_draws_its_chart() {
     assert_eq!(svg.matches("<rect").count(), 1 + 2 + 4 * names.len());
 }
 
+/// `--fixture DIR` says exactly what it lacks, and never replaces a directory holding
+/// anything but an earlier fixture.
+#[test]
+fn the_fixture_says_what_it_needs_and_replaces_only_an_earlier_fixture() {
+    let dir = TempDir::new("eval-fixture-needs");
+    // A PATH with bash and git only, and a prefix without the servers.
+    let bin = dir.0.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["bash", "git"] {
+        let found = ["/usr/local/bin", "/usr/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap();
+        std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
+    }
+    let nothing = dir.0.join("no-prefix");
+    std::fs::create_dir_all(&nothing).unwrap();
+    let fx = dir.0.join("fx");
+    let out = eval(
+        &dir.0,
+        None,
+        &["--fixture", fx.to_str().unwrap()],
+        &[
+            ("PATH", bin.to_str().unwrap()),
+            ("CODE_EXECUTOR_INTEROP", nothing.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("needs node (with npx), uv (uvx) on PATH")
+            && said.contains("scripts/setup-interop.sh")
+            && said.contains("error: --fixture"),
+        "{said}"
+    );
+    // A directory with other data in it is refused, and left as it was.
+    let mine = dir.0.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), "keep me").unwrap();
+    let out = eval(&dir.0, None, &["--fixture", mine.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("is not empty and not an earlier fixture"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(mine.join("notes.txt")).unwrap(),
+        "keep me"
+    );
+}
+
 /// A task file over the synthetic catalog.
 fn synthetic_file(dir: &Path, tasks: Value) -> PathBuf {
     let p = dir.join("tasks.json");
@@ -207,14 +262,26 @@ fn one_account_task() -> Value {
 #[test]
 fn the_synthetic_catalog_costs_hundreds_of_tools_directly_and_few_through_us() {
     let dir = TempDir::new("eval-syn");
+    // Progress asked for (as on a terminal): on stderr, a line per step; stdout is the JSON.
     let out = eval(
         &dir.0,
         None,
         &["--tasks", "synthetic", "--runs", "1", "--json"],
-        &[],
+        &[("CODE_EXECUTOR_PROGRESS", "1")],
     );
     assert!(out.status.success(), "{}", text(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("eval [") && stderr.contains("starting 10 servers"),
+        "{stderr}"
+    );
+    let tasks = v["tasks"].as_array().unwrap().len();
+    assert_eq!(
+        stderr.matches(": task ").count(),
+        tasks,
+        "a line per task: {stderr}"
+    );
     assert!(v["context"]["direct_tools"].as_u64().unwrap() >= 500, "{v}");
     assert!(
         v["context"]["direct_tokens"].as_u64().unwrap() > 20_000,
@@ -254,6 +321,21 @@ fn hostile_task_files_end_in_errors_that_say_what_to_do() {
         assert!(!out.status.success(), "{file}");
         assert!(text(&out).contains(says), "{file}: {}", text(&out));
     }
+    // The reference tasks without their servers: stopped before anything runs, saying how.
+    let empty = dir.0.join("empty.json");
+    std::fs::write(
+        &empty,
+        "{\"mcpServers\": {\"time\": {\"command\": \"true\"}}}",
+    )
+    .unwrap();
+    let none = eval(&dir.0, Some(&empty), &[], &[]);
+    assert_eq!(none.status.code(), Some(1));
+    let said = text(&none);
+    assert!(
+        said.contains("everything, filesystem, git, memory are not configured")
+            && said.contains("hint: `code-executor-mcp eval --fixture DIR`"),
+        "{said}"
+    );
     let missing = eval(&dir.0, None, &["--tasks", "/nonexistent/tasks.json"], &[]);
     assert!(
         text(&missing).contains("--tasks reference"),
@@ -331,11 +413,16 @@ fn failing_steps_and_code_are_report_rows_that_say_what_failed() {
         "direct",
         "has no tool \"list_issuez\" (it has: list_issues",
     );
+    // Arguments the tool's schema refuses: refused before the call, as a pinned direct
+    // call's would be.
+    says("step-error", "direct", "was refused and not made");
     says(
         "step-error",
         "direct",
-        "answered an error: missing required argument",
+        "\"issue_id\" is a required property",
     );
+    says("step-error", "direct", "fix the task's arguments");
+    assert_eq!(row("step-error")["direct"]["refused"]["error"], "TypeError");
     says("bad-reference", "direct", "has nothing at \"/nothing\"");
     says("code-throws", "code", "boom from the task");
     says("code-throws", "code", "fix the task's code");
@@ -537,5 +624,231 @@ fn model_mode_without_a_provider_says_how_to_configure_one() {
         text(&out).contains("\"llm\": {\"provider\""),
         "{}",
         text(&out)
+    );
+}
+
+/// The direct side obeys the user's policy as a pinned direct tool does: a step the rules
+/// deny (by a tool pattern, by the server's default, by a read-only server) or that needs an
+/// approval nobody can give in `eval` is refused and not made, reported as a refused step;
+/// every direct call, made or refused, has its audit line, as a pinned call's.
+#[test]
+fn direct_steps_obey_the_rules_approvals_and_audit_of_pinned_direct_tools() {
+    let dir = TempDir::new("eval-policy");
+    let audit = dir.0.join("audit.jsonl");
+    let settings = dir.0.join("home/.config/code-executor-mcp/config.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        json!({
+            "policy": {"default": "deny", "servers": {
+                "github": {"allow": ["list_*", "get_*"], "deny": ["get_iss*"]},
+                "stripe": {"allow": ["*"], "readOnly": true},
+                "salesforce": {"allow": ["*"]},
+                "linear": {"allow": ["*"]}
+            }},
+            // A server pattern: every get- tool of a server whose name starts with "sales".
+            "approvals": {"approve": ["mcp__sales*__get-*"], "fallback": "deny"},
+            "audit": {"path": audit}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let code = json!({"language": "typescript", "source": "return 'done'"});
+    let task = |name: &str, steps: Value| json!({"name": name, "prompt": "p", "direct": steps, "code": code});
+    let tasks = json!([
+        task(
+            "allowed",
+            json!([{"server": "github", "tool": "list_issues", "arguments": {"limit": 1}}])
+        ),
+        task(
+            "denied-by-tool-pattern",
+            json!([
+            {"server": "github", "tool": "list_issues", "arguments": {"limit": 1}},
+            {"server": "github", "tool": "get_issue", "arguments": {"issue_id": "x"}}])
+        ),
+        task(
+            "denied-by-default",
+            json!([{"server": "jira", "tool": "list-issues", "arguments": {"limit": 1}}])
+        ),
+        task(
+            "read-only-server",
+            json!([{"server": "stripe", "tool": "list_customers", "arguments": {"limit": 1}}])
+        ),
+        task(
+            "needs-approval",
+            json!([{"server": "salesforce", "tool": "get-account", "arguments": {"account_id": "account-1003"}}])
+        ),
+        task(
+            "linear-allowed",
+            json!([{"server": "linear", "tool": "list_issues", "arguments": {"limit": 1}}])
+        ),
+    ]);
+    let file = synthetic_file(&dir.0, tasks);
+    let out = eval(
+        &dir.0,
+        None,
+        &[
+            "--tasks",
+            file.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    // Not a terminal: no progress.
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("eval ["),
+        "{}",
+        text(&out)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |name: &str| {
+        v["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["task"] == name)
+            .unwrap()["direct"]
+            .clone()
+    };
+    for ok in ["allowed", "linear-allowed"] {
+        assert_eq!(row(ok)["ok"], true, "{ok}: {}", row(ok));
+        assert!(row(ok).get("refused").is_none(), "{}", row(ok));
+    }
+    let refused = |name: &str, step: u64, error: &str, why: &str| {
+        let r = row(name);
+        assert_eq!(r["ok"], false, "{name}: {r}");
+        let f = &r["refused"];
+        assert_eq!(f["step"], step, "{name}: {r}");
+        assert_eq!(f["error"], error, "{name}: {r}");
+        assert!(f["reason"].as_str().unwrap().contains(why), "{name}: {r}");
+        let e = r["error"].as_str().unwrap();
+        assert!(
+            e.contains("was refused and not made") && e.contains(why),
+            "{name}: {e}"
+        );
+    };
+    refused(
+        "denied-by-tool-pattern",
+        1,
+        "PolicyError",
+        "(deny: get_iss*)",
+    );
+    refused(
+        "denied-by-default",
+        0,
+        "PolicyError",
+        "denied by the default policy",
+    );
+    refused("read-only-server", 0, "PolicyError", "read-only mode");
+    refused("needs-approval", 0, "ApprovalDenied", "needs approval");
+    assert!(
+        row("needs-approval")["error"]
+            .as_str()
+            .unwrap()
+            .contains("set approvals.fallback to allow"),
+        "{}",
+        row("needs-approval")
+    );
+    // The audit: one tool.call line per direct call, as a pinned call writes it, the refused
+    // ones `deny` with their reason, the made ones `allow`; the approval's fallback too.
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let calls = |server: &str, tool: &str| -> Vec<Value> {
+        lines
+            .iter()
+            .filter(|l| l["event"] == "tool.call" && l["server"] == server && l["tool"] == tool)
+            .cloned()
+            .collect()
+    };
+    let one = |server: &str, tool: &str, decision: &str| {
+        let c = calls(server, tool);
+        assert_eq!(c.len(), 1, "{server}.{tool}: {c:?}");
+        assert_eq!(c[0]["decision"], decision, "{c:?}");
+        assert!(
+            c[0]["execution"].as_str().is_some_and(|e| !e.is_empty()),
+            "{c:?}"
+        );
+        c[0].clone()
+    };
+    // list_issues: the allowed task's step and the denied task's first step.
+    let listed = calls("github", "list_issues");
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(
+        listed
+            .iter()
+            .all(|l| l["decision"] == "allow" && l["outcome"] == "ok")
+    );
+    assert!(
+        one("github", "get_issue", "deny")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("get_iss*")
+    );
+    one("jira", "list-issues", "deny");
+    one("stripe", "list_customers", "deny");
+    one("salesforce", "get-account", "deny");
+    one("linear", "list_issues", "allow");
+    let approvals: Vec<&Value> = lines.iter().filter(|l| l["event"] == "approval").collect();
+    assert_eq!(approvals.len(), 1, "{approvals:?}");
+    assert_eq!(approvals[0]["via"], "fallback");
+    assert_eq!(approvals[0]["answer"], "denied");
+    assert_eq!(approvals[0]["tool"], "get-account");
+
+    // With `approvals.fallback: allow`, the call that needs approval is made, as a pinned
+    // call's would be, and its approval line says the fallback allowed it.
+    std::fs::write(
+        &settings,
+        json!({
+            "approvals": {"approve": ["mcp__*__get-account"], "fallback": "allow"},
+            "audit": {"path": audit}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::remove_file(&audit).unwrap();
+    let one = synthetic_file(
+        &dir.0,
+        json!([task(
+            "needs-approval",
+            json!([
+        {"server": "salesforce", "tool": "get-account", "arguments": {"account_id": "account-1003"}}])
+        )]),
+    );
+    let out = eval(
+        &dir.0,
+        None,
+        &[
+            "--tasks",
+            one.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let approval: Vec<&Value> = lines.iter().filter(|l| l["event"] == "approval").collect();
+    assert_eq!(approval.len(), 1, "{lines:?}");
+    assert_eq!(approval[0]["answer"], "approved");
+    assert!(
+        lines.iter().any(|l| l["event"] == "tool.call"
+            && l["tool"] == "get-account"
+            && l["decision"] == "allow"),
+        "{lines:?}"
     );
 }

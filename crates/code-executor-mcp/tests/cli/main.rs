@@ -13,7 +13,8 @@
 //!   files, and the model mode against a scripted mock provider;
 //! - [`bench`]: the `bench` sections of issue #44's targets (worker start, granted access,
 //!   back to back from the official Python SDK);
-//! - [`container`]: the container image with Podman (built once per process).
+//! - [`container`]: the container image with Podman (built once per process);
+//! - [`output`]: errors as `error:` lines with hints, and commands writing to a closed pipe.
 //!
 //! One module's tests: `cargo test -p code-executor-mcp --test cli -- setup::`.
 
@@ -36,6 +37,7 @@ mod deploy;
 mod eval;
 mod hostile_config;
 mod install;
+mod output;
 mod settings_trust;
 mod setup;
 mod setup_clients;

@@ -664,6 +664,154 @@ fn command_and_name_can_be_chosen() {
     assert!(!bad.ok && bad.text.contains("--name"), "{}", bad.text);
 }
 
+/// `--arg` without `--command` appends to the default command; `--env KEY=VALUE` lands in
+/// each client's entry in that client's own format, beside the user's own variables, and a
+/// second run changes nothing. Bad `--env` values are usage errors that say the format.
+#[test]
+fn args_extend_the_default_command_and_env_lands_in_every_clients_format() {
+    let m = every_client("env");
+    // A variable the user had set on our entry already is kept beside ours.
+    let out = m.setup(&[
+        "--yes",
+        "--arg",
+        "serve",
+        "--arg",
+        "--pool-size=3",
+        "--env",
+        "CODE_EXECUTOR_CONFIG_PATH=/etc/ce/settings.json",
+        "--env",
+        "RUST_LOG=warn,x=a b",
+    ]);
+    assert!(out.ok, "{}", out.text);
+    let h = m.home();
+    let args = json!(["serve", "--pool-size=3"]);
+    let env =
+        json!({"CODE_EXECUTOR_CONFIG_PATH": "/etc/ce/settings.json", "RUST_LOG": "warn,x=a b"});
+    assert_eq!(
+        read_json(&h.join(".claude.json"))["mcpServers"]["code-executor"],
+        json!({"type": "stdio", "command": EXE, "args": args, "env": env})
+    );
+    for file in [
+        ".config/Claude/claude_desktop_config.json",
+        ".cursor/mcp.json",
+        ".codeium/windsurf/mcp_config.json",
+        ".gemini/settings.json",
+    ] {
+        assert_eq!(
+            read_json(&h.join(file))["mcpServers"]["code-executor"],
+            json!({"command": EXE, "args": args, "env": env}),
+            "{file}"
+        );
+    }
+    assert_eq!(
+        read_json(&h.join(".config/Code/User/mcp.json"))["servers"]["code-executor"],
+        json!({"type": "stdio", "command": EXE, "args": args, "env": env})
+    );
+    let codex: toml::Value =
+        toml::from_str(&std::fs::read_to_string(h.join(".codex/config.toml")).unwrap()).unwrap();
+    let entry = &codex["mcp_servers"]["code-executor"];
+    assert_eq!(entry["command"].as_str(), Some(EXE));
+    assert_eq!(
+        entry["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["serve", "--pool-size=3"]
+    );
+    assert_eq!(entry["env"]["RUST_LOG"].as_str(), Some("warn,x=a b"));
+    assert_eq!(
+        entry["env"]["CODE_EXECUTOR_CONFIG_PATH"].as_str(),
+        Some("/etc/ce/settings.json")
+    );
+    // The same run again changes nothing.
+    let again = m.setup(&[
+        "--yes",
+        "--arg",
+        "serve",
+        "--arg",
+        "--pool-size=3",
+        "--env",
+        "CODE_EXECUTOR_CONFIG_PATH=/etc/ce/settings.json",
+        "--env",
+        "RUST_LOG=warn,x=a b",
+    ]);
+    assert!(again.ok, "{}", again.text);
+    assert_eq!(
+        again
+            .text
+            .matches("already set up: nothing to change")
+            .count(),
+        7,
+        "{}",
+        again.text
+    );
+    // A user's own variable on our entry stays when a new one is set.
+    let gemini = h.join(".gemini/settings.json");
+    let mut g = read_json(&gemini);
+    g["mcpServers"]["code-executor"]["env"]["MINE"] = json!("1");
+    std::fs::write(&gemini, g.to_string()).unwrap();
+    let more = m.setup(&[
+        "--yes",
+        "--client",
+        "gemini",
+        "--arg",
+        "serve",
+        "--arg",
+        "--pool-size=3",
+        "--env",
+        "EXTRA=2",
+    ]);
+    assert!(more.ok, "{}", more.text);
+    let e = &read_json(&gemini)["mcpServers"]["code-executor"]["env"];
+    assert_eq!(e["MINE"], "1", "{e}");
+    assert_eq!(e["EXTRA"], "2", "{e}");
+    assert_eq!(e["RUST_LOG"], "warn,x=a b", "{e}");
+    for (bad, says) in [
+        ("NOVALUE", "expected KEY=VALUE"),
+        ("1X=y", "is not a variable name"),
+        ("A-B=y", "is not a variable name"),
+    ] {
+        let out = m.setup(&["--yes", "--env", bad]);
+        assert!(!out.ok && out.text.contains(says), "{bad}: {}", out.text);
+    }
+    let twice = m.setup(&["--yes", "--env", "A=1", "--env", "A=2"]);
+    assert!(
+        !twice.ok && twice.text.contains("given twice"),
+        "{}",
+        twice.text
+    );
+}
+
+/// Setting up Gemini CLI says that it keeps the server disabled in a folder it does not
+/// trust, and how to trust one; with folder trust switched off it says nothing of it.
+#[test]
+fn setup_says_gemini_keeps_servers_off_in_untrusted_folders() {
+    let m = Machine::new("gemtrust");
+    m.write(".gemini/settings.json", "{}\n");
+    let out = m.setup(&["--dry-run", "--client", "gemini"]);
+    assert!(out.ok, "{}", out.text);
+    assert!(
+        out.text.contains("keeps \"code-executor\" disabled")
+            && out.text.contains("/permissions")
+            && out
+                .text
+                .contains(&format!("\"{}\": \"TRUST_FOLDER\"", m.project().display())),
+        "{}",
+        out.text
+    );
+    m.write(
+        ".gemini/settings.json",
+        "{\"security\": {\"folderTrust\": {\"enabled\": false}}}\n",
+    );
+    let off = m.setup(&["--dry-run", "--client", "gemini"]);
+    assert!(off.ok && !off.text.contains("TRUST_FOLDER"), "{}", off.text);
+    // Other clients have no such note.
+    let codex = m.setup(&["--dry-run", "--client", "codex"]);
+    assert!(!codex.text.contains("TRUST_FOLDER"), "{}", codex.text);
+}
+
 /// The prompts in a real terminal: tmux runs setup, the test reads the screen and types.
 #[test]
 fn interactive_setup_asks_per_client_in_a_real_terminal() {

@@ -86,21 +86,42 @@ fn setup_writes_what_each_clients_own_mcp_add_writes() {
     else {
         return;
     };
-    // Without arguments (what setup writes by default) and with one.
-    for extra in [vec![], vec!["serve"]] {
-        let theirs = Machine::new(&format!("theirs{}", extra.len()));
+    // Without arguments (what setup writes by default), with one, and with variables
+    // (`--env`, each client's `-e`/`--env`).
+    for (case, extra, env) in [
+        (0, vec![], vec![]),
+        (1, vec!["serve"], vec![]),
+        (
+            2,
+            vec!["serve"],
+            vec!["RUST_LOG=warn", "CODE_EXECUTOR_CONFIG_PATH=/etc/ce.json"],
+        ),
+    ] {
+        let theirs = Machine::new(&format!("theirs{case}"));
         std::fs::create_dir_all(theirs.home().join(".codex")).unwrap();
-        let mut a = vec!["mcp", "add", "-s", "user", "code-executor", "--", EXE];
+        let mut a = vec!["mcp", "add", "-s", "user", "code-executor"];
+        for e in &env {
+            a.extend(["-e", e]);
+        }
+        a.extend(["--", EXE]);
         a.extend(&extra);
         run(&theirs, &claude, &a);
-        let mut a = vec!["mcp", "add", "code-executor", "--", EXE];
+        let mut a = vec!["mcp", "add"];
+        for e in &env {
+            a.extend(["--env", e]);
+        }
+        a.extend(["code-executor", "--", EXE]);
         a.extend(&extra);
         run(&theirs, &codex, &a);
-        let mut a = vec!["mcp", "add", "-s", "user", "code-executor", EXE];
+        let mut a = vec!["mcp", "add", "-s", "user"];
+        for e in &env {
+            a.extend(["-e", e]);
+        }
+        a.extend(["code-executor", EXE]);
         a.extend(&extra);
         run(&theirs, &gemini, &a);
 
-        let ours = Machine::new(&format!("ours{}", extra.len()));
+        let ours = Machine::new(&format!("ours{case}"));
         let mut a = vec![
             "--yes",
             "--client",
@@ -114,6 +135,9 @@ fn setup_writes_what_each_clients_own_mcp_add_writes() {
         ];
         for x in &extra {
             a.extend(["--arg", x]);
+        }
+        for e in &env {
+            a.extend(["--env", e]);
         }
         let out = ours.setup(&a);
         assert!(out.ok, "{}", out.text);
