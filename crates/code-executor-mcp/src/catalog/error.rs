@@ -56,7 +56,7 @@ pub enum CatalogError {
     #[error("unknown tool {qualified}: {why}; {advice}")]
     UnknownTool {
         qualified: String,
-        why: NameError,
+        why: Box<NameError>,
         advice: &'static str,
     },
     /// Refused by the user's client configs: the server is held back, or the tool hidden by

@@ -339,7 +339,7 @@ impl Catalog {
         let unknown = |server: &str, tool: &str, why: NameError, advice| match why {
             NameError::NotFound { .. } => CatalogError::UnknownTool {
                 qualified: names::shown(&format!("mcp__{server}__{tool}")),
-                why,
+                why: Box::new(why),
                 advice,
             },
             other => CatalogError::Name(other),
