@@ -199,7 +199,8 @@ enum AuditAction {
 
 #[derive(Debug, Subcommand)]
 enum ToolsCommand {
-    /// Ranked search, as the search_tools MCP tool answers it.
+    /// Ranked search of tools and skills, as the search_tools MCP tool answers it
+    /// (`--server skills` for skills alone).
     Search {
         query: String,
         #[arg(long, value_parser = ["names", "summary", "full"])]
@@ -406,11 +407,15 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
 /// The catalog alone (no workers), for the discovery commands.
 fn catalog(cli: &Cli) -> anyhow::Result<Catalog> {
     let (config, settings, _) = load(cli)?;
-    let cache = crate::catalog::cache::ToolCache::for_config(&config);
-    Ok(Catalog::with_cache(
-        Arc::new(crate::upstream::Upstreams::new(&config, &settings)),
+    Ok(catalog_of(&config, &settings))
+}
+
+fn catalog_of(config: &Config, settings: &crate::config::Settings) -> Catalog {
+    let cache = crate::catalog::cache::ToolCache::for_config(config);
+    Catalog::with_cache(
+        Arc::new(crate::upstream::Upstreams::new(config, settings)),
         cache,
-    ))
+    )
 }
 
 fn start_core(cli: &Cli) -> anyhow::Result<Arc<Core>> {
@@ -638,7 +643,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             cursor,
             json,
         })) => {
-            let catalog = catalog(&cli)?;
+            let (config, settings, _) = load(&cli)?;
+            let catalog = catalog_of(&config, &settings);
+            // Skills are ranked among the tools, as `search_tools` ranks them.
+            let skills = crate::composition::skills(&config, &settings);
             let params = crate::catalog::SearchParams {
                 query,
                 detail: detail.as_deref(),
@@ -646,7 +654,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 limit: *limit,
                 cursor: cursor.as_deref(),
             };
-            say(&tools::search(&catalog, &params, *json).await?);
+            say(&tools::search(&catalog, &skills, &params, *json).await?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Tools(ToolsCommand::Show { name, lang, json })) => {

@@ -24,8 +24,11 @@ use crate::runtime::{ExecOutcome, Runtime};
 use crate::upstream::Upstreams;
 
 /// The skills of the user, of the working directory's project (when it is trusted) and of
-/// the directories the settings serve.
-fn skills(config: &Config, settings: &crate::config::Settings) -> crate::skills::store::Skills {
+/// the directories the settings serve (also what `tools search` ranks among the tools).
+pub(crate) fn skills(
+    config: &Config,
+    settings: &crate::config::Settings,
+) -> crate::skills::store::Skills {
     use crate::skills::store::{PROJECT_SKILLS, Skills};
     let project = config.project_dir.as_ref().map(|d| d.join(PROJECT_SKILLS));
     let trust = config.project_trust.clone().unwrap_or(Ok(()));

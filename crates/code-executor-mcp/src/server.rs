@@ -63,10 +63,13 @@ pub fn tool_definitions() -> Vec<Tool> {
             "reset": {}
         }
     });
-    // Python takes the same parameters; its description says so rather than repeat them.
-    let py_input =
-        json!({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]});
+    // Python takes the same parameters (`code` or `skill`, so neither is required); its
+    // description says so rather than repeat them.
+    let py_input = json!({"type": "object", "properties": {"code": {"type": "string"}}});
     let object = json!({"type": "object"});
+    // An `outputSchema` only where it says something, or where the result is a run's (the
+    // execute tools): `{"type": "object"}` tells a model nothing, and each costs 8 tokens on
+    // every turn; the others still answer with `structuredContent` and its text.
     let defs = json!([
         {
             "name": "execute_typescript",
@@ -84,33 +87,28 @@ pub fn tool_definitions() -> Vec<Tool> {
             "name": "search_tools",
             "description": "Search tools, skills; detail: names|summary|full",
             "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}, "detail": {}, "server": {}, "limit": {}, "cursor": {}}},
-            "outputSchema": object,
             "annotations": {"readOnlyHint": true}
         },
         {
             "name": "get_tool_schema",
             "description": "Schemas, signature of mcp__server__tool",
             "inputSchema": {"type": "object", "properties": {"name": {}}},
-            "outputSchema": object,
             "annotations": {"readOnlyHint": true}
         },
         {
             "name": "list_servers",
             "description": "Upstream servers; your sessions, runs",
-            "inputSchema": object,
-            "outputSchema": object
+            "inputSchema": object
         },
         {
             "name": "wait",
             "description": "Poll a yieldAfterMs run or task",
-            "inputSchema": {"type": "object", "properties": {"handle": {}, "timeoutMs": {}, "cancel": {}}},
-            "outputSchema": object
+            "inputSchema": {"type": "object", "properties": {"handle": {}, "timeoutMs": {}, "cancel": {}}}
         },
         {
             "name": "health",
             "description": "Server status, versions",
-            "inputSchema": object,
-            "outputSchema": object
+            "inputSchema": object
         }
     ]);
     serde_json::from_value(defs).unwrap_or_default()

@@ -715,16 +715,19 @@
     return fn;
   }
 
-  // `tools.server`: its tools by name and identifier form, or, for a server that has not
-  // started yet (`known` false), any name, which the host resolves when the call arrives.
-  // Names are looked up in the worker one at a time, so a server with hundreds of tools costs
-  // nothing until one is used.
-  function serverProxy(server, at, known) {
+  // `tools.server`: its tools by name and identifier form. Any other name (a server not
+  // started yet, whose tools are not known; a name the server does not have; a server that is
+  // not configured, `at` null) is a function too, which the host resolves when called: an
+  // unknown tool is then the host's one ToolError naming the nearest names, whenever and
+  // however it is reached. Reading a name never throws, so `typeof`, `await` (`then`) and
+  // `String()` behave as on plain objects. Names are looked up in the worker one at a time,
+  // so a server with hundreds of tools costs nothing until one is used.
+  function serverProxy(server, at) {
     const made = new Map(); // binding index -> its function
     const byName = new Map(); // name asked -> its function, or undefined for no tool
-    const lazy = new Map(); // name asked of a server not started yet -> its function
+    const lazy = new Map(); // any other name asked -> its function, resolved by the host
     const tool = (prop) => {
-      if (typeof prop !== 'string') return undefined;
+      if (typeof prop !== 'string' || at === null) return undefined;
       if (byName.has(prop)) return byName.get(prop);
       const index = host.tool(at, prop);
       if (index >= 0 && !made.has(index)) made.set(index, toolFunction(server, host.toolName(index)));
@@ -738,15 +741,11 @@
         const fn = tool(prop);
         if (fn) return fn;
         if (PASS.has(prop)) return Reflect.get(t, prop, recv);
-        if (known) {
-          throw new TypeError(`tools.${server} has no tool "${prop}"; available: ${host.toolKeys(at).join(', ')}`);
-        }
-        // A server not started yet: any name, resolved by the host when used or described.
         if (!lazy.has(prop)) lazy.set(prop, toolFunction(server, prop));
         return lazy.get(prop);
       },
       has: (t, prop) => own(t, prop) || tool(prop) !== undefined,
-      ownKeys: (t) => [...new Set([...host.toolKeys(at), ...Reflect.ownKeys(t)])],
+      ownKeys: (t) => [...new Set([...(at === null ? [] : host.toolKeys(at)), ...Reflect.ownKeys(t)])],
       getOwnPropertyDescriptor(t, prop) {
         if (own(t, prop)) return Reflect.getOwnPropertyDescriptor(t, prop);
         const fn = tool(prop);
@@ -755,22 +754,25 @@
     });
   }
 
-  // The `tools` object, made when code first touches it.
+  // The `tools` object, made when code first touches it. A name that is no configured server
+  // is a server proxy too (not listed, not `in`), whose calls the host refuses as an unknown
+  // tool naming the nearest servers.
   function buildTools() {
     const list = JSON.parse(host.servers());
     const servers = {};
-    list.forEach(([server, id, known], at) => {
+    list.forEach(([server, id], at) => {
       let proxy;
-      const get = () => proxy || (proxy = serverProxy(server, at, known));
+      const get = () => proxy || (proxy = serverProxy(server, at));
       for (const key of [server, id]) {
         if (!own(servers, key)) Object.defineProperty(servers, key, { get, enumerable: true, configurable: true });
       }
     });
-    const names = list.map(([server]) => server);
+    const unknown = new Map();
     return new Proxy(servers, {
       get(t, prop, recv) {
         if (typeof prop === 'symbol' || prop in t || PASS.has(prop)) return Reflect.get(t, prop, recv);
-        throw new TypeError(`no MCP server "${prop}" is configured; available: ${names.length ? names.join(', ') : '(none)'}`);
+        if (!unknown.has(prop)) unknown.set(prop, serverProxy(prop, null));
+        return unknown.get(prop);
       },
     });
   }

@@ -4,15 +4,16 @@
 //! The host names each failure by a [`CallError`]; the JavaScript prelude and the Python shim
 //! build their classes from [`CallError::table_json`], so that the same failure is the same
 //! class, with the same parent, in both languages: `PolicyError` and `LimitError` are
-//! `ToolError`s, an argument or name mistake is the language's own `TypeError`, and a value
-//! out of range is `RangeError` in JavaScript and `ValueError` in Python. A name the host
-//! sends that neither language knows becomes a subclass of `ToolError` of that name.
+//! `ToolError`s (as is a name that no tool has), an argument mistake is the language's own
+//! `TypeError`, and a value out of range is `RangeError` in JavaScript and `ValueError` in
+//! Python. A name the host sends that neither language knows becomes a subclass of
+//! `ToolError` of that name.
 
 /// Why a request from code failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CallError {
-    /// The upstream tool failed, its server could not be reached, or the host could not
-    /// complete the call.
+    /// The upstream tool failed, its server could not be reached, no server or tool has the
+    /// name asked for (however the call was written), or the host could not complete the call.
     Tool,
     /// The call is not allowed: a policy rule, the execution's `allowedTools`, a server held
     /// back or a tool hidden by the user's configuration.
@@ -20,8 +21,8 @@ pub enum CallError {
     /// A limit of the execution or the client was reached (tool calls, discovery requests,
     /// rate).
     Limit,
-    /// The code asked for something that does not exist or passed arguments that do not fit
-    /// the tool's schema.
+    /// The code passed arguments that do not fit the tool's schema, or a name that could mean
+    /// two tools.
     Argument,
     /// A value is outside what is accepted.
     Range,
@@ -84,7 +85,7 @@ impl CallError {
     pub fn doc(self) -> &'static str {
         match self {
             CallError::Tool => {
-                "An upstream tool failed or the host could not complete the call; message says why."
+                "An upstream tool failed, no such server or tool (message names the nearest), or the host could not complete the call; message says why."
             }
             CallError::Policy => {
                 "The call is not allowed for this execution; message names the rule."
@@ -93,7 +94,7 @@ impl CallError {
                 "A limit of this execution or client was reached; message names it."
             }
             CallError::Argument => {
-                "No such server or tool, or arguments that do not fit its schema."
+                "Arguments that do not fit the tool's schema, or a name that could mean two tools."
             }
             CallError::Range => "A value outside what is accepted.",
             CallError::ApprovalDenied => {

@@ -6,12 +6,13 @@ use crate::upstream::UpstreamError;
 /// A server or tool name that does not name exactly one; the advice fits the asker.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
-    /// `what` is the kind of name ("server", "tool of server \"x\""); `available` lists them.
-    #[error("no {what} named \"{wanted}\"; available: {available}")]
+    /// `what` is the kind of name ("server", "tool of server \"x\""); `nearest` lists the
+    /// likeliest meant (`names::nearest_list`).
+    #[error("no {what} named \"{wanted}\"; nearest: {nearest}")]
     NotFound {
         what: String,
         wanted: String,
-        available: String,
+        nearest: String,
     },
     #[error("\"{wanted}\" could mean the {what}s {candidates}; use the exact name")]
     Ambiguous {
@@ -26,9 +27,14 @@ pub enum NameError {
         qualified: String,
         advice: &'static str,
     },
-    #[error("\"{qualified}\" names no configured server; {advice}")]
+    /// A qualified name whose server part names no configured server.
+    #[error(
+        "unknown tool {qualified}: no MCP server named \"{server}\"; nearest: {nearest}; {advice}"
+    )]
     NoServer {
         qualified: String,
+        server: String,
+        nearest: String,
         advice: &'static str,
     },
     #[error("\"{qualified}\" is ambiguous: {readings}; {advice}")]
@@ -44,6 +50,15 @@ pub enum NameError {
 pub enum CatalogError {
     #[error(transparent)]
     Name(#[from] NameError),
+    /// A call target that names no tool, however it was written (`mcp__server__tool`, or the
+    /// server and the tool apart): the qualified name asked for, why (with the nearest names)
+    /// and where to look.
+    #[error("unknown tool {qualified}: {why}; {advice}")]
+    UnknownTool {
+        qualified: String,
+        why: Box<NameError>,
+        advice: &'static str,
+    },
     /// Refused by the user's client configs: the server is held back, or the tool hidden by
     /// the server's own tool filter (the reason as the upstreams word it).
     #[error("{0}")]

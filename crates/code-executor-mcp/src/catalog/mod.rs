@@ -33,7 +33,7 @@ use crate::policy::{Decision, ToolAllowlist};
 use crate::upstream::{SEARCH_START_WAIT, UpstreamError, Upstreams};
 use cache::ToolCache;
 use direct::{DirectTools, Pinned};
-use error::CatalogError;
+use error::{CatalogError, NameError};
 use learned::LearnedTypes;
 pub use names::{Asker, ident, pick, split_qualified};
 use render::describe_skill;
@@ -335,8 +335,24 @@ impl Catalog {
         name: &str,
         asker: Asker,
     ) -> Result<(String, Tool), CatalogError> {
+        // An unknown server or tool is one error however the target was written: the
+        // qualified name, the nearest names, and where to look.
+        let unknown = |server: &str, tool: &str, why: NameError, advice| match why {
+            NameError::NotFound { .. } => CatalogError::UnknownTool {
+                qualified: names::shown(&format!("mcp__{server}__{tool}")),
+                why: Box::new(why),
+                advice,
+            },
+            other => CatalogError::Name(other),
+        };
         let (server, tool) = match server {
-            Some(s) => (self.server_named(s)?, name.to_string()),
+            Some(s) => (
+                self.server_named(s).map_err(|e| match e {
+                    CatalogError::Name(why) => unknown(s, name, why, asker.list_servers()),
+                    other => other,
+                })?,
+                name.to_string(),
+            ),
             None => split_qualified(self.upstreams.names(), name, asker).map_err(|e| {
                 self.refusal(None, name)
                     .map_or(CatalogError::Name(e), CatalogError::Refused)
@@ -349,9 +365,10 @@ impl Catalog {
             &format!("tool of server \"{server}\""),
         )
         .map_err(|e| {
-            self.upstreams
-                .hidden(&server, &tool)
-                .map_or(CatalogError::Name(e), CatalogError::Refused)
+            self.upstreams.hidden(&server, &tool).map_or_else(
+                || unknown(&server, &tool, e, asker.search()),
+                CatalogError::Refused,
+            )
         })?;
         let def = tools
             .iter()
@@ -364,7 +381,7 @@ impl Catalog {
     /// The configured server `wanted` names (exactly, or in identifier form); a held-back
     /// server is an error saying why.
     fn server_named(&self, wanted: &str) -> Result<String, CatalogError> {
-        pick(self.upstreams.names(), wanted, "server")
+        pick(self.upstreams.names(), wanted, "MCP server")
             .map(str::to_string)
             .map_err(|e| {
                 self.refusal(Some(wanted), "")

@@ -9,6 +9,7 @@ pub use worker_protocol::ident;
 use super::error::NameError;
 
 /// Picks the one name in `names` that is `wanted` exactly, or else whose identifier form is.
+/// When none is, the error gives the [`nearest`] names.
 pub fn pick<'a>(
     names: impl Iterator<Item = &'a str> + Clone,
     wanted: &str,
@@ -20,24 +21,117 @@ pub fn pick<'a>(
     let matches: Vec<&str> = names.clone().filter(|n| ident(n) == wanted).collect();
     match matches.as_slice() {
         [one] => Ok(one),
-        [] => {
-            let all: Vec<&str> = names.collect();
-            Err(NameError::NotFound {
-                what: what.to_string(),
-                wanted: wanted.to_string(),
-                available: if all.is_empty() {
-                    "(none)".to_string()
-                } else {
-                    all.join(", ")
-                },
-            })
-        }
+        [] => Err(NameError::NotFound {
+            what: what.to_string(),
+            wanted: shown(wanted),
+            nearest: nearest_list(names, wanted),
+        }),
         many => Err(NameError::Ambiguous {
             what: what.to_string(),
             wanted: wanted.to_string(),
             candidates: many.join(" or "),
         }),
     }
+}
+
+/// How many names an error suggests.
+pub const NEAREST: usize = 5;
+
+/// At most this many characters of a name are compared (and shown): a name code made up can
+/// be of any length, and the comparison is quadratic in it.
+const COMPARED_CHARS: usize = 64;
+
+/// `wanted` as an error shows it: at most [`COMPARED_CHARS`] characters.
+pub(crate) fn shown(wanted: &str) -> String {
+    match wanted.char_indices().nth(COMPARED_CHARS) {
+        Some((at, _)) => format!("{}...", &wanted[..at]),
+        None => wanted.to_string(),
+    }
+}
+
+/// The nearest names as an error lists them: `a, b, c (of 40)`, or `(none)`.
+pub fn nearest_list<'a>(names: impl Iterator<Item = &'a str> + Clone, wanted: &str) -> String {
+    let all = names.clone().count();
+    let near = nearest(names, wanted, NEAREST);
+    if near.is_empty() {
+        return "(none)".to_string();
+    }
+    let mut out = near.join(", ");
+    if all > near.len() {
+        out.push_str(&format!(" (of {all})"));
+    }
+    out
+}
+
+/// The names of `names` nearest to `wanted`, likeliest first, at most `n`: compared in
+/// lower case without `_`, `-`, `.` and spaces (so `getPage`, `get-page` and `get_page` are
+/// the same), by edit distance (a swap of two neighbours is one edit), a name that contains
+/// the other or begins the same way ahead of one that does not, then by name.
+pub fn nearest<'a>(names: impl Iterator<Item = &'a str>, wanted: &str, n: usize) -> Vec<&'a str> {
+    let want = folded(wanted);
+    let mut scored: Vec<(usize, usize, &str)> = names
+        .map(|name| {
+            let have = folded(name);
+            let contains = !want.is_empty()
+                && !have.is_empty()
+                && (contains_seq(&have, &want) || contains_seq(&want, &have));
+            let prefix = have.iter().zip(&want).take_while(|(a, b)| a == b).count();
+            // Two edits' worth for containing the other, one for each shared first character
+            // up to two: `issue` is nearer `get_issue` than `tissue`'s neighbours.
+            let bonus = if contains { 2 } else { 0 } + prefix.min(2);
+            (
+                (distance(&have, &want) * 2).saturating_sub(bonus),
+                usize::MAX - prefix,
+                name,
+            )
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.2 == b.2);
+    scored
+        .into_iter()
+        .take(n)
+        .map(|(_, _, name)| name)
+        .collect()
+}
+
+/// A name as [`nearest`] compares it.
+fn folded(name: &str) -> Vec<char> {
+    name.chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.' | ' '))
+        .flat_map(char::to_lowercase)
+        .take(COMPARED_CHARS)
+        .collect()
+}
+
+fn contains_seq(hay: &[char], needle: &[char]) -> bool {
+    needle.len() <= hay.len() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Edit distance where a swap of two neighbouring characters is one edit (optimal string
+/// alignment).
+fn distance(a: &[char], b: &[char]) -> usize {
+    let (n, m) = (a.len(), b.len());
+    let mut d = vec![vec![0usize; m + 1]; n + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=n {
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[n][m]
 }
 
 /// Who asks to resolve a name, for the advice its errors give: code in the sandbox has the
@@ -51,11 +145,20 @@ pub enum Asker {
 
 impl Asker {
     /// Where to look up the configured servers.
-    fn list_servers(self) -> &'static str {
+    pub(crate) fn list_servers(self) -> &'static str {
         match self {
-            Asker::Code => "call listServers() to see them",
+            Asker::Code => "listServers() / list_servers() lists them",
             Asker::Agent => "the list_servers tool lists them",
             Asker::Person => "`code-executor-mcp config show` lists them",
+        }
+    }
+
+    /// Where to find a tool by what it does.
+    pub(crate) fn search(self) -> &'static str {
+        match self {
+            Asker::Code => "searchTools(query) / search_tools(query) finds tools by what they do",
+            Asker::Agent => "the search_tools tool finds tools by what they do",
+            Asker::Person => "`code-executor-mcp tools search QUERY` finds tools by what they do",
         }
     }
 
@@ -87,7 +190,9 @@ pub fn split_qualified<'a>(
             advice: asker.separately(),
         });
     };
-    let readings: Vec<(String, String)> = servers
+    let names: Vec<&str> = servers.collect();
+    let readings: Vec<(String, String)> = names
+        .iter()
         .filter_map(|s| {
             rest.strip_prefix(s)
                 .and_then(|r| r.strip_prefix("__"))
@@ -97,10 +202,23 @@ pub fn split_qualified<'a>(
         .collect();
     match readings.len() {
         1 => Ok(readings.into_iter().next().unwrap_or_default()),
-        0 => Err(NameError::NoServer {
-            qualified: qualified.to_string(),
-            advice: asker.list_servers(),
-        }),
+        0 => {
+            // The server part as far as it can be told: up to the next `__`.
+            let asked = rest.split_once("__").map_or(rest, |(s, _)| s);
+            if names.contains(&asked) {
+                // A server and no tool (`mcp__fs__`).
+                return Err(NameError::NotQualified {
+                    qualified: shown(qualified),
+                    advice: asker.separately(),
+                });
+            }
+            Err(NameError::NoServer {
+                qualified: shown(qualified),
+                server: shown(asked),
+                nearest: nearest_list(names.iter().copied(), asked),
+                advice: asker.list_servers(),
+            })
+        }
         _ => Err(NameError::AmbiguousQualified {
             qualified: qualified.to_string(),
             readings: readings
@@ -143,10 +261,65 @@ mod tests {
         let err = pick(names.iter().copied(), "nope", "tool")
             .unwrap_err()
             .to_string();
-        assert!(
-            err.contains("available: get-page, get_page, read.file"),
-            "{err}"
+        assert_eq!(
+            err,
+            "no tool named \"nope\"; nearest: get-page, get_page, read.file"
         );
+        // More names than are shown: how many there are.
+        let many: Vec<String> = (0..40).map(|i| format!("tool{i}")).collect();
+        let err = pick(many.iter().map(String::as_str), "tool7x", "tool")
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("(of 40)"), "{err}");
+        assert!(err.contains("nearest: tool7, "), "{err}");
+        // A name of any length is shown cut, and compared within bounds.
+        let long = "x".repeat(1_000_000);
+        let err = pick(names.iter().copied(), &long, "tool")
+            .unwrap_err()
+            .to_string();
+        assert!(err.len() < 300, "{}", err.len());
+        let err = pick([].iter().copied(), "nope", "tool")
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("nearest: (none)"), "{err}");
+    }
+
+    /// The likeliest meant first, whatever the spelling: a typo, a swap, another case or
+    /// separator, a part of the name, a plural.
+    #[test]
+    fn nearest_names_come_first() {
+        let tools = [
+            "echo",
+            "add",
+            "fail",
+            "sleep",
+            "env",
+            "get.page",
+            "dash-tool",
+            "get_issue",
+            "list_issues",
+            "create_pull_request",
+            "search_code",
+        ];
+        for (wanted, first) in [
+            ("ecoh", "echo"),
+            ("eho", "echo"),
+            ("ECHO", "echo"),
+            ("getPage", "get.page"),
+            ("get_pages", "get.page"),
+            ("dash_tool", "dash-tool"),
+            ("issue", "get_issue"),
+            ("listIssue", "list_issues"),
+            ("createPullRequest", "create_pull_request"),
+            ("searchcode", "search_code"),
+            ("slep", "sleep"),
+        ] {
+            let got = nearest(tools.iter().copied(), wanted, NEAREST);
+            assert_eq!(got.first(), Some(&first), "{wanted}: {got:?}");
+            assert!(got.len() <= NEAREST, "{got:?}");
+        }
+        assert!(nearest([].iter().copied(), "x", NEAREST).is_empty());
+        assert_eq!(nearest(tools.iter().copied(), "x", 0), Vec::<&str>::new());
     }
 
     #[test]
@@ -171,13 +344,20 @@ mod tests {
         for (name, says) in [
             (
                 "mcp__FS__read_file",
-                "\"mcp__FS__read_file\" names no configured server",
+                "unknown tool mcp__FS__read_file: no MCP server named \"FS\"; nearest: fs, ",
+            ),
+            (
+                "mcp__gti__log",
+                "unknown tool mcp__gti__log: no MCP server named \"gti\"; nearest: git, ",
             ),
             (
                 "fs__read_file",
                 "is not a qualified tool name; write mcp__<server>__<tool>",
             ),
-            ("mcp__fs__", "\"mcp__fs__\" names no configured server"),
+            (
+                "mcp__fs__",
+                "\"mcp__fs__\" is not a qualified tool name; write mcp__<server>__<tool>",
+            ),
         ] {
             let err = split_qualified(servers.iter().copied(), name, Asker::Code)
                 .unwrap_err()

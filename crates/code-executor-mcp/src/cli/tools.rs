@@ -11,6 +11,7 @@ use crate::catalog::{
     Asker, Catalog, Detail, SearchParams, ToolView, describe, ident, schema_py, schema_ts,
 };
 use crate::policy::{ToolAllowlist, qualified_name};
+use crate::skills::store::Skills;
 
 /// Which language wrappers and signatures are written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -19,34 +20,53 @@ pub enum Lang {
     Py,
 }
 
-/// `tools search QUERY`: one line per hit (name and summary), or the JSON answer.
+/// `tools search QUERY`: one line per hit (name and summary), or the JSON answer. Skills
+/// are ranked among the tools as `search_tools` ranks them (`--server skills` for them alone),
+/// and a skill's line says so.
 pub async fn search(
     catalog: &Catalog,
+    skills: &Skills,
     params: &SearchParams<'_>,
     json: bool,
 ) -> anyhow::Result<String> {
+    let docs = crate::runtime::host::skills::search_docs(catalog, skills).await;
     let v = catalog
-        .search(params, &ToolAllowlist::allow_all())
+        .search_with(
+            &ToolView::default(),
+            params,
+            &ToolAllowlist::allow_all(),
+            Some(docs),
+        )
         .await
         .map_err(anyhow::Error::msg)?;
     if json {
         return Ok(serde_json::to_string_pretty(&v)?);
     }
     let tools = v["tools"].as_array().cloned().unwrap_or_default();
+    // A skill's line names it as one (`skill NAME`), and shows how code calls it.
+    let label = |t: &Value| {
+        let name = t["name"].as_str().unwrap_or("");
+        if t["kind"] == "skill" {
+            format!("skill {name}")
+        } else {
+            name.to_string()
+        }
+    };
     let width = tools
         .iter()
-        .filter_map(|t| t["name"].as_str())
-        .map(str::len)
+        .map(|t| label(t).chars().count())
         .max()
         .unwrap_or(0);
     let mut out = String::new();
     for t in &tools {
-        let name = t["name"].as_str().unwrap_or("");
+        let name = label(t);
         let desc = t["description"].as_str().unwrap_or("");
         out.push_str(format!("{name:width$}  {desc}").trim_end());
         out.push('\n');
-        if let Some(sig) = t["signature"].as_str() {
-            out.push_str(&format!("{:width$}  {sig}\n", ""));
+        for more in [&t["signature"], &t["call"]] {
+            if let Some(line) = more.as_str() {
+                out.push_str(&format!("{:width$}  {line}\n", ""));
+            }
         }
     }
     out.push_str(&format!(

@@ -375,7 +375,12 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
     let started = std::time::Instant::now();
     let req = Request::from_parts(parts, Full::new(bytes));
     let response = state.mcp.handle(req).await;
-    let response = as_rpc_error(response).await;
+    let mut response = as_rpc_error(response).await;
+    // A closed transport session is answered 200 (rmcp says 202): the official Python SDK
+    // takes only 200 or 204 and logs "Session termination failed: 202" on every close.
+    if is_delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
     let response = shim::outbound(
         task_shim.clone(),
         state.core.policy.redactor.clone(),

@@ -7,9 +7,9 @@
 //! not declare the extension), and has no `tasks/result` or `tasks/list`. So on stdio a
 //! [`Shim`] sits in the transport between the pipes and rmcp (`crate::lines`; over HTTP,
 //! `http::shim` applies one per transport session to request bodies and answer messages) and
-//! rewrites the few messages concerned, for a session that negotiated an older revision with
+//! rewrites the few messages concerned, for a session that negotiated 2025-11-25 with
 //! `initialize` (in that revision a client asks for a task per request; it declares nothing
-//! for it):
+//! for it; a client of an older revision knows no tasks and is offered none):
 //!
 //! - the `initialize` answer gains `capabilities.tasks` (list, cancel, tools/call), and the
 //!   execute tools in `tools/list` gain `execution.taskSupport: "optional"`;
@@ -46,6 +46,8 @@ pub(crate) const TASK_META: &str = "io.github.code-executor-mcp/legacy-task";
 const RENAMED: &str = "code-executor-mcp/";
 /// Related-task key of `tasks/result` answers.
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// The revision that brought tasks: an older client knows none, and is offered none.
+const TASKS_REVISION: &str = "2025-11-25";
 /// The revision from which tasks are the extension instead.
 const EXTENSION_REVISION: &str = "2026-07-28";
 
@@ -57,7 +59,7 @@ pub(crate) struct Shim {
     /// The client declared the tasks extension: it speaks the newer task methods even on an
     /// older revision, and nothing is rewritten.
     extension: bool,
-    /// The session negotiated a revision before 2026-07-28.
+    /// The session negotiated 2025-11-25 (tasks, but not yet the extension of 2026-07-28).
     legacy: bool,
     /// Ids of `tools/list` requests whose answers get `execution.taskSupport`.
     tool_lists: Vec<Value>,
@@ -128,7 +130,8 @@ impl Shim {
         if self.init_id.as_ref() == Some(&id) {
             self.init_id = None;
             let version = msg.pointer("/result/protocolVersion")?.as_str()?;
-            self.legacy = version < EXTENSION_REVISION;
+            // Revisions are dates, which compare as strings.
+            self.legacy = (TASKS_REVISION..EXTENSION_REVISION).contains(&version);
             if !self.active() {
                 return None;
             }
@@ -436,6 +439,27 @@ mod tests {
         let get =
             json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": "x"}});
         assert_eq!(s.inbound(&line(get)), None);
+    }
+
+    /// Revisions before 2025-11-25 have no tasks: nothing is offered or rewritten.
+    #[test]
+    fn an_older_session_is_offered_no_tasks() {
+        for version in ["2024-11-05", "2025-03-26", "2025-06-18"] {
+            let mut s = Shim::default();
+            let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+            assert_eq!(s.inbound(&line(init)), None);
+            let answer = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": version, "capabilities": {"tools": {}}}});
+            assert_eq!(s.outbound(&line(answer)), None, "{version}");
+            let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+            assert_eq!(s.inbound(&line(list)), None);
+            let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": [
+                {"name": "execute_typescript"}, {"name": "execute_python"}]}});
+            assert_eq!(s.outbound(&line(answer)), None, "{version}");
+            let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "execute_typescript", "arguments": {"code": "1"}, "task": {"ttl": 60000}}});
+            assert_eq!(s.inbound(&line(call)), None, "{version}");
+        }
     }
 
     #[test]

@@ -13,8 +13,9 @@ const COMMON: &str = "\
 Tool results: a tool's structuredContent when it has one, else its text parsed as JSON when \
 it parses, else the text; several content blocks come as an array; an isError result throws \
 ToolError with the upstream's message. PolicyError (denied by allowedTools, rules or \
-read-only mode), LimitError (a cap below) and ApprovalDenied extend ToolError; a bad argument \
-names the field and the expected schema.
+read-only mode), LimitError (a cap below) and ApprovalDenied extend ToolError; a call of an \
+unknown tool or server, however written, throws ToolError naming the nearest names; a bad \
+argument names the field and the expected schema.
 Discovery: searchTools(query, {detail: names|summary|full, server, limit}) / search_tools, \
 getToolSchema('mcp__server__tool') / get_tool_schema, listServers() / list_servers, \
 discoverMCPTools() / discover_mcp_tools(); tools.<server>.<tool>.signature is the typed \

@@ -384,14 +384,23 @@ out
             args: json!({}),
             expect: Expect::Check(|lang, v, _| {
                 let out: Vec<String> = serde_json::from_value(v["result"].clone()).unwrap();
-                let want0 = lang.pick(
-                    "TypeError: no MCP server \"nope\" is configured; available: fx, other-server",
-                    "AttributeError: no MCP server 'nope' is configured; available: fx, other-server",
-                );
-                assert!(out[0].starts_with(want0), "{out:?}");
-                assert!(out[1].contains("names no configured server"), "{out:?}");
+                // The same ToolError in both languages, by the host.
                 assert!(
-                    out[2].contains("no tool of server \"fx\" named \"nope\"; available: add,"),
+                    out[0].starts_with(
+                        "ToolError: unknown tool mcp__nope__x: no MCP server named \"nope\"; nearest: "
+                    ),
+                    "{out:?}"
+                );
+                assert!(
+                    out[1].starts_with(
+                        "ToolError: unknown tool mcp__nope__x: no MCP server named \"nope\"; nearest: "
+                    ),
+                    "{out:?}"
+                );
+                assert!(
+                    out[2].starts_with(
+                        "ToolError: unknown tool mcp__fx__nope: no tool of server \"fx\" named \"nope\"; nearest: "
+                    ),
                     "{out:?}"
                 );
                 let want3 = lang.pick(
@@ -525,6 +534,169 @@ case_tests!(
     unknown_names_say_what_exists,
     discovery_functions_work_inside_the_sandbox,
 );
+
+/// Every way code reaches an unknown tool or server, in TypeScript: (how, error name, a
+/// ToolError?, message); then what reading unknown names gives (it never throws).
+const UNKNOWN_TS: &str = r#"
+const out = [];
+const probe = async (how, f) => {
+  try { await f(); out.push([how, 'no error']); }
+  catch (e) { out.push([how, e.name, e instanceof ToolError, e.message]); }
+};
+await probe('proxy', () => tools.fx.ecoh({ message: 'x' }));
+await probe('proxy, by key', () => tools['fx']['nope-tool']());
+await probe('proxy, server not started', () => tools.other_server.whoamii());
+await probe('proxy, unknown server', () => tools.fz.echo({}));
+await probe('qualified', () => callMCPTool('mcp__fx__ecoh', {}));
+await probe('qualified, unknown server', () => callMCPTool('mcp__fz__echo', {}));
+await probe('server and tool', () => callMCPTool('fx', 'ecoh', {}));
+await probe('server and tool, unknown server', () => callMCPTool('fz', 'echo', {}));
+await probe('async', () => callMCPTool('fx', 'ecoh', {}));
+await probe('async proxy', () => tools.fx.ecoh());
+const fx = tools.fx;
+const reads = [
+  typeof fx.ecoh, typeof tools.fz, typeof tools.fz.echo, 'ecoh' in fx, 'fz' in tools,
+  Object.keys(tools).includes('fz'), fx.then === undefined, tools.fz.then === undefined,
+  String(fx) === '[object Object]', fx[Symbol.toPrimitive] === undefined, (await fx) === fx,
+];
+return { out, reads };
+"#;
+
+/// The same in Python (`async`: `acall_mcp_tool`; `async proxy`: `atools`).
+const UNKNOWN_PY: &str = r#"
+out = []
+def probe(how, f):
+    try:
+        f()
+        out.append([how, 'no error'])
+    except Exception as e:
+        out.append([how, type(e).__name__, isinstance(e, ToolError), str(e)])
+probe('proxy', lambda: tools.fx.ecoh(message='x'))
+probe('proxy, by key', lambda: tools['fx']['nope-tool']())
+probe('proxy, server not started', lambda: tools.other_server.whoamii())
+probe('proxy, unknown server', lambda: tools.fz.echo())
+probe('qualified', lambda: call_mcp_tool('mcp__fx__ecoh', {}))
+probe('qualified, unknown server', lambda: call_mcp_tool('mcp__fz__echo', {}))
+probe('server and tool', lambda: call_mcp_tool('fx', 'ecoh', {}))
+probe('server and tool, unknown server', lambda: call_mcp_tool('fz', 'echo', {}))
+for how, call in [('async', lambda: acall_mcp_tool('fx', 'ecoh', {})), ('async proxy', lambda: atools.fx.ecoh())]:
+    try:
+        await call()
+        out.append([how, 'no error'])
+    except Exception as e:
+        out.append([how, type(e).__name__, isinstance(e, ToolError), str(e)])
+fx = tools.fx
+def dunder():
+    try:
+        fx.__wrapped__
+        return False
+    except AttributeError:
+        return True
+reads = [
+    'function' if callable(fx.ecoh) else 'no', 'object' if tools.fz is not None else 'no',
+    'function' if callable(tools.fz.echo) else 'no', 'ecoh' in dir(fx), 'fz' in dir(tools),
+    hasattr(tools, '__len__'), not hasattr(fx, '__iter__'), not hasattr(tools.fz, '__await__'),
+    dunder(), 'not configured' in repr(tools.fz), hasattr(fx, 'ecoh'),
+]
+{'out': out, 'reads': reads}
+"#;
+
+/// An unknown tool or server is one error in both languages, however it is reached (a typed
+/// proxy by name or key, a server not started yet, a server that is not configured, the
+/// qualified name, server and tool apart, awaitable forms), in the first execution or a later
+/// one, in a session or not: a ToolError from the host, naming the tool asked for and the
+/// nearest names. Reading an unknown name never throws (`typeof`, `await`, `String`,
+/// `hasattr`); a dunder is an AttributeError in Python as usual.
+#[tokio::test]
+async fn an_unknown_tool_is_one_tool_error_however_and_whenever_it_is_reached() {
+    let mut seen: Vec<(String, Value)> = Vec::new();
+    // First executions: TypeScript on one server, Python on another, neither upstream
+    // started yet; then later ones, and in a session.
+    for first in [Lang::Ts, Lang::Py] {
+        let h = harness().await;
+        let servers = h.call("list_servers", json!({})).await;
+        let status = servers.structured_content.unwrap();
+        let fx_connected = status["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "fx" && s["status"] == "connected");
+        assert!(
+            !fx_connected,
+            "fx started before the first execution: {status}"
+        );
+        let other = match first {
+            Lang::Ts => Lang::Py,
+            Lang::Py => Lang::Ts,
+        };
+        let mut session = None;
+        for (label, lang, in_session) in [
+            ("first", first, false),
+            ("later", first, false),
+            ("later", other, false),
+            ("session", first, true),
+            ("session again", first, true),
+        ] {
+            let mut args = json!({"code": lang.pick(UNKNOWN_TS, UNKNOWN_PY)});
+            if in_session {
+                args["session"] = session.clone().unwrap_or_else(|| json!("new"));
+            }
+            let (v, is_error) = h.run_tool(lang.tool(), args).await;
+            assert!(!is_error, "{label} [{lang:?}]: {v}");
+            if in_session {
+                session = Some(v["session"]["id"].clone());
+            }
+            seen.push((
+                format!("{label} [{lang:?}], {first:?} first"),
+                v["result"].clone(),
+            ));
+        }
+    }
+    let (_, reference) = &seen[0];
+    eprintln!("unknown names: {reference}");
+    let out = reference["out"].as_array().unwrap();
+    assert_eq!(out.len(), 10, "{reference}");
+    for row in out {
+        let (how, name, tool_error, message) =
+            (&row[0], &row[1], &row[2], row[3].as_str().unwrap_or(""));
+        assert_eq!(name, "ToolError", "{how}: {row}");
+        assert_eq!(tool_error, true, "{how}: {row}");
+        assert!(
+            message.starts_with("unknown tool mcp__"),
+            "{how}: {message}"
+        );
+    }
+    let message = |i: usize| out[i][3].as_str().unwrap();
+    assert!(
+        message(0).starts_with(
+            "unknown tool mcp__fx__ecoh: no tool of server \"fx\" named \"ecoh\"; nearest: echo, "
+        ) && message(0)
+            .ends_with("; searchTools(query) / search_tools(query) finds tools by what they do"),
+        "{}",
+        message(0)
+    );
+    assert!(message(1).starts_with(
+        "unknown tool mcp__fx__nope-tool: no tool of server \"fx\" named \"nope-tool\"; nearest: "
+    ));
+    assert!(message(2).starts_with("unknown tool mcp__other-server__whoamii: no tool of server \"other-server\" named \"whoamii\"; nearest: whoami"), "{}", message(2));
+    let unknown_server = "unknown tool mcp__fz__echo: no MCP server named \"fz\"; nearest: fx, other-server; listServers() / list_servers() lists them";
+    for i in [3, 5, 7] {
+        assert_eq!(message(i), unknown_server, "{}", out[i][0]);
+    }
+    for i in [4, 6, 8, 9] {
+        assert_eq!(message(i), message(0), "{}", out[i][0]);
+    }
+    assert_eq!(
+        reference["reads"],
+        json!([
+            "function", "object", "function", false, false, false, true, true, true, true, true
+        ])
+    );
+    // Every run, both languages: the very same.
+    for (label, v) in &seen {
+        assert_eq!(v, reference, "{label} differs from {}", seen[0].0);
+    }
+}
 
 #[tokio::test]
 async fn python_threads_and_asyncio_call_tools_at_once() {

@@ -42,7 +42,7 @@ const GREET_PY: &str = r#"echoed = tools.fx.echo(message="hello " + args["who"])
 #[tokio::test]
 async fn skills_are_saved_versioned_found_and_called_across_languages() {
     let dir = TempDir::new("skills");
-    let (h, _c) = with_skills(&dir.0, None).await;
+    let (h, settings_dir) = with_skills(&dir.0, None).await;
     // Saved from TypeScript: a TypeScript skill with an input schema.
     let saved = ok(
         &h,
@@ -126,6 +126,59 @@ async fn skills_are_saved_versioned_found_and_called_across_languages() {
     assert_eq!(first["kind"], "skill", "{found}");
     assert_eq!(first["name"], "greet");
     assert_eq!(first["call"], "skills.greet(args)");
+    // The command line's `tools search` ranks them the same way.
+    let settings = settings_dir.dir.join("settings.json");
+    let cli = |args: &[&str]| {
+        let config = TempConfig::new(json!({ "fx": fixture_entry("fx") }));
+        let out = std::process::Command::new(EXE)
+            .arg("--config")
+            .arg(&config.path)
+            .arg("--no-discover")
+            .args(args)
+            .env("CODE_EXECUTOR_CONFIG_PATH", &settings)
+            .env("XDG_STATE_HOME", config.dir.join("state"))
+            .env("CODE_EXECUTOR_CACHE_DIR", config.dir.join("cache"))
+            .current_dir(&config.dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{args:?}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let json_hits: Value = serde_json::from_str(&cli(&[
+        "tools",
+        "search",
+        "greet someone",
+        "--detail",
+        "summary",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(json_hits["tools"][0], found["tools"][0], "{json_hits}");
+    let text = cli(&["tools", "search", "greet someone"]);
+    let mut lines = text.lines();
+    let top = lines.next().unwrap_or("");
+    assert!(
+        top.starts_with("skill greet ") && top.ends_with("Greets someone through the echo tool."),
+        "{text}"
+    );
+    assert_eq!(
+        lines.next().map(str::trim),
+        Some("skills.greet(args)"),
+        "{text}"
+    );
+    let only = cli(&["tools", "search", "add", "--server", "skills"]);
+    assert!(
+        only.lines()
+            .filter(|l| !l.starts_with(' ') && !l.starts_with('('))
+            .all(|l| l.starts_with("skill ")),
+        "{only}"
+    );
+    assert!(only.contains("skill add-one"), "{only}");
     let only = ok(
         &h,
         Lang::Ts,

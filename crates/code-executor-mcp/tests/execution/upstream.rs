@@ -272,7 +272,8 @@ async fn top_level_errors_point_to_top_level_tools() {
     let cases = [
         (
             "mcp__nosuch__x",
-            "\"mcp__nosuch__x\" names no configured server; the list_servers tool lists them",
+            "unknown tool mcp__nosuch__x: no MCP server named \"nosuch\"; nearest: fx; the \
+             list_servers tool lists them",
         ),
         (
             "echo",

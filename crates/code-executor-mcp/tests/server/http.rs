@@ -261,6 +261,11 @@ async fn principals_cannot_see_each_others_sessions() {
             // Nor can he end it.
             assert_eq!(thief.delete().await, 404);
             assert_eq!(alice.request("tools/list", json!({})).await.status, 200);
+            // Alice closes it: 200 (what the SDKs take; rmcp's 202 made the official Python
+            // SDK log "Session termination failed: 202"), and it is gone.
+            assert_eq!(alice.delete().await, 200);
+            assert_eq!(alice.request("tools/list", json!({})).await.status, 404);
+            assert_eq!(alice.delete().await, 404);
         }
     }
 }
@@ -539,7 +544,7 @@ async fn a_burst_beyond_the_caps_gets_the_busy_answer_and_service_resumes() {
         third.body
     );
     // Closing one makes room.
-    assert_eq!(c.delete().await, 202);
+    assert_eq!(c.delete().await, 200);
     let _fourth = McpHttp::connect(&s.url, Some(&toks[0]), Generation::Sessions).await;
     assert!(
         s.metric("code_executor_http_connections_rejected_total")

@@ -1,5 +1,6 @@
 //! The server's faces other than stdio, and clients nobody here wrote.
 //!
+//! - [`figures`]: the README's figures about our tools and their tokens, against the program;
 //! - [`http`]: `serve --http` in both protocol generations (and its operations endpoints);
 //! - [`http_oauth`]: `serve --http` as an OAuth 2.1 resource server;
 //! - [`oauth`]: `login` against a mock authorization server, then the protected upstream;
@@ -22,6 +23,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod figures;
 mod http;
 mod http_oauth;
 mod interop;

@@ -1582,11 +1582,18 @@ class _Tool:
 
 
 class _Server:
-    def __init__(self, name, tools, is_async):
+    """`tools.server`: its tools by name and identifier form. Any other name that is not a
+    dunder (a server not started yet, whose tools are not known; a name the server does not
+    have; a server that is not configured) is a tool function too, which the host resolves
+    when called: an unknown tool is then the host's one ToolError naming the nearest names,
+    whenever and however it is reached, as in TypeScript."""
+
+    def __init__(self, name, tools, is_async, configured=True):
         self._name = name
         self._async = is_async
         self._tools = tools
         self._names = None
+        self._configured = configured
 
     @property
     def _known(self):
@@ -1607,20 +1614,17 @@ class _Server:
         return self[attr]
 
     def __getitem__(self, name):
-        if self._known is not None:
-            real = self._known.get(name)
-            if real is None:
-                raise AttributeError(
-                    "tools.%s has no tool %r; available: %s"
-                    % (self._name, name, ", ".join(sorted(self._known)))
-                )
-            name = real
-        return _Tool(self._name, name, self._async)
+        known = self._known
+        if known is not None:
+            name = known.get(name, name)
+        return _Tool(self._name, str(name), self._async)
 
     def __dir__(self):
         return sorted(self._known or ())
 
     def __repr__(self):
+        if not self._configured:
+            return "<server %s: not configured>" % self._name
         return "<server %s: %s>" % (self._name, ", ".join(self.__dir__()) or "tools not known yet")
 
 
@@ -1647,6 +1651,7 @@ class _Tools:
         self._bindings = bindings
         self._async = is_async
         self._built = None
+        self._unknown = {}
 
     def _build(self):
         """(proxy by name and identifier form, server names in the host's order)."""
@@ -1672,12 +1677,15 @@ class _Tools:
         return self[attr]
 
     def __getitem__(self, name):
-        proxy = self._servers.get(name)
+        servers = self._servers
+        proxy = servers.get(name)
         if proxy is None:
-            raise AttributeError(
-                "no MCP server %r is configured; available: %s"
-                % (name, ", ".join(self._names) or "(none)")
-            )
+            # Not configured: its calls are refused by the host as an unknown tool naming the
+            # nearest servers; it is not listed (`dir`, `in dir(tools)`).
+            unknown = self._unknown
+            proxy = unknown.get(name)
+            if proxy is None:
+                proxy = unknown[name] = _Server(str(name), None, self._async, configured=False)
         return proxy
 
     def __dir__(self):
