@@ -121,7 +121,18 @@ impl Core {
             sessions,
             options.replica.clone(),
             Arc::new(skills(config, settings)),
-            crate::check::Checkers::new(settings.check.clone()),
+            crate::check::Checkers::new(
+                settings.check.clone(),
+                crate::check::Confinement {
+                    mode: options.sandbox,
+                    helper_exe: Some(options.exe.clone()),
+                    memory_bytes: settings
+                        .check
+                        .memory_mb
+                        .unwrap_or(crate::check::confine::DEFAULT_MEMORY_MB)
+                        << 20,
+                },
+            ),
         ));
         crate::runtime::end_idle_sessions(Arc::downgrade(&runtime));
         crate::runtime::sweep_periodically(Arc::downgrade(&runtime));

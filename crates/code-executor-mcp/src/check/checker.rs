@@ -64,10 +64,19 @@ pub(super) struct Checker {
     /// How it runs as a language server, when it can (TypeScript 7's native `tsc`, `tsgo`,
     /// `ty`): it is then kept warm (`lsp.rs`).
     pub(super) server_args: Option<&'static [&'static str]>,
+    /// How it runs confined (`confine.rs`).
+    pub(super) launch: super::confine::Launch,
+    /// TypeScript 5.9 and later take `--ignoreConfig`: no `tsconfig.json` is looked for.
+    pub(super) ignore_config: bool,
 }
 
 /// The checker the settings name, else the first of `names` on PATH. `Err("")`: none found.
-pub(super) fn find(configured: Option<&str>, names: &[&str]) -> Result<Checker, String> {
+/// `uid_other`: the sandbox runs as another user (see `confine::launch`).
+pub(super) fn find(
+    configured: Option<&str>,
+    names: &[&str],
+    uid_other: bool,
+) -> Result<Checker, String> {
     let program = match configured {
         Some(c) if c.contains('/') => {
             let p = PathBuf::from(c);
@@ -98,6 +107,8 @@ pub(super) fn find(configured: Option<&str>, names: &[&str]) -> Result<Checker, 
     let program = native.clone().unwrap_or(program);
     let version = std::process::Command::new(&program)
         .arg("--version")
+        .env_clear()
+        .envs(std::env::var_os("PATH").map(|p| ("PATH", p)))
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
@@ -121,11 +132,26 @@ pub(super) fn find(configured: Option<&str>, names: &[&str]) -> Result<Checker, 
         Kind::Ty => Some(&["server"]),
         _ => None,
     };
+    let label = format!("{name} {version}").trim().to_string();
+    let launch = super::confine::launch(kind, &program, uid_other)
+        .map_err(|e| format!("{label} cannot be run in the sandbox: {e}"))?;
+    let major: u32 = version
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    let minor: u32 = version
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
     Ok(Checker {
         kind,
-        label: format!("{name} {version}").trim().to_string(),
+        label,
         program,
         server_args,
+        launch,
+        ignore_config: kind == Kind::Tsc && (major > 5 || (major == 5 && minor >= 9)),
     })
 }
 
@@ -145,14 +171,6 @@ fn native_tsc(program: &Path) -> Option<PathBuf> {
         std::env::consts::OS
     ));
     native.is_file().then_some(native)
-}
-
-/// The environment a checker runs with: nothing of ours but what it needs to start.
-pub(super) fn checker_env() -> Vec<(String, std::ffi::OsString)> {
-    ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "XDG_CACHE_HOME"]
-        .iter()
-        .filter_map(|k| Some((k.to_string(), std::env::var_os(k)?)))
-        .collect()
 }
 
 #[cfg(test)]

@@ -35,9 +35,12 @@ pub(crate) enum CheckError {
         "the code could not be type-checked: {0}; nothing ran (call without check to run it unchecked)"
     )]
     Failed(String),
-    /// The checker took longer than allowed.
+    /// The check did not finish within the time it had: what was left of the execution's
+    /// deadline, or `check.timeoutMs`.
     #[error(
-        "type-checking the code took longer than {0} ms; nothing ran (call without check to run it unchecked)"
+        "the type check did not finish within the {0} ms it had (what was left of the \
+         execution's timeoutMs, at most check.timeoutMs); nothing ran (simplify the types, give \
+         the execution more time, or call without check to run it unchecked)"
     )]
     Timeout(u128),
 }

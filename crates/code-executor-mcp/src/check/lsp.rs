@@ -4,8 +4,11 @@
 //! pull model) and closes it. A warm server answers in a few milliseconds where a fresh
 //! checker process spends most of 60-70 ms reading the standard library's declarations.
 //!
-//! Any failure (the server cannot start, dies, answers garbage or late) ends it; the caller
-//! then checks with a fresh process, and the next check starts a new server.
+//! The server runs confined like a one-off checker (`confine.rs`): the same view, limits and
+//! no network. Any failure during a check (the server dies, answers garbage or late) ends it
+//! (its sandbox is killed whole) and the check with it: the code does not run, the error says
+//! why, and the next check starts a new server. Only a server that cannot start leaves the
+//! check to a fresh process, within what is left of the same deadline.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -17,6 +20,23 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
+
+/// Why a warm checker gave no answer.
+#[derive(Debug)]
+pub(super) enum LspFail {
+    /// It did not answer within the time left.
+    Late(String),
+    /// It ended, refused or answered something unreadable.
+    Broken(String),
+}
+
+impl std::fmt::Display for LspFail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LspFail::Late(s) | LspFail::Broken(s) => f.write_str(s),
+        }
+    }
+}
 use tokio::sync::{Mutex, oneshot};
 
 /// A message of more than this from the server ends it.
@@ -28,7 +48,16 @@ pub(super) struct Lsp {
     pending: std::sync::Mutex<HashMap<i64, oneshot::Sender<Value>>>,
     next: AtomicI64,
     dead: Arc<AtomicBool>,
-    _child: Child,
+    child: std::sync::Mutex<Child>,
+    pid: u32,
+    /// The last lines of its stderr, to say why it died.
+    stderr_tail: Arc<std::sync::Mutex<String>>,
+}
+
+impl Drop for Lsp {
+    fn drop(&mut self) {
+        sandbox::kill_group(self.pid);
+    }
 }
 
 /// One diagnostic as the server gave it: 1-based line and column, its message.
@@ -39,39 +68,43 @@ pub(super) struct Found {
 }
 
 impl Lsp {
-    /// Starts `program args` in `root` (a clean environment but `env`) and initialises it.
+    /// Starts the server `cmd` (built confined, `confine.rs`) for the workspace `root`, and
+    /// initialises it within `limit`.
     pub(super) async fn start(
-        program: &Path,
-        args: &[&str],
+        mut cmd: tokio::process::Command,
         root: &Path,
-        env: &[(String, std::ffi::OsString)],
         limit: Duration,
-    ) -> Result<Arc<Lsp>, String> {
-        let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args)
-            .current_dir(root)
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
+    ) -> Result<Arc<Lsp>, LspFail> {
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-        let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut child = crate::child::spawn(cmd)
+            .await
+            .map_err(|e| LspFail::Broken(format!("cannot start it: {e}")))?;
+        let pid = child.id().unwrap_or(0);
+        let stderr_tail = Arc::new(std::sync::Mutex::new(String::new()));
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(keep_tail(stderr, stderr_tail.clone()));
+        }
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(LspFail::Broken("started without its pipes".into()));
+        };
         let lsp = Arc::new(Lsp {
             stdin: Mutex::new(stdin),
             pending: std::sync::Mutex::default(),
             next: AtomicI64::new(1),
             dead: Arc::new(AtomicBool::new(false)),
-            _child: child,
+            child: std::sync::Mutex::new(child),
+            pid,
+            stderr_tail,
         });
         tokio::spawn(read_loop(Arc::downgrade(&lsp), BufReader::new(stdout)));
         let uri = file_uri(root);
         let init = json!({
-            "processId": std::process::id(),
+            // Not ours: the server lives in its own PID namespace, where our pid is nobody (a
+            // server watching it would end at once). It dies with us anyway (the sandbox).
+            "processId": null,
             "rootUri": uri,
             "workspaceFolders": [{"uri": uri, "name": "check"}],
             "capabilities": {"textDocument": {"diagnostic": {"dynamicRegistration": false},
@@ -80,6 +113,23 @@ impl Lsp {
         lsp.request("initialize", init, limit).await?;
         lsp.notify("initialized", json!({})).await?;
         Ok(lsp)
+    }
+
+    /// Ends the server: its whole sandbox is killed.
+    pub(super) fn kill(&self) {
+        self.dead.store(true, Ordering::Release);
+        sandbox::kill_group(self.pid);
+    }
+
+    /// How it ended, in words (`None` while it runs).
+    pub(super) fn death(&self, memory_mb: u64) -> Option<String> {
+        let status = self.child.lock().ok()?.try_wait().ok()??;
+        let tail = self
+            .stderr_tail
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default();
+        Some(super::confine::ended(&status, &tail, memory_mb))
     }
 
     pub(super) fn alive(&self) -> bool {
@@ -93,7 +143,7 @@ impl Lsp {
         language: &str,
         text: &str,
         limit: Duration,
-    ) -> Result<Vec<Found>, String> {
+    ) -> Result<Vec<Found>, LspFail> {
         let uri = file_uri(path);
         let doc = json!({"uri": uri, "languageId": language, "version": 1, "text": text});
         self.notify("textDocument/didOpen", json!({"textDocument": doc}))
@@ -112,9 +162,10 @@ impl Lsp {
             )
             .await;
         let answer = answer?;
-        let items = answer["items"]
-            .as_array()
-            .ok_or_else(|| format!("the language server's answer has no items: {answer}"))?;
+        let items = answer["items"].as_array().ok_or_else(|| {
+            let shown: String = answer.to_string().chars().take(300).collect();
+            LspFail::Broken(format!("its answer has no items: {shown}"))
+        })?;
         Ok(items
             .iter()
             // 1: error (2 warning, 3 information, 4 hint: unused names and the like).
@@ -136,7 +187,7 @@ impl Lsp {
             .collect())
     }
 
-    async fn write(&self, msg: &Value) -> Result<(), String> {
+    async fn write(&self, msg: &Value) -> Result<(), LspFail> {
         let body = msg.to_string();
         let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
         out.extend_from_slice(body.as_bytes());
@@ -144,16 +195,21 @@ impl Lsp {
         let wrote = stdin.write_all(&out).await.and(stdin.flush().await);
         wrote.map_err(|e| {
             self.dead.store(true, Ordering::Release);
-            format!("the language server stopped reading: {e}")
+            LspFail::Broken(format!("it stopped reading: {e}"))
         })
     }
 
-    async fn notify(&self, method: &str, params: Value) -> Result<(), String> {
+    async fn notify(&self, method: &str, params: Value) -> Result<(), LspFail> {
         self.write(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
             .await
     }
 
-    async fn request(&self, method: &str, params: Value, limit: Duration) -> Result<Value, String> {
+    async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        limit: Duration,
+    ) -> Result<Value, LspFail> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         if let Ok(mut p) = self.pending.lock() {
@@ -163,18 +219,17 @@ impl Lsp {
             .await?;
         let answer = match tokio::time::timeout(limit, rx).await {
             Ok(Ok(v)) => v,
-            Ok(Err(_)) => return Err("the language server ended".into()),
+            Ok(Err(_)) => return Err(LspFail::Broken("it ended".into())),
             Err(_) => {
                 if let Ok(mut p) = self.pending.lock() {
                     p.remove(&id);
                 }
-                return Err(format!(
-                    "the language server did not answer {method} in time"
-                ));
+                return Err(LspFail::Late(format!("it did not answer {method} in time")));
             }
         };
         if let Some(e) = answer.get("error") {
-            return Err(format!("the language server refused {method}: {e}"));
+            let shown: String = e.to_string().chars().take(300).collect();
+            return Err(LspFail::Broken(format!("it refused {method}: {shown}")));
         }
         Ok(answer.get("result").cloned().unwrap_or(Value::Null))
     }
@@ -220,6 +275,25 @@ async fn read_loop(lsp: std::sync::Weak<Lsp>, mut out: BufReader<tokio::process:
         && let Ok(mut p) = lsp.pending.lock()
     {
         p.clear();
+    }
+}
+
+/// Keeps the last 2 KB of the server's stderr.
+async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<std::sync::Mutex<String>>) {
+    let mut buf = vec![0; 4096];
+    loop {
+        let n = match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if let Ok(mut t) = tail.lock() {
+            t.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if t.len() > 4096 {
+                let cut = t.len() - 2048;
+                let cut = (cut..t.len()).find(|i| t.is_char_boundary(*i)).unwrap_or(0);
+                t.drain(..cut);
+            }
+        }
     }
 }
 

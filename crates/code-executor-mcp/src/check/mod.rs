@@ -8,12 +8,22 @@
 //! without its Node launcher), Python's `ty`, `pyright` or `mypy`; the one the settings name
 //! (`check.typescript`, `check.python`: a path, or a name on PATH), else the first of those
 //! found on PATH. Each check runs the checker once, in a private directory (0700) that holds
-//! our declarations, written once per set of tools (named by their hash) and reused, and the
-//! code's file for that check. The checker reads only those files: TypeScript's `noResolve`
-//! and `types: []`, and `///` directives kept out of the code, so code cannot make it read a
-//! file of the host; it runs with a clean environment and a deadline, and never runs the code.
+//! our declarations, written once per set of tools (named by their hash) and reused, our
+//! configuration of each checker, and the code's file for that check. The checker reads only
+//! those files: it runs confined like a worker (`confine.rs`: a sandbox whose view holds its
+//! installation, the check directory read-only and a state directory of its own, with memory,
+//! CPU, process and file limits and no network), with our configuration and the flags that
+//! stop it looking for another (`process.rs`), TypeScript's `noResolve` and `types: []`, and
+//! `///` directives kept out of the code, so neither the code nor a file planted above the
+//! check directory or in a home can make it read a file of the host. It never runs the code.
+//!
+//! A check spends the execution's own deadline (and at most `check.timeoutMs`): whatever
+//! happens, it ends by then. A check that cannot decide (the checker timed out, crashed, was
+//! killed at a limit, printed nothing readable, its language server died) refuses the code
+//! with an error that says why; nothing runs unchecked.
 
 mod checker;
+pub(crate) mod confine;
 pub(crate) mod declare;
 mod error;
 mod lsp;
@@ -31,10 +41,15 @@ use tokio::sync::OnceCell;
 
 use crate::config::settings::CheckSettings;
 pub(crate) use checker::Language;
-use checker::{Checker, checker_env, find};
+use checker::{Checker, Kind, find};
+pub(crate) use confine::Confinement;
 use declare::ServerTools;
 pub(crate) use error::{CheckError, Diagnostic};
 use process::{parse, place, run, undefined_name};
+
+/// CPU seconds of a warm language server, over its whole life: a backstop behind each check's
+/// deadline (a server that reaches it dies, and the next check starts a new one).
+const WARM_CPU_SECONDS: u64 = 3600;
 
 /// How long one check may take, unless the settings say otherwise (and never past the
 /// execution's deadline).
@@ -43,6 +58,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
 /// The checkers of both languages, found on first use, and their working directory.
 pub(crate) struct Checkers {
     settings: CheckSettings,
+    confine: Confinement,
     ts: OnceCell<Result<Checker, String>>,
     py: OnceCell<Result<Checker, String>>,
     dir: OnceCell<Result<WorkDir, String>>,
@@ -53,8 +69,19 @@ pub(crate) struct Checkers {
     warm: tokio::sync::Mutex<BTreeMap<&'static str, Arc<lsp::Lsp>>>,
 }
 
-/// The private directory checks run in; removed with the server.
+/// The private directory checks run in (`check`: what checkers read; `state`: what they may
+/// write); removed with the server.
 struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn check(&self) -> PathBuf {
+        self.0.join("check")
+    }
+
+    fn state(&self) -> PathBuf {
+        self.0.join("state")
+    }
+}
 
 impl Drop for WorkDir {
     fn drop(&mut self) {
@@ -63,9 +90,10 @@ impl Drop for WorkDir {
 }
 
 impl Checkers {
-    pub(crate) fn new(settings: CheckSettings) -> Arc<Checkers> {
+    pub(crate) fn new(settings: CheckSettings, confine: Confinement) -> Arc<Checkers> {
         Arc::new(Checkers {
             settings,
+            confine,
             ts: OnceCell::new(),
             py: OnceCell::new(),
             dir: OnceCell::new(),
@@ -104,7 +132,8 @@ impl Checkers {
             .get_or_init(|| async move {
                 let configured = configured.map(str::to_string);
                 let names: Vec<&'static str> = names.to_vec();
-                tokio::task::spawn_blocking(move || find(configured.as_deref(), &names))
+                let uid_other = self.confine.uid_other();
+                tokio::task::spawn_blocking(move || find(configured.as_deref(), &names, uid_other))
                     .await
                     .unwrap_or_else(|e| Err(e.to_string()))
             })
@@ -130,7 +159,8 @@ impl Checkers {
         }
     }
 
-    async fn dir(&self) -> Result<PathBuf, CheckError> {
+    /// The check directory and the state directory.
+    async fn dir(&self) -> Result<(PathBuf, PathBuf), CheckError> {
         let made = self
             .dir
             .get_or_init(|| async {
@@ -141,7 +171,7 @@ impl Checkers {
             })
             .await;
         match made {
-            Ok(d) => Ok(d.0.clone()),
+            Ok(d) => Ok((d.check(), d.state())),
             Err(e) => Err(CheckError::Failed(e.clone())),
         }
     }
@@ -161,26 +191,52 @@ impl Checkers {
     }
 
     /// The errors of the file at `path` from the language's warm checker, started if need
-    /// be; `None` when it has none, or it failed (it is then ended: the caller runs a fresh
-    /// checker process, and the next check starts a new server).
+    /// be. `None` when there is none (the checker cannot serve, the sandbox is off, or it
+    /// could not start: a process checks instead); an error when it failed during the check
+    /// (it is then ended, and the check with it).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one call site; each is a part of the check"
+    )]
     async fn warm_check(
         &self,
         checker: &Checker,
         language: Language,
         dir: &Path,
+        state: &Path,
         path: &Path,
         text: &str,
-        limit: Duration,
-    ) -> Option<Vec<lsp::Found>> {
+        until: Instant,
+    ) -> Option<Result<Vec<lsp::Found>, CheckError>> {
         let args = checker.server_args?;
+        // Unconfined, a language server would look for configuration above its workspace:
+        // only a process per check, with our configuration, is run then.
+        if self.confine.mode != sandbox::SandboxMode::Enforce {
+            return None;
+        }
         let key = language.name();
         let server = {
             let mut warm = self.warm.lock().await;
             match warm.get(key).filter(|l| l.alive()) {
                 Some(l) => l.clone(),
                 None => {
-                    match lsp::Lsp::start(&checker.program, args, dir, &checker_env(), limit).await
-                    {
+                    warm.remove(key);
+                    let args = args.iter().map(std::ffi::OsString::from).collect();
+                    let cmd = match self.confine.command(
+                        &checker.launch,
+                        args,
+                        dir,
+                        state,
+                        WARM_CPU_SECONDS,
+                    ) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            tracing::warn!("{}: no warm checker: {e}", checker.label);
+                            return None;
+                        }
+                    };
+                    let left = until.saturating_duration_since(Instant::now());
+                    match lsp::Lsp::start(cmd, dir, left).await {
                         Ok(l) => {
                             warm.insert(key, l.clone());
                             l
@@ -190,7 +246,6 @@ impl Checkers {
                                 "{}: no warm checker, a process per check: {e}",
                                 checker.label
                             );
-                            warm.remove(key);
                             return None;
                         }
                     }
@@ -201,15 +256,29 @@ impl Checkers {
             Language::TypeScript => "typescript",
             Language::Python => "python",
         };
-        match server.errors(path, id, text, limit).await {
-            Ok(found) => Some(found),
+        let left = until.saturating_duration_since(Instant::now());
+        match server.errors(path, id, text, left).await {
+            Ok(found) => Some(Ok(found)),
             Err(e) => {
-                tracing::warn!(
-                    "{}: the warm checker failed, a process checks instead: {e}",
-                    checker.label
-                );
-                self.warm.lock().await.remove(key);
-                None
+                let memory_mb = self.confine.memory_bytes >> 20;
+                // How it ended, if it did by itself; then ended whole, whatever it was doing:
+                // a server that is late is still at work.
+                let death = server.death(memory_mb);
+                server.kill();
+                {
+                    let mut warm = self.warm.lock().await;
+                    if warm.get(key).is_some_and(|l| Arc::ptr_eq(l, &server)) {
+                        warm.remove(key);
+                    }
+                }
+                Some(Err(match e {
+                    lsp::LspFail::Late(_) => CheckError::Timeout(left.as_millis()),
+                    lsp::LspFail::Broken(why) => CheckError::Failed(format!(
+                        "{}, kept running as a language server, failed: {why}{}",
+                        checker.label,
+                        death.map(|d| format!(" ({d})")).unwrap_or_default()
+                    )),
+                }))
             }
         }
     }
@@ -247,8 +316,21 @@ impl Checkers {
         deadline: Instant,
         session: bool,
     ) -> Result<(), CheckError> {
-        let checker = self.checker(language).await?;
-        let dir = self.dir().await?;
+        // The check's own deadline: the execution's, or sooner by the settings.
+        let until = deadline.min(
+            Instant::now()
+                + self
+                    .settings
+                    .timeout_ms
+                    .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+        );
+        let left = || until.saturating_duration_since(Instant::now());
+        let started = Instant::now();
+        let timeout = || CheckError::Timeout(until.saturating_duration_since(started).as_millis());
+        let checker = tokio::time::timeout(left(), self.checker(language))
+            .await
+            .map_err(|_| timeout())??;
+        let (dir, state) = self.dir().await?;
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let (files, code_name, wrapped) = match language {
             Language::TypeScript => {
@@ -268,6 +350,10 @@ impl Checkers {
                 )
             }
             Language::Python => {
+                // Our configuration of each Python checker (read instead of any other).
+                self.write_once(&dir, process::TY_CONFIG.0, process::TY_CONFIG.1)?;
+                self.write_once(&dir, process::PYRIGHT_CONFIG.0, process::PYRIGHT_CONFIG.1)?;
+                self.write_once(&dir, process::MYPY_CONFIG, &process::mypy_config(&dir))?;
                 self.write_once(&dir, "_cem_api.pyi", declare::PY_API)?;
                 // Module names carry the hash of the tools they declare.
                 let h = hash(&serde_json::to_string(servers).unwrap_or_default());
@@ -285,17 +371,21 @@ impl Checkers {
         std::fs::write(&code_path, &wrapped.text).map_err(|e| {
             CheckError::Failed(format!("cannot write {}: {e}", code_path.display()))
         })?;
-        let limit = self
-            .settings
-            .timeout_ms
-            .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
-            .min(deadline.saturating_duration_since(Instant::now()));
+        let memory_mb = self.confine.memory_bytes >> 20;
         if let Some(found) = self
-            .warm_check(&checker, language, &dir, &code_path, &wrapped.text, limit)
+            .warm_check(
+                &checker,
+                language,
+                &dir,
+                &state,
+                &code_path,
+                &wrapped.text,
+                until,
+            )
             .await
         {
             let _ = std::fs::remove_file(&code_path);
-            let diagnostics: Vec<Diagnostic> = found
+            let diagnostics: Vec<Diagnostic> = found?
                 .into_iter()
                 .map(|f| {
                     let (line, column) = place(&wrapped, f.line, f.column);
@@ -316,29 +406,59 @@ impl Checkers {
                 })
             };
         }
-        let ran = run(&checker, &dir, &files, &code_name, limit).await;
+        if left().is_zero() {
+            let _ = std::fs::remove_file(&code_path);
+            return Err(timeout());
+        }
+        let ran = run(
+            &checker,
+            &self.confine,
+            &dir,
+            &state,
+            &files,
+            &code_name,
+            left(),
+        )
+        .await;
         let _ = std::fs::remove_file(&code_path);
-        let output = ran?;
+        let output = match ran {
+            Err(CheckError::Timeout(_)) => return Err(timeout()),
+            other => other?,
+        };
+        // pyright answers in JSON: anything else is no answer.
+        if checker.kind == Kind::Pyright
+            && serde_json::from_str::<serde_json::Value>(&output.stdout)
+                .ok()
+                .is_none_or(|v| !v["generalDiagnostics"].is_array())
+        {
+            return Err(CheckError::Failed(format!(
+                "{} printed no diagnostics we could read: {}",
+                checker.label,
+                output.why(memory_mb)
+            )));
+        }
         let all = parse(checker.kind, &output, &code_name, &wrapped);
         let any = !all.is_empty();
         let diagnostics: Vec<Diagnostic> = all
             .into_iter()
             .filter(|d| !(session && undefined_name(&d.message)))
             .collect();
-        if diagnostics.is_empty() {
-            if output.failed && !output.any_diagnostic && !any {
-                return Err(CheckError::Failed(format!(
-                    "{} ended with an error and said: {}",
-                    checker.label,
-                    output.text.chars().take(2000).collect::<String>().trim()
-                )));
-            }
-            return Ok(());
+        if !diagnostics.is_empty() {
+            return Err(CheckError::Found {
+                checker: checker.label,
+                diagnostics,
+            });
         }
-        Err(CheckError::Found {
-            checker: checker.label,
-            diagnostics,
-        })
+        // No error in the code: an answer only if the checker ended as it does when it has
+        // checked (not crashed, killed at a limit, refused its arguments).
+        if !output.answered(checker.kind) || (output.failed && !output.any_diagnostic && !any) {
+            return Err(CheckError::Failed(format!(
+                "{}: {}",
+                checker.label,
+                output.why(memory_mb)
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -426,7 +546,11 @@ fn make_dir() -> Result<WorkDir, String> {
         .mode(0o700)
         .create(&dir)
         .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
-    Ok(WorkDir(dir))
+    let work = WorkDir(dir);
+    std::fs::create_dir(work.check())
+        .and_then(|()| confine::make_state(&work.state()))
+        .map_err(|e| format!("cannot make {}: {e}", work.0.display()))?;
+    Ok(work)
 }
 
 /// The TypeScript project of a set of tools (`proj-<hash>/tsconfig.json`): what the

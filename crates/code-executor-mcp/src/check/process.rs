@@ -2,38 +2,87 @@
 //! checker falls back to), and reading what it printed: each checker's diagnostics at their
 //! places in the code as written.
 
+use std::ffi::OsString;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
-use super::checker::{Checker, Kind, checker_env};
+use super::checker::{Checker, Kind};
+use super::confine::{Confinement, ended};
 use super::declare::Wrapped;
 use super::error::{CheckError, Diagnostic};
 
 /// Output of a checker read at most.
 const MAX_OUTPUT: usize = 1024 * 1024;
 
-/// What a checker printed, and whether it exited with an error.
+/// Our configuration of each checker, in the check directory: what it reads instead of any
+/// file of the host (`ty.toml`, `mypy.ini`, `pyrightconfig.json`; TypeScript's options are
+/// on its command line, `--ignoreConfig`).
+pub(super) const TY_CONFIG: (&str, &str) = ("ty.toml", "# code-executor-mcp: ty's configuration\n");
+pub(super) const PYRIGHT_CONFIG: (&str, &str) = (
+    "pyrightconfig.json",
+    r#"{"extraPaths": ["."], "typeCheckingMode": "standard"}"#,
+);
+/// mypy's, with its search path: the check directory.
+pub(super) fn mypy_config(dir: &Path) -> String {
+    format!(
+        "[mypy]\nmypy_path = {}\nno_site_packages = True\n",
+        dir.display()
+    )
+}
+pub(super) const MYPY_CONFIG: &str = "mypy.ini";
+
+/// What a checker printed, and how it ended.
 pub(super) struct Output {
+    /// stdout, then stderr.
     pub(super) text: String,
+    /// stdout alone (pyright's JSON).
+    pub(super) stdout: String,
+    pub(super) stderr: String,
     pub(super) failed: bool,
     /// Whether any line reads as a diagnostic (of any file).
     pub(super) any_diagnostic: bool,
+    pub(super) status: Option<std::process::ExitStatus>,
 }
 
-pub(super) async fn run(
+impl Output {
+    /// Whether the checker ended as it does when it has checked: with success, or with the
+    /// exit code that means "errors found". Anything else (a signal, a crash, a usage error)
+    /// is no answer.
+    pub(super) fn answered(&self, kind: Kind) -> bool {
+        let Some(status) = self.status else {
+            return false;
+        };
+        match status.code() {
+            Some(0) | Some(1) => true,
+            Some(2) => kind == Kind::Tsc,
+            _ => false,
+        }
+    }
+
+    /// Why it gave no answer.
+    pub(super) fn why(&self, memory_mb: u64) -> String {
+        match self.status {
+            Some(s) => ended(&s, &self.stderr, memory_mb),
+            None => "the checker could not be waited for".into(),
+        }
+    }
+}
+
+/// The arguments of a checker run once on `code` (a file of `dir`, the check directory).
+pub(super) fn args(
     checker: &Checker,
     dir: &Path,
+    state: &Path,
     files: &[String],
     code: &str,
-    limit: Duration,
-) -> Result<Output, CheckError> {
-    let mut cmd = tokio::process::Command::new(&checker.program);
+) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    let mut push = |xs: &[&str]| a.extend(xs.iter().map(OsString::from));
     match checker.kind {
         Kind::Tsc => {
-            cmd.args([
+            push(&[
                 "--noEmit",
                 "--pretty",
                 "false",
@@ -49,59 +98,84 @@ pub(super) async fn run(
                 "--lib",
                 "es2022",
             ]);
-            cmd.args(files);
-            cmd.arg(code);
+            // No tsconfig.json of any directory above is read (and none makes the files on
+            // the command line an error).
+            if checker.ignore_config {
+                push(&["--ignoreConfig"]);
+            }
+            a.extend(files.iter().map(OsString::from));
+            a.push(code.into());
         }
         Kind::Ty => {
-            cmd.args([
+            push(&[
                 "check",
                 "--output-format",
                 "concise",
                 "--no-progress",
                 "--color",
                 "never",
-                "--extra-search-path",
-                ".",
-                code,
             ]);
+            a.push("--config-file".into());
+            a.push(dir.join(TY_CONFIG.0).into());
+            a.push("--project".into());
+            a.push(dir.into());
+            a.push("--extra-search-path".into());
+            a.push(dir.into());
+            a.push(code.into());
         }
         Kind::Mypy => {
-            cmd.args([
+            push(&[
                 "--no-error-summary",
                 "--show-column-numbers",
                 "--no-pretty",
                 "--no-color-output",
                 "--hide-error-context",
                 "--check-untyped-defs",
+                "--no-site-packages",
                 "--follow-imports",
                 "silent",
-                "--cache-dir",
-                ".mypy_cache",
-                code,
             ]);
-            cmd.env("MYPYPATH", dir);
+            a.push("--config-file".into());
+            a.push(dir.join(MYPY_CONFIG).into());
+            a.push("--cache-dir".into());
+            a.push(state.join("cache").join("mypy").into());
+            a.push(code.into());
         }
         Kind::Pyright => {
-            cmd.args(["--outputjson", code]);
-            let config = dir.join("pyrightconfig.json");
-            if !config.exists() {
-                let _ = std::fs::write(
-                    &config,
-                    r#"{"extraPaths": ["."], "typeCheckingMode": "standard"}"#,
-                );
-            }
+            a.push("-p".into());
+            a.push(dir.join(PYRIGHT_CONFIG.0).into());
+            a.push("--outputjson".into());
+            a.push(code.into());
         }
     }
-    cmd.current_dir(dir)
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd.envs(checker_env());
-    let mut child = cmd.spawn().map_err(|e| {
+    a
+}
+
+/// CPU seconds of a process that may run `limit` on every core, plus a second.
+pub(super) fn cpu_seconds(limit: Duration) -> u64 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    limit.as_secs_f64().ceil() as u64 * cores + 1
+}
+
+/// Runs `checker` once on `code`, confined, for at most `limit`: at the limit its sandbox is
+/// killed whole.
+pub(super) async fn run(
+    checker: &Checker,
+    confine: &Confinement,
+    dir: &Path,
+    state: &Path,
+    files: &[String],
+    code: &str,
+    limit: Duration,
+) -> Result<Output, CheckError> {
+    let args = args(checker, dir, state, files, code);
+    let cmd = confine
+        .command(&checker.launch, args, dir, state, cpu_seconds(limit))
+        .map_err(|e| CheckError::Failed(format!("{} cannot be confined: {e}", checker.label)))?;
+    let mut child = crate::child::spawn(cmd).await.map_err(|e| {
         CheckError::Failed(format!("cannot run {}: {e}", checker.program.display()))
     })?;
+    let pid = child.id().unwrap_or(0);
     let mut out = child.stdout.take();
     let mut err = child.stderr.take();
     let read = async {
@@ -121,23 +195,30 @@ pub(super) async fn run(
         let status = child.wait().await;
         (a, b, status)
     };
-    let (a, b, status) = tokio::time::timeout(limit, read)
-        .await
-        .map_err(|_| CheckError::Timeout(limit.as_millis()))?;
-    let mut text = String::from_utf8_lossy(&a).into_owned();
-    if !b.is_empty() {
+    let Ok((a, b, status)) = tokio::time::timeout(limit, read).await else {
+        sandbox::kill_group(pid);
+        return Err(CheckError::Timeout(limit.as_millis()));
+    };
+    let stdout = String::from_utf8_lossy(&a).into_owned();
+    let stderr = String::from_utf8_lossy(&b).into_owned();
+    let mut text = stdout.clone();
+    if !stderr.is_empty() {
         text.push('\n');
-        text.push_str(&String::from_utf8_lossy(&b));
+        text.push_str(&stderr);
     }
-    let failed = !status.is_ok_and(|s| s.success());
+    let status = status.ok();
+    let failed = !status.is_some_and(|s| s.success());
     let any_diagnostic = match checker.kind {
-        Kind::Pyright => text.contains("\"generalDiagnostics\""),
+        Kind::Pyright => stdout.contains("\"generalDiagnostics\""),
         _ => text.lines().any(|l| l.contains(": error")),
     };
     Ok(Output {
         text,
+        stdout,
+        stderr,
         failed,
         any_diagnostic,
+        status,
     })
 }
 
@@ -147,7 +228,7 @@ pub(super) fn parse(kind: Kind, output: &Output, code: &str, wrapped: &Wrapped) 
     let place = |line: u32, column: u32| place(wrapped, line, column);
     let mut out: Vec<Diagnostic> = Vec::new();
     if kind == Kind::Pyright {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&output.text) else {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&output.stdout) else {
             return out;
         };
         for d in v["generalDiagnostics"].as_array().into_iter().flatten() {
@@ -267,8 +348,11 @@ mod tests {
     fn out(text: &str) -> Output {
         Output {
             text: text.to_string(),
+            stdout: text.to_string(),
+            stderr: String::new(),
             failed: true,
             any_diagnostic: true,
+            status: None,
         }
     }
 

@@ -83,6 +83,8 @@ pub enum SettingsError {
     PoolMax(usize),
     #[error("poolMemoryMb {0} is outside 16..=1048576")]
     PoolMemory(u64),
+    #[error("check.memoryMb {0} is out of range: give between 64 and 1048576 (MiB; default 1024)")]
+    CheckMemory(u64),
     #[error("poolShrinkAfterMs must be between 100 and 3600000")]
     PoolShrinkAfter,
     /// An entry of `directTools` that can pin nothing, or would pin everything.

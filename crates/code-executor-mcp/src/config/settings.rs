@@ -352,7 +352,15 @@ impl Settings {
             permissions: raw.permissions.unwrap_or_default().validate()?,
             pii: raw.pii.unwrap_or_default().validate()?,
             skills: raw.skills.unwrap_or_default(),
-            check: raw.check.unwrap_or_default(),
+            check: {
+                let check = raw.check.unwrap_or_default();
+                if let Some(mb) = check.memory_mb
+                    && !(64..=1_048_576).contains(&mb)
+                {
+                    return Err(SettingsError::CheckMemory(mb));
+                }
+                check
+            },
             source: None,
             project: None,
         })
@@ -447,8 +455,11 @@ pub struct CheckSettings {
     pub typescript: Option<String>,
     /// The Python checker: a path, or a name on PATH (`ty`, `pyright`, `mypy`).
     pub python: Option<String>,
-    /// The longest a check may take (default 20 s).
+    /// The longest a check may take (default 20 s; never past the execution's deadline).
     pub timeout_ms: Option<u64>,
+    /// The address space of a checker process, in MiB (default 1024; a Node checker gets its
+    /// heap this large and 1 GiB more for V8's reservations).
+    pub memory_mb: Option<u64>,
 }
 
 #[cfg(test)]

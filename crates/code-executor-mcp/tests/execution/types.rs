@@ -536,3 +536,212 @@ status: str = tools.git.git_status(repo_path="/x")
         }
     }
 }
+
+/// A checker reads no configuration it did not get from us: files planted in the parent of
+/// the check directory (the server's `TMPDIR`, as a world-writable `/tmp` would be) and in
+/// the home and XDG configuration directories name a host folder with a module (and
+/// TypeScript declarations) whose types quote a value; no checker sees it. Each checker of
+/// both languages is tried; a planted `tsconfig.json` does not break TypeScript's checks.
+#[tokio::test]
+async fn checkers_read_no_configuration_planted_above_them_or_in_home() {
+    let Some(p) = checkers() else { return };
+    let root = TempDir::new("types-planted");
+    let tmp = root.0.join("tmp");
+    let home = root.0.join("home");
+    let host = root.0.join("host");
+    let secret = "host-secret-value-7319";
+    for d in [
+        &tmp,
+        &host,
+        &home.join(".config/ty"),
+        &home.join(".config/mypy"),
+    ] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let h = host.display().to_string();
+    std::fs::write(
+        host.join("hostmod.py"),
+        format!("from typing import Literal\nSECRET: Literal['{secret}'] = '{secret}'\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        host.join("hostdecl.d.ts"),
+        format!("declare const HOSTVAL: '{secret}';\n"),
+    )
+    .unwrap();
+    let ty = format!("[environment]\nextra-paths = ['{h}']\n");
+    let mypy = format!("[mypy]\nmypy_path = {h}\n");
+    let pyproject = format!(
+        "[tool.ty.environment]\nextra-paths = ['{h}']\n[tool.mypy]\nmypy_path = '{h}'\n\
+         [tool.pyright]\nextraPaths = ['{h}']\n"
+    );
+    let pyright = format!("{{\"extraPaths\": [\"{h}\"]}}");
+    let tsconfig = format!(
+        "{{\"compilerOptions\": {{\"strict\": false}}, \"files\": [\"{h}/hostdecl.d.ts\"]}}"
+    );
+    let types = tmp.join("node_modules/@types/host");
+    std::fs::create_dir_all(&types).unwrap();
+    std::fs::write(
+        types.join("index.d.ts"),
+        format!("declare const HOSTVAL: '{secret}';\n"),
+    )
+    .unwrap();
+    for (dir, name, text) in [
+        (&tmp, "ty.toml", ty.as_str()),
+        (&tmp, "pyproject.toml", pyproject.as_str()),
+        (&tmp, "mypy.ini", mypy.as_str()),
+        (&tmp, "setup.cfg", mypy.as_str()),
+        (&tmp, "pyrightconfig.json", pyright.as_str()),
+        (&tmp, "tsconfig.json", tsconfig.as_str()),
+        (&tmp, "jsconfig.json", tsconfig.as_str()),
+        (&tmp, "package.json", "{\"type\": \"module\"}"),
+        (&tmp, ".python-version", "3.8\n"),
+        (&home, ".config/ty/ty.toml", ty.as_str()),
+        (&home, ".config/mypy/config", mypy.as_str()),
+        (&home, ".mypy.ini", mypy.as_str()),
+    ] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let config_home = home.join(".config");
+    let env = [
+        ("TMPDIR", tmp.to_str().unwrap()),
+        ("HOME", home.to_str().unwrap()),
+        ("XDG_CONFIG_HOME", config_home.to_str().unwrap()),
+    ];
+    let mut pythons = python_checkers(&p).into_iter();
+    let first = pythons.next().unwrap();
+    let mut servers = vec![json!({"typescript": tsc(&p), "python": first})];
+    servers.extend(pythons.map(|c| json!({"python": c})));
+    for (i, check) in servers.into_iter().enumerate() {
+        let (h, _c) =
+            Harness::with_settings(EXE.as_ref(), json!({}), &json!({ "check": check }), &env).await;
+        let langs: &[Lang] = if i == 0 { &BOTH } else { &[Lang::Py] };
+        for &lang in langs {
+            let bad = lang.pick(
+                "const x: number = HOSTVAL;\nreturn x",
+                "import hostmod\nx: int = hostmod.SECRET\nx",
+            );
+            let e = refused(&h, lang, json!({"code": bad, "check": true})).await;
+            let msg = e["message"].as_str().unwrap();
+            assert_eq!(e["name"], "TypeCheckError", "{check}: {e}");
+            assert!(
+                !msg.contains(secret),
+                "{check}: a planted file was read: {msg}"
+            );
+            assert!(
+                ["HOSTVAL", "hostmod"].iter().any(|n| msg.contains(n)),
+                "{check}: the name is unknown to the checker: {msg}"
+            );
+            // The checker still works beside the planted files.
+            let good = lang.pick("const n: number = 1;\nreturn n", "n: int = 1\nn");
+            assert_eq!(
+                ok(&h, lang, json!({"code": good, "check": true})).await,
+                1,
+                "{check}"
+            );
+        }
+    }
+}
+
+/// Code whose types a checker takes long over, and much memory: TypeScript, unions of 100,000
+/// members (template literals) mapped to object types and compared with each other; Python,
+/// unions of 8,000 literals compared member by member (mypy).
+fn huge_union(lang: Lang) -> String {
+    match lang {
+        Lang::Ts => "type D = '0'|'1'|'2'|'3'|'4'|'5'|'6'|'7'|'8'|'9';\n\
+             type K = `${D}${D}${D}${D}`;\n\
+             type U = `a${K}` | `b${K}` | `c${K}` | `d${K}` | `e${K}` | `f${K}` | `g${K}` | `h${K}` | `i${K}` | `j${K}`;\n\
+             type O = { [P in U]: { k: P; v: [P, P] } }[U];\n\
+             type S = { [P in U]: { k: P; v: [P, P]; extra: 1 } }[U];\n\
+             type T = { [P in U]: { k: `${P}${P}`; w: [S, O] } }[U];\n\
+             type W = { [P in U]: { k: P; w: T } }[U];\n\
+             declare const s: S;\n\
+             const o: O = s;\n\
+             const t: T = s as unknown as T;\n\
+             const w: W = t as unknown as W;\n\
+             return [o, t, w].length"
+            .to_string(),
+        Lang::Py => {
+            let union = |from: usize| {
+                let members: Vec<String> =
+                    (from..from + 8000).map(|i| format!("Literal[{i}]")).collect();
+                format!("Union[{}]", members.join(", "))
+            };
+            format!(
+                "from typing import Literal, Union\n\
+                 def f(u: {u}, v: {v}) -> None:\n    z: {u} = v\n    y = u if u else v\n1",
+                u = union(0),
+                v = union(1)
+            )
+        }
+    }
+}
+
+/// A check spends the execution's own deadline: with `timeoutMs: 3000`, a check that would
+/// take far longer ends by then (well within twice that), refused with an error saying the
+/// check did not finish (or hit the memory bound), and nothing runs. The warm checker that
+/// was at it is ended; the next check starts a new one and passes. Both languages (TypeScript
+/// 7's tsc kept warm; mypy as a process per check).
+#[tokio::test]
+async fn a_check_spends_the_executions_deadline_and_fails_closed() {
+    let Some(p) = checkers() else { return };
+    let cache = TempDir::new("types-deadline");
+    let mypy = python_checkers(&p)[1].clone();
+    let settings = json!({"check": {"typescript": tsc(&p), "python": mypy}});
+    let (h, _c) = fixture_server(settings, &cache.0).await;
+    for lang in BOTH {
+        // Warm first: what is measured is the check, not the checker's start.
+        let good = lang.pick("const n: number = 1;\nreturn n", "n: int = 1\nn");
+        ok(&h, lang, json!({"code": good, "check": true})).await;
+        let started = std::time::Instant::now();
+        let e = refused(
+            &h,
+            lang,
+            json!({"code": huge_union(lang), "check": true, "timeoutMs": 3000}),
+        )
+        .await;
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_millis(6000),
+            "{lang:?}: the check took {took:?} of a 3000 ms deadline: {e}"
+        );
+        assert_eq!(e["name"], "TypeCheckError", "{lang:?}: {e}");
+        let msg = e["message"].as_str().unwrap();
+        assert!(
+            msg.contains("nothing ran")
+                && (msg.contains("did not finish") || msg.contains("memory")),
+            "{lang:?}: {msg}"
+        );
+        // The next check works (a new warm checker where the last was ended).
+        assert_eq!(
+            ok(&h, lang, json!({"code": good, "check": true})).await,
+            1,
+            "{lang:?}"
+        );
+    }
+}
+
+/// A checker runs with a memory bound (`check.memoryMb`): a check that needs more ends at it,
+/// refused with an error naming the bound; nothing runs. Both languages.
+#[tokio::test]
+async fn a_checker_past_its_memory_bound_is_refused_clearly() {
+    let Some(p) = checkers() else { return };
+    let cache = TempDir::new("types-memory");
+    let mypy = python_checkers(&p)[1].clone();
+    let settings = json!({"check": {"typescript": tsc(&p), "python": mypy, "memoryMb": 100}});
+    let (h, _c) = fixture_server(settings, &cache.0).await;
+    for lang in BOTH {
+        let e = refused(
+            &h,
+            lang,
+            json!({"code": huge_union(lang), "check": true, "timeoutMs": 60000}),
+        )
+        .await;
+        assert_eq!(e["name"], "TypeCheckError", "{lang:?}: {e}");
+        let msg = e["message"].as_str().unwrap();
+        assert!(
+            msg.contains("nothing ran") && msg.contains("memory"),
+            "{lang:?}: {msg}"
+        );
+    }
+}
