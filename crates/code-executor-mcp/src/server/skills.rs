@@ -310,8 +310,9 @@ pub(crate) fn get(
             "{uri} is not the URI of a skill's {SKILL_FILE}"
         )));
     }
-    let entry =
-        entry(&skill).map_err(|why| unknown(format!("the skill at {uri} is not served: {why}")))?;
+    let entry = entry(&skill)
+        .and_then(|e| e.validate().map(|()| e).map_err(|e| e.to_string()))
+        .map_err(|why| unknown(format!("the skill at {uri} is not served: {why}")))?;
     Ok(GetSkillResult::new(entry)
         .with_ttl_ms(TTL_MS)
         .with_cache_scope(CacheScope::Private))
