@@ -45,12 +45,17 @@ pub(crate) struct View {
 }
 
 impl View {
-    /// The decoded view of `text` (`json`: `text` is a JSON document, whose escapes are all
-    /// decoded in the first round); `None` when nothing in it decodes.
+    /// The decoded view of the whole of `text` (`json`: `text` is a JSON document, whose
+    /// escapes are all decoded in the first round); `None` when nothing in it decodes.
+    #[cfg(test)]
     pub(crate) fn of(text: &str, json: bool) -> Option<View> {
-        if !worth_decoding(text) {
+        if spots(text).is_empty() {
             return None;
         }
+        View::decode(text, json)
+    }
+
+    fn decode(text: &str, json: bool) -> Option<View> {
         let mut rounds = Vec::new();
         let mut current: Option<String> = None;
         for round in 0..MAX_ROUNDS {
@@ -108,20 +113,81 @@ fn map_end(edits: &[Edit], pos: usize) -> usize {
     }
 }
 
-/// Whether `text` holds a sequence worth a view: a percent-encoded byte, a character
-/// reference, a `\uXXXX` escape (also one whose backslash is itself escaped), or a `+`
-/// that may be a query's space. A JSON text's other escapes alone (`\n`, `\"`) are not:
-/// the detectors step around those on their own. One `memchr` scan, no allocation.
-fn worth_decoding(text: &str) -> bool {
+/// Bytes of the original text decoded on each side of an encoded sequence: more than the
+/// longest value a detector reports ([`crate::policy::pii::detect::MAX_MATCH_BYTES`]) or a
+/// long configured secret, written with every character encoded.
+pub(crate) const WINDOW: usize = 16 * 1024;
+
+/// The decoded views of the parts of `text` around its encoded sequences (each with its
+/// offset in `text`): [`WINDOW`] bytes on each side of each, overlapping ones joined; empty
+/// when `text` holds none (one `memchr` scan, no allocation). A value that holds an encoded
+/// sequence lies within one window; the rest of the text is searched as it is.
+pub(crate) fn views(text: &str, json: bool) -> Vec<(usize, View)> {
+    let spots = spots(text);
     let b = text.as_bytes();
-    if memchr::memchr(b'+', b).is_some() && memchr::memchr2(b'?', b'=', b).is_some() {
-        return true;
+    let mut windows: Vec<(usize, usize)> = Vec::new();
+    for p in spots {
+        let (s, e) = (p.saturating_sub(WINDOW), (p + WINDOW).min(b.len()));
+        match windows.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => windows.push((s, e)),
+        }
     }
-    memchr::memchr3_iter(b'%', b'\\', b'&', b).any(|i| match b[i] {
-        b'%' => percent(b, i).is_some(),
-        b'&' => entity(text, i).is_some(),
-        _ => b.get(i + 1) == Some(&b'u') && hex4(b, i + 2).is_some(),
-    })
+    let mut out = Vec::new();
+    for (mut s, mut e) in windows {
+        // Not inside an escape at either end, and on character boundaries.
+        while s > 0 && (b[s - 1] == b'\\' || !text.is_char_boundary(s)) {
+            s -= 1;
+        }
+        e = (e + 12).min(b.len());
+        while e < b.len() && !text.is_char_boundary(e) {
+            e += 1;
+        }
+        if let Some(v) = View::decode(&text[s..e], json && s == 0) {
+            out.push((s, v));
+        }
+    }
+    out
+}
+
+/// Where `text` holds a sequence worth decoding: a percent-encoded byte, a character
+/// reference, a `\uXXXX` escape (also one whose backslash is itself escaped), or a `+` in a
+/// query. A JSON text's other escapes alone (`\n`, `\"`) are not: the detectors step
+/// around those on their own.
+fn spots(text: &str) -> Vec<usize> {
+    let b = text.as_bytes();
+    let mut out: Vec<usize> = memchr::memchr3_iter(b'%', b'\\', b'&', b)
+        .filter(|&i| match b[i] {
+            b'%' => percent(b, i).is_some(),
+            b'&' => entity(text, i).is_some(),
+            _ => b.get(i + 1) == Some(&b'u') && hex4(b, i + 2).is_some(),
+        })
+        .collect();
+    if memchr::memchr2(b'?', b'=', b).is_some() {
+        let before = out.len();
+        out.extend(memchr::memchr_iter(b'+', b).filter(|&i| in_query(b, i)));
+        if out.len() != before {
+            out.sort_unstable();
+        }
+    }
+    out
+}
+
+/// Whether the `+` at `i` is in a query string or form body: a `?` or `=` before it in the
+/// same run without whitespace (looked for up to 2 KiB back).
+fn in_query(b: &[u8], i: usize) -> bool {
+    for &c in b[i.saturating_sub(2048)..i].iter().rev() {
+        match c {
+            b'?' | b'=' => return true,
+            c if ends_query(c) => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+fn ends_query(c: u8) -> bool {
+    c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b'<' | b'>' | b'#')
 }
 
 /// HTML's named character references for what personal data and keys are written with.
@@ -210,7 +276,7 @@ fn decode_round(text: &str, json: bool, plus: bool) -> Option<(String, Vec<Edit>
                 query = true;
                 None
             }
-            c if c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b'<' | b'>' | b'#') => {
+            c if ends_query(c) => {
                 query = false;
                 None
             }
@@ -402,6 +468,19 @@ mod tests {
         assert_eq!(v.text(), "x a@b.io y");
         assert_eq!(v.source(2, 8), (2, 12));
         assert_eq!(&text[2..12], "a%2540b.io");
+        // Only the parts around encoded sequences are decoded, each at its offset.
+        let far = format!(
+            "{}judy%40example.com{}a&#64;b",
+            "x ".repeat(WINDOW),
+            "y ".repeat(WINDOW)
+        );
+        let parts = views(&far, false);
+        assert_eq!(parts.len(), 2, "two windows");
+        let (off, v) = &parts[0];
+        let at = v.text().find("judy@").unwrap();
+        let (s, e) = v.source(at, at + "judy@example.com".len());
+        assert_eq!(&far[off + s..off + e], "judy%40example.com");
+        assert!(views("no sequence here + 1", false).is_empty());
         // A span ending on a decoded character's last byte covers its whole sequence.
         let text = "caf%C3%A9!";
         let v = View::of(text, false).unwrap();

@@ -481,13 +481,14 @@ fn decoded_spans(search: &AhoCorasick, text: &[u8]) -> Vec<(usize, usize)> {
         return Vec::new();
     };
     let json = matches!(s.trim_start().as_bytes().first(), Some(b'{' | b'[' | b'"'));
-    let Some(view) = crate::policy::decode::View::of(s, json) else {
-        return Vec::new();
-    };
-    search
-        .find_iter(view.text())
-        .map(|m| view.source(m.start(), m.end()))
-        .collect()
+    let mut out = Vec::new();
+    for (off, view) in crate::policy::decode::views(s, json) {
+        out.extend(search.find_iter(view.text()).map(|m| {
+            let (a, b) = view.source(m.start(), m.end());
+            (off + a, off + b)
+        }));
+    }
+    out
 }
 
 /// `v` as it appears between the quotes of a JSON string; with `ascii`, every character

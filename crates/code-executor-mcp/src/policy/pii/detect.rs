@@ -243,23 +243,30 @@ impl Detectors {
     /// text is JSON, so that no span starts inside an escape sequence. `work` counts the
     /// bytes examined after the scan (classification), for the tests that bound it.
     pub fn find(&self, text: &str, json: bool, work: &mut usize) -> Vec<Found> {
-        let Some(view) = crate::policy::decode::View::of(text, json) else {
+        let views = crate::policy::decode::views(text, json);
+        if views.is_empty() {
             return self.find_plain(text, json, work);
-        };
-        let decoded = view.text();
+        }
         let mut all: Vec<Found> = Vec::new();
-        for f in self.find_plain(decoded, false, work) {
-            let (start, end) = view.source(f.start, f.end);
-            let Some(original) = text.get(start..end) else {
-                continue;
-            };
-            let value = &decoded[f.start..f.end];
-            all.push(Found {
-                start,
-                end,
-                label: f.label,
-                value: (value != original).then(|| value.to_string()),
-            });
+        for (off, view) in &views {
+            let decoded = view.text();
+            for f in self.find_plain(decoded, false, work) {
+                let (s, e) = view.source(f.start, f.end);
+                let (start, end) = (off + s, off + e);
+                let Some(original) = text.get(start..end) else {
+                    continue;
+                };
+                let value = &decoded[f.start..f.end];
+                // A span without an encoded sequence is the plain search's (below).
+                if value != original {
+                    all.push(Found {
+                        start,
+                        end,
+                        label: f.label,
+                        value: Some(value.to_string()),
+                    });
+                }
+            }
         }
         // The text as it is too: where decoding misreads it (a literal `+` in an address in
         // a query, which decoding takes for a space), the wider span wins.

@@ -244,20 +244,24 @@ impl Vault {
                 token: known.tokens[p].clone(),
             })
             .collect();
-        let Some(view) = crate::policy::decode::View::of(text, json) else {
+        let views = crate::policy::decode::views(text, json);
+        if views.is_empty() {
             return plain;
-        };
+        }
         let mut decoded: Vec<Span> = Vec::new();
-        for (s, e, p) in spans_in(view.text()) {
-            let (start, end) = view.source(s, e);
-            if decoded.last().is_some_and(|l| l.end > start) || text.get(start..end).is_none() {
-                continue;
+        for (off, view) in &views {
+            for (s, e, p) in spans_in(view.text()) {
+                let (s, e) = view.source(s, e);
+                let (start, end) = (off + s, off + e);
+                if decoded.last().is_some_and(|l| l.end > start) || text.get(start..end).is_none() {
+                    continue;
+                }
+                decoded.push(Span {
+                    start,
+                    end,
+                    token: known.tokens[p].clone(),
+                });
             }
-            decoded.push(Span {
-                start,
-                end,
-                token: known.tokens[p].clone(),
-            });
         }
         merge(decoded, plain)
     }

@@ -482,7 +482,9 @@ const EVERYWHERE_TS: &str = r#"
       for (const as of shapes) out[i + ':' + as] = await leak('b64:' + b, as);
     for (const as of [...shapes, 'encoded']) out['env:' + as] = await leak('env:TOK', as);
     out.reflected = await tools.fx.reflect({ value: out['0:keys'] });
-    const token = out['0:text'].slice(out['0:text'].indexOf('['));
+    // The token when code sees tokens; the address itself when it sees values.
+    const t0 = out['0:text'];
+    const token = t0.includes('[') ? t0.slice(t0.indexOf('[')) : t0.slice('upstream says: '.length);
     // Restored for send_message and echo (neither scanned), which echo it back.
     out.sent = await tools.fx.send_message({ to: token, body: 'hi' });
     out.echoed = await tools.fx.echo({ message: token });
@@ -508,7 +510,8 @@ for i, b in enumerate(PLANTED):
 for shape in shapes + ['encoded']:
     out['env:' + shape] = leak('env:TOK', shape)
 out['reflected'] = tools.fx.reflect(value=out['0:keys'])
-token = out['0:text'][out['0:text'].index('['):]
+t0 = out['0:text']
+token = t0[t0.index('['):] if '[' in t0 else t0[len('upstream says: '):]
 out['sent'] = tools.fx.send_message(to=token, body='hi')
 out['echoed'] = tools.fx.echo(message=token)
 out['token'] = token
@@ -531,6 +534,17 @@ out
 /// (not scanned) and echoed back comes back as the same token.
 #[tokio::test]
 async fn no_planted_value_reaches_any_exit_or_any_file() {
+    no_planted_value_leaves("tokens").await;
+}
+
+/// The same when code sees the values (`sandboxSees: "values"`): learned from the raw
+/// results, the types keep no key that is personal data, and every exit tokenises.
+#[tokio::test]
+async fn no_planted_value_leaves_when_code_sees_values() {
+    no_planted_value_leaves("values").await;
+}
+
+async fn no_planted_value_leaves(sees: &str) {
     use base64::Engine;
     let dir = test_support::TempDir::new("cem-pii-everywhere");
     let outbox = dir.0.join("outbox.jsonl");
@@ -553,7 +567,8 @@ async fn no_planted_value_reaches_any_exit_or_any_file() {
         "pii": {
             "scan": ["mcp__fx__leak", "mcp__fx__reflect"],
             "patterns": {"CUSTOMER_ID": "CUS-[0-9]{6}"},
-            "restoreTo": ["mcp__fx__send_message", "mcp__fx__echo"]
+            "restoreTo": ["mcp__fx__send_message", "mcp__fx__echo"],
+            "sandboxSees": sees
         },
         "audit": {"logArguments": true},
         "executionLimits": {"maxLogBytes": 2000}
