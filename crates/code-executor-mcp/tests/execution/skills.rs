@@ -293,11 +293,14 @@ async fn a_skill_runs_within_what_its_caller_may_do() {
             json!({"code": code, "allowedTools": ["mcp__fx__add"]}),
         )
         .await;
-        // The skill's worker does not even see echo: what a plain run with these
-        // allowedTools meets.
+        // What a plain run with these allowedTools meets: a PolicyError naming them.
         let m = e["message"].as_str().unwrap();
+        assert_eq!(e["name"], "PolicyError", "{lang:?}: {e}");
         assert!(
-            m.contains("skill greet failed") && m.contains("no tool 'echo'"),
+            m.contains("skill greet failed")
+                && m.contains(
+                    "mcp__fx__echo is not in this execution's allowedTools (mcp__fx__add)"
+                ),
             "{lang:?}: {e}"
         );
     }
