@@ -25,9 +25,11 @@ use super::checker::Kind;
 
 /// Address space a checker gets unless the settings say otherwise (`check.memoryMb`).
 pub(crate) const DEFAULT_MEMORY_MB: u64 = 1024;
-/// What Node's V8 reserves beyond its heap (code range, cages): a Node checker's address
-/// space is its memory plus this, its heap (`--max-old-space-size`) the memory.
-const NODE_RESERVE_BYTES: u64 = 1 << 30;
+/// What a runtime that reserves address space up front needs beyond its heap (Node's V8: code
+/// range and cages; Go: its page allocator's summaries, about 600 MiB): such a checker's
+/// address space is its memory plus this, and its heap is bounded by the memory itself
+/// (Node's `--max-old-space-size`, Go's `GOMEMLIMIT`).
+const RUNTIME_RESERVE_BYTES: u64 = 1 << 30;
 /// Threads count as processes for `RLIMIT_NPROC` (Go, rayon and Node start one per core).
 const MAX_PROCESSES: u64 = 256;
 const MAX_OPEN_FILES: u64 = 1024;
@@ -48,6 +50,9 @@ pub(super) struct Launch {
     pub(super) read_only: Vec<PathBuf>,
     /// A Node program: its heap is bounded by a flag, its address space given V8's reserve.
     pub(super) node: bool,
+    /// A Go program (TypeScript 7's tsc): its heap is bounded by `GOMEMLIMIT`, its address
+    /// space given the runtime's reserve.
+    pub(super) go: bool,
 }
 
 /// Why a checker cannot be run confined.
@@ -96,6 +101,7 @@ pub(super) fn launch(kind: Kind, program: &Path, uid_other: bool) -> Result<Laun
                 Kind::Tsc => real.parent().map(Path::to_path_buf).into_iter().collect(),
                 _ => Vec::new(),
             },
+            go: is_go(&real),
             program: real,
             prefix: Vec::new(),
             node: false,
@@ -179,6 +185,7 @@ fn node_launch(script: &Path, node: &Path) -> Result<Launch, LaunchError> {
         prefix: vec![script.as_os_str().to_owned()],
         read_only: package,
         node: true,
+        go: false,
     })
 }
 
@@ -326,7 +333,14 @@ fn python_launch(
         ],
         read_only,
         node: false,
+        go: false,
     })
+}
+
+/// Whether the ELF file at `path` is a Go program (its build information's magic).
+fn is_go(path: &Path) -> bool {
+    const MAGIC: &[u8] = b"\xff Go buildinf:";
+    std::fs::read(path).is_ok_and(|b| b.windows(MAGIC.len()).any(|w| w == MAGIC))
 }
 
 /// An interpreter's own paths: the executable, its standard library and libpython.
@@ -437,19 +451,27 @@ impl Confinement {
     ) -> Result<tokio::process::Command, sandbox::SandboxError> {
         let mut all = Vec::with_capacity(launch.prefix.len() + args.len() + 1);
         let mut address_space = self.memory_bytes;
+        let mut env = env(state);
         if launch.node {
             all.push(OsString::from(format!(
                 "--max-old-space-size={}",
                 (self.memory_bytes >> 20).max(64)
             )));
-            address_space = address_space.saturating_add(NODE_RESERVE_BYTES);
+            address_space = address_space.saturating_add(RUNTIME_RESERVE_BYTES);
+        }
+        if launch.go {
+            env.push((
+                "GOMEMLIMIT".into(),
+                format!("{}MiB", self.memory_bytes >> 20).into(),
+            ));
+            address_space = address_space.saturating_add(RUNTIME_RESERVE_BYTES);
         }
         all.extend(launch.prefix.iter().cloned());
         all.extend(args);
         let target = sandbox::WorkerCommand {
             program: launch.program.clone(),
             args: all,
-            env: env(state),
+            env,
             cwd: Some(check.to_path_buf()),
         };
         let mut policy = sandbox::SandboxPolicy::new(self.mode, self.helper_exe.clone());
@@ -497,8 +519,14 @@ pub(super) fn make_state(state: &Path) -> std::io::Result<()> {
 }
 
 /// Why a checker's process ended without an answer, in words: a signal and the limit it
-/// likely means, or the sandbox's own refusal.
-pub(super) fn ended(status: &std::process::ExitStatus, stderr: &str, memory_mb: u64) -> String {
+/// likely means, or the sandbox's own refusal; `stderr` is quoted, `all` (everything it
+/// printed) read for signs of its memory bound.
+pub(super) fn ended(
+    status: &std::process::ExitStatus,
+    stderr: &str,
+    all: &str,
+    memory_mb: u64,
+) -> String {
     use std::os::unix::process::ExitStatusExt;
     let tail: String = {
         let t = stderr.trim();
@@ -528,7 +556,7 @@ pub(super) fn ended(status: &std::process::ExitStatus, stderr: &str, memory_mb: 
             )
         }
         (None, Some(c)) => {
-            let lower = tail.to_ascii_lowercase();
+            let lower = all.to_ascii_lowercase();
             let memory = [
                 "out of memory",
                 "memoryerror",
@@ -536,6 +564,7 @@ pub(super) fn ended(status: &std::process::ExitStatus, stderr: &str, memory_mb: 
                 "cannot allocate",
                 "allocation failed",
                 "cannot reserve",
+                "failed to reserve",
             ]
             .iter()
             .any(|m| lower.contains(m));
@@ -544,7 +573,10 @@ pub(super) fn ended(status: &std::process::ExitStatus, stderr: &str, memory_mb: 
                 if memory {
                     format!(" at its memory limit of {memory_mb} MB (check.memoryMb)")
                 } else {
-                    String::new()
+                    format!(
+                        " (it had at most {memory_mb} MB of memory, check.memoryMb: a check \
+                         that needs more ends so)"
+                    )
                 },
                 said(&tail)
             )

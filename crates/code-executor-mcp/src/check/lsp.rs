@@ -129,7 +129,7 @@ impl Lsp {
             .lock()
             .map(|t| t.clone())
             .unwrap_or_default();
-        Some(super::confine::ended(&status, &tail, memory_mb))
+        Some(super::confine::ended(&status, &tail, &tail, memory_mb))
     }
 
     pub(super) fn alive(&self) -> bool {

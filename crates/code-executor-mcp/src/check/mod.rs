@@ -164,7 +164,8 @@ impl Checkers {
         let made = self
             .dir
             .get_or_init(|| async {
-                tokio::task::spawn_blocking(make_dir)
+                let uid_other = self.confine.uid_other();
+                tokio::task::spawn_blocking(move || make_dir(uid_other))
                     .await
                     .map_err(|e| e.to_string())
                     .and_then(|r| r)
@@ -385,7 +386,11 @@ impl Checkers {
             .await
         {
             let _ = std::fs::remove_file(&code_path);
-            let diagnostics: Vec<Diagnostic> = found?
+            let found = match found {
+                Err(CheckError::Timeout(_)) => return Err(timeout()),
+                other => other?,
+            };
+            let diagnostics: Vec<Diagnostic> = found
                 .into_iter()
                 .map(|f| {
                     let (line, column) = place(&wrapped, f.line, f.column);
@@ -535,7 +540,10 @@ fn remove_stale_dirs(tmp: &Path) {
     }
 }
 
-fn make_dir() -> Result<WorkDir, String> {
+/// The work directory: private (0700), unless the sandbox runs as another user (a root host:
+/// uid 65534) who must reach its state directory: then searchable but not listable (0711),
+/// under a random name.
+fn make_dir(uid_other: bool) -> Result<WorkDir, String> {
     use std::os::unix::fs::DirBuilderExt;
     remove_stale_dirs(&std::env::temp_dir());
     let mut random = [0u8; 8];
@@ -543,7 +551,7 @@ fn make_dir() -> Result<WorkDir, String> {
     let suffix: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{suffix}", std::process::id()));
     std::fs::DirBuilder::new()
-        .mode(0o700)
+        .mode(if uid_other { 0o711 } else { 0o700 })
         .create(&dir)
         .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
     let work = WorkDir(dir);

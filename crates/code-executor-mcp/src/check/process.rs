@@ -64,7 +64,7 @@ impl Output {
     /// Why it gave no answer.
     pub(super) fn why(&self, memory_mb: u64) -> String {
         match self.status {
-            Some(s) => ended(&s, &self.stderr, memory_mb),
+            Some(s) => ended(&s, &self.stderr, &self.text, memory_mb),
             None => "the checker could not be waited for".into(),
         }
     }
@@ -132,6 +132,8 @@ pub(super) fn args(
                 "--hide-error-context",
                 "--check-untyped-defs",
                 "--no-site-packages",
+                // Its traceback says why it failed (a MemoryError at the memory bound).
+                "--show-traceback",
                 "--follow-imports",
                 "silent",
             ]);
