@@ -421,6 +421,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn max_concurrent_skills_is_read_and_bounded() {
+        let l: ExecutionLimits = serde_json::from_str(r#"{"maxConcurrentSkills": 3}"#).unwrap();
+        assert_eq!(l.validate().unwrap().max_concurrent_skills, 3);
+        assert_eq!(ExecutionLimits::default().max_concurrent_skills, 0);
+        let e = ExecutionLimits {
+            max_concurrent_skills: 65,
+            ..ExecutionLimits::default()
+        }
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("maxConcurrentSkills must be between 1 and 64"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn glob_table() {
         let cases = [
             ("mcp__github__*", "mcp__github__create_issue", true),
