@@ -181,7 +181,16 @@ pub struct Fixture {
     /// Serves two skills over the skills extension (SEP-2640): `release-notes` (a
     /// `SKILL.md` and `template.md`) and `acme/triage`.
     skills: bool,
+    /// A tool that counts what is inside a section at once: `gauge({key, delta, ms?})` adds
+    /// `delta` to the key's count, keeps its peak, waits `ms`, and answers `{now, peak}`
+    /// (code that enters with +1 and leaves with -1 learns how many ran together).
+    gauge_tools: bool,
 }
+
+/// Counts and peaks of the `gauge` tool, by key.
+static GAUGES: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<String, (i64, i64)>>,
+> = std::sync::LazyLock::new(Default::default);
 
 /// The skills the fixture serves with `skills` on: (uri, text).
 pub const FIXTURE_SKILL_FILES: &[(&str, &str)] = &[
@@ -260,7 +269,13 @@ impl Fixture {
             hostile_tools: false,
             echo_v2: false,
             skills: false,
+            gauge_tools: false,
         }
+    }
+
+    pub fn with_gauge_tools(mut self, on: bool) -> Self {
+        self.gauge_tools = on;
+        self
     }
 
     pub fn with_skills(mut self, on: bool) -> Self {
@@ -352,6 +367,19 @@ impl Fixture {
                      big, split, json, keys, structured_keys, encoded. {quoted}"
                 ),
                 schema.clone(),
+            ));
+        }
+        if self.gauge_tools
+            && let serde_json::Value::Object(m) = serde_json::json!({
+                "type": "object",
+                "properties": {"key": {"type": "string"}, "delta": {"type": "integer"}, "ms": {"type": "integer"}},
+                "required": ["key", "delta"]
+            })
+        {
+            tools.push(Tool::new(
+                "gauge",
+                "Adds delta to the key's count, keeps its peak, waits ms, answers {now, peak}.",
+                std::sync::Arc::new(m),
             ));
         }
         if self.hostile_tools {
@@ -792,6 +820,34 @@ impl ServerHandler for Fixture {
                     .collect();
                 let v = serde_json::Value::Object(env);
                 Ok(CallToolResult::success(vec![ContentBlock::text(v.to_string())]).into())
+            }
+            "gauge" if self.gauge_tools => {
+                let args = request.arguments.unwrap_or_default();
+                let key = args
+                    .get("key")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+                    .to_string();
+                let delta = args
+                    .get("delta")
+                    .and_then(serde_json::Value::as_i64)
+                    .unwrap_or(0);
+                let ms = args
+                    .get("ms")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0);
+                let (now, peak) = {
+                    let mut g = GAUGES
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let e = g.entry(key).or_insert((0, 0));
+                    e.0 += delta;
+                    e.1 = e.1.max(e.0);
+                    *e
+                };
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                let v = serde_json::json!({"now": now, "peak": peak});
+                Ok(CallToolResult::structured(v).into())
             }
             "write_note" | "drop_note" | "peek" | "tick" if self.pause_tools => {
                 let n = bump(&request.name);

@@ -193,6 +193,8 @@ pub const MAX_TOOL_CALLS: u32 = 1_000;
 pub const MAX_DISCOVERY_CALLS: u32 = 2_000;
 /// Largest configurable number of discovery requests per execution.
 const MAX_DISCOVERY_CALLS_LIMIT: u32 = 100_000;
+/// Largest configurable number of skills one request runs at once (`poolMax`'s maximum).
+const MAX_CONCURRENT_SKILLS_LIMIT: usize = 64;
 /// Deadline of one upstream call when the execution's own deadline is longer.
 pub const UPSTREAM_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Time an upstream server gets to start and answer `initialize` and `tools/list`.
@@ -231,6 +233,10 @@ pub struct ExecutionLimits {
     pub max_concurrent_tool_calls: usize,
     pub max_discovery_calls: u32,
     pub max_code_bytes: usize,
+    /// Skills one request's code runs at once (0: as many as `poolMax`); each level of
+    /// skills calling skills may run one more, so one request holds at most this plus 4
+    /// workers (`runtime::run::ledger::SkillSlots`).
+    pub max_concurrent_skills: usize,
 }
 
 /// The sandbox's address-space limit is 1 GiB; an engine heap must stay below it.
@@ -248,6 +254,7 @@ impl Default for ExecutionLimits {
             max_concurrent_tool_calls: MAX_CONCURRENT_TOOL_CALLS,
             max_discovery_calls: MAX_DISCOVERY_CALLS,
             max_code_bytes: MAX_CODE_BYTES,
+            max_concurrent_skills: 0,
         }
     }
 }
@@ -280,6 +287,11 @@ impl ExecutionLimits {
         if self.max_output_file_bytes > MAX_OUTPUT_FILE_LIMIT {
             return e(&format!(
                 "maxOutputFileBytes must be at most {MAX_OUTPUT_FILE_LIMIT} (0 keeps no file)"
+            ));
+        }
+        if self.max_concurrent_skills > MAX_CONCURRENT_SKILLS_LIMIT {
+            return e(&format!(
+                "maxConcurrentSkills must be between 1 and {MAX_CONCURRENT_SKILLS_LIMIT} (0: as many as poolMax)"
             ));
         }
         if self.max_code_bytes == 0 || self.max_code_bytes > 16 * 1024 * 1024 {
@@ -408,6 +420,24 @@ impl Limits {
 mod tests {
     use super::pattern::glob_match;
     use super::*;
+
+    #[test]
+    fn max_concurrent_skills_is_read_and_bounded() {
+        let l: ExecutionLimits = serde_json::from_str(r#"{"maxConcurrentSkills": 3}"#).unwrap();
+        assert_eq!(l.validate().unwrap().max_concurrent_skills, 3);
+        assert_eq!(ExecutionLimits::default().max_concurrent_skills, 0);
+        let e = ExecutionLimits {
+            max_concurrent_skills: 65,
+            ..ExecutionLimits::default()
+        }
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("maxConcurrentSkills must be between 1 and 64"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn glob_table() {

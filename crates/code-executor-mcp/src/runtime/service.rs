@@ -34,6 +34,7 @@ use super::run::drive::{Failure, Finished, drive, map_stack};
 use super::run::execution::{
     Event, ExecContext, ExecRequest, ExecSpan, Execution, NestedOf, RunEnd, SessionArg,
 };
+use super::run::ledger::Ledger;
 use super::run::output::{LogCollector, Spill};
 use super::run::prepare::{self, NotPrepared};
 use super::worker::grants::GrantPools;
@@ -90,6 +91,9 @@ pub struct Runtime {
     checkers: Arc<crate::check::Checkers>,
     /// Warm workers for executions granted data paths (`permissions.read`).
     grant_pools: GrantPools,
+    /// Skills one request's code runs at once (`executionLimits.maxConcurrentSkills`, else
+    /// `poolMax`); see [`super::run::ledger::SkillSlots`].
+    max_concurrent_skills: usize,
 }
 
 impl Runtime {
@@ -108,7 +112,12 @@ impl Runtime {
         skills: Arc<Skills>,
         checkers: Arc<crate::check::Checkers>,
     ) -> Self {
+        let max_concurrent_skills = match policy.execution.max_concurrent_skills {
+            0 => js_pool.sizing().max.max(1),
+            n => n,
+        };
         Runtime {
+            max_concurrent_skills,
             skills,
             checkers,
             fetch_clients: Arc::default(),
@@ -303,6 +312,15 @@ impl Runtime {
                 .then(|| sessions::WORKSPACE_MOUNT.to_string()),
             net: !grant.net.is_empty(),
         });
+        // A skill draws from its caller's ledger; a request starts its own.
+        let ledger = match &ctx.nested {
+            Some(n) => n.ledger.clone(),
+            None => Arc::new(Ledger::new(
+                &limits,
+                ctx.tool_calls.clone(),
+                self.max_concurrent_skills,
+            )),
+        };
         let scope = RunScope::new(
             ctx,
             self.policy.allowlist(req.allowed_tools.clone()),
@@ -320,15 +338,17 @@ impl Runtime {
                 long_run: req.long_run,
                 enable_sampling: req.enable_sampling,
             },
+            ledger,
         );
         let tools = self.bindings(&scope).await;
         // Output past the answer's cap is still wanted, up to the file's own cap, when it
-        // can be kept.
+        // can be kept: for the request's own output (a skill's output goes to its caller's
+        // code, which the agent reads through the caller's answer; no file of its own).
         let spill = self
             .policy
             .scratch
             .as_ref()
-            .filter(|_| limits.max_output_file_bytes > 0)
+            .filter(|_| limits.max_output_file_bytes > 0 && ctx.nested.is_none())
             .map(|root| Spill {
                 dir: root.join(scratch_name(&scope.execution)),
                 max_bytes: limits.max_output_file_bytes,
@@ -400,7 +420,9 @@ impl Runtime {
             state_lost: lease.state_lost.take(),
             ended: None,
         });
-        let mut logs = LogCollector::new(limits.max_log_bytes, spill);
+        // Lines kept take from the request's output budget, which its skills share.
+        let mut logs =
+            LogCollector::new(limits.max_log_bytes, spill).sharing(scope.ledger.output.clone());
         // Lines of a run that outlives its request are read while it runs (`wait`, tasks).
         if req.long_run {
             logs = logs.mirrored(ctx.events.clone());
@@ -431,7 +453,8 @@ impl Runtime {
             .tool_calls
             .load(Ordering::Relaxed)
             .min(limits.max_tool_calls);
-        let llm = scope.llm.usage();
+        // The request's usage: its skills' calls are in it.
+        let llm = scope.ledger.llm.usage();
         out.llm = (llm.calls > 0).then_some(llm);
         let mut reusable = None;
         let mut quota_failed = false;
@@ -687,6 +710,11 @@ impl Runtime {
             false,
             FetchState::new(Arc::new(Grant::default()), self.fetch_clients.clone()),
             Inherit::default(),
+            Arc::new(Ledger::new(
+                &limits,
+                ctx.tool_calls.clone(),
+                self.max_concurrent_skills,
+            )),
         );
         let called = until(
             &scope.clock,
@@ -883,14 +911,31 @@ impl Nested for Runtime {
     ) -> futures::future::BoxFuture<'a, ExecOutcome> {
         Box::pin(async move {
             let inherit = &scope.inherit;
-            // What is left of the caller's time, to the millisecond (at least one).
+            let depth = scope.depth + 1;
+            // A worker of the request's skills (`SkillSlots`): past the cap, the skill waits
+            // for one. The wait is the caller's time: the caller's deadline ends it with the
+            // caller's run (its `TimeoutError`), which drops this future and leaves the queue.
+            let _slot = scope.ledger.skills.take(depth).await;
+            // What is left of the caller's time, to the millisecond (at least one), and a
+            // grace: the caller's deadline governs (its run's `TimeoutError`, which drops this
+            // one), so the two never race to end the caller with the skill's error instead.
+            const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
             let left = scope
                 .clock
                 .deadline()
                 .saturating_duration_since(Instant::now());
+            let most = if inherit.long_run {
+                self.policy.long_runs.max_duration_ms
+            } else {
+                self.policy.execution.max_timeout_ms
+            };
             let req = ExecRequest {
                 code,
-                timeout_ms: Some((left.as_millis() as u64).max(1)),
+                timeout_ms: Some(
+                    ((left + DEADLINE_GRACE).as_millis() as u64)
+                        .min(most)
+                        .max(1),
+                ),
                 allowed_tools: inherit.allowed_tools.clone(),
                 limits: inherit.limits,
                 session: None,
@@ -910,8 +955,9 @@ impl Nested for Runtime {
             ctx.client = scope.client.clone();
             ctx.trace = scope.trace.clone();
             ctx.nested = Some(NestedOf {
-                depth: scope.depth + 1,
+                depth,
                 vault: scope.pii.clone(),
+                ledger: scope.ledger.clone(),
             });
             let audit = &self.policy.audit;
             audit.record(AuditEvent::RunStart {

@@ -17,7 +17,7 @@ const SECRET: &str = "upstream-secret-98765";
 
 /// One request the mock received: path, headers (lowercase names), JSON body.
 #[derive(Debug, Clone)]
-struct Seen {
+pub(crate) struct Seen {
     path: String,
     headers: Vec<(String, String)>,
     body: Value,
@@ -26,7 +26,7 @@ struct Seen {
 /// A loopback HTTP server answering like a model provider. The last user message decides:
 /// `FAIL` -> 500 with an error message, `SLOW` -> no answer for 10 s, `GARBAGE` -> not JSON,
 /// else an answer `reply to: <text>` with usage 7 in / 3 out.
-async fn mock_provider() -> (String, Arc<Mutex<Vec<Seen>>>) {
+pub(crate) async fn mock_provider() -> (String, Arc<Mutex<Vec<Seen>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();

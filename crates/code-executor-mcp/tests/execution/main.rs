@@ -15,6 +15,8 @@
 //! - [`upstream`]: upstream starts: hangs, backoff, start errors;
 //! - [`llm_provider`]: model calls answered by a configured provider;
 //! - [`skills`]: skills saved, versioned, found and called from code, flagged, a project's held back;
+//! - [`skills_ledger`]: a request and its skills at any depth share one ledger and a bound on
+//!   skills running at once;
 //! - [`signatures`]: generated TypeScript and Python signatures, by snapshot (`snapshots/`);
 //! - [`types`]: output types learned from results, and code type-checked before it runs.
 //!
@@ -45,5 +47,6 @@ mod robustness;
 mod sessions;
 mod signatures;
 mod skills;
+mod skills_ledger;
 mod types;
 mod upstream;

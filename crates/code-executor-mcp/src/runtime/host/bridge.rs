@@ -118,14 +118,15 @@ async fn handle(
     }
     // Every discovery answer is built and held by the host: a loop of them is capped like
     // tool calls are.
-    let n = scope.discovery_calls.fetch_add(1, Ordering::Relaxed) + 1;
+    // The request's: its skills' requests count too.
+    let n = scope.ledger.discovery_calls.fetch_add(1, Ordering::Relaxed) + 1;
     if n > scope.limits.max_discovery_calls {
         return err(
             CallError::Limit,
             format!(
                 "this execution reached its limit of {} discovery requests (searchTools, \
-                 listServers, getToolSchema, discoverMCPTools, signatures); keep the answers \
-                 of the first ones instead of asking again",
+                 listServers, getToolSchema, discoverMCPTools, signatures; the skills it calls \
+                 count too); keep the answers of the first ones instead of asking again",
                 scope.limits.max_discovery_calls
             ),
         );
@@ -368,12 +369,21 @@ async fn call(
     };
     // Every attempt counts, allowed or not, resolved or not (a call to a server that failed
     // to start, or to a name that does not exist): a loop of failing calls is capped too.
+    // The counter is the request's: the calls of the skills it runs count on it.
     let n = scope.tool_calls.fetch_add(1, Ordering::Relaxed) + 1;
     if n > scope.limits.max_tool_calls {
-        let reason = format!(
-            "this execution reached its limit of {} tool calls",
-            scope.limits.max_tool_calls
-        );
+        let reason = if scope.depth > 0 {
+            format!(
+                "this execution reached its limit of {} tool calls (counted with the execution \
+                 that called this skill and every skill under it)",
+                scope.limits.max_tool_calls
+            )
+        } else {
+            format!(
+                "this execution reached its limit of {} tool calls",
+                scope.limits.max_tool_calls
+            )
+        };
         record.write("deny", Some(reason.clone()), None, 0);
         return Err(refusal(CallError::Limit, reason));
     }
@@ -456,7 +466,8 @@ async fn call(
     let args = restored.unwrap_or(args);
     let scanned = super::pii::scans(scope, &server, &tool.name);
     record.allowed = true;
-    let _permit = scope.in_flight.acquire().await;
+    // The request's permits: its skills' calls in flight count too.
+    let _permit = scope.ledger.in_flight.acquire().await;
     // When the execution's deadline comes first, it governs (a TimeoutError for the whole
     // run, which cancels this call); the grace keeps the two from racing.
     const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);

@@ -92,7 +92,7 @@ pub(super) async fn call(
         .collect::<Vec<_>>()
         .join("\n");
     let estimated = estimate_tokens(&prompt_text);
-    let max_tokens = match scope.llm.reserve(
+    let max_tokens = match scope.ledger.llm.reserve(
         settings,
         estimated,
         max_tokens.unwrap_or(DEFAULT_ANSWER_TOKENS).max(1),
@@ -172,7 +172,10 @@ pub(super) async fn call(
             let output = answer
                 .output_tokens
                 .unwrap_or_else(|| estimate_tokens(&answer.text));
-            scope.llm.settle(estimated, answer.input_tokens, output);
+            scope
+                .ledger
+                .llm
+                .settle(estimated, answer.input_tokens, output);
             audit(
                 via.as_str(),
                 "ok",
@@ -184,7 +187,7 @@ pub(super) async fn call(
             ok(Value::String(answer.text))
         }
         None => {
-            scope.llm.settle(estimated, None, 0);
+            scope.ledger.llm.settle(estimated, None, 0);
             let reason = if failures.is_empty() {
                 "no model can answer: the client did not declare sampling, and no llm.provider is \
                  configured"

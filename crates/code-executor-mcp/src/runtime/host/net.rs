@@ -1,10 +1,9 @@
-//! The network side of one execution, shared by the run's scope and `fetch`: its grant and
-//! counters ([`FetchState`]), and the HTTP clients kept for reuse ([`Clients`]), each
+//! The network side of one execution, shared by the run's scope and `fetch`: its grant
+//! ([`FetchState`]), and the HTTP clients kept for reuse ([`Clients`]), each
 //! connecting only through a resolver that holds its hop's [`Reach`] ([`GuardedResolver`]).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -74,22 +73,16 @@ impl Clients {
     }
 }
 
-/// The network side of one execution: its grant, the kept clients, and its counters.
+/// The network side of one execution: its grant and the kept clients. Its counters are the
+/// request's (`crate::runtime::run::ledger::Ledger`), shared with the skills it calls.
 pub(crate) struct FetchState {
     pub grant: Arc<Grant>,
     pub(crate) clients: Arc<Clients>,
-    pub(crate) requests: AtomicU32,
-    pub(crate) bytes: AtomicU64,
 }
 
 impl FetchState {
     pub(crate) fn new(grant: Arc<Grant>, clients: Arc<Clients>) -> FetchState {
-        FetchState {
-            grant,
-            clients,
-            requests: AtomicU32::new(0),
-            bytes: AtomicU64::new(0),
-        }
+        FetchState { grant, clients }
     }
 }
 

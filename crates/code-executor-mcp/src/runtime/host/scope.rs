@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use super::net::FetchState;
 use super::remembered::{ExecutionApprovals, Remembered};
 use crate::catalog::ToolView;
-use crate::policy::llm::LlmBudget;
 use crate::policy::pii::vault::Vault;
 use crate::policy::pii::{Exit, Made};
 use crate::policy::{Limits, Policy, ToolAllowlist};
@@ -24,6 +23,7 @@ use crate::runtime::run::client::ClientLink;
 use crate::runtime::run::clock::Clock;
 use crate::runtime::run::events::Events;
 use crate::runtime::run::execution::ExecContext;
+use crate::runtime::run::ledger::Ledger;
 
 /// What one execution may do, shared by all its concurrent calls.
 pub(crate) struct RunScope {
@@ -41,15 +41,15 @@ pub(crate) struct RunScope {
     pub(crate) client: Option<ClientLink>,
     /// Tools approved for the rest of this execution, and the session-wide answers.
     pub(super) approvals: ExecutionApprovals,
-    /// Model calls: allowed at all, and what this execution spent.
+    /// Model calls are allowed at all.
     pub(super) llm_enabled: bool,
-    pub(crate) llm: LlmBudget,
-    /// Tool-call attempts so far (shared with whoever records the run's end).
+    /// What the request this execution belongs to (the top-level execution and every skill
+    /// under it) spends: tool calls and their permits, discovery, model calls, `fetch`,
+    /// output, skill workers. A skill's execution shares its caller's.
+    pub(crate) ledger: Arc<Ledger>,
+    /// Tool-call attempts of the request so far (the ledger's counter, shared with whoever
+    /// records the run's end).
     pub(crate) tool_calls: Arc<AtomicU32>,
-    /// Discovery requests so far (capped by `limits.max_discovery_calls`).
-    pub(super) discovery_calls: AtomicU32,
-    /// Upstream calls of this execution in flight at once.
-    pub(super) in_flight: tokio::sync::Semaphore,
     pub(crate) policy: Arc<Policy>,
     /// The client's tool-call rate, shared by its executions.
     pub(crate) tool_rate: Option<Arc<DefaultDirectRateLimiter>>,
@@ -103,11 +103,12 @@ impl RunScope {
         llm_enabled: bool,
         fetch: FetchState,
         inherit: Inherit,
+        ledger: Arc<Ledger>,
     ) -> Self {
         let (execution, tool_rate, tool_calls) = (
             ctx.execution.clone(),
             ctx.tool_rate.clone(),
-            ctx.tool_calls.clone(),
+            ledger.tool_calls.clone(),
         );
         let inherited_vault = ctx.nested.as_ref().and_then(|n| n.vault.clone());
         let pii = policy
@@ -135,10 +136,8 @@ impl RunScope {
             client: ctx.client.clone(),
             approvals: ExecutionApprovals::new(remembered),
             llm_enabled,
-            llm: LlmBudget::default(),
+            ledger,
             tool_calls,
-            discovery_calls: AtomicU32::new(0),
-            in_flight: tokio::sync::Semaphore::new(limits.max_concurrent_tool_calls.max(1)),
             policy,
             tool_rate,
             session,

@@ -1,7 +1,9 @@
 //! Skills from code: `saveSkill` (the upstream tools the code names are recorded with their
 //! schemas), `listSkills`, and `skills.name(args)`, which runs the skill as an execution of
 //! its own through [`Nested`], with the calling execution's allowed tools, limits, approvals,
-//! permissions and remaining time, never more. A skill whose tools changed since it was saved
+//! permissions and remaining time, never more, drawing from its request's ledger
+//! (`crate::runtime::run::ledger`: one set of budgets for the whole tree, and a bound on the
+//! skills running at once). A skill whose tools changed since it was saved
 //! is said to be so, with what changed, wherever it shows.
 
 use std::collections::{BTreeMap, HashMap};
@@ -15,14 +17,14 @@ use worker_protocol::{CallError, CallOutcome};
 use super::scope::{RunScope, err, ok};
 use crate::catalog::Catalog;
 use crate::runtime::outcome::ExecOutcome;
+use crate::runtime::run::output::HOST_LEVEL;
 use crate::runtime::worker::Language;
 use crate::skills::changes::{self, Change};
 use crate::skills::error::SkillError;
 use crate::skills::skill::{CodeSkill, Skill, SkillLanguage, ToolSchemas};
 use crate::skills::store::{SaveRequest, Skills};
 
-/// Skills calling skills: at most this deep.
-pub(crate) const MAX_SKILL_DEPTH: u32 = 4;
+use crate::runtime::run::ledger::MAX_SKILL_DEPTH;
 
 /// What the runtime lends the host for skills: the store, and nested executions.
 pub(crate) trait Nested: Send + Sync {
@@ -402,6 +404,15 @@ pub(crate) async fn run(
     let out = nested
         .run_nested(scope, &skill.name, language, code, args)
         .await;
+    // The skill's lines leave the request's output budget with it: the caller's code prints
+    // them into its own output, which takes them from the budget again.
+    let handed: u64 = out
+        .logs
+        .iter()
+        .filter(|l| l.level != HOST_LEVEL)
+        .map(|l| l.text.len() as u64)
+        .sum();
+    scope.ledger.output.give_back(handed);
     let logs: Vec<String> = out.logs.iter().map(|l| l.text.clone()).collect();
     match out.error {
         None => ok(json!({"result": out.result, "logs": logs, "warnings": warnings})),

@@ -116,6 +116,9 @@ pub(crate) struct NestedOf {
     pub depth: u32,
     /// The caller's token map of personal data, so tokens pass between them.
     pub vault: Option<Arc<crate::policy::pii::vault::Vault>>,
+    /// The request's ledger: every budget and cap the caller draws from, the skill draws
+    /// from too.
+    pub ledger: Arc<super::ledger::Ledger>,
 }
 
 impl ExecContext {

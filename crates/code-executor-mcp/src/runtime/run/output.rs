@@ -1,7 +1,8 @@
 //! Captured output of one execution: what the answer carries, and the full copy on disk.
 //!
-//! The answer carries whole lines up to `executionLimits.maxLogBytes`; past it, a marker says
-//! how much was dropped. When output is cut, everything the code printed, up to
+//! The answer carries whole lines up to `executionLimits.maxLogBytes`, a budget of the
+//! request's that the skills it calls take from too (`super::ledger::OutputBudget`); past it,
+//! a marker says how much was dropped. When output is cut, everything the code printed, up to
 //! `executionLimits.maxOutputFileBytes`, is kept in `output.log` in the execution's scratch
 //! directory, and both the marker and the answer's `outputFile` give its path, so an agent
 //! can read the part it needs instead of printing it again.
@@ -24,6 +25,7 @@ use std::time::{Duration, SystemTime};
 
 use worker_protocol::LogLevel;
 
+use super::ledger::OutputBudget;
 use crate::runtime::outcome::LogEntry;
 
 /// Scratch directories kept at most; the oldest beyond this are removed.
@@ -75,7 +77,9 @@ enum FileState {
 /// when a scratch directory is configured, where the full output is.
 pub struct LogCollector {
     entries: Vec<LogEntry>,
-    budget: u64,
+    /// Bytes left: this execution's own, or its request's (shared with the skills it calls
+    /// and their callers: [`LogCollector::sharing`]).
+    budget: OutputBudget,
     cap: u64,
     dropped_bytes: u64,
     truncated: bool,
@@ -98,7 +102,7 @@ impl LogCollector {
     pub fn new(cap: u64, spill: Option<Spill>) -> Self {
         LogCollector {
             entries: Vec::new(),
-            budget: cap,
+            budget: OutputBudget::new(cap),
             cap,
             dropped_bytes: 0,
             truncated: false,
@@ -107,6 +111,13 @@ impl LogCollector {
             mirror: None,
             pii: None,
         }
+    }
+
+    /// The same collector, keeping lines while `budget` (a request's, which the skills it
+    /// calls take from too) has bytes left.
+    pub(crate) fn sharing(mut self, budget: OutputBudget) -> Self {
+        self.budget = budget;
+        self
     }
 
     /// The same collector, with personal data made tokens in every line it takes.
@@ -128,7 +139,7 @@ impl LogCollector {
             text = t;
         }
         let len = text.len() as u64;
-        if self.truncated || len > self.budget {
+        if self.truncated || !self.budget.take(len) {
             if !self.truncated {
                 self.truncated = true;
                 self.open_file();
@@ -137,7 +148,6 @@ impl LogCollector {
             self.write_line(level.as_str(), &text);
             return;
         }
-        self.budget -= len;
         let entry = LogEntry {
             level: level.as_str(),
             text,

@@ -13,8 +13,9 @@
 //!   connection only serves hops whose reach admitted its address.
 //! - Redirects are followed by hand, at most `maxRedirects`, each hop checked again;
 //!   credentials (`Authorization`, `Cookie`) are dropped when the origin changes.
-//! - Limits per execution: requests, bytes per response (read in chunks and stopped at the
-//!   cap), bytes in all, time per request within the execution's deadline.
+//! - Limits per request: requests, bytes per response (read in chunks and stopped at the
+//!   cap), bytes in all (the skills a request calls count on its ledger), time per request
+//!   within the execution's deadline.
 //! - TLS is verified (the platform verifier, as for upstreams); no proxy from the
 //!   environment; no header of ours but a `User-Agent`.
 //! - Every hop gets one audit line (`net.fetch`: method, host, port, status, bytes, decision).
@@ -27,7 +28,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use worker_protocol::{CallError, CallOutcome, FetchRequest, FetchResponse};
 
-use super::net::{FetchState, Refused};
+use super::net::Refused;
 use super::scope::{RunScope, err};
 use crate::policy::access::{Grant, Hop, MAX_REQUEST_BODY_BYTES, Unreachable};
 use crate::policy::audit::AuditEvent;
@@ -175,10 +176,10 @@ pub(crate) async fn fetch(scope: &RunScope, req: FetchRequest) -> CallOutcome {
             started: Instant::now(),
             request_bytes: body.as_ref().map_or(0, Vec::len),
         };
-        let n = state.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        let n = scope.ledger.fetch_requests.fetch_add(1, Ordering::Relaxed) + 1;
         if n > grant.fetch.max_requests {
             let reason = format!(
-                "fetch: this execution reached its limit of {} requests (permissions.fetch.maxRequests; redirects count)",
+                "fetch: this execution reached its limit of {} requests (permissions.fetch.maxRequests; redirects and the skills it calls count)",
                 grant.fetch.max_requests
             );
             record.write("deny", Some(reason.clone()), None, None, 0);
@@ -312,7 +313,12 @@ pub(crate) async fn fetch(scope: &RunScope, req: FetchRequest) -> CallOutcome {
         let status_text = status.canonical_reason().unwrap_or("").to_string();
         let final_url = response.url().to_string();
         let left = timeout.saturating_sub(started.elapsed());
-        let body = match tokio::time::timeout(left, read_capped(response, state, grant)).await {
+        let body = match tokio::time::timeout(
+            left,
+            read_capped(response, &scope.ledger.fetch_bytes, grant),
+        )
+        .await
+        {
             Ok(Ok(b)) => b,
             Ok(Err((kind, reason, got))) => {
                 record.write(
@@ -367,7 +373,7 @@ pub(crate) async fn fetch(scope: &RunScope, req: FetchRequest) -> CallOutcome {
 /// The body, read in chunks and stopped at the response's and the execution's caps.
 async fn read_capped(
     mut response: reqwest::Response,
-    state: &FetchState,
+    received: &std::sync::atomic::AtomicU64,
     grant: &Grant,
 ) -> Result<Vec<u8>, (CallError, String, u64)> {
     let max = grant.fetch.max_response_bytes;
@@ -386,13 +392,13 @@ async fn read_capped(
     loop {
         match response.chunk().await {
             Ok(Some(chunk)) => {
-                let total = state.bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed)
-                    + chunk.len() as u64;
+                let total =
+                    received.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
                 if total > grant.fetch.max_total_bytes {
                     return Err((
                         CallError::Limit,
                         format!(
-                            "fetch: this execution received more than {} bytes (permissions.fetch.maxTotalBytes)",
+                            "fetch: this execution received more than {} bytes (permissions.fetch.maxTotalBytes; the skills it calls count too)",
                             grant.fetch.max_total_bytes
                         ),
                         body.len() as u64,
