@@ -21,7 +21,9 @@
 //! detectors and map on its way out. A token in a tool call's arguments is put back for the
 //! tools `restoreTo` names; elsewhere it goes as it is (`elsewhere: "token"`) or the call is
 //! refused (`"deny"`). The map lives in the host only; the audit log gets counts per
-//! detector.
+//! detector. The detectors see through the common encodings (`crate::policy::decode`:
+//! percent, a query's `+`, HTML references, `\u` escapes), and a value the map holds is
+//! made its token again wherever it comes back ([`vault::Vault::echoes`]).
 
 pub mod detect;
 pub mod vault;

@@ -1,7 +1,10 @@
 //! Personal data at the bridge (`crate::policy::pii`): the results, errors and progress of
-//! scanned tools tokenised on their way in, tokens in a call's arguments restored for the
-//! tools allowed to receive them (or left, or the call refused), and what leaves an
-//! execution whose code sees values tokenised on its way out.
+//! scanned tools tokenised on their way in (encoded values too), those of every other tool
+//! searched for the values the map already holds (an echo of a restored argument gives the
+//! token again: [`echoes`]), tokens in a call's arguments restored for the tools allowed to
+//! receive them (or left, or the call refused), and what leaves an execution whose code sees
+//! values tokenised on its way out. The bridge learns output types from the result as it
+//! leaves here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
