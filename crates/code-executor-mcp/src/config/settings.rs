@@ -502,6 +502,19 @@ mod tests {
     }
 
     #[test]
+    fn a_checkers_memory_bound_is_read_and_checked() {
+        let s = Settings::parse(r#"{"check": {"memoryMb": 512}}"#).unwrap();
+        assert_eq!(s.check.memory_mb, Some(512));
+        let err = Settings::parse(r#"{"check": {"memoryMb": 8}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("check.memoryMb 8") && err.contains("64"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn environment_overrides_the_file() {
         let mut s = Settings::parse(r#"{"poolSize": 4}"#).unwrap();
         s.apply_env(&|k| match k {
