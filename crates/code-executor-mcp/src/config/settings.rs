@@ -457,8 +457,8 @@ pub struct CheckSettings {
     pub python: Option<String>,
     /// The longest a check may take (default 20 s; never past the execution's deadline).
     pub timeout_ms: Option<u64>,
-    /// The address space of a checker process, in MiB (default 1024; a Node checker gets its
-    /// heap this large and 1 GiB more for V8's reservations).
+    /// The address space of a checker process, in MiB (default 1024; a Node or Go checker gets
+    /// its heap this large and 1 GiB more for the runtime's reservations).
     pub memory_mb: Option<u64>,
 }
 
