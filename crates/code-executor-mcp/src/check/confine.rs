@@ -592,3 +592,40 @@ fn said(tail: &str) -> String {
         format!(" and said: {tail}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    #[test]
+    fn a_checkers_end_says_why_and_names_its_bounds() {
+        let said = |raw: i32, out: &str, mb: u64| ended(&ExitStatus::from_raw(raw), out, out, mb);
+        assert!(said(9, "", 1024).contains("killed (SIGKILL)"));
+        assert!(said(24, "", 1024).contains("CPU time (SIGXCPU)"));
+        assert!(said(6, "", 512).contains("memory limit of 512 MB (check.memoryMb)"));
+        let oom = said(2 << 8, "fatal error: out of memory", 100);
+        assert!(
+            oom.contains("at its memory limit of 100 MB") && oom.contains("out of memory"),
+            "{oom}"
+        );
+        let other = said(2 << 8, "INTERNAL ERROR", 100);
+        assert!(
+            other.contains("exit code 2") && other.contains("at most 100 MB"),
+            "{other}"
+        );
+        let setup = said(i32::from(sandbox::EXIT_SETUP_FAILED) << 8, "refusing", 1);
+        assert!(setup.contains("sandbox could not be set up"), "{setup}");
+    }
+
+    #[test]
+    fn a_checkers_environment_points_only_into_its_state_directory() {
+        let state = Path::new("/w/state");
+        for (k, v) in env(state) {
+            if k != "LANG" {
+                assert!(Path::new(&v).starts_with(state), "{k:?}={v:?}");
+            }
+        }
+    }
+}

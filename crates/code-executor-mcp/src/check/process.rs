@@ -359,6 +359,47 @@ mod tests {
     }
 
     #[test]
+    fn every_checker_is_given_our_configuration_and_stops_searching() {
+        let launch = crate::check::confine::Launch {
+            program: "/x".into(),
+            prefix: Vec::new(),
+            read_only: Vec::new(),
+            node: false,
+            go: false,
+        };
+        let (dir, state) = (Path::new("/w/check"), Path::new("/w/state"));
+        for (kind, wanted) in [
+            (Kind::Tsc, &["--ignoreConfig", "--noResolve"][..]),
+            (
+                Kind::Ty,
+                &["--config-file", "/w/check/ty.toml", "--project"][..],
+            ),
+            (
+                Kind::Mypy,
+                &["--config-file", "/w/check/mypy.ini", "--no-site-packages"][..],
+            ),
+            (Kind::Pyright, &["-p", "/w/check/pyrightconfig.json"][..]),
+        ] {
+            let checker = Checker {
+                kind,
+                program: "/x".into(),
+                label: "x".into(),
+                server_args: None,
+                launch: launch.clone(),
+                ignore_config: true,
+            };
+            let got: Vec<String> = args(&checker, dir, state, &[], "code_1.py")
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            for w in wanted {
+                assert!(got.iter().any(|a| a == w), "{kind:?}: {w} in {got:?}");
+            }
+        }
+        assert!(mypy_config(dir).contains("mypy_path = /w/check"));
+    }
+
+    #[test]
     fn each_checkers_output_is_read_at_the_codes_own_places() {
         let ts = declare::wrap_ts("const a = 1;\nconst n: number = 'x';");
         let got = parse(

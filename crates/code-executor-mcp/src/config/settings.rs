@@ -457,8 +457,8 @@ pub struct CheckSettings {
     pub python: Option<String>,
     /// The longest a check may take (default 20 s; never past the execution's deadline).
     pub timeout_ms: Option<u64>,
-    /// The address space of a checker process, in MiB (default 1024; a Node checker gets its
-    /// heap this large and 1 GiB more for V8's reservations).
+    /// The address space of a checker process, in MiB (default 1024; a Node or Go checker gets
+    /// its heap this large and 1 GiB more for the runtime's reservations).
     pub memory_mb: Option<u64>,
 }
 
@@ -499,6 +499,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(err, "poolSize 1000 is above the maximum of 64");
+    }
+
+    #[test]
+    fn a_checkers_memory_bound_is_read_and_checked() {
+        let s = Settings::parse(r#"{"check": {"memoryMb": 512}}"#).unwrap();
+        assert_eq!(s.check.memory_mb, Some(512));
+        let err = Settings::parse(r#"{"check": {"memoryMb": 8}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("check.memoryMb 8") && err.contains("64"),
+            "{err}"
+        );
     }
 
     #[test]
