@@ -25,3 +25,42 @@ pub(crate) fn worker_policy(
     };
     policy
 }
+
+/// Files looked at, at most, when collecting the extension modules below a Python
+/// installation's site-packages (a worker's at start, a Python checker's per launch).
+const MAX_SITE_FILES: usize = 50_000;
+
+/// The extension modules (`*.so`, `*.so.N`) anywhere below `dirs` (site-packages), at most
+/// [`MAX_SITE_FILES`] entries looked at; symlinked directories are not followed. Their
+/// shared libraries go into a Python sandbox's view.
+pub(crate) fn extension_modules_below(dirs: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut pending: Vec<std::path::PathBuf> = dirs.to_vec();
+    let mut seen = 0usize;
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_SITE_FILES {
+                return out;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                pending.push(path);
+            } else if kind.is_file()
+                && path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(".so"))
+            {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}

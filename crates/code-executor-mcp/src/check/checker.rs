@@ -133,7 +133,7 @@ pub(super) fn find(
         _ => None,
     };
     let label = format!("{name} {version}").trim().to_string();
-    let launch = super::confine::launch(kind, &program, uid_other)
+    let launch = super::confine::launch(kind == Kind::Tsc, &program, uid_other)
         .map_err(|e| format!("{label} cannot be run in the sandbox: {e}"))?;
     let major: u32 = version
         .split('.')

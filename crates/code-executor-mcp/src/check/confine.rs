@@ -21,8 +21,6 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use super::checker::Kind;
-
 /// Address space a checker gets unless the settings say otherwise (`check.memoryMb`).
 pub(crate) const DEFAULT_MEMORY_MB: u64 = 1024;
 /// What a runtime that reserves address space up front needs beyond its heap (Node's V8: code
@@ -35,8 +33,6 @@ const MAX_PROCESSES: u64 = 256;
 const MAX_OPEN_FILES: u64 = 1024;
 /// The largest file a checker may write (its caches).
 const MAX_FILE_SIZE_BYTES: u64 = 256 << 20;
-/// Files looked at below a Python checker's site-packages for extension modules.
-const MAX_SITE_FILES: usize = 50_000;
 
 /// How a checker is started: the program executed, the arguments before the checker's own,
 /// and the installation paths its view holds.
@@ -87,8 +83,13 @@ pub(crate) enum LaunchError {
 
 /// How `program` (as found: a symlink, a launcher or the program itself) is run confined.
 /// `uid_other`: the sandbox runs as another user than the server (a root host), so every path
-/// must be readable by others.
-pub(super) fn launch(kind: Kind, program: &Path, uid_other: bool) -> Result<Launch, LaunchError> {
+/// must be readable by others. `reads_beside`: a native checker that reads files beside its
+/// executable (TypeScript 7's tsc and its `lib.*.d.ts`).
+pub(super) fn launch(
+    reads_beside: bool,
+    program: &Path,
+    uid_other: bool,
+) -> Result<Launch, LaunchError> {
     let real = std::fs::canonicalize(program).map_err(|source| LaunchError::Read {
         path: program.to_path_buf(),
         source,
@@ -97,9 +98,10 @@ pub(super) fn launch(kind: Kind, program: &Path, uid_other: bool) -> Result<Laun
     let launch = if head.starts_with(b"\x7fELF") {
         Launch {
             // TypeScript 7's tsc reads its lib.*.d.ts beside it; ty is a single file.
-            read_only: match kind {
-                Kind::Tsc => real.parent().map(Path::to_path_buf).into_iter().collect(),
-                _ => Vec::new(),
+            read_only: if reads_beside {
+                real.parent().map(Path::to_path_buf).into_iter().collect()
+            } else {
+                Vec::new()
             },
             go: is_go(&real),
             program: real,
@@ -302,7 +304,7 @@ fn python_launch(
         .chain(&site)
         .cloned()
         .collect();
-    objects.extend(extension_modules(&dirs));
+    objects.extend(crate::confinement::extension_modules_below(&dirs));
     for lib in sandbox::shared_libraries(&objects) {
         if !read_only.contains(&lib) {
             read_only.push(lib);
@@ -366,36 +368,6 @@ fn python_paths(
     {
         out.push(p);
     }
-    out
-}
-
-/// The extension modules (`*.so`) below `dirs`, at most [`MAX_SITE_FILES`] entries looked at;
-/// symlinked directories are not followed.
-fn extension_modules(dirs: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut pending: Vec<PathBuf> = dirs.to_vec();
-    let mut seen = 0usize;
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > MAX_SITE_FILES {
-                return out;
-            }
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() {
-                pending.push(path);
-            } else if kind.is_file() && path.extension().is_some_and(|e| e == "so") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
     out
 }
 

@@ -100,9 +100,6 @@ print(json.dumps({
     "user_site": user,
     "shim": binascii.b2a_base64(code, newline=False).decode(),
 }))"#;
-/// Files looked at, at most, when collecting the shared libraries of the extension modules in
-/// site-packages (`--python-site-packages` only; once, at start).
-const MAX_SITE_FILES: usize = 50_000;
 
 /// How Python executions are configured.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -287,40 +284,6 @@ fn extension_modules(dirs: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// The extension modules anywhere below `dirs` (site-packages), at most [`MAX_SITE_FILES`]
-/// files looked at; symlinked directories are not followed.
-fn extension_modules_below(dirs: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut pending: Vec<PathBuf> = dirs.to_vec();
-    let mut seen = 0usize;
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > MAX_SITE_FILES {
-                return out;
-            }
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() {
-                pending.push(path);
-            } else if kind.is_file()
-                && path
-                    .file_name()
-                    .is_some_and(|n| n.to_string_lossy().contains(".so"))
-            {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Reads a child's pipe to its end on a thread of its own.
 fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
@@ -393,7 +356,7 @@ pub fn spawner(
         policy
             .read_only_paths
             .extend(install.site_packages.iter().cloned());
-        let modules = extension_modules_below(&install.site_packages);
+        let modules = crate::confinement::extension_modules_below(&install.site_packages);
         if !modules.is_empty() {
             for lib in sandbox::shared_libraries(&modules) {
                 if !policy.read_only_paths.contains(&lib) {
