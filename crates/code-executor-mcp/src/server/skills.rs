@@ -298,7 +298,7 @@ pub(crate) fn get(
 ) -> Result<GetSkillResult, McpError> {
     let no = || unknown(format!("No skill is served at {uri}"));
     if let Some(theirs) = uri::theirs(uri) {
-        theirs.map_err(unknown)?;
+        theirs.map_err(|e| unknown(e.to_string()))?;
         let entry = upstream.iter().find(|s| s.uri == uri).ok_or_else(no)?;
         return Ok(GetSkillResult::new(entry.clone())
             .with_ttl_ms(TTL_MS)
@@ -355,7 +355,7 @@ pub(crate) async fn read(
         ))
     };
     if let Some(theirs) = uri::theirs(uri) {
-        let (server, theirs) = theirs.map_err(unknown)?;
+        let (server, theirs) = theirs.map_err(|e| unknown(e.to_string()))?;
         let mut read = upstreams
             .read_skill_file(&server, &theirs)
             .await

@@ -46,20 +46,48 @@ pub(crate) fn decode(segment: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// Why a path or address under `skill://` is refused; each says what to send instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum PathError {
+    #[error("{raw:?} is not valid percent-encoding of UTF-8 text")]
+    BadEncoding { raw: String },
+    #[error("{raw:?} is percent-encoded twice; encode each segment once")]
+    EncodedTwice { raw: String },
+    #[error(
+        "{raw:?} (decoded {decoded:?}) is not a plain name: no empty, `.` or `..` segment, no \
+         `/`, `\\` or control character"
+    )]
+    NotPlain { raw: String, decoded: String },
+    #[error("the path is empty")]
+    Empty,
+    #[error("{rel:?} is absolute; give a path inside the skill")]
+    Absolute { rel: String },
+    #[error("{rel:?} has a query or fragment")]
+    Query { rel: String },
+    #[error("{uri} names no file of a skill")]
+    NoFile { uri: String },
+    #[error("{server:?} is not a server's name")]
+    BadServer { server: String },
+    #[error("{uri}: {why}")]
+    In {
+        uri: String,
+        #[source]
+        why: Box<PathError>,
+    },
+}
+
 /// One segment of a path, decoded and checked: `Err` says why it is refused.
-pub(crate) fn segment(raw: &str) -> Result<String, String> {
-    let decoded = decode(raw)
-        .ok_or_else(|| format!("{raw:?} is not valid percent-encoding of UTF-8 text"))?;
+pub(crate) fn segment(raw: &str) -> Result<String, PathError> {
+    let decoded = decode(raw).ok_or_else(|| PathError::BadEncoding { raw: raw.into() })?;
     if still_encoded(&decoded) {
-        return Err(format!(
-            "{raw:?} is percent-encoded twice; encode each segment once"
-        ));
+        return Err(PathError::EncodedTwice { raw: raw.into() });
     }
     if !plain_segment(&decoded) {
-        return Err(format!(
-            "{raw:?} (decoded {decoded:?}) is not a plain name: no empty, `.` or `..` segment, \
-             no `/`, `\\` or control character"
-        ));
+        return Err(PathError::NotPlain {
+            raw: raw.into(),
+            decoded,
+        });
     }
     Ok(decoded)
 }
@@ -73,15 +101,15 @@ fn still_encoded(s: &str) -> bool {
 
 /// The segments of a relative path (`/`-separated), each decoded and checked by
 /// [`segment`]; a path that is empty, absolute or has a query or fragment is refused.
-pub(crate) fn segments(rel: &str) -> Result<Vec<String>, String> {
+pub(crate) fn segments(rel: &str) -> Result<Vec<String>, PathError> {
     if rel.is_empty() {
-        return Err("the path is empty".into());
+        return Err(PathError::Empty);
     }
     if rel.starts_with('/') {
-        return Err(format!("{rel:?} is absolute; give a path inside the skill"));
+        return Err(PathError::Absolute { rel: rel.into() });
     }
     if rel.contains(['?', '#']) {
-        return Err(format!("{rel:?} has a query or fragment"));
+        return Err(PathError::Query { rel: rel.into() });
     }
     rel.split('/').map(segment).collect()
 }
@@ -95,18 +123,23 @@ pub(crate) fn ours(server: &str, uri: &str) -> Option<String> {
 /// The server and its own address of one of our `skill://upstream/...` URIs: `None` when
 /// `uri` is not one, `Err` (why) when its path is refused (see [`segments`]). The address
 /// passed on is the one asked for, its every segment checked.
-pub(crate) fn theirs(uri: &str) -> Option<Result<(String, String), String>> {
+pub(crate) fn theirs(uri: &str) -> Option<Result<(String, String), PathError>> {
     let rest = uri.strip_prefix(UPSTREAM)?;
     let Some((server, path)) = rest.split_once('/') else {
-        return Some(Err(format!("{uri} names no file of a skill")));
+        return Some(Err(PathError::NoFile { uri: uri.into() }));
     };
-    Some(checked_theirs(server, path).map_err(|why| format!("{uri}: {why}")))
+    Some(checked_theirs(server, path).map_err(|why| PathError::In {
+        uri: uri.into(),
+        why: Box::new(why),
+    }))
 }
 
-fn checked_theirs(server: &str, path: &str) -> Result<(String, String), String> {
+fn checked_theirs(server: &str, path: &str) -> Result<(String, String), PathError> {
     let server = decode(server)
         .filter(|s| !s.is_empty() && !still_encoded(s) && !s.chars().any(char::is_control))
-        .ok_or_else(|| format!("{server:?} is not a server's name"))?;
+        .ok_or_else(|| PathError::BadServer {
+            server: server.into(),
+        })?;
     segments(path)?;
     Ok((server, format!("{SCHEME}{path}")))
 }
