@@ -102,7 +102,7 @@ fn files(skill: &Skill) -> Result<Vec<File>, String> {
                     ));
                     continue;
                 }
-                Err(lossy) => {
+                Err(crate::skills::beneath::NotUtf8Name(lossy)) => {
                     warn_once(format!(
                         "{}: the name {lossy:?} is not UTF-8; not served",
                         at.path().display()

@@ -75,9 +75,18 @@ pub struct SetupArgs {
 }
 
 /// One `--env KEY=VALUE`: the key as shells and clients take it.
-fn parse_env(text: &str) -> Result<(String, String), String> {
+/// Why a `--env` value is refused.
+#[derive(Debug, thiserror::Error)]
+enum EnvArgError {
+    #[error("{0:?}: expected KEY=VALUE")]
+    NoEquals(String),
+    #[error("{0:?} is not a variable name: use letters, digits and '_', not starting with a digit")]
+    BadName(String),
+}
+
+fn parse_env(text: &str) -> Result<(String, String), EnvArgError> {
     let Some((key, value)) = text.split_once('=') else {
-        return Err(format!("{text:?}: expected KEY=VALUE"));
+        return Err(EnvArgError::NoEquals(text.into()));
     };
     let valid = key
         .chars()
@@ -85,9 +94,7 @@ fn parse_env(text: &str) -> Result<(String, String), String> {
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !valid {
-        return Err(format!(
-            "{key:?} is not a variable name: use letters, digits and '_', not starting with a digit"
-        ));
+        return Err(EnvArgError::BadName(key.into()));
     }
     Ok((key.to_string(), value.to_string()))
 }

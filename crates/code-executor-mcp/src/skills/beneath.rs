@@ -134,10 +134,15 @@ pub(crate) enum Kind {
 }
 
 /// One entry of a directory.
+/// A directory entry's name that is not UTF-8, in its lossy form (for reports).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a UTF-8 name")]
+pub(crate) struct NotUtf8Name(pub(crate) String);
+
 #[derive(Debug)]
 pub(crate) struct Entry {
     /// Its name, or the lossy form of a name that is not UTF-8.
-    pub(crate) name: Result<String, String>,
+    pub(crate) name: Result<String, NotUtf8Name>,
     /// What it is, or why that could not be told.
     pub(crate) kind: Result<Kind, TreeError>,
 }
@@ -337,7 +342,7 @@ impl Dir {
                     .map_err(|e| io(&self.path.join(&name), e));
                 let name = match name.to_str() {
                     Some(s) => Ok(s.to_string()),
-                    None => Err(name.to_string_lossy().into_owned()),
+                    None => Err(NotUtf8Name(name.to_string_lossy().into_owned())),
                 };
                 Entry { name, kind }
             })

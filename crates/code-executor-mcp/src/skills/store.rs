@@ -251,7 +251,7 @@ impl Skills {
                 let name = match entry.name {
                     Ok(n) if n.starts_with('.') => continue,
                     Ok(n) => n,
-                    Err(lossy) => {
+                    Err(super::beneath::NotUtf8Name(lossy)) => {
                         problems.push(format!(
                             "{}: the name {lossy:?} is not UTF-8, so not a skill's; skipped",
                             dir.path().display()

@@ -89,11 +89,23 @@ async fn fetch(server: &str, conn: &Connection) -> (Vec<Skill>, Duration) {
     (out, keep)
 }
 
+/// Why a skill file of an upstream is not read through us.
+#[derive(Debug, thiserror::Error)]
+enum NotListed {
+    #[error("{uri} is refused: {why}")]
+    Refused {
+        uri: String,
+        why: crate::skills::uri::PathError,
+    },
+    #[error("{uri} is not a file of a skill the server lists")]
+    Unlisted { uri: String },
+}
+
 /// Whether `uri` is a file of one of `skills`: its `SKILL.md`, a file of its manifest, or a
 /// path under a dynamic skill's directory whose every segment, decoded, is a plain name
 /// (`%2E%2E`, `.%2E`, a trailing `..`, `%2F`, a backslash... are refused, see
 /// [`crate::skills::uri::segments`]).
-fn listed(skills: &[Skill], uri: &str) -> Result<(), String> {
+fn listed(skills: &[Skill], uri: &str) -> Result<(), NotListed> {
     let mut refused = None;
     let listed = skills.iter().any(|s| {
         s.uri == uri
@@ -114,8 +126,11 @@ fn listed(skills: &[Skill], uri: &str) -> Result<(), String> {
     });
     match (listed, refused) {
         (true, _) => Ok(()),
-        (false, Some(why)) => Err(format!("{uri} is refused: {why}")),
-        (false, None) => Err(format!("{uri} is not a file of a skill the server lists")),
+        (false, Some(why)) => Err(NotListed::Refused {
+            uri: uri.into(),
+            why,
+        }),
+        (false, None) => Err(NotListed::Unlisted { uri: uri.into() }),
     }
 }
 
@@ -126,7 +141,7 @@ pub(super) async fn read(
     skills: &[Skill],
     uri: &str,
 ) -> Result<ReadResourceResult, String> {
-    listed(skills, uri)?;
+    listed(skills, uri).map_err(|e| e.to_string())?;
     conn.service
         .peer()
         .read_resource(ReadResourceRequestParams::new(uri))
