@@ -70,34 +70,54 @@ pub(super) struct Checker {
     pub(super) ignore_config: bool,
 }
 
-/// The checker the settings name, else the first of `names` on PATH. `Err("")`: none found.
+/// Why no checker was found, or the one found cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum FindError {
+    /// None of the names looked for is on PATH (the caller says what to install).
+    #[error("none of the checkers looked for is on PATH")]
+    NoneFound,
+    #[error("check: {0} (from the settings) is not a file")]
+    NotAFile(String),
+    #[error("check: {0} (from the settings) is not on PATH")]
+    NotOnPath(String),
+    #[error(
+        "check: cannot tell which checker {} is; name tsc, tsgo, ty, pyright or mypy",
+        .0.display()
+    )]
+    Unknown(PathBuf),
+    #[error("{label} cannot be run in the sandbox: {source}")]
+    Unconfined {
+        label: String,
+        source: super::confine::LaunchError,
+    },
+    #[error("the search for a checker stopped: {0}")]
+    Stopped(#[from] tokio::task::JoinError),
+}
+
+/// The checker the settings name, else the first of `names` on PATH.
 /// `uid_other`: the sandbox runs as another user (see `confine::launch`).
 pub(super) fn find(
     configured: Option<&str>,
     names: &[&str],
     uid_other: bool,
-) -> Result<Checker, String> {
+) -> Result<Checker, FindError> {
     let program = match configured {
         Some(c) if c.contains('/') => {
             let p = PathBuf::from(c);
             if !p.is_file() {
-                return Err(format!("check: {c} (from the settings) is not a file"));
+                return Err(FindError::NotAFile(c.to_string()));
             }
             p
         }
-        Some(c) => crate::setup::clients::on_path(c)
-            .ok_or_else(|| format!("check: {c} (from the settings) is not on PATH"))?,
+        Some(c) => {
+            crate::setup::clients::on_path(c).ok_or_else(|| FindError::NotOnPath(c.to_string()))?
+        }
         None => names
             .iter()
             .find_map(|n| crate::setup::clients::on_path(n))
-            .ok_or_else(String::new)?,
+            .ok_or(FindError::NoneFound)?,
     };
-    let kind = Kind::of(&program).ok_or_else(|| {
-        format!(
-            "check: cannot tell which checker {} is; name tsc, tsgo, ty, pyright or mypy",
-            program.display()
-        )
-    })?;
+    let kind = Kind::of(&program).ok_or_else(|| FindError::Unknown(program.clone()))?;
     let native = (kind == Kind::Tsc).then(|| native_tsc(&program)).flatten();
     let is_tsgo = Kind::of(&program).is_some()
         && program
@@ -133,8 +153,13 @@ pub(super) fn find(
         _ => None,
     };
     let label = format!("{name} {version}").trim().to_string();
-    let launch = super::confine::launch(kind == Kind::Tsc, &program, uid_other)
-        .map_err(|e| format!("{label} cannot be run in the sandbox: {e}"))?;
+    let launch =
+        super::confine::launch(kind == Kind::Tsc, &program, uid_other).map_err(|source| {
+            FindError::Unconfined {
+                label: label.clone(),
+                source,
+            }
+        })?;
     let major: u32 = version
         .split('.')
         .next()

@@ -41,7 +41,7 @@ use tokio::sync::OnceCell;
 
 use crate::config::settings::CheckSettings;
 pub(crate) use checker::Language;
-use checker::{Checker, Kind, find};
+use checker::{Checker, FindError, Kind, find};
 pub(crate) use confine::Confinement;
 use declare::ServerTools;
 pub(crate) use error::{CheckError, Diagnostic};
@@ -59,9 +59,9 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
 pub(crate) struct Checkers {
     settings: CheckSettings,
     confine: Confinement,
-    ts: OnceCell<Result<Checker, String>>,
-    py: OnceCell<Result<Checker, String>>,
-    dir: OnceCell<Result<WorkDir, String>>,
+    ts: OnceCell<Result<Checker, FindError>>,
+    py: OnceCell<Result<Checker, FindError>>,
+    dir: OnceCell<Result<WorkDir, DirError>>,
     next: AtomicU64,
     /// Declaration files written already, by name.
     written: Mutex<BTreeMap<String, ()>>,
@@ -135,7 +135,7 @@ impl Checkers {
                 let uid_other = self.confine.uid_other();
                 tokio::task::spawn_blocking(move || find(configured.as_deref(), &names, uid_other))
                     .await
-                    .unwrap_or_else(|e| Err(e.to_string()))
+                    .unwrap_or_else(|e| Err(e.into()))
             })
             .await;
         match found {
@@ -148,13 +148,13 @@ impl Checkers {
                     c.kind.language().name()
                 ),
             }),
-            Err(why) if why.is_empty() => Err(CheckError::NoChecker {
+            Err(FindError::NoneFound) => Err(CheckError::NoChecker {
                 language: what,
                 hint: hint.to_string(),
             }),
             Err(why) => Err(CheckError::NoChecker {
                 language: what,
-                hint: why.clone(),
+                hint: why.to_string(),
             }),
         }
     }
@@ -167,13 +167,12 @@ impl Checkers {
                 let uid_other = self.confine.uid_other();
                 tokio::task::spawn_blocking(move || make_dir(uid_other))
                     .await
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| r)
+                    .unwrap_or_else(|e| Err(e.into()))
             })
             .await;
         match made {
             Ok(d) => Ok((d.check(), d.state())),
-            Err(e) => Err(CheckError::Failed(e.clone())),
+            Err(e) => Err(CheckError::Failed(e.to_string())),
         }
     }
 
@@ -543,22 +542,42 @@ fn remove_stale_dirs(tmp: &Path) {
 /// The work directory: private (0700), unless the sandbox runs as another user (a root host:
 /// uid 65534) who must reach its state directory: then searchable but not listable (0711),
 /// under a random name.
-fn make_dir(uid_other: bool) -> Result<WorkDir, String> {
+fn make_dir(uid_other: bool) -> Result<WorkDir, DirError> {
     use std::os::unix::fs::DirBuilderExt;
     remove_stale_dirs(&std::env::temp_dir());
     let mut random = [0u8; 8];
-    getrandom::fill(&mut random).map_err(|e| e.to_string())?;
+    getrandom::fill(&mut random).map_err(DirError::Random)?;
     let suffix: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{suffix}", std::process::id()));
     std::fs::DirBuilder::new()
         .mode(if uid_other { 0o711 } else { 0o700 })
         .create(&dir)
-        .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        .map_err(|source| DirError::Make {
+            path: dir.clone(),
+            source,
+        })?;
     let work = WorkDir(dir);
     std::fs::create_dir(work.check())
         .and_then(|()| confine::make_state(&work.state()))
-        .map_err(|e| format!("cannot make {}: {e}", work.0.display()))?;
+        .map_err(|source| DirError::Make {
+            path: work.0.clone(),
+            source,
+        })?;
     Ok(work)
+}
+
+/// Why the work directory could not be made.
+#[derive(Debug, thiserror::Error)]
+enum DirError {
+    #[error("no randomness for the work directory's name: {0}")]
+    Random(getrandom::Error),
+    #[error("cannot make {}: {source}", .path.display())]
+    Make {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("making the work directory stopped: {0}")]
+    Stopped(#[from] tokio::task::JoinError),
 }
 
 /// The TypeScript project of a set of tools (`proj-<hash>/tsconfig.json`): what the

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::context::{Listed, ratio};
-use super::error::EvalError;
+use super::error::{EvalError, StepError};
 use super::measure::{Tally, Turn, median, round_ms};
 use super::sides::{Direct, Ours, code_args, context_text};
 use super::tasks::{Step, Task, resolve_args};
@@ -92,21 +92,19 @@ fn cut(s: &str) -> String {
 }
 
 /// Whether `step` names a listed server and tool; else what to fix.
-fn check_step(i: usize, step: &Step, listed: &Listed) -> Result<(), String> {
+fn check_step(i: usize, step: &Step, listed: &Listed) -> Result<(), StepError> {
     let Some((_, tools)) = listed.iter().find(|(n, _)| *n == step.server) else {
         let names: Vec<&str> = listed.iter().map(|(n, _)| n.as_str()).collect();
-        return Err(format!(
-            "step {i}: no server named {:?} is configured (configured: {}); fix the task or --config",
-            step.server,
-            names.join(", ")
-        ));
+        return Err(StepError::NoServer {
+            step: i,
+            server: step.server.clone(),
+            configured: names.join(", "),
+        });
     };
-    let tools = tools.as_ref().map_err(|e| {
-        format!(
-            "step {i}: server {:?} did not list its tools: {}",
-            step.server,
-            cut(e)
-        )
+    let tools = tools.as_ref().map_err(|e| StepError::NotListed {
+        step: i,
+        server: step.server.clone(),
+        reason: cut(e),
     })?;
     if !tools.iter().any(|t| t.name == step.tool) {
         let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -119,12 +117,12 @@ fn check_step(i: usize, step: &Step, listed: &Listed) -> Result<(), String> {
         };
         names.sort_by(|a, b| common(b).cmp(&common(a)).then(a.cmp(b)));
         names.truncate(12);
-        return Err(format!(
-            "step {i}: server {:?} has no tool {:?} (it has: {}); fix the task",
-            step.server,
-            step.tool,
-            names.join(", ")
-        ));
+        return Err(StepError::NoTool {
+            step: i,
+            server: step.server.clone(),
+            tool: step.tool.clone(),
+            near: names.join(", "),
+        });
     }
     Ok(())
 }
@@ -143,7 +141,7 @@ async fn direct_once(
     let mut refused = None;
     for (i, step) in task.direct.iter().enumerate() {
         if let Err(e) = check_step(i, step, listed) {
-            error = Some(e);
+            error = Some(e.to_string());
             break;
         }
         let args = match resolve_args(&step.arguments, &results) {

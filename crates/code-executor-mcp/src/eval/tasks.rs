@@ -31,7 +31,7 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::error::EvalError;
+use super::error::{EvalError, StepError};
 
 /// The ready task file for the five reference servers.
 const REFERENCE: &str = include_str!("../../eval/tasks/reference.json");
@@ -201,38 +201,30 @@ pub(crate) struct StepRef {
 
 impl StepRef {
     /// The reference an argument value makes, if it is one.
-    fn parse(v: &Value) -> Option<Result<StepRef, String>> {
+    fn parse(v: &Value) -> Option<Result<StepRef, StepError>> {
         let m = v.as_object()?;
         let from = m.get("$from")?;
         Some((|| {
-            let from = from
-                .as_u64()
-                .ok_or("\"$from\" must be the number of an earlier step (0 is the first)")?
-                as usize;
+            let from = from.as_u64().ok_or(StepError::FromNotANumber)? as usize;
             for k in m.keys() {
                 if !matches!(k.as_str(), "$from" | "pointer" | "match" | "format") {
-                    return Err(format!(
-                        "unknown key {k:?} in a $from reference (allowed: $from, pointer, \
-                         match, format)"
-                    ));
+                    return Err(StepError::UnknownKey(k.clone()));
                 }
             }
             let pointer = match m.get("pointer") {
                 None => None,
                 Some(Value::String(p)) if p.is_empty() || p.starts_with('/') => Some(p.clone()),
-                Some(_) => return Err("\"pointer\" must be a JSON pointer such as \"/a/0\"".into()),
+                Some(_) => return Err(StepError::BadPointer),
             };
             let pattern = match m.get("match") {
                 None => None,
-                Some(Value::String(p)) => {
-                    Some(Regex::new(p).map_err(|e| format!("\"match\" is not a regex: {e}"))?)
-                }
-                Some(_) => return Err("\"match\" must be a regular expression".into()),
+                Some(Value::String(p)) => Some(Regex::new(p)?),
+                Some(_) => return Err(StepError::PatternNotText),
             };
             let format = match m.get("format") {
                 None => None,
                 Some(Value::String(f)) if f.contains("{}") => Some(f.clone()),
-                Some(_) => return Err("\"format\" must be a text with {} for the value".into()),
+                Some(_) => return Err(StepError::BadFormat),
             };
             Ok(StepRef {
                 from,
@@ -245,10 +237,8 @@ impl StepRef {
 
     /// The value this reference takes from `results` (each earlier step's structured content,
     /// or null, and its text).
-    pub(crate) fn resolve(&self, results: &[(Option<Value>, String)]) -> Result<Value, String> {
-        let (structured, text) = results
-            .get(self.from)
-            .ok_or_else(|| format!("$from {} names a step that has not run", self.from))?;
+    pub(crate) fn resolve(&self, results: &[(Option<Value>, String)]) -> Result<Value, StepError> {
+        let (structured, text) = results.get(self.from).ok_or(StepError::NotRun(self.from))?;
         let mut value = match &self.pointer {
             None => Value::String(text.clone()),
             Some(p) => {
@@ -257,18 +247,20 @@ impl StepRef {
                     Some(s) => s,
                     None => {
                         parsed = serde_json::from_str::<Value>(text).map_err(|_| {
-                            format!(
-                                "step {}'s result has no structuredContent and its text is not \
-                                 JSON, so pointer {p:?} cannot apply; use \"match\" on the text",
-                                self.from
-                            )
+                            StepError::NotJson {
+                                from: self.from,
+                                pointer: p.clone(),
+                            }
                         })?;
                         &parsed
                     }
                 };
                 doc.pointer(p)
                     .cloned()
-                    .ok_or_else(|| format!("step {}'s result has nothing at {p:?}", self.from))?
+                    .ok_or_else(|| StepError::NothingAt {
+                        from: self.from,
+                        pointer: p.clone(),
+                    })?
             }
         };
         if let Some(re) = &self.pattern {
@@ -276,12 +268,9 @@ impl StepRef {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            let caps = re.captures(&hay).ok_or_else(|| {
-                format!(
-                    "step {}'s result does not match {:?}",
-                    self.from,
-                    re.as_str()
-                )
+            let caps = re.captures(&hay).ok_or_else(|| StepError::NoMatch {
+                from: self.from,
+                pattern: re.as_str().to_string(),
             })?;
             let m = caps
                 .get(1)
@@ -304,8 +293,8 @@ impl StepRef {
 pub(crate) fn resolve_args(
     args: &Map<String, Value>,
     results: &[(Option<Value>, String)],
-) -> Result<Map<String, Value>, String> {
-    fn walk(v: &Value, results: &[(Option<Value>, String)]) -> Result<Value, String> {
+) -> Result<Map<String, Value>, StepError> {
+    fn walk(v: &Value, results: &[(Option<Value>, String)]) -> Result<Value, StepError> {
         if let Some(r) = StepRef::parse(v) {
             return r?.resolve(results);
         }
@@ -313,12 +302,12 @@ pub(crate) fn resolve_args(
             Value::Object(m) => Value::Object(
                 m.iter()
                     .map(|(k, v)| Ok((k.clone(), walk(v, results)?)))
-                    .collect::<Result<_, String>>()?,
+                    .collect::<Result<_, StepError>>()?,
             ),
             Value::Array(a) => Value::Array(
                 a.iter()
                     .map(|v| walk(v, results))
-                    .collect::<Result<_, String>>()?,
+                    .collect::<Result<_, StepError>>()?,
             ),
             other => other.clone(),
         })
@@ -394,12 +383,15 @@ pub(crate) fn parse(
     }
     vars.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
     // An unset variable's error, with why a variable taken from a server is unset.
-    let unset = |e: String| match unresolved
-        .iter()
-        .find(|(name, _)| e.contains(&format!("${{{name}}}")))
-    {
-        Some((_, why)) => format!("{e} ({why})"),
-        None => e,
+    let unset = |e: StepError| match e {
+        StepError::Unset { name, .. } => {
+            let why = unresolved
+                .get(&name)
+                .map(|why| format!(" ({why})"))
+                .unwrap_or_default();
+            StepError::Unset { name, why }
+        }
+        other => other,
     };
     if raw.tasks.is_empty() {
         return Err(invalid("", "the file has no tasks".into()));
@@ -463,14 +455,11 @@ pub(crate) fn parse(
 }
 
 /// Every `$from` in a step's arguments is well formed and names an earlier step.
-fn check_refs(v: &Value, step: usize) -> Result<(), String> {
+fn check_refs(v: &Value, step: usize) -> Result<(), StepError> {
     if let Some(r) = StepRef::parse(v) {
         let r = r?;
         if r.from >= step {
-            return Err(format!(
-                "$from {} must name an earlier step (this is step {step})",
-                r.from
-            ));
+            return Err(StepError::NotEarlier { from: r.from, step });
         }
         return Ok(());
     }
@@ -481,25 +470,25 @@ fn check_refs(v: &Value, step: usize) -> Result<(), String> {
     }
 }
 
-fn substitute(v: &Value, vars: &BTreeMap<String, String>) -> Result<Value, String> {
+fn substitute(v: &Value, vars: &BTreeMap<String, String>) -> Result<Value, StepError> {
     Ok(match v {
         Value::String(s) => Value::String(substitute_str(s, vars)?),
         Value::Object(m) => Value::Object(
             m.iter()
                 .map(|(k, v)| Ok((k.clone(), substitute(v, vars)?)))
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, StepError>>()?,
         ),
         Value::Array(a) => Value::Array(
             a.iter()
                 .map(|v| substitute(v, vars))
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, StepError>>()?,
         ),
         other => other.clone(),
     })
 }
 
 /// `${NAME}` replaced by its variable; an unknown name is an error that says how to set it.
-fn substitute_str(s: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+fn substitute_str(s: &str, vars: &BTreeMap<String, String>) -> Result<String, StepError> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.find("${") {
@@ -524,9 +513,10 @@ fn substitute_str(s: &str, vars: &BTreeMap<String, String>) -> Result<String, St
         match vars.get(name) {
             Some(v) => out.push_str(v),
             None => {
-                return Err(format!(
-                    "${{{name}}} is not set: pass --var {name}=VALUE or add it to \"vars\""
-                ));
+                return Err(StepError::Unset {
+                    name: name.to_string(),
+                    why: String::new(),
+                });
             }
         }
         rest = &after[end + 1..];
@@ -557,7 +547,7 @@ mod tests {
             substitute_str("`${dir}/${A}`", &vars).unwrap(),
             "`${dir}/x`"
         );
-        let e = substitute_str("${B}", &vars).unwrap_err();
+        let e = substitute_str("${B}", &vars).unwrap_err().to_string();
         assert!(e.contains("--var B=VALUE"), "{e}");
     }
 
@@ -575,9 +565,18 @@ mod tests {
             Value::Object(out),
             json!({"path": "/data/root/docs", "id": "a1"})
         );
-        let bad = json!({"x": {"$from": 0, "pointer": "/nope"}});
+        let bad = json!({"x": {"$from": 1, "pointer": "/nope"}});
         let Value::Object(bad) = bad else { panic!() };
-        assert!(resolve_args(&bad, &results).is_err());
+        assert!(matches!(
+            resolve_args(&bad, &results),
+            Err(StepError::NothingAt { from: 1, .. })
+        ));
+        let text = json!({"x": {"$from": 0, "pointer": "/a"}});
+        let Value::Object(text) = text else { panic!() };
+        assert!(matches!(
+            resolve_args(&text, &results),
+            Err(StepError::NotJson { from: 0, .. })
+        ));
     }
 
     #[test]
