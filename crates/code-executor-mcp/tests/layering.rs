@@ -720,3 +720,76 @@ fn planted_circle_and_upward_arrow_are_caught() {
     // Nothing else: the comment, the string and the test module are not read.
     assert_eq!(violations.len(), 4, "{text}");
 }
+
+/// `Result<_, String>` in product code (every crate's `src`, binaries included; test code,
+/// comments and strings left out) at most this many. Errors are typed (`thiserror` enums,
+/// mapped to the wire in one place): a new one lowers this number, it never rises.
+const STRING_ERRORS_AT_MOST: usize = 37;
+
+/// Every `Result<..., String>` in `code`: a `Result<` whose last top-level argument is `String`.
+fn string_errors(code: &str) -> usize {
+    let b = code.as_bytes();
+    let mut n = 0;
+    for (i, _) in code.match_indices("Result<") {
+        if i > 0 && is_ident(b[i - 1]) {
+            continue;
+        }
+        let (mut depth, mut last_arg) = (0usize, i + "Result<".len());
+        for (j, &c) in b.iter().enumerate().skip(i + "Result".len()) {
+            match c {
+                b'<' | b'(' | b'[' => depth += 1,
+                b',' if depth == 1 => last_arg = j + 1,
+                b'>' | b')' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        if code[last_arg..j].trim() == "String" && last_arg > i + 7 {
+                            n += 1;
+                        }
+                        break;
+                    }
+                }
+                b';' | b'{' => break,
+                _ => {}
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn errors_are_typed() {
+    assert_eq!(string_errors("fn f() -> Result<(), String> {}"), 1);
+    assert_eq!(
+        string_errors("fn f() -> Result<Vec<(u8, String)>, String> {}"),
+        1
+    );
+    assert_eq!(string_errors("fn f() -> Result<String, Error> {}"), 0);
+    assert_eq!(string_errors("fn f() -> io::Result<String> {}"), 0);
+    assert_eq!(string_errors("fn f() -> MyResult<(), String> {}"), 0);
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut files = Vec::new();
+    for dir in std::fs::read_dir(crates).unwrap().flatten() {
+        if dir.path().join("src").is_dir() {
+            rs_files(&dir.path().join("src"), &mut files);
+        }
+    }
+    let mut found: Vec<(usize, String)> = files
+        .iter()
+        .filter(|f| !f.to_string_lossy().ends_with("tests.rs"))
+        .map(|f| {
+            let code = without_tests(&strip(&std::fs::read_to_string(f).unwrap()));
+            (string_errors(&code), f.display().to_string())
+        })
+        .filter(|(n, _)| *n > 0)
+        .collect();
+    found.sort();
+    let total: usize = found.iter().map(|(n, _)| n).sum();
+    assert!(
+        total <= STRING_ERRORS_AT_MOST,
+        "{total} Result<_, String> in product code (at most {STRING_ERRORS_AT_MOST}): give the \
+         new ones a thiserror enum\n{found:#?}"
+    );
+    if total < STRING_ERRORS_AT_MOST {
+        eprintln!("{total} Result<_, String> left: lower STRING_ERRORS_AT_MOST to {total}");
+    }
+}
