@@ -379,7 +379,7 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
         Some(Command::Serve(ServeArgs {
             replica_id: Some(id),
             ..
-        })) => crate::replica::Replica::named(id).map_err(anyhow::Error::msg)?,
+        })) => crate::replica::Replica::named(id)?,
         _ => crate::replica::Replica::single(),
     };
     Ok(CoreOptions {

@@ -54,6 +54,17 @@ impl std::fmt::Display for Elsewhere {
     }
 }
 
+/// A replica id that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaIdError {
+    #[error("--replica-id hostname: cannot read the host name")]
+    NoHostname,
+    #[error(
+        "replica id {0:?}: use 1 to {MAX_ID_LEN} letters, digits, '.', '-' or '_' (or \"hostname\")"
+    )]
+    Invalid(String),
+}
+
 impl Replica {
     /// No replica id: handles carry no suffix.
     pub fn single() -> Replica {
@@ -62,17 +73,14 @@ impl Replica {
 
     /// A replica named `id`: letters, digits, `.`, `-` and `_`, at most 63 characters;
     /// `hostname` takes the machine's host name (a pod's name in Kubernetes).
-    pub fn named(id: &str) -> Result<Replica, String> {
+    pub fn named(id: &str) -> Result<Replica, ReplicaIdError> {
         let id = if id == "hostname" {
-            hostname().ok_or("--replica-id hostname: cannot read the host name")?
+            hostname().ok_or(ReplicaIdError::NoHostname)?
         } else {
             id.to_string()
         };
         if !valid_id(&id) {
-            return Err(format!(
-                "replica id {id:?}: use 1 to {MAX_ID_LEN} letters, digits, '.', '-' or '_' \
-                 (or \"hostname\")"
-            ));
+            return Err(ReplicaIdError::Invalid(id));
         }
         Ok(Replica {
             id: Some(id.into()),

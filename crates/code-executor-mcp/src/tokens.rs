@@ -8,15 +8,15 @@ use tiktoken_rs::CoreBPE;
 
 /// The tokenizer could not be built (its tables are compiled in; this does not happen in a
 /// sound build).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("cannot build the cl100k tokenizer: {0}")]
 pub struct TokenizerError(String);
 
 fn bpe() -> Result<&'static CoreBPE, TokenizerError> {
-    static BPE: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
-    BPE.get_or_init(|| tiktoken_rs::cl100k_base().map_err(|e| e.to_string()))
+    static BPE: OnceLock<Result<CoreBPE, TokenizerError>> = OnceLock::new();
+    BPE.get_or_init(|| tiktoken_rs::cl100k_base().map_err(|e| TokenizerError(e.to_string())))
         .as_ref()
-        .map_err(|e| TokenizerError(e.clone()))
+        .map_err(Clone::clone)
 }
 
 /// cl100k tokens of a text.

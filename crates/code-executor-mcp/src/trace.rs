@@ -366,9 +366,14 @@ mod otel {
         PROVIDER.get().map(|(_, t)| t)
     }
 
+    /// An `OTEL_TRACES_EXPORTER` this build does not have.
+    #[derive(Debug, thiserror::Error)]
+    #[error("OTEL_TRACES_EXPORTER={0}: only otlp (or none) is supported; traces are not exported")]
+    struct OtherExporter(String);
+
     /// What the environment says: `Some(true)` export, `Some(false)` asked not to, `None` not
     /// configured.
-    fn wanted() -> Result<bool, String> {
+    fn wanted() -> Result<bool, OtherExporter> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         if var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
             return Ok(false);
@@ -382,10 +387,7 @@ mod otel {
                 match v.as_str() {
                     "otlp" => Ok(true),
                     "none" => Ok(false),
-                    _ => Err(format!(
-                        "OTEL_TRACES_EXPORTER={}: only otlp (or none) is supported; traces are not exported",
-                        super::bounded(&v)
-                    )),
+                    _ => Err(OtherExporter(super::bounded(&v))),
                 }
             }
         }

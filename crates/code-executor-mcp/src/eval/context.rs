@@ -8,7 +8,7 @@ use rmcp::model::Tool;
 use serde::Serialize;
 
 use crate::tokens::{TokenizerError, count_tokens};
-use crate::upstream::Upstreams;
+use crate::upstream::{UpstreamError, Upstreams};
 
 /// One upstream server's tools.
 #[derive(Debug, Clone, Serialize)]
@@ -46,17 +46,13 @@ pub(crate) struct ContextCost {
 }
 
 /// Every upstream's tool list (or why it has none), in name order.
-pub(crate) type Listed = Vec<(String, Result<Arc<Vec<Tool>>, String>)>;
+pub(crate) type Listed = Vec<(String, Result<Arc<Vec<Tool>>, UpstreamError>)>;
 
 /// Lists every configured server's tools (starting them).
 pub(crate) async fn list_upstreams(up: &Upstreams) -> Listed {
     let names: Vec<String> = up.names().map(str::to_string).collect();
     let lists = futures::future::join_all(names.iter().map(|n| up.tools(n))).await;
-    names
-        .into_iter()
-        .zip(lists)
-        .map(|(n, r)| (n, r.map_err(|e| e.to_string())))
-        .collect()
+    names.into_iter().zip(lists).collect()
 }
 
 fn tokens_of(tools: &[Tool]) -> Result<usize, TokenizerError> {
@@ -78,7 +74,7 @@ pub(crate) fn cost(listed: &Listed, ours: &[Tool]) -> Result<ContextCost, Tokeni
                 server: name.clone(),
                 tools: 0,
                 tokens: 0,
-                error: Some(e.clone()),
+                error: Some(e.to_string()),
             },
         });
     }

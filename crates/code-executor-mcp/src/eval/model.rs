@@ -173,7 +173,7 @@ impl Provider<'_> {
         }
     }
 
-    async fn turn(&self, tools: &[Tool], msgs: &[Msg]) -> Result<Reply, String> {
+    async fn turn(&self, tools: &[Tool], msgs: &[Msg]) -> Result<Reply, TurnError> {
         let (url, body) = self.body(tools, msgs);
         let mut req = self.http.post(&url).json(&body).timeout(self.p.timeout());
         req = match (self.p.api, &self.key) {
@@ -187,34 +187,31 @@ impl Provider<'_> {
             (Api::Openai, Some(k)) => req.bearer_auth(k),
             (Api::Openai, None) => req,
         };
-        let mut resp = req
-            .send()
-            .await
-            .map_err(|e| format!("{url}: {}", e.without_url()))?;
+        let mut resp = req.send().await.map_err(|e| TurnError::Http {
+            url: url.clone(),
+            source: e.without_url(),
+        })?;
         let status = resp.status();
         let mut bytes = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| format!("{url}: {e}"))? {
+        while let Some(chunk) = resp.chunk().await.map_err(|e| TurnError::Http {
+            url: url.clone(),
+            source: e.without_url(),
+        })? {
             if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(format!(
-                    "{url}: the answer is over {MAX_ANSWER_BYTES} bytes"
-                ));
+                return Err(TurnError::TooBig(url));
             }
             bytes.extend_from_slice(&chunk);
         }
-        let v: Value = serde_json::from_slice(&bytes).map_err(|_| {
-            format!(
-                "{url} answered {status} with something that is not JSON: {}",
-                String::from_utf8_lossy(&bytes)
-                    .chars()
-                    .take(200)
-                    .collect::<String>()
-            )
+        let v: Value = serde_json::from_slice(&bytes).map_err(|_| TurnError::NotJson {
+            url: url.clone(),
+            status,
+            head: String::from_utf8_lossy(&bytes).chars().take(200).collect(),
         })?;
         if !status.is_success() {
             let msg = v["error"]["message"]
                 .as_str()
                 .map_or_else(|| v.to_string(), str::to_string);
-            return Err(format!("{url} answered {status}: {msg}"));
+            return Err(TurnError::Refused { url, status, msg });
         }
         let args_of = |a: &Value| match a {
             Value::Object(m) => m.clone(),
@@ -295,7 +292,7 @@ impl Mode<'_> {
             }
             Some(Route::Ours) => match self.ours.call(&c.name, c.args.clone()).await.0 {
                 Ok(r) => (context_text(&r), r.is_error == Some(true)),
-                Err(e) => (e, true),
+                Err(e) => (e.to_string(), true),
             },
         }
     }
@@ -422,6 +419,27 @@ pub(crate) async fn run_all(
         });
     }
     Ok(rows)
+}
+
+/// Why a turn with the model's provider failed (shown in the report as the side's error).
+#[derive(Debug, thiserror::Error)]
+enum TurnError {
+    #[error("{url}: {source}")]
+    Http { url: String, source: reqwest::Error },
+    #[error("{0}: the answer is over {MAX_ANSWER_BYTES} bytes")]
+    TooBig(String),
+    #[error("{url} answered {status} with something that is not JSON: {head}")]
+    NotJson {
+        url: String,
+        status: reqwest::StatusCode,
+        head: String,
+    },
+    #[error("{url} answered {status}: {msg}")]
+    Refused {
+        url: String,
+        status: reqwest::StatusCode,
+        msg: String,
+    },
 }
 
 #[cfg(test)]

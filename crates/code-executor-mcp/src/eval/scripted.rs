@@ -104,7 +104,7 @@ fn check_step(i: usize, step: &Step, listed: &Listed) -> Result<(), StepError> {
     let tools = tools.as_ref().map_err(|e| StepError::NotListed {
         step: i,
         server: step.server.clone(),
-        reason: cut(e),
+        reason: cut(&e.to_string()),
     })?;
     if !tools.iter().any(|t| t.name == step.tool) {
         let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -267,7 +267,7 @@ async fn code_once(
         }
         Err(e) => (
             String::new(),
-            Some(format!("our server failed: {}", cut(&e))),
+            Some(format!("our server failed: {}", cut(&e.to_string()))),
             None,
         ),
     };

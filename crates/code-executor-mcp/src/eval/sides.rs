@@ -103,14 +103,13 @@ impl Ours {
         &self,
         tool: &str,
         args: Map<String, Value>,
-    ) -> (Result<CallToolResult, String>, Duration) {
+    ) -> (Result<CallToolResult, rmcp::ServiceError>, Duration) {
         let t = Instant::now();
         let r = self
             .client
             .peer()
             .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
-            .await
-            .map_err(|e| e.to_string());
+            .await;
         (r, t.elapsed())
     }
 

@@ -202,12 +202,41 @@ impl Skill {
     }
 }
 
+/// What is wrong with a `SKILL.md`'s frontmatter, or with what code mode recorded in it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FrontmatterError {
+    #[error("it does not begin with YAML frontmatter (a first line `---`)")]
+    NoStart,
+    #[error("its frontmatter has no closing `---` line")]
+    NoEnd,
+    #[error("its frontmatter is not valid YAML: {0}")]
+    Yaml(#[from] serde_yaml_ng::Error),
+    #[error("its frontmatter is not a mapping of fields")]
+    NotAMap,
+    #[error("its `metadata` is not a map of fields")]
+    MetadataNotAMap,
+    #[error("metadata {0} is not a string")]
+    NotAString(&'static str),
+    #[error(
+        "metadata {META_OWNER} without {META_LANGUAGE}: a saved skill whose record is cut short"
+    )]
+    OwnerWithoutLanguage,
+    #[error("{0}")]
+    Language(Box<SkillError>),
+    #[error("metadata {META_SCRIPT} {0:?} must name a file at the skill's root")]
+    Script(String),
+    #[error("metadata {META_INPUT_SCHEMA} is not JSON: {0}")]
+    InputSchema(serde_json::Error),
+    #[error("metadata {META_TOOLS} is not a JSON object of server -> tool -> hash: {0}")]
+    Tools(serde_json::Error),
+}
+
 /// The frontmatter of a `SKILL.md` (between a first line `---` and the next `---`), as JSON.
-pub(crate) fn parse_frontmatter(text: &str) -> Result<Map<String, Value>, String> {
+pub(crate) fn parse_frontmatter(text: &str) -> Result<Map<String, Value>, FrontmatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.split_inclusive('\n');
     if lines.next().map(str::trim_end) != Some("---") {
-        return Err("it does not begin with YAML frontmatter (a first line `---`)".into());
+        return Err(FrontmatterError::NoStart);
     }
     let mut yaml = String::new();
     let mut closed = false;
@@ -219,13 +248,12 @@ pub(crate) fn parse_frontmatter(text: &str) -> Result<Map<String, Value>, String
         yaml.push_str(line);
     }
     if !closed {
-        return Err("its frontmatter has no closing `---` line".into());
+        return Err(FrontmatterError::NoEnd);
     }
-    let value: Value = serde_yaml_ng::from_str(&yaml)
-        .map_err(|e| format!("its frontmatter is not valid YAML: {e}"))?;
+    let value: Value = serde_yaml_ng::from_str(&yaml)?;
     match value {
         Value::Object(map) => Ok(map),
-        _ => Err("its frontmatter is not a mapping of fields".into()),
+        _ => Err(FrontmatterError::NotAMap),
     }
 }
 
@@ -237,12 +265,12 @@ fn string_field(map: &Map<String, Value>, key: &str) -> Option<String> {
 }
 
 /// What code mode recorded in `metadata`, if anything.
-fn code_skill(frontmatter: &Map<String, Value>) -> Result<Option<CodeSkill>, String> {
+fn code_skill(frontmatter: &Map<String, Value>) -> Result<Option<CodeSkill>, FrontmatterError> {
     let meta = match frontmatter.get("metadata") {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Object(m)) => m,
         // Agent Skills: a map of strings. Anything else cannot say whose it is.
-        Some(_) => return Err("its `metadata` is not a map of fields".into()),
+        Some(_) => return Err(FrontmatterError::MetadataNotAMap),
     };
     // Ours are strings: one that is something else is not taken as absent (an owner that
     // cannot be read must not read as "no owner").
@@ -255,39 +283,30 @@ fn code_skill(frontmatter: &Map<String, Value>) -> Result<Option<CodeSkill>, Str
         META_OWNER,
     ] {
         if meta.get(key).is_some_and(|v| !v.is_string()) {
-            return Err(format!("metadata {key} is not a string"));
+            return Err(FrontmatterError::NotAString(key));
         }
     }
     let text = |k: &str| meta.get(k).and_then(Value::as_str);
     let Some(language) = text(META_LANGUAGE) else {
         if meta.contains_key(META_OWNER) {
-            return Err(format!(
-                "metadata {META_OWNER} without {META_LANGUAGE}: a saved skill whose record is \
-                 cut short"
-            ));
+            return Err(FrontmatterError::OwnerWithoutLanguage);
         }
         return Ok(None);
     };
-    let language = SkillLanguage::parse(language).map_err(|e| e.to_string())?;
+    let language =
+        SkillLanguage::parse(language).map_err(|e| FrontmatterError::Language(Box::new(e)))?;
     let script =
         text(META_SCRIPT).map_or_else(|| language.script_file().to_string(), str::to_string);
     if !plain_segment(&script) || script.starts_with('.') {
-        return Err(format!(
-            "metadata {META_SCRIPT} {script:?} must name a file at the skill's root"
-        ));
+        return Err(FrontmatterError::Script(script));
     }
     let input_schema = match text(META_INPUT_SCHEMA) {
         None => None,
-        Some(s) => Some(
-            serde_json::from_str::<Value>(s)
-                .map_err(|e| format!("metadata {META_INPUT_SCHEMA} is not JSON: {e}"))?,
-        ),
+        Some(s) => Some(serde_json::from_str::<Value>(s).map_err(FrontmatterError::InputSchema)?),
     };
     let tools = match text(META_TOOLS) {
         None => BTreeMap::new(),
-        Some(s) => serde_json::from_str(s).map_err(|e| {
-            format!("metadata {META_TOOLS} is not a JSON object of server -> tool -> hash: {e}")
-        })?,
+        Some(s) => serde_json::from_str(s).map_err(FrontmatterError::Tools)?,
     };
     let version = text(META_VERSION).and_then(|v| v.parse().ok()).unwrap_or(1);
     Ok(Some(CodeSkill {

@@ -382,7 +382,7 @@ impl Upstreams {
             let e = UpstreamError::SkillFile {
                 server: server.to_string(),
                 uri: uri.to_string(),
-                reason,
+                reason: reason.to_string(),
             };
             redact::error(&self.redactor, e)
         })

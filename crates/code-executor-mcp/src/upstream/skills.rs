@@ -91,7 +91,7 @@ async fn fetch(server: &str, conn: &Connection) -> (Vec<Skill>, Duration) {
 
 /// Why a skill file of an upstream is not read through us.
 #[derive(Debug, thiserror::Error)]
-enum NotListed {
+pub(super) enum NotListed {
     #[error("{uri} is refused: {why}")]
     Refused {
         uri: String,
@@ -134,19 +134,28 @@ fn listed(skills: &[Skill], uri: &str) -> Result<(), NotListed> {
     }
 }
 
+/// Why a skill's file was not read.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ReadError {
+    #[error(transparent)]
+    NotListed(#[from] NotListed),
+    #[error(transparent)]
+    Server(#[from] rmcp::ServiceError),
+}
+
 /// Reads `uri` from the server, when one of its listed skills names it (its `SKILL.md`, a
 /// file of its manifest, or a file under a dynamic skill's directory).
 pub(super) async fn read(
     conn: &Connection,
     skills: &[Skill],
     uri: &str,
-) -> Result<ReadResourceResult, String> {
-    listed(skills, uri).map_err(|e| e.to_string())?;
-    conn.service
+) -> Result<ReadResourceResult, ReadError> {
+    listed(skills, uri)?;
+    Ok(conn
+        .service
         .peer()
         .read_resource(ReadResourceRequestParams::new(uri))
-        .await
-        .map_err(|e| e.to_string())
+        .await?)
 }
 
 #[cfg(test)]

@@ -182,7 +182,7 @@ impl LogCollector {
             },
             Err(e) => {
                 tracing::warn!("cannot keep the full output: {e}");
-                FileState::Failed(e)
+                FileState::Failed(e.to_string())
             }
         };
         let kept: Vec<(&'static str, String)> = self
@@ -293,28 +293,40 @@ fn size(bytes: u64) -> String {
 
 /// Makes the execution's scratch directory (0700) and its output file (0600), after
 /// removing stale scratch directories next to it.
-fn create_output_file(dir: &Path) -> Result<(PathBuf, File), String> {
+fn create_output_file(dir: &Path) -> Result<(PathBuf, File), ScratchError> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let at = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ScratchError { path, source }
+    };
     if let Some(root) = dir.parent() {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(root)
-            .map_err(|e| format!("{}: {e}", root.display()))?;
+            .map_err(at(root))?;
         prune(root, KEEP_SCRATCH_DIRS.saturating_sub(1), SCRATCH_MAX_AGE);
     }
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
+        .map_err(at(dir))?;
     let path = dir.join(OUTPUT_FILE);
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(at(&path))?;
     Ok((path, file))
+}
+
+/// The scratch directory or the output file could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", .path.display())]
+struct ScratchError {
+    path: PathBuf,
+    source: std::io::Error,
 }
 
 /// Removes scratch directories older than `max_age`, then the oldest beyond `keep`.
