@@ -41,6 +41,45 @@ impl Default for FetchLimits {
     }
 }
 
+/// Where a refused hop went: `GET example.com:443`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct At {
+    pub method: String,
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "fetch {} {}:{}", self.method, self.host, self.port)
+    }
+}
+
+/// Why a hop of `fetch` is refused ([`Grant::admit`]), with what would allow it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HopRefused {
+    #[error("fetch: only http and https URLs can be fetched, not {0}:")]
+    Scheme(String),
+    #[error("fetch: credentials in the URL are not sent; use a header")]
+    Credentials,
+    #[error("fetch: {0} has no host")]
+    NoHost(String),
+    #[error(
+        "{0}: this execution has no network grant; ask for it with permissions.net (within the \
+         server's configured ceiling)"
+    )]
+    NoGrant(At),
+    #[error("{0}: {host} is not a granted destination (permissions.net: {1})", host = .0.host)]
+    Host(At, String),
+    #[error("{0}: port {port} is not granted for {host} (permissions.net: {1})", port = .0.port, host = .0.host)]
+    Port(At, String),
+    #[error("{0}: method {method} is not granted for {host} (permissions.net: {1})", method = .0.method, host = .0.host)]
+    Method(At, String),
+    /// A special address no granted rule names ([`Grant::unreachable`] says why).
+    #[error("{0}")]
+    Special(String),
+}
+
 /// What one execution was granted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grant {
@@ -57,27 +96,25 @@ impl Grant {
     /// written, port, method) and the [`Reach`] of a connection for it, or why it is refused.
     /// A literal address is checked here too (no resolution will happen); a name's addresses
     /// go through the reach once resolved ([`Reach::filter`]).
-    pub fn admit(&self, hop: &Hop<'_>) -> Result<(Vec<&NetRule>, Reach), String> {
+    pub fn admit(&self, hop: &Hop<'_>) -> Result<(Vec<&NetRule>, Reach), HopRefused> {
         let url = hop.url;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!(
-                "fetch: only http and https URLs can be fetched, not {}:",
-                url.scheme()
-            ));
+            return Err(HopRefused::Scheme(url.scheme().to_string()));
         }
         if !url.username().is_empty() || url.password().is_some() {
-            return Err("fetch: credentials in the URL are not sent; use a header".into());
+            return Err(HopRefused::Credentials);
         }
         let Some(host) = url.host() else {
-            return Err(format!("fetch: {url} has no host"));
+            return Err(HopRefused::NoHost(url.to_string()));
         };
         let port = url.port_or_known_default().unwrap_or(0);
+        let at = || At {
+            method: hop.method.to_string(),
+            host: host.to_string(),
+            port,
+        };
         if self.net.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: this execution has no network grant; ask for it with \
-                 permissions.net (within the server's configured ceiling)",
-                hop.method
-            ));
+            return Err(HopRefused::NoGrant(at()));
         }
         let by_host: Vec<&NetRule> = self
             .net
@@ -85,34 +122,21 @@ impl Grant {
             .filter(|r| r.host.matches_host(&host))
             .collect();
         if by_host.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: {host} is not a granted destination (permissions.net: {})",
-                hop.method,
-                self.granted()
-            ));
+            return Err(HopRefused::Host(at(), self.granted()));
         }
         let by_port: Vec<&NetRule> = by_host
             .into_iter()
             .filter(|r| r.ports.contains(&port))
             .collect();
         if by_port.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: port {port} is not granted for {host} (permissions.net: {})",
-                hop.method,
-                self.granted()
-            ));
+            return Err(HopRefused::Port(at(), self.granted()));
         }
         let by_method: Vec<&NetRule> = by_port
             .into_iter()
             .filter(|r| r.admits(port, hop.method))
             .collect();
         if by_method.is_empty() {
-            return Err(format!(
-                "fetch {} {host}:{port}: method {} is not granted for {host} (permissions.net: {})",
-                hop.method,
-                hop.method,
-                self.granted()
-            ));
+            return Err(HopRefused::Method(at(), self.granted()));
         }
         let reach = self.reach(port, hop.method);
         let literal = match host {
@@ -123,7 +147,12 @@ impl Grant {
         if let Some(addr) = literal
             && !reach.admits(addr)
         {
-            return Err(self.unreachable(addr, &host.to_string(), port, hop.method));
+            return Err(HopRefused::Special(self.unreachable(
+                addr,
+                &host.to_string(),
+                port,
+                hop.method,
+            )));
         }
         Ok((by_method, reach))
     }
@@ -153,7 +182,7 @@ impl Grant {
         hop: &Hop<'_>,
         resolved: &[IpAddr],
     ) -> Result<Vec<IpAddr>, String> {
-        let (_, reach) = self.admit(hop)?;
+        let (_, reach) = self.admit(hop).map_err(|e| e.to_string())?;
         let port = hop.url.port_or_known_default().unwrap_or(0);
         let host = hop.url.host_str().unwrap_or("");
         let literal = match hop.url.host() {

@@ -577,7 +577,10 @@ mod tests {
             let got = g.admit(&hop(m, &url)).map(|_| ());
             match want {
                 Ok(()) => assert!(got.is_ok(), "{u}: {got:?}"),
-                Err(w) => assert!(got.as_ref().unwrap_err().contains(w), "{u}: {got:?}"),
+                Err(w) => assert!(
+                    got.as_ref().unwrap_err().to_string().contains(w),
+                    "{u}: {got:?}"
+                ),
             }
         }
         // A name that resolves to a special address is refused unless a rule names it for

@@ -194,7 +194,7 @@ pub(crate) async fn fetch(scope: &RunScope, req: FetchRequest) -> CallOutcome {
                 let reason = if redirects > 0 {
                     format!("{reason} (reached by a redirect)")
                 } else {
-                    reason
+                    reason.to_string()
                 };
                 record.write("deny", Some(reason.clone()), None, None, 0);
                 return err(CallError::Policy, reason);

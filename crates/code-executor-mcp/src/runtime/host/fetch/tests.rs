@@ -83,7 +83,9 @@ async fn hop(
     url: &str,
 ) -> Result<(u16, Option<SocketAddr>), String> {
     let url = url::Url::parse(url).unwrap();
-    let (_, reach) = grant.admit(&Hop { method, url: &url })?;
+    let (_, reach) = grant
+        .admit(&Hop { method, url: &url })
+        .map_err(|e| e.to_string())?;
     let client = clients.get(&reach).map_err(|e| e.to_string())?;
     match client
         .request(reqwest::Method::from_str(method).unwrap(), url.clone())
