@@ -4,6 +4,12 @@
 //! counts its tokens). Every tool returns `structuredContent` plus a short text rendering. A
 //! failed execution is a tool error (`isError: true`) carrying the same structure; only a
 //! malformed request is a protocol error.
+//!
+//! A call's name is looked up in one table ([`crate::own_tools`]): our listed names, and the
+//! product line's documents' names for the same tools, callable and never listed; the
+//! arguments are turned into ours there (an unknown one is a protocol error naming the ones
+//! the tool takes), and an execution called by a documents' name answers with their fields
+//! too. Anything else is a pinned direct tool's name, or unknown.
 
 mod direct;
 pub(crate) mod legacy_tasks;
