@@ -488,3 +488,48 @@ call_mcp_tool('mcp__code-executor__run-python-code', {'code': src.replace('XX', 
         "{v}"
     );
 }
+
+/// An upstream configured as `code-executor` wins the name: code reaches that server under
+/// it (not this server's own tools), and the configuration says so.
+#[tokio::test]
+async fn an_upstream_named_code_executor_wins_the_name() {
+    let h = Harness::start(
+        EXE.as_ref(),
+        json!({ "code-executor": test_support::fixture_entry("code-executor") }),
+        &[],
+        &[],
+    )
+    .await;
+    for lang in BOTH {
+        let code = lang.pick(
+            "const e = await callMCPTool('code-executor', 'echo', {message: 'upstream'});
+             try { await callMCPTool('mcp__code-executor__health', {}); return [e, 'ran']; }
+             catch (err) { return [e, err.name, err.message]; }",
+            "e = call_mcp_tool('code-executor', 'echo', {'message': 'upstream'})
+try:
+    call_mcp_tool('mcp__code-executor__health', {})
+    r = [e, 'ran']
+except Exception as err:
+    r = [e, type(err).__name__, str(err)]
+r",
+        );
+        let (v, err) = h.run_tool(lang.tool(), json!({"code": code})).await;
+        assert!(!err, "{lang:?}: {v}");
+        let r = &v["result"];
+        assert!(r[0].as_str().unwrap().contains("upstream"), "{lang:?}: {v}");
+        assert_eq!(r[1], "ToolError", "{lang:?}: {v}");
+        assert!(
+            r[2].as_str()
+                .unwrap()
+                .contains("no tool of server \"code-executor\""),
+            "{v}"
+        );
+    }
+    let (health, _) = h.run_tool("health", json!({})).await;
+    assert!(
+        health["configWarnings"]
+            .to_string()
+            .contains("an upstream server is named \\\"code-executor\\\""),
+        "{health}"
+    );
+}
