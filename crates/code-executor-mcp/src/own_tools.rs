@@ -120,7 +120,7 @@ fn resembles(name: &str) -> Option<&'static str> {
 /// A name none of our tools has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{who} has no tool \"{name}\"{hint}; its tools: execute_typescript, execute_python, \
+    "unknown tool \"{name}\"{hint}; {who} offers execute_typescript, execute_python, \
      search_tools, get_tool_schema, list_servers, wait, health (also callable by the names of \
      the documents it grew from: executeTypescript, executePython, run-typescript-code, \
      run-python-code, execute_code, run_python, get_tool_signature){extra}"
@@ -504,7 +504,10 @@ mod tests {
             .unwrap()
             .unwrap_err()
             .to_string();
-        assert!(e.contains("code-executor has no tool \"exec\""), "{e}");
+        assert!(
+            e.starts_with("unknown tool \"exec\"; code-executor offers"),
+            "{e}"
+        );
         // A configured upstream of the name wins.
         let with = ["code-executor", "fx"];
         assert_eq!(found(Some("code-executor"), "health", &with), None);

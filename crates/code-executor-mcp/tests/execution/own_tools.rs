@@ -204,7 +204,7 @@ async fn odd_names_and_unknown_parameters_are_refused() {
         ("code-executor__health", None),
     ] {
         let e = refused(&h, name, code.clone()).await;
-        assert!(e.contains("has no tool"), "{name:?}: {e}");
+        assert!(e.contains("unknown tool"), "{name:?}: {e}");
         match hint {
             Some(n) => assert!(
                 e.contains(&format!("did you mean \"{n}\"")),
