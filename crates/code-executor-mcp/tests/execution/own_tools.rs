@@ -256,6 +256,47 @@ async fn odd_names_and_unknown_parameters_are_refused() {
     // Nothing ran: no execution started.
     let audit = std::fs::read_to_string(h.audit_path()).unwrap_or_default();
     assert!(!audit.contains("run.start"), "{audit}");
+    // From code, the same: a near miss or an unknown parameter is a TypeError, and nothing
+    // nested runs.
+    for lang in BOTH {
+        let code = lang.pick(
+            "const out = [];
+             for (const [name, args] of [['mcp__code-executor__ExecuteTypescript', {code: 'return 1'}],
+                                         ['mcp__code-executor__executeTypescript', {code: 'return 1', timeout: 5}],
+                                         ['mcp__code-executor__wait', {handle: 'x'}]]) {
+               try { await callMCPTool(name, args); out.push('ran'); }
+               catch (e) { out.push(e.name + ': ' + e.message); }
+             }
+             return out;",
+            "out = []
+for name, args in [('mcp__code-executor__ExecuteTypescript', {'code': 'return 1'}),
+                   ('mcp__code-executor__executeTypescript', {'code': 'return 1', 'timeout': 5}),
+                   ('mcp__code-executor__wait', {'handle': 'x'})]:
+    try:
+        call_mcp_tool(name, args)
+        out.append('ran')
+    except Exception as e:
+        out.append(type(e).__name__ + ': ' + str(e))
+out",
+        );
+        let (v, err) = h.run_tool(lang.tool(), json!({"code": code})).await;
+        assert!(!err, "{lang:?}: {v}");
+        let r: Vec<String> = serde_json::from_value(v["result"].clone()).unwrap();
+        assert!(
+            r[0].starts_with(
+                "TypeError: unknown tool \"ExecuteTypescript\" (did you mean \"execute_typescript\""
+            ),
+            "{lang:?}: {r:?}"
+        );
+        assert!(
+            r[1].starts_with("TypeError: executeTypescript has no parameter \"timeout\""),
+            "{lang:?}: {r:?}"
+        );
+        assert!(r[2].contains("code has none"), "{lang:?}: {r:?}");
+        assert_eq!(v["toolCalls"], 0, "{lang:?}: {v}");
+    }
+    let audit = std::fs::read_to_string(h.audit_path()).unwrap_or_default();
+    assert_eq!(audit.matches("\"run.start\"").count(), 2, "{audit}");
 }
 
 /// Code calls `code-executor`'s own tools by every form the documents use, in both languages:
