@@ -153,11 +153,44 @@ impl Runtime {
         vec![self.js_pool.stats().await, self.python.stats().await]
     }
 
-    /// `health` as the product line's documents have it, with our values: `healthy` (the
-    /// audit log writes, and TypeScript workers start or are ready), `auditLog.enabled`,
+    /// `health` as the product line's documents have it, with our values: `healthy` (no
+    /// [`Runtime::problems`], the checks of `/readyz`; `problems` says them), `auditLog.enabled`,
     /// `mcpClients.connected` (upstream servers connected now), `connectionPool` (executions
     /// running, waiting in the queue, and the most that run at once), `uptime` in seconds and
     /// `timestamp` (RFC 3339). Both `health` and code's `health` answer these.
+    /// Why the server cannot run code well now, given its pools' `stats` (none: it can):
+    /// workers that cannot start, a pool still warming up, an audit log that is not written.
+    /// `/readyz` fails on them, and `health` reports them (`healthy`, `problems`).
+    pub(crate) fn problems(&self, stats: &[PoolStats]) -> Vec<String> {
+        let python = self.python.install().is_some();
+        let mut problems = Vec::new();
+        for p in stats {
+            if p.language == "python" && !python {
+                continue;
+            }
+            // An empty pool is a problem before its first worker started, or when workers
+            // fail to start; not when its workers are all busy: a replica under load stays
+            // ready, or a proxy's health check would take it out and send its pinned handles
+            // elsewhere.
+            if p.target > 0 && p.ready == 0 {
+                match &p.last_error {
+                    Some(e) => problems.push(format!("{} workers cannot start: {e}", p.language)),
+                    None if p.started == 0 => {
+                        problems.push(format!("{} pool is warming up", p.language));
+                    }
+                    None => {}
+                }
+            }
+        }
+        if let Some(why) = self.policy.audit.problem() {
+            problems.push(format!(
+                "the audit log is not written ({why}): mount a writable volume for it, or set \
+                 audit.enabled to false"
+            ));
+        }
+        problems
+    }
+
     pub(crate) async fn vitals(&self) -> Value {
         let connected = self
             .catalog
@@ -167,12 +200,12 @@ impl Runtime {
             .iter()
             .filter(|s| s.status == "connected")
             .count();
-        let js = self.js_pool.stats().await;
-        let engine = js.ready > 0 || js.last_error.is_none();
+        let problems = self.problems(&self.pool_stats().await);
         let audit = &self.policy.audit;
         let (active, waiting, max) = self.policy.admission.occupancy();
         serde_json::json!({
-            "healthy": engine && audit.problem().is_none(),
+            "healthy": problems.is_empty(),
+            "problems": problems,
             "auditLog": {"enabled": audit.path().is_some()},
             "mcpClients": {"connected": connected},
             "connectionPool": {"active": active, "waiting": waiting, "max": max},

@@ -574,3 +574,51 @@ r",
         "{health}"
     );
 }
+
+/// `health`'s documents' fields are measured, not constants: an audit log turned off is
+/// `auditLog.enabled: false` on a healthy server; one that cannot be written makes the server
+/// not healthy, and says why (the checks of `/readyz`).
+#[tokio::test]
+async fn health_says_what_is_measured() {
+    let dir = test_support::TempDir::new("own-tools-health");
+    let (off, _c) = Harness::with_settings(
+        EXE.as_ref(),
+        json!({}),
+        &json!({"audit": {"enabled": false}}),
+        &[],
+    )
+    .await;
+    let (v, _) = off.exec("return 1").await;
+    assert_eq!(v["result"], 1, "{v}");
+    let (health, _) = off.run_tool("health", json!({})).await;
+    assert_eq!(health["auditLog"]["enabled"], false, "{health}");
+    assert_eq!(health["healthy"], true, "{health}");
+    assert_eq!(health["problems"], json!([]), "{health}");
+    assert_eq!(health["mcpClients"]["connected"], 0, "{health}");
+    // A file where the log's directory should be: the log cannot be written.
+    let file = dir.0.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let (broken, _c) = Harness::with_settings(
+        EXE.as_ref(),
+        json!({}),
+        &json!({"audit": {"path": file.join("audit.jsonl")}}),
+        &[],
+    )
+    .await;
+    let (v, _) = broken.exec("return 1").await;
+    assert_eq!(v["result"], 1, "{v}");
+    let (health, _) = broken.run_tool("health", json!({})).await;
+    assert_eq!(health["healthy"], false, "{health}");
+    assert!(
+        health["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("audit log is not written"),
+        "{health}"
+    );
+    // Code asking the executor sees the same.
+    let (v, _) = broken
+        .exec("const h = await callMCPTool('mcp__code-executor__health', {}); return [h.healthy, h.problems.length];")
+        .await;
+    assert_eq!(v["result"], json!([false, 1]), "{v}");
+}
