@@ -171,7 +171,7 @@ impl Core {
 
     /// What the `health` tool reports; sessions are `principal`'s own (and a count of all).
     pub(crate) async fn health(&self, principal: &Principal) -> Value {
-        json!({
+        let mut v = json!({
             "version": env!("CARGO_PKG_VERSION"),
             "uptimeMs": self.started.elapsed().as_millis() as u64,
             "principal": {"name": principal.name(), "via": principal.via().as_str()},
@@ -198,7 +198,12 @@ impl Core {
                 "typescript": "oxc 0.146 (types stripped)",
                 "python": self.runtime.python().install().map(|i| format!("CPython {} ({})", i.version, i.executable.display())),
             },
-        })
+        });
+        // The product line's documents' fields, beside ours.
+        if let (Some(o), Value::Object(vitals)) = (v.as_object_mut(), self.runtime.vitals().await) {
+            o.extend(vitals);
+        }
+        v
     }
 }
 

@@ -23,6 +23,7 @@ pub(crate) mod http;
 mod lines;
 pub(crate) mod oauth;
 mod options;
+pub(crate) mod own_tools;
 mod pipes;
 pub(crate) mod policy;
 mod principal;

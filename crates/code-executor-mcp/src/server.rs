@@ -4,6 +4,12 @@
 //! counts its tokens). Every tool returns `structuredContent` plus a short text rendering. A
 //! failed execution is a tool error (`isError: true`) carrying the same structure; only a
 //! malformed request is a protocol error.
+//!
+//! A call's name is looked up in one table ([`crate::own_tools`]): our listed names, and the
+//! product line's documents' names for the same tools, callable and never listed; the
+//! arguments are turned into ours there (an unknown one is a protocol error naming the ones
+//! the tool takes), and an execution called by a documents' name answers with their fields
+//! too. Anything else is a pinned direct tool's name, or unknown.
 
 mod direct;
 pub(crate) mod legacy_tasks;
@@ -28,6 +34,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::SearchParams;
 use crate::composition::Core;
+use crate::own_tools::{self, OwnTool};
 use crate::policy::ToolAllowlist;
 use crate::principal::Principal;
 use crate::runtime::ExecOutcome;
@@ -115,7 +122,7 @@ pub fn tool_definitions() -> Vec<Tool> {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ExecuteArgs {
     /// The code to run; or, with `skill`, none.
     #[serde(default)]
@@ -176,6 +183,7 @@ fn skill_call_code(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SearchArgs {
     query: String,
     detail: Option<String>,
@@ -184,10 +192,32 @@ struct SearchArgs {
     cursor: Option<String>,
 }
 
+/// `get_tool_schema`: `name` (`mcp__server__tool`, or one of our own tools), or `server`
+/// and `tool` (the documents' `get_tool_signature`).
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SchemaArgs {
-    name: String,
+    name: Option<String>,
+    server: Option<String>,
+    tool: Option<String>,
 }
+
+impl SchemaArgs {
+    /// The server (when named apart) and the tool's name.
+    fn named(&self) -> Result<(Option<&str>, &str), McpError> {
+        match (&self.name, &self.server, &self.tool) {
+            (Some(name), None, None) => Ok((None, name)),
+            (None, Some(server), Some(tool)) => Ok((Some(server), tool)),
+            _ => Err(McpError::invalid_params(
+                "give `name` (mcp__server__tool), or `server` and `tool`",
+                None,
+            )),
+        }
+    }
+}
+
+/// What else a client may call, for the error naming an unknown tool.
+const PINNED_TOO: &str = ", and the upstream tools pinned by directTools";
 
 /// The rmcp handler. Cheap to clone; everything lives in the shared [`Core`].
 #[derive(Clone)]
@@ -209,8 +239,27 @@ impl CodeExecutorServer {
         tasks: Tasks,
         trace: Option<crate::trace::TraceContext>,
     ) -> Result<CallToolResponse, McpError> {
-        match name {
-            "execute_typescript" | "execute_python" => {
+        let named = match own_tools::named(name, PINNED_TOO) {
+            Ok(named) => named,
+            Err(unknown) => {
+                if let Some((server, tool)) = direct::find(&self.core, name).await {
+                    let call = DirectCall {
+                        server,
+                        tool,
+                        args,
+                        trace,
+                    };
+                    return self.call_direct(name, call, principal, client).await;
+                }
+                return Err(McpError::invalid_params(unknown.to_string(), None));
+            }
+        };
+        // The documents' parameter names become ours; an unknown one is an error.
+        let call = own_tools::normalize(named, args)
+            .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
+        let args = Value::Object(call.args);
+        match call.tool {
+            OwnTool::Execute(code) => {
                 let a: ExecuteArgs = parse(args)?;
                 // A pattern that can match nothing is a mistake to name, not a silent denial.
                 if let Some(problem) = a
@@ -224,10 +273,9 @@ impl CodeExecutorServer {
                         None,
                     ));
                 }
-                let language = if name == "execute_python" {
-                    Language::Python
-                } else {
-                    Language::JavaScript
+                let language = match code {
+                    Some(own_tools::Code::Python) => Language::Python,
+                    Some(own_tools::Code::TypeScript) | None => Language::JavaScript,
                 };
                 let code = match (a.code, a.skill, a.save) {
                     (Some(code), None, Some(save)) => {
@@ -355,11 +403,11 @@ impl CodeExecutorServer {
                     }
                 }
             }
-            "wait" => {
+            OwnTool::Wait => {
                 let a: long_runs::WaitArgs = parse(args)?;
                 Ok(long_runs::wait(&self.core, a, &principal, None).await)
             }
-            "search_tools" => {
+            OwnTool::SearchTools => {
                 let a: SearchArgs = parse(args)?;
                 let catalog = &self.core.catalog;
                 let skills =
@@ -382,40 +430,26 @@ impl CodeExecutorServer {
                     .map_err(|e| e.to_string());
                 Ok(value_result(found).into())
             }
-            "get_tool_schema" => {
+            OwnTool::GetToolSchema => {
                 let a: SchemaArgs = parse(args)?;
-                // Our own execute tools answer with their long reference.
-                if let Some(r) = reference::reference(&a.name) {
+                let (server, name) = a.named()?;
+                // Our own execute tools answer with their long reference, by any of their
+                // names.
+                if server.is_none()
+                    && let Some(r) =
+                        own_tools::lookup(name).and_then(|n| reference::reference(n.tool.ours()))
+                {
                     return Ok(value_result(Ok(r)).into());
                 }
-                Ok(value_result(self.core.catalog.schema(&a.name).await).into())
+                Ok(value_result(self.core.catalog.schema(server, name).await).into())
             }
-            "list_servers" => {
+            OwnTool::ListServers => {
                 let mut servers = self.core.catalog.servers().await;
                 servers["sessions"] = self.core.runtime.live().sessions().report(&principal);
                 servers["runs"] = runs_report(&self.core, &principal);
                 Ok(value_result(Ok(servers)).into())
             }
-            "health" => Ok(value_result(Ok(self.core.health(&principal).await)).into()),
-            other => {
-                if let Some((server, tool)) = direct::find(&self.core, other).await {
-                    let call = DirectCall {
-                        server,
-                        tool,
-                        args,
-                        trace,
-                    };
-                    return self.call_direct(other, call, principal, client).await;
-                }
-                Err(McpError::invalid_params(
-                    format!(
-                        "unknown tool \"{other}\"; this server offers execute_typescript, \
-                         execute_python, search_tools, get_tool_schema, list_servers, wait and \
-                         health, and the upstream tools pinned by directTools"
-                    ),
-                    None,
-                ))
-            }
+            OwnTool::Health => Ok(value_result(Ok(self.core.health(&principal).await)).into()),
         }
     }
 
@@ -503,9 +537,11 @@ impl CodeExecutorServer {
                 Event::Done(outcome) => {
                     // Only the execute tools follow executions; any other name is a pinned
                     // direct tool's, answered with the upstream's result.
-                    return Ok(match tool {
-                        "execute_typescript" | "execute_python" => execution_result_owned(*outcome),
-                        _ => direct::answer(*outcome),
+                    let executes = own_tools::lookup(tool).is_some_and(|n| n.tool.executes());
+                    return Ok(if executes {
+                        execution_result_owned(*outcome)
+                    } else {
+                        direct::answer(*outcome)
                     }
                     .into());
                 }
@@ -811,10 +847,11 @@ impl ServerHandler for CodeExecutorServer {
         let principal = principal_of(&context);
         let mut span = request_span(&context, &request.name);
         let tasks = if context.meta.0.0.contains_key(legacy_tasks::TASK_META) {
-            if !matches!(&*request.name, "execute_typescript" | "execute_python") {
+            if !own_tools::lookup(&request.name).is_some_and(|n| n.tool.executes()) {
                 return Err(McpError::invalid_params(
                     format!(
-                        "{} does not run as a task; only execute_typescript and execute_python do",
+                        "{} does not run as a task; only execute_typescript and execute_python \
+                         (by any of their names) do",
                         request.name
                     ),
                     None,
@@ -867,10 +904,17 @@ impl ServerHandler for CodeExecutorServer {
                 }
             }
         };
-        let result = tokio::select! {
+        let mut result = tokio::select! {
             result = work => result,
             () = context.ct.cancelled() => Err(McpError::internal_error("the request was cancelled by the client", None)),
         };
+        // An execution called by a name of the documents answers with their fields too.
+        if let Ok(CallToolResponse::Complete(r)) = &mut result
+            && own_tools::lookup(&request.name).is_some_and(|n| !n.listed && n.tool.executes())
+            && let Some(v) = r.structured_content.as_mut()
+        {
+            own_tools::documents_fields(v);
+        }
         if span.recording() {
             match &result {
                 Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => {

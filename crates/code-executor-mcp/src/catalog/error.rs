@@ -67,7 +67,9 @@ pub enum CatalogError {
     Upstream(#[from] UpstreamError),
     #[error("tool {0} vanished")]
     Vanished(String),
-    #[error("detail must be \"names\", \"summary\" or \"full\", not \"{0}\"")]
+    #[error(
+        "detail must be \"names\", \"summary\" or \"full\" (or \"minimal\", \"standard\"), not \"{0}\""
+    )]
     Detail(String),
     #[error("invalid cursor \"{0}\"; pass the nextCursor of a previous answer")]
     Cursor(String),

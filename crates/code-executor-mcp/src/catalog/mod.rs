@@ -636,10 +636,11 @@ impl Catalog {
         Ok(out)
     }
 
-    /// `get_tool_schema`: one tool in full, by qualified name.
-    /// (The server's answer carries the reason as text.)
-    pub async fn schema(&self, name: &str) -> Result<Value, String> {
-        let (server, tool) = self.resolve(None, name, Asker::Agent).await?;
+    /// `get_tool_schema`: one tool in full, by qualified name, or by its server's name and
+    /// its own (the documents' `get_tool_signature`). (The server's answer carries the
+    /// reason as text.)
+    pub async fn schema(&self, server: Option<&str>, name: &str) -> Result<Value, String> {
+        let (server, tool) = self.resolve(server, name, Asker::Agent).await?;
         Ok(describe(
             &server,
             &*self.typed(&server, &tool).await,
@@ -647,9 +648,19 @@ impl Catalog {
         ))
     }
 
-    /// `list_servers`.
+    /// `list_servers` (and `listServers()` in code): every configured server with its status,
+    /// and, as the product line's documents have them, `available` (the servers not connected
+    /// now that a call or a search starts: configured, not held back) and `totalTools` (the
+    /// tools of the connected ones).
     pub async fn servers(&self) -> Value {
-        json!({ "servers": self.upstreams.status().await })
+        let servers = self.upstreams.status().await;
+        let available: Vec<&str> = servers
+            .iter()
+            .filter(|s| !matches!(s.status, "connected" | "heldBack"))
+            .map(|s| s.name.as_str())
+            .collect();
+        let total: usize = servers.iter().filter_map(|s| s.tool_count).sum();
+        json!({ "servers": servers, "available": available, "totalTools": total })
     }
 }
 

@@ -64,10 +64,12 @@ pub enum Detail {
 }
 
 impl Detail {
+    /// Ours (`names`, `summary`, `full`), or the product line's documents' words for the
+    /// first two (`minimal`, `standard`: `crate::own_tools`).
     pub fn parse(s: Option<&str>) -> Result<Detail, CatalogError> {
         match s {
-            None | Some("summary") => Ok(Detail::Summary),
-            Some("names") => Ok(Detail::Names),
+            None | Some("summary" | "standard") => Ok(Detail::Summary),
+            Some("names" | "minimal") => Ok(Detail::Names),
             Some("full") => Ok(Detail::Full),
             Some(other) => Err(CatalogError::Detail(other.to_string())),
         }

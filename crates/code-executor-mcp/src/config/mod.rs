@@ -123,6 +123,15 @@ impl Config {
             }
             config.sources.push(source.path.clone());
         }
+        // Code calls this server's own tools by this name unless an upstream has it.
+        let own = crate::own_tools::SELF_SERVER;
+        if config.servers.contains_key(own) {
+            config.warn(format!(
+                "an upstream server is named \"{own}\", the name code calls this server's own \
+                 tools by (callMCPTool('mcp__{own}__health')): code reaches that server under \
+                 the name, and not this server's own tools; rename the entry to reach both"
+            ));
+        }
         Ok(config)
     }
 

@@ -583,33 +583,12 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
 
 async fn readiness(state: &State) -> Response<Body> {
     let pools = state.core.runtime.pool_stats().await;
-    let python = state.core.runtime.python().install().is_some();
     let mut problems: Vec<String> = vec![];
     if state.shutting_down.load(Ordering::SeqCst) {
         problems.push("shutting down".into());
     }
-    for p in &pools {
-        if p.language == "python" && !python {
-            continue;
-        }
-        // An empty pool is a problem before its first worker started, or when workers fail
-        // to start; not when its workers are all busy: a replica under load stays ready, or
-        // a proxy's health check would take it out and send its pinned handles elsewhere.
-        if p.target > 0 && p.ready == 0 {
-            match &p.last_error {
-                Some(e) => problems.push(format!("{} workers cannot start: {e}", p.language)),
-                None if p.started == 0 => {
-                    problems.push(format!("{} pool is warming up", p.language));
-                }
-                None => {}
-            }
-        }
-    }
-    if let Some(why) = state.core.policy.audit.problem() {
-        problems.push(format!(
-            "the audit log is not written ({why}): mount a writable volume for it, or set audit.enabled to false"
-        ));
-    }
+    // The pools' and the audit log's, which `health` reports too.
+    problems.extend(state.core.runtime.problems(&pools));
     if let Some(o) = &state.auth.oauth
         && !o.has_keys()
     {

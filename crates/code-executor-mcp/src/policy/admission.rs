@@ -179,6 +179,17 @@ impl Admission {
             + self.waiting.load(Ordering::Acquire)
     }
 
+    /// Executions holding a slot, executions waiting in the queue, and the most that hold
+    /// slots at once (`health`'s `connectionPool`).
+    pub fn occupancy(&self) -> (usize, usize, usize) {
+        let max = self.settings.max_concurrent_executions.max(1);
+        (
+            max.saturating_sub(self.slots.available_permits()),
+            self.waiting.load(Ordering::Acquire),
+            max,
+        )
+    }
+
     /// Clients currently tracked (for tests and metrics).
     pub fn clients_tracked(&self) -> usize {
         self.clients.lock().map_or(0, |m| m.len())

@@ -65,6 +65,10 @@ pub struct ToolAllowlist {
     /// The configured server names the patterns' server parts resolve against (empty: only
     /// the server being checked is known).
     servers: Arc<[String]>,
+    /// The `allowedTools` of the executions that started this one from code (a nested run
+    /// of the executor's own execute tools), outermost first: each must allow a call too, so
+    /// a nested run never reaches more than its callers.
+    within: Vec<Vec<String>>,
 }
 
 impl ToolAllowlist {
@@ -84,7 +88,15 @@ impl ToolAllowlist {
             patterns,
             rules,
             servers: Arc::from([]),
+            within: Vec::new(),
         }
+    }
+
+    /// The same allowlist inside the `allowedTools` of the executions that started it
+    /// (outermost first): a call must be in each.
+    pub fn within(mut self, layers: Vec<Vec<String>>) -> Self {
+        self.within = layers;
+        self
     }
 
     /// The same allowlist, resolving the patterns' server parts against `servers`, the
@@ -144,6 +156,18 @@ impl ToolAllowlist {
             return deny(format!(
                 "{qualified} is not in this execution's allowedTools ({})",
                 patterns.join(", ")
+            ));
+        }
+        let servers = || self.servers.iter().map(String::as_str);
+        if let Some(layer) = self.within.iter().find(|layer| {
+            !layer
+                .iter()
+                .any(|p| pattern::matches(p, servers(), server, name))
+        }) {
+            return deny(format!(
+                "{qualified} is not in the allowedTools of the execution that started this one \
+                 ({}); a nested execution reaches no more than its caller",
+                layer.join(", ")
             ));
         }
         Decision::Allow
@@ -227,6 +251,31 @@ mod tests {
                         .into()
             }
         );
+    }
+
+    /// A nested run's own patterns cannot widen its callers': each layer must allow.
+    #[test]
+    fn a_nested_allowlist_is_inside_its_callers() {
+        let list =
+            ToolAllowlist::new(Some(vec!["mcp__fs__*".into(), "mcp__gh__*".into()])).within(vec![
+                vec!["mcp__fs__*".into()],
+                vec!["mcp__fs__read_*".into()],
+            ]);
+        assert!(allowed(&list, "fs", &tool("read_file", None)));
+        assert_eq!(
+            list.check("fs", &tool("write_file", None)),
+            Decision::Deny {
+                reason: "mcp__fs__write_file is not in the allowedTools of the execution that \
+                         started this one (mcp__fs__read_*); a nested execution reaches no more \
+                         than its caller"
+                    .into()
+            }
+        );
+        assert!(!allowed(&list, "gh", &tool("read_issue", None)));
+        // No patterns of its own: the callers' still hold.
+        let list = ToolAllowlist::new(None).within(vec![vec!["mcp__fs__read_file".into()]]);
+        assert!(allowed(&list, "fs", &tool("read_file", None)));
+        assert!(!allowed(&list, "fs", &tool("read_files", None)));
     }
 
     #[test]

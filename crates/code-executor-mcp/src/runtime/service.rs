@@ -22,7 +22,7 @@ use super::host::bridge::{self, RunHost};
 use super::host::net::{Clients, FetchState};
 use super::host::remembered::Remembered;
 use super::host::scope::{Inherit, RunScope};
-use super::host::skills::Nested;
+use super::host::skills::{Nested, NestedRun, NestedWhat};
 use super::lease::{Files, Lease};
 use super::live::Live;
 use super::live::parked::{self, Kind, ParkError};
@@ -94,6 +94,8 @@ pub struct Runtime {
     /// Skills one request's code runs at once (`executionLimits.maxConcurrentSkills`, else
     /// `poolMax`); see [`super::run::ledger::SkillSlots`].
     max_concurrent_skills: usize,
+    /// When the runtime (and so the server) started, for `health`'s `uptime`.
+    started: Instant,
 }
 
 impl Runtime {
@@ -117,6 +119,7 @@ impl Runtime {
             n => n,
         };
         Runtime {
+            started: Instant::now(),
             max_concurrent_skills,
             skills,
             checkers,
@@ -148,6 +151,67 @@ impl Runtime {
 
     pub async fn pool_stats(&self) -> Vec<PoolStats> {
         vec![self.js_pool.stats().await, self.python.stats().await]
+    }
+
+    /// `health` as the product line's documents have it, with our values: `healthy` (no
+    /// [`Runtime::problems`], the checks of `/readyz`; `problems` says them), `auditLog.enabled`,
+    /// `mcpClients.connected` (upstream servers connected now), `connectionPool` (executions
+    /// running, waiting in the queue, and the most that run at once), `uptime` in seconds and
+    /// `timestamp` (RFC 3339). Both `health` and code's `health` answer these.
+    /// Why the server cannot run code well now, given its pools' `stats` (none: it can):
+    /// workers that cannot start, a pool still warming up, an audit log that is not written.
+    /// `/readyz` fails on them, and `health` reports them (`healthy`, `problems`).
+    pub(crate) fn problems(&self, stats: &[PoolStats]) -> Vec<String> {
+        let python = self.python.install().is_some();
+        let mut problems = Vec::new();
+        for p in stats {
+            if p.language == "python" && !python {
+                continue;
+            }
+            // An empty pool is a problem before its first worker started, or when workers
+            // fail to start; not when its workers are all busy: a replica under load stays
+            // ready, or a proxy's health check would take it out and send its pinned handles
+            // elsewhere.
+            if p.target > 0 && p.ready == 0 {
+                match &p.last_error {
+                    Some(e) => problems.push(format!("{} workers cannot start: {e}", p.language)),
+                    None if p.started == 0 => {
+                        problems.push(format!("{} pool is warming up", p.language));
+                    }
+                    None => {}
+                }
+            }
+        }
+        if let Some(why) = self.policy.audit.problem() {
+            problems.push(format!(
+                "the audit log is not written ({why}): mount a writable volume for it, or set \
+                 audit.enabled to false"
+            ));
+        }
+        problems
+    }
+
+    pub(crate) async fn vitals(&self) -> Value {
+        let connected = self
+            .catalog
+            .upstreams()
+            .status()
+            .await
+            .iter()
+            .filter(|s| s.status == "connected")
+            .count();
+        let problems = self.problems(&self.pool_stats().await);
+        let audit = &self.policy.audit;
+        let (active, waiting, max) = self.policy.admission.occupancy();
+        serde_json::json!({
+            "healthy": problems.is_empty(),
+            "problems": problems,
+            "auditLog": {"enabled": audit.path().is_some()},
+            "mcpClients": {"connected": connected},
+            "connectionPool": {"active": active, "waiting": waiting, "max": max},
+            "uptime": (self.started.elapsed().as_secs_f64() * 1e3).round() / 1e3,
+            "timestamp": crate::policy::audit::rfc3339_now(),
+        })
     }
 
     /// The warm pools of read grants (`worker::grants`), each with its data paths.
@@ -245,8 +309,19 @@ impl Runtime {
             };
         // Checked before any worker starts or tool is called, against the tools this
         // request may call.
+        // The allowedTools of the executions above a nested one hold for it too.
+        let within = ctx
+            .nested
+            .as_ref()
+            .map(|n| n.within.clone())
+            .unwrap_or_default();
+        let allowlist = || {
+            self.policy
+                .allowlist(req.allowed_tools.clone())
+                .within(within.clone())
+        };
         if self.checkers.wanted(req.check) {
-            let allow = self.policy.allowlist(req.allowed_tools.clone());
+            let allow = allowlist();
             let servers =
                 crate::check::servers_for(&self.catalog, &allow, &req.code, deadline.into_std())
                     .await;
@@ -323,7 +398,7 @@ impl Runtime {
         };
         let scope = RunScope::new(
             ctx,
-            self.policy.allowlist(req.allowed_tools.clone()),
+            allowlist(),
             limits,
             self.policy.clone(),
             deadline.into_std(),
@@ -333,6 +408,7 @@ impl Runtime {
             FetchState::new(Arc::new(grant), self.fetch_clients.clone()),
             Inherit {
                 allowed_tools: req.allowed_tools.clone(),
+                within: within.clone(),
                 limits: req.limits,
                 permissions: req.permissions.clone(),
                 long_run: req.long_run,
@@ -453,8 +529,12 @@ impl Runtime {
             .tool_calls
             .load(Ordering::Relaxed)
             .min(limits.max_tool_calls);
-        // The request's usage: its skills' calls are in it.
-        let llm = scope.ledger.llm.usage();
+        // The request's usage: its skills' calls are in it. A nested run's: its own and
+        // those of the runs under it.
+        let llm = match (&ctx.nested, scope.llm_spent.first()) {
+            (Some(_), Some(mine)) => mine.usage(),
+            _ => scope.ledger.llm.usage(),
+        };
         out.llm = (llm.calls > 0).then_some(llm);
         let mut reusable = None;
         let mut quota_failed = false;
@@ -904,21 +984,20 @@ impl Nested for Runtime {
     fn run_nested<'a>(
         &'a self,
         scope: &'a RunScope,
-        skill: &'a str,
-        language: Language,
-        code: String,
-        args: Value,
+        run: NestedRun,
     ) -> futures::future::BoxFuture<'a, ExecOutcome> {
         Box::pin(async move {
             let inherit = &scope.inherit;
             let depth = scope.depth + 1;
-            // A worker of the request's skills (`SkillSlots`): past the cap, the skill waits
-            // for one. The wait is the caller's time: the caller's deadline ends it with the
-            // caller's run (its `TimeoutError`), which drops this future and leaves the queue.
+            // A worker of the request's nested runs (`SkillSlots`): past the cap, the run
+            // waits for one. The wait is the caller's time: the caller's deadline ends it with
+            // the caller's run (its `TimeoutError`), which drops this future and leaves the
+            // queue.
             let _slot = scope.ledger.skills.take(depth).await;
             // What is left of the caller's time, to the millisecond (at least one), and a
             // grace: the caller's deadline governs (its run's `TimeoutError`, which drops this
-            // one), so the two never race to end the caller with the skill's error instead.
+            // one), so the two never race to end the caller with the nested run's error
+            // instead.
             const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
             let left = scope
                 .clock
@@ -929,35 +1008,67 @@ impl Nested for Runtime {
             } else {
                 self.policy.execution.max_timeout_ms
             };
+            let NestedRun {
+                language,
+                code,
+                what,
+            } = run;
+            let mut timeout_ms = ((left + DEADLINE_GRACE).as_millis() as u64)
+                .min(most)
+                .max(1);
+            // A skill runs under its caller's allowedTools; code given to an execute tool
+            // under its own, inside its caller's (and theirs).
+            let mut within = inherit.within.clone();
+            let (skill, args, allowed_tools, limits, enable_sampling, check) = match what {
+                NestedWhat::Skill { name, args } => (
+                    Some(name),
+                    Some(args),
+                    inherit.allowed_tools.clone(),
+                    inherit.limits,
+                    inherit.enable_sampling,
+                    // A skill was saved to be run: it is not checked at each call.
+                    Some(false),
+                ),
+                NestedWhat::Code {
+                    allowed_tools,
+                    limits,
+                    timeout_ms: asked,
+                    enable_sampling,
+                    check,
+                } => {
+                    within.extend(inherit.allowed_tools.clone());
+                    if let Some(asked) = asked {
+                        timeout_ms = timeout_ms.min(asked.max(1));
+                    }
+                    (None, None, allowed_tools, limits, enable_sampling, check)
+                }
+            };
             let req = ExecRequest {
                 code,
-                timeout_ms: Some(
-                    ((left + DEADLINE_GRACE).as_millis() as u64)
-                        .min(most)
-                        .max(1),
-                ),
-                allowed_tools: inherit.allowed_tools.clone(),
-                limits: inherit.limits,
+                timeout_ms: Some(timeout_ms),
+                allowed_tools,
+                limits,
                 session: None,
                 reset: false,
                 long_run: inherit.long_run,
-                enable_sampling: inherit.enable_sampling,
+                enable_sampling,
                 permissions: inherit.permissions.clone(),
                 trace: scope.trace.clone(),
-                args: Some(args),
-                // A skill was saved to be run: it is not checked at each call.
-                check: Some(false),
+                args,
+                check,
             };
             let mut ctx = ExecContext::new(scope.principal.clone());
             ctx.tool_rate = scope.tool_rate.clone();
-            // The skill's tool calls count against the caller's cap.
+            // The nested run's tool calls count against the caller's cap.
             ctx.tool_calls = scope.tool_calls.clone();
             ctx.client = scope.client.clone();
             ctx.trace = scope.trace.clone();
             ctx.nested = Some(NestedOf {
                 depth,
+                within,
                 vault: scope.pii.clone(),
                 ledger: scope.ledger.clone(),
+                llm_spent: scope.llm_spent.clone(),
             });
             let audit = &self.policy.audit;
             audit.record(AuditEvent::RunStart {
@@ -968,7 +1079,7 @@ impl Nested for Runtime {
                 code_bytes: req.code.len(),
                 allowed_tools: req.allowed_tools.clone(),
                 session: None,
-                skill: Some(skill.to_string()),
+                skill,
                 parent: Some(scope.execution.clone()),
             });
             let mut end = RunEnd {
@@ -981,6 +1092,10 @@ impl Nested for Runtime {
             end.write(&outcome);
             outcome
         })
+    }
+
+    fn vitals(&self) -> futures::future::BoxFuture<'_, Value> {
+        Box::pin(Runtime::vitals(self))
     }
 }
 

@@ -250,7 +250,9 @@ async fn limits_are_refused_with_the_setting_named() {
         .await
         .expect_err("unknown arguments of wait are a protocol error");
     assert!(
-        refused.to_string().contains("unknown field `bogus`"),
+        refused
+            .to_string()
+            .contains("wait has no parameter \"bogus\"; it accepts handle, timeoutMs"),
         "{refused}"
     );
     // Stopping the held run makes room: its finished result is dropped for the next one.

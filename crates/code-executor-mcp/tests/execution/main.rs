@@ -18,7 +18,9 @@
 //! - [`skills_ledger`]: a request and its skills at any depth share one ledger and a bound on
 //!   skills running at once;
 //! - [`signatures`]: generated TypeScript and Python signatures, by snapshot (`snapshots/`);
-//! - [`types`]: output types learned from results, and code type-checked before it runs.
+//! - [`types`]: output types learned from results, and code type-checked before it runs;
+//! - [`own_tools`]: the documents' tool names and parameters, and the executor's own tools
+//!   called from code (nested executions within their caller's).
 //!
 //! One module's tests: `cargo test -p code-executor-mcp --test execution -- sessions::`.
 
@@ -39,6 +41,7 @@ mod execute;
 mod languages;
 mod llm_provider;
 mod long_runs;
+mod own_tools;
 mod pauses;
 mod policy;
 mod pools;

@@ -408,6 +408,23 @@ async fn sampling_loop(modern: bool) {
         json!(["sampled: w", "sampled: x", "sampled: y"]),
         "{v}"
     );
+    // Called by a documents' name, asking from a nested run: the question reaches the same
+    // person (inline, or by input_required answered under that name), and the answers carry
+    // the documents' samplingMetrics.
+    let r = s
+        .client
+        .call_tool(params_for(
+            "executeTypescript",
+            "const n = await callMCPTool('mcp__code-executor__executePython', \
+             {code: \"llm.ask('z')\", enableSampling: true}); \
+             return [n.result, n.samplingMetrics.totalRounds];",
+            json!({"enableSampling": true}),
+        ))
+        .await
+        .unwrap();
+    let v = r.structured_content.unwrap();
+    assert_eq!(v["result"], json!(["sampled: z", 1]), "{v}");
+    assert_eq!(v["samplingMetrics"]["totalRounds"], 1, "{v}");
 }
 
 /// "Approve for the session": later executions of the session are not asked again; an

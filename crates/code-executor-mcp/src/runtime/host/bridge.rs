@@ -79,8 +79,22 @@ async fn handle(
             let req = (name, code, description, language, input_schema);
             return super::skills::save(catalog, nested, scope, req).await;
         }
-        CallRequest::Tool { server, name, args } => {
-            return call_tool(catalog, scope, server.as_deref(), &name, args).await;
+        CallRequest::Tool {
+            server, name, args, ..
+        } => {
+            // This server's own tools, as `code-executor` (unless an upstream has the name).
+            match crate::own_tools::from_code(catalog.upstreams().names(), server.as_deref(), &name)
+            {
+                None => return call_tool(catalog, scope, server.as_deref(), &name, args).await,
+                Some(Err(unknown)) => return err(CallError::Argument, unknown.to_string()),
+                Some(Ok(own)) => match super::own::call(catalog, scope, nested, own, args).await {
+                    super::own::Own::Answer(answer) => return answer,
+                    // Answered below, as code's own discovery requests are.
+                    super::own::Own::Discovery(request) => {
+                        return Box::pin(handle(catalog, scope, nested, request)).await;
+                    }
+                },
+            }
         }
         CallRequest::Store { key, value, delete } => {
             return match &scope.session {

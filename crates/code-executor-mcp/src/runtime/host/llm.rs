@@ -176,6 +176,9 @@ pub(super) async fn call(
                 .ledger
                 .llm
                 .settle(estimated, answer.input_tokens, output);
+            for spent in &scope.llm_spent {
+                spent.add(answer.input_tokens.unwrap_or(estimated), output);
+            }
             audit(
                 via.as_str(),
                 "ok",
@@ -188,6 +191,9 @@ pub(super) async fn call(
         }
         None => {
             scope.ledger.llm.settle(estimated, None, 0);
+            for spent in &scope.llm_spent {
+                spent.add(estimated, 0);
+            }
             let reason = if failures.is_empty() {
                 "no model can answer: the client did not declare sampling, and no llm.provider is \
                  configured"

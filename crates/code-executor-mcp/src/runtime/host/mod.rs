@@ -3,13 +3,15 @@
 //! ([`approval`]), model calls ([`llm`]) and the network ([`fetch`]) hook in there. What
 //! they share is one execution's [`scope::RunScope`], built complete by its constructor, with
 //! the state it holds for approvals ([`remembered`]) and the network ([`net`]). Skills
-//! ([`skills`]) run as nested executions the runtime lends through a narrow trait.
+//! ([`skills`]) run as nested executions the runtime lends through a narrow trait, and so do
+//! the executor's own execute tools when code calls them ([`own`]).
 
 pub(crate) mod approval;
 pub(crate) mod bridge;
 pub(crate) mod fetch;
 pub(crate) mod llm;
 pub(crate) mod net;
+pub(crate) mod own;
 pub(crate) mod pii;
 pub(crate) mod remembered;
 pub(crate) mod scope;

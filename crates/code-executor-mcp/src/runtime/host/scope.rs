@@ -68,8 +68,11 @@ pub(crate) struct RunScope {
     pub(crate) pii_made: Made,
     /// What leaves passes here when code sees values.
     pub(crate) pii_exit: Option<Exit>,
-    /// How many skills deep this execution is (0: not a skill).
+    /// How many levels deep this execution is nested (0: not nested).
     pub(crate) depth: u32,
+    /// Where this execution's model calls are counted: its own tally first, then each
+    /// caller's (a nested run's `samplingMetrics`: `crate::runtime::run::ledger::LlmSpent`).
+    pub(crate) llm_spent: Vec<Arc<crate::runtime::run::ledger::LlmSpent>>,
     /// What a skill this execution calls inherits from its request.
     pub(crate) inherit: Inherit,
 }
@@ -79,6 +82,8 @@ pub(crate) struct RunScope {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Inherit {
     pub(crate) allowed_tools: Option<Vec<String>>,
+    /// The `allowedTools` of the executions above this one (see `NestedOf::within`).
+    pub(crate) within: Vec<Vec<String>>,
     pub(crate) limits: crate::policy::RequestLimits,
     pub(crate) permissions: Option<crate::policy::access::PermissionsRequest>,
     pub(crate) long_run: bool,
@@ -145,6 +150,9 @@ impl RunScope {
             fetch,
             trace: ctx.trace.clone(),
             depth: ctx.nested.as_ref().map_or(0, |n| n.depth),
+            llm_spent: std::iter::once(Arc::default())
+                .chain(ctx.nested.iter().flat_map(|n| n.llm_spent.iter().cloned()))
+                .collect(),
             inherit,
         }
     }

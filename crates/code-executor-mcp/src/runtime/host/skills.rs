@@ -26,21 +26,43 @@ use crate::skills::store::{SaveRequest, Skills};
 
 use crate::runtime::run::ledger::MAX_SKILL_DEPTH;
 
-/// What the runtime lends the host for skills: the store, and nested executions.
+/// What the runtime lends the host for skills and for the executor's own tools called from
+/// code (`super::own`): the store, nested executions, and the server's vitals.
 pub(crate) trait Nested: Send + Sync {
     fn skills(&self) -> &Skills;
 
-    /// Runs `code` in `language` as an execution of its own for the execution of `scope`
-    /// (its allowed tools, limits, permissions, client and what is left of its time), with
-    /// `args` as the code's `args`. `skill` names it in the audit log.
-    fn run_nested<'a>(
-        &'a self,
-        scope: &'a RunScope,
-        skill: &'a str,
-        language: Language,
-        code: String,
-        args: Value,
-    ) -> BoxFuture<'a, ExecOutcome>;
+    /// Runs `run` as an execution of its own for the execution of `scope`: within its allowed
+    /// tools, limits, permissions and what is left of its time, with its client, drawing from
+    /// its request's ledger, one level deeper. The one way executions nest.
+    fn run_nested<'a>(&'a self, scope: &'a RunScope, run: NestedRun) -> BoxFuture<'a, ExecOutcome>;
+
+    /// `health`'s fields as the product line's documents have them (`Runtime::vitals`).
+    fn vitals(&self) -> BoxFuture<'_, Value>;
+}
+
+/// One nested execution.
+pub(crate) struct NestedRun {
+    pub(crate) language: Language,
+    pub(crate) code: String,
+    pub(crate) what: NestedWhat,
+}
+
+/// What a nested execution runs.
+pub(crate) enum NestedWhat {
+    /// A skill (its name in the audit log) with its arguments, under its caller's allowed
+    /// tools and limits.
+    Skill { name: String, args: Value },
+    /// Code given to the executor's own execute tool from code, with what the call asks
+    /// for itself: its own `allowedTools` (checked inside its caller's), limits (within its
+    /// caller's), deadline (within what is left of its caller's), model calls (when its
+    /// caller may make them) and type check.
+    Code {
+        allowed_tools: Option<Vec<String>>,
+        limits: crate::policy::RequestLimits,
+        timeout_ms: Option<u64>,
+        enable_sampling: bool,
+        check: Option<bool>,
+    },
 }
 
 /// A tool's schemas as a skill records them.
@@ -343,8 +365,9 @@ pub(crate) async fn run(
         return err(
             CallError::Limit,
             format!(
-                "skills call skills at most {MAX_SKILL_DEPTH} deep; skill {name:?} would be \
-                 deeper (a skill that calls itself?)"
+                "executions nest at most {MAX_SKILL_DEPTH} deep (skills, and the executor's own \
+                 execute tools called from code); skill {name:?} would be deeper (a skill that \
+                 calls itself?)"
             ),
         );
     }
@@ -401,9 +424,15 @@ pub(crate) async fn run(
         SkillLanguage::TypeScript => Language::JavaScript,
         SkillLanguage::Python => Language::Python,
     };
-    let out = nested
-        .run_nested(scope, &skill.name, language, code, args)
-        .await;
+    let run = NestedRun {
+        language,
+        code,
+        what: NestedWhat::Skill {
+            name: skill.name.clone(),
+            args,
+        },
+    };
+    let out = nested.run_nested(scope, run).await;
     // The skill's lines leave the request's output budget with it: the caller's code prints
     // them into its own output, which takes them from the budget again.
     let handed: u64 = out
@@ -417,17 +446,23 @@ pub(crate) async fn run(
     match out.error {
         None => ok(json!({"result": out.result, "logs": logs, "warnings": warnings})),
         Some(e) => {
-            let kind = match e.name.as_str() {
-                "PolicyError" => CallError::Policy,
-                "LimitError" | "TimeoutError" | "BusyError" => CallError::Limit,
-                "TypeError" | "SyntaxError" => CallError::Argument,
-                _ => CallError::Tool,
-            };
+            let kind = nested_error_kind(&e.name);
             let mut message = format!("skill {} failed: {}: {}", skill.name, e.name, e.message);
             for w in &warnings {
                 message.push_str(&format!(" ({w})"));
             }
             err(kind, message)
         }
+    }
+}
+
+/// The error a caller's code gets for a nested execution that ended with an error named
+/// `name`.
+pub(crate) fn nested_error_kind(name: &str) -> CallError {
+    match name {
+        "PolicyError" => CallError::Policy,
+        "LimitError" | "TimeoutError" | "BusyError" => CallError::Limit,
+        "TypeError" | "SyntaxError" => CallError::Argument,
+        _ => CallError::Tool,
     }
 }

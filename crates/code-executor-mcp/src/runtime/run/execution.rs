@@ -109,16 +109,23 @@ pub(crate) struct ExecContext {
     pub nested: Option<NestedOf>,
 }
 
-/// What a skill's execution takes from the execution that called it.
+/// What a nested execution (a skill, or the executor's own execute tool called from code)
+/// takes from the execution that called it.
 #[derive(Clone)]
 pub(crate) struct NestedOf {
-    /// How many skills deep this one is (1 for a skill called by a plain execution).
+    /// How many levels deep this one is (1 for one called by a plain execution).
     pub depth: u32,
+    /// The `allowedTools` of the executions above it, outermost first: each must allow its
+    /// calls too (`ToolAllowlist::within`).
+    pub within: Vec<Vec<String>>,
     /// The caller's token map of personal data, so tokens pass between them.
     pub vault: Option<Arc<crate::policy::pii::vault::Vault>>,
     /// The request's ledger: every budget and cap the caller draws from, the skill draws
     /// from too.
     pub ledger: Arc<super::ledger::Ledger>,
+    /// Where the caller's model calls are counted (its own tally, then its callers'): the
+    /// nested run's count there too.
+    pub llm_spent: Vec<Arc<super::ledger::LlmSpent>>,
 }
 
 impl ExecContext {

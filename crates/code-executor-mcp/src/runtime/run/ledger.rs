@@ -69,6 +69,32 @@ impl Ledger {
     }
 }
 
+/// Model calls and tokens of one execution and the nested executions under it: what a nested
+/// run's `samplingMetrics` say (the ledger's `llm` is the whole request's and holds its
+/// budget). Each call is added to its execution's tally and to each caller's.
+#[derive(Debug, Default)]
+pub(crate) struct LlmSpent(std::sync::Mutex<crate::policy::llm::LlmUsage>);
+
+impl LlmSpent {
+    /// One model call that sent `input` and received `output` tokens.
+    pub(crate) fn add(&self, input: u64, output: u64) {
+        let mut u = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        u.calls += 1;
+        u.input_tokens += input;
+        u.output_tokens += output;
+    }
+
+    pub(crate) fn usage(&self) -> crate::policy::llm::LlmUsage {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// Bytes of captured output left for a request and its skills: each execution's collector
 /// takes each line it keeps from here.
 #[derive(Clone, Debug)]
