@@ -277,15 +277,28 @@ async fn execute(
     }
 }
 
+/// A nested run asked for more of a limit than its caller has.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "limits.{limit}: {asked} is more than the calling execution's {has}; a nested execution has \
+     at most its caller's"
+)]
+struct OverCaller {
+    limit: &'static str,
+    asked: u64,
+    has: u64,
+}
+
 /// The nested run's limits: what it asks, each at most its caller's (an ask above is an
 /// error naming it), the caller's where it asks none.
-fn within_callers(asked: &RequestLimits, scope: &RunScope) -> Result<RequestLimits, String> {
+fn within_callers(asked: &RequestLimits, scope: &RunScope) -> Result<RequestLimits, OverCaller> {
     let caller = &scope.limits;
-    let over = |name: &str, asked: Option<u64>, has: u64| match asked {
-        Some(v) if v > has => Err(format!(
-            "limits.{name}: {v} is more than the calling execution's {has}; a nested execution \
-             has at most its caller's"
-        )),
+    let over = |name: &'static str, asked: Option<u64>, has: u64| match asked {
+        Some(v) if v > has => Err(OverCaller {
+            limit: name,
+            asked: v,
+            has,
+        }),
         _ => Ok(()),
     };
     over(
