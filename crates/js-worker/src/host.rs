@@ -227,6 +227,24 @@ pub(crate) fn host_object<'js>(
         })?,
     )?;
 
+    // A discovery request answered at once (`listServers()`, `getToolSchema(...)`,
+    // `discoverMCPTools()`, `searchTools(...)` are values as well as promises): the answer as
+    // `{"status": "ok", "value": ...}` or `{"status": "err", "error": {name, message}}`.
+    let s = shared.clone();
+    host.set(
+        "ask",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>, request: String| {
+            let request: CallRequest = serde_json::from_str(&request)
+                .map_err(|e| Exception::throw_type(&ctx, &format!("invalid host request: {e}")))?;
+            let outcome = s
+                .borrow_mut()
+                .request_now(request)
+                .map_err(|e| Exception::throw_internal(&ctx, &format!("the host is gone: {e}")))?;
+            serde_json::to_string(&outcome)
+                .map_err(|e| Exception::throw_internal(&ctx, &format!("bad host answer: {e}")))
+        })?,
+    )?;
+
     host.set("errorClasses", worker_protocol::CallError::table_json())?;
     fs_functions(ctx, &host, shared)?;
 

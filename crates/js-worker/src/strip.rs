@@ -71,6 +71,11 @@ impl std::fmt::Display for SyntaxError {
 /// [`crate::nesting`]); below that, parsing needs at most [`STRIP_STACK_BYTES`] of stack, so
 /// call this on a thread with at least that much.
 pub fn strip_types(source: &str) -> Result<Stripped, SyntaxError> {
+    strip(source, false)
+}
+
+/// [`strip_types`]; `rewritten`: `source` is code whose module statements were rewritten.
+fn strip(source: &str, rewritten: bool) -> Result<Stripped, SyntaxError> {
     if let Err(deep) = nesting::check(source, MAX_NESTING) {
         let (line, column) = line_col(source, u32::try_from(deep.offset).unwrap_or(u32::MAX));
         return Err(SyntaxError {
@@ -95,16 +100,10 @@ pub fn strip_types(source: &str) -> Result<Stripped, SyntaxError> {
         return Err(to_syntax_error(source, err));
     }
     let mut program = parsed.program;
-    if let Some(stmt) = program.body.iter().find(|s| s.is_module_declaration()) {
-        let (line, column) = line_col(source, oxc::span::GetSpan::span(stmt).start);
-        return Err(SyntaxError {
-            message: "import/export statements are not supported: the code runs as the body \
-                      of an async function; reach upstream tools with callMCPTool(...) or \
-                      tools.<server>.<tool>(...)"
-                .into(),
-            line,
-            column,
-        });
+    // `import`/`export` statements become what they mean in a function body (see
+    // `crate::modules`); the rewritten code keeps every line where it was.
+    if !rewritten && let Some(code) = crate::modules::rewrite(&program, source)? {
+        return strip(&code, true);
     }
     if is_plain_javascript(&program, source) {
         // Nothing to strip: the code runs as written, and its lines are the user's.
@@ -262,7 +261,7 @@ fn to_syntax_error(source: &str, err: &oxc::diagnostics::OxcDiagnostic) -> Synta
 }
 
 /// 1-based line and column (in characters) of a byte offset.
-fn line_col(source: &str, offset: u32) -> (u32, u32) {
+pub(crate) fn line_col(source: &str, offset: u32) -> (u32, u32) {
     let offset = (offset as usize).min(source.len());
     let before = source.get(..offset).unwrap_or(source);
     let line = before.matches('\n').count() + 1;
@@ -402,10 +401,11 @@ mod tests {
     }
 
     #[test]
-    fn import_statements_are_refused_with_a_clear_message() {
+    fn an_import_of_a_package_is_refused_with_a_clear_message() {
         let err = strip_types("const a = 1;\nimport fs from 'fs';\n").unwrap_err();
         assert_eq!(err.line, 2);
-        assert!(err.message.contains("import/export"), "{err}");
+        assert!(err.message.contains("no module loader"), "{err}");
+        assert!(err.message.contains("./mcp-wrappers"), "{err}");
     }
 
     #[test]
