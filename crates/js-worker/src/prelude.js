@@ -781,7 +781,7 @@
     ask(prompt, options, ...extra) {
       try {
         if (extra.length) throw new TypeError(`llm.ask: pass (prompt, options?), got ${arguments.length} arguments`);
-        if (typeof prompt !== 'string') throw new TypeError(`llm.ask: the prompt must be a string, got ${inspect(prompt)}`);
+        if (typeof prompt !== 'string') throw new TypeError(`llm.ask: the prompt must be a string, got ${inspect(prompt)}; pass the text (a field of it, or JSON.stringify(value))`);
         return hostCall({ op: 'llm', messages: [{ role: 'user', content: prompt }], ...llmOptions('llm.ask', options) });
       } catch (e) { return Promise.reject(e); }
     },
@@ -800,8 +800,12 @@
           if (m === null || typeof m !== 'object' || Array.isArray(m)) throw new TypeError(`llm.think: messages[${i}] must be {role, content}, got ${inspect(m)}`);
           checkOptions('llm.think', m, ['role', 'content'], `messages[${i}]`);
           if (typeof m.role !== 'string') throw new TypeError(`llm.think: messages[${i}].role must be "user" or "assistant", got ${inspect(m.role)}`);
-          const content = typeof m.content === 'string' ? m.content : jsonSafe(m.content);
-          return { role: m.role, content: content ?? '' };
+          // A prompt is text: an object here (a tool's structured result, say) would reach the
+          // model as "[object Object]" or as JSON it was not meant to read; say so instead.
+          if (typeof m.content !== 'string') {
+            throw new TypeError(`llm.think: messages[${i}].content must be a string, got ${inspect(m.content)}; pass the text (a field of it, or JSON.stringify(value))`);
+          }
+          return { role: m.role, content: m.content };
         });
         return hostCall({ op: 'llm', messages, ...rest });
       } catch (e) { return Promise.reject(e); }

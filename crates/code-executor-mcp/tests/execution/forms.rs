@@ -127,6 +127,18 @@ async fn module_forms_of_the_documents_and_other_shapes_run() {
         "{v}"
     );
 
+    // In a session, imports and exports are top-level declarations kept for the next run.
+    let (v, is_error) = h
+        .exec_with(json!({"code": "import { fx } from './mcp-wrappers';\nexport const greet = (m: string) => fx.echo({ message: m });\nreturn 1;", "session": "new"}))
+        .await;
+    assert!(!is_error, "{v}");
+    let id = v["session"]["id"].as_str().unwrap().to_string();
+    let (v, is_error) = h
+        .exec_with(json!({"code": "import { fx } from './mcp-wrappers';\nreturn [await greet('again'), await fx.getPage()];", "session": id}))
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!(["Echo: again", "page"]));
+
     // What does not exist is a TypeError naming what does.
     let e = fails(&h, "import { x } from './utils/helpers';\nreturn x;").await;
     assert!(e.starts_with("TypeError: "), "{e}");
