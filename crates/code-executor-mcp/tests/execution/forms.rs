@@ -375,6 +375,10 @@ async fn llm_options_are_honoured_and_unknown_options_are_loud_in_both_languages
             "maxTokens must be",
         ),
         (
+            "await llm.think({ messages: [{ role: 'user', content: { a: 1 } }] });",
+            "messages[0].content must be a string",
+        ),
+        (
             "await saveSkill('x', { code: 'return 1', description: 'd', tags: [] });",
             "unknown option \"tags\"",
         ),
