@@ -962,7 +962,7 @@
         `${where}: no such module. Modules here are virtual (nothing is read from disk): "./mcp-wrappers" exports every server (${servers.join(', ') || 'none configured'}), ` +
         `"./mcp-wrappers/<server>" (or any relative path ending in a server's name, like "./lib/mcp/<server>") exports that server's tools${mine}`);
     }
-    const out = {};
+    const out = createObject(null);
     for (const name of names) {
       if (name === 'default') { out.default = module; continue; }
       if (server === null) {
@@ -975,7 +975,9 @@
           const keys = host.toolKeys(at);
           throw new TypeError(`${where}: server "${server}" has no tool "${name}"; its tools: ${keys.map((k) => (camel(k) !== k ? `${k} (${camel(k)})` : k)).join(', ') || '(none)'}`);
         }
-        out[name] = module[name];
+        // A server whose tools are not known yet: the host resolves the name when it is
+        // called (an unknown one is then its ToolError naming the nearest).
+        out[name] = list[at][2] ? module[name] : toolFunction(server, name);
       }
     }
     return out;

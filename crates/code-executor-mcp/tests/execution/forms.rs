@@ -165,6 +165,27 @@ async fn module_forms_of_the_documents_and_other_shapes_run() {
     assert!(e.contains("nosuch") && e.contains("echo"), "{e}");
     let e = fails(&h, "import { x } from './mcp-wrappers/nosrv';\nreturn x;").await;
     assert!(e.contains("no such module"), "{e}");
+    // Names objects have are no tools or servers.
+    for name in [
+        "constructor",
+        "then",
+        "__proto__",
+        "toString",
+        "hasOwnProperty",
+    ] {
+        let e = fails(
+            &h,
+            &format!("import {{ {name} as x }} from './mcp-wrappers/fx';\nreturn typeof x;"),
+        )
+        .await;
+        assert!(e.contains(&format!("no tool \"{name}\"")), "{e}");
+        let e = fails(
+            &h,
+            &format!("import {{ {name} as x }} from './mcp-wrappers';\nreturn typeof x;"),
+        )
+        .await;
+        assert!(e.contains(&format!("no server \"{name}\"")), "{e}");
+    }
 }
 
 #[tokio::test]
