@@ -1200,8 +1200,13 @@
       return new Response(JSON.stringify(data), { ...init, headers });
     }
   }
+  // RequestInit's standard members (the ones with no meaning here are accepted and have no
+  // effect); any other name (`header`, `json`, `timeout`) is a TypeError, as in Python.
+  const REQUEST_INIT = ['method', 'headers', 'body', 'redirect', 'signal', 'mode', 'credentials', 'cache',
+    'referrer', 'referrerPolicy', 'integrity', 'keepalive', 'window', 'priority', 'duplex'];
   async function fetch(input, init = {}) {
-    const req = new Request(input, init);
+    checkOptions('fetch', init, REQUEST_INIT, 'init');
+    const req = new Request(input, init ?? {});
     if (req.signal && req.signal.aborted) throw new DOMException('the request was aborted', 'AbortError');
     const b = req._peek();
     let body;

@@ -403,6 +403,10 @@ async fn llm_options_are_honoured_and_unknown_options_are_loud_in_both_languages
             "await saveSkill('x', { code: 'return 1', description: 'd', tags: [] });",
             "unknown option \"tags\"",
         ),
+        (
+            "await fetch('https://example.com/', { header: { a: 'b' } });",
+            "unknown option \"header\" in init; accepted: method, headers",
+        ),
     ] {
         let e = fails(&h, code).await;
         assert!(
@@ -411,16 +415,17 @@ async fn llm_options_are_honoured_and_unknown_options_are_loud_in_both_languages
         );
     }
     // Python refuses an unknown option by name too.
-    let (v, is_error) = h.exec_python("llm.ask('x', temperature=0.5)").await;
-    assert!(is_error, "{v}");
-    assert_eq!(v["error"]["name"], "TypeError", "{v}");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap_or("")
-            .contains("temperature"),
-        "{v}"
-    );
+    for (code, name) in [
+        ("llm.ask('x', temperature=0.5)", "temperature"),
+        ("fetch('https://example.com/', header={'a': 'b'})", "header"),
+        ("search_tools('echo', detial='full')", "detial"),
+    ] {
+        let (v, is_error) = h.exec_python(code).await;
+        assert!(is_error, "{code}: {v}");
+        assert_eq!(v["error"]["name"], "TypeError", "{code}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(name), "{code}: {v}");
+    }
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 3, "refused calls reached the provider");
     let bodies: Vec<(Value, Value, Value)> = seen
