@@ -228,8 +228,8 @@ pub(crate) fn host_object<'js>(
     )?;
 
     // A discovery request answered at once (`listServers()`, `getToolSchema(...)`,
-    // `discoverMCPTools()`, `searchTools(...)` are values as well as promises): the answer as
-    // `{"status": "ok", "value": ...}` or `{"status": "err", "error": {name, message}}`.
+    // `discoverMCPTools()`, `searchTools(...)` are values as well as promises): `1` and the
+    // value's JSON, or `0` and the error's `{name, message}`.
     let s = shared.clone();
     host.set(
         "ask",
@@ -240,8 +240,15 @@ pub(crate) fn host_object<'js>(
                 .borrow_mut()
                 .request_now(request)
                 .map_err(|e| Exception::throw_internal(&ctx, &format!("the host is gone: {e}")))?;
-            serde_json::to_string(&outcome)
-                .map_err(|e| Exception::throw_internal(&ctx, &format!("bad host answer: {e}")))
+            let answer = match outcome {
+                CallOutcome::Ok { value } => format!("1{}", value.get()),
+                CallOutcome::Text { text } => format!("1{}", serde_json::Value::String(text)),
+                CallOutcome::Err { error } => format!(
+                    "0{}",
+                    serde_json::to_string(&error).unwrap_or_else(|_| "{}".into())
+                ),
+            };
+            Ok::<_, rquickjs::Error>(answer)
         })?,
     )?;
 

@@ -636,15 +636,15 @@
     return new Proxy({}, handler);
   }
   function answerNow(request, build = (v) => v) {
-    let answer;
+    let text;
     try {
-      answer = JSON.parse(host.ask(JSON.stringify(request)));
+      text = host.ask(JSON.stringify(request));
     } catch (e) {
       return failedNow(e);
     }
-    if (answer.status !== 'ok') return failedNow(makeError(answer.error));
-    const text = JSON.stringify(answer.value);
-    const value = build(answer.value);
+    if (text[0] !== '1') return failedNow(makeError(JSON.parse(text.slice(1))));
+    text = text.slice(1);
+    const value = build(JSON.parse(text));
     if (value === null || typeof value !== 'object') return value;
     // Awaiting gives an equal value without these three (a value with `then` would be
     // awaited again, forever).
