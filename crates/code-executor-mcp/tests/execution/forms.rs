@@ -314,6 +314,12 @@ async fn discovery_answers_with_and_without_await_in_the_documents_shapes() {
             "failed": true, "found": true, "json": true
         })
     );
+    // The camelCase form of a tool's name reaches it from Python too (the host resolves it).
+    let (v, is_error) = h
+        .exec_python("[tools.fx.getPage(), tools.other_server.dashTool(), get_tool_schema('mcp__fx__getPage')['tool']]")
+        .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["result"], json!(["page", "dash", "get.page"]));
     // Wrong uses are loud, whether awaited or not.
     for (code, says) in [
         (
