@@ -29,13 +29,26 @@ use oxc::ast::ast::{
 };
 use oxc::span::GetSpan;
 
-use crate::strip::{SyntaxError, line_col};
-
 /// The prelude's function an import becomes a call of.
 pub const MODULE_FN: &str = "__codeExecutorModule";
 
 /// The hidden name `export default <expression>` binds.
 const DEFAULT_NAME: &str = "__codeExecutorDefault";
+
+/// A module statement that means nothing here: what is wrong, at a byte offset of the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub message: String,
+    pub offset: u32,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (at byte {})", self.message, self.offset)
+    }
+}
+
+impl std::error::Error for Refused {}
 
 /// One edit of the source: bytes `start..end` become `text`.
 struct Edit {
@@ -45,7 +58,7 @@ struct Edit {
 }
 
 /// The source with its module statements rewritten, or `None` when it has none.
-pub fn rewrite(program: &Program<'_>, source: &str) -> Result<Option<String>, SyntaxError> {
+pub fn rewrite(program: &Program<'_>, source: &str) -> Result<Option<String>, Refused> {
     let modules: Vec<&Statement<'_>> = program
         .body
         .iter()
@@ -54,14 +67,7 @@ pub fn rewrite(program: &Program<'_>, source: &str) -> Result<Option<String>, Sy
     if modules.is_empty() {
         return Ok(None);
     }
-    let fail = |offset: u32, message: String| {
-        let (line, column) = line_col(source, offset);
-        SyntaxError {
-            message,
-            line,
-            column,
-        }
-    };
+    let fail = |offset: u32, message: String| Refused { message, offset };
     // What the code exports: exported name -> the local name it binds.
     let mut own: Vec<(String, String)> = Vec::new();
     for stmt in &modules {
@@ -144,11 +150,13 @@ pub fn rewrite(program: &Program<'_>, source: &str) -> Result<Option<String>, Sy
                 }
             }
             ModuleDeclaration::ExportFromDeclaration(d) => {
-                check_specifier(&d.source.value).map_err(|m| fail(d.source.span.start, m))?;
+                check_specifier(&d.source.value)
+                    .map_err(|e| fail(d.source.span.start, e.to_string()))?;
                 edits.push(blank(start, end));
             }
             ModuleDeclaration::ExportAllDeclaration(d) => {
-                check_specifier(&d.source.value).map_err(|m| fail(d.source.span.start, m))?;
+                check_specifier(&d.source.value)
+                    .map_err(|e| fail(d.source.span.start, e.to_string()))?;
                 edits.push(blank(start, end));
             }
             ModuleDeclaration::TSExportAssignment(_)
@@ -162,7 +170,7 @@ pub fn rewrite(program: &Program<'_>, source: &str) -> Result<Option<String>, Sy
             }
             ModuleDeclaration::ImportDeclaration(d) => {
                 let spec = d.source.value.as_str();
-                check_specifier(spec).map_err(|m| fail(d.source.span.start, m))?;
+                check_specifier(spec).map_err(|e| fail(d.source.span.start, e.to_string()))?;
                 edits.push(blank(start, end));
                 if d.import_kind == ImportOrExportKind::Type {
                     continue;
@@ -313,14 +321,77 @@ fn names_wrapper_root(spec: &str) -> bool {
         .is_some_and(|n| WRAPPER_ROOTS.contains(&strip(n).as_str()))
 }
 
+/// What the modules here are, for every refused specifier.
+const MODULES: &str = "only the virtual wrapper modules can be imported: \"./mcp-wrappers\" (every \
+                       server), \"./mcp-wrappers/<server>\" or any relative path ending in a \
+                       server's name (\"./lib/mcp/zen\"), and names this code exports itself; \
+                       files are read with fs (when granted), tools called with callMCPTool(...) \
+                       or tools.<server>.<tool>(...)";
+
+/// Why a specifier names no module here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadSpecifier {
+    /// Not `./` or `../`: a package, an absolute path, or a URL or scheme (`what` says which).
+    NotRelative {
+        spec: String,
+        what: &'static str,
+    },
+    /// A character no module name here has (an encoding, a backslash, a space).
+    Character {
+        spec: String,
+        found: char,
+    },
+    EmptySegment {
+        spec: String,
+    },
+    /// `.` or `..` after a name (`./a/../b`).
+    ClimbsBack {
+        spec: String,
+    },
+    /// Only dots (`./`, `..`).
+    NoName {
+        spec: String,
+    },
+}
+
+impl std::fmt::Display for BadSpecifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadSpecifier::NotRelative { spec, what } => write!(
+                f,
+                "import {}: {what}; the sandbox has no module loader and reads no files to \
+                 import: {MODULES}",
+                js_string(spec)
+            ),
+            BadSpecifier::Character { spec, found } => write!(
+                f,
+                "import {}: {found:?} is not a character of a module name here (no encodings, \
+                 backslashes or spaces); {MODULES}",
+                js_string(spec)
+            ),
+            BadSpecifier::EmptySegment { spec } => write!(
+                f,
+                "import {}: an empty path segment; {MODULES}",
+                js_string(spec)
+            ),
+            BadSpecifier::ClimbsBack { spec } => write!(
+                f,
+                "import {}: a path that climbs back out of a name is not a module name; \
+                 {MODULES}",
+                js_string(spec)
+            ),
+            BadSpecifier::NoName { spec } => {
+                write!(f, "import {}: names no module; {MODULES}", js_string(spec))
+            }
+        }
+    }
+}
+
+impl std::error::Error for BadSpecifier {}
+
 /// Whether a specifier can name a virtual wrapper module; the error says why not.
-pub fn check_specifier(spec: &str) -> Result<(), String> {
-    let shown = js_string(spec);
-    let modules = "only the virtual wrapper modules can be imported: \"./mcp-wrappers\" (every \
-                   server), \"./mcp-wrappers/<server>\" or any relative path ending in a server's \
-                   name (\"./lib/mcp/zen\"), and names this code exports itself; files are read \
-                   with fs (when granted), tools called with callMCPTool(...) or \
-                   tools.<server>.<tool>(...)";
+pub fn check_specifier(spec: &str) -> Result<(), BadSpecifier> {
+    let owned = || spec.to_string();
     if !(spec.starts_with("./") || spec.starts_with("../")) {
         let what = if spec.starts_with('/') {
             "an absolute path"
@@ -329,37 +400,31 @@ pub fn check_specifier(spec: &str) -> Result<(), String> {
         } else {
             "a package"
         };
-        return Err(format!(
-            "import {shown}: {what}; the sandbox has no module loader and reads no files to \
-             import: {modules}"
-        ));
+        return Err(BadSpecifier::NotRelative {
+            spec: owned(),
+            what,
+        });
     }
-    if let Some(c) = spec
+    if let Some(found) = spec
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | '@' | '$')))
     {
-        return Err(format!(
-            "import {shown}: {:?} is not a character of a module name here (no encodings, \
-             backslashes or spaces); {modules}",
-            c
-        ));
+        return Err(BadSpecifier::Character {
+            spec: owned(),
+            found,
+        });
     }
     let mut named = false;
     for segment in spec.split('/') {
         match segment {
-            "" => return Err(format!("import {shown}: an empty path segment; {modules}")),
-            "." | ".." if named => {
-                return Err(format!(
-                    "import {shown}: a path that climbs back out of a name is not a module \
-                     name; {modules}"
-                ));
-            }
+            "" => return Err(BadSpecifier::EmptySegment { spec: owned() }),
+            "." | ".." if named => return Err(BadSpecifier::ClimbsBack { spec: owned() }),
             "." | ".." => {}
             _ => named = true,
         }
     }
     if !named {
-        return Err(format!("import {shown}: names no module; {modules}"));
+        return Err(BadSpecifier::NoName { spec: owned() });
     }
     Ok(())
 }
@@ -367,7 +432,6 @@ pub fn check_specifier(spec: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::strip::strip_types;
 
     #[test]
     fn specifiers_that_could_name_a_file_or_package_are_refused() {
@@ -386,7 +450,7 @@ mod tests {
             ("..", "a package"),
             ("./ｍcp", "not a character"),
         ] {
-            let err = check_specifier(spec).unwrap_err();
+            let err = check_specifier(spec).unwrap_err().to_string();
             assert!(err.contains(why), "{spec}: {err}");
             assert!(err.contains("./mcp-wrappers"), "{spec}: {err}");
         }
@@ -402,113 +466,7 @@ mod tests {
     }
 
     #[test]
-    fn an_escaped_specifier_is_checked_as_the_string_it_is() {
-        // `\u002e\u002e` is "..": the parser cooks the literal; the check sees the dots.
-        let err =
-            strip_types("import { x } from './a/\\u002e\\u002e/etc';\nreturn x;").unwrap_err();
-        assert!(err.message.contains("climbs back"), "{err}");
-        assert_eq!(err.line, 1);
-        let err = strip_types("import { x } from 'node\\u003afs';").unwrap_err();
-        assert!(err.message.contains("scheme"), "{err}");
-    }
-
-    #[test]
-    fn exports_keep_their_declarations_and_lines() {
-        let src = "export async function zenThinkDeep(q: string) {\n  return q;\n}\n\
-                   export const a = 1, { b } = { b: 2 };\nexport class K {}\nexport enum E { X }\n\
-                   export interface I { x: number }\nexport type T = string;\n\
-                   const c = 3;\nexport { c as d };\nthrow new Error('line 11');\n";
-        let out = strip_types(src).unwrap();
-        assert!(!out.code.contains("export"), "{}", out.code);
-        for kept in [
-            "async function zenThinkDeep",
-            "const a = 1",
-            "class K",
-            "E[\"X\"]",
-        ] {
-            assert!(out.code.contains(kept), "{kept}: {}", out.code);
-        }
-        let line = out.code.lines().position(|l| l.contains("throw")).unwrap() as u32 + 1;
-        assert_eq!(out.original_line(line), 11, "{}", out.code);
-    }
-
-    #[test]
-    fn export_default_forms_are_declarations_or_a_hidden_binding() {
-        for (src, kept) in [
-            (
-                "export default function f() { return 1 }\nreturn f();",
-                "function f()",
-            ),
-            ("export default class C {}\nreturn new C();", "class C"),
-            (
-                "export default async function () { return 1 }\n(0);",
-                "__codeExecutorDefault = async function",
-            ),
-            (
-                "export default { a: 1 }\nreturn 1;",
-                "__codeExecutorDefault = { a: 1 }",
-            ),
-            ("export default interface I {}\nreturn 1;", "return 1"),
-        ] {
-            let out = strip_types(src).unwrap();
-            assert!(out.code.contains(kept), "{src}: {}", out.code);
-            assert!(!out.code.contains("export"), "{src}: {}", out.code);
-        }
-    }
-
-    #[test]
-    fn imports_bind_own_exports_or_call_the_module_function_on_the_first_line() {
-        let src = "export async function zenThinkDeep(q) { return q; }\n\
-                   import { zenThinkDeep } from './lib/mcp/zen';\n\
-                   import { zenThinkDeep as z, thinkdeep } from './lib/mcp/zen';\n\
-                   import { filesystem, memory as m } from './mcp-wrappers';\n\
-                   import * as fsw from './mcp-wrappers/filesystem';\n\
-                   import fsd from './mcp-wrappers/filesystem';\n\
-                   import type { X } from './mcp-wrappers';\n\
-                   import './mcp-wrappers';\n\
-                   return [zenThinkDeep, z, thinkdeep, filesystem, m, fsw, fsd];\n";
-        let out = strip_types(src).unwrap();
-        let first = out.code.lines().next().unwrap();
-        for call in [
-            r#"const { "thinkdeep": thinkdeep } = __codeExecutorModule("./lib/mcp/zen", ["thinkdeep"], ["zenThinkDeep"]);"#,
-            r#"const { "filesystem": filesystem, "memory": m } = __codeExecutorModule("./mcp-wrappers", ["filesystem","memory"]"#,
-            r#"const { "default": fsw } = __codeExecutorModule("./mcp-wrappers/filesystem", ["default"]"#,
-            r#"const { "default": fsd } = "#,
-            r#"__codeExecutorModule("./mcp-wrappers", [], ["zenThinkDeep"]);"#,
-        ] {
-            assert!(first.contains(call), "{call}\n{first}");
-        }
-        assert!(!first.contains("\"X\""), "{first}");
-        assert!(out.code.contains("const z = zenThinkDeep;"), "{}", out.code);
-        assert_eq!(
-            out.code.lines().count(),
-            src.lines().count(),
-            "{}",
-            out.code
-        );
-        let line = out
-            .code
-            .lines()
-            .position(|l| l.contains("return ["))
-            .unwrap() as u32
-            + 1;
-        assert_eq!(out.original_line(line), 9);
-    }
-
-    #[test]
-    fn the_servers_module_is_never_this_codes_own_exports() {
-        let out = strip_types(
-            "export default function b() {}\nexport const fx = 1;\n\
-             import mw, { fx as f } from './mcp-wrappers/index.js';\n\
-             import own, { fx as g } from './lib/mine';\nreturn [mw, f, own, g];",
-        )
-        .unwrap();
-        assert!(out.code.contains(r#"const { "default": mw, "fx": f } = __codeExecutorModule("./mcp-wrappers/index.js""#), "{}", out.code);
-        assert!(
-            out.code.contains("const own = b; const g = fx;"),
-            "{}",
-            out.code
-        );
+    fn the_servers_module_is_named_by_its_last_name() {
         for spec in [
             "./mcp-wrappers",
             "../mcp_tools/index.ts",
@@ -519,19 +477,6 @@ mod tests {
         }
         for spec in ["./mcp-wrappers/fx", "./index", "./lib/mcp/zen"] {
             assert!(!names_wrapper_root(spec), "{spec}");
-        }
-    }
-
-    #[test]
-    fn module_syntax_that_has_no_meaning_here_is_a_syntax_error() {
-        for (src, says) in [
-            ("const a = 1;\nexport = a;", "export ="),
-            ("import fs from 'fs';", "a package"),
-            ("export * from 'node:fs';", "scheme"),
-            ("export { readFile } from '/etc/passwd';", "absolute path"),
-        ] {
-            let err = strip_types(src).unwrap_err();
-            assert!(err.message.contains(says), "{src}: {err}");
         }
     }
 }

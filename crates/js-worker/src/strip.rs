@@ -102,7 +102,18 @@ fn strip(source: &str, rewritten: bool) -> Result<Stripped, SyntaxError> {
     let mut program = parsed.program;
     // `import`/`export` statements become what they mean in a function body (see
     // `crate::modules`); the rewritten code keeps every line where it was.
-    if !rewritten && let Some(code) = crate::modules::rewrite(&program, source)? {
+    let code = match rewritten {
+        false => crate::modules::rewrite(&program, source).map_err(|r| {
+            let (line, column) = line_col(source, r.offset);
+            SyntaxError {
+                message: r.message,
+                line,
+                column,
+            }
+        })?,
+        true => None,
+    };
+    if let Some(code) = code {
         return strip(&code, true);
     }
     if is_plain_javascript(&program, source) {
@@ -261,7 +272,7 @@ fn to_syntax_error(source: &str, err: &oxc::diagnostics::OxcDiagnostic) -> Synta
 }
 
 /// 1-based line and column (in characters) of a byte offset.
-pub(crate) fn line_col(source: &str, offset: u32) -> (u32, u32) {
+fn line_col(source: &str, offset: u32) -> (u32, u32) {
     let offset = (offset as usize).min(source.len());
     let before = source.get(..offset).unwrap_or(source);
     let line = before.matches('\n').count() + 1;
@@ -406,6 +417,130 @@ mod tests {
         assert_eq!(err.line, 2);
         assert!(err.message.contains("no module loader"), "{err}");
         assert!(err.message.contains("./mcp-wrappers"), "{err}");
+    }
+
+    // Module statements (crate::modules), through the whole strip.
+    #[test]
+    fn an_escaped_specifier_is_checked_as_the_string_it_is() {
+        // `\u002e\u002e` is "..": the parser cooks the literal; the check sees the dots.
+        let err =
+            strip_types("import { x } from './a/\\u002e\\u002e/etc';\nreturn x;").unwrap_err();
+        assert!(err.message.contains("climbs back"), "{err}");
+        assert_eq!(err.line, 1);
+        let err = strip_types("import { x } from 'node\\u003afs';").unwrap_err();
+        assert!(err.message.contains("scheme"), "{err}");
+    }
+
+    #[test]
+    fn exports_keep_their_declarations_and_lines() {
+        let src = "export async function zenThinkDeep(q: string) {\n  return q;\n}\n\
+                   export const a = 1, { b } = { b: 2 };\nexport class K {}\nexport enum E { X }\n\
+                   export interface I { x: number }\nexport type T = string;\n\
+                   const c = 3;\nexport { c as d };\nthrow new Error('line 11');\n";
+        let out = strip_types(src).unwrap();
+        assert!(!out.code.contains("export"), "{}", out.code);
+        for kept in [
+            "async function zenThinkDeep",
+            "const a = 1",
+            "class K",
+            "E[\"X\"]",
+        ] {
+            assert!(out.code.contains(kept), "{kept}: {}", out.code);
+        }
+        let line = out.code.lines().position(|l| l.contains("throw")).unwrap() as u32 + 1;
+        assert_eq!(out.original_line(line), 11, "{}", out.code);
+    }
+
+    #[test]
+    fn export_default_forms_are_declarations_or_a_hidden_binding() {
+        for (src, kept) in [
+            (
+                "export default function f() { return 1 }\nreturn f();",
+                "function f()",
+            ),
+            ("export default class C {}\nreturn new C();", "class C"),
+            (
+                "export default async function () { return 1 }\n(0);",
+                "__codeExecutorDefault = async function",
+            ),
+            (
+                "export default { a: 1 }\nreturn 1;",
+                "__codeExecutorDefault = { a: 1 }",
+            ),
+            ("export default interface I {}\nreturn 1;", "return 1"),
+        ] {
+            let out = strip_types(src).unwrap();
+            assert!(out.code.contains(kept), "{src}: {}", out.code);
+            assert!(!out.code.contains("export"), "{src}: {}", out.code);
+        }
+    }
+
+    #[test]
+    fn imports_bind_own_exports_or_call_the_module_function_on_the_first_line() {
+        let src = "export async function zenThinkDeep(q) { return q; }\n\
+                   import { zenThinkDeep } from './lib/mcp/zen';\n\
+                   import { zenThinkDeep as z, thinkdeep } from './lib/mcp/zen';\n\
+                   import { filesystem, memory as m } from './mcp-wrappers';\n\
+                   import * as fsw from './mcp-wrappers/filesystem';\n\
+                   import fsd from './mcp-wrappers/filesystem';\n\
+                   import type { X } from './mcp-wrappers';\n\
+                   import './mcp-wrappers';\n\
+                   return [zenThinkDeep, z, thinkdeep, filesystem, m, fsw, fsd];\n";
+        let out = strip_types(src).unwrap();
+        let first = out.code.lines().next().unwrap();
+        for call in [
+            r#"const { "thinkdeep": thinkdeep } = __codeExecutorModule("./lib/mcp/zen", ["thinkdeep"], ["zenThinkDeep"]);"#,
+            r#"const { "filesystem": filesystem, "memory": m } = __codeExecutorModule("./mcp-wrappers", ["filesystem","memory"]"#,
+            r#"const { "default": fsw } = __codeExecutorModule("./mcp-wrappers/filesystem", ["default"]"#,
+            r#"const { "default": fsd } = "#,
+            r#"__codeExecutorModule("./mcp-wrappers", [], ["zenThinkDeep"]);"#,
+        ] {
+            assert!(first.contains(call), "{call}\n{first}");
+        }
+        assert!(!first.contains("\"X\""), "{first}");
+        assert!(out.code.contains("const z = zenThinkDeep;"), "{}", out.code);
+        assert_eq!(
+            out.code.lines().count(),
+            src.lines().count(),
+            "{}",
+            out.code
+        );
+        let line = out
+            .code
+            .lines()
+            .position(|l| l.contains("return ["))
+            .unwrap() as u32
+            + 1;
+        assert_eq!(out.original_line(line), 9);
+    }
+
+    #[test]
+    fn the_servers_module_is_never_this_codes_own_exports() {
+        let out = strip_types(
+            "export default function b() {}\nexport const fx = 1;\n\
+             import mw, { fx as f } from './mcp-wrappers/index.js';\n\
+             import own, { fx as g } from './lib/mine';\nreturn [mw, f, own, g];",
+        )
+        .unwrap();
+        assert!(out.code.contains(r#"const { "default": mw, "fx": f } = __codeExecutorModule("./mcp-wrappers/index.js""#), "{}", out.code);
+        assert!(
+            out.code.contains("const own = b; const g = fx;"),
+            "{}",
+            out.code
+        );
+    }
+
+    #[test]
+    fn module_syntax_that_has_no_meaning_here_is_a_syntax_error() {
+        for (src, says) in [
+            ("const a = 1;\nexport = a;", "export ="),
+            ("import fs from 'fs';", "a package"),
+            ("export * from 'node:fs';", "scheme"),
+            ("export { readFile } from '/etc/passwd';", "absolute path"),
+        ] {
+            let err = strip_types(src).unwrap_err();
+            assert!(err.message.contains(says), "{src}: {err}");
+        }
     }
 
     #[test]
