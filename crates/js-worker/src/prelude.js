@@ -660,6 +660,7 @@
   }
   function searchTools(query, options) {
     try {
+      if (query === undefined || query === null) query = '';
       if (typeof query !== 'string') throw new TypeError(`searchTools: the query must be a string, got ${inspect(query)}`);
       const o = checkOptions('searchTools', options, ['detail', 'server', 'limit', 'cursor']);
       for (const k of ['detail', 'server', 'cursor']) {
