@@ -484,8 +484,9 @@ mod tests {
                    import * as fsw from './mcp-wrappers/filesystem';\n\
                    import fsd from './mcp-wrappers/filesystem';\n\
                    import type { X } from './mcp-wrappers';\n\
+                   import { type Y, echo } from './mcp-wrappers/fx/echo';\n\
                    import './mcp-wrappers';\n\
-                   return [zenThinkDeep, z, thinkdeep, filesystem, m, fsw, fsd];\n";
+                   return [zenThinkDeep, z, thinkdeep, filesystem, m, fsw, fsd, echo];\n";
         let out = strip_types(src).unwrap();
         let first = out.code.lines().next().unwrap();
         for call in [
@@ -497,7 +498,11 @@ mod tests {
         ] {
             assert!(first.contains(call), "{call}\n{first}");
         }
-        assert!(!first.contains("\"X\""), "{first}");
+        assert!(
+            !first.contains("\"X\"") && !first.contains("\"Y\""),
+            "{first}"
+        );
+        assert!(first.contains(r#"const { "echo": echo } = __codeExecutorModule("./mcp-wrappers/fx/echo", ["echo"]"#), "{first}");
         assert!(out.code.contains("const z = zenThinkDeep;"), "{}", out.code);
         assert_eq!(
             out.code.lines().count(),
@@ -511,7 +516,7 @@ mod tests {
             .position(|l| l.contains("return ["))
             .unwrap() as u32
             + 1;
-        assert_eq!(out.original_line(line), 9);
+        assert_eq!(out.original_line(line), 10);
     }
 
     #[test]
