@@ -227,6 +227,31 @@ pub(crate) fn host_object<'js>(
         })?,
     )?;
 
+    // A discovery request answered at once (`listServers()`, `getToolSchema(...)`,
+    // `discoverMCPTools()`, `searchTools(...)` are values as well as promises): `1` and the
+    // value's JSON, or `0` and the error's `{name, message}`.
+    let s = shared.clone();
+    host.set(
+        "ask",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>, request: String| {
+            let request: CallRequest = serde_json::from_str(&request)
+                .map_err(|e| Exception::throw_type(&ctx, &format!("invalid host request: {e}")))?;
+            let outcome = s
+                .borrow_mut()
+                .request_now(request)
+                .map_err(|e| Exception::throw_internal(&ctx, &format!("the host is gone: {e}")))?;
+            let answer = match outcome {
+                CallOutcome::Ok { value } => format!("1{}", value.get()),
+                CallOutcome::Text { text } => format!("1{}", serde_json::Value::String(text)),
+                CallOutcome::Err { error } => format!(
+                    "0{}",
+                    serde_json::to_string(&error).unwrap_or_else(|_| "{}".into())
+                ),
+            };
+            Ok::<_, rquickjs::Error>(answer)
+        })?,
+    )?;
+
     host.set("errorClasses", worker_protocol::CallError::table_json())?;
     fs_functions(ctx, &host, shared)?;
 

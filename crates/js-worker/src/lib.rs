@@ -1,6 +1,7 @@
 //! The JavaScript side of code-executor-mcp.
 //!
 //! - [`strip`]: TypeScript to JavaScript with oxc, run in the host before a worker is involved.
+//! - [`modules`]: `import`/`export` statements rewritten for code that is a function body.
 //! - [`nesting`]: a bound on how deeply code nests, checked before it is parsed.
 //! - [`engine`]: the worker process itself (`code-executor-mcp __worker js`): a QuickJS-NG
 //!   runtime with the in-sandbox API and Web API shims (`prelude.js`, compiled to QuickJS
@@ -19,6 +20,7 @@ mod error;
 mod fs;
 mod host;
 mod link;
+pub mod modules;
 pub mod nesting;
 mod outgoing;
 pub mod repl;

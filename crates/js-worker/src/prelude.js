@@ -596,13 +596,106 @@
     }
     return hostCall(request);
   }
-  const listServers = () => hostCall({ op: 'list_servers' });
-  function searchTools(query, options = {}) {
-    const o = typeof options === 'object' && options !== null ? options : {};
-    return hostCall({ op: 'search_tools', query: String(query ?? ''), detail: o.detail, server: o.server, limit: o.limit, cursor: o.cursor });
+  // Options objects of the sandbox's functions: a name it does not take is a TypeError
+  // naming it and the accepted ones (as Python's keyword arguments are), never ignored.
+  function checkOptions(fn, o, accepted, what = 'options') {
+    if (o === undefined || o === null) return {};
+    if (typeof o !== 'object' || Array.isArray(o)) throw new TypeError(`${fn}: ${what} must be an object, got ${inspect(o)}`);
+    for (const k of ownKeys(o)) {
+      if (!accepted.includes(k)) {
+        throw new TypeError(`${fn}: unknown option ${JSON.stringify(k)} in ${what}; accepted: ${accepted.join(', ') || 'none'}`);
+      }
+    }
+    return o;
   }
-  const getToolSchema = (name) => hostCall({ op: 'get_tool_schema', name: String(name) });
-  const discoverMCPTools = () => hostCall({ op: 'discover_tools' });
+  // One option under two names (the documents' and ours): both given must agree.
+  function either(fn, o, ...names) {
+    const given = names.filter((n) => o[n] !== undefined);
+    if (given.some((n) => o[n] !== o[given[0]])) {
+      throw new TypeError(`${fn}: ${given.join(' and ')} are the same option and disagree; pass one`);
+    }
+    return given.length ? o[given[0]] : undefined;
+  }
+
+  // Discovery is answered at once: `listServers().available`, `getToolSchema(s, t).inputSchema`
+  // and `discoverMCPTools().length` work without `await`, and the value is also a promise of
+  // itself (`await`, `.then`, `.catch`, `.finally`), as it always was. A failed request
+  // gives a value that throws its error on any use (and rejects when awaited).
+  function failedNow(error) {
+    const reject = () => Promise.reject(error);
+    const handler = {
+      get(t, k) {
+        if (k === 'then') return (f, r) => reject().then(f, r);
+        if (k === 'catch') return (r) => reject().catch(r);
+        if (k === 'finally') return (f) => reject().finally(f);
+        throw error;
+      },
+      has() { throw error; },
+      ownKeys() { throw error; },
+    };
+    return new Proxy({}, handler);
+  }
+  function answerNow(request, build = (v) => v) {
+    let text;
+    try {
+      text = host.ask(JSON.stringify(request));
+    } catch (e) {
+      return failedNow(e);
+    }
+    if (text[0] !== '1') return failedNow(makeError(JSON.parse(text.slice(1))));
+    text = text.slice(1);
+    const value = build(JSON.parse(text));
+    if (value === null || typeof value !== 'object') return value;
+    // Awaiting gives an equal value without these three (a value with `then` would be
+    // awaited again, forever).
+    const fresh = () => Promise.resolve(build(JSON.parse(text)));
+    define(value, 'then', (f, r) => fresh().then(f, r));
+    define(value, 'catch', (r) => fresh().catch(r));
+    define(value, 'finally', (f) => fresh().finally(f));
+    return value;
+  }
+  function listServers(...extra) {
+    if (extra.length) return failedNow(new TypeError(`listServers: takes no arguments, got ${extra.length}`));
+    return answerNow({ op: 'list_servers' });
+  }
+  function searchTools(query, options) {
+    try {
+      if (query === undefined || query === null) query = '';
+      if (typeof query !== 'string') throw new TypeError(`searchTools: the query must be a string, got ${inspect(query)}`);
+      const o = checkOptions('searchTools', options, ['detail', 'server', 'limit', 'cursor']);
+      for (const k of ['detail', 'server', 'cursor']) {
+        if (o[k] !== undefined && typeof o[k] !== 'string') throw new TypeError(`searchTools: ${k} must be a string, got ${inspect(o[k])}`);
+      }
+      if (o.limit !== undefined && (!Number.isInteger(o.limit) || o.limit < 1)) {
+        throw new TypeError(`searchTools: limit must be a positive integer, got ${inspect(o.limit)}`);
+      }
+      return answerNow({ op: 'search_tools', query, detail: o.detail, server: o.server, limit: o.limit, cursor: o.cursor });
+    } catch (e) { return failedNow(e); }
+  }
+  // `getToolSchema('mcp__server__tool')` or `getToolSchema(server, tool)`.
+  function getToolSchema(a, b, ...extra) {
+    const usage = "getToolSchema: pass 'mcp__server__tool', or (server, tool)";
+    if (extra.length || typeof a !== 'string' || (b !== undefined && typeof b !== 'string')) {
+      return failedNow(new TypeError(`${usage}; got (${[...arguments].map(inspect).join(', ')})`));
+    }
+    return answerNow(b === undefined ? { op: 'get_tool_schema', name: a } : { op: 'get_tool_schema', server: a, name: b });
+  }
+  // Every tool this run may call, as an array of {name: 'mcp__server__tool', server, tool,
+  // description, inputSchema, signature, ...}; the former shape's keys stay readable on it:
+  // `.tools` (the array itself) and `.unavailable` (servers that did not start), when some.
+  function toolList(answer) {
+    const list = Array.isArray(answer && answer.tools) ? answer.tools : [];
+    define(list, 'tools', list);
+    if (answer && answer.unavailable !== undefined) define(list, 'unavailable', answer.unavailable);
+    return list;
+  }
+  function discoverMCPTools(options, ...extra) {
+    try {
+      if (extra.length) throw new TypeError(`discoverMCPTools: takes no arguments, got ${arguments.length}`);
+      checkOptions('discoverMCPTools', options, []);
+    } catch (e) { return failedNow(e); }
+    return answerNow({ op: 'discover_tools' }, toolList);
+  }
   // Values kept on the host for the session's later executions (they survive the worker).
   function store(key, value) {
     if (typeof key !== 'string') return Promise.reject(new TypeError(`store: the key must be a string, got ${inspect(key)}`));
@@ -618,7 +711,10 @@
   // Skills: code saved for later (`saveSkill`), listed (`listSkills`) and called
   // (`skills.name(args)`, whatever the skill's language), each run as an execution of its own.
   function saveSkill(name, options = {}) {
-    const o = typeof options === 'object' && options !== null ? options : {};
+    let o;
+    try {
+      o = checkOptions('saveSkill', options, ['code', 'description', 'inputSchema', 'language']);
+    } catch (e) { return Promise.reject(e); }
     if (typeof name !== 'string') return Promise.reject(new TypeError(`saveSkill: the name must be a string, got ${inspect(name)}`));
     if (typeof o.code !== 'string') return Promise.reject(new TypeError('saveSkill: options.code must be the skill\'s source, a string'));
     if (typeof o.description !== 'string') return Promise.reject(new TypeError('saveSkill: options.description must say what the skill does and when to use it'));
@@ -658,38 +754,61 @@
     if (message !== undefined && message !== null) request.message = String(message);
     return hostCall(request).then(() => undefined);
   }
-  // Model calls (`llm.ask(prompt, {system, maxTokens, model})`, `llm.think({messages, ...})`):
-  // answered by the client's sampling or the configured provider, as text.
-  function llmOptions(fn, o) {
-    if (o === undefined || o === null) return {};
-    if (typeof o !== 'object' || Array.isArray(o)) throw new TypeError(`${fn}: options must be an object, got ${inspect(o)}`);
+  // Model calls (`llm.ask(prompt, {systemPrompt, maxTokens, model})`, `llm.think({messages,
+  // systemPrompt, maxTokens, model})`): answered by the client's sampling or the configured
+  // provider, as text. `system` is `systemPrompt`'s other name; Python's `system_prompt` and
+  // `max_tokens` are taken too. Any other option is a TypeError.
+  const LLM_OPTIONS = ['systemPrompt', 'system', 'maxTokens', 'model', 'system_prompt', 'max_tokens'];
+  function llmOptions(fn, o, extra = []) {
+    o = checkOptions(fn, o, [...extra, ...LLM_OPTIONS]);
     const out = {};
-    if (o.system !== undefined) out.system = String(o.system);
-    if (o.maxTokens !== undefined) {
-      if (!Number.isInteger(o.maxTokens) || o.maxTokens < 1) throw new TypeError(`${fn}: maxTokens must be a positive integer, got ${inspect(o.maxTokens)}`);
-      out.max_tokens = o.maxTokens;
+    const system = either(fn, o, 'systemPrompt', 'system', 'system_prompt');
+    if (system !== undefined && system !== null) {
+      if (typeof system !== 'string') throw new TypeError(`${fn}: systemPrompt must be a string, got ${inspect(system)}`);
+      if (system !== '') out.system = system;
     }
-    if (o.model !== undefined) out.model = String(o.model);
+    const maxTokens = either(fn, o, 'maxTokens', 'max_tokens');
+    if (maxTokens !== undefined && maxTokens !== null) {
+      if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new TypeError(`${fn}: maxTokens must be a positive integer, got ${inspect(maxTokens)}`);
+      out.max_tokens = maxTokens;
+    }
+    if (o.model !== undefined && o.model !== null) {
+      if (typeof o.model !== 'string') throw new TypeError(`${fn}: model must be a string, got ${inspect(o.model)}`);
+      if (o.model !== '') out.model = o.model;
+    }
     return out;
   }
   const llm = Object.freeze({
-    ask(prompt, options) {
+    ask(prompt, options, ...extra) {
       try {
-        if (typeof prompt !== 'string') throw new TypeError(`llm.ask: the prompt must be a string, got ${inspect(prompt)}`);
+        if (extra.length) throw new TypeError(`llm.ask: pass (prompt, options?), got ${arguments.length} arguments`);
+        if (typeof prompt !== 'string') throw new TypeError(`llm.ask: the prompt must be a string, got ${inspect(prompt)}; pass the text (a field of it, or JSON.stringify(value))`);
         return hostCall({ op: 'llm', messages: [{ role: 'user', content: prompt }], ...llmOptions('llm.ask', options) });
       } catch (e) { return Promise.reject(e); }
     },
-    think(options) {
+    // `llm.think({messages, ...options})`, or Python's order: `llm.think(messages, options?)`.
+    think(first, second, ...extra) {
       try {
+        const usage = 'llm.think: pass {messages: [{role, content}], systemPrompt?, maxTokens?, model?}';
+        let options = first;
+        if (Array.isArray(first)) options = { ...checkOptions('llm.think', second, LLM_OPTIONS), messages: first };
+        else if (second !== undefined || extra.length) throw new TypeError(`${usage} (one argument), got ${arguments.length} arguments`);
         if (options === null || typeof options !== 'object' || !Array.isArray(options.messages)) {
-          throw new TypeError(`llm.think: pass {messages: [{role, content}], system?, maxTokens?, model?}, got ${inspect(options)}`);
+          throw new TypeError(`${usage}, got ${inspect(first)}`);
         }
+        const rest = llmOptions('llm.think', options, ['messages']);
         const messages = options.messages.map((m, i) => {
-          if (m === null || typeof m !== 'object') throw new TypeError(`llm.think: messages[${i}] must be {role, content}`);
-          const content = typeof m.content === 'string' ? m.content : jsonSafe(m.content);
-          return { role: String(m.role), content: content ?? '' };
+          if (m === null || typeof m !== 'object' || Array.isArray(m)) throw new TypeError(`llm.think: messages[${i}] must be {role, content}, got ${inspect(m)}`);
+          checkOptions('llm.think', m, ['role', 'content'], `messages[${i}]`);
+          if (typeof m.role !== 'string') throw new TypeError(`llm.think: messages[${i}].role must be "user" or "assistant", got ${inspect(m.role)}`);
+          // A prompt is text: an object here (a tool's structured result, say) would reach the
+          // model as "[object Object]" or as JSON it was not meant to read; say so instead.
+          if (typeof m.content !== 'string') {
+            throw new TypeError(`llm.think: messages[${i}].content must be a string, got ${inspect(m.content)}; pass the text (a field of it, or JSON.stringify(value))`);
+          }
+          return { role: m.role, content: m.content };
         });
-        return hostCall({ op: 'llm', messages, ...llmOptions('llm.think', options) });
+        return hostCall({ op: 'llm', messages, ...rest });
       } catch (e) { return Promise.reject(e); }
     },
   });
@@ -775,6 +894,94 @@
         return unknown.get(prop);
       },
     });
+  }
+
+  // The run's `tools`, made on first use (by code or by an import).
+  let runTools = null;
+  const toolsNow = () => runTools || (runTools = buildTools());
+
+  // ------------------------------------------------------------ modules
+  // `import { filesystem } from './mcp-wrappers'` and the like: the host rewrote each import
+  // of a name this code does not declare itself into a call of this (js_worker::modules).
+  // Nothing is read from disk: a module is one of the wrappers the product line's wizard
+  // generates, served by the typed proxies. Its path's last name says which (after dropping
+  // `.ts`/`.js` and `/index`):
+  //   './mcp-wrappers' (or mcp_wrappers, mcp-tools, mcp_tools, wrappers): every server, by
+  //     name, identifier or camelCase form (`tools` itself);
+  //   a configured server's name ('./mcp-wrappers/filesystem', './lib/mcp/zen'): that
+  //     server's tools (`tools.zen`), by name, identifier or camelCase form (`readFile`);
+  //   a tool of the server named before it ('./mcp-wrappers/filesystem/read_file'): the
+  //     server's tools too, as the generated per-tool file exports its function.
+  // The default and namespace imports are the module itself. Anything else is a TypeError
+  // naming what exists.
+  const WRAPPER_ROOTS = new Set(['mcp-wrappers', 'mcp_wrappers', 'mcp-tools', 'mcp_tools', 'wrappers']);
+  const camel = (name) => {
+    let s = '';
+    let boundary = false;
+    for (const c of name) {
+      if (/^[A-Za-z0-9$]$/.test(c)) {
+        s += boundary && s ? c.toUpperCase() : c;
+        boundary = false;
+      } else boundary = true;
+    }
+    return /^[0-9]/.test(s) ? '_' + s : s;
+  };
+  function serverIn(list, name) {
+    for (const form of [(r) => r[0], (r) => r[1], (r) => camel(r[0])]) {
+      const found = list.filter((r) => form(r) === name);
+      if (found.length === 1) return found[0][0];
+      if (found.length > 1) return null;
+    }
+    return null;
+  }
+  function importModule(spec, names, own) {
+    const list = JSON.parse(host.servers());
+    const servers = list.map((r) => r[0]);
+    const where = `import ... from ${JSON.stringify(spec)}`;
+    const segments = String(spec).split('/').filter((x) => x !== '' && x !== '.' && x !== '..');
+    if (segments.length) {
+      let last = segments[segments.length - 1].replace(/\.d\.ts$|\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/, '');
+      if (last === 'index' && segments.length > 1) segments.pop();
+      else segments[segments.length - 1] = last;
+    }
+    const last = segments[segments.length - 1];
+    const before = segments[segments.length - 2];
+    let module = null;
+    let server = null;
+    if (last !== undefined && WRAPPER_ROOTS.has(last)) module = toolsNow();
+    else if (last !== undefined && (server = serverIn(list, last)) !== null) module = toolsNow()[server];
+    else if (before !== undefined && (server = serverIn(list, before)) !== null) {
+      const at = servers.indexOf(server);
+      if (list[at][2] && host.tool(at, last) < 0) {
+        throw new TypeError(`${where}: server "${server}" has no tool "${last}"; its tools: ${host.toolKeys(at).join(', ') || '(none)'}`);
+      }
+      module = toolsNow()[server];
+    }
+    if (module === null) {
+      const mine = own.length ? `; this code's own exports (${own.join(', ')}) are imported by their names` : '';
+      throw new TypeError(
+        `${where}: no such module. Modules here are virtual (nothing is read from disk): "./mcp-wrappers" exports every server (${servers.join(', ') || 'none configured'}), ` +
+        `"./mcp-wrappers/<server>" (or any relative path ending in a server's name, like "./lib/mcp/<server>") exports that server's tools${mine}`);
+    }
+    const out = createObject(null);
+    for (const name of names) {
+      if (name === 'default') { out.default = module; continue; }
+      if (server === null) {
+        const s = serverIn(list, name);
+        if (s === null) throw new TypeError(`${where}: no server "${name}" to import; servers: ${servers.join(', ') || 'none configured'} (listServers() lists them)`);
+        out[name] = module[s];
+      } else {
+        const at = servers.indexOf(server);
+        if (list[at][2] && host.tool(at, name) < 0) {
+          const keys = host.toolKeys(at);
+          throw new TypeError(`${where}: server "${server}" has no tool "${name}"; its tools: ${keys.map((k) => (camel(k) !== k ? `${k} (${camel(k)})` : k)).join(', ') || '(none)'}`);
+        }
+        // A server whose tools are not known yet: the host resolves the name when it is
+        // called (an unknown one is then its ToolError naming the nearest).
+        out[name] = list[at][2] ? module[name] : toolFunction(server, name);
+      }
+    }
+    return out;
   }
 
   // ------------------------------------------------------------ files: fs
@@ -994,8 +1201,13 @@
       return new Response(JSON.stringify(data), { ...init, headers });
     }
   }
+  // RequestInit's standard members (the ones with no meaning here are accepted and have no
+  // effect); any other name (`header`, `json`, `timeout`) is a TypeError, as in Python.
+  const REQUEST_INIT = ['method', 'headers', 'body', 'redirect', 'signal', 'mode', 'credentials', 'cache',
+    'referrer', 'referrerPolicy', 'integrity', 'keepalive', 'window', 'priority', 'duplex'];
   async function fetch(input, init = {}) {
-    const req = new Request(input, init);
+    checkOptions('fetch', init, REQUEST_INIT, 'init');
+    const req = new Request(input, init ?? {});
     if (req.signal && req.signal.aborted) throw new DOMException('the request was aborted', 'AbortError');
     const b = req._peek();
     let body;
@@ -1027,6 +1239,8 @@
   if (typeof g.queueMicrotask !== 'function') globals.queueMicrotask = (fn) => { Promise.resolve().then(fn); };
   if (typeof g.performance !== 'object') globals.performance = { now: () => host.now(), timeOrigin: Date.now() };
   for (const [k, v] of Object.entries(globals)) define(g, k, v);
+  // What the host's rewrite of `import` statements calls (js_worker::modules::MODULE_FN).
+  define(g, '__codeExecutorModule', importModule);
 
   function describe(e) {
     if (e instanceof Error) {
@@ -1040,9 +1254,9 @@
   // for a string result, which the engine encodes.
   async function run(fn, args) {
     // `tools` is made on first use; code that never touches it does not pay for it.
-    let tools;
+    runTools = null;
     Object.defineProperty(g, 'tools', {
-      get: () => tools || (tools = buildTools()),
+      get: toolsNow,
       set: (value) => define(g, 'tools', value),
       configurable: true,
       enumerable: false,

@@ -71,6 +71,11 @@ impl std::fmt::Display for SyntaxError {
 /// [`crate::nesting`]); below that, parsing needs at most [`STRIP_STACK_BYTES`] of stack, so
 /// call this on a thread with at least that much.
 pub fn strip_types(source: &str) -> Result<Stripped, SyntaxError> {
+    strip(source, false)
+}
+
+/// [`strip_types`]; `rewritten`: `source` is code whose module statements were rewritten.
+fn strip(source: &str, rewritten: bool) -> Result<Stripped, SyntaxError> {
     if let Err(deep) = nesting::check(source, MAX_NESTING) {
         let (line, column) = line_col(source, u32::try_from(deep.offset).unwrap_or(u32::MAX));
         return Err(SyntaxError {
@@ -95,16 +100,21 @@ pub fn strip_types(source: &str) -> Result<Stripped, SyntaxError> {
         return Err(to_syntax_error(source, err));
     }
     let mut program = parsed.program;
-    if let Some(stmt) = program.body.iter().find(|s| s.is_module_declaration()) {
-        let (line, column) = line_col(source, oxc::span::GetSpan::span(stmt).start);
-        return Err(SyntaxError {
-            message: "import/export statements are not supported: the code runs as the body \
-                      of an async function; reach upstream tools with callMCPTool(...) or \
-                      tools.<server>.<tool>(...)"
-                .into(),
-            line,
-            column,
-        });
+    // `import`/`export` statements become what they mean in a function body (see
+    // `crate::modules`); the rewritten code keeps every line where it was.
+    let code = match rewritten {
+        false => crate::modules::rewrite(&program, source).map_err(|r| {
+            let (line, column) = line_col(source, r.offset);
+            SyntaxError {
+                message: r.message,
+                line,
+                column,
+            }
+        })?,
+        true => None,
+    };
+    if let Some(code) = code {
+        return strip(&code, true);
     }
     if is_plain_javascript(&program, source) {
         // Nothing to strip: the code runs as written, and its lines are the user's.
@@ -402,10 +412,140 @@ mod tests {
     }
 
     #[test]
-    fn import_statements_are_refused_with_a_clear_message() {
+    fn an_import_of_a_package_is_refused_with_a_clear_message() {
         let err = strip_types("const a = 1;\nimport fs from 'fs';\n").unwrap_err();
         assert_eq!(err.line, 2);
-        assert!(err.message.contains("import/export"), "{err}");
+        assert!(err.message.contains("no module loader"), "{err}");
+        assert!(err.message.contains("./mcp-wrappers"), "{err}");
+    }
+
+    // Module statements (crate::modules), through the whole strip.
+    #[test]
+    fn an_escaped_specifier_is_checked_as_the_string_it_is() {
+        // `\u002e\u002e` is "..": the parser cooks the literal; the check sees the dots.
+        let err =
+            strip_types("import { x } from './a/\\u002e\\u002e/etc';\nreturn x;").unwrap_err();
+        assert!(err.message.contains("climbs back"), "{err}");
+        assert_eq!(err.line, 1);
+        let err = strip_types("import { x } from 'node\\u003afs';").unwrap_err();
+        assert!(err.message.contains("scheme"), "{err}");
+    }
+
+    #[test]
+    fn exports_keep_their_declarations_and_lines() {
+        let src = "export async function zenThinkDeep(q: string) {\n  return q;\n}\n\
+                   export const a = 1, { b } = { b: 2 };\nexport class K {}\nexport enum E { X }\n\
+                   export interface I { x: number }\nexport type T = string;\n\
+                   const c = 3;\nexport { c as d };\nthrow new Error('line 11');\n";
+        let out = strip_types(src).unwrap();
+        assert!(!out.code.contains("export"), "{}", out.code);
+        for kept in [
+            "async function zenThinkDeep",
+            "const a = 1",
+            "class K",
+            "E[\"X\"]",
+        ] {
+            assert!(out.code.contains(kept), "{kept}: {}", out.code);
+        }
+        let line = out.code.lines().position(|l| l.contains("throw")).unwrap() as u32 + 1;
+        assert_eq!(out.original_line(line), 11, "{}", out.code);
+    }
+
+    #[test]
+    fn export_default_forms_are_declarations_or_a_hidden_binding() {
+        for (src, kept) in [
+            (
+                "export default function f() { return 1 }\nreturn f();",
+                "function f()",
+            ),
+            ("export default class C {}\nreturn new C();", "class C"),
+            (
+                "export default async function () { return 1 }\n(0);",
+                "__codeExecutorDefault = async function",
+            ),
+            (
+                "export default { a: 1 }\nreturn 1;",
+                "__codeExecutorDefault = { a: 1 }",
+            ),
+            ("export default interface I {}\nreturn 1;", "return 1"),
+        ] {
+            let out = strip_types(src).unwrap();
+            assert!(out.code.contains(kept), "{src}: {}", out.code);
+            assert!(!out.code.contains("export"), "{src}: {}", out.code);
+        }
+    }
+
+    #[test]
+    fn imports_bind_own_exports_or_call_the_module_function_on_the_first_line() {
+        let src = "export async function zenThinkDeep(q) { return q; }\n\
+                   import { zenThinkDeep } from './lib/mcp/zen';\n\
+                   import { zenThinkDeep as z, thinkdeep } from './lib/mcp/zen';\n\
+                   import { filesystem, memory as m } from './mcp-wrappers';\n\
+                   import * as fsw from './mcp-wrappers/filesystem';\n\
+                   import fsd from './mcp-wrappers/filesystem';\n\
+                   import type { X } from './mcp-wrappers';\n\
+                   import { type Y, echo } from './mcp-wrappers/fx/echo';\n\
+                   import './mcp-wrappers';\n\
+                   return [zenThinkDeep, z, thinkdeep, filesystem, m, fsw, fsd, echo];\n";
+        let out = strip_types(src).unwrap();
+        let first = out.code.lines().next().unwrap();
+        for call in [
+            r#"const { "thinkdeep": thinkdeep } = __codeExecutorModule("./lib/mcp/zen", ["thinkdeep"], ["zenThinkDeep"]);"#,
+            r#"const { "filesystem": filesystem, "memory": m } = __codeExecutorModule("./mcp-wrappers", ["filesystem","memory"]"#,
+            r#"const { "default": fsw } = __codeExecutorModule("./mcp-wrappers/filesystem", ["default"]"#,
+            r#"const { "default": fsd } = "#,
+            r#"__codeExecutorModule("./mcp-wrappers", [], ["zenThinkDeep"]);"#,
+        ] {
+            assert!(first.contains(call), "{call}\n{first}");
+        }
+        assert!(
+            !first.contains("\"X\"") && !first.contains("\"Y\""),
+            "{first}"
+        );
+        assert!(first.contains(r#"const { "echo": echo } = __codeExecutorModule("./mcp-wrappers/fx/echo", ["echo"]"#), "{first}");
+        assert!(out.code.contains("const z = zenThinkDeep;"), "{}", out.code);
+        assert_eq!(
+            out.code.lines().count(),
+            src.lines().count(),
+            "{}",
+            out.code
+        );
+        let line = out
+            .code
+            .lines()
+            .position(|l| l.contains("return ["))
+            .unwrap() as u32
+            + 1;
+        assert_eq!(out.original_line(line), 10);
+    }
+
+    #[test]
+    fn the_servers_module_is_never_this_codes_own_exports() {
+        let out = strip_types(
+            "export default function b() {}\nexport const fx = 1;\n\
+             import mw, { fx as f } from './mcp-wrappers/index.js';\n\
+             import own, { fx as g } from './lib/mine';\nreturn [mw, f, own, g];",
+        )
+        .unwrap();
+        assert!(out.code.contains(r#"const { "default": mw, "fx": f } = __codeExecutorModule("./mcp-wrappers/index.js""#), "{}", out.code);
+        assert!(
+            out.code.contains("const own = b; const g = fx;"),
+            "{}",
+            out.code
+        );
+    }
+
+    #[test]
+    fn module_syntax_that_has_no_meaning_here_is_a_syntax_error() {
+        for (src, says) in [
+            ("const a = 1;\nexport = a;", "export ="),
+            ("import fs from 'fs';", "a package"),
+            ("export * from 'node:fs';", "scheme"),
+            ("export { readFile } from '/etc/passwd';", "absolute path"),
+        ] {
+            let err = strip_types(src).unwrap_err();
+            assert!(err.message.contains(says), "{src}: {err}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use worker_protocol::{ToolBinding, ident};
+use worker_protocol::{ToolBinding, camel, ident};
 
 /// One server: its name, its identifier form, and whether its tools are known.
 struct Server {
@@ -64,13 +64,21 @@ impl ToolIndex {
     }
 
     /// The binding `name` means on server number `server`: the tool of that exact name, or
-    /// else the one tool whose identifier form it is (the host resolves names the same way).
+    /// else the one tool whose identifier form it is, or else the one whose camelCase form it
+    /// is (the host resolves names the same way, `catalog::names::pick`).
     pub fn lookup(&self, server: usize, name: &str) -> Option<usize> {
         let tools = self.tools(server);
         if let Some((i, _)) = tools.clone().find(|(_, t)| *t == name) {
             return Some(i);
         }
-        let mut forms = tools.filter(|(_, t)| ident_is(t, name));
+        let mut forms = tools.clone().filter(|(_, t)| ident_is(t, name));
+        match (forms.next(), forms.next()) {
+            (Some((i, _)), None) => return Some(i),
+            (Some(_), Some(_)) => return None,
+            _ => {}
+        }
+        // The camelCase form (`readFile` for `read_file`), as generated wrappers name tools.
+        let mut forms = tools.filter(|(_, t)| camel(t) == name);
         match (forms.next(), forms.next()) {
             (Some((i, _)), None) => Some(i),
             _ => None,
@@ -162,6 +170,11 @@ mod tests {
         // An identifier form that fits two tools means neither.
         assert_eq!(index.lookup(0, "read_file"), None);
         assert_eq!(index.lookup(0, "list_all"), Some(4));
+        // The camelCase form, when one tool has it; an identifier form that fits two tools
+        // does not fall through to it.
+        assert_eq!(index.lookup(0, "listAll"), Some(4));
+        assert_eq!(index.lookup(0, "getPage"), None);
+        assert_eq!(index.lookup(0, "readFile"), None);
         assert_eq!(
             index.keys(0),
             [

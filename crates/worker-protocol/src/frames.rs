@@ -108,6 +108,33 @@ pub fn ident(name: &str) -> String {
     s
 }
 
+/// The camelCase form of a server or tool name, by which code can also reach it
+/// (`tools.filesystem.readFile` for `read_file`, `getPage` for `get-page`): the name's runs of
+/// ASCII letters, digits and `$` joined, each run after the first starting upper-case; a
+/// leading digit gets a `_` prefix. The form wizard-generated wrappers use
+/// (`filesystem.readFile(...)`). Resolved after the exact name and the [`ident`] form, and
+/// only when one name has it.
+pub fn camel(name: &str) -> String {
+    let mut s = String::with_capacity(name.len());
+    let mut boundary = false;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '$' {
+            if boundary && !s.is_empty() {
+                s.push(c.to_ascii_uppercase());
+            } else {
+                s.push(c);
+            }
+            boundary = false;
+        } else {
+            boundary = true;
+        }
+    }
+    if s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, '_');
+    }
+    s
+}
+
 /// Limits the engine applies from inside (memory, stack); the host applies the rest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EngineLimits {
@@ -168,7 +195,11 @@ pub enum CallRequest {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cursor: Option<String>,
     },
+    /// One tool's description with its schemas: `name` is `mcp__server__tool`, or a tool of
+    /// `server` when that is given (`getToolSchema(server, tool)`).
     GetToolSchema {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
         name: String,
     },
     /// Every visible tool with its schema, grouped by server.

@@ -22,7 +22,7 @@ pub use frames::{
     AccessInfo, CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FetchRequest,
     FetchResponse, HostFrame, LlmMessage, LogLevel, MAX_HOST_FRAME_BYTES, MAX_WORKER_FRAME_BYTES,
     PROTOCOL_VERSION, RawRunOutcome, RawWorkerFrame, RunOutcome, RunRequest, ToolBinding,
-    WorkerFrame, has_lone_surrogate_escape, ident, json_string_len,
+    WorkerFrame, camel, has_lone_surrogate_escape, ident, json_string_len,
 };
 pub use framing::{FrameError, FromBody, check_len, encode, read_frame, write_frame};
 pub use serde_json::value::RawValue;
@@ -31,6 +31,23 @@ pub use serde_json::value::RawValue;
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+
+    #[test]
+    fn camel_case_forms_of_names() {
+        for (name, form) in [
+            ("read_file", "readFile"),
+            ("list_directory_with_sizes", "listDirectoryWithSizes"),
+            ("get-page", "getPage"),
+            ("get.page", "getPage"),
+            ("thinkdeep", "thinkdeep"),
+            ("_private__x", "privateX"),
+            ("9lives", "_9lives"),
+            ("naïve-tool", "naVeTool"),
+            ("", ""),
+        ] {
+            assert_eq!(camel(name), form, "{name}");
+        }
+    }
 
     #[test]
     fn frames_round_trip_with_their_documented_json() {

@@ -3,12 +3,14 @@
 //! configured server names ([`split_qualified`]), with errors that give the asker's own way
 //! to look ([`Asker`]).
 
+use worker_protocol::camel;
 /// The identifier form of a server or tool name (see the catalog's module docs).
 pub use worker_protocol::ident;
 
 use super::error::NameError;
 
-/// Picks the one name in `names` that is `wanted` exactly, or else whose identifier form is.
+/// Picks the one name in `names` that is `wanted` exactly, or else whose identifier form is,
+/// or else whose camelCase form ([`camel`]) is.
 /// When none is, the error gives the [`nearest`] names.
 pub fn pick<'a>(
     names: impl Iterator<Item = &'a str> + Clone,
@@ -18,7 +20,11 @@ pub fn pick<'a>(
     if let Some(n) = names.clone().find(|n| *n == wanted) {
         return Ok(n);
     }
-    let matches: Vec<&str> = names.clone().filter(|n| ident(n) == wanted).collect();
+    let mut matches: Vec<&str> = names.clone().filter(|n| ident(n) == wanted).collect();
+    if matches.is_empty() {
+        // The camelCase form (`readFile` for `read_file`), as generated wrappers name tools.
+        matches = names.clone().filter(|n| camel(n) == wanted).collect();
+    }
     match matches.as_slice() {
         [one] => Ok(one),
         [] => Err(NameError::NotFound {
@@ -254,6 +260,15 @@ mod tests {
             pick(names.iter().copied(), "read_file", "tool"),
             Ok("read.file")
         );
+        // The camelCase form, after the identifier form, when one name has it.
+        assert_eq!(
+            pick(names.iter().copied(), "readFile", "tool"),
+            Ok("read.file")
+        );
+        let err = pick(names.iter().copied(), "getPage", "tool")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("get-page or get_page"), "{err}");
         let err = pick(["a-b", "a.b"].iter().copied(), "a_b", "tool")
             .unwrap_err()
             .to_string();

@@ -20,7 +20,7 @@ const SECRET: &str = "upstream-secret-98765";
 pub(crate) struct Seen {
     path: String,
     headers: Vec<(String, String)>,
-    body: Value,
+    pub(crate) body: Value,
 }
 
 /// A loopback HTTP server answering like a model provider. The last user message decides:

@@ -2,6 +2,8 @@
 //! execute tools, with fixture MCP servers upstream and code in real, sandboxed workers.
 //!
 //! - [`execute`]: the server, its upstreams and the TypeScript worker end to end;
+//! - [`forms`]: the TypeScript forms of the product line's documents (modules, discovery
+//!   without `await`, `llm` options, unknown options refused);
 //! - [`languages`]: one table of scenarios run in TypeScript and Python;
 //! - [`sessions`]: sessions in both languages (and the workspace quota);
 //! - [`direct`]: pinned direct tools (`directTools`): listed, called, policed, approved, audited;
@@ -38,6 +40,7 @@ mod common;
 mod access;
 mod direct;
 mod execute;
+mod forms;
 mod languages;
 mod llm_provider;
 mod long_runs;

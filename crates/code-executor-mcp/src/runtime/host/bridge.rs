@@ -183,8 +183,8 @@ async fn handle(
             Ok(v) => ok(v),
             Err(e) => err(CallError::Argument, e),
         },
-        CallRequest::GetToolSchema { name } => {
-            match visible_tool(catalog, scope, None, &name).await {
+        CallRequest::GetToolSchema { server, name } => {
+            match visible_tool(catalog, scope, server.as_deref(), &name).await {
                 Ok((server, tool)) => ok(describe(
                     &server,
                     &*catalog.typed(&server, &tool).await,
