@@ -92,14 +92,18 @@ pub(super) async fn call(
                 server: None,
                 tool: None,
                 ..
-            }) => Own::Discovery(CallRequest::GetToolSchema { name: tool }),
+            }) => Own::Discovery(CallRequest::GetToolSchema {
+                server: None,
+                name: tool,
+            }),
             Ok(Discover {
                 name: None,
                 server: Some(server),
                 tool: Some(tool),
                 ..
             }) => Own::Discovery(CallRequest::GetToolSchema {
-                name: crate::policy::qualified_name(&server, &tool),
+                server: Some(server),
+                name: tool,
             }),
             Ok(_) => Own::Answer(err(
                 CallError::Argument,
