@@ -18,9 +18,9 @@ const SECRET: &str = "upstream-secret-98765";
 /// One request the mock received: path, headers (lowercase names), JSON body.
 #[derive(Debug, Clone)]
 pub(crate) struct Seen {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Value,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Value,
 }
 
 /// A loopback HTTP server answering like a model provider. The last user message decides:
