@@ -1124,8 +1124,9 @@ class _Pending:
     def __ge__(self, other):
         return self._value() >= other
 
-    def __hash__(self):
-        return hash(self._value())
+    # Hashed by identity, as coroutines are: asyncio.gather keys its arguments in a dict, which
+    # must not wait for the reply (nor raise its error).
+    __hash__ = object.__hash__
 
     def __add__(self, other):
         return self._value() + other
