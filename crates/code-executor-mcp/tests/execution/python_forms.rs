@@ -364,13 +364,13 @@ out
     assert_eq!(
         v["result"],
         json!([
-            "search_tools() got unexpected keyword argument 'detial'; it accepts query, detail, server, limit",
+            "search_tools() got unexpected keyword argument 'detial'; it accepts query, detail, server, limit, cursor",
             "get_tool_schema() got unexpected keyword argument 'verbose'; it accepts name ('mcp__server__tool'), or server and tool",
             "discover_mcp_tools() got unexpected keyword argument 'limit'; it accepts no arguments",
             "list_servers() got unexpected keyword argument 'all'; it accepts no arguments",
             "llm.ask() got unexpected keyword argument 'temperature'; it accepts system_prompt (or system, systemPrompt), max_tokens (or maxTokens), model",
             "llm.think() got unexpected keyword argument 'sytem_prompt'; it accepts system_prompt (or system, systemPrompt), max_tokens (or maxTokens), model",
-            "search_tools() got unexpected keyword argument 'detial'; it accepts query, detail, server, limit"
+            "search_tools() got unexpected keyword argument 'detial'; it accepts query, detail, server, limit, cursor"
         ]),
         "{v}"
     );

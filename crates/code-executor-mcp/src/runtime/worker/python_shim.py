@@ -1275,8 +1275,10 @@ def list_servers(**kw):
     return _call({"op": "list_servers"})
 
 
-def _search_request(query, detail, server, limit):
+def _search_request(query, detail, server, limit, cursor=None):
     request = {"op": "search_tools", "query": str(query)}
+    if cursor is not None:
+        request["cursor"] = str(cursor)
     if detail is not None:
         request["detail"] = str(detail)
     if server is not None:
@@ -1286,10 +1288,11 @@ def _search_request(query, detail, server, limit):
     return request
 
 
-def search_tools(query, detail=None, server=None, limit=None, **kw):
-    """Ranked search over every upstream tool; detail: 'names', 'summary' or 'full'."""
-    _no_extra("search_tools", kw, "query, detail, server, limit")
-    return _call(_search_request(query, detail, server, limit))
+def search_tools(query, detail=None, server=None, limit=None, cursor=None, **kw):
+    """Ranked search over every upstream tool; detail: 'names', 'summary' or 'full';
+    cursor: a previous answer's nextCursor."""
+    _no_extra("search_tools", kw, "query, detail, server, limit, cursor")
+    return _call(_search_request(query, detail, server, limit, cursor))
 
 
 def get_tool_schema(name=None, tool=None, server=None, **kw):
