@@ -44,27 +44,30 @@ def probe(r, e, p, tl, found, s1, s2, servers):
             [s['name'] for s in servers['servers']]]
 "#;
 
-/// The calls of [`PROBE`], each preceded by `a` (`""` blocking, `"await "` awaited).
-fn probe_calls(a: &str) -> String {
+/// The calls of [`PROBE`], each between `a` and `z` (`""` blocking, `"await "` awaited,
+/// `"asyncio.run("` and `")"` as the documents' cut-down examples write it).
+fn probe_calls(a: &str, z: &str) -> String {
     format!(
-        "probe({a}call_mcp_tool('fx', 'reflect', {{'value': {{'k': [1, 2]}}}}), \
-         {a}call_mcp_tool('mcp__fx__echo', {{'message': 'hi'}}), {a}tools.fx.echo(message='proxy'), \
-         {a}discover_mcp_tools(), {a}search_tools('echo message', server='fx', detail='names'), \
-         {a}get_tool_schema('mcp__fx__add'), {a}get_tool_schema('fx', 'add'), {a}list_servers())"
+        "probe({a}call_mcp_tool('fx', 'reflect', {{'value': {{'k': [1, 2]}}}}){z}, \
+         {a}call_mcp_tool('mcp__fx__echo', {{'message': 'hi'}}){z}, {a}tools.fx.echo(message='proxy'){z}, \
+         {a}discover_mcp_tools(){z}, {a}search_tools('echo message', server='fx', detail='names'){z}, \
+         {a}get_tool_schema('mcp__fx__add'){z}, {a}get_tool_schema('fx', 'add'){z}, {a}list_servers(){z})"
     )
 }
 
 /// Every function the documents use, blocking in plain code, awaited inside
-/// `asyncio.run(main())`, and awaited at top level: the same values, plain ones.
+/// `asyncio.run(main())`, awaited at top level, and each call given to `asyncio.run` in plain
+/// code: the same values, plain ones.
 #[tokio::test]
 async fn every_function_blocking_and_awaited_gives_the_same_plain_values() {
     let h = harness().await;
-    let blocking = format!("{PROBE}\n{}", probe_calls(""));
+    let blocking = format!("{PROBE}\n{}", probe_calls("", ""));
     let in_main = format!(
         "{PROBE}\nasync def main():\n    return {}\nasyncio.run(main())",
-        probe_calls("await ")
+        probe_calls("await ", "")
     );
-    let top_level = format!("{PROBE}\nx = {}\nx", probe_calls("await "));
+    let top_level = format!("{PROBE}\nx = {}\nx", probe_calls("await ", ""));
+    let each_run = format!("{PROBE}\n{}", probe_calls("asyncio.run(", ")"));
     let want = json!([
         true,
         true,
@@ -82,7 +85,7 @@ async fn every_function_blocking_and_awaited_gives_the_same_plain_values() {
         "mcp__fx__add",
         ["fx", "other-server"]
     ]);
-    for code in [&blocking, &in_main, &top_level] {
+    for code in [&blocking, &in_main, &top_level, &each_run] {
         let v = ok(&h, code, json!({})).await;
         assert_eq!(v["result"], want, "{code}\n=> {v}");
     }

@@ -927,7 +927,10 @@ def _call(request, post=None, tail=False):
     form = _form()
     if form == _PLAIN:
         value = _request(request, tail)
-        return value if post is None else post(value)
+        if post is not None:
+            value = post(value)
+        _LAST_PLAIN[0] = id(value)
+        return value
     if form == _AWAITED:
         return _awaited(request, post, tail)
     if form == _PASSED and not tail:
@@ -937,6 +940,26 @@ def _call(request, post=None, tail=False):
         value = post(value)
     # A tail call's value is the run's result as it is (`_tail`): nothing awaits it.
     return value if tail else _awaitable(value)
+
+
+# The id of the value the latest call without a running event loop returned: what
+# `asyncio.run(call_mcp_tool(...))` in plain code passes to asyncio.run (`_install_asyncio`).
+_LAST_PLAIN = [None]
+
+
+def _install_asyncio(asyncio):
+    """asyncio.run(f(...)) of one of our calls made where no loop runs (plain code, as the
+    documents' async examples are often cut down to): the call has run, blocking, so
+    asyncio.run gives its value instead of refusing a value that is not a coroutine."""
+    run = asyncio.run
+
+    def run_(main, *args, **kwargs):
+        if id(main) == _LAST_PLAIN[0] and not asyncio.iscoroutine(main):
+            return main
+        return run(main, *args, **kwargs)
+
+    run_.__doc__, run_.__name__, run_.__qualname__, run_.__wrapped__ = run.__doc__, "run", "run", run
+    asyncio.run = run_
 
 
 async def _awaited(request, post, tail):
@@ -2545,6 +2568,7 @@ def _run(frame):
 
 # What the code finds set up when it imports these modules (`_ImportHook`).
 _AFTER_IMPORT = {
+    "asyncio": _install_asyncio,
     "json": _install_json,
     "urllib.request": _install_urllib,
     "logging": _install_logging,
