@@ -278,6 +278,69 @@ async fn event_loop_attacks_end_cleanly_and_stay_confined() {
     )
     .await;
     assert_eq!(v["result"], "Echo: other loop", "{v}");
+    // The same in a session, whose worker lives on: a loop left running and calls kept from
+    // the earlier run do not disturb its next run.
+    let v = ok(
+        &h,
+        r#"
+import asyncio, threading
+loop = asyncio.new_event_loop()
+threading.Thread(target=loop.run_forever, daemon=True).start()
+async def main():
+    global left
+    left = [call_mcp_tool('fx', 'sleep', {'ms': 300}) for _ in range(3)]
+    await asyncio.gather(*left)
+    return 'first'
+asyncio.run(main())
+"#,
+        json!({"session": "new"}),
+    )
+    .await;
+    assert_eq!(v["result"], "first", "{v}");
+    let id = v["session"]["id"].as_str().unwrap().to_string();
+    let v = ok(
+        &h,
+        r#"
+import asyncio
+r = await asyncio.gather(*[call_mcp_tool('fx', 'echo', {'message': str(i)}) for i in range(3)])
+[r, call_mcp_tool('fx', 'echo', {'message': 'plain'}), [str(x) for x in left], loop.is_running()]
+"#,
+        json!({"session": id}),
+    )
+    .await;
+    assert_eq!(
+        v["result"],
+        json!([
+            ["Echo: 0", "Echo: 1", "Echo: 2"],
+            "Echo: plain",
+            ["slept 300 ms", "slept 300 ms", "slept 300 ms"],
+            true
+        ]),
+        "{v}"
+    );
+    // Calls left in flight when a session's run ends: the host stops its worker (as for
+    // TypeScript's promises never awaited), and the next run says so.
+    ok(
+        &h,
+        r#"
+import asyncio
+async def main():
+    dropped = [call_mcp_tool('fx', 'sleep', {'ms': 2000}) for _ in range(2)]
+    return 'dropped'
+asyncio.run(main())
+"#,
+        json!({"session": id}),
+    )
+    .await;
+    let v = ok(&h, "'next'", json!({"session": id})).await;
+    assert_eq!(v["result"], "next", "{v}");
+    assert!(
+        v["session"]["stateLost"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("tool calls still unanswered"),
+        "{v}"
+    );
     // A thread from async code: confined like the rest of the worker.
     let secret_dir = TempDir::new("pyforms-secret");
     let secret: PathBuf = secret_dir.0.join("secret.txt");
