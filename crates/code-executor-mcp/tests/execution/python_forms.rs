@@ -111,7 +111,7 @@ async def helper():
     return [t.upper(), await t]
 [isinstance(r, dict), json.dumps(r, sort_keys=True), r['k'], e.upper(), e + '!', awaited,
  later == r, json.dumps(items), [i.upper() for i in items], len(items[0]), f'{items[1]}',
- d['k'][0], json.dumps(d), await helper()]
+ d['k'][0], json.dumps(d), await helper(), isinstance(items[0], str), asyncio.iscoroutine(items[1])]
 "#;
     let v = ok(&h, code, json!({})).await;
     assert_eq!(
@@ -130,7 +130,9 @@ async def helper():
             "Echo: 1",
             3,
             r#"{"k": [3]}"#,
-            ["ECHO: KEPT", "Echo: kept"]
+            ["ECHO: KEPT", "Echo: kept"],
+            true,
+            true
         ]),
         "{v}"
     );

@@ -992,10 +992,11 @@ class _Pending:
     asyncio.gather, create_task, a list...): sent when made, so calls passed together are in
     flight together. Awaiting it (directly, in gather, as a task: it is a coroutine) gives the
     value without blocking the loop; using it as a value instead (indexing, len, iteration,
-    str, print, ==, json.dumps, a method of the value) waits for the reply and acts as it.
+    str, print, ==, isinstance in the code, json.dumps, a method of the value) waits for the
+    reply and acts as it.
     Never awaited nor used, it warns about nothing: its reply is dropped."""
 
-    __slots__ = ("_lock", "outcome", "event", "_futures", "_post", "_done", "_it", "_what")
+    __slots__ = ("_lock", "outcome", "event", "_futures", "_post", "_done", "_it")
 
     def __init__(self, request, post):
         self._lock = _thread.allocate_lock()
@@ -1006,7 +1007,6 @@ class _Pending:
         self._done = None
         self._it = None
         call_id, body = _call_frame(request)
-        self._what = _call_names.get(call_id, "a call")
         _pending[call_id] = self
         _send_bytes(*body)
 
@@ -1090,6 +1090,14 @@ class _Pending:
             self._it.close()
 
     # Used as a value: the value's own behaviour.
+    @property
+    def __class__(self):
+        # `isinstance(x, dict)` in the code sees the value's class (waiting for the reply);
+        # asyncio's own checks (is it a coroutine?) see the pending call and do not wait.
+        if sys._getframe(1).f_code.co_filename == SOURCE_NAME:
+            return type(self._value())
+        return _Pending
+
     def __getattr__(self, name):
         # asyncio and inspect probe coroutines for these: a probe must not wait for the reply.
         if name.startswith("_") or name[:3] in ("cr_", "gi_", "ag_"):
@@ -1173,6 +1181,8 @@ class _Pending:
         return float(self._value())
 
 
+# Its name in messages (`expected str instance, PendingCall found`), as docs/python.md calls it.
+_Pending.__name__ = _Pending.__qualname__ = "PendingCall"
 _collections_abc.Coroutine.register(_Pending)
 
 
