@@ -1206,7 +1206,9 @@ def _install_json(json):
         return loads(_unpend(s), *args, **kwargs)
 
     default_.__doc__, loads_.__doc__ = default.__doc__, loads.__doc__
-    loads_.__name__ = "loads"
+    loads_.__name__ = loads_.__qualname__ = "loads"
+    default_.__name__ = default_.__qualname__ = "default"
+    default_.__wrapped__, loads_.__wrapped__ = default, loads  # inspect.signature as before
     json.JSONEncoder.default = default_
     json.loads = loads_
 
