@@ -65,9 +65,11 @@ llm.ask, progress, store/load, skills, fs (node-style readFile/writeFile; writab
 const PYTHON: &str = "\
 Python 3 (the host's CPython); the last expression is the result (JSON-able). Call tools: \
 tools.<server>.<tool>(**args) (typed proxies), call_mcp_tool('mcp__server__tool', args) or \
-call_mcp_tool(server, tool, args); in parallel: await asyncio.gather(acall_mcp_tool(...), \
-...) (top-level await works). print and logging are captured into logs. Also fetch / \
-afetch, llm.ask / llm.aask, progress, store/load, open() under /workspace.";
+call_mcp_tool(server, tool, args); each function blocks, or is awaited \
+(await call_mcp_tool(...) in async def main() with asyncio.run(main()), or top-level await); \
+in parallel: await asyncio.gather(call_mcp_tool(...), ...). print and logging are captured \
+into logs. Also fetch, llm.ask(prompt, system_prompt=, max_tokens=) / llm.think(messages, \
+model=, max_tokens=, system_prompt=), progress, store/load, open() under /workspace.";
 
 /// The full parameters of both execute tools.
 fn input_schema() -> Value {

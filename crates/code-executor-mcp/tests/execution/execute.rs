@@ -1294,20 +1294,21 @@ async fn a_last_statement_that_is_a_tool_call_returns_its_text_exactly() {
             "{tool}: a failing last call fails the run: {v}"
         );
     }
-    // A blocking call awaited is not a tail call: it fails as it always did, on the string.
-    let r = h
-        .call(
-            "execute_python",
-            json!({ "code": format!("{py_head}await tools.fx.echo(message=message)") }),
-        )
-        .await;
-    let v = r.structured_content.unwrap_or_default();
-    let error = v["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        v["error"]["name"] == "TypeError" && error.contains("object str "),
-        "a blocking call awaited: {}",
-        v["error"]
-    );
+    // The same functions awaited (one function, both forms: docs/python.md "Blocking or
+    // awaited") are tail calls too, and return the text exactly.
+    for code in [
+        "await tools.fx.echo(message=message)",
+        "await call_mcp_tool('fx', 'echo', {'message': message})",
+    ] {
+        let r = h
+            .call(
+                "execute_python",
+                json!({ "code": format!("{py_head}{code}") }),
+            )
+            .await;
+        let v = r.structured_content.unwrap_or_default();
+        assert!(v["result"] == echoed, "{code} awaited: {}", v["error"]);
+    }
     // Python's tail call leaves the text on the host: 15 MiB come back under a 16 MiB memory
     // limit, which the same text made in the worker (the frame and the string) overruns.
     let huge = 15usize << 20;

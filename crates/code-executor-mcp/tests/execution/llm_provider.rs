@@ -18,8 +18,8 @@ const SECRET: &str = "upstream-secret-98765";
 /// One request the mock received: path, headers (lowercase names), JSON body.
 #[derive(Debug, Clone)]
 pub(crate) struct Seen {
-    path: String,
-    headers: Vec<(String, String)>,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
     pub(crate) body: Value,
 }
 

@@ -10,6 +10,8 @@
 //! - [`pauses`]: approvals and sampling mid-script, in both protocol generations;
 //! - [`long_runs`]: `yieldAfterMs`, `wait`, `progress()`, cancellation;
 //! - [`pools`]: worker pools: one execution per worker, growth and shrinking;
+//! - [`python_forms`]: Python's blocking and awaited forms of every sandbox function, gathered,
+//!   in `asyncio.run` and at top level, and the attacks on the event loop;
 //! - [`python_start`]: what a Python worker imports late behaves as if imported up front;
 //! - [`robustness`]: hostile and long-running use, and every `RUST_LOG` level;
 //! - [`access`]: file and network grants, and the attacks on them (SSRF, grants);
@@ -48,6 +50,7 @@ mod own_tools;
 mod pauses;
 mod policy;
 mod pools;
+mod python_forms;
 mod python_start;
 mod robustness;
 mod sessions;

@@ -562,6 +562,8 @@ def _jsonable(v, depth=0, path=None):
     if t is float:
         return v if math.isfinite(v) else repr(v)
     if t is not dict and t is not list:
+        if t is _Pending:  # a call passed on unawaited: its value
+            return _jsonable(v._value(), depth, path)
         # A value of an enum's type means the module is loaded: look it up, do not import it.
         enum = sys.modules.get("enum")
         if enum is not None and isinstance(v, enum.Enum):
@@ -828,6 +830,389 @@ async def _arequest(request, tail=False):
             _async_done()
 
 
+# ------------------------------------------------------------------ blocking or awaited
+# Every function of the API that asks the host (call_mcp_tool, the discovery functions,
+# llm.ask, ...) is one function with both forms: `x = call_mcp_tool(...)` blocks and gives the
+# value, `await call_mcp_tool(...)` waits without blocking the event loop. Which one a call is
+# is decided where it is made, from what the calling code does with its value (`_form`), so the
+# value is a plain value wherever code can use it as one:
+#
+# - no event loop runs in this thread (plain code, a thread, a function called from either):
+#   the call blocks and returns the value itself, as it always has;
+# - in running async code (top-level `await`, `asyncio.run(main())`):
+#   - awaited at once (`await f(...)`): a coroutine that waits for the reply without blocking
+#     the loop, so calls awaited in several tasks are in flight together;
+#   - kept as a value (assigned, returned, discarded, indexed, iterated, formatted, compared):
+#     the call blocks and returns the value, made awaitable too when it is a dict, list or str
+#     (`_AWAITABLE`), so `t = f(...); ...; await t` works as well;
+#   - passed on without awaiting (an argument of `asyncio.gather`, `create_task`, `wait_for`,
+#     an element of a list or comprehension): a `_Pending` call, sent at once, so calls
+#     gathered together are in flight together; awaiting it (directly, in gather or as a task)
+#     gives the value, and using it as a value instead waits for the reply and acts as it.
+# docs/python.md ("Blocking or awaited") argues the design.
+_PLAIN, _AWAITED, _VALUE, _PASSED = range(4)
+# The opcodes `_form` reads (names differ across CPython versions), made on first use.
+_OPS = None
+
+
+def _opsets():
+    import opcode
+
+    opmap = opcode.opmap
+
+    def ids(names):
+        return frozenset(opmap[n] for n in names if n in opmap)
+
+    skip = ids(("CACHE", "EXTENDED_ARG", "NOP"))
+    awaited = ids(("GET_AWAITABLE",))
+    # The value is used here, right after the call: bound, discarded, returned, taken apart.
+    value = ids(
+        [n for n in opmap if n.startswith(("STORE_", "POP_JUMP", "JUMP_IF_", "UNPACK_", "FORMAT_"))]
+        + [
+            "POP_TOP", "RETURN_VALUE", "LOAD_ATTR", "LOAD_METHOD", "GET_ITER", "GET_AITER",
+            "CONVERT_VALUE", "TO_BOOL", "UNARY_NOT", "UNARY_NEGATIVE", "UNARY_INVERT", "COPY",
+            "DUP_TOP", "LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE", "CONTAINS_OP",
+            "IS_OP", "COMPARE_OP", "BINARY_OP", "BINARY_SUBSCR", "YIELD_VALUE",
+        ]
+    )
+    # Operands loaded after the value before it is used (`d[k] = f()`, `f()['key']`, `f() + 1`).
+    loads = ids(
+        [n for n in opmap if n.startswith(("LOAD_FAST", "LOAD_CONST", "LOAD_SMALL"))]
+        + ["LOAD_NAME", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_ATTR", "LOAD_CLASSDEREF"]
+    )
+    after_loads = ids(
+        [n for n in opmap if n.startswith(("STORE_", "BINARY_"))]
+        + ["COMPARE_OP", "CONTAINS_OP", "IS_OP"]
+    )
+    return skip, awaited, value, loads, after_loads
+
+
+def _form():
+    """How the code that called our API function uses its value (see above)."""
+    events = sys.modules.get("asyncio.events")
+    if events is None or events._get_running_loop() is None:
+        return _PLAIN
+    global _OPS
+    if _OPS is None:
+        _OPS = _opsets()
+    skip, awaited, value, loads, after_loads = _OPS
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == SHIM_NAME:
+        frame = frame.f_back
+    if frame is None or frame.f_lasti < 0:
+        return _VALUE
+    code = frame.f_code.co_code
+    i, end = frame.f_lasti + 2, len(code)
+    while i < end and code[i] in skip:
+        i += 2
+    if i >= end:
+        return _VALUE
+    op = code[i]
+    if op in awaited:
+        return _AWAITED
+    if op in value:
+        return _VALUE
+    loaded = False
+    while i < end and (code[i] in loads or code[i] in skip):
+        loaded = loaded or code[i] in loads
+        i += 2
+    if loaded and i < end and code[i] in after_loads:
+        return _VALUE
+    return _PASSED
+
+
+def _call(request, post=None, tail=False):
+    """Sends `request` in the form the calling code uses (`_form`); `post` makes the value
+    code sees of the host's answer."""
+    form = _form()
+    if form == _PLAIN:
+        value = _request(request, tail)
+        if post is not None:
+            value = post(value)
+        _LAST_PLAIN[0] = id(value)
+        return value
+    if form == _AWAITED:
+        return _awaited(request, post, tail)
+    if form == _PASSED and not tail:
+        return _Pending(request, post)
+    value = _request(request, tail)
+    if post is not None:
+        value = post(value)
+    # A tail call's value is the run's result as it is (`_tail`): nothing awaits it.
+    return value if tail else _awaitable(value)
+
+
+# The id of the value the latest call without a running event loop returned: what
+# `asyncio.run(call_mcp_tool(...))` in plain code passes to asyncio.run (`_install_asyncio`).
+_LAST_PLAIN = [None]
+
+
+def _install_asyncio(asyncio):
+    """asyncio.run(f(...)) of one of our calls made where no loop runs (plain code, as the
+    documents' async examples are often cut down to): the call has run, blocking, so
+    asyncio.run gives its value instead of refusing a value that is not a coroutine."""
+    run = asyncio.run
+
+    def run_(main, *args, **kwargs):
+        if id(main) == _LAST_PLAIN[0] and not asyncio.iscoroutine(main):
+            return main
+        return run(main, *args, **kwargs)
+
+    run_.__doc__, run_.__name__, run_.__qualname__, run_.__wrapped__ = run.__doc__, "run", "run", run
+    asyncio.run = run_
+
+
+async def _awaited(request, post, tail):
+    value = await _arequest(request, tail)
+    return value if post is None else post(value)
+
+
+def _await_self(self):
+    """`await value` gives the value itself."""
+    return self
+    yield  # noqa: unreachable - makes this a generator, as __await__ must return an iterator
+
+
+# A value the code kept inside async code, awaitable too: `t = call_mcp_tool(...)` then
+# `await t` or `asyncio.gather(t, ...)`. Subclasses of the value's own type, so isinstance,
+# json.dumps, indexing, printing and comparing behave as for the plain value.
+_AWAITABLE = {
+    t: type("awaitable_" + t.__name__, (t,), {"__slots__": (), "__await__": _await_self})
+    for t in (dict, list, str)
+}
+
+
+def _awaitable(value):
+    cls = _AWAITABLE.get(type(value))
+    return value if cls is None else cls(value)
+
+
+class _Pending:
+    """A call made in running async code and passed on without being awaited (to
+    asyncio.gather, create_task, a list...): sent when made, so calls passed together are in
+    flight together. Awaiting it (directly, in gather, as a task: it is a coroutine) gives the
+    value without blocking the loop; using it as a value instead (indexing, len, iteration,
+    str, print, ==, isinstance in the code, json.dumps, a method of the value) waits for the
+    reply and acts as it.
+    Never awaited nor used, it warns about nothing: its reply is dropped."""
+
+    __slots__ = ("_lock", "outcome", "event", "_futures", "_post", "_done", "_it")
+
+    def __init__(self, request, post):
+        self._lock = _thread.allocate_lock()
+        self.outcome = None
+        self.event = None
+        self._futures = []
+        self._post = post
+        self._done = None
+        self._it = None
+        call_id, body = _call_frame(request)
+        _pending[call_id] = self
+        _send_bytes(*body)
+
+    # The reply, delivered by whichever thread reads (`_dispatch`).
+    def wake(self):
+        event = self.event
+        if event is not None:
+            event.set()
+
+    def deliver(self, outcome):
+        with self._lock:
+            self.outcome = outcome
+            futures, self._futures = self._futures, []
+        self.wake()
+        for loop, future in futures:
+            _async_done()
+            try:
+                loop.call_soon_threadsafe(_settle, future, outcome)
+            except RuntimeError:  # the loop was closed: nobody waits any more
+                pass
+
+    def _finish(self, outcome):
+        if self._done is None:
+            try:
+                value = _result(outcome)
+                self._done = (True, value if self._post is None else self._post(value))
+            except BaseException as e:  # noqa: BLE001 - raised to whoever uses the value
+                self._done = (False, e)
+        ok, value = self._done
+        if ok:
+            return value
+        raise value
+
+    def _value(self):
+        """The value, waiting for the reply (blocking this thread) when it has not come."""
+        if self.outcome is None:
+            _await_frames(lambda: self.outcome is not None, self)
+        return self._finish(self.outcome)
+
+    async def _wait(self):
+        import asyncio
+
+        entry = None
+        with self._lock:
+            outcome = self.outcome
+            if outcome is None:
+                loop = asyncio.get_running_loop()
+                entry = (loop, loop.create_future())
+                self._futures.append(entry)
+                cond = _async_cond()
+                with cond:
+                    _async_pending[0] += 1
+                    cond.notify()
+        if entry is not None:
+            try:
+                outcome = await entry[1]
+            finally:
+                # Cancelled before the reply: it no longer keeps the reader busy.
+                with self._lock:
+                    if entry in self._futures:
+                        self._futures.remove(entry)
+                        _async_done()
+        return self._finish(outcome)
+
+    # Awaitable, and a coroutine to asyncio (create_task, gather, wait_for, ensure_future).
+    def __await__(self):
+        return self._wait().__await__()
+
+    def send(self, value):
+        if self._it is None:
+            self._it = self.__await__()
+        return self._it.send(value)
+
+    def throw(self, *exc):
+        if self._it is None:
+            self._it = self.__await__()
+        return self._it.throw(*exc)
+
+    def close(self):
+        if self._it is not None:
+            self._it.close()
+
+    # Used as a value: the value's own behaviour.
+    @property
+    def __class__(self):
+        # `isinstance(x, dict)` in the code sees the value's class (waiting for the reply);
+        # asyncio's own checks (is it a coroutine?) see the pending call and do not wait.
+        if sys._getframe(1).f_code.co_filename == SOURCE_NAME:
+            return type(self._value())
+        return _Pending
+
+    def __getattr__(self, name):
+        # asyncio and inspect probe coroutines for these: a probe must not wait for the reply.
+        if name.startswith("_") or name[:3] in ("cr_", "gi_", "ag_"):
+            raise AttributeError(name)
+        return getattr(self._value(), name)
+
+    def __repr__(self):
+        return repr(self._value())
+
+    def __str__(self):
+        return str(self._value())
+
+    def __format__(self, spec):
+        return format(self._value(), spec)
+
+    def __bool__(self):
+        return bool(self._value())
+
+    def __len__(self):
+        return len(self._value())
+
+    def __iter__(self):
+        return iter(self._value())
+
+    def __reversed__(self):
+        return reversed(self._value())
+
+    def __contains__(self, item):
+        return item in self._value()
+
+    def __getitem__(self, key):
+        return self._value()[key]
+
+    def __setitem__(self, key, value):
+        self._value()[key] = value
+
+    def __delitem__(self, key):
+        del self._value()[key]
+
+    def __eq__(self, other):
+        return self._value() == other
+
+    def __ne__(self, other):
+        return self._value() != other
+
+    def __lt__(self, other):
+        return self._value() < other
+
+    def __le__(self, other):
+        return self._value() <= other
+
+    def __gt__(self, other):
+        return self._value() > other
+
+    def __ge__(self, other):
+        return self._value() >= other
+
+    # Hashed by identity, as coroutines are: asyncio.gather keys its arguments in a dict, which
+    # must not wait for the reply (nor raise its error).
+    __hash__ = object.__hash__
+
+    def __add__(self, other):
+        return self._value() + other
+
+    def __radd__(self, other):
+        return other + self._value()
+
+    def __mul__(self, other):
+        return self._value() * other
+
+    def __rmul__(self, other):
+        return other * self._value()
+
+    def __mod__(self, other):
+        return self._value() % other
+
+    def __int__(self):
+        return int(self._value())
+
+    def __float__(self):
+        return float(self._value())
+
+
+# Its name in messages (`expected str instance, PendingCall found`), as docs/python.md calls it.
+_Pending.__name__ = _Pending.__qualname__ = "PendingCall"
+_collections_abc.Coroutine.register(_Pending)
+
+
+def _unpend(value):
+    """A pending call's value (`_Pending`), or `value`."""
+    return value._value() if type(value) is _Pending else value
+
+
+def _install_json(json):
+    """json.dumps and json.loads take a pending call (`_Pending`) as its value."""
+    default = json.JSONEncoder.default
+
+    def default_(self, o):
+        if type(o) is _Pending:
+            return o._value()
+        return default(self, o)
+
+    loads = json.loads
+
+    def loads_(s, *args, **kwargs):
+        return loads(_unpend(s), *args, **kwargs)
+
+    default_.__doc__, loads_.__doc__ = default.__doc__, loads.__doc__
+    loads_.__name__ = loads_.__qualname__ = "loads"
+    default_.__name__ = default_.__qualname__ = "default"
+    default_.__wrapped__, loads_.__wrapped__ = default, loads  # inspect.signature as before
+    json.JSONEncoder.default = default_
+    json.loads = loads_
+
+
 def _tool_request(fn, a, b, c, kwargs):
     if isinstance(b, str):
         server, name, args = a, b, c
@@ -865,8 +1250,9 @@ def _tool_args(args):
 
 def call_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
     """call_mcp_tool('mcp__server__tool', {...}) or call_mcp_tool('server', 'tool', {...});
-    keyword arguments are added to the arguments. Blocks until the tool answers."""
-    return _request(_tool_request("call_mcp_tool", name, args, tool_args, kwargs))
+    keyword arguments are added to the arguments. Blocks until the tool answers, or, awaited
+    (`await call_mcp_tool(...)`), waits without blocking the event loop (`_call`)."""
+    return _call(_tool_request("call_mcp_tool", name, args, tool_args, kwargs))
 
 
 async def acall_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
@@ -892,30 +1278,42 @@ def _tail(f, awaited=False):
     awaitable one awaited); anything else as it is. A tail call tells the host that its value
     is returned as it is, so a large text reply can stay on the host (`{"type": "kept"}`):
     the worker never decodes it, and the result refers to the host's copy."""
-    if f is call_mcp_tool and not awaited:
+    if f is call_mcp_tool:
         return _tail_call_mcp_tool
     if f is acall_mcp_tool and awaited:
         return _tail_acall_mcp_tool
-    if type(f) is _Tool and f._async == awaited:
+    if type(f) is _Tool and (awaited or not f._async):
         return f._tail
     return f
 
 
 def _tail_call_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
-    return _request(_tool_request("call_mcp_tool", name, args, tool_args, kwargs), True)
+    return _call(_tool_request("call_mcp_tool", name, args, tool_args, kwargs), tail=True)
 
 
 async def _tail_acall_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
     return await _arequest(_tool_request("acall_mcp_tool", name, args, tool_args, kwargs), True)
 
 
-def list_servers():
+def _no_extra(fn, kw, accepted):
+    """Unknown keyword options are an error naming the accepted ones."""
+    if kw:
+        raise TypeError(
+            "%s() got unexpected keyword argument%s %s; it accepts %s"
+            % (fn, "s" if len(kw) > 1 else "", ", ".join(map(repr, sorted(kw))), accepted)
+        )
+
+
+def list_servers(**kw):
     """Configured upstream servers with status and tool counts."""
-    return _request({"op": "list_servers"})
+    _no_extra("list_servers", kw, "no arguments")
+    return _call({"op": "list_servers"})
 
 
-def _search_request(query, detail, server, limit):
+def _search_request(query, detail, server, limit, cursor=None):
     request = {"op": "search_tools", "query": str(query)}
+    if cursor is not None:
+        request["cursor"] = str(cursor)
     if detail is not None:
         request["detail"] = str(detail)
     if server is not None:
@@ -925,19 +1323,69 @@ def _search_request(query, detail, server, limit):
     return request
 
 
-def search_tools(query, detail=None, server=None, limit=None):
-    """Ranked search over every upstream tool; detail: 'names', 'summary' or 'full'."""
-    return _request(_search_request(query, detail, server, limit))
+def search_tools(query, detail=None, server=None, limit=None, cursor=None, **kw):
+    """Ranked search over every upstream tool; detail: 'names', 'summary' or 'full';
+    cursor: a previous answer's nextCursor."""
+    _no_extra("search_tools", kw, "query, detail, server, limit, cursor")
+    return _call(_search_request(query, detail, server, limit, cursor))
 
 
-def get_tool_schema(name):
-    """Input and output JSON Schema of one tool, named mcp__server__tool."""
-    return _request({"op": "get_tool_schema", "name": str(name)})
+def get_tool_schema(name=None, tool=None, server=None, **kw):
+    """Input and output JSON Schema of one tool: get_tool_schema('mcp__server__tool') or
+    get_tool_schema('server', 'tool') (also server=, tool=)."""
+    _no_extra("get_tool_schema", kw, "name ('mcp__server__tool'), or server and tool")
+    if server is not None and name is not None and tool is None:
+        name, tool = server, name  # get_tool_schema('tool', server='s')
+    elif server is not None:
+        if name is not None:
+            raise TypeError("get_tool_schema: pass the name 'mcp__server__tool', or server and tool, not both")
+        name = server
+    if name is None:
+        raise TypeError("get_tool_schema() needs a tool: get_tool_schema('mcp__server__tool') or get_tool_schema('server', 'tool')")
+    if tool is not None:
+        name = "mcp__%s__%s" % (name, tool)
+    return _call({"op": "get_tool_schema", "name": str(name)})
 
 
-def discover_mcp_tools():
-    """Every visible tool with its schema."""
-    return _request({"op": "discover_tools"})
+class ToolList(list):
+    """What discover_mcp_tools() gives: the visible tools as a list (len, index, iteration,
+    slices), each {name, server, tool, description, inputSchema, ...}. The earlier shape's
+    keys read as before: result['tools'] is the list itself, result['unavailable'] the
+    servers that could not be reached (also `.unavailable`)."""
+
+    __slots__ = ("unavailable",)
+    _KEYS = ("tools", "unavailable")
+
+    def __init__(self, answer=()):
+        answer = answer if isinstance(answer, _collections_abc.Mapping) else {"tools": answer}
+        super().__init__(answer.get("tools") or ())
+        self.unavailable = list(answer.get("unavailable") or ())
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            if key == "tools":
+                return self
+            if key == "unavailable":
+                return self.unavailable
+            raise KeyError(key)
+        return list.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        return self[key] if key in self._KEYS else default
+
+    def keys(self):
+        return list(self._KEYS)
+
+    def __contains__(self, item):
+        return item in self._KEYS if isinstance(item, str) else list.__contains__(self, item)
+
+    __await__ = _await_self
+
+
+def discover_mcp_tools(**kw):
+    """Every visible tool with its schema, as a list (ToolList)."""
+    _no_extra("discover_mcp_tools", kw, "no arguments")
+    return _call({"op": "discover_tools"}, ToolList)
 
 
 _MISSING = object()
@@ -953,15 +1401,21 @@ def store(key, value=_MISSING):
         request["delete"] = True
     else:
         request["value"] = _jsonable(value)
-    _request(request)
+    return _call(request, _nothing)
+
+
+def _nothing(_answer):
+    return None
 
 
 def load(key, default=None):
     """The value stored under `key` in this session, or `default`."""
     if not isinstance(key, str):
         raise TypeError("load: the key must be a string, got %s" % _repr(key))
-    answer = _request({"op": "load", "key": key})
-    return answer.get("value") if answer.get("found") else default
+    return _call(
+        {"op": "load", "key": key},
+        lambda answer: answer.get("value") if answer.get("found") else default,
+    )
 
 
 def save_skill(name, code, description, input_schema=None, language="python"):
@@ -976,12 +1430,12 @@ def save_skill(name, code, description, input_schema=None, language="python"):
                "language": str(language)}
     if input_schema is not None:
         request["input_schema"] = _jsonable(input_schema)
-    return _request(request)
+    return _call(request)
 
 
 def list_skills():
     """Every skill: name, description, origin, language, and what changed under it."""
-    return _request({"op": "list_skills"})
+    return _call({"op": "list_skills"})
 
 
 def _skill_answer(name, answer):
@@ -1016,14 +1470,15 @@ class _Skills:
                 return _skill_answer(name, answer)
         else:
             def call(args=None, /, **kwargs):
-                answer = _request({"op": "run_skill", "name": name,
-                                   "args": _skill_args(name, args, kwargs)})
-                return _skill_answer(name, answer)
+                return _call({"op": "run_skill", "name": name,
+                              "args": _skill_args(name, args, kwargs)},
+                             lambda answer: _skill_answer(name, answer))
         call.__name__ = name
         return call
 
     def __dir__(self):
-        return [s["name"].replace("-", "_") for s in list_skills().get("skills", [])]
+        skills = _request({"op": "list_skills"}).get("skills", [])
+        return [s["name"].replace("-", "_") for s in skills]
 
     def __repr__(self):
         return "<skills: list_skills() shows them>"
@@ -1056,7 +1511,7 @@ def progress(done, total=None, message=None):
         request["total"] = float(total)
     if message is not None:
         request["message"] = _clean(str(message))
-    _request(request)
+    return _call(request, _nothing)
 
 
 # ---------------------------------------------------------------------------- model calls
@@ -1095,44 +1550,79 @@ def _ask_request(fn, prompt, system, max_tokens, model):
     return _llm_request(fn, [{"role": "user", "content": prompt}], system, max_tokens, model)
 
 
+# The options of llm.ask / llm.think under every name they go by: the documented ones
+# (system_prompt, max_tokens, model), our earlier `system`, and TypeScript's camelCase.
+_LLM_ALIASES = {"system": "system_prompt", "systemPrompt": "system_prompt", "maxTokens": "max_tokens"}
+_LLM_ACCEPTS = "system_prompt (or system, systemPrompt), max_tokens (or maxTokens), model"
+
+
+def _llm_options(fn, opts, kw):
+    """(system, max_tokens, model) from the named parameters `opts` and the other keyword
+    arguments `kw` (aliases); anything else is an error naming what is accepted. An empty
+    system prompt or model (the documented defaults) means none: the host's default."""
+    for name in list(kw):
+        canon = _LLM_ALIASES.get(name)
+        if canon is None:
+            continue
+        value = kw.pop(name)
+        if opts[canon] not in (None, "") and value not in (None, ""):
+            raise TypeError("%s() got %s twice (as %s and %s)" % (fn, canon, canon, name))
+        if value not in (None, ""):
+            opts[canon] = value
+    _no_extra(fn, kw, _LLM_ACCEPTS)
+    system = opts["system_prompt"]
+    if system is not None and not isinstance(system, str):
+        raise TypeError("%s: system_prompt must be a str, got %s" % (fn, _repr(system)))
+    return system or None, opts["max_tokens"], opts["model"] or None
+
+
+def _think_args(fn, messages, kw):
+    """llm.think also takes TypeScript's one object, {messages, systemPrompt?, model?,
+    maxTokens?}: its keys join the keyword arguments."""
+    if isinstance(messages, _collections_abc.Mapping) and "messages" in messages:
+        options = dict(messages)
+        messages = options.pop("messages")
+        for name, value in options.items():
+            if name in kw:
+                raise TypeError("%s() got %s twice" % (fn, name))
+            kw[name] = value
+    return messages
+
+
 class _Llm:
     """Model calls, answered by the client's sampling or the configured provider:
-    llm.ask(prompt, system=None, max_tokens=None, model=None) -> str;
-    llm.think(messages, system=None, max_tokens=None, model=None) -> str (a multi-turn
-    conversation of {'role': 'user'|'assistant', 'content': str});
-    awaitable forms: await llm.aask(...), await llm.athink(...)."""
+    llm.ask(prompt, system_prompt='', max_tokens=None, model='') -> str;
+    llm.think(messages, model='', max_tokens=None, system_prompt='') -> str (a multi-turn
+    conversation of {'role': 'user'|'assistant', 'content': str}). Blocking, or awaited
+    (`await llm.ask(...)`); `system=` and `maxTokens=` are accepted too, and the older
+    awaitable names llm.aask(...) and llm.athink(...)."""
 
     __slots__ = ()
 
-    def ask(self, prompt, system=None, max_tokens=None, model=None, **kw):
-        max_tokens = kw.pop("maxTokens", max_tokens)
-        _no_extra("llm.ask", kw)
-        return _request(_ask_request("llm.ask", prompt, system, max_tokens, model))
+    def ask(self, prompt, system_prompt="", max_tokens=None, model="", **kw):
+        opts = {"system_prompt": system_prompt, "max_tokens": max_tokens, "model": model}
+        return _call(_ask_request("llm.ask", prompt, *_llm_options("llm.ask", opts, kw)))
 
-    async def aask(self, prompt, system=None, max_tokens=None, model=None, **kw):
-        max_tokens = kw.pop("maxTokens", max_tokens)
-        _no_extra("llm.aask", kw)
-        return await _arequest(_ask_request("llm.aask", prompt, system, max_tokens, model))
+    async def aask(self, prompt, system_prompt="", max_tokens=None, model="", **kw):
+        opts = {"system_prompt": system_prompt, "max_tokens": max_tokens, "model": model}
+        return await _arequest(_ask_request("llm.aask", prompt, *_llm_options("llm.aask", opts, kw)))
 
-    def think(self, messages=None, system=None, max_tokens=None, model=None, **kw):
-        max_tokens = kw.pop("maxTokens", max_tokens)
-        _no_extra("llm.think", kw)
-        return _request(_llm_request("llm.think", _llm_messages("llm.think", messages), system, max_tokens, model))
+    def think(self, messages=None, model="", max_tokens=None, system_prompt="", **kw):
+        messages = _think_args("llm.think", messages, kw)
+        opts = {"system_prompt": system_prompt, "max_tokens": max_tokens, "model": model}
+        options = _llm_options("llm.think", opts, kw)
+        return _call(_llm_request("llm.think", _llm_messages("llm.think", messages), *options))
 
-    async def athink(self, messages=None, system=None, max_tokens=None, model=None, **kw):
-        max_tokens = kw.pop("maxTokens", max_tokens)
-        _no_extra("llm.athink", kw)
+    async def athink(self, messages=None, model="", max_tokens=None, system_prompt="", **kw):
+        messages = _think_args("llm.athink", messages, kw)
+        opts = {"system_prompt": system_prompt, "max_tokens": max_tokens, "model": model}
+        options = _llm_options("llm.athink", opts, kw)
         return await _arequest(
-            _llm_request("llm.athink", _llm_messages("llm.athink", messages), system, max_tokens, model)
+            _llm_request("llm.athink", _llm_messages("llm.athink", messages), *options)
         )
 
     def __repr__(self):
-        return "<llm: ask, think, aask, athink>"
-
-
-def _no_extra(fn, kw):
-    if kw:
-        raise TypeError("%s: unexpected argument(s) %s" % (fn, ", ".join(sorted(kw))))
+        return "<llm: ask, think (blocking or awaited); aask, athink>"
 
 
 llm = _Llm()
@@ -1199,6 +1689,8 @@ class FetchResponse:
         return 200 <= self.status < 300
 
     status_code = property(lambda self: self.status)
+    # `r = fetch(...)` kept in async code can be awaited too (`_call`).
+    __await__ = _await_self
 
     def text(self, encoding="utf-8"):
         return self.content.decode(encoding, "replace")
@@ -1254,7 +1746,7 @@ def _fetch_request(url, method, headers, body, json_body, redirect):
 def fetch(url, method="GET", headers=None, body=None, json=_MISSING, redirect="follow"):
     """HTTP request made by the host (permissions.net must grant the destination). Returns a
     FetchResponse; raises PolicyError (not granted), NetworkError, LimitError."""
-    return FetchResponse(_request(_fetch_request(url, method, headers, body, json, redirect)))
+    return _call(_fetch_request(url, method, headers, body, json, redirect), FetchResponse)
 
 
 async def afetch(url, method="GET", headers=None, body=None, json=_MISSING, redirect="follow"):
@@ -1831,6 +2323,12 @@ def _describe(exc):
                 message += hint
         except Exception:  # noqa: BLE001 - a hint is optional
             pass
+    if isinstance(exc, RuntimeError) and message.startswith("asyncio.run() cannot be called"):
+        message += (
+            " (this code already runs in an event loop, because it awaits at top level or is "
+            "inside a coroutine: await the coroutine instead, `await main()` for "
+            "`asyncio.run(main())`)"
+        )
     if isinstance(exc, (RuntimeError, BlockingIOError)):
         try:
             message += _task_limit_hint(exc, message)
@@ -1945,15 +2443,7 @@ def _execute(codeobj, expression, ns):
     the result value. Raises what the code raised."""
     try:
         if codeobj.co_flags & CO_COROUTINE:  # the code awaits at top level
-            import asyncio
-
-            loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(loop)
-            try:
-                value = loop.run_until_complete(eval(codeobj, ns))
-            finally:
-                asyncio.set_event_loop(None)
-                loop.close()
+            value = _run_async(eval(codeobj, ns))
             if expression:
                 return value
         elif expression:
@@ -1963,6 +2453,29 @@ def _execute(codeobj, expression, ns):
     except _Return as r:
         return r.value
     return ns.get(_RESULT)
+
+
+def _run_async(coro):
+    """Runs the code's top-level coroutine on a new event loop, and ends it as asyncio.run
+    does: tasks the code left running are cancelled, async generators closed; threads of the
+    default executor are not waited for (the run is over)."""
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        try:
+            tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for t in tasks:
+                t.cancel()
+            if tasks:
+                loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
 
 
 def _run(frame):
@@ -2067,6 +2580,8 @@ def _run(frame):
 
 # What the code finds set up when it imports these modules (`_ImportHook`).
 _AFTER_IMPORT = {
+    "asyncio": _install_asyncio,
+    "json": _install_json,
     "urllib.request": _install_urllib,
     "logging": _install_logging,
     "linecache": _fill_linecache,
