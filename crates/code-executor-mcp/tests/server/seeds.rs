@@ -400,14 +400,15 @@ impl Seen {
     }
 }
 
+/// The text of an answer's log lines (ours are `{level, text}`; the documents' are strings).
 fn log_text(v: &Value) -> String {
     v["logs"]
         .as_array()
         .map(|l| {
             l.iter()
                 .map(|e| {
-                    e["text"]
-                        .as_str()
+                    e.as_str()
+                        .or_else(|| e["text"].as_str())
                         .map_or_else(|| e.to_string(), str::to_string)
                 })
                 .collect::<Vec<_>>()
