@@ -137,9 +137,27 @@ fn every_block_of_the_documents_is_classified_in_docs_seeds_md() {
             }
         }
     }
+    let names = extract::names_in(&extract::documents_dir());
+    for (id, name) in &names {
+        if !rows
+            .iter()
+            .any(|r| &r.id == id && r.kind == "name" && &r.tool == name)
+        {
+            errors.push(format!(
+                "{id}: the tool name `{name}` first appears here; add: | {id} | name | `{name}` | ARGS | STATUS | NOTE |"
+            ));
+        }
+    }
     for r in &rows {
-        if !blocks.iter().any(|b| b.id == r.id) {
-            errors.push(format!("{}: no such block in the documents", r.id));
+        let known = if r.kind == "name" {
+            names
+                .iter()
+                .any(|(id, name)| id == &r.id && name == &r.tool)
+        } else {
+            blocks.iter().any(|b| b.id == r.id)
+        };
+        if !known {
+            errors.push(format!("{}: no such {} in the documents", r.id, r.kind));
         }
     }
     assert!(errors.is_empty(), "docs/seeds.md:\n{}", errors.join("\n"));
@@ -797,17 +815,21 @@ async fn every_example_of_the_documents_runs_as_docs_seeds_md_says() {
             Err(e) => format!("FAIL {e}"),
         };
         report.push(format!("{:8} {:28} {got}", b.id, status(&row.expected)));
-        match (&row.expected, &outcome) {
-            (Expected::Pass, Err(e)) => wrong.push(format!("{}: expected pass, failed: {e}", b.id)),
-            (Expected::Fails(_), Ok(())) => {
-                blessed.push(row.clone());
-                wrong.push(format!(
-                    "{}: now passes; mark it `pass` in docs/seeds.md (CODE_EXECUTOR_SEEDS_BLESS=1 does)",
-                    b.id
-                ));
-            }
-            _ => {}
-        }
+        judge(row, &outcome, &mut wrong, &mut blessed);
+    }
+    for row in rows.iter().filter(|r| r.kind == "name") {
+        let outcome = run_name(&w, row).await;
+        let got = match &outcome {
+            Ok(()) => "pass".to_string(),
+            Err(e) => format!("FAIL {e}"),
+        };
+        report.push(format!(
+            "{:8} {:28} {got} ({})",
+            row.id,
+            status(&row.expected),
+            row.tool
+        ));
+        judge(row, &outcome, &mut wrong, &mut blessed);
     }
     eprintln!(
         "examples of tests/seeds/ (id, expected, outcome):\n{}",
@@ -830,6 +852,40 @@ async fn every_example_of_the_documents_runs_as_docs_seeds_md_says() {
         eprintln!("docs/seeds.md: {} rows marked pass", blessed.len());
     }
     assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+}
+
+/// Compares an outcome with the table: a `pass` that fails, or a `fails:` that passes, is wrong
+/// (the latter can be blessed).
+fn judge(row: &Row, outcome: &Result<(), String>, wrong: &mut Vec<String>, blessed: &mut Vec<Row>) {
+    match (&row.expected, outcome) {
+        (Expected::Pass, Err(e)) => wrong.push(format!("{}: expected pass, failed: {e}", row.id)),
+        (Expected::Fails(_), Ok(())) => {
+            blessed.push(row.clone());
+            wrong.push(format!(
+                "{}: now passes; mark it `pass` in docs/seeds.md (CODE_EXECUTOR_SEEDS_BLESS=1 does)",
+                row.id
+            ));
+        }
+        _ => {}
+    }
+}
+
+/// Calls one of the documents' tool names with the table's arguments; code given to it must
+/// run (what it prints, 42013, is in the answer).
+async fn run_name(w: &World, row: &Row) -> Result<(), String> {
+    let args: Value = serde_json::from_str(&row.given)
+        .unwrap_or_else(|e| panic!("{}: `given` is not JSON arguments: {e}", row.id));
+    let answer = w.call(&row.tool, args.clone()).await?;
+    if let Some(e) = answer.get("error").filter(|e| !e.is_null()) {
+        return Err(format!("error: {}", clip(&e.to_string())));
+    }
+    if args.get("code").is_some() && !answer.to_string().contains("42013") {
+        return Err(format!(
+            "the code's output is not in the answer: {}",
+            clip(&answer.to_string())
+        ));
+    }
+    Ok(())
 }
 
 fn status(e: &Expected) -> String {

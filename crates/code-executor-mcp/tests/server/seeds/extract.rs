@@ -273,3 +273,49 @@ pub(crate) fn squash(s: &str) -> String {
         .map(|c| c.to_ascii_lowercase())
         .collect()
 }
+
+/// The agent-facing tool names of the documents' kind (their execute tools and
+/// `get_tool_signature`), by their squashed shape.
+const TOOL_NAME_SHAPES: &[&str] = &[
+    "executetypescript",
+    "executepython",
+    "executecode",
+    "runtypescriptcode",
+    "runpythoncode",
+    "runpython",
+    "gettoolsignature",
+];
+
+/// The documents' agent-facing tool names, each spelling once with where it first appears
+/// (`DOC:LINE`), read from their whole text, prose included (`run_python` is only named in
+/// prose; `mcp__code-executor__executeTypescript` names `executeTypescript`).
+pub(crate) fn names_in(dir: &Path) -> Vec<(String, String)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    files.sort();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for file in files {
+        let doc = file.file_name().unwrap().to_string_lossy()[..3].to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.split('\n').enumerate() {
+            // A file name keeps its extension (`execute-code.ts` in a source tree is no tool).
+            let tokens = line.split(|c: char| !(c.is_ascii_alphanumeric() || "_-.".contains(c)));
+            for token in tokens {
+                let name = token
+                    .trim_end_matches('.')
+                    .rsplit("__")
+                    .next()
+                    .unwrap_or_default();
+                if TOOL_NAME_SHAPES.contains(&squash(name).as_str())
+                    && !out.iter().any(|(_, known)| known == name)
+                {
+                    out.push((format!("{doc}:{}", n + 1), name.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
