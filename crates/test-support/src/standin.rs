@@ -336,22 +336,36 @@ impl Proxy {
         }
     }
 
-    fn map_in(&self, v: &mut Value) {
+    fn map_out<T: serde::Serialize + serde::de::DeserializeOwned>(&self, t: T) -> T {
+        map_out(&self.root, t)
+    }
+}
+
+/// Takes the absolute paths among the path arguments of `args` under `root` (relative ones
+/// are left to the server, which resolves them against its root).
+pub fn map_in(root: &str, args: &mut serde_json::Map<String, Value>) {
+    fn one(root: &str, v: &mut Value) {
         match v {
-            Value::String(s) if s.starts_with('/') => *s = format!("{}{s}", self.root),
-            Value::Array(items) => items.iter_mut().for_each(|i| self.map_in(i)),
+            Value::String(s) if s.starts_with('/') => *s = format!("{root}{s}"),
+            Value::Array(items) => items.iter_mut().for_each(|i| one(root, i)),
             _ => {}
         }
     }
-
-    fn map_out<T: serde::Serialize + serde::de::DeserializeOwned>(&self, t: T) -> T {
-        let Ok(text) = serde_json::to_string(&t) else {
-            return t;
-        };
-        // The root as it appears inside a JSON string (no character of it needs escaping).
-        let mapped = text.replace(&self.root, "");
-        serde_json::from_str(&mapped).unwrap_or(t)
+    for key in PATH_ARGS {
+        if let Some(v) = args.get_mut(*key) {
+            one(root, v);
+        }
     }
+}
+
+/// `t` with `root` removed wherever it appears (paths in answers, tool descriptions).
+pub fn map_out<T: serde::Serialize + serde::de::DeserializeOwned>(root: &str, t: T) -> T {
+    let Ok(text) = serde_json::to_string(&t) else {
+        return t;
+    };
+    // The root as it appears inside a JSON string (no character of it needs escaping).
+    let mapped = text.replace(root, "");
+    serde_json::from_str(&mapped).unwrap_or(t)
 }
 
 impl ServerHandler for Proxy {
@@ -382,11 +396,7 @@ impl ServerHandler for Proxy {
         let args = request.arguments.clone().unwrap_or_default();
         record(&self.name, &request.name, &Value::Object(args.clone()));
         let mut mapped = args;
-        for key in PATH_ARGS {
-            if let Some(v) = mapped.get_mut(*key) {
-                self.map_in(v);
-            }
-        }
+        map_in(&self.root, &mut mapped);
         request.arguments = Some(mapped);
         let result = self
             .upstream
@@ -395,5 +405,63 @@ impl ServerHandler for Proxy {
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(self.map_out(result).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_paths_go_under_the_root_and_come_back_without_it() {
+        let mut args = json!({"path": "/src/auth.ts", "paths": ["/a", "b"], "content": "/x",
+                              "source": "./rel", "destination": "/tmp/d"})
+        .as_object()
+        .cloned()
+        .unwrap();
+        map_in("/tmp/r", &mut args);
+        assert_eq!(
+            Value::Object(args),
+            json!({"path": "/tmp/r/src/auth.ts", "paths": ["/tmp/r/a", "b"], "content": "/x",
+                   "source": "./rel", "destination": "/tmp/r/tmp/d"})
+        );
+        let answer = json!({"content": [{"type": "text", "text": "Successfully wrote to /tmp/r/src/a.ts"}],
+                            "structuredContent": {"content": "/tmp/r/src/a.ts\n/tmp/r/b"}});
+        assert_eq!(
+            map_out("/tmp/r", answer),
+            json!({"content": [{"type": "text", "text": "Successfully wrote to /src/a.ts"}],
+                   "structuredContent": {"content": "/src/a.ts\n/b"}})
+        );
+    }
+
+    #[test]
+    fn stand_ins_answer_in_the_shapes_the_documents_read() {
+        let zen = StandIn::new("zen").unwrap();
+        let text_of = |r: Result<CallToolResponse, ErrorData>| {
+            let Ok(CallToolResponse::Complete(r)) = r else {
+                panic!("not a complete answer")
+            };
+            r.content[0].as_text().unwrap().text.clone()
+        };
+        let review: Value = serde_json::from_str(&text_of(
+            zen.answer("codereview", &json!({"code": "a === b // timing-attack"})),
+        ))
+        .unwrap();
+        assert!(review["suggestions"].as_str().unwrap().contains("a === b"));
+        assert!(review["issues"].as_array().is_some_and(|i| !i.is_empty()));
+        let notion = StandIn::new("notion-workspace").unwrap();
+        let ai: Value = serde_json::from_str(&text_of(
+            notion.answer("query_resources", &json!({"topics": ["AI"], "limit": 2})),
+        ))
+        .unwrap();
+        assert_eq!(ai.as_array().unwrap().len(), 2);
+        assert!(
+            ai.as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["topics"].as_array().unwrap().contains(&json!("AI")))
+        );
+        assert!(zen.answer("nosuch", &json!({})).is_err());
+        assert!(StandIn::new("nosuch").is_none());
     }
 }

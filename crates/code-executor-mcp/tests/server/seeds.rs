@@ -15,7 +15,8 @@
 //!
 //! Updating the table: the test prints the outcome of every example; with
 //! `CODE_EXECUTOR_SEEDS_BLESS=1` it rewrites the status of each `fails:` row that now passes
-//! to `pass` in `docs/seeds.md`.
+//! to `pass` in `docs/seeds.md`; `CODE_EXECUTOR_SEEDS_VERBOSE=1` prints what each example
+//! answered, called and prompted.
 
 #![allow(
     deprecated,
@@ -766,6 +767,15 @@ async fn run(w: &World, b: &Block, row: &Row) -> Result<(), String> {
         calls: w.calls_since(before_calls),
         prompts: w.model.prompts.lock().unwrap()[before_prompts..].to_vec(),
     };
+    if std::env::var_os("CODE_EXECUTOR_SEEDS_VERBOSE").is_some() {
+        eprintln!(
+            "{}: answer {}\n  calls {}\n  prompts {:?}",
+            b.id,
+            seen.answer,
+            Value::from(seen.calls.clone()),
+            seen.prompts
+        );
+    }
     if let Some(e) = seen.answer.get("error").filter(|e| !e.is_null()) {
         return Err(format!("error: {}", clip(&e.to_string())));
     }
