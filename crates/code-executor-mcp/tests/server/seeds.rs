@@ -302,10 +302,15 @@ async fn world(prefix: &Path) -> World {
         servers[*name] = json!({"command": standin, "args": [name], "env": env});
     }
     let config = TempConfig::new(servers);
+    // Model calls allowed: a nested execution can do no more than its caller, so the
+    // documents' nested `enableSampling: true` needs it for the code around it too.
+    let settings = base.join("settings.json");
+    std::fs::write(&settings, json!({"llm": {"enabled": true}}).to_string()).unwrap();
     let mut cmd = tokio::process::Command::new(EXE);
     cmd.arg("--config")
         .arg(&config.path)
         .arg("--no-discover")
+        .env("CODE_EXECUTOR_CONFIG_PATH", &settings)
         .env("XDG_STATE_HOME", base.join("state"))
         .env("CODE_EXECUTOR_CACHE_DIR", base.join("cache"))
         .env("XDG_DATA_HOME", base.join("data"))
@@ -692,7 +697,7 @@ fn without_comments(text: &str) -> String {
 }
 
 /// The keys the documented answer shows that the actual one lacks (an empty object documents
-/// any value; an array's first element documents its elements).
+/// any value; an array's first element, when an object, documents its elements' fields).
 fn missing_keys(doc: &Value, actual: &Value, path: &str, out: &mut Vec<String>) {
     match doc {
         Value::Object(m) if !m.is_empty() => {
@@ -707,10 +712,13 @@ fn missing_keys(doc: &Value, actual: &Value, path: &str, out: &mut Vec<String>) 
                 }
             }
         }
-        Value::Array(items) if !items.is_empty() => match actual.as_array() {
-            Some(a) if !a.is_empty() => missing_keys(&items[0], &a[0], &format!("{path}[0]"), out),
-            Some(_) => out.push(format!("{path} is empty")),
-            None => out.push(format!("{path} is not an array ({actual})")),
+        Value::Array(items) => match (actual.as_array(), items.first()) {
+            (None, _) => out.push(format!("{path} is not an array ({actual})")),
+            (Some(a), Some(first @ Value::Object(_))) => match a.first() {
+                Some(element) => missing_keys(first, element, &format!("{path}[0]"), out),
+                None => out.push(format!("{path} is empty: its elements' fields are unseen")),
+            },
+            (Some(_), _) => {}
         },
         _ => {}
     }
