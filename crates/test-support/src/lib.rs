@@ -8,7 +8,9 @@
 //!   loopback, for the login and refresh flows;
 //! - [`otlp`]: an OTLP/HTTP trace receiver (JSON parsed into spans, protobuf kept raw);
 //! - [`recording`]: the fixture over streamable HTTP, recording every request it receives;
-//! - [`haproxy`]: HAProxy with the shipped configuration in front of replicas of the server.
+//! - [`haproxy`]: HAProxy with the shipped configuration in front of replicas of the server;
+//! - [`standin`]: stand-ins for the servers the product line's documents name (`zen`, `git`,
+//!   `playwright`, `notion-workspace`), and a path-mapping proxy in front of a real server.
 
 #![allow(
     clippy::expect_used,
@@ -24,6 +26,7 @@ pub mod jwt;
 pub mod oauth;
 pub mod otlp;
 pub mod recording;
+pub mod standin;
 mod temp;
 mod tls;
 

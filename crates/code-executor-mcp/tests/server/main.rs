@@ -8,7 +8,9 @@
 //! - [`replicas`]: replicas behind HAProxy (the shipped configuration): pinned handles, a
 //!   rolling update and a replica killed under load;
 //! - [`interop`]: the official SDKs, the reference servers, the conformance suite and the
-//!   settings matrix (`tests/interop/matrix.py` at the repository's root).
+//!   settings matrix (`tests/interop/matrix.py` at the repository's root);
+//! - [`seeds`]: every example of the product line's documents (`tests/seeds/`) run unchanged,
+//!   as `docs/seeds.md` lists them.
 //!
 //! One module's tests: `cargo test -p code-executor-mcp --test server -- http::`.
 
@@ -30,3 +32,4 @@ mod interop;
 mod oauth;
 mod otel;
 mod replicas;
+mod seeds;
