@@ -460,7 +460,7 @@ impl Catalog {
         view: &ToolView,
         server: Option<&str>,
         query: &str,
-    ) -> Result<(Vec<(String, Arc<Vec<Tool>>)>, Vec<UpstreamError>), CatalogError> {
+    ) -> Result<Searched, CatalogError> {
         let servers: Vec<String> = match server {
             Some(s) => vec![self.server_named(s)?],
             None => self.upstreams.names().map(str::to_string).collect(),
@@ -500,9 +500,15 @@ impl Catalog {
         .await;
         let mut out = Vec::new();
         let mut errors = Vec::new();
-        for ((s, _), r) in lists.into_iter().zip(fetched) {
+        let mut started = Vec::new();
+        for ((s, had), r) in lists.into_iter().zip(fetched) {
             match r {
-                Ok(l) => out.push((s, l)),
+                Ok(l) => {
+                    if had.is_none() {
+                        started.push(s.clone());
+                    }
+                    out.push((s, l));
+                }
                 Err(e) => {
                     // A server that failed to start is still searched from the cache.
                     if let Some(cached) = known.lock().ok().and_then(|k| k.get(&s).cloned()) {
@@ -512,7 +518,11 @@ impl Catalog {
                 }
             }
         }
-        Ok((out, errors))
+        Ok(Searched {
+            lists: out,
+            errors,
+            started,
+        })
     }
 
     /// The index over `lists`, reusing the last one when no list changed.
@@ -583,8 +593,12 @@ impl Catalog {
                 .parse::<usize>()
                 .map_err(|_| CatalogError::Cursor(c.to_string()))?,
         };
-        let (mut lists, errors) = if only_skills {
-            (Vec::new(), Vec::new())
+        let Searched {
+            mut lists,
+            errors,
+            started,
+        } = if only_skills {
+            Searched::default()
         } else {
             self.search_lists(view, params.server, params.query).await?
         };
@@ -623,7 +637,14 @@ impl Catalog {
                 }
             })
             .collect();
-        let mut out = json!({ "tools": page, "total": total });
+        // `query` and `lazyLoaded` (the servers this search started) as the product line's
+        // documents show them.
+        let mut out = json!({
+            "tools": page,
+            "total": total,
+            "query": params.query,
+            "lazyLoaded": started,
+        });
         if offset + limit < total {
             out["nextCursor"] = Value::String((offset + limit).to_string());
         }
@@ -662,6 +683,15 @@ impl Catalog {
         let total: usize = servers.iter().filter_map(|s| s.tool_count).sum();
         json!({ "servers": servers, "available": available, "totalTools": total })
     }
+}
+
+/// What a search looked through: each server's list, the servers that could not be listed,
+/// and those it had to start (the documents' `lazyLoaded`).
+#[derive(Default)]
+struct Searched {
+    lists: Vec<(String, Arc<Vec<Tool>>)>,
+    errors: Vec<UpstreamError>,
+    started: Vec<String>,
 }
 
 /// The list name skills are indexed under (no upstream can be named so: it is not a name a
@@ -832,6 +862,9 @@ mod tests {
             )
             .await
             .unwrap();
-        assert_eq!(none, json!({"tools": [], "total": 0}));
+        assert_eq!(
+            none,
+            json!({"tools": [], "total": 0, "query": none["query"], "lazyLoaded": []})
+        );
     }
 }
