@@ -588,7 +588,7 @@ mod tests {
         for case in cases {
             let code = format!(
                 "{{ const args = {case}; \
-                   expected.push(JSON.stringify({{ op: 'tool', server: 's', name: 't', args }})); \
+                   expected.push(JSON.stringify({{ op: 'tool', server: 's', name: 't', args, shape: 'text' }})); \
                    callMCPTool('s', 't', args); }}"
             );
             engine

@@ -587,13 +587,20 @@
   };
 
   // --------------------------------------------------------------- MCP API
+  // `callMCPTool` answers in the documents' shape, the answer's text (`shape: 'text'`: JSON
+  // parsed when the text is the data, else the string); the typed proxies `tools.s.t(args)`
+  // keep the structured shape (`structuredContent`, else the parsed text).
   function callMCPTool(a, b, c) {
+    return callTool(a, b, c, 'text');
+  }
+  function callTool(a, b, c, shape) {
     let request;
     if (typeof b === 'string') request = { op: 'tool', server: String(a), name: b, args: c === undefined ? {} : c };
     else request = { op: 'tool', name: String(a), args: b === undefined ? {} : b };
     if (request.args === null || typeof request.args !== 'object' || Array.isArray(request.args)) {
       return Promise.reject(new TypeError(`callMCPTool: arguments must be an object, got ${inspect(request.args)}`));
     }
+    if (shape !== undefined) request.shape = shape;
     return hostCall(request);
   }
   const listServers = () => hostCall({ op: 'list_servers' });
@@ -664,7 +671,10 @@
     if (o === undefined || o === null) return {};
     if (typeof o !== 'object' || Array.isArray(o)) throw new TypeError(`${fn}: options must be an object, got ${inspect(o)}`);
     const out = {};
-    if (o.system !== undefined) out.system = String(o.system);
+    if (o.system !== undefined) {
+      if (typeof o.system !== 'string') throw new TypeError(`${fn}: system must be a string, got ${inspect(o.system)}`);
+      out.system = o.system;
+    }
     if (o.maxTokens !== undefined) {
       if (!Number.isInteger(o.maxTokens) || o.maxTokens < 1) throw new TypeError(`${fn}: maxTokens must be a positive integer, got ${inspect(o.maxTokens)}`);
       out.max_tokens = o.maxTokens;
@@ -675,7 +685,7 @@
   const llm = Object.freeze({
     ask(prompt, options) {
       try {
-        if (typeof prompt !== 'string') throw new TypeError(`llm.ask: the prompt must be a string, got ${inspect(prompt)}`);
+        if (typeof prompt !== 'string') throw new TypeError(`llm.ask: the prompt must be a string, got ${inspect(prompt)}; pass the text (a field of it, or JSON.stringify(value))`);
         return hostCall({ op: 'llm', messages: [{ role: 'user', content: prompt }], ...llmOptions('llm.ask', options) });
       } catch (e) { return Promise.reject(e); }
     },
@@ -686,8 +696,12 @@
         }
         const messages = options.messages.map((m, i) => {
           if (m === null || typeof m !== 'object') throw new TypeError(`llm.think: messages[${i}] must be {role, content}`);
-          const content = typeof m.content === 'string' ? m.content : jsonSafe(m.content);
-          return { role: String(m.role), content: content ?? '' };
+          // A prompt is text: an object here (a tool's structured result, say) would reach the
+          // model as "[object Object]" or as JSON it was not meant to read; say so instead.
+          if (typeof m.content !== 'string') {
+            throw new TypeError(`llm.think: messages[${i}].content must be a string, got ${inspect(m.content)}; pass the text (a field of it, or JSON.stringify(value))`);
+          }
+          return { role: String(m.role), content: m.content };
         });
         return hostCall({ op: 'llm', messages, ...llmOptions('llm.think', options) });
       } catch (e) { return Promise.reject(e); }
@@ -708,7 +722,7 @@
     let declared;
     const signature = () =>
       declared ??= host.signature(server, tool) ?? `function ${tool}(args?: object): Promise<unknown>`;
-    const fn = (args) => callMCPTool(server, tool, args);
+    const fn = (args) => callTool(server, tool, args);
     Object.defineProperty(fn, 'name', { value: tool });
     Object.defineProperty(fn, 'signature', { get: signature });
     Object.defineProperty(fn, 'toString', { value: signature });

@@ -18,7 +18,9 @@
 //! - [`skills_ledger`]: a request and its skills at any depth share one ledger and a bound on
 //!   skills running at once;
 //! - [`signatures`]: generated TypeScript and Python signatures, by snapshot (`snapshots/`);
-//! - [`types`]: output types learned from results, and code type-checked before it runs.
+//! - [`types`]: output types learned from results, and code type-checked before it runs;
+//! - [`shapes`]: result shapes (`callMCPTool` the answer's text, `tools.s.t` the structured
+//!   result), a result passed where a string is wanted named, prompts that are not text.
 //!
 //! One module's tests: `cargo test -p code-executor-mcp --test execution -- sessions::`.
 
@@ -45,6 +47,7 @@ mod pools;
 mod python_start;
 mod robustness;
 mod sessions;
+mod shapes;
 mod signatures;
 mod skills;
 mod skills_ledger;

@@ -15,7 +15,7 @@ use std::time::Instant;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo};
+use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo, ResultShape};
 
 use futures::future::BoxFuture;
 
@@ -79,8 +79,13 @@ async fn handle(
             let req = (name, code, description, language, input_schema);
             return super::skills::save(catalog, nested, scope, req).await;
         }
-        CallRequest::Tool { server, name, args } => {
-            return call_tool(catalog, scope, server.as_deref(), &name, args).await;
+        CallRequest::Tool {
+            server,
+            name,
+            args,
+            shape,
+        } => {
+            return call_tool(catalog, scope, server.as_deref(), &name, args, shape).await;
         }
         CallRequest::Store { key, value, delete } => {
             return match &scope.session {
@@ -299,17 +304,32 @@ async fn visible_tool(
     }
 }
 
-/// A call from code: the upstream's result unwrapped into the value code sees.
+/// A call from code: the upstream's result unwrapped into the value code sees, in the
+/// shape it asked for (`tools.server.tool` the structured one, `callMCPTool` /
+/// `call_mcp_tool` the text: [`super::shape`]), and remembered as a digest when it is an
+/// object or array, so that passing it where a string is wanted can be named
+/// ([`super::handed`]).
 async fn call_tool(
     catalog: &Catalog,
     scope: &RunScope,
     server: Option<&str>,
     name: &str,
     args: Value,
+    shape: ResultShape,
 ) -> CallOutcome {
     match call(catalog, scope, server, name, args, Caller::Code).await {
-        Ok(result) => unwrap_result(result),
-        Err(error) => CallOutcome::Err { error },
+        Ok((server, tool, result)) => {
+            let outcome = match shape {
+                ResultShape::Structured => unwrap_result(result),
+                ResultShape::Text => super::shape::text(result),
+            };
+            scope.handed.record(&server, &tool, &outcome);
+            outcome
+        }
+        Err(error) => {
+            scope.handed.count();
+            CallOutcome::Err { error }
+        }
     }
 }
 
@@ -323,7 +343,9 @@ pub(crate) async fn call_direct(
     tool: &str,
     args: Value,
 ) -> Result<CallToolResult, ErrorInfo> {
-    call(catalog, scope, Some(server), tool, args, Caller::Direct).await
+    call(catalog, scope, Some(server), tool, args, Caller::Direct)
+        .await
+        .map(|(_, _, result)| result)
 }
 
 /// Who makes a call: code in the sandbox, or a client through a pinned direct tool.
@@ -334,8 +356,9 @@ enum Caller {
 }
 
 /// One upstream call, whoever makes it: cap -> resolve -> rules and allowedTools -> rate ->
-/// personal data in the arguments -> schema -> approval -> upstream -> audit line. `Err` is
-/// the refusal or failure, named as code sees it.
+/// personal data in the arguments -> schema -> approval -> upstream -> audit line. `Ok`: the
+/// server and tool it resolved to, and the result; `Err` is the refusal or failure, named
+/// as code sees it.
 async fn call(
     catalog: &Catalog,
     scope: &RunScope,
@@ -343,7 +366,7 @@ async fn call(
     name: &str,
     args: Value,
     caller: Caller,
-) -> Result<CallToolResult, ErrorInfo> {
+) -> Result<(String, String, CallToolResult), ErrorInfo> {
     let started = Instant::now();
     // Hashed as it is encoded, beside the call when large (`ArgsDigest`).
     let digest = crate::policy::audit::ArgsDigest::start(&args);
@@ -454,7 +477,14 @@ async fn call(
     };
     let sent = restored.as_ref().unwrap_or(&args);
     if let Err(e) = scope.policy.validators.check(&server, &tool, sent) {
-        return deny(CallError::Argument, e);
+        // An object or array where a string is wanted: say which of the run's calls it came
+        // from, and what to take. (Named from what code sent, tokens and all, as it saw it.)
+        let mut reason = e;
+        for (name, value) in scope.policy.validators.wanted_strings(&tool, &args) {
+            reason.push('\n');
+            reason.push_str(&scope.handed.explain(&name, value));
+        }
+        return deny(CallError::Argument, reason);
     }
     // Last: a person is asked only about a call that would otherwise go out.
     let servers = scope.policy.servers.iter().map(String::as_str);
@@ -570,7 +600,7 @@ async fn call(
                 "ok"
             };
             record.write("allow", None, Some(label), bytes);
-            Ok(result)
+            Ok((server, tool.name.to_string(), result))
         }
         Err(e) => {
             let label = if matches!(e, crate::upstream::UpstreamError::Timeout { .. }) {
@@ -684,7 +714,7 @@ impl Drop for CallRecord<'_> {
 /// into a tree and encoded again): the worker parses it once, in the engine. One text that
 /// is not JSON goes as it is ([`CallOutcome::Text`]); among several blocks, it is encoded
 /// here as a JSON string.
-pub fn unwrap_result(result: CallToolResult) -> CallOutcome {
+pub(crate) fn unwrap_result(result: CallToolResult) -> CallOutcome {
     if result.is_error == Some(true) {
         let text: Vec<String> = result
             .content
@@ -750,7 +780,7 @@ fn raw_block(c: ContentBlock) -> Box<RawValue> {
 /// early in a frame starts the text after its JSON: `worker_protocol::framing`). In valid
 /// JSON a raw line break can only be whitespace (a string holds them escaped), so each is
 /// written as a space: the same JSON, the same value.
-fn one_line(raw: &RawValue) -> Box<RawValue> {
+pub(super) fn one_line(raw: &RawValue) -> Box<RawValue> {
     let text = raw.get();
     if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_none() {
         return raw.to_owned();
@@ -762,7 +792,7 @@ fn one_line(raw: &RawValue) -> Box<RawValue> {
 /// A text that is JSON, as that JSON (whitespace around it dropped), by one scan. A lone
 /// surrogate escape has no UTF-8 form: such a text is not taken as JSON (a decoder refuses
 /// it), and reaches code as the text it is.
-fn json_text(text: &str) -> Option<&RawValue> {
+pub(super) fn json_text(text: &str) -> Option<&RawValue> {
     serde_json::from_str::<&RawValue>(text)
         .ok()
         .filter(|raw| !worker_protocol::has_lone_surrogate_escape(raw.get()))

@@ -72,6 +72,9 @@ pub(crate) struct RunScope {
     pub(crate) depth: u32,
     /// What a skill this execution calls inherits from its request.
     pub(crate) inherit: Inherit,
+    /// Digests of the objects and arrays this execution's calls handed code, to name a
+    /// result passed where a string is wanted.
+    pub(crate) handed: super::handed::Handed,
 }
 
 /// The parts of an execution's request that a skill it calls runs under too (the skill gets
@@ -146,6 +149,7 @@ impl RunScope {
             trace: ctx.trace.clone(),
             depth: ctx.nested.as_ref().map_or(0, |n| n.depth),
             inherit,
+            handed: Default::default(),
         }
     }
 }
