@@ -278,8 +278,7 @@ async fn callmcptool_and_the_proxies_on_the_same_tool() {
         assert_eq!(got[2], 3_000_000, "{lang:?}");
     }
 
-    // Deeply nested JSON text: past every parser's bound on the way; the run goes on and
-    // says what happened, in both shapes.
+    // Deeply nested JSON text: the run goes on, and gets the text in both shapes.
     let deep = format!("{}{}", "[".repeat(5_000), "]".repeat(5_000));
     let deep = literal(&deep);
     let ts = format!(
@@ -301,8 +300,9 @@ async fn callmcptool_and_the_proxies_on_the_same_tool() {
     );
     for lang in BOTH {
         let got = result(&h, lang, if lang == Lang::Ts { &ts } else { &py }).await;
-        eprintln!("deep {lang:?}: {got}");
-        assert_eq!(got.as_array().map(Vec::len), Some(2), "{lang:?}: {got}");
+        // Past the host's bound of 128 levels, JSON text is text in both shapes (a worker's
+        // decoder has a bound too: Python's took its worker down at 5,000 levels).
+        assert_eq!(got, json!([10_000, 10_000]), "{lang:?}");
     }
 
     // A prompt is text: objects are refused before anything is sent, in both languages.

@@ -791,11 +791,49 @@ pub(super) fn one_line(raw: &RawValue) -> Box<RawValue> {
 
 /// A text that is JSON, as that JSON (whitespace around it dropped), by one scan. A lone
 /// surrogate escape has no UTF-8 form: such a text is not taken as JSON (a decoder refuses
-/// it), and reaches code as the text it is.
+/// it), and reaches code as the text it is; so does JSON nested deeper than
+/// [`MAX_JSON_DEPTH`] (the scan for raw JSON has no bound, a worker's decoder has one).
 pub(super) fn json_text(text: &str) -> Option<&RawValue> {
-    serde_json::from_str::<&RawValue>(text)
-        .ok()
-        .filter(|raw| !worker_protocol::has_lone_surrogate_escape(raw.get()))
+    serde_json::from_str::<&RawValue>(text).ok().filter(|raw| {
+        !worker_protocol::has_lone_surrogate_escape(raw.get()) && !too_deep(raw.get())
+    })
+}
+
+/// Levels of nesting a JSON text may have to be taken as data, as the host's own parser
+/// reads it (serde_json's bound, which learned types follow too): deeper, no reader on the way
+/// is sure to take it (Python's decoder gives up near 1,000 levels and took its worker down
+/// with it), and it arrives as the text it is.
+pub(super) const MAX_JSON_DEPTH: usize = 128;
+
+/// Whether the JSON text `raw` (valid) nests deeper than [`MAX_JSON_DEPTH`]: one pass over
+/// its bytes, skipping strings.
+pub(super) fn too_deep(raw: &str) -> bool {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in raw.as_bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -853,6 +891,26 @@ mod tests {
             serde_json::from_str::<Value>(value.get()).unwrap(),
             json!({"HOME": "/root", "a": [1, 2]})
         );
+        // JSON nested past the bound is text (a worker's decoder would give up on it).
+        let deep = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH + 1),
+            "]".repeat(MAX_JSON_DEPTH + 1)
+        );
+        let got = unwrap_result(result(json!({"content": [{"type": "text", "text": deep}]})));
+        assert!(
+            matches!(&got, CallOutcome::Text { text } if *text == deep),
+            "{got:.80?}"
+        );
+        let ok_deep = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        let got = unwrap_result(result(
+            json!({"content": [{"type": "text", "text": ok_deep}]}),
+        ));
+        assert!(matches!(&got, CallOutcome::Ok { .. }), "{got:.80?}");
         // One text that is not JSON goes as it is (a lone surrogate escape is not JSON).
         for text in ["Echo: hi", "\"\\ud800\"", "[1,", " "] {
             let got = unwrap_result(result(json!({"content": [{"type": "text", "text": text}]})));

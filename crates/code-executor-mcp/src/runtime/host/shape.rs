@@ -31,6 +31,8 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use worker_protocol::CallOutcome;
 
+#[cfg(test)]
+use super::bridge::{MAX_JSON_DEPTH, too_deep};
 use super::bridge::{json_text, one_line, unwrap_result};
 use super::scope::ok;
 
@@ -63,50 +65,12 @@ pub(crate) fn text(mut result: CallToolResult) -> CallOutcome {
         Some(s) if same_json(&text, &s) => ok(s),
         Some(_) => CallOutcome::Text { text },
         None => match json_text(&text) {
-            Some(raw) if raw.get().starts_with(['{', '[']) && !too_deep(raw.get()) => {
-                CallOutcome::Ok {
-                    value: one_line(raw),
-                }
-            }
+            Some(raw) if raw.get().starts_with(['{', '[']) => CallOutcome::Ok {
+                value: one_line(raw),
+            },
             _ => CallOutcome::Text { text },
         },
     }
-}
-
-/// Levels of nesting a JSON text may have to be taken as data, as the host's own parser
-/// reads it (serde_json's bound): deeper, no reader on the way is sure to take it (a
-/// worker's parser runs out of stack first), and it arrives as the text it is.
-const MAX_JSON_DEPTH: usize = 128;
-
-/// Whether the JSON text `raw` (valid) nests deeper than [`MAX_JSON_DEPTH`]: one pass over
-/// its bytes, skipping strings.
-fn too_deep(raw: &str) -> bool {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in raw.as_bytes() {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > MAX_JSON_DEPTH {
-                    return true;
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
 }
 
 /// Whether `text` is JSON (whitespace around it allowed) whose value equals `value`: the
