@@ -3,7 +3,8 @@
 //! A tool call from a worker is resolved to canonical names, checked against the policy and
 //! the execution's allowlist, rate and caps, its arguments validated against the tool's
 //! schema, forwarded to the upstream with a deadline, audited (one line per attempt, allowed
-//! or denied), and its result unwrapped into the value the code sees. A pinned direct tool's
+//! or denied), and its result unwrapped into the value the code sees, in the shape the call
+//! asked for (structured: [`unwrap_result`]; text: [`super::shape`]). A pinned direct tool's
 //! call ([`call_direct`]) takes the same path and keeps the upstream's own result. Discovery
 //! requests are answered from the catalog. Later approvals and data hygiene hook in here, and
 //! only here.
@@ -705,7 +706,9 @@ impl Drop for CallRecord<'_> {
     }
 }
 
-/// The value code sees for an upstream result: `structuredContent` when present; else one
+/// The value code sees for an upstream result in the structured shape (the typed proxies;
+/// `callMCPTool` asks for the text shape, [`super::shape::text`]): `structuredContent` when
+/// present; else one
 /// text block parsed as JSON when it parses, else the text; several blocks as an array of
 /// those; non-text blocks (images, audio, resources) as their MCP objects. An `isError`
 /// result becomes a `ToolError` carrying the upstream's message.
