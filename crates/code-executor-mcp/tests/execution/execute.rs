@@ -283,7 +283,7 @@ async fn our_tools_list_keeps_the_facts_an_agent_needs() {
             "what callMCPTool returns",
             &[
                 r#"callMCPTool('mcp__server__tool'"#,
-                r#"-> text, throws ToolError"#,
+                r#"args): text, throws ToolError"#,
             ],
         ),
         ("how a failed call shows", &[r#"throws ToolError"#]),

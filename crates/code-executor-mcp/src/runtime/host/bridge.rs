@@ -809,23 +809,29 @@ pub(super) fn json_text(text: &str) -> Option<&RawValue> {
 pub(super) const MAX_JSON_DEPTH: usize = 128;
 
 /// Whether the JSON text `raw` (valid) nests deeper than [`MAX_JSON_DEPTH`]: one pass over
-/// its bytes, skipping strings.
+/// its bytes, skipping strings by a vectorised search (a 6 MB document of records: about one
+/// RawValue scan; a 6 MB string: a thirtieth of one).
 pub(super) fn too_deep(raw: &str) -> bool {
+    let bytes = raw.as_bytes();
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in raw.as_bytes() {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
         match b {
-            b'"' => in_string = true,
+            b'"' => {
+                // A string: to its closing quote, by a vectorised search past escapes.
+                i += 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', bytes.get(i..).unwrap_or_default()) {
+                        Some(j) if bytes.get(i + j) == Some(&b'\\') => i += j + 2,
+                        Some(j) => {
+                            i += j + 1;
+                            break;
+                        }
+                        None => return false,
+                    }
+                }
+                continue;
+            }
             b'{' | b'[' => {
                 depth += 1;
                 if depth > MAX_JSON_DEPTH {
@@ -835,6 +841,7 @@ pub(super) fn too_deep(raw: &str) -> bool {
             b'}' | b']' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        i += 1;
     }
     false
 }

@@ -6,14 +6,18 @@
 //!
 //! Bounded: the last [`KEPT`] results that were objects or arrays, each a 64-bit digest, the
 //! call's name and at most [`HINT_KEYS`] of its string members' names (each cut to
-//! [`KEY_BYTES`]): never a copy of a result, whatever its size. A digest is of the value,
-//! not of its text: members in any order, numbers as numbers (what a worker decodes and
-//! encodes again), read from the JSON text by one pass that builds no tree.
+//! [`KEY_BYTES`]): never a copy kept of a result, whatever its size. A digest is of the
+//! value, not of its text: members in any order, numbers as numbers (what a worker decodes
+//! and encodes again), read from the JSON text by one pass that builds no tree, with a fast
+//! multiply-rotate hash; a result of [`HASH_BESIDE_BYTES`] or more is hashed on a blocking
+//! thread from a transient copy while the original goes to code, and an explanation waits
+//! for digests still being made. (A 6 MB document of records: about 3 RawValue scans.)
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::Mutex;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -26,10 +30,23 @@ const HINT_KEYS: usize = 4;
 /// Bytes of a member's name kept.
 const KEY_BYTES: usize = 64;
 
-/// The results one run's calls handed code, newest last.
+/// Results of this many bytes or more are hashed on a blocking thread, from a copy, while the
+/// original goes to code (as the audit line's argument hash is: `policy::audit::ArgsDigest`).
+const HASH_BESIDE_BYTES: usize = 256 * 1024;
+/// Longest an explanation waits for digests still being made.
+const WAIT_FOR_DIGESTS: Duration = Duration::from_secs(2);
+
+/// The results one run's calls handed code.
 #[derive(Default)]
 pub(crate) struct Handed {
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
     recent: Mutex<Recent>,
+    /// Signalled when a digest made beside the call is in.
+    done: Condvar,
 }
 
 #[derive(Default)]
@@ -37,6 +54,8 @@ struct Recent {
     entries: VecDeque<Entry>,
     /// Calls recorded so far, for their ordinal.
     calls: u32,
+    /// Digests being made beside their calls.
+    pending: usize,
 }
 
 struct Entry {
@@ -57,46 +76,97 @@ enum Kind {
     Array { len: usize },
 }
 
-impl Handed {
-    /// Counts a call of code that failed or was refused (calls are named by their ordinal).
-    pub(crate) fn count(&self) {
-        if let Ok(mut recent) = self.recent.lock() {
-            recent.calls = recent.calls.saturating_add(1);
-        }
-    }
-
-    /// Counts a call of `server`'s `tool` and remembers what it handed code, when it is an
-    /// object or an array (a string, a number, an error: nothing to remember).
-    pub(crate) fn record(&self, server: &str, tool: &str, outcome: &CallOutcome) {
-        let digest = match outcome {
-            CallOutcome::Ok { value } if value.get().starts_with(['{', '[']) => {
-                digest_text(value.get())
-            }
-            _ => None,
-        };
+impl Shared {
+    fn insert(&self, entry: Option<Entry>, was_pending: bool) {
         let Ok(mut recent) = self.recent.lock() else {
             return;
         };
-        recent.calls = recent.calls.saturating_add(1);
-        let ordinal = recent.calls;
-        let Some((digest, kind)) = digest else {
+        if was_pending {
+            recent.pending = recent.pending.saturating_sub(1);
+            self.done.notify_all();
+        }
+        let Some(entry) = entry else {
             return;
         };
         if recent.entries.len() == KEPT {
             recent.entries.pop_front();
         }
-        recent.entries.push_back(Entry {
-            digest,
-            call: format!("{server}.{tool}"),
-            ordinal,
-            kind,
-        });
+        recent.entries.push_back(entry);
+    }
+}
+
+impl Handed {
+    /// Counts a call of code that failed or was refused (calls are named by their ordinal).
+    pub(crate) fn count(&self) {
+        if let Ok(mut recent) = self.shared.recent.lock() {
+            recent.calls = recent.calls.saturating_add(1);
+        }
+    }
+
+    /// Counts a call of `server`'s `tool` and remembers what it handed code, when it is an
+    /// object or an array (a string, a number, an error: nothing to remember). A large
+    /// result is hashed beside the call, from a copy, so the reply does not wait for it.
+    pub(crate) fn record(&self, server: &str, tool: &str, outcome: &CallOutcome) {
+        let text = match outcome {
+            CallOutcome::Ok { value } if value.get().starts_with(['{', '[']) => Some(value.get()),
+            _ => None,
+        };
+        let beside = text
+            .filter(|t| t.len() >= HASH_BESIDE_BYTES)
+            .and_then(|_| tokio::runtime::Handle::try_current().ok());
+        let ordinal = {
+            let Ok(mut recent) = self.shared.recent.lock() else {
+                return;
+            };
+            recent.calls = recent.calls.saturating_add(1);
+            if beside.is_some() {
+                recent.pending += 1;
+            }
+            recent.calls
+        };
+        let Some(text) = text else {
+            return;
+        };
+        let call = format!("{server}.{tool}");
+        let entry = move |text: &str| {
+            digest_text(text).map(|(digest, kind)| Entry {
+                digest,
+                call,
+                ordinal,
+                kind,
+            })
+        };
+        match beside {
+            Some(runtime) => {
+                let copy = text.to_string();
+                let shared = self.shared.clone();
+                runtime.spawn_blocking(move || shared.insert(entry(&copy), true));
+            }
+            None => self.shared.insert(entry(text), false),
+        }
     }
 
     /// Results remembered now (at most [`KEPT`]).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.recent.lock().map_or(0, |r| r.entries.len())
+        self.shared.recent.lock().map_or(0, |r| r.entries.len())
+    }
+
+    /// The newest remembered result with `digest`, once the digests being made are in (at
+    /// most [`WAIT_FOR_DIGESTS`]: a refused call waits, no other).
+    fn find(&self, digest: u64) -> Option<(String, u32, Kind)> {
+        let recent = self.shared.recent.lock().ok()?;
+        let (recent, _) = self
+            .shared
+            .done
+            .wait_timeout_while(recent, WAIT_FOR_DIGESTS, |r| r.pending > 0)
+            .ok()?;
+        recent
+            .entries
+            .iter()
+            .filter(|e| e.digest == digest)
+            .max_by_key(|e| e.ordinal)
+            .map(|e| (e.call.clone(), e.ordinal, e.kind.clone()))
     }
 
     /// What to say of `value`, an object or array given for argument `name` whose schema
@@ -108,15 +178,7 @@ impl Handed {
             _ => "an object",
         };
         let found = match (value, digest_value(value)) {
-            (Value::Object(_) | Value::Array(_), Some(digest)) => {
-                self.recent.lock().ok().and_then(|r| {
-                    r.entries
-                        .iter()
-                        .rev()
-                        .find(|e| e.digest == digest)
-                        .map(|e| (e.call.clone(), e.ordinal, e.kind.clone()))
-                })
-            }
+            (Value::Object(_) | Value::Array(_), Some(digest)) => self.find(digest),
             _ => None,
         };
         let Some((call, ordinal, kind)) = found else {
@@ -181,8 +243,61 @@ struct Node {
     kind: Option<Kind>,
 }
 
-fn leaf(tag: u8, f: impl FnOnce(&mut DefaultHasher)) -> Node {
-    let mut h = DefaultHasher::new();
+/// A fast, fixed hash (a multiply-rotate over 8-byte words, as rustc's `FxHasher`): the
+/// digests name a result in an error message, nothing trusts them, and a result of
+/// megabytes is hashed on the way to code, so speed is what counts.
+#[derive(Default)]
+struct Fx(u64);
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl Fx {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w));
+        }
+        self.add(bytes.len() as u64);
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        // A last mix, so that nearby inputs spread over the whole word.
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x
+    }
+}
+
+fn leaf(tag: u8, f: impl FnOnce(&mut Fx)) -> Node {
+    let mut h = Fx::default();
     tag.hash(&mut h);
     f(&mut h);
     Node {
@@ -240,7 +355,7 @@ impl<'de> Visitor<'de> for Digest {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
-        let mut h = DefaultHasher::new();
+        let mut h = Fx::default();
         4u8.hash(&mut h);
         let mut len = 0usize;
         while let Some(item) = seq.next_element_seed(Digest { top: false })? {
@@ -272,13 +387,13 @@ impl<'de> Visitor<'de> for Digest {
             {
                 strings.push(name);
             }
-            let mut h = DefaultHasher::new();
+            let mut h = Fx::default();
             key.hash(&mut h);
             value.digest.hash(&mut h);
             sum = sum.wrapping_add(h.finish());
             len += 1;
         }
-        let mut h = DefaultHasher::new();
+        let mut h = Fx::default();
         5u8.hash(&mut h);
         sum.hash(&mut h);
         len.hash(&mut h);
@@ -312,7 +427,7 @@ impl<'de> Visitor<'de> for KeyDigest {
     }
 
     fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-        let mut h = DefaultHasher::new();
+        let mut h = Fx::default();
         s.hash(&mut h);
         Ok((h.finish(), self.top.then(|| cut(s))))
     }
@@ -421,5 +536,20 @@ mod tests {
             &crate::runtime::host::scope::err(worker_protocol::CallError::Tool, "x"),
         );
         assert_eq!(h.len(), before);
+    }
+
+    /// A large result is hashed beside its call; a wrong use right after it still finds it
+    /// (the explanation waits for the digest).
+    #[tokio::test]
+    async fn a_large_result_is_hashed_beside_and_still_found() {
+        let h = Handed::default();
+        let big = format!("{{\"content\": \"{}\"}}", "y".repeat(HASH_BESIDE_BYTES));
+        h.record("fs", "read", &raw(&big));
+        let said = h.explain("code", &serde_json::from_str::<Value>(&big).unwrap());
+        assert!(
+            said.contains("fs.read returned (call 1 of this run); take its `.content`"),
+            "{said}"
+        );
+        assert_eq!(h.len(), 1);
     }
 }
