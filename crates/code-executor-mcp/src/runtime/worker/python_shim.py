@@ -868,7 +868,9 @@ def _tool_args(args):
 
 def call_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
     """call_mcp_tool('mcp__server__tool', {...}) or call_mcp_tool('server', 'tool', {...});
-    keyword arguments are added to the arguments. Blocks until the tool answers."""
+    keyword arguments are added to the arguments. Blocks until the tool answers, and returns
+    the answer's text (a str; the parsed value when the text is JSON data), where
+    tools.server.tool(...) returns the structured result."""
     return _request(_tool_request("call_mcp_tool", name, args, tool_args, kwargs))
 
 
