@@ -193,16 +193,35 @@ impl<'de> Visitor<'de> for Same<'_> {
             return Err(differs());
         };
         // Each member once: a key the text repeats is a difference (the value it would
-        // decode to depends on the reader).
-        let mut seen: HashSet<&str> = HashSet::with_capacity(members.len());
-        while let Some(key) = map.next_key_seed(Key(members))? {
-            let (name, value) = key.ok_or_else(differs)?;
-            if !seen.insert(name) {
+        // decode to depends on the reader). Small objects (most) mark members in a bit set
+        // by position, found by a short scan that starts where the last key was (texts
+        // usually list them in the same order); larger ones in a set.
+        let small = members.len() <= 64;
+        let mut bits = 0u64;
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut next = 0usize;
+        let mut count = 0usize;
+        while let Some(found) = map.next_key_seed(Key {
+            members,
+            from: next,
+        })? {
+            let (at, name, value) = found.ok_or_else(differs)?;
+            let fresh = if small {
+                let bit = 1u64 << at;
+                let fresh = bits & bit == 0;
+                bits |= bit;
+                fresh
+            } else {
+                seen.insert(name)
+            };
+            if !fresh {
                 return Err(differs());
             }
+            next = at + 1;
+            count += 1;
             map.next_value_seed(Same(value))?;
         }
-        if seen.len() == members.len() {
+        if count == members.len() {
             Ok(())
         } else {
             Err(differs())
@@ -210,11 +229,15 @@ impl<'de> Visitor<'de> for Same<'_> {
     }
 }
 
-/// A member's key, looked up in the object it should be in, without keeping the key read.
-struct Key<'v>(&'v serde_json::Map<String, Value>);
+/// A member's key, looked up in the object it should be in (from position `from` on, then
+/// from the start), without keeping the key read.
+struct Key<'v> {
+    members: &'v serde_json::Map<String, Value>,
+    from: usize,
+}
 
 impl<'de, 'v> DeserializeSeed<'de> for Key<'v> {
-    type Value = Option<(&'v str, &'v Value)>;
+    type Value = Option<(usize, &'v str, &'v Value)>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_str(self)
@@ -222,14 +245,31 @@ impl<'de, 'v> DeserializeSeed<'de> for Key<'v> {
 }
 
 impl<'de, 'v> Visitor<'de> for Key<'v> {
-    type Value = Option<(&'v str, &'v Value)>;
+    type Value = Option<(usize, &'v str, &'v Value)>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a member's key")
     }
 
     fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
-        Ok(self.0.get_key_value(s).map(|(k, v)| (k.as_str(), v)))
+        let n = self.members.len();
+        let from = self.from.min(n);
+        let found = self
+            .members
+            .iter()
+            .enumerate()
+            .skip(from)
+            .chain(self.members.iter().enumerate().take(from))
+            .take(if n <= 64 { n } else { 0 })
+            .find(|(_, (k, _))| k.as_str() == s)
+            .map(|(i, (k, v))| (i, k.as_str(), v));
+        if n <= 64 {
+            return Ok(found);
+        }
+        Ok(self
+            .members
+            .get_key_value(s)
+            .map(|(k, v)| (0, k.as_str(), v)))
     }
 }
 
@@ -474,6 +514,27 @@ mod tests {
         ];
         for (t, v) in no {
             assert!(!same_json(t, &v), "{t} {v}");
+        }
+        // Objects of more members than the bit set holds: any order, each member once.
+        for n in [3usize, 64, 65, 200] {
+            let members: serde_json::Map<String, Value> =
+                (0..n).map(|i| (format!("k{i}"), json!(i))).collect();
+            let value = Value::Object(members);
+            let reversed: Vec<String> = (0..n).rev().map(|i| format!("\"k{i}\":{i}")).collect();
+            assert!(
+                same_json(&format!("{{{}}}", reversed.join(",")), &value),
+                "{n}"
+            );
+            let mut twice = reversed.clone();
+            twice[0] = twice[1].clone();
+            assert!(
+                !same_json(&format!("{{{}}}", twice.join(",")), &value),
+                "{n}"
+            );
+            assert!(
+                !same_json(&format!("{{{}}}", reversed[1..].join(",")), &value),
+                "{n}"
+            );
         }
     }
 }
