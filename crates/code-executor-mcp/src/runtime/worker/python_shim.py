@@ -1587,12 +1587,12 @@ class _Tool:
         if self._async:
             return self._acall(given, kwargs, tail)
         request = _tool_request("call_mcp_tool", self._server, self._tool, given, kwargs)
-        del request["shape"]  # the structured shape, the default
+        request.pop("shape", None)  # the structured shape, the default
         return _request(request, tail)
 
     async def _acall(self, given, kwargs, tail):
         request = _tool_request("acall_mcp_tool", self._server, self._tool, given, kwargs)
-        del request["shape"]
+        request.pop("shape", None)
         return await _arequest(request, tail)
 
     def __repr__(self):
