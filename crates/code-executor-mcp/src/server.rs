@@ -80,7 +80,7 @@ pub fn tool_definitions() -> Vec<Tool> {
     let defs = json!([
         {
             "name": "execute_typescript",
-            "description": "TypeScript, sandboxed async body; return sets result. await tools.server.tool(args) | callMCPTool('mcp__server__tool' | server, tool, args) -> structuredContent/parsed text, throws ToolError. searchTools, getToolSchema, listServers, progress, llm.ask. Docs: get_tool_schema execute_typescript",
+            "description": "TypeScript, sandboxed async body; return sets result. await tools.server.tool(args): structuredContent/parsed text | callMCPTool('mcp__server__tool' | server, tool, args): text, throws ToolError. searchTools, getToolSchema, listServers, progress, llm.ask. Docs: get_tool_schema execute_typescript",
             "inputSchema": exec_input,
             "outputSchema": {"type": "object", "properties": {"result": {}, "logs": {}, "error": {}}}
         },

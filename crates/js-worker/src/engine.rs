@@ -588,7 +588,7 @@ mod tests {
         for case in cases {
             let code = format!(
                 "{{ const args = {case}; \
-                   expected.push(JSON.stringify({{ op: 'tool', server: 's', name: 't', args }})); \
+                   expected.push(JSON.stringify({{ op: 'tool', server: 's', name: 't', args, shape: 'text' }})); \
                    callMCPTool('s', 't', args); }}"
             );
             engine
@@ -625,7 +625,7 @@ mod tests {
         }
         assert!(got[cases.len()].contains(r#""k":1"#));
         assert!(got[cases.len()].len() > 2000 * unit.len());
-        assert!(got[cases.len() + 1].ends_with(r#""args":{"message":"x"}}"#));
+        assert!(got[cases.len() + 1].ends_with(r#""args":{"message":"x"},"shape":"text"}"#));
     }
 
     #[test]

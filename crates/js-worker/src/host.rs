@@ -25,6 +25,9 @@ struct ToolProbe {
     server: Option<String>,
     #[serde(default)]
     name: Option<String>,
+    /// `text` for `callMCPTool`, absent for the typed proxies.
+    #[serde(default)]
+    shape: Option<String>,
 }
 
 impl ToolProbe {
@@ -32,6 +35,9 @@ impl ToolProbe {
     /// or the operation (`fetch`, `search`...).
     fn what(&self) -> String {
         match (&self.server, &self.name) {
+            (Some(server), Some(name)) if self.op == "tool" && self.shape.is_some() => {
+                format!("callMCPTool('{server}', '{name}')")
+            }
             (Some(server), Some(name)) if self.op == "tool" => format!("tools.{server}.{name}"),
             (None, Some(name)) if self.op == "tool" => format!("callMCPTool('{name}')"),
             _ => self.op.clone(),

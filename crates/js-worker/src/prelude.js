@@ -587,13 +587,20 @@
   };
 
   // --------------------------------------------------------------- MCP API
+  // `callMCPTool` answers in the documents' shape, the answer's text (`shape: 'text'`: JSON
+  // parsed when the text is the data, else the string); the typed proxies `tools.s.t(args)`
+  // keep the structured shape (`structuredContent`, else the parsed text).
   function callMCPTool(a, b, c) {
+    return callTool(a, b, c, 'text');
+  }
+  function callTool(a, b, c, shape) {
     let request;
     if (typeof b === 'string') request = { op: 'tool', server: String(a), name: b, args: c === undefined ? {} : c };
     else request = { op: 'tool', name: String(a), args: b === undefined ? {} : b };
     if (request.args === null || typeof request.args !== 'object' || Array.isArray(request.args)) {
       return Promise.reject(new TypeError(`callMCPTool: arguments must be an object, got ${inspect(request.args)}`));
     }
+    if (shape !== undefined) request.shape = shape;
     return hostCall(request);
   }
   // Options objects of the sandbox's functions: a name it does not take is a TypeError
@@ -827,7 +834,7 @@
     let declared;
     const signature = () =>
       declared ??= host.signature(server, tool) ?? `function ${tool}(args?: object): Promise<unknown>`;
-    const fn = (args) => callMCPTool(server, tool, args);
+    const fn = (args) => callTool(server, tool, args);
     Object.defineProperty(fn, 'name', { value: tool });
     Object.defineProperty(fn, 'signature', { get: signature });
     Object.defineProperty(fn, 'toString', { value: signature });

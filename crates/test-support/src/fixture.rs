@@ -185,6 +185,11 @@ pub struct Fixture {
     /// `delta` to the key's count, keeps its peak, waits `ms`, and answers `{now, peak}`
     /// (code that enters with +1 and leaves with -1 learns how many ran together).
     gauge_tools: bool,
+    /// A tool that answers in the shape it is told, for the tests of result shapes:
+    /// `shaped({text: string | string[], structured?, big?})` answers with one text block per
+    /// text and `structured` as its `structuredContent`; with `big` (bytes), like a file
+    /// server reading a file that large: `{content}` beside the file's text.
+    shape_tools: bool,
 }
 
 /// Counts and peaks of the `gauge` tool, by key.
@@ -270,7 +275,13 @@ impl Fixture {
             echo_v2: false,
             skills: false,
             gauge_tools: false,
+            shape_tools: false,
         }
+    }
+
+    pub fn with_shape_tools(mut self, on: bool) -> Self {
+        self.shape_tools = on;
+        self
     }
 
     pub fn with_gauge_tools(mut self, on: bool) -> Self {
@@ -379,6 +390,18 @@ impl Fixture {
             tools.push(Tool::new(
                 "gauge",
                 "Adds delta to the key's count, keeps its peak, waits ms, answers {now, peak}.",
+                std::sync::Arc::new(m),
+            ));
+        }
+        if self.shape_tools
+            && let serde_json::Value::Object(m) = serde_json::json!({
+                "type": "object",
+                "properties": {"text": {}, "structured": {}, "big": {"type": "integer"}}
+            })
+        {
+            tools.push(Tool::new(
+                "shaped",
+                "Answers one text block per text, structured as its structuredContent; big: {content} beside a text that large.",
                 std::sync::Arc::new(m),
             ));
         }
@@ -820,6 +843,27 @@ impl ServerHandler for Fixture {
                     .collect();
                 let v = serde_json::Value::Object(env);
                 Ok(CallToolResult::success(vec![ContentBlock::text(v.to_string())]).into())
+            }
+            "shaped" if self.shape_tools => {
+                let args = request.arguments.unwrap_or_default();
+                if let Some(n) = args.get("big").and_then(serde_json::Value::as_u64) {
+                    let text = "x".repeat(usize::try_from(n).unwrap_or(0));
+                    let mut r = CallToolResult::success(vec![ContentBlock::text(text.clone())]);
+                    r.structured_content = Some(serde_json::json!({ "content": text }));
+                    return Ok(r.into());
+                }
+                let texts: Vec<String> = match args.get("text") {
+                    Some(serde_json::Value::String(t)) => vec![t.clone()],
+                    Some(serde_json::Value::Array(a)) => a
+                        .iter()
+                        .map(|t| t.as_str().unwrap_or_default().to_string())
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let mut r =
+                    CallToolResult::success(texts.into_iter().map(ContentBlock::text).collect());
+                r.structured_content = args.get("structured").cloned();
+                Ok(r.into())
             }
             "gauge" if self.gauge_tools => {
                 let args = request.arguments.unwrap_or_default();

@@ -174,13 +174,16 @@ pub enum WorkerFrame {
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum CallRequest {
     /// Call an upstream tool. `name` is either a qualified `mcp__server__tool` (with `server`
-    /// absent) or a bare tool name with `server` given. The host resolves and checks it.
+    /// absent) or a bare tool name with `server` given. The host resolves and checks it, and
+    /// unwraps the upstream's result into the value code sees as `shape` says.
     Tool {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         server: Option<String>,
         name: String,
         #[serde(default)]
         args: Value,
+        #[serde(default, skip_serializing_if = "ResultShape::is_structured")]
+        shape: ResultShape,
     },
     ListServers,
     SearchTools {
@@ -271,6 +274,35 @@ pub enum CallRequest {
         #[serde(default)]
         args: Value,
     },
+}
+
+/// Which value code gets for an upstream tool's result.
+///
+/// - `structured` (the default; the typed proxies `tools.server.tool(...)`): the result's
+///   `structuredContent` when it has one, else one text block parsed as JSON when it is JSON,
+///   else the text; several blocks as an array of those.
+/// - `text` (the product line's own functions, `callMCPTool` and `call_mcp_tool`): the
+///   answer's text, its text blocks joined. When the result has `structuredContent` and that
+///   text is JSON equal to it, the structured value (the text *is* the data); when the text is
+///   something else (a file's contents beside `{content}`), the text as a string. Without
+///   `structuredContent`, a text that is a JSON object or array arrives parsed, any other
+///   text as a string.
+///
+/// Both: a result with non-text blocks (images, resources) arrives as its content blocks,
+/// and an `isError` result throws.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultShape {
+    #[default]
+    Structured,
+    Text,
+}
+
+impl ResultShape {
+    /// The default shape, which a request does not write.
+    pub fn is_structured(&self) -> bool {
+        *self == ResultShape::Structured
+    }
 }
 
 /// One turn of a conversation with a language model.

@@ -21,8 +21,8 @@ pub use errors::CallError;
 pub use frames::{
     AccessInfo, CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FetchRequest,
     FetchResponse, HostFrame, LlmMessage, LogLevel, MAX_HOST_FRAME_BYTES, MAX_WORKER_FRAME_BYTES,
-    PROTOCOL_VERSION, RawRunOutcome, RawWorkerFrame, RunOutcome, RunRequest, ToolBinding,
-    WorkerFrame, camel, has_lone_surrogate_escape, ident, json_string_len,
+    PROTOCOL_VERSION, RawRunOutcome, RawWorkerFrame, ResultShape, RunOutcome, RunRequest,
+    ToolBinding, WorkerFrame, camel, has_lone_surrogate_escape, ident, json_string_len,
 };
 pub use framing::{FrameError, FromBody, check_len, encode, read_frame, write_frame};
 pub use serde_json::value::RawValue;
@@ -57,6 +57,7 @@ mod tests {
                 server: None,
                 name: "mcp__fs__read".into(),
                 args: json!({"path": "/a"}),
+                shape: ResultShape::Structured,
             },
             tail: false,
         };
@@ -65,6 +66,55 @@ mod tests {
             serde_json::from_slice::<Value>(&bytes[4..]).unwrap(),
             json!({"type": "call", "id": 7, "request": {"op": "tool", "name": "mcp__fs__read", "args": {"path": "/a"}}})
         );
+        let back: WorkerFrame = read_frame(&mut &bytes[..], MAX_WORKER_FRAME_BYTES).unwrap();
+        assert_eq!(back, frame);
+    }
+
+    /// A tool call's `shape`: `text` is written and read back; the default (`structured`) is
+    /// not written, and a request without the field (an older worker's, a hand-written one)
+    /// reads as the default.
+    #[test]
+    fn a_tool_calls_shape_round_trips_and_defaults_to_structured() {
+        let text = CallRequest::Tool {
+            server: Some("fs".into()),
+            name: "read_file".into(),
+            args: json!({"path": "/a"}),
+            shape: ResultShape::Text,
+        };
+        let json = serde_json::to_value(&text).unwrap();
+        assert_eq!(
+            json,
+            json!({"op": "tool", "server": "fs", "name": "read_file", "args": {"path": "/a"}, "shape": "text"})
+        );
+        assert_eq!(serde_json::from_value::<CallRequest>(json).unwrap(), text);
+        let structured = CallRequest::Tool {
+            server: None,
+            name: "mcp__fs__read_file".into(),
+            args: json!({}),
+            shape: ResultShape::Structured,
+        };
+        let json = serde_json::to_value(&structured).unwrap();
+        assert_eq!(json.get("shape"), None, "{json}");
+        let old: CallRequest =
+            serde_json::from_str(r#"{"op":"tool","name":"mcp__fs__read_file","args":{}}"#).unwrap();
+        assert_eq!(old, structured);
+        let explicit: CallRequest = serde_json::from_str(
+            r#"{"op":"tool","name":"mcp__fs__read_file","args":{},"shape":"structured"}"#,
+        )
+        .unwrap();
+        assert_eq!(explicit, structured);
+        // An unknown shape is refused, not taken as the default.
+        assert!(
+            serde_json::from_str::<CallRequest>(r#"{"op":"tool","name":"x","shape":"markdown"}"#)
+                .is_err()
+        );
+        // Through a frame, as a worker sends it.
+        let frame = WorkerFrame::Call {
+            id: 3,
+            request: text,
+            tail: false,
+        };
+        let bytes = encode(&frame).unwrap();
         let back: WorkerFrame = read_frame(&mut &bytes[..], MAX_WORKER_FRAME_BYTES).unwrap();
         assert_eq!(back, frame);
     }
@@ -112,6 +162,7 @@ mod tests {
                 server: Some("fs".into()),
                 name: "read".into(),
                 args: json!({}),
+                shape: ResultShape::Structured,
             },
             tail: true,
         };
@@ -248,6 +299,7 @@ mod tests {
                     server: None,
                     name: "mcp__a__b".into(),
                     args: json!({"x": "é"}),
+                    shape: ResultShape::Structured,
                 },
                 tail: false,
             }

@@ -189,7 +189,13 @@ declare const fs: CodeExecutorFsPromises & {
   readonly workspace: string | null;
 };
 
-/** Calls an upstream tool by qualified name (`mcp__server__tool`), or by server and tool. */
+/**
+ * Calls an upstream tool by qualified name (`mcp__server__tool`), or by server and tool, and
+ * answers with the answer's text (its text blocks joined): the structured value when the text
+ * is that same JSON, a JSON object or array text parsed when the tool sends no structured
+ * content, any other text as a string; a result with images or resources as its content
+ * blocks. The typed proxies `tools.server.tool(args)` answer with the structured result.
+ */
 declare function callMCPTool(name: string, args?: object): Promise<any>;
 declare function callMCPTool(server: string, tool: string, args?: object): Promise<any>;
 declare function listServers(): Promise<any>;

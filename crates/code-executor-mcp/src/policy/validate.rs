@@ -49,7 +49,9 @@ impl Validators {
                 } else {
                     format!("arguments{path}")
                 };
-                format!("{at}: {e}")
+                // The message quotes the value: a large one is cut, so that the error stays
+                // readable (and small) whatever was passed.
+                cut(format!("{at}: {e}"))
             })
             .collect();
         if errors.is_empty() {
@@ -65,6 +67,41 @@ impl Validators {
             listed.join("\n  "),
             signature(tool)
         ))
+    }
+
+    /// The arguments (by their path, `options.code`, `items[0]`) whose schema wants a string
+    /// and that are objects or arrays, with their values: what a caller can explain better
+    /// than the schema's error (which call returned that object, and which field to take).
+    /// At most [`MAX_LISTED_ERRORS`]; none when the arguments fit.
+    pub fn wanted_strings<'a>(
+        &self,
+        tool: &Tool,
+        args: &'a Map<String, Value>,
+    ) -> Vec<(String, &'a Value)> {
+        use jsonschema::error::{TypeKind, ValidationErrorKind};
+        let Some(validator) = self.validator(&tool.input_schema) else {
+            return Vec::new();
+        };
+        let instance = Value::Object(args.clone());
+        validator
+            .iter_errors(&instance)
+            .filter_map(|e| {
+                let ValidationErrorKind::Type { kind } = e.kind() else {
+                    return None;
+                };
+                let wants_string = match kind {
+                    TypeKind::Single(t) => *t == jsonschema::JsonType::String,
+                    TypeKind::Multiple(set) => set.contains(jsonschema::JsonType::String),
+                };
+                if !wants_string {
+                    return None;
+                }
+                let path = e.instance_path().to_string();
+                let value = at_pointer(args, &path)?;
+                matches!(value, Value::Object(_) | Value::Array(_)).then(|| (dotted(&path), value))
+            })
+            .take(MAX_LISTED_ERRORS)
+            .collect()
     }
 
     fn validator(&self, schema: &Arc<Map<String, Value>>) -> Compiled {
@@ -91,6 +128,50 @@ impl Validators {
         }
         compiled
     }
+}
+
+/// Longest line of a validation error; the rest of a value it quotes is left out.
+const MAX_ERROR_LINE_BYTES: usize = 400;
+
+fn cut(mut line: String) -> String {
+    if line.len() > MAX_ERROR_LINE_BYTES {
+        let mut end = MAX_ERROR_LINE_BYTES;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        line.truncate(end);
+        line.push_str(" ...");
+    }
+    line
+}
+
+/// The value at JSON pointer `path` (`/a/0/b`) in an object's members.
+fn at_pointer<'a>(args: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+    let rest = path.strip_prefix('/')?;
+    let (first, rest) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let first = first.replace("~1", "/").replace("~0", "~");
+    args.get(&first)?.pointer(rest)
+}
+
+/// A JSON pointer as code writes the path: `/options/code` as `options.code`, `/items/0` as
+/// `items[0]`.
+fn dotted(path: &str) -> String {
+    let mut out = String::new();
+    for part in path.split('/').skip(1) {
+        let part = part.replace("~1", "/").replace("~0", "~");
+        if !out.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) && !part.is_empty() {
+            out.push_str(&format!("[{part}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&part);
+        }
+    }
+    out
 }
 
 /// `name({a: number, b?: string})`: the top level of the input schema on one line.
@@ -170,6 +251,51 @@ mod tests {
 
     fn args(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    /// Objects and arrays where a string is wanted are found at any depth, by the path code
+    /// writes; other failures are not theirs, and a huge value quoted is cut in the error.
+    #[test]
+    fn objects_where_strings_are_wanted_are_found() {
+        let v = Validators::default();
+        let tool: Tool = serde_json::from_value(json!({
+            "name": "review",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "code": {"type": "string"},
+                    "either": {"type": ["string", "null"]},
+                    "count": {"type": "integer"},
+                    "opts": {"type": "object", "properties": {"a/b": {"type": "string"}}},
+                    "lines": {"type": "array", "items": {"type": "string"}}
+                }
+            }
+        }))
+        .unwrap();
+        let a = args(json!({
+            "code": {"content": "x".repeat(100_000)},
+            "either": [1],
+            "count": {"n": 1},
+            "opts": {"a/b": {"deep": true}},
+            "lines": ["ok", {"no": 1}]
+        }));
+        let found: Vec<(String, Value)> = v
+            .wanted_strings(&tool, &a)
+            .into_iter()
+            .map(|(p, v)| (p, v.clone()))
+            .collect();
+        let names: Vec<&str> = found.iter().map(|(p, _)| p.as_str()).collect();
+        for want in ["code", "either", "opts.a/b", "lines[1]"] {
+            assert!(names.contains(&want), "{want}: {names:?}");
+        }
+        assert!(!names.contains(&"count"), "{names:?}");
+        assert_eq!(found.len(), 4, "{names:?}");
+        let err = v.check("s", &tool, &a).unwrap_err();
+        assert!(err.len() < 4_000, "{} bytes", err.len());
+        assert!(
+            v.wanted_strings(&tool, &args(json!({"code": "fine"})))
+                .is_empty()
+        );
     }
 
     #[test]

@@ -10,12 +10,17 @@ use serde_json::{Value, json};
 
 /// Facts both languages share, said once.
 const COMMON: &str = "\
-Tool results: a tool's structuredContent when it has one, else its text parsed as JSON when \
-it parses, else the text; several content blocks come as an array; an isError result throws \
+Tool results: tools.<server>.<tool>() gives a tool's structuredContent when it has one, else \
+its text parsed as JSON when it parses, else the text; several content blocks come as an \
+array. callMCPTool / call_mcp_tool give the answer's text (text blocks joined): the \
+structured value when the text is that JSON, a JSON object or array text parsed when there \
+is no structuredContent, else the string (json.loads / JSON.parse of a file's text works). \
+Both give images and resources as content blocks; an isError result throws \
 ToolError with the upstream's message. PolicyError (denied by allowedTools, rules or \
 read-only mode), LimitError (a cap below) and ApprovalDenied extend ToolError; a call of an \
 unknown tool or server, however written, throws ToolError naming the nearest names; a bad \
-argument names the field and the expected schema.
+argument names the field and the expected schema (an object given for a string: the call \
+that returned it, and the field to take).
 Discovery: searchTools(query, {detail: names|summary|full, server, limit}) / search_tools, \
 getToolSchema('mcp__server__tool') / get_tool_schema, listServers() / list_servers, \
 discoverMCPTools() / discover_mcp_tools(); tools.<server>.<tool>.signature is the typed \

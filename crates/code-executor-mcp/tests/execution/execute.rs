@@ -279,6 +279,13 @@ async fn our_tools_list_keeps_the_facts_an_agent_needs() {
             "what a tool call returns",
             &[r#"structuredContent/parsed text"#],
         ),
+        (
+            "what callMCPTool returns",
+            &[
+                r#"callMCPTool('mcp__server__tool'"#,
+                r#"args): text, throws ToolError"#,
+            ],
+        ),
         ("how a failed call shows", &[r#"throws ToolError"#]),
         (
             "the run's answer",

@@ -25,6 +25,8 @@
 //! - [`types`]: output types learned from results, and code type-checked before it runs;
 //! - [`own_tools`]: the documents' tool names and parameters, and the executor's own tools
 //!   called from code (nested executions within their caller's).
+//! - [`shapes`]: result shapes (`callMCPTool` the answer's text, `tools.s.t` the structured
+//!   result), a result passed where a string is wanted named, prompts that are not text.
 //!
 //! One module's tests: `cargo test -p code-executor-mcp --test execution -- sessions::`.
 
@@ -54,6 +56,7 @@ mod python_forms;
 mod python_start;
 mod robustness;
 mod sessions;
+mod shapes;
 mod signatures;
 mod skills;
 mod skills_ledger;

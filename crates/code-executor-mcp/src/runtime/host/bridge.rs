@@ -3,7 +3,8 @@
 //! A tool call from a worker is resolved to canonical names, checked against the policy and
 //! the execution's allowlist, rate and caps, its arguments validated against the tool's
 //! schema, forwarded to the upstream with a deadline, audited (one line per attempt, allowed
-//! or denied), and its result unwrapped into the value the code sees. A pinned direct tool's
+//! or denied), and its result unwrapped into the value the code sees, in the shape the call
+//! asked for (structured: [`unwrap_result`]; text: [`super::shape`]). A pinned direct tool's
 //! call ([`call_direct`]) takes the same path and keeps the upstream's own result. Discovery
 //! requests are answered from the catalog. Later approvals and data hygiene hook in here, and
 //! only here.
@@ -15,7 +16,7 @@ use std::time::Instant;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo};
+use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo, ResultShape};
 
 use futures::future::BoxFuture;
 
@@ -80,12 +81,17 @@ async fn handle(
             return super::skills::save(catalog, nested, scope, req).await;
         }
         CallRequest::Tool {
-            server, name, args, ..
+            server,
+            name,
+            args,
+            shape,
         } => {
             // This server's own tools, as `code-executor` (unless an upstream has the name).
             match crate::own_tools::from_code(catalog.upstreams().names(), server.as_deref(), &name)
             {
-                None => return call_tool(catalog, scope, server.as_deref(), &name, args).await,
+                None => {
+                    return call_tool(catalog, scope, server.as_deref(), &name, args, shape).await;
+                }
                 Some(Err(unknown)) => return err(CallError::Argument, unknown.to_string()),
                 Some(Ok(own)) => match super::own::call(catalog, scope, nested, own, args).await {
                     super::own::Own::Answer(answer) => return answer,
@@ -313,17 +319,32 @@ async fn visible_tool(
     }
 }
 
-/// A call from code: the upstream's result unwrapped into the value code sees.
+/// A call from code: the upstream's result unwrapped into the value code sees, in the
+/// shape it asked for (`tools.server.tool` the structured one, `callMCPTool` /
+/// `call_mcp_tool` the text: [`super::shape`]), and remembered as a digest when it is an
+/// object or array, so that passing it where a string is wanted can be named
+/// ([`super::handed`]).
 async fn call_tool(
     catalog: &Catalog,
     scope: &RunScope,
     server: Option<&str>,
     name: &str,
     args: Value,
+    shape: ResultShape,
 ) -> CallOutcome {
     match call(catalog, scope, server, name, args, Caller::Code).await {
-        Ok(result) => unwrap_result(result),
-        Err(error) => CallOutcome::Err { error },
+        Ok((server, tool, result)) => {
+            let outcome = match shape {
+                ResultShape::Structured => unwrap_result(result),
+                ResultShape::Text => super::shape::text(result),
+            };
+            scope.handed.record(&server, &tool, &outcome);
+            outcome
+        }
+        Err(error) => {
+            scope.handed.count();
+            CallOutcome::Err { error }
+        }
     }
 }
 
@@ -337,7 +358,9 @@ pub(crate) async fn call_direct(
     tool: &str,
     args: Value,
 ) -> Result<CallToolResult, ErrorInfo> {
-    call(catalog, scope, Some(server), tool, args, Caller::Direct).await
+    call(catalog, scope, Some(server), tool, args, Caller::Direct)
+        .await
+        .map(|(_, _, result)| result)
 }
 
 /// Who makes a call: code in the sandbox, or a client through a pinned direct tool.
@@ -348,8 +371,9 @@ enum Caller {
 }
 
 /// One upstream call, whoever makes it: cap -> resolve -> rules and allowedTools -> rate ->
-/// personal data in the arguments -> schema -> approval -> upstream -> audit line. `Err` is
-/// the refusal or failure, named as code sees it.
+/// personal data in the arguments -> schema -> approval -> upstream -> audit line. `Ok`: the
+/// server and tool it resolved to, and the result; `Err` is the refusal or failure, named
+/// as code sees it.
 async fn call(
     catalog: &Catalog,
     scope: &RunScope,
@@ -357,7 +381,7 @@ async fn call(
     name: &str,
     args: Value,
     caller: Caller,
-) -> Result<CallToolResult, ErrorInfo> {
+) -> Result<(String, String, CallToolResult), ErrorInfo> {
     let started = Instant::now();
     // Hashed as it is encoded, beside the call when large (`ArgsDigest`).
     let digest = crate::policy::audit::ArgsDigest::start(&args);
@@ -468,7 +492,14 @@ async fn call(
     };
     let sent = restored.as_ref().unwrap_or(&args);
     if let Err(e) = scope.policy.validators.check(&server, &tool, sent) {
-        return deny(CallError::Argument, e);
+        // An object or array where a string is wanted: say which of the run's calls it came
+        // from, and what to take. (Named from what code sent, tokens and all, as it saw it.)
+        let mut reason = e;
+        for (name, value) in scope.policy.validators.wanted_strings(&tool, &args) {
+            reason.push('\n');
+            reason.push_str(&scope.handed.explain(&name, value));
+        }
+        return deny(CallError::Argument, reason);
     }
     // Last: a person is asked only about a call that would otherwise go out.
     let servers = scope.policy.servers.iter().map(String::as_str);
@@ -584,7 +615,7 @@ async fn call(
                 "ok"
             };
             record.write("allow", None, Some(label), bytes);
-            Ok(result)
+            Ok((server, tool.name.to_string(), result))
         }
         Err(e) => {
             let label = if matches!(e, crate::upstream::UpstreamError::Timeout { .. }) {
@@ -689,7 +720,9 @@ impl Drop for CallRecord<'_> {
     }
 }
 
-/// The value code sees for an upstream result: `structuredContent` when present; else one
+/// The value code sees for an upstream result in the structured shape (the typed proxies;
+/// `callMCPTool` asks for the text shape, [`super::shape::text`]): `structuredContent` when
+/// present; else one
 /// text block parsed as JSON when it parses, else the text; several blocks as an array of
 /// those; non-text blocks (images, audio, resources) as their MCP objects. An `isError`
 /// result becomes a `ToolError` carrying the upstream's message.
@@ -698,7 +731,7 @@ impl Drop for CallRecord<'_> {
 /// into a tree and encoded again): the worker parses it once, in the engine. One text that
 /// is not JSON goes as it is ([`CallOutcome::Text`]); among several blocks, it is encoded
 /// here as a JSON string.
-pub fn unwrap_result(result: CallToolResult) -> CallOutcome {
+pub(crate) fn unwrap_result(result: CallToolResult) -> CallOutcome {
     if result.is_error == Some(true) {
         let text: Vec<String> = result
             .content
@@ -764,7 +797,7 @@ fn raw_block(c: ContentBlock) -> Box<RawValue> {
 /// early in a frame starts the text after its JSON: `worker_protocol::framing`). In valid
 /// JSON a raw line break can only be whitespace (a string holds them escaped), so each is
 /// written as a space: the same JSON, the same value.
-fn one_line(raw: &RawValue) -> Box<RawValue> {
+pub(super) fn one_line(raw: &RawValue) -> Box<RawValue> {
     let text = raw.get();
     if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_none() {
         return raw.to_owned();
@@ -775,11 +808,56 @@ fn one_line(raw: &RawValue) -> Box<RawValue> {
 
 /// A text that is JSON, as that JSON (whitespace around it dropped), by one scan. A lone
 /// surrogate escape has no UTF-8 form: such a text is not taken as JSON (a decoder refuses
-/// it), and reaches code as the text it is.
-fn json_text(text: &str) -> Option<&RawValue> {
-    serde_json::from_str::<&RawValue>(text)
-        .ok()
-        .filter(|raw| !worker_protocol::has_lone_surrogate_escape(raw.get()))
+/// it), and reaches code as the text it is; so does JSON nested deeper than
+/// [`MAX_JSON_DEPTH`] (the scan for raw JSON has no bound, a worker's decoder has one).
+pub(super) fn json_text(text: &str) -> Option<&RawValue> {
+    serde_json::from_str::<&RawValue>(text).ok().filter(|raw| {
+        !worker_protocol::has_lone_surrogate_escape(raw.get()) && !too_deep(raw.get())
+    })
+}
+
+/// Levels of nesting a JSON text may have to be taken as data, as the host's own parser
+/// reads it (serde_json's bound, which learned types follow too): deeper, no reader on the way
+/// is sure to take it (Python's decoder gives up near 1,000 levels and took its worker down
+/// with it), and it arrives as the text it is.
+pub(super) const MAX_JSON_DEPTH: usize = 128;
+
+/// Whether the JSON text `raw` (valid) nests deeper than [`MAX_JSON_DEPTH`]: one pass over
+/// its bytes, skipping strings by a vectorised search (a 6 MB document of records: about one
+/// RawValue scan; a 6 MB string: a thirtieth of one).
+pub(super) fn too_deep(raw: &str) -> bool {
+    let bytes = raw.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => {
+                // A string: to its closing quote, by a vectorised search past escapes.
+                i += 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', bytes.get(i..).unwrap_or_default()) {
+                        Some(j) if bytes.get(i + j) == Some(&b'\\') => i += j + 2,
+                        Some(j) => {
+                            i += j + 1;
+                            break;
+                        }
+                        None => return false,
+                    }
+                }
+                continue;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -837,6 +915,26 @@ mod tests {
             serde_json::from_str::<Value>(value.get()).unwrap(),
             json!({"HOME": "/root", "a": [1, 2]})
         );
+        // JSON nested past the bound is text (a worker's decoder would give up on it).
+        let deep = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH + 1),
+            "]".repeat(MAX_JSON_DEPTH + 1)
+        );
+        let got = unwrap_result(result(json!({"content": [{"type": "text", "text": deep}]})));
+        assert!(
+            matches!(&got, CallOutcome::Text { text } if *text == deep),
+            "{got:.80?}"
+        );
+        let ok_deep = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        let got = unwrap_result(result(
+            json!({"content": [{"type": "text", "text": ok_deep}]}),
+        ));
+        assert!(matches!(&got, CallOutcome::Ok { .. }), "{got:.80?}");
         // One text that is not JSON goes as it is (a lone surrogate escape is not JSON).
         for text in ["Echo: hi", "\"\\ud800\"", "[1,", " "] {
             let got = unwrap_result(result(json!({"content": [{"type": "text", "text": text}]})));

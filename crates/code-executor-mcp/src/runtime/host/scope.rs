@@ -75,6 +75,9 @@ pub(crate) struct RunScope {
     pub(crate) llm_spent: Vec<Arc<crate::runtime::run::ledger::LlmSpent>>,
     /// What a skill this execution calls inherits from its request.
     pub(crate) inherit: Inherit,
+    /// Digests of the objects and arrays this execution's calls handed code, to name a
+    /// result passed where a string is wanted.
+    pub(crate) handed: super::handed::Handed,
 }
 
 /// The parts of an execution's request that a skill it calls runs under too (the skill gets
@@ -154,6 +157,7 @@ impl RunScope {
                 .chain(ctx.nested.iter().flat_map(|n| n.llm_spent.iter().cloned()))
                 .collect(),
             inherit,
+            handed: Default::default(),
         }
     }
 }

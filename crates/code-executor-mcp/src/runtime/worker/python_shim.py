@@ -1226,7 +1226,10 @@ def _tool_request(fn, a, b, c, kwargs):
         raise TypeError("%s: arguments must be a dict, got %s" % (fn, _repr(args)))
     if kwargs:
         args = {**args, **kwargs}
-    request = {"op": "tool", "name": str(name), "args": _tool_args(args)}
+    # call_mcp_tool answers in the documents' shape, the answer's text ("text": JSON parsed
+    # when the text is the data, else the str); the typed proxies (_Tool) ask for the
+    # structured shape instead.
+    request = {"op": "tool", "name": str(name), "args": _tool_args(args), "shape": "text"}
     if server is not None:
         request["server"] = str(server)
     return request
@@ -1251,7 +1254,9 @@ def _tool_args(args):
 def call_mcp_tool(name, args=None, tool_args=None, /, **kwargs):
     """call_mcp_tool('mcp__server__tool', {...}) or call_mcp_tool('server', 'tool', {...});
     keyword arguments are added to the arguments. Blocks until the tool answers, or, awaited
-    (`await call_mcp_tool(...)`), waits without blocking the event loop (`_call`)."""
+    (`await call_mcp_tool(...)`), waits without blocking the event loop (`_call`). Returns the
+    answer's text (a str; the parsed value when the text is JSON data), where
+    tools.server.tool(...) returns the structured result."""
     return _call(_tool_request("call_mcp_tool", name, args, tool_args, kwargs))
 
 
@@ -1518,7 +1523,9 @@ def progress(done, total=None, message=None):
 def _llm_request(fn, messages, system, max_tokens, model):
     request = {"op": "llm", "messages": messages}
     if system is not None:
-        request["system"] = str(system)
+        if not isinstance(system, str):
+            raise TypeError("%s: system must be a str, got %s" % (fn, _repr(system)))
+        request["system"] = system
     if max_tokens is not None:
         if type(max_tokens) is not int or max_tokens < 1:
             raise TypeError("%s: max_tokens must be a positive int, got %s" % (fn, _repr(max_tokens)))
@@ -1537,16 +1544,22 @@ def _llm_messages(fn, messages):
             raise TypeError("%s: messages[%d] must be {'role', 'content'}" % (fn, i))
         content = m.get("content", "")
         if not isinstance(content, str):
-            import json
-
-            content = json.dumps(_jsonable(content))
+            # A prompt is text: a dict here (a tool's structured result, say) is a mistake
+            # worth naming, not something to send the model as its repr or JSON.
+            raise TypeError(
+                "%s: messages[%d]['content'] must be a str, got %s; pass the text (a field of it, or json.dumps(value))"
+                % (fn, i, _repr(content))
+            )
         out.append({"role": str(m["role"]), "content": content})
     return out
 
 
 def _ask_request(fn, prompt, system, max_tokens, model):
     if not isinstance(prompt, str):
-        raise TypeError("%s: the prompt must be a str, got %s" % (fn, _repr(prompt)))
+        raise TypeError(
+            "%s: the prompt must be a str, got %s; pass the text (a field of it, or json.dumps(value))"
+            % (fn, _repr(prompt))
+        )
     return _llm_request(fn, [{"role": "user", "content": prompt}], system, max_tokens, model)
 
 
@@ -2064,10 +2077,15 @@ class _Tool:
             )
         given = args[0] if args else None
         if self._async:
-            call = _tail_acall_mcp_tool if tail else acall_mcp_tool
-        else:
-            call = _tail_call_mcp_tool if tail else call_mcp_tool
-        return call(self._server, self._tool, given, **kwargs)
+            return self._acall(given, kwargs, tail)
+        request = _tool_request("call_mcp_tool", self._server, self._tool, given, kwargs)
+        request.pop("shape", None)  # the structured shape, the default
+        return _request(request, tail)
+
+    async def _acall(self, given, kwargs, tail):
+        request = _tool_request("acall_mcp_tool", self._server, self._tool, given, kwargs)
+        request.pop("shape", None)
+        return await _arequest(request, tail)
 
     def __repr__(self):
         return "<tool mcp__%s__%s>" % (self._server, self._tool)

@@ -475,7 +475,7 @@ const EVERYWHERE_TS: &str = r#"
     const shapes = ['text', 'json', 'keys', 'structured_keys', 'blocks', 'split', 'error', 'rpc_error', 'progress'];
     const out = {};
     const leak = async (what, as) => {
-      try { return await callMCPTool('fx', 'leak', { what, as }); }
+      try { return await tools.fx.leak({ what, as }); }
       catch (e) { return e.name + ': ' + e.message; }
     };
     for (const [i, b] of PLANTED.entries())
@@ -501,7 +501,7 @@ shapes = ['text', 'json', 'keys', 'structured_keys', 'blocks', 'split', 'error',
 out = {}
 def leak(what, shape):
     try:
-        return call_mcp_tool('fx', 'leak', {'what': what, 'as': shape})
+        return tools.fx.leak({'what': what, 'as': shape})
     except Exception as e:
         return type(e).__name__ + ': ' + str(e)
 for i, b in enumerate(PLANTED):

@@ -102,15 +102,16 @@ fn assert_no_secret(what: &str, text: &str) {
 /// Every shape an upstream can echo its own env token in (a result, an error, a JSON-RPC
 /// error, progress, a log message, resource links, embedded resources, image metadata,
 /// structured content, a 2 MiB text, a text split over two blocks, JSON with escapes, a tool
-/// description, a dying server's stderr), read from TypeScript and Python and returned in
-/// full: the client's whole wire, the server's log and the audit file hold none of it; what
-/// merely resembles a secret (a common word, a short value) comes back whole.
+/// description, a dying server's stderr), read from TypeScript and Python (through the typed
+/// proxies, whose structured shape keeps the two blocks apart) and returned in full: the
+/// client's whole wire, the server's log and the audit file hold none of it; what merely
+/// resembles a secret (a common word, a short value) comes back whole.
 #[tokio::test]
 async fn no_configured_secret_an_upstream_echoes_reaches_the_client_log_or_audit() {
     let ts = r#"
         const out = {};
         for (const as of ['text', 'error', 'rpc_error', 'blocks', 'split', 'progress', 'log']) {
-          try { out[as] = await callMCPTool('fx', 'leak', { what: 'env:TOK', as }); }
+          try { out[as] = await tools.fx.leak({ what: 'env:TOK', as }); }
           catch (e) { out[as] = e.name + ': ' + e.message; }
         }
         out.joined = out.split.join('');
@@ -126,7 +127,7 @@ async fn no_configured_secret_an_upstream_echoes_reaches_the_client_log_or_audit
 out = {}
 for shape in ['text', 'error', 'rpc_error', 'blocks', 'split']:
     try:
-        out[shape] = call_mcp_tool('fx', 'leak', {'what': 'env:TOK', 'as': shape})
+        out[shape] = tools.fx.leak({'what': 'env:TOK', 'as': shape})
     except Exception as e:
         out[shape] = type(e).__name__ + ': ' + str(e)
 out['joined'] = ''.join(out['split'])
