@@ -71,7 +71,12 @@ impl Core {
             .with_long_runs(settings.long_runs)
             .with_pauses(settings.approvals.clone(), settings.llm.clone(), redactor)
             .with_access(settings.permissions.clone())
-            .with_pii(settings.pii.clone()),
+            .with_pii(settings.pii.clone())
+            .with_hooks(crate::policy::hooks::Hooks::new(
+                &settings.hooks,
+                &config.client_hooks,
+                config.project_dir.clone(),
+            )),
         );
         if let Some(filter) = crate::policy::pii::log_filter(&policy.pii) {
             crate::policy::redact::install_log_filter(Arc::new(filter));

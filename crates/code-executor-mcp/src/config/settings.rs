@@ -67,6 +67,7 @@ struct RawSettings {
     pii: Option<crate::policy::pii::PiiSettings>,
     skills: Option<crate::skills::store::SkillSettings>,
     check: Option<CheckSettings>,
+    hooks: Option<crate::policy::hooks::HookSettings>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
 }
@@ -126,6 +127,8 @@ pub struct Settings {
     pub skills: crate::skills::store::SkillSettings,
     /// Type-checking code before it runs (`check`); off unless a call asks.
     pub check: CheckSettings,
+    /// Commands that judge tool calls and runs (`hooks`, Claude Code's format).
+    pub hooks: crate::policy::hooks::HookSettings,
     /// The user's settings file, if there is one.
     pub source: Option<PathBuf>,
     /// What became of the working directory's `.code-executor.json`, if there is one.
@@ -169,6 +172,7 @@ impl Default for Settings {
             pii: Default::default(),
             skills: Default::default(),
             check: Default::default(),
+            hooks: Default::default(),
             source: None,
             project: None,
         }
@@ -346,6 +350,7 @@ impl Settings {
             sessions: raw.sessions.unwrap_or_default().validate()?,
             long_runs: raw.long_runs.unwrap_or_default().validate()?,
             approvals: raw.approvals.unwrap_or_default().validate()?,
+            hooks: raw.hooks.unwrap_or_default().validate()?,
             llm: raw.llm.unwrap_or_default().validate()?,
             forward_requests: raw.forward_requests.unwrap_or_default().validate()?,
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,

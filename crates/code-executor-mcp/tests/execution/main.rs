@@ -5,6 +5,8 @@
 //! - [`languages`]: one table of scenarios run in TypeScript and Python;
 //! - [`sessions`]: sessions in both languages (and the workspace quota);
 //! - [`direct`]: pinned direct tools (`directTools`): listed, called, policed, approved, audited;
+//! - [`hooks`]: the user's hooks (ours and Claude Code's) judge calls from code, skills and
+//!   pinned tools, and runs; hooks that fail refuse;
 //! - [`pauses`]: approvals and sampling mid-script, in both protocol generations;
 //! - [`long_runs`]: `yieldAfterMs`, `wait`, `progress()`, cancellation;
 //! - [`pools`]: worker pools: one execution per worker, growth and shrinking;
@@ -36,6 +38,7 @@ mod common;
 mod access;
 mod direct;
 mod execute;
+mod hooks;
 mod languages;
 mod llm_provider;
 mod long_runs;

@@ -333,6 +333,16 @@ enum Caller {
     Direct,
 }
 
+impl Caller {
+    /// As hooks are told (`code_executor.caller`).
+    fn as_str(self) -> &'static str {
+        match self {
+            Caller::Code => "code",
+            Caller::Direct => "direct",
+        }
+    }
+}
+
 /// One upstream call, whoever makes it: cap -> resolve -> rules and allowedTools -> rate ->
 /// personal data in the arguments -> schema -> approval -> upstream -> audit line. `Err` is
 /// the refusal or failure, named as code sees it.
@@ -436,7 +446,7 @@ async fn call(
             "this client is over its rate of tool calls per minute (limits.toolCallsPerMinute); slow down or retry shortly".into(),
         );
     }
-    let args: Map<String, Value> = match args {
+    let mut args: Map<String, Value> = match args {
         Value::Object(m) => m,
         Value::Null => Map::new(),
         other => {
@@ -446,6 +456,16 @@ async fn call(
             );
         }
     };
+    // The user's hooks judge the call as code made it (personal data as the tokens code
+    // holds); an `updatedInput` replaces the arguments, which every check below then sees.
+    let hook_asks =
+        match super::hooks::before_call(scope, &server, &tool.name, &mut args, caller.as_str())
+            .await
+        {
+            Ok(super::hooks::Before::Go) => None,
+            Ok(super::hooks::Before::Ask(reason)) => Some(reason),
+            Err(reason) => return deny(CallError::Policy, reason),
+        };
     // Tokens of personal data become their values for the tools allowed to receive them;
     // the schema is checked on what the tool gets, a person is shown the tokens.
     let restored = match super::pii::arguments(scope, &server, &tool.name, &args) {
@@ -458,11 +478,24 @@ async fn call(
     }
     // Last: a person is asked only about a call that would otherwise go out.
     let servers = scope.policy.servers.iter().map(String::as_str);
-    if let Some(rule) = scope.policy.approvals.rule_for(servers, &server, &tool)
+    let rule = match hook_asks {
+        Some(reason) => Some(super::hooks::rule_text(
+            crate::policy::hooks::Event::PreToolUse,
+            &reason,
+        )),
+        None => scope.policy.approvals.rule_for(servers, &server, &tool),
+    };
+    if let Some(rule) = rule
         && let Err(reason) = super::approval::gate(scope, &server, &tool, &args, &rule).await
     {
         return deny(CallError::ApprovalDenied, reason);
     }
+    // What the PostToolUse hooks are shown as the call's input.
+    let hooked_args = scope
+        .policy
+        .hooks
+        .has(crate::policy::hooks::Event::PostToolUse)
+        .then(|| args.clone());
     let args = restored.unwrap_or(args);
     let scanned = super::pii::scans(scope, &server, &tool.name);
     record.allowed = true;
@@ -569,6 +602,21 @@ async fn call(
             } else {
                 "ok"
             };
+            let mut result = result;
+            if let Some(args) = &hooked_args
+                && let Err(reason) = super::hooks::after_call(
+                    scope,
+                    &server,
+                    &tool.name,
+                    args,
+                    &mut result,
+                    caller.as_str(),
+                )
+                .await
+            {
+                record.write("deny", Some(reason.clone()), Some(label), bytes);
+                return Err(refusal(CallError::Policy, reason));
+            }
             record.write("allow", None, Some(label), bytes);
             Ok(result)
         }

@@ -8,6 +8,7 @@
 pub(crate) mod approval;
 pub(crate) mod bridge;
 pub(crate) mod fetch;
+pub(crate) mod hooks;
 pub(crate) mod llm;
 pub(crate) mod net;
 pub(crate) mod pii;
