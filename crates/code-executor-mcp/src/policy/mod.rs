@@ -16,6 +16,7 @@ mod event;
 pub mod filter;
 pub mod forward;
 pub mod hooks;
+pub mod invisible;
 pub mod llm;
 pub(crate) mod long_runs;
 pub mod metrics;

@@ -446,6 +446,25 @@ async fn call(
             "this client is over its rate of tool calls per minute (limits.toolCallsPerMinute); slow down or retry shortly".into(),
         );
     }
+    // A tool whose definition changed since a person accepted it is held.
+    let definitions = catalog.upstreams().definitions().clone();
+    let held = definitions.held(&server, &tool.name).map(|what| {
+        let name = crate::policy::qualified_name(&server, &tool.name);
+        (
+            name.clone(),
+            format!(
+                "{name} is held: its definition changed since it was accepted ({what}); a \
+                 person accepts the change with `code-executor-mcp tools accept {name}` (or, \
+                 with toolChanges set to \"ask\", by approving the call)"
+            ),
+            what,
+        )
+    });
+    if let Some((_, reason, _)) = &held
+        && definitions.mode == crate::policy::approval::ChangedTools::Refuse
+    {
+        return deny(CallError::Policy, reason.clone());
+    }
     let mut args: Map<String, Value> = match args {
         Value::Object(m) => m,
         Value::Null => Map::new(),
@@ -485,6 +504,13 @@ async fn call(
         )),
         None => scope.policy.approvals.rule_for(servers, &server, &tool),
     };
+    if let Some((_, _, what)) = &held {
+        let rule = format!("its definition changed since it was accepted: {what}");
+        if let Err(reason) = super::approval::gate(scope, &server, &tool, &args, &rule).await {
+            return deny(CallError::ApprovalDenied, reason);
+        }
+        definitions.accept(&server, &tool.name);
+    }
     if let Some(rule) = rule
         && let Err(reason) = super::approval::gate(scope, &server, &tool, &args, &rule).await
     {
@@ -582,7 +608,11 @@ async fn call(
         &tool.name,
     );
     match called {
-        Ok((result, bytes)) => {
+        Ok((mut result, bytes)) => {
+            // Text hidden in invisible characters never reaches code (nor the model).
+            if crate::upstream::definitions::clean_result(&mut result) {
+                definitions.flag(&server, &tool.name);
+            }
             let result = match scanned {
                 Some(vault) if caller == Caller::Direct => {
                     super::pii::leaving(scope, vault, result)
