@@ -633,6 +633,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "trustedProjects": settings.trusted_projects,
                 "permissions": settings.permissions.to_json(),
                 "projectFile": project_settings_json(settings.project.as_ref()),
+                // Where the hooks that judge calls and runs come from (docs/guardrails.md).
+                "hooks": {
+                    "ours": settings.hooks.groups(&crate::policy::hooks::Origin(String::new())).len(),
+                    "clientFiles": if settings.hooks.from_clients == Some(false) {
+                        Vec::new()
+                    } else {
+                        config.client_hooks.iter().map(|(f, _)| f.display().to_string()).collect()
+                    },
+                },
+                "toolChanges": match settings.tool_changes {
+                    crate::policy::approval::ChangedTools::Refuse => "refuse",
+                    crate::policy::approval::ChangedTools::Ask => "ask",
+                },
             });
             if let (Some(ProjectSettings::Ignored { path, reason }), Some(w)) =
                 (&settings.project, shown["warnings"].as_array_mut())

@@ -30,7 +30,11 @@ pub fn has_hidden(s: &str) -> bool {
 /// `s` without them; `None` when there is nothing to take out.
 pub fn clean(s: &str) -> Option<String> {
     // Fast path: every character concerned is outside ASCII.
-    if s.is_ascii() {
+    if s.is_ascii()
+        || !s
+            .chars()
+            .any(|c| is_tag(c) || is_bidi_control(c) || is_zero_width(c))
+    {
         return None;
     }
     let chars: Vec<char> = s.chars().collect();

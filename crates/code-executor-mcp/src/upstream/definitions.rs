@@ -398,14 +398,30 @@ pub(crate) fn clean_tools(tools: Vec<Tool>) -> Vec<Tool> {
 /// A result cleaned of hidden characters, in every block and its structured content;
 /// whether any were found.
 pub(crate) fn clean_result(result: &mut rmcp::model::CallToolResult) -> bool {
+    use rmcp::model::ContentBlock;
     let mut dirty = false;
     for block in result.content.iter_mut() {
-        if let Ok(mut v) = serde_json::to_value(&*block)
-            && invisible::clean_value(&mut v)
-            && let Ok(b) = serde_json::from_value(v)
-        {
-            *block = b;
-            dirty = true;
+        match block {
+            // Scanned where it is (ASCII text, the common case, in one vectorised pass);
+            // never copied unless something is taken out.
+            ContentBlock::Text(t) => {
+                if let Some(c) = invisible::clean(&t.text) {
+                    t.text = c;
+                    dirty = true;
+                }
+            }
+            // Base64 data and a MIME type: nothing a person reads.
+            ContentBlock::Image(_) | ContentBlock::Audio(_) => {}
+            // Resources, links, and whatever a later revision adds: read as JSON.
+            _ => {
+                if let Ok(mut v) = serde_json::to_value(&*block)
+                    && invisible::clean_value(&mut v)
+                    && let Ok(b) = serde_json::from_value(v)
+                {
+                    *block = b;
+                    dirty = true;
+                }
+            }
         }
     }
     if let Some(s) = result.structured_content.as_mut() {
