@@ -49,6 +49,27 @@ elif word == "fork":
     with open(os.environ["HOOK_LOG"] + ".pids", "w") as f:
         f.write(f"{kid.pid} {away.pid}")
     print(json.dumps({"hookSpecificOutput": {"permissionDecision": "allow"}}), flush=True)
+elif word == "gauge":
+    # How many of these hooks run at once: a count under a lock, its peak kept.
+    import fcntl
+    base = os.environ["HOOK_LOG"] + ".gauge"
+    def bump(d):
+        with open(base + ".lock", "a") as l:
+            fcntl.flock(l, fcntl.LOCK_EX)
+            try:
+                now = int(open(base).read() or 0)
+            except FileNotFoundError:
+                now = 0
+            now += d
+            open(base, "w").write(str(now))
+            try:
+                peak = int(open(base + ".peak").read() or 0)
+            except FileNotFoundError:
+                peak = 0
+            open(base + ".peak", "w").write(str(max(peak, now)))
+    bump(1)
+    time.sleep(0.1)
+    bump(-1)
 elif word == "env":
     with open(os.environ["HOOK_LOG"] + ".env", "w") as f:
         json.dump(dict(os.environ), f)
@@ -106,6 +127,7 @@ fn hooked() -> (Hooked, Value) {
     let log = dir.0.join("hook.log");
     let settings = json!({
         "directTools": ["mcp__fx__echo"],
+        "executionLimits": {"maxConcurrentToolCalls": 2},
         "audit": {"path": dir.0.join("audit.jsonl")},
         "hooks": {
             "PreToolUse": [
@@ -343,6 +365,25 @@ async fn a_hooks_children_do_not_hold_the_call_and_die_with_it() {
         .arg("-9")
         .arg(pids[1].to_string())
         .status();
+}
+
+#[tokio::test]
+async fn parallel_calls_run_their_hooks_within_the_requests_permits() {
+    let (h, _cfg, hooked) = start().await;
+    let (v, is_err) = run(
+        &h,
+        Lang::Ts,
+        "const all = []; for (let i = 0; i < 12; i++) all.push(tools.fx.echo({message: 'gauge ' + i})); return (await Promise.all(all)).length",
+    )
+    .await;
+    assert!(!is_err, "{v}");
+    assert_eq!(v["result"], 12);
+    let peak: u32 = std::fs::read_to_string(format!("{}.gauge.peak", hooked.log.display()))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&peak), "{peak} hooks ran at once");
 }
 
 #[tokio::test]

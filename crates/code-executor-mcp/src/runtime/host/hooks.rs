@@ -79,7 +79,13 @@ pub(super) async fn before_call(
     input.insert("tool_name".into(), Value::String(name.clone()));
     input.insert("tool_input".into(), Value::Object(args.clone()));
     input.insert("tool_use_id".into(), Value::String(call_id(scope)));
-    let answer = judge(scope, Event::PreToolUse, &name, &handlers, &input).await?;
+    // Hooks of parallel calls run within the request's permits for calls in flight
+    // (`maxConcurrentToolCalls`): `Promise.all` of a thousand calls is not a thousand
+    // processes at once. (PostToolUse runs under the permit its call already holds.)
+    let answer = {
+        let _permit = scope.ledger.in_flight.acquire().await;
+        judge(scope, Event::PreToolUse, &name, &handlers, &input).await?
+    };
     if let Some(updated) = answer.updated_input {
         *args = updated;
     }
