@@ -212,18 +212,26 @@ impl Hooks {
     }
 
     /// The handlers that judge `name` at `event`, each command once (Claude Code deduplicates
-    /// identical commands).
+    /// identical commands). A tool's name is matched as we write it
+    /// (`mcp__my.server__get.page`) and as Claude Code writes it (`mcp__my_server__get_page`,
+    /// [`claude_name`]), so a matcher copied from Claude Code's settings applies.
     pub fn matching(&self, event: Event, name: &str) -> Vec<&Handler> {
+        let alias = claude_name(name);
+        let names: Vec<&str> = if alias == name {
+            vec![name]
+        } else {
+            vec![name, alias.as_str()]
+        };
         let mut out: Vec<&Handler> = Vec::new();
         for g in self
             .groups
             .iter()
-            .filter(|g| g.event == event && g.matcher.matches(name))
+            .filter(|g| g.event == event && names.iter().any(|n| g.matcher.matches(n)))
         {
             for h in &g.handlers {
                 if h.only_if
                     .as_deref()
-                    .is_some_and(|rule| !rule_applies(rule, name))
+                    .is_some_and(|rule| !names.iter().any(|n| rule_applies(rule, n)))
                 {
                     continue;
                 }
@@ -234,6 +242,20 @@ impl Hooks {
         }
         out
     }
+}
+
+/// `name` as Claude Code writes an MCP tool's name: every character outside `[A-Za-z0-9_-]`
+/// becomes `_`.
+pub fn claude_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// Whether a permission rule (`if`) could cover the tool `name`: `Tool`, `Tool(args)`,

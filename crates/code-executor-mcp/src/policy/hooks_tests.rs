@@ -120,6 +120,30 @@ fn claude_code_files_parse_and_what_cannot_be_read_refuses() {
 }
 
 #[test]
+fn a_name_matches_as_claude_code_writes_it_too() {
+    let file = json!({"PreToolUse": [
+        {"matcher": "mcp__my_server__get_page", "hooks": [{"type": "command", "command": "exact.sh"}]},
+        {"matcher": "mcp__my\\.server__.*", "hooks": [{"type": "command", "command": "ours.sh"}]},
+        {"matcher": "*", "hooks": [{"type": "command", "command": "if.sh", "if": "mcp__my_server"}]}
+    ]});
+    let hooks = Hooks {
+        groups: parse_events(&file, &origin()),
+        ..Hooks::default()
+    };
+    let got: Vec<&str> = hooks
+        .matching(Event::PreToolUse, "mcp__my.server__get.page")
+        .iter()
+        .map(|h| h.label())
+        .collect();
+    assert_eq!(got, ["exact.sh", "ours.sh", "if.sh"]);
+    assert!(
+        hooks
+            .matching(Event::PreToolUse, "mcp__other__x")
+            .is_empty()
+    );
+}
+
+#[test]
 fn identical_commands_run_once() {
     let file = json!({"PreToolUse": [
         {"matcher": "*", "hooks": [{"type": "command", "command": "same.sh"}]},
