@@ -214,6 +214,13 @@ enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Accepts the changed definition of a held tool (NAME is mcp__server__tool; --all: every
+    /// held tool), so calls to it go out again.
+    Accept {
+        name: Option<String>,
+        #[arg(long)]
+        all: bool,
+    },
     /// One tool's signature and types (NAME is mcp__server__tool).
     Show {
         name: String,
@@ -626,6 +633,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "trustedProjects": settings.trusted_projects,
                 "permissions": settings.permissions.to_json(),
                 "projectFile": project_settings_json(settings.project.as_ref()),
+                // Where the hooks that judge calls and runs come from (docs/guardrails.md).
+                "hooks": {
+                    "ours": settings.hooks.groups(&crate::policy::hooks::Origin(String::new())).len(),
+                    "clientFiles": if settings.hooks.from_clients == Some(false) {
+                        Vec::new()
+                    } else {
+                        config.client_hooks.iter().map(|(f, _)| f.display().to_string()).collect()
+                    },
+                },
+                "toolChanges": match settings.tool_changes {
+                    crate::policy::approval::ChangedTools::Refuse => "refuse",
+                    crate::policy::approval::ChangedTools::Ask => "ask",
+                },
             });
             if let (Some(ProjectSettings::Ignored { path, reason }), Some(w)) =
                 (&settings.project, shown["warnings"].as_array_mut())
@@ -655,6 +675,54 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 cursor: cursor.as_deref(),
             };
             say(&tools::search(&catalog, &skills, &params, *json).await?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Tools(ToolsCommand::Accept { name, all })) => {
+            let (config, settings, _) = load(&cli)?;
+            let definitions = crate::upstream::definitions::Definitions::new(
+                crate::catalog::cache::default_dir().as_deref(),
+                settings.tool_changes,
+            );
+            let held: Vec<_> = definitions
+                .notices(config.servers.keys().map(String::as_str))
+                .into_iter()
+                .filter(|n| n.changed.is_some())
+                .collect();
+            let chosen: Vec<_> = match (name, all) {
+                (_, true) => held,
+                (Some(name), false) => {
+                    let (server, tool) = crate::catalog::split_qualified(
+                        config.servers.keys().map(String::as_str),
+                        name,
+                        crate::catalog::Asker::Person,
+                    )
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                    let found: Vec<_> = held
+                        .into_iter()
+                        .filter(|n| n.server == server && n.tool == tool)
+                        .collect();
+                    if found.is_empty() {
+                        anyhow::bail!(
+                            "{name} is not held (no changed definition waits for acceptance); `code-executor-mcp doctor` lists the held tools"
+                        );
+                    }
+                    found
+                }
+                (None, false) => anyhow::bail!(
+                    "name the tool to accept (mcp__server__tool), or pass --all; `code-executor-mcp doctor` lists the held tools"
+                ),
+            };
+            for n in &chosen {
+                let name = crate::policy::qualified_name(&n.server, &n.tool);
+                definitions.accept(&n.server, &n.tool);
+                say(&format!(
+                    "accepted {name}: {}",
+                    n.changed.as_deref().unwrap_or_default()
+                ));
+            }
+            if chosen.is_empty() {
+                say("no tool is held");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Tools(ToolsCommand::Show { name, lang, json })) => {

@@ -57,7 +57,14 @@ impl Core {
             config, settings,
         )));
         crate::policy::redact::install_for_logs(redactor.clone());
-        let upstreams = Arc::new(Upstreams::new(config, settings).with_redactor(redactor.clone()));
+        let upstreams = Arc::new(
+            Upstreams::new(config, settings)
+                .with_redactor(redactor.clone())
+                .with_definitions(crate::upstream::definitions::Definitions::new(
+                    crate::catalog::cache::default_dir().as_deref(),
+                    settings.tool_changes,
+                )),
+        );
         upstreams.connect_eagerly();
         let policy = Arc::new(
             Policy::new(
@@ -71,7 +78,12 @@ impl Core {
             .with_long_runs(settings.long_runs)
             .with_pauses(settings.approvals.clone(), settings.llm.clone(), redactor)
             .with_access(settings.permissions.clone())
-            .with_pii(settings.pii.clone()),
+            .with_pii(settings.pii.clone())
+            .with_hooks(crate::policy::hooks::Hooks::new(
+                &settings.hooks,
+                &config.client_hooks,
+                config.project_dir.clone(),
+            )),
         );
         if let Some(filter) = crate::policy::pii::log_filter(&policy.pii) {
             crate::policy::redact::install_log_filter(Arc::new(filter));
@@ -193,6 +205,15 @@ impl Core {
                 "problem": self.policy.audit.problem(),
             },
             "permissions": self.policy.access.to_json(),
+            // Tools whose definition changed since it was accepted (held), or that hid text.
+            "heldTools": self
+                .catalog
+                .upstreams()
+                .definitions()
+                .notices(self.catalog.upstreams().names())
+                .iter()
+                .map(|n| n.to_json())
+                .collect::<Vec<_>>(),
             "engines": {
                 "javascript": "QuickJS-NG via rquickjs 0.14",
                 "typescript": "oxc 0.146 (types stripped)",

@@ -633,7 +633,14 @@ impl Catalog {
                 if *s == SKILLS_SOURCE {
                     describe_skill(t, detail)
                 } else {
-                    describe(s, typed, detail)
+                    let mut d = describe(s, typed, detail);
+                    // A held tool says what changed; a flagged one that it hid text.
+                    if let Some(n) = self.upstreams.definitions().notice(s, &t.name)
+                        && let (Some(o), Value::Object(extra)) = (d.as_object_mut(), n.to_json())
+                    {
+                        o.extend(extra.into_iter().filter(|(k, _)| k != "tool"));
+                    }
+                    d
                 }
             })
             .collect();

@@ -76,6 +76,30 @@ pub(super) async fn doctor(
                     }
                 }
             }
+            // Tools whose definition changed since a person accepted it, or that hid text.
+            let definitions = crate::upstream::definitions::Definitions::new(
+                crate::catalog::cache::default_dir().as_deref(),
+                settings.tool_changes,
+            );
+            let notices = definitions.notices(config.servers.keys().map(String::as_str));
+            if notices.is_empty() {
+                say("tool definitions: none held, none flagged");
+            } else {
+                say("tool definitions:");
+                for n in &notices {
+                    let name = crate::policy::qualified_name(&n.server, &n.tool);
+                    if let Some(what) = &n.changed {
+                        say(&format!(
+                            "  HELD {name}: {what}; accept it with `code-executor-mcp tools accept {name}`"
+                        ));
+                    }
+                    if n.flagged {
+                        say(&format!(
+                            "  flagged {name}: its description or a result hid text in invisible characters (taken out)"
+                        ));
+                    }
+                }
+            }
             say("permissions code may be granted (the ceiling; a call asks with `permissions`):");
             for line in settings.permissions.describe() {
                 say(&format!("  {line}"));

@@ -96,6 +96,9 @@ impl Config {
         }
         config.project_dir = Some(opts.places.cwd.clone());
         config.project_trust = Some(trust.project());
+        if opts.discover {
+            config.client_hooks = trust.claude_hooks().files;
+        }
         for source in &list {
             match sources::read_entries(source) {
                 Ok(entries) => config.merge(

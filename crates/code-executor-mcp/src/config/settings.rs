@@ -67,6 +67,8 @@ struct RawSettings {
     pii: Option<crate::policy::pii::PiiSettings>,
     skills: Option<crate::skills::store::SkillSettings>,
     check: Option<CheckSettings>,
+    hooks: Option<crate::policy::hooks::HookSettings>,
+    tool_changes: Option<crate::policy::approval::ChangedTools>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
 }
@@ -126,6 +128,11 @@ pub struct Settings {
     pub skills: crate::skills::store::SkillSettings,
     /// Type-checking code before it runs (`check`); off unless a call asks.
     pub check: CheckSettings,
+    /// Commands that judge tool calls and runs (`hooks`, Claude Code's format).
+    pub hooks: crate::policy::hooks::HookSettings,
+    /// What a call of a tool whose definition changed since it was accepted gets
+    /// (`toolChanges`: `refuse`, the default, or `ask`).
+    pub tool_changes: crate::policy::approval::ChangedTools,
     /// The user's settings file, if there is one.
     pub source: Option<PathBuf>,
     /// What became of the working directory's `.code-executor.json`, if there is one.
@@ -169,6 +176,8 @@ impl Default for Settings {
             pii: Default::default(),
             skills: Default::default(),
             check: Default::default(),
+            hooks: Default::default(),
+            tool_changes: Default::default(),
             source: None,
             project: None,
         }
@@ -346,6 +355,8 @@ impl Settings {
             sessions: raw.sessions.unwrap_or_default().validate()?,
             long_runs: raw.long_runs.unwrap_or_default().validate()?,
             approvals: raw.approvals.unwrap_or_default().validate()?,
+            hooks: raw.hooks.unwrap_or_default().validate()?,
+            tool_changes: raw.tool_changes.unwrap_or_default(),
             llm: raw.llm.unwrap_or_default().validate()?,
             forward_requests: raw.forward_requests.unwrap_or_default().validate()?,
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,

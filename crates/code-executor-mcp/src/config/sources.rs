@@ -53,6 +53,9 @@ pub struct Places {
     /// `$CODEX_HOME`, else `~/.codex`.
     pub codex_home: Option<PathBuf>,
     pub cwd: PathBuf,
+    /// Where Claude Code's managed (administrator) settings live: `/etc/claude-code` on
+    /// Linux; only its hooks are read from there.
+    pub claude_managed_dir: Option<PathBuf>,
 }
 
 impl Places {
@@ -70,6 +73,7 @@ impl Places {
             config_dir,
             codex_home,
             cwd,
+            claude_managed_dir: Some(PathBuf::from("/etc/claude-code")),
         }
     }
 }

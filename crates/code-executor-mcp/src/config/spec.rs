@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::policy::filter::ToolFilter;
 
 /// Environment variables every upstream child gets from ours (when set), besides the
@@ -125,6 +127,9 @@ pub struct Config {
     pub project_dir: Option<PathBuf>,
     /// Whether that project is trusted (see `trust::Trust::project`), else why not.
     pub project_trust: Option<Result<(), String>>,
+    /// Claude Code's settings files whose hooks run here (`trust::Trust::claude_hooks`):
+    /// `(file, its "hooks" object)`, lowest precedence first; none unless discovering.
+    pub client_hooks: Vec<(PathBuf, Value)>,
 }
 
 /// Shows a value only when its name says it cannot be a secret; otherwise keeps its length

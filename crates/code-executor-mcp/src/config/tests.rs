@@ -239,6 +239,7 @@ impl FakeMachine {
             codex_home: Some(home.join(".codex")),
             home: Some(home),
             cwd: self.root.join("project"),
+            claude_managed_dir: None,
         }
     }
 }

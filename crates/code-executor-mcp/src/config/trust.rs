@@ -89,6 +89,32 @@ impl Trust {
         ))
     }
 
+    /// The hooks of Claude Code's settings files that would run here (see [`ClientHooks`]).
+    pub fn claude_hooks(&self) -> ClientHooks {
+        let counted: Vec<&HookFile> = self
+            .claude
+            .hooks
+            .iter()
+            .filter(|h| h.counts || (h.project && self.ours.is_some()))
+            .collect();
+        let managed_only = counted.iter().any(|h| h.managed_only);
+        let managed_off = counted.iter().any(|h| h.managed && h.disable_all);
+        let others_off = counted.iter().any(|h| h.disable_all);
+        let files = counted
+            .into_iter()
+            .filter(|h| {
+                if h.managed {
+                    !managed_off
+                } else {
+                    !managed_only && !others_off
+                }
+            })
+            .filter(|h| !h.hooks.is_null())
+            .map(|h| (h.file.clone(), h.hooks.clone()))
+            .collect();
+        ClientHooks { files }
+    }
+
     /// The gate of entry `name` of `source`.
     pub fn gate(&self, source: &Source, name: &str) -> Gate {
         let held = |why: String, how: &str| {
@@ -231,6 +257,33 @@ fn strings(v: Option<&Value>) -> Option<Vec<String>> {
     })
 }
 
+/// One Claude Code settings file's hooks.
+struct HookFile {
+    file: PathBuf,
+    hooks: Value,
+    /// Counted without `trustedProjects`.
+    counts: bool,
+    /// A project file: counted under `trustedProjects` too.
+    project: bool,
+    /// `disableAllHooks: true`.
+    disable_all: bool,
+    /// The managed (administrator) file.
+    managed: bool,
+    /// `allowManagedHooksOnly: true` (the managed file only).
+    managed_only: bool,
+}
+
+/// The hooks of Claude Code's settings files that would run in this project, by Claude
+/// Code's rules: files counted as for its MCP servers (the user's always; the project's own
+/// once the workspace is trusted, or under `trustedProjects`; the local one as for servers),
+/// the managed file always; `disableAllHooks` in a counted file turns off every file's hooks
+/// but the managed ones (the managed file's own turns off all); `allowManagedHooksOnly` in
+/// the managed file keeps only its hooks.
+pub struct ClientHooks {
+    /// `(file, its "hooks" object)`, lowest precedence first.
+    pub files: Vec<(PathBuf, Value)>,
+}
+
 enum ClaudeApproval {
     Approved,
     Pending,
@@ -249,6 +302,9 @@ struct ClaudeChoices {
 
 struct Claude {
     choices: Vec<ClaudeChoices>,
+    /// The settings files' `hooks` objects, lowest precedence first, with whether the file
+    /// counts on its own (the project's own file also counts under `trustedProjects`).
+    hooks: Vec<HookFile>,
     disabled_servers: Vec<String>,
     /// The user accepted Claude Code's trust dialog for this workspace.
     workspace_trusted: bool,
@@ -272,8 +328,30 @@ impl Claude {
             .map(|h| h.join(".claude/settings.json"));
         let project_file = cwd.join(".claude/settings.json");
         let local_file = cwd.join(".claude/settings.local.json");
+        let managed_file = places
+            .claude_managed_dir
+            .as_ref()
+            .map(|d| d.join("managed-settings.json"));
         let mut choices = Vec::new();
-        let mut add = |file: PathBuf, v: &Value, counts: bool| {
+        let mut hooks = Vec::new();
+        // `project`: a project file (counted under `trustedProjects` too for its hooks).
+        let mut add = |file: PathBuf, v: &Value, counts: bool, project: bool| {
+            let managed = managed_file.as_ref() == Some(&file);
+            if v.get("hooks").is_some() || v.get("disableAllHooks").is_some() {
+                hooks.push(HookFile {
+                    file: file.clone(),
+                    hooks: v.get("hooks").cloned().unwrap_or(Value::Null),
+                    counts,
+                    project,
+                    disable_all: v.get("disableAllHooks") == Some(&Value::Bool(true)),
+                    managed,
+                    managed_only: managed
+                        && v.get("allowManagedHooksOnly") == Some(&Value::Bool(true)),
+                });
+            }
+            if managed {
+                return;
+            }
             let c = ClaudeChoices {
                 enabled: strings(v.get("enabledMcpjsonServers")).unwrap_or_default(),
                 disabled: strings(v.get("disabledMcpjsonServers")).unwrap_or_default(),
@@ -284,25 +362,31 @@ impl Claude {
             choices.push(c);
         };
         if let Some(home) = &places.home {
-            add(home.join(".claude.json"), &project, true);
+            add(home.join(".claude.json"), &project, true, false);
         }
         if let Some(f) = &user_file
             && let Some(v) = read_json(f, Some(warnings))
         {
-            add(f.clone(), &v, true);
+            add(f.clone(), &v, true, false);
         }
         if let Some(v) = read_json(&project_file, Some(warnings)) {
             let same_as_user = user_file
                 .as_ref()
                 .is_some_and(|u| canonical(u) == canonical(&project_file));
-            add(project_file, &v, trusted || same_as_user);
+            add(project_file, &v, trusted || same_as_user, !same_as_user);
         }
         if let Some(v) = read_json(&local_file, Some(warnings)) {
             let counts = trusted || !local_settings_suspicious(cwd);
-            add(local_file, &v, counts);
+            add(local_file, &v, counts, true);
+        }
+        if let Some(f) = &managed_file
+            && let Some(v) = read_json(f, Some(warnings))
+        {
+            add(f.clone(), &v, true, false);
         }
         Claude {
             choices,
+            hooks,
             disabled_servers: strings(project.get("disabledMcpServers")).unwrap_or_default(),
             workspace_trusted: trusted,
         }

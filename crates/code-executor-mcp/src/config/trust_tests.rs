@@ -50,6 +50,7 @@ impl Machine {
                 codex_home: Some(home.join(".codex")),
                 home: Some(home),
                 cwd: self.project(),
+                claude_managed_dir: None,
             },
             trusted_projects: trusted.to_vec(),
             ..LoadOptions::default()
@@ -548,4 +549,69 @@ async fn held_back_servers_are_listed_with_the_reason_and_refused() {
         "{err}"
     );
     assert_eq!(catalog.refusal(Some("repo"), "x"), Some(err.clone()));
+}
+
+/// The files whose hooks run, by name relative to the machine's root.
+fn hook_files(m: &Machine, trusted: &[PathBuf], managed: bool) -> Vec<String> {
+    let home = m.root.join("home");
+    let c = Config::load(&LoadOptions {
+        discover: true,
+        places: Places {
+            config_dir: Some(home.join(".config")),
+            codex_home: Some(home.join(".codex")),
+            home: Some(home),
+            cwd: m.project(),
+            claude_managed_dir: managed.then(|| m.root.join("etc")),
+        },
+        trusted_projects: trusted.to_vec(),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    c.client_hooks
+        .iter()
+        .map(|(f, _)| f.strip_prefix(&m.root).unwrap().display().to_string())
+        .collect()
+}
+
+const HOOKS: &str =
+    r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "x"}]}]}}"#;
+
+#[test]
+fn claude_code_hooks_follow_its_trust_rules_and_switches() {
+    let m = Machine::new("hooks");
+    m.write("home/.claude/settings.json", HOOKS)
+        .write("project/.claude/settings.json", HOOKS);
+    // A cloned repository's own hooks do not run in an untrusted workspace.
+    assert_eq!(hook_files(&m, &[], false), ["home/.claude/settings.json"]);
+    // They do once Claude Code's trust dialog was accepted, or under trustedProjects.
+    assert_eq!(
+        hook_files(&m, &[m.project()], false),
+        [
+            "home/.claude/settings.json",
+            "project/.claude/settings.json"
+        ]
+    );
+    m.claude_json(json!({"hasTrustDialogAccepted": true}));
+    assert_eq!(hook_files(&m, &[], false).len(), 2);
+    // disableAllHooks in a counted file turns every file's off, but the managed one's.
+    m.write("etc/managed-settings.json", HOOKS);
+    m.write(
+        "project/.claude/settings.local.json",
+        r#"{"disableAllHooks": true}"#,
+    );
+    assert_eq!(hook_files(&m, &[], true), ["etc/managed-settings.json"]);
+    // allowManagedHooksOnly keeps the managed file's alone.
+    m.write("project/.claude/settings.local.json", "{}");
+    m.write(
+        "etc/managed-settings.json",
+        r#"{"allowManagedHooksOnly": true, "hooks": {"PreToolUse": []}}"#,
+    );
+    assert_eq!(hook_files(&m, &[], true), ["etc/managed-settings.json"]);
+    // An untrusted project cannot switch the user's hooks off.
+    let m = Machine::new("hooks-off");
+    m.write("home/.claude/settings.json", HOOKS).write(
+        "project/.claude/settings.json",
+        r#"{"disableAllHooks": true}"#,
+    );
+    assert_eq!(hook_files(&m, &[], false), ["home/.claude/settings.json"]);
 }

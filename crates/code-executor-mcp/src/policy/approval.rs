@@ -63,6 +63,16 @@ impl Fallback {
     }
 }
 
+/// What a call of a tool whose definition changed since a person accepted it gets
+/// (`toolChanges`, `upstream::definitions`): refused until accepted, or a person asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangedTools {
+    #[default]
+    Refuse,
+    Ask,
+}
+
 /// The `approvals` settings.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -34,6 +34,8 @@ pub enum SettingError {
     ApprovalTimeout { ms: u64, max: u64 },
     #[error("pii: {0}")]
     Pii(String),
+    #[error("hooks: {0}")]
+    Hooks(String),
 }
 
 /// A destination of `permissions.net` that cannot be read.

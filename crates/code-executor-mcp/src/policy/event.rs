@@ -113,6 +113,22 @@ pub enum AuditEvent {
         waited_ms: u64,
         args_sha256: String,
     },
+    /// A hook ran (`hooks`, `policy::hooks`): the event (`PreToolUse`, `PostToolUse`,
+    /// `PreExecute`), what it judged (the tool's `mcp__server__tool` name, or `execute_<lang>`
+    /// for a run), where it was configured, its command, and what it answered (`none`,
+    /// `allow`, `ask`, `deny`, or `failed` with why), with the time it took.
+    #[serde(rename = "hook", rename_all = "camelCase")]
+    Hook {
+        execution: String,
+        hook_event: &'static str,
+        subject: String,
+        source: String,
+        command: String,
+        answer: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        duration_ms: f64,
+    },
     /// A model call from code (`llm.ask`, `llm.think`): who answered (`client` or
     /// `provider`), hashes of what was sent and received, never the text.
     #[serde(rename = "llm.call", rename_all = "camelCase")]

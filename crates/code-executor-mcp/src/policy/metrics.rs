@@ -129,6 +129,8 @@ impl Metrics {
             // Counted in the audit log only (no metric names a detector).
             AuditEvent::PiiTokens { .. } => {}
             AuditEvent::SkillSave { .. } => {}
+            // Hooks are judged in the audit log; their refusals count as denied tool calls.
+            AuditEvent::Hook { .. } => {}
         }
     }
 

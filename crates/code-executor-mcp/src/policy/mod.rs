@@ -15,6 +15,8 @@ pub mod error;
 mod event;
 pub mod filter;
 pub mod forward;
+pub mod hooks;
+pub mod invisible;
 pub mod llm;
 pub(crate) mod long_runs;
 pub mod metrics;
@@ -57,6 +59,8 @@ pub struct Policy {
     pub access: access::Ceiling,
     /// Personal data tokenised at the bridge (`pii`).
     pub pii: Arc<pii::Pii>,
+    /// Commands that judge tool calls and runs (`hooks`, Claude Code's settings files).
+    pub hooks: Arc<hooks::Hooks>,
 }
 
 impl Policy {
@@ -93,7 +97,14 @@ impl Policy {
             redactor: Arc::default(),
             access: access::Ceiling::default(),
             pii: Arc::default(),
+            hooks: Arc::default(),
         }
+    }
+
+    /// The same policy, running these hooks.
+    pub fn with_hooks(mut self, hooks: hooks::Hooks) -> Policy {
+        self.hooks = Arc::new(hooks);
+        self
     }
 
     /// The same policy with these long-run limits.
@@ -155,6 +166,7 @@ impl Policy {
             redactor: Arc::default(),
             access: access::Ceiling::default(),
             pii: Arc::default(),
+            hooks: Arc::default(),
         }
     }
 
@@ -482,3 +494,6 @@ mod tests {
         assert!(Limits::configured(&ExecutionLimits::default(), Some(MAX_TIMEOUT_MS)).is_ok());
     }
 }
+
+#[cfg(test)]
+mod hooks_tests;

@@ -34,6 +34,9 @@ pub(crate) enum RunError {
     /// The file and network access asked for is outside the configured ceiling.
     #[error(transparent)]
     Policy(#[from] AccessError),
+    /// A `PreExecute` hook refused the run, or failed and so refused it (`policy::hooks`).
+    #[error("{0}")]
+    Hook(String),
     /// The server runs its maximum of executions, or the client's rate is used up.
     #[error("{0}")]
     Busy(String),
@@ -97,7 +100,7 @@ impl RunError {
     pub(crate) fn name(&self) -> &'static str {
         match self {
             RunError::Range(_) | RunError::Limits(_) => "RangeError",
-            RunError::Policy(_) => "PolicyError",
+            RunError::Policy(_) | RunError::Hook(_) => "PolicyError",
             RunError::Busy(_) => "BusyError",
             RunError::Session(_) => "SessionError",
             RunError::Parked(

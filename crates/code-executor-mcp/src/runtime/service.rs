@@ -416,6 +416,18 @@ impl Runtime {
             },
             ledger,
         );
+        // The user's PreExecute hooks judge the run before any worker is leased; their time
+        // is the run's.
+        let lang = match language {
+            Language::JavaScript => "typescript",
+            Language::Python => "python",
+        };
+        if let Err(reason) =
+            crate::runtime::host::hooks::before_run(&scope, &self.catalog, lang, &req.code).await
+        {
+            out.error = Some(RunError::Hook(reason).info());
+            return finish(out);
+        }
         let tools = self.bindings(&scope).await;
         // Output past the answer's cap is still wanted, up to the file's own cap, when it
         // can be kept: for the request's own output (a skill's output goes to its caller's

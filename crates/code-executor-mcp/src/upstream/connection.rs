@@ -42,7 +42,12 @@ impl Connection {
     }
 
     /// Refetches the tool list if the server announced a change.
-    pub(super) async fn refresh(&self, server: &str, redactor: &Redactor) {
+    pub(super) async fn refresh(
+        &self,
+        server: &str,
+        redactor: &Redactor,
+        definitions: &super::definitions::Definitions,
+    ) {
         if !self.stale.swap(false, Ordering::AcqRel) {
             return;
         }
@@ -51,7 +56,8 @@ impl Connection {
                 tracing::info!(server, tools = tools.len(), "upstream tool list changed");
                 if let Ok(mut t) = self.tools.lock() {
                     let tools = redact::tools(redactor, tools);
-                    *t = Arc::new(retain_visible(self.filter.as_ref(), server, tools));
+                    let tools = retain_visible(self.filter.as_ref(), server, tools);
+                    *t = Arc::new(definitions.observe(server, tools));
                 }
             }
             Err(e) => {

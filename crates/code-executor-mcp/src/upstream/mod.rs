@@ -41,6 +41,7 @@ use crate::policy::redact::Redactor;
 mod cap;
 mod connect;
 mod connection;
+pub mod definitions;
 mod error;
 pub(crate) mod forward;
 mod handler;
@@ -168,6 +169,9 @@ pub struct Upstreams {
     /// The name of each server whose tool list may have changed: it connected, or it sent
     /// `notifications/tools/list_changed` ([`Upstreams::changes`]).
     changes: tokio::sync::broadcast::Sender<String>,
+    /// The fingerprints of every tool's definition: changed ones are held
+    /// ([`definitions`]).
+    definitions: Arc<definitions::Definitions>,
 }
 
 /// How a call from code goes out (see [`Upstreams::call_for`]).
@@ -210,12 +214,24 @@ impl Upstreams {
             callers: Arc::default(),
             redactor: Arc::new(Redactor::new(crate::config::secret_values(config))),
             changes: tokio::sync::broadcast::channel(CHANGES_KEPT).0,
+            definitions: Arc::default(),
         }
+    }
+
+    /// The same pool, keeping the tools' fingerprints in `definitions`.
+    pub(crate) fn with_definitions(mut self, definitions: definitions::Definitions) -> Self {
+        self.definitions = Arc::new(definitions);
+        self
+    }
+
+    /// The fingerprints of every tool's definition (held and flagged tools).
+    pub(crate) fn definitions(&self) -> &Arc<definitions::Definitions> {
+        &self.definitions
     }
 
     /// `tools` without the configured secrets (for lists from elsewhere: the disk cache).
     pub(crate) fn redact_tools(&self, tools: Vec<Tool>) -> Vec<Tool> {
-        redact::tools(&self.redactor, tools)
+        definitions::clean_tools(redact::tools(&self.redactor, tools))
     }
 
     /// The same pool, redacting with `redactor` (which knows more secrets than the config's).
@@ -334,7 +350,8 @@ impl Upstreams {
     ) -> Result<Arc<Vec<Tool>>, UpstreamError> {
         let conn = (self.connection_within(server, wait).await)
             .map_err(|e| redact::error(&self.redactor, e))?;
-        conn.refresh(server, &self.redactor).await;
+        conn.refresh(server, &self.redactor, &self.definitions)
+            .await;
         Ok(conn.tools())
     }
 
@@ -356,7 +373,8 @@ impl Upstreams {
             State::Connected(c) if c.alive() => c.clone(),
             _ => return None,
         };
-        conn.refresh(server, &self.redactor).await;
+        conn.refresh(server, &self.redactor, &self.definitions)
+            .await;
         Some(conn.tools())
     }
 
@@ -723,6 +741,7 @@ impl Upstreams {
         let callers = self.callers.clone();
         let redactor = self.redactor.clone();
         let changes = self.changes.clone();
+        let definitions = self.definitions.clone();
         let task = tokio::spawn(async move {
             let server = up.spec.name.clone();
             let result = (connect(
@@ -738,7 +757,8 @@ impl Upstreams {
             let (next, outcome) = match result {
                 Ok(conn) => {
                     if let Ok(mut t) = conn.tools.lock() {
-                        *t = Arc::new(redact::tools(&redactor, t.as_ref().clone()));
+                        let tools = redact::tools(&redactor, t.as_ref().clone());
+                        *t = Arc::new(definitions.observe(&server, tools));
                     }
                     let conn = Arc::new(conn);
                     let _ = changes.send(server.clone());

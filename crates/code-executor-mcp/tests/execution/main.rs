@@ -7,6 +7,9 @@
 //! - [`languages`]: one table of scenarios run in TypeScript and Python;
 //! - [`sessions`]: sessions in both languages (and the workspace quota);
 //! - [`direct`]: pinned direct tools (`directTools`): listed, called, policed, approved, audited;
+//! - [`definitions`]: tool definitions that change are held; hidden text is taken out;
+//! - [`hooks`]: the user's hooks (ours and Claude Code's) judge calls from code, skills and
+//!   pinned tools, and runs; hooks that fail refuse;
 //! - [`pauses`]: approvals and sampling mid-script, in both protocol generations;
 //! - [`long_runs`]: `yieldAfterMs`, `wait`, `progress()`, cancellation;
 //! - [`pools`]: worker pools: one execution per worker, growth and shrinking;
@@ -42,9 +45,11 @@
 mod common;
 
 mod access;
+mod definitions;
 mod direct;
 mod execute;
 mod forms;
+mod hooks;
 mod languages;
 mod llm_provider;
 mod long_runs;

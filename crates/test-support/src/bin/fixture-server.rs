@@ -49,6 +49,7 @@ async fn main() -> anyhow::Result<()> {
         .with_skills(std::env::var_os("FIXTURE_SKILLS").is_some())
         .with_gauge_tools(std::env::var_os("FIXTURE_GAUGE_TOOLS").is_some())
         .with_shape_tools(std::env::var_os("FIXTURE_SHAPE_TOOLS").is_some())
+        .with_rug_pull(std::env::var_os("FIXTURE_RUG_PULL").is_some())
         .serve(rmcp::transport::stdio())
         .await?;
     service.waiting().await?;

@@ -370,6 +370,16 @@ enum Caller {
     Direct,
 }
 
+impl Caller {
+    /// As hooks are told (`code_executor.caller`).
+    fn as_str(self) -> &'static str {
+        match self {
+            Caller::Code => "code",
+            Caller::Direct => "direct",
+        }
+    }
+}
+
 /// One upstream call, whoever makes it: cap -> resolve -> rules and allowedTools -> rate ->
 /// personal data in the arguments -> schema -> approval -> upstream -> audit line. `Ok`: the
 /// server and tool it resolved to, and the result; `Err` is the refusal or failure, named
@@ -474,7 +484,26 @@ async fn call(
             "this client is over its rate of tool calls per minute (limits.toolCallsPerMinute); slow down or retry shortly".into(),
         );
     }
-    let args: Map<String, Value> = match args {
+    // A tool whose definition changed since a person accepted it is held.
+    let definitions = catalog.upstreams().definitions().clone();
+    let held = definitions.held(&server, &tool.name).map(|what| {
+        let name = crate::policy::qualified_name(&server, &tool.name);
+        (
+            name.clone(),
+            format!(
+                "{name} is held: its definition changed since it was accepted ({what}); a \
+                 person accepts the change with `code-executor-mcp tools accept {name}` (or, \
+                 with toolChanges set to \"ask\", by approving the call)"
+            ),
+            what,
+        )
+    });
+    if let Some((_, reason, _)) = &held
+        && definitions.mode == crate::policy::approval::ChangedTools::Refuse
+    {
+        return deny(CallError::Policy, reason.clone());
+    }
+    let mut args: Map<String, Value> = match args {
         Value::Object(m) => m,
         Value::Null => Map::new(),
         other => {
@@ -484,6 +513,16 @@ async fn call(
             );
         }
     };
+    // The user's hooks judge the call as code made it (personal data as the tokens code
+    // holds); an `updatedInput` replaces the arguments, which every check below then sees.
+    let hook_asks =
+        match super::hooks::before_call(scope, &server, &tool.name, &mut args, caller.as_str())
+            .await
+        {
+            Ok(super::hooks::Before::Go) => None,
+            Ok(super::hooks::Before::Ask(reason)) => Some(reason),
+            Err(reason) => return deny(CallError::Policy, reason),
+        };
     // Tokens of personal data become their values for the tools allowed to receive them;
     // the schema is checked on what the tool gets, a person is shown the tokens.
     let restored = match super::pii::arguments(scope, &server, &tool.name, &args) {
@@ -503,11 +542,31 @@ async fn call(
     }
     // Last: a person is asked only about a call that would otherwise go out.
     let servers = scope.policy.servers.iter().map(String::as_str);
-    if let Some(rule) = scope.policy.approvals.rule_for(servers, &server, &tool)
+    let rule = match hook_asks {
+        Some(reason) => Some(super::hooks::rule_text(
+            crate::policy::hooks::Event::PreToolUse,
+            &reason,
+        )),
+        None => scope.policy.approvals.rule_for(servers, &server, &tool),
+    };
+    if let Some((_, _, what)) = &held {
+        let rule = format!("its definition changed since it was accepted: {what}");
+        if let Err(reason) = super::approval::gate(scope, &server, &tool, &args, &rule).await {
+            return deny(CallError::ApprovalDenied, reason);
+        }
+        definitions.accept(&server, &tool.name);
+    }
+    if let Some(rule) = rule
         && let Err(reason) = super::approval::gate(scope, &server, &tool, &args, &rule).await
     {
         return deny(CallError::ApprovalDenied, reason);
     }
+    // What the PostToolUse hooks are shown as the call's input.
+    let hooked_args = scope
+        .policy
+        .hooks
+        .has(crate::policy::hooks::Event::PostToolUse)
+        .then(|| args.clone());
     let args = restored.unwrap_or(args);
     let scanned = super::pii::scans(scope, &server, &tool.name);
     record.allowed = true;
@@ -594,7 +653,11 @@ async fn call(
         &tool.name,
     );
     match called {
-        Ok((result, bytes)) => {
+        Ok((mut result, bytes)) => {
+            // Text hidden in invisible characters never reaches code (nor the model).
+            if crate::upstream::definitions::clean_result(&mut result) {
+                definitions.flag(&server, &tool.name);
+            }
             let result = match scanned {
                 Some(vault) if caller == Caller::Direct => {
                     super::pii::leaving(scope, vault, result)
@@ -614,6 +677,21 @@ async fn call(
             } else {
                 "ok"
             };
+            let mut result = result;
+            if let Some(args) = &hooked_args
+                && let Err(reason) = super::hooks::after_call(
+                    scope,
+                    &server,
+                    &tool.name,
+                    args,
+                    &mut result,
+                    caller.as_str(),
+                )
+                .await
+            {
+                record.write("deny", Some(reason.clone()), Some(label), bytes);
+                return Err(refusal(CallError::Policy, reason));
+            }
             record.write("allow", None, Some(label), bytes);
             Ok((server, tool.name.to_string(), result))
         }

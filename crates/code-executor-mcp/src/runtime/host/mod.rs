@@ -12,6 +12,7 @@ pub(crate) mod approval;
 pub(crate) mod bridge;
 pub(crate) mod fetch;
 pub(crate) mod handed;
+pub(crate) mod hooks;
 pub(crate) mod llm;
 pub(crate) mod net;
 pub(crate) mod own;
