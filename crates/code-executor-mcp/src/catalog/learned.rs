@@ -249,7 +249,7 @@ fn nodes(v: &Value, acc: usize) -> usize {
     }
 }
 
-/// The shape of what code receives for `result` (as `bridge::unwrap_result` builds it):
+/// The shape of what code receives for `result` (as `shape::unwrap_result` builds it):
 /// structured content; else one text's JSON, or a string when it is not JSON; several
 /// blocks as an array; other blocks as their MCP objects. (A text too deep for the parser's
 /// bounds reaches code as text, and is learned as a string.) With `data` (personal data is

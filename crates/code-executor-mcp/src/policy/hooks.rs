@@ -136,10 +136,39 @@ impl PartialEq for Matcher {
 
 impl Eq for Matcher {}
 
+/// What is wrong with a hook's entry in a settings file: the hook is then a refusal (fail
+/// closed) whose reason this is.
+#[derive(Debug, thiserror::Error)]
+pub enum HookSpecError {
+    #[error("the matcher \"{matcher}\" is not a regular expression we can read: {source}")]
+    Matcher {
+        matcher: String,
+        source: regex::Error,
+    },
+    #[error("not an object")]
+    NotAnObject,
+    #[error("matcher is not a string ({0})")]
+    MatcherNotText(String),
+    #[error("\"hooks\" (the list of handlers) is missing or not a list")]
+    NoHandlers,
+    #[error(
+        "a \"{0}\" hook cannot be run by code-executor-mcp (only \"command\" hooks are); narrow \
+         its matcher so it does not cover the tools code calls, or set hooks.fromClients to false \
+         in our settings"
+    )]
+    NotCommand(String),
+    #[error("\"type\" is \"{0}\", not \"command\"")]
+    OtherType(String),
+    #[error("a command hook has no \"command\"")]
+    NoCommand,
+    #[error("\"timeout\" is not a positive number of seconds ({0})")]
+    Timeout(String),
+}
+
 impl Matcher {
     /// Claude Code's rule: `*`, empty or absent: all; only letters, digits, `_`, `-`, `|`: a
     /// list of exact names; anything else: a regular expression searched in the name.
-    pub fn parse(m: Option<&str>) -> Result<Matcher, String> {
+    pub fn parse(m: Option<&str>) -> Result<Matcher, HookSpecError> {
         let m = m.unwrap_or("");
         if m.is_empty() || m == "*" {
             return Ok(Matcher::All);
@@ -149,9 +178,12 @@ impl Matcher {
         {
             return Ok(Matcher::Exact(m.split('|').map(str::to_string).collect()));
         }
-        regex::Regex::new(m).map(Matcher::Regex).map_err(|e| {
-            format!("the matcher \"{m}\" is not a regular expression we can read: {e}")
-        })
+        regex::Regex::new(m)
+            .map(Matcher::Regex)
+            .map_err(|source| HookSpecError::Matcher {
+                matcher: m.to_string(),
+                source,
+            })
     }
 
     pub fn matches(&self, name: &str) -> bool {
@@ -385,17 +417,17 @@ pub fn parse_events(hooks: &Value, origin: &Origin) -> Vec<Group> {
     out
 }
 
-fn parse_group(event: Event, g: &Value, origin: &Origin) -> Result<Group, String> {
-    let obj = g.as_object().ok_or("not an object")?;
+fn parse_group(event: Event, g: &Value, origin: &Origin) -> Result<Group, HookSpecError> {
+    let obj = g.as_object().ok_or(HookSpecError::NotAnObject)?;
     let matcher = match obj.get("matcher") {
         None | Some(Value::Null) => Matcher::All,
         Some(Value::String(s)) => Matcher::parse(Some(s))?,
-        Some(other) => return Err(format!("matcher is not a string ({other})")),
+        Some(other) => return Err(HookSpecError::MatcherNotText(other.to_string())),
     };
     let list = obj
         .get("hooks")
         .and_then(Value::as_array)
-        .ok_or("\"hooks\" (the list of handlers) is missing or not a list")?;
+        .ok_or(HookSpecError::NoHandlers)?;
     let handlers = list
         .iter()
         .enumerate()
@@ -418,32 +450,26 @@ fn parse_group(event: Event, g: &Value, origin: &Origin) -> Result<Group, String
     })
 }
 
-fn parse_action(h: &Value) -> Result<Action, String> {
+fn parse_action(h: &Value) -> Result<Action, HookSpecError> {
     let kind = h.get("type").and_then(Value::as_str).unwrap_or("");
     match kind {
         "command" => {}
         "prompt" | "agent" | "http" => {
-            return Err(format!(
-                "a \"{kind}\" hook cannot be run by code-executor-mcp (only \"command\" hooks \
-                 are); narrow its matcher so it does not cover the tools code calls, or set \
-                 hooks.fromClients to false in our settings"
-            ));
+            return Err(HookSpecError::NotCommand(kind.to_string()));
         }
-        other => return Err(format!("\"type\" is \"{other}\", not \"command\"")),
+        other => return Err(HookSpecError::OtherType(other.to_string())),
     }
     let command = h
         .get("command")
         .and_then(Value::as_str)
         .filter(|c| !c.trim().is_empty())
-        .ok_or("a command hook has no \"command\"")?;
+        .ok_or(HookSpecError::NoCommand)?;
     let timeout = match h.get("timeout") {
         None | Some(Value::Null) => DEFAULT_HOOK_TIMEOUT,
         Some(t) => match t.as_f64() {
             Some(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s.min(86_400.0)),
             _ => {
-                return Err(format!(
-                    "\"timeout\" is not a positive number of seconds ({t})"
-                ));
+                return Err(HookSpecError::Timeout(t.to_string()));
             }
         },
     };

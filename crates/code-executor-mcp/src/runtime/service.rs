@@ -425,7 +425,7 @@ impl Runtime {
         if let Err(reason) =
             crate::runtime::host::hooks::before_run(&scope, &self.catalog, lang, &req.code).await
         {
-            out.error = Some(RunError::Hook(reason).info());
+            out.error = Some(RunError::Hook(reason.to_string()).info());
             return finish(out);
         }
         let tools = self.bindings(&scope).await;

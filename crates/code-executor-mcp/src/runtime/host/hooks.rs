@@ -52,6 +52,29 @@ const PASSED_ENV: &[&str] = &[
     "TZ",
 ];
 
+/// Why the hooks refused a call, held back its result or refused a run: what code sees as a
+/// `PolicyError`.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HookRefusal {
+    #[error("{name} was blocked by a PreToolUse hook {reason}")]
+    Blocked { name: String, reason: String },
+    #[error("the result of {name} was held back by a PostToolUse hook {reason}")]
+    HeldBack { name: String, reason: String },
+    #[error("the run was refused by a PreExecute hook {0}")]
+    Run(String),
+    /// A PreExecute hook asked, and the person (or the lack of one) said no.
+    #[error("{0}")]
+    NotApproved(String),
+    #[error("{subject} was refused: the {event} hook `{hook}` ({origin}) {failure}")]
+    Failed {
+        subject: String,
+        event: &'static str,
+        hook: String,
+        origin: String,
+        failure: HookFailure,
+    },
+}
+
 /// What the hooks before a call decided, when they let it go on.
 pub(super) enum Before {
     /// Through our own rules (approvals) as usual.
@@ -68,7 +91,7 @@ pub(super) async fn before_call(
     tool: &str,
     args: &mut Map<String, Value>,
     caller: &'static str,
-) -> Result<Before, String> {
+) -> Result<Before, HookRefusal> {
     let hooks = &scope.policy.hooks;
     let name = crate::policy::qualified_name(server, tool);
     let handlers = hooks.matching(Event::PreToolUse, &name);
@@ -90,7 +113,7 @@ pub(super) async fn before_call(
         *args = updated;
     }
     match answer.verdict {
-        Verdict::Deny(reason) => Err(format!("{name} was blocked by a PreToolUse hook {reason}")),
+        Verdict::Deny(reason) => Err(HookRefusal::Blocked { name, reason }),
         Verdict::Ask(reason) => Ok(Before::Ask(reason)),
         Verdict::Allow | Verdict::Nothing => Ok(Before::Go),
     }
@@ -106,7 +129,7 @@ pub(super) async fn after_call(
     args: &Map<String, Value>,
     result: &mut CallToolResult,
     caller: &'static str,
-) -> Result<(), String> {
+) -> Result<(), HookRefusal> {
     let name = crate::policy::qualified_name(server, tool);
     let handlers = scope.policy.hooks.matching(Event::PostToolUse, &name);
     if handlers.is_empty() || result.is_error == Some(true) {
@@ -122,9 +145,7 @@ pub(super) async fn after_call(
     input.insert("tool_use_id".into(), Value::String(call_id(scope)));
     let answer = judge(scope, Event::PostToolUse, &name, &handlers, &input).await?;
     if let Verdict::Deny(reason) = answer.verdict {
-        return Err(format!(
-            "the result of {name} was held back by a PostToolUse hook {reason}"
-        ));
+        return Err(HookRefusal::HeldBack { name, reason });
     }
     if let Some(v) = answer.updated_output {
         *result = match v {
@@ -146,7 +167,7 @@ pub(crate) async fn before_run(
     catalog: &crate::catalog::Catalog,
     language: &'static str,
     code: &str,
-) -> Result<(), String> {
+) -> Result<(), HookRefusal> {
     let subject = format!("execute_{language}");
     let handlers = scope.policy.hooks.matching(Event::PreExecute, &subject);
     if handlers.is_empty() {
@@ -167,13 +188,15 @@ pub(crate) async fn before_run(
     );
     let answer = judge(scope, Event::PreExecute, &subject, &handlers, &input).await?;
     match answer.verdict {
-        Verdict::Deny(reason) => Err(format!("the run was refused by a PreExecute hook {reason}")),
+        Verdict::Deny(reason) => Err(HookRefusal::Run(reason)),
         Verdict::Ask(reason) => {
             let tool = Tool::new(subject.clone(), "run code", Arc::new(Map::new()));
             let mut args = Map::new();
             args.insert("code".into(), Value::String(code.into()));
             let rule = rule_text(Event::PreExecute, &reason);
-            super::approval::gate(scope, "code-executor", &tool, &args, &rule).await
+            super::approval::gate(scope, "code-executor", &tool, &args, &rule)
+                .await
+                .map_err(HookRefusal::NotApproved)
         }
         Verdict::Allow | Verdict::Nothing => Ok(()),
     }
@@ -270,7 +293,7 @@ async fn judge(
     subject: &str,
     handlers: &[&Handler],
     input: &Map<String, Value>,
-) -> Result<Answer, String> {
+) -> Result<Answer, HookRefusal> {
     let bytes = serde_json::to_vec(input).unwrap_or_default();
     let deadline = scope.clock.deadline();
     let hooks = &scope.policy.hooks;
@@ -314,13 +337,14 @@ async fn judge(
                 answers.push(a);
                 from.push(h);
             }
-            Err(f) => {
-                return Err(format!(
-                    "{subject} was refused: the {} hook `{}` ({}) {f}",
-                    event.as_str(),
-                    h.label(),
-                    h.origin.0
-                ));
+            Err(failure) => {
+                return Err(HookRefusal::Failed {
+                    subject: subject.to_string(),
+                    event: event.as_str(),
+                    hook: h.label().to_string(),
+                    origin: h.origin.0.clone(),
+                    failure,
+                });
             }
         }
     }

@@ -4,7 +4,7 @@
 //! they share is one execution's [`scope::RunScope`], built complete by its constructor, with
 //! the state it holds for approvals ([`remembered`]), the network ([`net`]) and the results
 //! its calls handed code ([`handed`]). A tool's result reaches code in the shape the call
-//! asked for: structured ([`bridge::unwrap_result`]) or text ([`shape`]). Skills
+//! asked for: structured or text ([`shape`]). Skills
 //! ([`skills`]) run as nested executions the runtime lends through a narrow trait, and so do
 //! the executor's own execute tools when code calls them ([`own`]).
 

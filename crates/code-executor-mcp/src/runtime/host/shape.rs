@@ -1,7 +1,7 @@
 //! The `text` result shape ([`ResultShape::Text`]): what the product line's own functions,
 //! `callMCPTool` (TypeScript) and `call_mcp_tool` (Python), return for an upstream result.
 //! The typed proxies `tools.server.tool(...)` keep the structured shape
-//! ([`super::bridge::unwrap_result`]).
+//! ([`unwrap_result`]).
 //!
 //! The answer's text, its text blocks joined with line breaks:
 //! - with `structuredContent` and a text that is JSON equal to it: the structured value (the
@@ -29,12 +29,10 @@ use std::fmt;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
-use worker_protocol::CallOutcome;
+use serde_json::value::RawValue;
+use worker_protocol::{CallError, CallOutcome};
 
-#[cfg(test)]
-use super::bridge::{MAX_JSON_DEPTH, too_deep};
-use super::bridge::{json_text, one_line, unwrap_result};
-use super::scope::ok;
+use super::scope::{err, ok};
 
 /// The value code sees for `result` in the `text` shape (see the module's docs).
 pub(crate) fn text(mut result: CallToolResult) -> CallOutcome {
@@ -271,6 +269,146 @@ impl<'de, 'v> Visitor<'de> for Key<'v> {
             .get_key_value(s)
             .map(|(k, v)| (0, k.as_str(), v)))
     }
+}
+
+/// The value code sees for an upstream result in the structured shape (the typed proxies;
+/// `callMCPTool` asks for the text shape, [`text`]): `structuredContent` when
+/// present; else one
+/// text block parsed as JSON when it parses, else the text; several blocks as an array of
+/// those; non-text blocks (images, audio, resources) as their MCP objects. An `isError`
+/// result becomes a `ToolError` carrying the upstream's message.
+///
+/// A text block that is JSON is passed on as its text (checked to be JSON, never decoded
+/// into a tree and encoded again): the worker parses it once, in the engine. One text that
+/// is not JSON goes as it is ([`CallOutcome::Text`]); among several blocks, it is encoded
+/// here as a JSON string.
+pub(crate) fn unwrap_result(result: CallToolResult) -> CallOutcome {
+    if result.is_error == Some(true) {
+        let text: Vec<String> = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        let message = if !text.is_empty() {
+            text.join("\n")
+        } else if let Some(s) = &result.structured_content {
+            s.to_string()
+        } else {
+            "the tool reported an error without a message".to_string()
+        };
+        return err(CallError::Tool, message);
+    }
+    if let Some(s) = result.structured_content {
+        return ok(s);
+    }
+    let mut content = result.content;
+    if let [ContentBlock::Text(t)] = content.as_mut_slice()
+        && json_text(&t.text).is_none()
+    {
+        return CallOutcome::Text {
+            text: std::mem::take(&mut t.text),
+        };
+    }
+    let mut values: Vec<Box<RawValue>> = content.into_iter().map(raw_block).collect();
+    let value = match values.len() {
+        0 => RawValue::NULL.to_owned(),
+        1 => values.pop().unwrap_or_else(|| RawValue::NULL.to_owned()),
+        _ => {
+            // An array of the blocks, written from their texts.
+            let len = values.iter().map(|v| v.get().len() + 1).sum::<usize>() + 1;
+            let mut s = String::with_capacity(len);
+            s.push('[');
+            for (i, v) in values.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                s.push_str(v.get());
+            }
+            s.push(']');
+            RawValue::from_string(s).unwrap_or_else(|_| RawValue::NULL.to_owned())
+        }
+    };
+    CallOutcome::Ok { value }
+}
+
+/// One content block as the JSON code sees: a text's JSON as it is (leading and trailing
+/// whitespace dropped), or the text as a JSON string; any other block as its MCP object.
+fn raw_block(c: ContentBlock) -> Box<RawValue> {
+    let encoded = match c {
+        ContentBlock::Text(t) => match json_text(&t.text) {
+            Some(raw) => return one_line(raw),
+            None => serde_json::value::to_raw_value(&t.text),
+        },
+        other => serde_json::value::to_raw_value(&other),
+    };
+    encoded.unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// `raw` without raw line breaks: a frame to the worker holds none in its JSON (a newline
+/// early in a frame starts the text after its JSON: `worker_protocol::framing`). In valid
+/// JSON a raw line break can only be whitespace (a string holds them escaped), so each is
+/// written as a space: the same JSON, the same value.
+fn one_line(raw: &RawValue) -> Box<RawValue> {
+    let text = raw.get();
+    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_none() {
+        return raw.to_owned();
+    }
+    let flat = text.replace(['\n', '\r'], " ");
+    RawValue::from_string(flat).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// A text that is JSON, as that JSON (whitespace around it dropped), by one scan. A lone
+/// surrogate escape has no UTF-8 form: such a text is not taken as JSON (a decoder refuses
+/// it), and reaches code as the text it is; so does JSON nested deeper than
+/// [`MAX_JSON_DEPTH`] (the scan for raw JSON has no bound, a worker's decoder has one).
+fn json_text(text: &str) -> Option<&RawValue> {
+    serde_json::from_str::<&RawValue>(text).ok().filter(|raw| {
+        !worker_protocol::has_lone_surrogate_escape(raw.get()) && !too_deep(raw.get())
+    })
+}
+
+/// Levels of nesting a JSON text may have to be taken as data, as the host's own parser
+/// reads it (serde_json's bound, which learned types follow too): deeper, no reader on the way
+/// is sure to take it (Python's decoder gives up near 1,000 levels and took its worker down
+/// with it), and it arrives as the text it is.
+pub(super) const MAX_JSON_DEPTH: usize = 128;
+
+/// Whether the JSON text `raw` (valid) nests deeper than [`MAX_JSON_DEPTH`]: one pass over
+/// its bytes, skipping strings by a vectorised search (a 6 MB document of records: about one
+/// RawValue scan; a 6 MB string: a thirtieth of one).
+pub(super) fn too_deep(raw: &str) -> bool {
+    let bytes = raw.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => {
+                // A string: to its closing quote, by a vectorised search past escapes.
+                i += 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', bytes.get(i..).unwrap_or_default()) {
+                        Some(j) if bytes.get(i + j) == Some(&b'\\') => i += j + 2,
+                        Some(j) => {
+                            i += j + 1;
+                            break;
+                        }
+                        None => return false,
+                    }
+                }
+                continue;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 #[cfg(test)]
