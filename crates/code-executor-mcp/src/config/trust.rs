@@ -30,6 +30,7 @@ use super::sources::{
     Format, Places, Scope, Source, claude_project, git_root, project_key, read_config,
     strip_json_comments,
 };
+use crate::policy::hooks::claude_name;
 
 /// The settings key listing projects whose own server files are trusted (see
 /// this module); read only from a user settings file, never from a project's.
@@ -393,11 +394,11 @@ impl Claude {
     }
 
     fn project_server(&self, name: &str) -> ClaudeApproval {
-        let n = claude_normal(name);
+        let n = claude_name(name);
         if let Some(c) = self
             .choices
             .iter()
-            .find(|c| c.disabled.iter().any(|d| claude_normal(d) == n))
+            .find(|c| c.disabled.iter().any(|d| claude_name(d) == n))
         {
             return ClaudeApproval::Rejected(c.file.clone());
         }
@@ -405,26 +406,13 @@ impl Claude {
             .choices
             .iter()
             .filter(|c| c.counts)
-            .any(|c| c.enable_all || c.enabled.iter().any(|e| claude_normal(e) == n));
+            .any(|c| c.enable_all || c.enabled.iter().any(|e| claude_name(e) == n));
         if approved {
             ClaudeApproval::Approved
         } else {
             ClaudeApproval::Pending
         }
     }
-}
-
-/// Claude Code compares server names with every character outside `[A-Za-z0-9_-]` as `_`.
-fn claude_normal(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// Claude Code ignores an untrusted workspace's `.claude/settings.local.json` when it could

@@ -2076,16 +2076,13 @@ class _Tool:
                 "tools.%s.%s() takes keyword arguments or one dict" % (self._server, self._tool)
             )
         given = args[0] if args else None
-        if self._async:
-            return self._acall(given, kwargs, tail)
-        request = _tool_request("call_mcp_tool", self._server, self._tool, given, kwargs)
+        fn = "acall_mcp_tool" if self._async else "call_mcp_tool"
+        request = _tool_request(fn, self._server, self._tool, given, kwargs)
         request.pop("shape", None)  # the structured shape, the default
-        return _request(request, tail)
-
-    async def _acall(self, given, kwargs, tail):
-        request = _tool_request("acall_mcp_tool", self._server, self._tool, given, kwargs)
-        request.pop("shape", None)
-        return await _arequest(request, tail)
+        if self._async:
+            return _arequest(request, tail)
+        # Blocking or awaited, as the calling code uses it (`_call`), as call_mcp_tool is.
+        return _call(request, tail=tail)
 
     def __repr__(self):
         return "<tool mcp__%s__%s>" % (self._server, self._tool)
