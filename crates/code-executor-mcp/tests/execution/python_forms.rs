@@ -414,7 +414,9 @@ async fn unknown_options_name_the_accepted_ones() {
 out = []
 for f in (lambda: search_tools('x', detial='names'), lambda: get_tool_schema('mcp__fx__echo', verbose=True),
           lambda: discover_mcp_tools(limit=3), lambda: list_servers(all=True),
-          lambda: llm.ask('x', temperature=1), lambda: llm.think([], sytem_prompt='x')):
+          lambda: llm.ask('x', temperature=1), lambda: llm.think([], sytem_prompt='x'),
+          lambda: llm.think([{'role': 'user', 'content': 'x', 'name': 'bob'}]),
+          lambda: llm.think([{'role': 1, 'content': 'x'}])):
     try:
         f()
         out.append('no error')
@@ -438,6 +440,8 @@ out
             "list_servers() got unexpected keyword argument 'all'; it accepts no arguments",
             "llm.ask() got unexpected keyword argument 'temperature'; it accepts system_prompt (or system, systemPrompt), max_tokens (or maxTokens), model",
             "llm.think() got unexpected keyword argument 'sytem_prompt'; it accepts system_prompt (or system, systemPrompt), max_tokens (or maxTokens), model",
+            "llm.think: messages[0] got unexpected key 'name'; it accepts 'role', 'content'",
+            "llm.think: messages[0]['role'] must be 'user' or 'assistant', got 1",
             "search_tools() got unexpected keyword argument 'detial'; it accepts query, detail, server, limit, cursor"
         ]),
         "{v}"

@@ -1542,6 +1542,18 @@ def _llm_messages(fn, messages):
     for i, m in enumerate(messages):
         if not isinstance(m, _collections_abc.Mapping) or "role" not in m:
             raise TypeError("%s: messages[%d] must be {'role', 'content'}" % (fn, i))
+        extra = sorted(repr(k) for k in m if k not in ("role", "content"))
+        if extra:
+            # As TypeScript's llm.think: a key a message does not take is named, never dropped.
+            raise TypeError(
+                "%s: messages[%d] got unexpected key%s %s; it accepts 'role', 'content'"
+                % (fn, i, "s" if len(extra) > 1 else "", ", ".join(extra))
+            )
+        if not isinstance(m["role"], str):
+            raise TypeError(
+                "%s: messages[%d]['role'] must be 'user' or 'assistant', got %s"
+                % (fn, i, _repr(m["role"]))
+            )
         content = m.get("content", "")
         if not isinstance(content, str):
             # A prompt is text: a dict here (a tool's structured result, say) is a mistake
@@ -1550,7 +1562,7 @@ def _llm_messages(fn, messages):
                 "%s: messages[%d]['content'] must be a str, got %s; pass the text (a field of it, or json.dumps(value))"
                 % (fn, i, _repr(content))
             )
-        out.append({"role": str(m["role"]), "content": content})
+        out.append({"role": m["role"], "content": content})
     return out
 
 
