@@ -426,8 +426,7 @@ impl CodeExecutorServer {
                         &ToolAllowlist::allow_all(),
                         Some(skills),
                     )
-                    .await
-                    .map_err(|e| e.to_string());
+                    .await;
                 Ok(value_result(found).into())
             }
             OwnTool::GetToolSchema => {
@@ -648,7 +647,7 @@ fn saved_result(saved: Result<Value, worker_protocol::CallOutcome>) -> CallToolR
 /// A discovery answer: the value as structured content, or a tool error with the message.
 /// Servers the answer could not cover (`unavailable`) are also said in a text block of their
 /// own, in plain words, after the JSON one.
-fn value_result(v: Result<Value, String>) -> CallToolResult {
+fn value_result(v: Result<Value, crate::catalog::error::CatalogError>) -> CallToolResult {
     match v {
         Ok(v) => {
             let mut blocks = vec![ContentBlock::text(v.to_string())];
@@ -663,7 +662,7 @@ fn value_result(v: Result<Value, String>) -> CallToolResult {
             r.structured_content = Some(v);
             r
         }
-        Err(e) => CallToolResult::error(vec![ContentBlock::text(e)]),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
     }
 }
 

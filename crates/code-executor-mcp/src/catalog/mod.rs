@@ -315,16 +315,15 @@ impl Catalog {
         self.find(&ToolView::default(), server, name, asker).await
     }
 
-    /// [`Catalog::resolve`] among the tools `view` sees, for the runtime, which still carries
-    /// the reason as text.
+    /// [`Catalog::resolve`] among the tools `view` sees, for the runtime.
     pub async fn resolve_in(
         &self,
         view: &ToolView,
         server: Option<&str>,
         name: &str,
         asker: Asker,
-    ) -> Result<(String, Tool), String> {
-        Ok(self.find(view, server, name, asker).await?)
+    ) -> Result<(String, Tool), CatalogError> {
+        self.find(view, server, name, asker).await
     }
 
     /// [`Catalog::resolve`] among the tools `view` sees.
@@ -553,8 +552,8 @@ impl Catalog {
         &self,
         params: &SearchParams<'_>,
         allow: &ToolAllowlist,
-    ) -> Result<Value, String> {
-        Ok(self.search_in(&ToolView::default(), params, allow).await?)
+    ) -> Result<Value, CatalogError> {
+        self.search_in(&ToolView::default(), params, allow).await
     }
 
     /// [`Catalog::search`] over the lists `view` sees (for servers it has seen).
@@ -667,7 +666,7 @@ impl Catalog {
     /// `get_tool_schema`: one tool in full, by qualified name, or by its server's name and
     /// its own (the documents' `get_tool_signature`). (The server's answer carries the
     /// reason as text.)
-    pub async fn schema(&self, server: Option<&str>, name: &str) -> Result<Value, String> {
+    pub async fn schema(&self, server: Option<&str>, name: &str) -> Result<Value, CatalogError> {
         let (server, tool) = self.resolve(server, name, Asker::Agent).await?;
         Ok(describe(
             &server,
@@ -858,7 +857,7 @@ mod tests {
                 &allow,
             )
             .await;
-        assert!(bad.unwrap_err().contains("invalid cursor"));
+        assert!(bad.unwrap_err().to_string().contains("invalid cursor"));
         let none = catalog
             .search(
                 &SearchParams {

@@ -198,17 +198,13 @@ impl Admission {
     /// Admits one execution of `client`, waiting in the queue for a slot if needed.
     ///
     /// `on_wait` is called when the execution has to wait in the queue.
-    pub async fn admit(&self, client: &str, on_wait: impl FnOnce()) -> Result<Admitted, String> {
+    pub async fn admit(&self, client: &str, on_wait: impl FnOnce()) -> Result<Admitted, Busy> {
         self.admit_as(client, true, on_wait).await
     }
 
     /// Admits one call of a pinned direct tool: a slot like an execution's, without counting
     /// against the client's rate of executions (its tool-call rate counts it, at the bridge).
-    pub async fn admit_call(
-        &self,
-        client: &str,
-        on_wait: impl FnOnce(),
-    ) -> Result<Admitted, String> {
+    pub async fn admit_call(&self, client: &str, on_wait: impl FnOnce()) -> Result<Admitted, Busy> {
         self.admit_as(client, false, on_wait).await
     }
 
@@ -217,13 +213,13 @@ impl Admission {
         client: &str,
         execution: bool,
         on_wait: impl FnOnce(),
-    ) -> Result<Admitted, String> {
+    ) -> Result<Admitted, Busy> {
         let limits = self.client(client);
         if execution && limits.executions.check().is_err() {
-            return Err(format!(
-                "busy: client \"{client}\" is over its rate of {} executions per minute; retry shortly",
-                self.settings.executions_per_minute
-            ));
+            return Err(Busy::Rate {
+                client: client.to_string(),
+                per_minute: self.settings.executions_per_minute,
+            });
         }
         let mine = limits.running.clone().try_acquire_owned().ok();
         let mine = match mine {
@@ -243,22 +239,22 @@ impl Admission {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
             return Err(
                 if mine.is_none() && self.settings.max_concurrent_per_client != 0 {
-                    format!(
-                        "busy: client \"{client}\" is running its maximum of executions and {} are queued (the limits); retry shortly",
-                        self.settings.queue
-                    )
+                    Busy::ClientFull {
+                        client: client.to_string(),
+                        queued: self.settings.queue,
+                    }
                 } else {
-                    format!(
-                        "busy: {} executions are running and {} are queued (the limits); retry shortly",
-                        self.settings.max_concurrent_executions, self.settings.queue
-                    )
+                    Busy::Full {
+                        running: self.settings.max_concurrent_executions,
+                        queued: self.settings.queue,
+                    }
                 },
             );
         }
         // Counted out of the queue however the wait ends (a cancelled execution too).
         let _waiting = Waiting(&self.waiting);
         on_wait();
-        let shutting = |_| "the server is shutting down".to_string();
+        let shutting = |_| Busy::ShuttingDown;
         // The client's own slot first, so a client at its maximum does not hold a server slot
         // while it waits.
         let mine = match mine {
@@ -279,6 +275,28 @@ impl Admission {
     }
 }
 
+/// Why an execution (or a pinned direct call) is not admitted now.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Busy {
+    #[error(
+        "busy: client \"{client}\" is over its rate of {per_minute} executions per minute; retry \
+         shortly"
+    )]
+    Rate { client: String, per_minute: u32 },
+    #[error(
+        "busy: client \"{client}\" is running its maximum of executions and {queued} are queued \
+         (the limits); retry shortly"
+    )]
+    ClientFull { client: String, queued: usize },
+    #[error(
+        "busy: {running} executions are running and {queued} are queued (the limits); retry \
+         shortly"
+    )]
+    Full { running: usize, queued: usize },
+    #[error("the server is shutting down")]
+    ShuttingDown,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,7 +315,7 @@ mod tests {
         while a.waiting.load(Ordering::Acquire) == 0 {
             tokio::task::yield_now().await;
         }
-        let err = a.admit("c", || {}).await.err().unwrap();
+        let err = a.admit("c", || {}).await.err().unwrap().to_string();
         assert!(
             err.starts_with("busy: 1 executions are running and 1 are queued"),
             "{err}"
@@ -314,7 +332,7 @@ mod tests {
         });
         assert!(a.admit("a", || {}).await.is_ok());
         assert!(a.admit("a", || {}).await.is_ok());
-        let err = a.admit("a", || {}).await.err().unwrap();
+        let err = a.admit("a", || {}).await.err().unwrap().to_string();
         assert!(
             err.contains("over its rate of 2 executions per minute"),
             "{err}"

@@ -777,9 +777,9 @@ impl Runtime {
             Err(reason) => {
                 self.policy().audit.record_now(AuditEvent::RunRefused {
                     client,
-                    reason: reason.clone(),
+                    reason: reason.to_string(),
                 });
-                return ExecOutcome::refused(RunError::Busy(reason).info());
+                return ExecOutcome::refused(RunError::Busy(reason.to_string()).info());
             }
         };
         ctx.tool_rate = Some(admitted.tool_calls.clone());
@@ -899,9 +899,11 @@ impl Runtime {
             Err(reason) => {
                 audit.record_now(AuditEvent::RunRefused {
                     client,
-                    reason: reason.clone(),
+                    reason: reason.to_string(),
                 });
-                return span.end(ExecOutcome::refused(RunError::Busy(reason).info()));
+                return span.end(ExecOutcome::refused(
+                    RunError::Busy(reason.to_string()).info(),
+                ));
             }
         };
         ctx.tool_rate = Some(admitted.tool_calls.clone());

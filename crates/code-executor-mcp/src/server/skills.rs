@@ -75,20 +75,14 @@ fn warn_once(what: String) {
 /// (a link at any component is not followed: a linked file or directory is left out, and
 /// logged, as is a fifo, a device or a name that is not UTF-8 or not a plain name), within
 /// the extension's limits (else why not).
-fn files(skill: &Skill) -> Result<Vec<File>, String> {
-    let top = skill.open().map_err(|e| e.to_string())?;
+fn files(skill: &Skill) -> Result<Vec<File>, ServeError> {
+    let top = skill.open()?;
     let mut out = Vec::new();
     let mut total = 0u64;
     let mut stack = vec![(top, String::new(), 0usize)];
-    let too_many = || {
-        format!(
-            "{} holds more than the skills extension allows a skill ({MAX_FILES} files, \
-             16 MiB)",
-            skill.dir.display()
-        )
-    };
+    let too_many = || ServeError::TooMany(skill.dir.clone());
     while let Some((at, prefix, depth)) = stack.pop() {
-        let (entries, more) = at.entries(MAX_FILES + 1).map_err(|e| e.to_string())?;
+        let (entries, more) = at.entries(MAX_FILES + 1)?;
         if more {
             return Err(too_many());
         }
@@ -113,7 +107,7 @@ fn files(skill: &Skill) -> Result<Vec<File>, String> {
             let rel = format!("{prefix}{name}");
             match entry.kind {
                 Ok(Kind::Dir) if depth < MAX_DEPTH => {
-                    let sub = at.dir(&name).map_err(|e| e.to_string())?;
+                    let sub = at.dir(&name)?;
                     stack.push((sub, format!("{rel}/"), depth + 1));
                 }
                 Ok(Kind::File { size }) => {
@@ -144,11 +138,22 @@ fn files(skill: &Skill) -> Result<Vec<File>, String> {
 }
 
 /// The bytes of the file `rel` of `skill`, read beneath its root (no link followed).
-fn read_file(skill: &Skill, rel: &str) -> Result<Vec<u8>, String> {
-    skill
-        .open()
-        .and_then(|d| Ok(d.read_at(rel, MAX_BYTES)?))
-        .map_err(|e| e.to_string())
+fn read_file(skill: &Skill, rel: &str) -> Result<Vec<u8>, ServeError> {
+    Ok(skill.open()?.read_at(rel, MAX_BYTES)?)
+}
+
+/// Why a skill's files are not served.
+#[derive(Debug, thiserror::Error)]
+enum ServeError {
+    #[error(transparent)]
+    Skill(#[from] crate::skills::error::SkillError),
+    #[error(transparent)]
+    Tree(#[from] crate::skills::beneath::TreeError),
+    #[error(
+        "{} holds more than the skills extension allows a skill ({MAX_FILES} files, 16 MiB)",
+        .0.display()
+    )]
+    TooMany(std::path::PathBuf),
 }
 
 /// `skill://<origin>/<name>`: the skill's root directory.
@@ -201,7 +206,7 @@ fn mime(rel: &str, bytes: Option<&[u8]>) -> &'static str {
 }
 
 /// The extension's entry of one skill: its frontmatter as written, and every file's digest.
-fn entry(skill: &Skill) -> Result<WireSkill, String> {
+fn entry(skill: &Skill) -> Result<WireSkill, ServeError> {
     let mut manifest = Vec::new();
     for f in files(skill)? {
         let bytes = read_file(skill, &f.rel)?;
@@ -242,7 +247,7 @@ pub(crate) fn list(store: &Skills, upstream: Vec<WireSkill>) -> ListSkillsResult
     let theirs = upstream.into_iter().map(|s| (s.uri.clone(), Ok(s)));
     for (what, e) in ours.chain(theirs) {
         let why = match e {
-            Err(why) => why,
+            Err(why) => why.to_string(),
             Ok(e) => match e.validate() {
                 Err(why) => why.to_string(),
                 Ok(()) if !seen.insert(e.uri.clone()) => format!(
@@ -311,6 +316,7 @@ pub(crate) fn get(
         )));
     }
     let entry = entry(&skill)
+        .map_err(|e| e.to_string())
         .and_then(|e| e.validate().map(|()| e).map_err(|e| e.to_string()))
         .map_err(|why| unknown(format!("the skill at {uri} is not served: {why}")))?;
     Ok(GetSkillResult::new(entry)
@@ -401,7 +407,7 @@ pub(crate) fn directory(store: &Skills, uri: &str) -> Result<ListResourcesResult
     let uri = uri.trim_end_matches('/');
     let (skill, path) =
         resolve(store, uri).ok_or_else(|| unknown(format!("{uri} is not a directory resource")))?;
-    let files = files(&skill).map_err(unknown)?;
+    let files = files(&skill).map_err(|e| unknown(e.to_string()))?;
     let prefix = if path.is_empty() {
         String::new()
     } else {

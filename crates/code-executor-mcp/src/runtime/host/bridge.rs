@@ -450,7 +450,7 @@ async fn call(
             // Held back or hidden by the user's client config: a policy decision.
             let (name, reason) = match catalog.refusal(server, name) {
                 Some(reason) => (CallError::Policy, reason),
-                None => (CallError::Tool, e),
+                None => (CallError::Tool, e.to_string()),
             };
             record.write("deny", Some(reason.clone()), None, 0);
             return Err(refusal(name, reason));

@@ -136,7 +136,7 @@ pub(super) async fn call(
                     )
                     .await
                 }
-                None => Err("no provider".into()),
+                None => Err(AskFailed::NoProvider),
             },
         };
         match tried {
@@ -252,9 +252,9 @@ async fn ask_client(
     system: Option<&str>,
     max_tokens: u32,
     model: Option<&str>,
-) -> Result<Answer, String> {
+) -> Result<Answer, AskFailed> {
     let Some(client) = &scope.client else {
-        return Err("no client".into());
+        return Err(AskFailed::NoClient);
     };
     let mut params = json!({
         "messages": messages
@@ -275,18 +275,10 @@ async fn ask_client(
         client
             .ask(request, scope.policy.approvals.timeout())
             .await
-            .map_err(|e| match e {
-                AskError::Unsupported(_) | AskError::Timeout(_) | AskError::Failed(_) => {
-                    e.to_string()
-                }
-            })?
+            .map_err(AskFailed::Client)?
     };
-    let text = sampled_text(&result["content"]).ok_or_else(|| {
-        format!(
-            "the client's answer has no text: {}",
-            truncate(&result.to_string())
-        )
-    })?;
+    let text = sampled_text(&result["content"])
+        .ok_or_else(|| AskFailed::ClientNoText(truncate(&result.to_string())))?;
     Ok(Answer {
         text,
         model: result["model"].as_str().map(str::to_string),
@@ -320,12 +312,9 @@ async fn ask_provider(
     system: Option<&str>,
     max_tokens: u32,
     model: Option<&str>,
-) -> Result<Answer, String> {
+) -> Result<Answer, AskFailed> {
     if p.api_key_env.is_some() && key.is_none() {
-        return Err(format!(
-            "the provider's key variable {} is not set",
-            p.api_key_env.as_deref().unwrap_or_default()
-        ));
+        return Err(AskFailed::NoKey(p.api_key_env.clone().unwrap_or_default()));
     }
     crate::tls::install_tls_provider();
     let model = model.unwrap_or(&p.model);
@@ -333,7 +322,7 @@ async fn ask_provider(
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| AskFailed::HttpClient(e.to_string()))?;
     let (url, body, mut req) = match p.api {
         Api::Anthropic => {
             let mut body = json!({
@@ -378,25 +367,34 @@ async fn ask_provider(
     req = req.json(&body).timeout(timeout);
     let resp = req.send().await.map_err(|e| {
         if e.is_timeout() {
-            format!("{url} did not answer within {} ms", timeout.as_millis())
+            AskFailed::Timeout {
+                url: url.clone(),
+                ms: timeout.as_millis(),
+            }
         } else {
-            format!("{url}: {}", without_url(&e))
+            AskFailed::Http {
+                url: url.clone(),
+                reason: without_url(&e),
+            }
         }
     })?;
     let status = resp.status();
     let bytes = read_capped(resp).await?;
-    let v: Value = serde_json::from_slice(&bytes).map_err(|_| {
-        format!(
-            "{url} answered {status} with something that is not JSON: {}",
-            truncate(&String::from_utf8_lossy(&bytes))
-        )
+    let v: Value = serde_json::from_slice(&bytes).map_err(|_| AskFailed::NotJson {
+        url: url.clone(),
+        status,
+        head: truncate(&String::from_utf8_lossy(&bytes)),
     })?;
     if !status.is_success() {
         let message = v["error"]["message"]
             .as_str()
             .map(str::to_string)
             .unwrap_or_else(|| truncate(&v.to_string()));
-        return Err(format!("{url} answered {status}: {message}"));
+        return Err(AskFailed::Refused {
+            url,
+            status,
+            message,
+        });
     }
     let (text, input, output) = match p.api {
         Api::Anthropic => (
@@ -412,11 +410,9 @@ async fn ask_provider(
             v["usage"]["completion_tokens"].as_u64(),
         ),
     };
-    let text = text.ok_or_else(|| {
-        format!(
-            "{url}: the answer has no text: {}",
-            truncate(&v.to_string())
-        )
+    let text = text.ok_or_else(|| AskFailed::ProviderNoText {
+        url: url.clone(),
+        body: truncate(&v.to_string()),
     })?;
     Ok(Answer {
         text,
@@ -427,6 +423,45 @@ async fn ask_provider(
         input_tokens: input,
         output_tokens: output,
     })
+}
+
+/// Why one way of asking a model (the client's sampling, the provider) gave no answer.
+#[derive(Debug, thiserror::Error)]
+enum AskFailed {
+    #[error("no client")]
+    NoClient,
+    #[error("no provider")]
+    NoProvider,
+    #[error(transparent)]
+    Client(AskError),
+    #[error("the client's answer has no text: {0}")]
+    ClientNoText(String),
+    #[error("the provider's key variable {0} is not set")]
+    NoKey(String),
+    #[error("{0}")]
+    HttpClient(String),
+    #[error("{url} did not answer within {ms} ms")]
+    Timeout { url: String, ms: u128 },
+    #[error("{url}: {reason}")]
+    Http { url: String, reason: String },
+    #[error("{0}")]
+    Body(String),
+    #[error("the provider's answer is over {MAX_ANSWER_BYTES} bytes")]
+    TooBig,
+    #[error("{url} answered {status} with something that is not JSON: {head}")]
+    NotJson {
+        url: String,
+        status: reqwest::StatusCode,
+        head: String,
+    },
+    #[error("{url} answered {status}: {message}")]
+    Refused {
+        url: String,
+        status: reqwest::StatusCode,
+        message: String,
+    },
+    #[error("{url}: the answer has no text: {body}")]
+    ProviderNoText { url: String, body: String },
 }
 
 /// A reqwest error's text without the URL (said once by the caller).
@@ -444,13 +479,15 @@ fn without_url(e: &reqwest::Error) -> String {
     s
 }
 
-async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
+async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, AskFailed> {
     let mut out = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| without_url(&e))? {
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| AskFailed::Body(without_url(&e)))?
+    {
         if out.len() + chunk.len() > MAX_ANSWER_BYTES {
-            return Err(format!(
-                "the provider's answer is over {MAX_ANSWER_BYTES} bytes"
-            ));
+            return Err(AskFailed::TooBig);
         }
         out.extend_from_slice(&chunk);
     }
