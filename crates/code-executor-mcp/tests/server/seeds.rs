@@ -64,7 +64,9 @@ fn the_copies_in_tests_seeds_are_the_documents_byte_for_byte() {
     );
     if !src.is_dir() {
         eprintln!(
-            "(the originals are not at {}: the copies are checked where they are)",
+            "SKIP the_copies_in_tests_seeds_are_the_documents_byte_for_byte: the originals are \
+             not at {} (set CODE_EXECUTOR_SEEDS_SOURCE to their folder); the examples still run \
+             from the copies in tests/seeds/",
             src.display()
         );
         return;
