@@ -19,6 +19,9 @@
 
 use serde_json::{Map, Value, json};
 
+pub(crate) mod reference;
+pub use reference::tool_definitions;
+
 /// The server name code calls this server by.
 pub(crate) const SELF_SERVER: &str = "code-executor";
 
@@ -247,6 +250,40 @@ impl OwnTool {
     }
 }
 
+/// Our tool `tool` called `name`, as the policy's rules see a tool: named, and annotated
+/// read-only unless it runs code.
+pub(crate) fn as_tool(name: &str, tool: OwnTool) -> rmcp::model::Tool {
+    let mut t = rmcp::model::Tool::new(
+        name.to_string(),
+        String::new(),
+        std::sync::Arc::new(Map::new()),
+    );
+    if !tool.executes() {
+        t.annotations = Some(rmcp::model::ToolAnnotations::new().read_only(true));
+    }
+    t
+}
+
+/// What `get_tool_schema` answers for our tool `name` (any of its names): an execute tool's
+/// long reference ([`reference::reference`]), another's definition as `tools/list` gives it; a name
+/// of the documents says which of ours it is.
+pub(crate) fn own_schema(name: &Name) -> Option<Value> {
+    let ours = name.tool.ours();
+    let mut v = reference::reference(ours).or_else(|| {
+        tool_definitions()
+            .into_iter()
+            .find(|t| t.name == ours)
+            .and_then(|t| serde_json::to_value(t).ok())
+    })?;
+    if name.name != ours {
+        v["alias"] = json!(format!(
+            "{} is a name of {ours}, from the documents this server grew from",
+            name.name
+        ));
+    }
+    Some(v)
+}
+
 /// Arguments a tool cannot take.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum ArgError {
@@ -387,6 +424,11 @@ pub(crate) fn documents_fields(v: &mut Value) {
     let Some(o) = v.as_object_mut() else {
         return;
     };
+    // A run still going (`yieldAfterMs`) has no success or duration yet: its `running`
+    // says so, and `wait` gives the end.
+    if o.get("running").is_some_and(|r| !r.is_null()) {
+        return;
+    }
     let Some(duration) = o.get("durationMs").cloned() else {
         return;
     };
@@ -418,7 +460,7 @@ mod tests {
     #[test]
     fn every_name_is_one_tool_and_ours_are_the_listed_ones() {
         let listed: Vec<&str> = NAMES.iter().filter(|n| n.listed).map(|n| n.name).collect();
-        let defs: Vec<String> = crate::server::tool_definitions()
+        let defs: Vec<String> = tool_definitions()
             .into_iter()
             .map(|t| t.name.to_string())
             .collect();
@@ -605,5 +647,9 @@ mod tests {
         let mut running = json!({"running": {"handle": "h"}});
         documents_fields(&mut running);
         assert_eq!(running, json!({"running": {"handle": "h"}}));
+        let yielded = json!({"result": null, "durationMs": 201, "running": {"handle": "h"}});
+        let mut v = yielded.clone();
+        documents_fields(&mut v);
+        assert_eq!(v, yielded, "a run still going has no success yet");
     }
 }

@@ -15,7 +15,6 @@ mod direct;
 pub(crate) mod legacy_tasks;
 mod long_runs;
 mod param_headers;
-mod reference;
 mod render;
 mod skills;
 
@@ -45,81 +44,7 @@ use crate::runtime::run::client::{ClientCaps, ClientLink, InputRoute};
 use crate::runtime::worker::Language;
 pub use render::{execution_result, execution_result_owned, render_text, render_text_within};
 
-/// The tools we offer, exactly as `tools/list` returns them.
-///
-/// Every word here is paid for by every agent on every turn: the list stays under 500 cl100k
-/// tokens (`our_tools_list_fits_the_token_budget`) and keeps the facts an agent needs to start
-/// (`our_tools_list_keeps_the_facts_an_agent_needs`). Facts both execute tools share are said
-/// once, in `execute_typescript`; the long reference (every parameter described, the result's
-/// fields, limits, sessions, approvals, files and network) is what `get_tool_schema` answers
-/// for our own tool names ([`reference`]), and the description says so.
-pub fn tool_definitions() -> Vec<Tool> {
-    let exec_input = json!({
-        "type": "object",
-        "properties": {
-            "code": {"type": "string"},
-            "skill": {"description": "saved skill to run; save: keep code as one"},
-            "args": {},
-            "save": {},
-            "timeoutMs": {"default": 30000},
-            "session": {"description": "new|id: keeps state, store/load, /workspace"},
-            "yieldAfterMs": {},
-            "permissions": {"description": "{read,write,net} for fs, fetch"},
-            "allowedTools": {},
-            "limits": {},
-            "reset": {}
-        }
-    });
-    // Python takes the same parameters (`code` or `skill`, so neither is required); its
-    // description says so rather than repeat them.
-    let py_input = json!({"type": "object", "properties": {"code": {"type": "string"}}});
-    let object = json!({"type": "object"});
-    // An `outputSchema` only where it says something, or where the result is a run's (the
-    // execute tools): `{"type": "object"}` tells a model nothing, and each costs 8 tokens on
-    // every turn; the others still answer with `structuredContent` and its text.
-    let defs = json!([
-        {
-            "name": "execute_typescript",
-            "description": "TypeScript, sandboxed async body; return sets result. await tools.server.tool(args): structuredContent/parsed text | callMCPTool('mcp__server__tool' | server, tool, args): text, throws ToolError. searchTools, getToolSchema, listServers, progress, llm.ask. Docs: get_tool_schema execute_typescript",
-            "inputSchema": exec_input,
-            "outputSchema": {"type": "object", "properties": {"result": {}, "logs": {}, "error": {}}}
-        },
-        {
-            "name": "execute_python",
-            "description": "Python; last expression is the result. Same API and parameters, snake_case: tools.server.tool(**args), call_mcp_tool, acall_mcp_tool for asyncio.gather",
-            "inputSchema": py_input,
-            "outputSchema": object
-        },
-        {
-            "name": "search_tools",
-            "description": "Search tools, skills; detail: names|summary|full",
-            "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}, "detail": {}, "server": {}, "limit": {}, "cursor": {}}},
-            "annotations": {"readOnlyHint": true}
-        },
-        {
-            "name": "get_tool_schema",
-            "description": "Schemas, signature of mcp__server__tool",
-            "inputSchema": {"type": "object", "properties": {"name": {}}},
-            "annotations": {"readOnlyHint": true}
-        },
-        {
-            "name": "list_servers",
-            "description": "Upstream servers; your sessions, runs",
-            "inputSchema": object
-        },
-        {
-            "name": "wait",
-            "description": "Poll a yieldAfterMs run or task",
-            "inputSchema": {"type": "object", "properties": {"handle": {}, "timeoutMs": {}, "cancel": {}}}
-        },
-        {
-            "name": "health",
-            "description": "Server status, versions",
-            "inputSchema": object
-        }
-    ]);
-    serde_json::from_value(defs).unwrap_or_default()
-}
+pub use crate::own_tools::tool_definitions;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -260,7 +185,7 @@ impl CodeExecutorServer {
         let args = Value::Object(call.args);
         match call.tool {
             OwnTool::Execute(code) => {
-                let a: ExecuteArgs = parse(args)?;
+                let a: ExecuteArgs = parse(named.name, args)?;
                 // A pattern that can match nothing is a mistake to name, not a silent denial.
                 if let Some(problem) = a
                     .allowed_tools
@@ -404,11 +329,11 @@ impl CodeExecutorServer {
                 }
             }
             OwnTool::Wait => {
-                let a: long_runs::WaitArgs = parse(args)?;
+                let a: long_runs::WaitArgs = parse(named.name, args)?;
                 Ok(long_runs::wait(&self.core, a, &principal, None).await)
             }
             OwnTool::SearchTools => {
-                let a: SearchArgs = parse(args)?;
+                let a: SearchArgs = parse(named.name, args)?;
                 let catalog = &self.core.catalog;
                 let skills =
                     crate::runtime::host::skills::search_docs(catalog, self.core.runtime.skills())
@@ -430,14 +355,20 @@ impl CodeExecutorServer {
                 Ok(value_result(found).into())
             }
             OwnTool::GetToolSchema => {
-                let a: SchemaArgs = parse(args)?;
+                let a: SchemaArgs = parse(named.name, args)?;
                 let (server, name) = a.named()?;
                 // Our own execute tools answer with their long reference, by any of their
                 // names.
-                if server.is_none()
-                    && let Some(r) =
-                        own_tools::lookup(name).and_then(|n| reference::reference(n.tool.ours()))
-                {
+                let upstreams = self.core.catalog.upstreams().names();
+                let own = match own_tools::from_code(upstreams, server, name) {
+                    Some(Ok(n)) => Some(n),
+                    Some(Err(unknown)) => {
+                        return Err(McpError::invalid_params(unknown.to_string(), None));
+                    }
+                    None if server.is_none() => own_tools::lookup(name),
+                    None => None,
+                };
+                if let Some(r) = own.and_then(own_tools::own_schema) {
                     return Ok(value_result(Ok(r)).into());
                 }
                 Ok(value_result(self.core.catalog.schema(server, name).await).into())
@@ -617,9 +548,25 @@ fn client_caps(context: &RequestContext<RoleServer>) -> ClientCaps {
     }
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, McpError> {
-    serde_json::from_value(args)
-        .map_err(|e| McpError::invalid_params(format!("invalid arguments: {e}"), None))
+/// `args` of our tool `tool` as `T`; a value of the wrong kind is an error naming the tool
+/// and the parameter, and where the parameters are described.
+fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, McpError> {
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let at = e.path().to_string();
+        let at = if at == "." {
+            String::new()
+        } else {
+            format!(" \"{at}\"")
+        };
+        McpError::invalid_params(
+            format!(
+                "{tool}: invalid parameter{at}: {}; get_tool_schema {{\"name\": \"{tool}\"}} \
+                 describes each parameter",
+                e.inner()
+            ),
+            None,
+        )
+    })
 }
 
 /// The answer to a client's `save`: what was saved as the result, or the error, in the
@@ -883,7 +830,7 @@ impl ServerHandler for CodeExecutorServer {
             match request.request_state.as_deref() {
                 // A `wait` that answered input_required: its retry answers the run's questions.
                 Some(state) if &*request.name == "wait" => {
-                    let a: long_runs::WaitArgs = parse(args)?;
+                    let a: long_runs::WaitArgs = parse("wait", args)?;
                     let answers = request.input_responses.clone().unwrap_or_default();
                     Ok(long_runs::wait(&self.core, a, &principal, Some((state, answers))).await)
                 }

@@ -98,24 +98,27 @@ fn run_worker() -> Result<(), WorkerError> {
                     outcome: within_frame(outcome),
                 })?,
             },
-            Some(Event::Frame(HostFrame::Reply { id, .. } | HostFrame::Kept { id })) => {
-                return Err(WorkerError::StrayReply(id));
-            }
+            // The answer to a call of the run that ended (it ended while the host was
+            // answering, e.g. a Promise.all that rejected at its first refusal): nothing
+            // waits for it any more.
+            Some(Event::Frame(HostFrame::Reply { .. } | HostFrame::Kept { .. })) => {}
             Some(Event::Closed(None)) | None => return Ok(()),
             Some(Event::Closed(e)) => return Err(WorkerError::Broken(closed(e))),
         }
     }
 }
 
+/// Fields drop in the order declared: the values held across runs first, then the context,
+/// then the runtime (freeing a runtime that still holds a value aborts the process).
 struct Engine {
-    rt: Runtime,
-    ctx: Context,
-    shared: Rc<RefCell<Shared>>,
     entry: Persistent<Object<'static>>,
     /// The string of the run's latest reply the host kept (`HostFrame::Reply`'s `kept`), and
     /// that reply's id: a run that returns this very string says so instead of sending it.
     /// Held (so that its address cannot be another string's) until the run ends.
     kept: RefCell<Option<(u64, Persistent<rquickjs::String<'static>>)>>,
+    shared: Rc<RefCell<Shared>>,
+    ctx: Context,
+    rt: Runtime,
 }
 
 impl Engine {

@@ -14,8 +14,6 @@ pub(crate) enum WorkerError {
     Json(serde_json::Error),
     /// The pipe to or from the host broke: the reason as it was first seen.
     Broken(String),
-    /// A reply with this id arrived while no code was running.
-    StrayReply(u64),
     /// A reply whose id matches no pending call.
     UnknownReply(u64),
     /// A reply kept (`Kept`) for a call that was not a tail call.
@@ -33,9 +31,6 @@ impl fmt::Display for WorkerError {
             WorkerError::Engine(e) => write!(f, "{e}"),
             WorkerError::Json(e) => write!(f, "{e}"),
             WorkerError::Broken(why) => f.write_str(why),
-            WorkerError::StrayReply(id) => {
-                write!(f, "reply {id} arrived while no code was running")
-            }
             WorkerError::UnknownReply(id) => write!(f, "reply {id} matches no pending call"),
             WorkerError::KeptNotTail(id) => {
                 write!(f, "reply {id} kept for a call that was not a tail call")

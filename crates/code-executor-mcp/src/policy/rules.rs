@@ -113,6 +113,46 @@ impl ToolAllowlist {
     /// Checks one tool of one server against every rule; the first denial found is returned
     /// (all of them would deny).
     pub fn check(&self, server: &str, tool: &Tool) -> Decision {
+        self.check_under(server, tool, self.rules.default)
+    }
+
+    /// Checks one of the executor's own tools, called from code as server `server` by any of
+    /// `names` (the name code used and ours for the same tool). The rules for `server` and
+    /// the `allowedTools` patterns apply as to any tool, the name code used or ours
+    /// matching: a deny pattern matching either denies, an allow list or pattern naming
+    /// either allows. The configured default does not: a nested run or a discovery request
+    /// reaches nothing its caller could not, so `default: "deny"` does not take the
+    /// executor's own tools away; naming them under `policy.servers.code-executor` does.
+    pub fn check_own(&self, server: &str, names: &[Tool]) -> Decision {
+        if let Some(rule) = self.rules.servers.get(server)
+            && let Some((tool, p)) = names.iter().find_map(|t| {
+                rule.deny
+                    .iter()
+                    .find(|p| glob_match(p, &t.name))
+                    .map(|p| (t, p))
+            })
+        {
+            return Decision::Deny {
+                reason: format!(
+                    "{} is denied by the policy for server \"{server}\" (deny: {p})",
+                    qualified_name(server, &tool.name)
+                ),
+            };
+        }
+        let mut first = None;
+        for tool in names {
+            match self.check_under(server, tool, DefaultAction::Allow) {
+                Decision::Allow => return Decision::Allow,
+                deny => {
+                    first.get_or_insert(deny);
+                }
+            }
+        }
+        first.unwrap_or(Decision::Allow)
+    }
+
+    /// [`Self::check`] with `default` for tools no rule mentions.
+    fn check_under(&self, server: &str, tool: &Tool, default: DefaultAction) -> Decision {
         let name = &*tool.name;
         let qualified = qualified_name(server, name);
         let deny = |reason: String| Decision::Deny { reason };
@@ -134,7 +174,7 @@ impl ToolAllowlist {
             }
         }
         let listed = rule.and_then(|r| r.allow.as_ref());
-        match (listed, self.rules.default) {
+        match (listed, default) {
             (Some(allow), _) if !allow.iter().any(|p| glob_match(p, name)) => {
                 return deny(format!(
                     "{qualified} is not in the allow list for server \"{server}\" ({})",
@@ -368,5 +408,49 @@ mod tests {
             let ok = allowed(&list, "github", &tool(&mutated, None));
             assert_eq!(ok, mutated == base, "{mutated:?}");
         }
+    }
+
+    /// The executor's own tools: the rules for their server and `allowedTools` apply by the
+    /// name code used or ours (a deny by either denies), the default does not.
+    #[test]
+    fn own_tools_answer_to_rules_and_patterns_not_the_default() {
+        let own = |names: &[(&str, bool)]| -> Vec<Tool> {
+            names
+                .iter()
+                .map(|(n, ro)| tool(n, ro.then_some(true)))
+                .collect()
+        };
+        let exec = own(&[("executeTypescript", false), ("execute_typescript", false)]);
+        let search = own(&[("search_tools", true), ("search_tools", true)]);
+        let ce = "code-executor";
+        let ok = |l: &ToolAllowlist, t: &[Tool]| l.check_own(ce, t) == Decision::Allow;
+        // default deny without a rule for the executor: allowed.
+        let deny_default = ToolAllowlist::with_rules(None, rules(json!({"default": "deny"})));
+        assert!(ok(&deny_default, &exec) && ok(&deny_default, &search));
+        // a deny pattern matching our name or the alias denies either way.
+        for p in ["execute_*", "executeTypescript", "*"] {
+            let l = ToolAllowlist::with_rules(None, rules(json!({"servers": {ce: {"deny": [p]}}})));
+            assert!(!ok(&l, &exec), "{p}");
+            assert_eq!(ok(&l, &search), p != "*", "{p}");
+        }
+        // an allow list naming either name allows; readOnly keeps discovery only.
+        let l = ToolAllowlist::with_rules(
+            None,
+            rules(json!({"default": "deny", "servers": {ce: {"allow": ["execute_typescript"]}}})),
+        );
+        assert!(ok(&l, &exec) && !ok(&l, &search));
+        let l =
+            ToolAllowlist::with_rules(None, rules(json!({"servers": {ce: {"readOnly": true}}})));
+        assert!(!ok(&l, &exec) && ok(&l, &search));
+        // allowedTools apply, by either name, in every layer.
+        let l = ToolAllowlist::new(Some(vec!["mcp__fx__*".into()]));
+        assert!(!ok(&l, &exec) && !ok(&l, &search));
+        let l = ToolAllowlist::new(Some(vec!["mcp__code-executor__executeTypescript".into()]));
+        assert!(ok(&l, &exec) && !ok(&l, &search));
+        let l = ToolAllowlist::new(Some(vec!["mcp__code-executor__*".into()]))
+            .within(vec![vec!["mcp__fx__*".into()]]);
+        assert!(!ok(&l, &exec));
+        // no names at all: nothing to deny by.
+        assert!(ok(&ToolAllowlist::allow_all(), &[]));
     }
 }

@@ -269,6 +269,28 @@ pub(super) async fn create(
     }
 }
 
+/// Methods of the protocol: a request for one that reaches [`custom_request`] had params
+/// that did not parse, which is an invalid-params error, not an unknown method.
+const STANDARD_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/call",
+    "tools/list",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/cancel",
+];
+
 /// `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` of the older revision,
 /// renamed by the shim.
 pub(super) async fn custom_request(
@@ -344,6 +366,23 @@ pub(super) async fn custom_request(
                 .await
                 .map_err(invalid)?;
             legacy_task(core, &snap)
+        }
+        // A method the protocol defines arrives here only when its params did not parse.
+        _ if STANDARD_METHODS.contains(&method) => {
+            let shape = match method {
+                "tools/call" => {
+                    " (params.name a string, params.arguments an object when given, as \
+                     {\"name\": \"execute_typescript\", \"arguments\": {\"code\": \"return 1\"}})"
+                }
+                _ => "",
+            };
+            return Err(McpError::invalid_params(
+                format!(
+                    "{method}: its params are not what the MCP specification gives{shape}; \
+                     check the request's params"
+                ),
+                None,
+            ));
         }
         _ => {
             return Err(McpError::new(

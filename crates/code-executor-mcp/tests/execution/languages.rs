@@ -196,6 +196,19 @@ out
                 ["LimitError", true, false, false, true],
             ])),
         },
+        // Past maxToolCalls while earlier calls are still answered: the refusal ends the
+        // run as a LimitError (the worker once exited on the late answers, and aborted on
+        // its way out, which the run reported as WorkerCrashed).
+        Case {
+            name: "a_fan_out_past_max_tool_calls_is_a_limit_error",
+            ts: "await Promise.all(Array.from({length: 30}, () => tools.fx.sleep({ms: 300})));\nreturn 'all';",
+            py: "import asyncio\nasync def main():\n    await asyncio.gather(*[acall_mcp_tool('fx', 'sleep', {'ms': 300}) for _ in range(30)])\nasyncio.run(main())\n'all'",
+            args: json!({"limits": {"maxToolCalls": 5}}),
+            expect: Expect::Error {
+                name: ("LimitError", "LimitError"),
+                message: ("limit of 5 tool calls", "limit of 5 tool calls"),
+            },
+        },
         Case {
             name: "signatures_of_servers_not_started_yet",
             ts: "const s = tools.other_server.whoami.signature;\nreturn typeof s === 'string' && s.includes('whoami') && !s.includes('args?: object');",
@@ -519,6 +532,7 @@ case_tests!(
     uncaught_tool_error_fails_the_execution,
     tools_outside_allowed_tools_raise_a_policy_error,
     errors_are_one_taxonomy_in_both_languages,
+    a_fan_out_past_max_tool_calls_is_a_limit_error,
     signatures_of_servers_not_started_yet,
     results_are_json,
     top_level_await_and_return,

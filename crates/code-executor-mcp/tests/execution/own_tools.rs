@@ -244,6 +244,32 @@ async fn odd_names_and_unknown_parameters_are_refused() {
     assert!(e.contains("it accepts none"), "{e}");
     let e = refused(&h, "get_tool_signature", json!({"server": "fx"})).await;
     assert!(e.contains("`server` and `tool`"), "{e}");
+    // Our own tools have schemas under the server's name too, by any of their names.
+    for (args, has) in [
+        (
+            json!({"server": "code-executor", "tool": "health"}),
+            "Server status",
+        ),
+        (
+            json!({"name": "mcp__code-executor__search_tools"}),
+            "Search tools",
+        ),
+        (
+            json!({"server": "code-executor", "tool": "run-python-code"}),
+            "is a name of execute_python",
+        ),
+    ] {
+        let r = h.call("get_tool_signature", args.clone()).await;
+        assert_ne!(r.is_error, Some(true), "{args}: {r:?}");
+        assert!(format!("{:?}", r.content).contains(has), "{args}: {r:?}");
+    }
+    let e = refused(
+        &h,
+        "get_tool_schema",
+        json!({"server": "code-executor", "tool": "helth"}),
+    )
+    .await;
+    assert!(e.contains("unknown tool") && e.contains("health"), "{e}");
     // A detail neither ours nor the documents' is the search's own error, as before.
     let r = h
         .call("search_tools", json!({"query": "x", "detail": "verbose"}))
@@ -293,7 +319,8 @@ out",
             "{lang:?}: {r:?}"
         );
         assert!(r[2].contains("code has none"), "{lang:?}: {r:?}");
-        assert_eq!(v["toolCalls"], 0, "{lang:?}: {v}");
+        // Every attempt counts, as calls of upstream tools do.
+        assert_eq!(v["toolCalls"], 3, "{lang:?}: {v}");
     }
     let audit = std::fs::read_to_string(h.audit_path()).unwrap_or_default();
     assert_eq!(audit.matches("\"run.start\"").count(), 2, "{audit}");
@@ -363,7 +390,8 @@ servers = call_mcp_tool('code-executor', 'list_servers', {})
         assert!(r["total"].as_u64().unwrap() > 0, "{lang:?}: {v}");
         // The caller's accounting is the whole tree's.
         assert_eq!(v["llm"]["calls"], 1, "{lang:?}: {v}");
-        assert_eq!(v["toolCalls"], 1, "{lang:?}: {v}");
+        // Five calls of our tools and the nested run's one.
+        assert_eq!(v["toolCalls"], 6, "{lang:?}: {v}");
     }
 }
 
@@ -390,14 +418,14 @@ async fn a_nested_execution_never_does_more_than_its_caller() {
     let cases: [(Value, &str, &str, &str); 6] = [
         // Its own allowedTools cannot widen the caller's.
         (
-            json!({"allowedTools": ["mcp__fx__echo"]}),
+            json!({"allowedTools": ["mcp__fx__echo", "mcp__code-executor__execute_*"]}),
             ", \"allowedTools\": [\"mcp__fx__*\"]",
             "PolicyError",
             "not in the allowedTools of the execution that started this one",
         ),
         // Nor can leaving them out.
         (
-            json!({"allowedTools": ["mcp__fx__echo"]}),
+            json!({"allowedTools": ["mcp__fx__echo", "mcp__code-executor__executeTypescript"]}),
             "",
             "PolicyError",
             "mcp__fx__add",
@@ -517,7 +545,7 @@ call_mcp_tool('mcp__code-executor__run-python-code', {'code': src.replace('XX', 
     assert_eq!(v["result"], 42, "{v}");
     let (v, err) = h
         .exec_python_with(
-            json!({"code": "skills.nested_add({})", "allowedTools": ["mcp__fx__echo"]}),
+            json!({"code": "skills.nested_add({})", "allowedTools": ["mcp__fx__echo", "mcp__code-executor__executePython"]}),
         )
         .await;
     assert!(err, "{v}");
@@ -528,6 +556,149 @@ call_mcp_tool('mcp__code-executor__run-python-code', {'code': src.replace('XX', 
             .contains("mcp__fx__add"),
         "{v}"
     );
+}
+
+/// Each call of one of the executor's own tools from code is a tool call: counted on the
+/// request's `maxToolCalls` (a loop or a fan-out of nested runs stops there, in both
+/// languages), and judged by the policy's rules for `code-executor` and by `allowedTools`
+/// under the name code used or ours; the policy's default does not take them away.
+#[tokio::test]
+async fn own_tools_are_tool_calls_under_the_policy() {
+    let (url, _seen) = crate::llm_provider::mock_provider().await;
+    let (h, _c) = Harness::with_settings(
+        EXE.as_ref(),
+        json!({ "fx": test_support::fixture_entry("fx") }),
+        &json!({
+            "llm": {"provider": {"api": "anthropic", "baseUrl": url, "model": "m"}},
+            "policy": {"default": "deny", "servers": {
+                "fx": {"allow": ["add"]},
+                "code-executor": {"deny": ["execute_python", "run-*"]}
+            }}
+        }),
+        &[],
+    )
+    .await;
+    let failed = |v: &Value, name: &str, words: &str, what: &str| {
+        assert_eq!(v["error"]["name"], name, "{what}: {v}");
+        let m = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(m.contains(words), "{what}: {v}");
+    };
+    for lang in BOTH {
+        // A sequential loop and a parallel fan-out of nested runs stop at maxToolCalls.
+        let (seq, fan) = lang.pick(
+            (
+                "for (let i = 0; i < 40; i++) await callMCPTool('code-executor', 'executeTypescript', {code: 'return 1'}); return 0",
+                "await Promise.all(Array.from({length: 40}, () => callMCPTool('mcp__code-executor__execute_typescript', {code: 'return 1'}))); return 0",
+            ),
+            (
+                "for i in range(40):\n    call_mcp_tool('code-executor', 'executeTypescript', {'code': 'return 1'})\n0",
+                "import asyncio\nasync def main():\n    await asyncio.gather(*[acall_mcp_tool('mcp__code-executor__execute_typescript', {'code': 'return 1'}) for _ in range(40)])\nasyncio.run(main())\n0",
+            ),
+        );
+        for code in [seq, fan] {
+            let (v, err) = h
+                .run_tool(
+                    lang.tool(),
+                    json!({"code": code, "limits": {"maxToolCalls": 6}}),
+                )
+                .await;
+            assert!(err, "{lang:?} {code}: {v}");
+            failed(&v, "LimitError", "limit of 6 tool calls", code);
+        }
+        // Discovery by our tools counts too.
+        let search = lang.pick(
+            "for (let i = 0; i < 10; i++) await callMCPTool('code-executor', 'search_tools', {query: 'add'}); return 0",
+            "for i in range(10):\n    call_mcp_tool('code-executor', 'search_tools', {'query': 'add'})\n0",
+        );
+        let (v, err) = h
+            .run_tool(
+                lang.tool(),
+                json!({"code": search, "limits": {"maxToolCalls": 3}}),
+            )
+            .await;
+        assert!(err, "{lang:?}: {v}");
+        failed(&v, "LimitError", "limit of 3 tool calls", search);
+
+        // The policy's rules for code-executor, by the alias or ours; default deny aside.
+        let call = |tool: &str, args: &str| {
+            lang.pick(
+                format!("return await callMCPTool('code-executor', '{tool}', {args})"),
+                format!(
+                    "call_mcp_tool('code-executor', '{tool}', {})",
+                    args.replace("code:", "'code':")
+                        .replace("query:", "'query':")
+                ),
+            )
+        };
+        for (tool, args, denied_by) in [
+            (
+                "execute_python",
+                "{code: '1'}",
+                Some("deny: execute_python"),
+            ),
+            ("executePython", "{code: '1'}", Some("deny: execute_python")),
+            ("run-python-code", "{code: '1'}", Some("deny: run-*")),
+            (
+                "run-typescript-code",
+                "{code: 'return 1'}",
+                Some("deny: run-*"),
+            ),
+            ("executeTypescript", "{code: 'return 1'}", None),
+            ("search_tools", "{query: 'add'}", None),
+            ("health", "{}", None),
+        ] {
+            let (v, err) = h
+                .run_tool(lang.tool(), json!({"code": call(tool, args)}))
+                .await;
+            match denied_by {
+                Some(words) => {
+                    assert!(err, "{lang:?} {tool}: {v}");
+                    failed(&v, "PolicyError", words, tool);
+                }
+                None => assert!(!err, "{lang:?} {tool}: {v}"),
+            }
+        }
+        // Code reads our tools' schemas by the server's name, as any tool's.
+        let schema = lang.pick(
+            "return (await getToolSchema('code-executor', 'executePython')).alias",
+            "get_tool_schema('code-executor', 'executePython')['alias']",
+        );
+        let (v, err) = h.run_tool(lang.tool(), json!({"code": schema})).await;
+        assert!(!err, "{lang:?}: {v}");
+        assert!(
+            v["result"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("execute_python"),
+            "{v}"
+        );
+        // allowedTools: a list without the executor leaves its tools out; naming the alias
+        // or ours lets it in.
+        for (allowed, ok) in [
+            (json!(["mcp__fx__add"]), false),
+            (
+                json!(["mcp__fx__add", "mcp__code-executor__search_tools"]),
+                true,
+            ),
+            (json!(["mcp__code-executor__*"]), true),
+        ] {
+            let (v, err) = h
+                .run_tool(
+                    lang.tool(),
+                    json!({"code": call("search_tools", "{query: 'add'}"), "allowedTools": allowed}),
+                )
+                .await;
+            assert_eq!(err, !ok, "{lang:?} {allowed}: {v}");
+            if !ok {
+                failed(
+                    &v,
+                    "PolicyError",
+                    "not in this execution's allowedTools",
+                    "allowedTools",
+                );
+            }
+        }
+    }
 }
 
 /// An upstream configured as `code-executor` wins the name: code reaches that server under

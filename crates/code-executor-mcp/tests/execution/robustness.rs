@@ -656,6 +656,18 @@ async fn invalid_lines_get_json_rpc_errors_and_the_server_keeps_serving() {
             -32600,
             json!(6),
         ),
+        // A method of the protocol with params it does not take: invalid params, saying
+        // what (not "method not found"), and a parameter of the wrong kind named.
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"execute_typescript","arguments":[]}}"#.to_string(),
+            -32602,
+            json!(9),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"executeTypescript","arguments":{"code":"return 1","timeout_ms":"1000"}}}"#.to_string(),
+            -32602,
+            json!(10),
+        ),
         (
             r#"[{"jsonrpc":"2.0","id":7,"method":"ping"}]"#.to_string(),
             -32600,
@@ -676,6 +688,15 @@ async fn invalid_lines_get_json_rpc_errors_and_the_server_keeps_serving() {
         assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
         assert_eq!(answer["error"]["code"], *code, "{line:.80}: {answer}");
         assert_eq!(answer.get("id"), Some(id), "{line:.80}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        match id.as_i64() {
+            Some(9) => assert!(message.contains("params.arguments an object"), "{answer}"),
+            Some(10) => assert!(
+                message.contains("executeTypescript: invalid parameter \"timeoutMs\""),
+                "{answer}"
+            ),
+            _ => {}
+        }
         let ping = 100 + i;
         s.send(&format!(
             r#"{{"jsonrpc":"2.0","id":{ping},"method":"ping"}}"#
@@ -867,4 +888,24 @@ async fn an_upstreams_own_children_end_with_the_server() {
         // Polling a condition, not waiting for time to pass.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A JavaScript worker whose host closes its pipe ends cleanly: the engine frees its values
+/// before its runtime (it aborted on `JS_FreeRuntime`'s assertion on every exit before), so
+/// an exit is never mistaken for a crash.
+#[test]
+fn a_js_worker_ends_cleanly_when_its_host_goes() {
+    let out = std::process::Command::new(EXE)
+        .args(["__worker", "js"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\"ready\""), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -92,7 +92,12 @@ async fn handle(
                 None => {
                     return call_tool(catalog, scope, server.as_deref(), &name, args, shape).await;
                 }
-                Some(Err(unknown)) => return err(CallError::Argument, unknown.to_string()),
+                Some(Err(unknown)) => {
+                    return match super::own::count(scope, &name) {
+                        Ok(()) => err(CallError::Argument, unknown.to_string()),
+                        Err(refused) => refused,
+                    };
+                }
                 Some(Ok(own)) => match super::own::call(catalog, scope, nested, own, args).await {
                     super::own::Own::Answer(answer) => return answer,
                     // Answered below, as code's own discovery requests are.
@@ -190,6 +195,18 @@ async fn handle(
             Err(e) => err(CallError::Argument, e),
         },
         CallRequest::GetToolSchema { server, name } => {
+            // This server's own tools, as `code-executor` (unless an upstream has the name).
+            match crate::own_tools::from_code(catalog.upstreams().names(), server.as_deref(), &name)
+            {
+                Some(Ok(own)) => {
+                    return match crate::own_tools::own_schema(own) {
+                        Some(v) => ok(v),
+                        None => err(CallError::Argument, format!("{} has no schema", own.name)),
+                    };
+                }
+                Some(Err(unknown)) => return err(CallError::Argument, unknown.to_string()),
+                None => {}
+            }
             match visible_tool(catalog, scope, server.as_deref(), &name).await {
                 Ok((server, tool)) => ok(describe(
                     &server,

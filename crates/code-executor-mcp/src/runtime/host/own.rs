@@ -13,7 +13,10 @@
 //!   model calls only when its caller may make them. Its answer is the execute tool's
 //!   (`result`, `logs`, `toolCalls`, `durationMs`, `llm`) with the documents' `success`,
 //!   `samplingMetrics` and `execution_ms`; a nested run that fails throws, its error's kind
-//!   kept (a `PolicyError` stays one).
+//!   kept where code has a class for it ([`nested_error_kind`]: a `PolicyError` stays one).
+//! - Every call is first a tool call ([`count`], [`admit`]): counted on the request's
+//!   `maxToolCalls` and the client's rate, and judged by the policy's rules for
+//!   `code-executor` and `allowedTools` by the name code used or ours.
 //! - `search_tools`, `get_tool_schema` (`get_tool_signature`), `list_servers`: what
 //!   `searchTools`, `getToolSchema`, `listServers` answer in code (the caller's view and
 //!   allowlist; each a discovery request).
@@ -33,7 +36,7 @@ use super::scope::{RunScope, err, ok};
 use super::skills::{Nested, NestedRun, NestedWhat, nested_error_kind};
 use crate::catalog::Catalog;
 use crate::own_tools::{self, Code, Name, OwnTool};
-use crate::policy::RequestLimits;
+use crate::policy::{Decision, RequestLimits};
 use crate::runtime::run::ledger::MAX_SKILL_DEPTH;
 use crate::runtime::worker::Language;
 
@@ -53,10 +56,16 @@ pub(super) async fn call(
     name: &'static Name,
     args: Value,
 ) -> Own {
+    if let Err(refused) = count(scope, name.name) {
+        return Own::Answer(refused);
+    }
     let call = match own_tools::normalize(name, args) {
         Ok(c) => c,
         Err(e) => return Own::Answer(err(CallError::Argument, e.to_string())),
     };
+    if let Err(refused) = admit(scope, name, call.tool) {
+        return Own::Answer(refused);
+    }
     let parsed = |args: Map<String, Value>| -> Result<Discover, CallOutcome> {
         serde_json::from_value(Value::Object(args))
             .map_err(|e| err(CallError::Argument, format!("{}: {e}", name.name)))
@@ -122,7 +131,7 @@ pub(super) async fn call(
                 return Own::Answer(err(
                     CallError::Limit,
                     format!(
-                        "this execution reached its limit of {} discovery requests (health                          counts as one); keep the answer of the first",
+                        "this execution reached its limit of {} discovery requests (health counts as one); keep the answer of the first",
                         scope.limits.max_discovery_calls
                     ),
                 ));
@@ -197,6 +206,58 @@ const CLIENTS_ONLY: [(&str, &str); 7] = [
          another",
     ),
 ];
+
+/// A call from code of our tool `name` (known or not) counts as a tool call, as every
+/// attempt does: on the request's ledger against `maxToolCalls` (a nested run is one call of
+/// its caller, and its own calls count on the same ledger), and on the client's
+/// `toolCallsPerMinute`.
+pub(super) fn count(scope: &RunScope, name: &str) -> Result<(), CallOutcome> {
+    let qualified = crate::policy::qualified_name(own_tools::SELF_SERVER, name);
+    let n = scope.tool_calls.fetch_add(1, Ordering::Relaxed) + 1;
+    if n > scope.limits.max_tool_calls {
+        return refuse(
+            &qualified,
+            CallError::Limit,
+            format!(
+                "this execution reached its limit of {} tool calls (a call of {qualified} counts \
+                 as one, with every call of the execution tree it belongs to)",
+                scope.limits.max_tool_calls
+            ),
+        );
+    }
+    if let Some(rate) = &scope.tool_rate
+        && rate.check().is_err()
+    {
+        return refuse(
+            &qualified,
+            CallError::Limit,
+            "this client is over its rate of tool calls per minute (limits.toolCallsPerMinute); \
+             slow down or retry shortly"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// Whether code may call our tool `name` (`tool`, its language resolved): the policy's
+/// rules for [`own_tools::SELF_SERVER`] and the `allowedTools` of this execution and its
+/// callers decide, by the name code used or ours ([`crate::policy::ToolAllowlist::check_own`]).
+fn admit(scope: &RunScope, name: &Name, tool: OwnTool) -> Result<(), CallOutcome> {
+    let names = [name.name, tool.ours()].map(|n| own_tools::as_tool(n, tool));
+    match scope.allow.check_own(own_tools::SELF_SERVER, &names) {
+        Decision::Allow => Ok(()),
+        Decision::Deny { reason } => refuse(
+            &crate::policy::qualified_name(own_tools::SELF_SERVER, name.name),
+            CallError::Policy,
+            reason,
+        ),
+    }
+}
+
+fn refuse(qualified: &str, kind: CallError, reason: String) -> Result<(), CallOutcome> {
+    tracing::info!(tool = %qualified, "call of the executor's own tool refused: {reason}");
+    Err(err(kind, reason))
+}
 
 async fn execute(
     scope: &RunScope,

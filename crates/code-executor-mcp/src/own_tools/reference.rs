@@ -6,6 +6,7 @@
 //! reference, the parameters with their descriptions, and the shape of the result. Upstream
 //! tools are named `mcp__server__tool`, so our bare names do not shadow any of them.
 
+use rmcp::model::Tool;
 use serde_json::{Value, json};
 
 /// Facts both languages share, said once.
@@ -124,4 +125,80 @@ pub(crate) fn reference(name: &str) -> Option<Value> {
         "inputSchema": input_schema(),
         "outputSchema": output_schema(),
     }))
+}
+
+/// The tools we offer, exactly as `tools/list` returns them.
+///
+/// Every word here is paid for by every agent on every turn: the list stays under 500 cl100k
+/// tokens (`our_tools_list_fits_the_token_budget`) and keeps the facts an agent needs to start
+/// (`our_tools_list_keeps_the_facts_an_agent_needs`). Facts both execute tools share are said
+/// once, in `execute_typescript`; the long reference (every parameter described, the result's
+/// fields, limits, sessions, approvals, files and network) is what `get_tool_schema` answers
+/// for our own tool names ([`reference()`]), and the description says so.
+pub fn tool_definitions() -> Vec<Tool> {
+    let exec_input = json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string"},
+            "skill": {"description": "saved skill to run; save: keep code as one"},
+            "args": {},
+            "save": {},
+            "timeoutMs": {"default": 30000},
+            "session": {"description": "new|id: keeps state, store/load, /workspace"},
+            "yieldAfterMs": {},
+            "permissions": {"description": "{read,write,net} for fs, fetch"},
+            "allowedTools": {},
+            "limits": {},
+            "reset": {}
+        }
+    });
+    // Python takes the same parameters (`code` or `skill`, so neither is required); its
+    // description says so rather than repeat them.
+    let py_input = json!({"type": "object", "properties": {"code": {"type": "string"}}});
+    let object = json!({"type": "object"});
+    // An `outputSchema` only where it says something, or where the result is a run's (the
+    // execute tools): `{"type": "object"}` tells a model nothing, and each costs 8 tokens on
+    // every turn; the others still answer with `structuredContent` and its text.
+    let defs = json!([
+        {
+            "name": "execute_typescript",
+            "description": "TypeScript, sandboxed async body; return sets result. await tools.server.tool(args): structuredContent/parsed text | callMCPTool('mcp__server__tool' | server, tool, args): text, throws ToolError. searchTools, getToolSchema, listServers, progress, llm.ask. Docs: get_tool_schema execute_typescript",
+            "inputSchema": exec_input,
+            "outputSchema": {"type": "object", "properties": {"result": {}, "logs": {}, "error": {}}}
+        },
+        {
+            "name": "execute_python",
+            "description": "Python; last expression is the result. Same API and parameters, snake_case: tools.server.tool(**args), call_mcp_tool, acall_mcp_tool for asyncio.gather",
+            "inputSchema": py_input,
+            "outputSchema": object
+        },
+        {
+            "name": "search_tools",
+            "description": "Search tools, skills; detail: names|summary|full",
+            "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}, "detail": {}, "server": {}, "limit": {}, "cursor": {}}},
+            "annotations": {"readOnlyHint": true}
+        },
+        {
+            "name": "get_tool_schema",
+            "description": "Schemas, signature of mcp__server__tool",
+            "inputSchema": {"type": "object", "properties": {"name": {}}},
+            "annotations": {"readOnlyHint": true}
+        },
+        {
+            "name": "list_servers",
+            "description": "Upstream servers; your sessions, runs",
+            "inputSchema": object
+        },
+        {
+            "name": "wait",
+            "description": "Poll a yieldAfterMs run or task",
+            "inputSchema": {"type": "object", "properties": {"handle": {}, "timeoutMs": {}, "cancel": {}}}
+        },
+        {
+            "name": "health",
+            "description": "Server status, versions",
+            "inputSchema": object
+        }
+    ]);
+    serde_json::from_value(defs).unwrap_or_default()
 }
