@@ -537,6 +537,10 @@ pub enum HookFailure {
     Spawn(String),
     #[error("{0}")]
     Unrunnable(String),
+    #[error(
+        "was not started: {0} `async` hooks are running already (the most at once); the call went on"
+    )]
+    TooManyInBackground(usize),
 }
 
 fn stderr_note(stderr: &str) -> String {

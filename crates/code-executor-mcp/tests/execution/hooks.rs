@@ -613,3 +613,105 @@ async fn claude_codes_own_settings_files_are_read_with_its_trust_rules() {
         assert_eq!(marker.exists(), trusted, "trusted: {trusted}");
     }
 }
+
+/// The pids of live processes whose command line contains `marker`, with their parents.
+fn processes_with(marker: &str) -> Vec<(i32, i32)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if !String::from_utf8_lossy(&cmdline).contains(marker) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // "pid (comm) state ppid ...": the fields after the last ')'.
+        let after = stat.rsplit_once(") ").map(|(_, a)| a).unwrap_or("");
+        let mut fields = after.split(' ');
+        let state = fields.next().unwrap_or("Z");
+        if state == "Z" {
+            continue;
+        }
+        if let Some(ppid) = fields.next().and_then(|p| p.parse().ok()) {
+            found.push((pid, ppid));
+        }
+    }
+    found
+}
+
+/// A server that dies while a hook runs takes the hook with it (a parent-death signal, as
+/// upstreams and workers have): a crashed server leaves no hook behind. `async` hooks run
+/// at most 32 at once in a server; one more is not started, and the audit says so.
+#[tokio::test]
+async fn hooks_die_with_the_server_and_async_ones_are_bounded() {
+    let dir = TempDir::new("hooks bounded");
+    let marker = dir.0.join("hang forever.py");
+    std::fs::write(&marker, "import time\ntime.sleep(299)\n").unwrap();
+    let settings = json!({
+        "audit": {"path": dir.0.join("audit.jsonl")},
+        "hooks": {"PreToolUse": [
+            {"matcher": "mcp__fx__add", "hooks": [
+                {"type": "command", "command": format!("python3 \"{}\"", marker.display()), "timeout": 600}
+            ]},
+            {"matcher": "mcp__fx__echo", "hooks": [
+                {"type": "command", "command": "sleep 20", "async": true, "timeout": 20}
+            ]}
+        ]}
+    });
+    let (h, _cfg) = Harness::with_settings(
+        EXE.as_ref(),
+        json!({ "fx": fixture_entry("fx") }),
+        &settings,
+        &[],
+    )
+    .await;
+    // 40 calls at once: 32 async hooks start, 8 are not started; every call goes on.
+    let (v, is_err) = run(
+        &h,
+        Lang::Ts,
+        "return (await Promise.all(Array.from({length: 40}, (_, i) => tools.fx.echo({message: 'n' + i})))).length",
+    )
+    .await;
+    assert!(!is_err, "{v}");
+    assert_eq!(v["result"], 40);
+    let skipped = audit(&dir.0, "hook")
+        .into_iter()
+        .filter(|l| {
+            l["answer"] == "failed"
+                && l["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("32 `async` hooks are running already"))
+        })
+        .count();
+    assert!(skipped >= 8, "{skipped} async hooks were not started");
+
+    // A call waiting on a hook that hangs; the server is killed under it.
+    let hung = tokio::spawn(async move {
+        let _ = h.exec("return await tools.fx.add({a: 1, b: 2})").await;
+    });
+    let marker = marker.display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (hook, server) = loop {
+        if let Some(&(pid, ppid)) = processes_with(&marker).first() {
+            break (pid, ppid);
+        }
+        assert!(Instant::now() < deadline, "the hook never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let server_cmd = std::fs::read(format!("/proc/{server}/cmdline")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&server_cmd).contains("code-executor-mcp"),
+        "the hook's parent is the server: {}",
+        String::from_utf8_lossy(&server_cmd)
+    );
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &server.to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_with(&marker).iter().any(|&(p, _)| p == hook) {
+        assert!(Instant::now() < deadline, "hook {hook} outlived its server");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    hung.abort();
+}

@@ -16,6 +16,7 @@
 //! Failing closed: a hook that cannot be run, times out, crashes or answers anything but a
 //! decision refuses what it judged, with a message naming the hook and what went wrong.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -370,7 +371,13 @@ async fn judge(
     Ok(answer)
 }
 
-/// An `async: true` hook: started, bounded by its own timeout, audited, never waited for.
+/// `async: true` hooks running at once, in the whole server: one more is not started (and
+/// that is audited), so a burst of calls cannot fork without bound.
+pub(crate) const MAX_BACKGROUND_HOOKS: usize = 32;
+static BACKGROUND: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_BACKGROUND_HOOKS);
+
+/// An `async: true` hook: started (while fewer than [`MAX_BACKGROUND_HOOKS`] run), bounded by
+/// its own timeout, audited, never waited for.
 fn background(
     scope: &RunScope,
     event: Event,
@@ -384,7 +391,21 @@ fn background(
     let policy = scope.policy.clone();
     let execution = scope.execution.clone();
     let (subject, command, h) = (subject.to_string(), command.to_string(), h.clone());
+    let Ok(permit) = BACKGROUND.try_acquire() else {
+        let refused = Err(HookFailure::TooManyInBackground(MAX_BACKGROUND_HOOKS));
+        record(
+            &policy,
+            execution,
+            event,
+            &subject,
+            &h,
+            &refused,
+            Duration::ZERO,
+        );
+        return;
+    };
     tokio::spawn(async move {
+        let _permit = permit;
         let started = Instant::now();
         let answer = run(&hooks, &command, event, &input, timeout).await;
         record(
@@ -471,25 +492,30 @@ async fn run(
     }
     let deadline = tokio::time::Instant::now() + budget;
     let cwd = working_dir(hooks);
-    let mut cmd = tokio::process::Command::new(shell());
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(&cwd)
-        .env_clear()
-        .stdin(std::process::Stdio::piped())
+    let mut env: Vec<(OsString, OsString)> = PASSED_ENV
+        .iter()
+        .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
+        .collect();
+    env.push(("CLAUDE_PROJECT_DIR".into(), cwd.clone().into_os_string()));
+    for (k, v) in &hooks.env {
+        env.push((k.into(), configured_value(v).into()));
+    }
+    // The user's command, not confined, but as upstreams are started: a session and process
+    // group of its own, only the environment above, and killed when the server dies.
+    let target = sandbox::WorkerCommand {
+        program: shell().into(),
+        args: vec!["-c".into(), command.into()],
+        env,
+        cwd: Some(cwd),
+    };
+    let unconfined = sandbox::SandboxPolicy::new(sandbox::SandboxMode::Disabled, None);
+    let mut cmd = tokio::process::Command::from(
+        sandbox::command(&target, &unconfined).map_err(|e| HookFailure::Spawn(e.to_string()))?,
+    );
+    cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
-    for k in PASSED_ENV {
-        if let Some(v) = std::env::var_os(k) {
-            cmd.env(k, v);
-        }
-    }
-    cmd.env("CLAUDE_PROJECT_DIR", &cwd);
-    for (k, v) in &hooks.env {
-        cmd.env(k, configured_value(v));
-    }
     let mut child = crate::child::spawn(cmd)
         .await
         .map_err(|e| HookFailure::Spawn(e.to_string()))?;
