@@ -106,17 +106,21 @@ async fn start(modern: bool) -> Server {
 }
 
 async fn start_as(modern: bool, person: Person) -> Server {
+    start_with(modern, person, json!({})).await
+}
+
+/// [`start_as`] with `extra` settings beside the approvals and model calls.
+async fn start_with(modern: bool, person: Person, extra: Value) -> Server {
     let mut fix = test_support::fixture_entry("fix");
     fix["env"] = json!({"FIXTURE_PAUSE_TOOLS": "1"});
     let config = TempConfig::new(json!({ "fix": fix }));
     let dir = TempDir::new("pauses");
     let settings = dir.0.join("settings.json");
-    std::fs::write(
-        &settings,
-        json!({"approvals": {"approve": ["mcp__fix__write_*"], "timeoutMs": 2000}, "llm": {"enabled": true}})
-            .to_string(),
-    )
-    .unwrap();
+    let mut all = json!({"approvals": {"approve": ["mcp__fix__write_*"], "timeoutMs": 2000}, "llm": {"enabled": true}});
+    for (k, v) in extra.as_object().unwrap() {
+        all[k] = v.clone();
+    }
+    std::fs::write(&settings, all.to_string()).unwrap();
     let _ = workspace_bin("fixture-server");
     let mut cmd = tokio::process::Command::new(EXE);
     cmd.arg("--config")
@@ -691,4 +695,48 @@ async fn a_yielded_run_asks_through_wait() {
     assert_eq!(s.person.asked.lock().unwrap().len(), 2);
     let v = exec(&s, "return await tools.fix.counts({})", json!({})).await;
     assert_eq!(v["result"], json!({"tick": 1, "write_note": 1}), "{v}");
+}
+
+/// A hook that answers `ask` puts the question to the person through the client, in either
+/// generation (inline, or `input_required`): approved, the call goes on; denied, code gets
+/// `ApprovalDenied`; the question carries the hook's reason.
+async fn a_hooks_ask_reaches_the_person(modern: bool) {
+    let hook = r#"printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"ticks need a nod"}}'"#;
+    let extra = json!({"hooks": {"PreToolUse": [
+        {"matcher": "mcp__fix__tick", "hooks": [{"type": "command", "command": hook}]}
+    ]}});
+    let s = start_with(modern, Person::default(), extra).await;
+    s.person
+        .answers
+        .lock()
+        .unwrap()
+        .extend(["once".into(), "deny".into()]);
+    let code = "const t = await tools.fix.tick({});
+        let denied;
+        try { await tools.fix.tick({}); } catch (e) { denied = e.name; }
+        return { t, denied };";
+    let v = exec(&s, code, json!({})).await;
+    assert_eq!(
+        v["result"],
+        json!({"t": 1, "denied": "ApprovalDenied"}),
+        "{v}"
+    );
+    let asked = s.person.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(
+        asked.iter().all(|q| q.contains("ticks need a nod")),
+        "{asked:?}"
+    );
+    let v = exec(&s, "return await tools.fix.counts({})", json!({})).await;
+    assert_eq!(v["result"]["tick"], 1, "{v}");
+}
+
+#[tokio::test]
+async fn legacy_client_answers_a_hooks_ask_inline() {
+    a_hooks_ask_reaches_the_person(false).await;
+}
+
+#[tokio::test]
+async fn modern_client_answers_a_hooks_ask_by_input_required() {
+    a_hooks_ask_reaches_the_person(true).await;
 }
