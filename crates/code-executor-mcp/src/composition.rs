@@ -32,7 +32,8 @@ pub(crate) fn skills(
     use crate::skills::store::{PROJECT_SKILLS, Skills};
     let project = config.project_dir.as_ref().map(|d| d.join(PROJECT_SKILLS));
     let trust = config.project_trust.clone().unwrap_or(Ok(()));
-    Skills::new(&settings.skills, project, trust)
+    let trust = trust.as_ref().map_err(|why| why as &dyn std::fmt::Display);
+    Skills::new(&settings.skills, project, trust.copied())
 }
 
 /// Everything an execution needs, shared by the MCP handler and the command line.

@@ -724,7 +724,7 @@ fn planted_circle_and_upward_arrow_are_caught() {
 /// `Result<_, String>` in product code (every crate's `src`, binaries included; test code,
 /// comments and strings left out) at most this many. Errors are typed (`thiserror` enums,
 /// mapped to the wire in one place): a new one lowers this number, it never rises.
-const STRING_ERRORS_AT_MOST: usize = 13;
+const STRING_ERRORS_AT_MOST: usize = 7;
 
 /// Every `Result<..., String>` in `code`: a `Result<` whose last top-level argument is `String`.
 fn string_errors(code: &str) -> usize {

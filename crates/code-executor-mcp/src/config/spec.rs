@@ -126,7 +126,7 @@ pub struct Config {
     /// The working directory, whose project may bring skills.
     pub project_dir: Option<PathBuf>,
     /// Whether that project is trusted (see `trust::Trust::project`), else why not.
-    pub project_trust: Option<Result<(), String>>,
+    pub project_trust: Option<Result<(), super::trust::UntrustedProject>>,
     /// Claude Code's settings files whose hooks run here (`trust::Trust::claude_hooks`):
     /// `(file, its "hooks" object)`, lowest precedence first; none unless discovering.
     pub client_hooks: Vec<(PathBuf, Value)>,

@@ -59,6 +59,20 @@ pub struct Trust {
     pub warnings: Vec<String>,
 }
 
+/// The working directory's project is not trusted: what it brings beyond server entries (its
+/// skills) is held back. The text says how to trust it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the project {} is not trusted (a project's files may come with a cloned repository); to \
+     trust it, accept Claude Code's trust dialog there, or add \"{}\" to \"{TRUST_SETTING}\" in \
+     the user settings file (~/.config/code-executor-mcp/config.json)",
+    .dir.display(),
+    .dir.display()
+)]
+pub struct UntrustedProject {
+    pub dir: PathBuf,
+}
+
 impl Trust {
     pub fn load(places: &Places, trusted_projects: &[PathBuf]) -> Trust {
         let cwd = canonical(&places.cwd);
@@ -77,17 +91,13 @@ impl Trust {
     /// Whether the project itself (the working directory) is trusted, for what it brings
     /// beyond server entries (its skills): by `trustedProjects`, or by Claude Code's trust
     /// dialog. Otherwise why not, and how to trust it.
-    pub fn project(&self) -> Result<(), String> {
+    pub fn project(&self) -> Result<(), UntrustedProject> {
         if self.ours.is_some() || self.claude.workspace_trusted {
             return Ok(());
         }
-        Err(format!(
-            "the project {} is not trusted (a project's files may come with a cloned \
-             repository); to trust it, accept Claude Code's trust dialog there, or add \"{}\" to \
-             \"{TRUST_SETTING}\" in the user settings file (~/.config/code-executor-mcp/config.json)",
-            self.cwd.display(),
-            self.cwd.display()
-        ))
+        Err(UntrustedProject {
+            dir: self.cwd.clone(),
+        })
     }
 
     /// The hooks of Claude Code's settings files that would run here (see [`ClientHooks`]).

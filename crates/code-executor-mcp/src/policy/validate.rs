@@ -22,6 +22,16 @@ type Entry = (Arc<Map<String, Value>>, Compiled);
 /// Compiled input-schema validators, shared by every execution. Keyed by the schema's
 /// allocation (a tool list is fetched once and shared), so the hot path neither serializes
 /// nor hashes the schema; the cached `Arc` keeps that allocation, and so the key, alive.
+/// Arguments that do not fit a tool's input schema: each error (by its path, cut, at most
+/// [`MAX_LISTED_ERRORS`] and a count of the rest) and the tool's signature.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid arguments for {tool}:\n  {}\nexpected: {expected}", errors.join("\n  "))]
+pub struct InvalidArguments {
+    pub tool: String,
+    pub errors: Vec<String>,
+    pub expected: String,
+}
+
 #[derive(Default)]
 pub struct Validators {
     cache: Mutex<HashMap<usize, Entry>>,
@@ -35,7 +45,7 @@ impl Validators {
         server: &str,
         tool: &Tool,
         args: &Map<String, Value>,
-    ) -> Result<(), String> {
+    ) -> Result<(), InvalidArguments> {
         let Some(validator) = self.validator(&tool.input_schema) else {
             return Ok(());
         };
@@ -61,12 +71,11 @@ impl Validators {
         if errors.len() > MAX_LISTED_ERRORS {
             listed.push(format!("... and {} more", errors.len() - MAX_LISTED_ERRORS));
         }
-        Err(format!(
-            "invalid arguments for mcp__{server}__{}:\n  {}\nexpected: {}",
-            tool.name,
-            listed.join("\n  "),
-            signature(tool)
-        ))
+        Err(InvalidArguments {
+            tool: format!("mcp__{server}__{}", tool.name),
+            errors: listed,
+            expected: signature(tool),
+        })
     }
 
     /// The arguments (by their path, `options.code`, `items[0]`) whose schema wants a string
@@ -290,7 +299,7 @@ mod tests {
         }
         assert!(!names.contains(&"count"), "{names:?}");
         assert_eq!(found.len(), 4, "{names:?}");
-        let err = v.check("s", &tool, &a).unwrap_err();
+        let err = v.check("s", &tool, &a).unwrap_err().to_string();
         assert!(err.len() < 4_000, "{} bytes", err.len());
         assert!(
             v.wanted_strings(&tool, &args(json!({"code": "fine"})))
@@ -301,13 +310,13 @@ mod tests {
     #[test]
     fn valid_arguments_pass() {
         let v = Validators::default();
-        assert_eq!(
+        assert!(
             v.check(
                 "gh",
                 &tool(),
                 &args(json!({"title": "x", "labels": ["a"], "count": 2}))
-            ),
-            Ok(())
+            )
+            .is_ok()
         );
     }
 
@@ -320,7 +329,8 @@ mod tests {
                 &tool(),
                 &args(json!({"labels": [1], "priority": "urgent", "count": 0, "extra": true})),
             )
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("invalid arguments for mcp__gh__create_issue:"),
             "{err}"

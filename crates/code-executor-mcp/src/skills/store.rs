@@ -168,7 +168,7 @@ impl Skills {
     pub(crate) fn new(
         settings: &SkillSettings,
         project_dir: Option<PathBuf>,
-        trusted: Result<(), String>,
+        trusted: Result<(), &dyn std::fmt::Display>,
     ) -> Skills {
         // Anything there (a link too: it is refused when read, and said).
         let project_dir = project_dir.filter(|d| std::fs::symlink_metadata(d).is_ok());
@@ -1017,7 +1017,7 @@ mod tests {
             "project one"
         );
         // An untrusted project's skills are not read, and a miss says why.
-        let held = Skills::new(&settings, Some(project), Err("not trusted".into()));
+        let held = Skills::new(&settings, Some(project), Err(&"the project is not trusted"));
         let e = held.find("project/dup").unwrap_err().to_string();
         assert!(e.contains("not trusted"), "{e}");
     }

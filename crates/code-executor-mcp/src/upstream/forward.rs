@@ -21,8 +21,9 @@ use serde_json::Value;
 
 /// What answers an upstream's request for the execution that caused it.
 pub(crate) trait Forward: Send + Sync {
-    /// Asks the execution's client `request` (`{"method", "params"}`); the client's result.
-    fn ask(&self, request: Value) -> BoxFuture<'_, Result<Value, String>>;
+    /// Asks the execution's client `request` (`{"method", "params"}`); the client's result,
+    /// or the error the upstream is answered with.
+    fn ask(&self, request: Value) -> BoxFuture<'_, Result<Value, rmcp::ErrorData>>;
     /// Whether the client declared the roots capability.
     fn has_roots(&self) -> bool;
 }

@@ -59,8 +59,7 @@ impl Handler {
         let (caller, _) = self.caller()?;
         let answer = caller
             .ask(serde_json::json!({"method": method, "params": params}))
-            .await
-            .map_err(|e| ErrorData::internal_error(e, None))?;
+            .await?;
         serde_json::from_value(answer).map_err(|e| {
             ErrorData::internal_error(format!("the client's answer does not fit: {e}"), None)
         })
@@ -113,8 +112,7 @@ impl ClientHandler for Handler {
         }
         let answer = caller
             .ask(serde_json::json!({"method": "roots/list"}))
-            .await
-            .map_err(|e| ErrorData::internal_error(e, None))?;
+            .await?;
         serde_json::from_value(forward::narrow_roots(&answer, &routing.roots)).map_err(|e| {
             ErrorData::internal_error(format!("the client's roots do not fit: {e}"), None)
         })

@@ -550,7 +550,7 @@ async fn call(
     if let Err(e) = scope.policy.validators.check(&server, &tool, sent) {
         // An object or array where a string is wanted: say which of the run's calls it came
         // from, and what to take. (Named from what code sent, tokens and all, as it saw it.)
-        let mut reason = e;
+        let mut reason = e.to_string();
         for (name, value) in scope.policy.validators.wanted_strings(&tool, &args) {
             reason.push('\n');
             reason.push_str(&scope.handed.explain(&name, value));
@@ -748,13 +748,13 @@ struct Relay {
 }
 
 impl crate::upstream::forward::Forward for Relay {
-    fn ask(&self, request: Value) -> BoxFuture<'_, Result<Value, String>> {
+    fn ask(&self, request: Value) -> BoxFuture<'_, Result<Value, rmcp::ErrorData>> {
         Box::pin(async move {
             let _paused = self.clock.pause();
             self.client
                 .ask(request, self.timeout)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
         })
     }
 
