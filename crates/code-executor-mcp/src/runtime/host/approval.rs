@@ -106,14 +106,28 @@ pub(super) async fn gate(
                 record("fallback", "approved", Some(reason));
                 Ok(())
             }
-            Fallback::Deny => {
+            Fallback::Deny | Fallback::Inbox => {
                 record("fallback", "denied", Some(reason.clone()));
                 Err(reason)
             }
         }
     };
+    let inbox = |why: String| async move {
+        let (via, answer, reason) = wait_in_inbox(scope, server, tool, args, rule, &why).await;
+        record(via, answer, reason.clone());
+        match reason {
+            Some(r) => Err(r),
+            None => Ok(()),
+        }
+    };
+    let inbox_on = scope.policy.approvals.fallback == Fallback::Inbox;
     let Some(client) = &scope.client else {
-        return fallback("no client can be asked (the execution was not started by one)".into());
+        let why = "no client can be asked (the execution was not started by one)".to_string();
+        return if inbox_on {
+            inbox(why).await
+        } else {
+            fallback(why)
+        };
     };
     let via = match client.route {
         InputRoute::Inline => "elicitation",
@@ -149,7 +163,12 @@ pub(super) async fn gate(
             }
         }
         Err(AskError::Unsupported(cap)) => {
-            fallback(format!("the client cannot be asked (no {cap} capability)"))
+            let why = format!("the client cannot be asked (no {cap} capability)");
+            if inbox_on {
+                inbox(why).await
+            } else {
+                fallback(why)
+            }
         }
         Err(e @ AskError::Timeout(_)) => {
             let reason = format!("{qualified} needs approval ({rule}) and {e}; it is denied");
@@ -164,6 +183,86 @@ pub(super) async fn gate(
     }
 }
 
+/// Waits for a person's answer in the approvals inbox; returns the audit's `via` and
+/// `answer`, and the denial's reason (`None` when approved). The execution's deadline keeps
+/// running; the wait is bounded by `approvals.timeoutMs`.
+async fn wait_in_inbox(
+    scope: &RunScope,
+    server: &str,
+    tool: &Tool,
+    args: &Map<String, Value>,
+    rule: &str,
+    why: &str,
+) -> (&'static str, &'static str, Option<String>) {
+    let qualified = qualified_name(server, &tool.name);
+    let inbox = scope.approvals.remembered.inbox.clone();
+    let link = match inbox.page().await {
+        Ok(l) => l.url.clone(),
+        Err(e) => {
+            return (
+                "inbox",
+                "failed",
+                Some(format!(
+                    "{qualified} needs approval ({rule}) and {why}; {e}; it is denied"
+                )),
+            );
+        }
+    };
+    let arguments = scope.policy.redact(&shown_arguments(args));
+    let pending = super::inbox::Pending {
+        id: 0,
+        principal: scope.principal.to_string(),
+        execution: scope.execution.clone(),
+        server: server.to_string(),
+        tool: tool.name.to_string(),
+        rule: rule.to_string(),
+        arguments,
+        asked_at: 0,
+    };
+    let where_ = format!(
+        "a person approves or denies it on the approvals page {link} (the link with its token \
+         is on the server's stderr) or with `code-executor-mcp approvals`"
+    );
+    let mut waiting = match inbox.submit(pending) {
+        Ok(w) => w,
+        Err(e) => {
+            return (
+                "inbox",
+                "failed",
+                Some(format!(
+                    "{qualified} needs approval ({rule}) and {why}; {e}; it is denied"
+                )),
+            );
+        }
+    };
+    tracing::info!(
+        "approval {} waits in the inbox: {qualified} ({rule}); {where_}",
+        waiting.id
+    );
+    let timeout = scope.policy.approvals.timeout();
+    match tokio::time::timeout(timeout, &mut waiting.answer).await {
+        Ok(Ok(d)) if d.approved => (d.via, "once", None),
+        Ok(Ok(d)) => (
+            d.via,
+            "deny",
+            Some(format!(
+                "{qualified} was denied by the person asked to approve it ({rule}) in the \
+                 approvals inbox"
+            )),
+        ),
+        Ok(Err(_)) | Err(_) => (
+            "inbox",
+            "timeout",
+            Some(format!(
+                "{qualified} needs approval ({rule}) and {why}; it waited {} ms in the \
+                 approvals inbox and nobody answered, so it is denied. Tell the user: {where_}; then run \
+                 the code again",
+                timeout.as_millis()
+            )),
+        ),
+    }
+}
+
 /// Where "approve for the session" answers of this execution are kept: its session, or its
 /// client.
 fn remembered_key(scope: &RunScope) -> String {
@@ -173,14 +272,20 @@ fn remembered_key(scope: &RunScope) -> String {
     }
 }
 
-/// The `elicitation/create` request for one call.
-fn question(server: &str, tool: &Tool, args: &Map<String, Value>, rule: &str) -> Value {
+/// The arguments as a person sees them: masked, cut.
+fn shown_arguments(args: &Map<String, Value>) -> String {
     let mut shown = serde_json::to_string_pretty(&shorten(&Value::Object(args.clone()), None))
         .unwrap_or_default();
     if shown.chars().count() > MAX_SHOWN_ARGUMENT_CHARS {
         shown = shown.chars().take(MAX_SHOWN_ARGUMENT_CHARS).collect();
         shown.push_str("\n… (cut)");
     }
+    shown
+}
+
+/// The `elicitation/create` request for one call.
+fn question(server: &str, tool: &Tool, args: &Map<String, Value>, rule: &str) -> Value {
+    let shown = shown_arguments(args);
     let annotations = tool
         .annotations
         .as_ref()
