@@ -71,7 +71,10 @@ pub(super) async fn gate(
 ) -> Result<(), String> {
     let qualified = qualified_name(server, &tool.name);
     let started = Instant::now();
-    let record = |via: &'static str, answer: &'static str, reason: Option<String>| {
+    let record_by = |via: &'static str,
+                     answer: &'static str,
+                     reason: Option<String>,
+                     answered_by: Option<String>| {
         scope.policy.audit.record(AuditEvent::Approval {
             execution: scope.execution.clone(),
             server: server.to_string(),
@@ -80,9 +83,13 @@ pub(super) async fn gate(
             via,
             answer,
             reason,
+            answered_by,
             waited_ms: started.elapsed().as_millis() as u64,
             args_sha256: sha256_hex(&serde_json::to_vec(args).unwrap_or_default()),
         });
+    };
+    let record = |via: &'static str, answer: &'static str, reason: Option<String>| {
+        record_by(via, answer, reason, None);
     };
     // One question at a time per execution: parallel calls to one tool ask once, and an
     // answer for the execution or session covers the calls waiting behind it.
@@ -113,8 +120,8 @@ pub(super) async fn gate(
         }
     };
     let inbox = |why: String| async move {
-        let (via, answer, reason) = wait_in_inbox(scope, server, tool, args, rule, &why).await;
-        record(via, answer, reason.clone());
+        let (via, answer, reason, by) = wait_in_inbox(scope, server, tool, args, rule, &why).await;
+        record_by(via, answer, reason.clone(), by);
         match reason {
             Some(r) => Err(r),
             None => Ok(()),
@@ -183,8 +190,26 @@ pub(super) async fn gate(
     }
 }
 
-/// Waits for a person's answer in the approvals inbox; returns the audit's `via` and
-/// `answer`, and the denial's reason (`None` when approved). The execution's deadline keeps
+/// What the inbox's wait gives the audit line: `via`, `answer`, the denial's reason (`None`
+/// when approved) and who answered (over HTTP).
+type InboxOutcome = (&'static str, &'static str, Option<String>, Option<String>);
+
+/// Where a person approves, as the model is told (never with the page's token).
+fn where_to_approve(page: &str, http: Option<&str>) -> String {
+    let local = format!(
+        "on the approvals page {page} (the link with its token is on the server's stderr) or \
+         with `code-executor-mcp approvals` on the server's machine"
+    );
+    match http {
+        Some(url) => format!(
+            "a person approves or denies it at {url} (sending the same credentials as this MCP \
+             connection: it shows each caller only its own approvals), or {local}"
+        ),
+        None => format!("a person approves or denies it {local}"),
+    }
+}
+
+/// Waits for a person's answer in the approvals inbox. The execution's deadline keeps
 /// running; the wait is bounded by `approvals.timeoutMs`.
 async fn wait_in_inbox(
     scope: &RunScope,
@@ -193,7 +218,7 @@ async fn wait_in_inbox(
     args: &Map<String, Value>,
     rule: &str,
     why: &str,
-) -> (&'static str, &'static str, Option<String>) {
+) -> InboxOutcome {
     let qualified = qualified_name(server, &tool.name);
     let inbox = scope.approvals.remembered.inbox.clone();
     let link = match inbox.page().await {
@@ -205,6 +230,7 @@ async fn wait_in_inbox(
                 Some(format!(
                     "{qualified} needs approval ({rule}) and {why}; {e}; it is denied"
                 )),
+                None,
             );
         }
     };
@@ -217,12 +243,18 @@ async fn wait_in_inbox(
         tool: tool.name.to_string(),
         rule: rule.to_string(),
         arguments,
+        code: scope
+            .code
+            .as_deref()
+            .map(|c| {
+                scope
+                    .policy
+                    .redact(&super::inbox::code_around(c, &tool.name))
+            })
+            .unwrap_or_default(),
         asked_at: 0,
     };
-    let where_ = format!(
-        "a person approves or denies it on the approvals page {link} (the link with its token \
-         is on the server's stderr) or with `code-executor-mcp approvals`"
-    );
+    let where_ = where_to_approve(&link, inbox.http_url());
     let mut waiting = match inbox.submit(pending) {
         Ok(w) => w,
         Err(e) => {
@@ -232,6 +264,7 @@ async fn wait_in_inbox(
                 Some(format!(
                     "{qualified} needs approval ({rule}) and {why}; {e}; it is denied"
                 )),
+                None,
             );
         }
     };
@@ -241,7 +274,7 @@ async fn wait_in_inbox(
     );
     let timeout = scope.policy.approvals.timeout();
     match tokio::time::timeout(timeout, &mut waiting.answer).await {
-        Ok(Ok(d)) if d.approved => (d.via, "once", None),
+        Ok(Ok(d)) if d.approved => (d.via, "once", None, d.by),
         Ok(Ok(d)) => (
             d.via,
             "deny",
@@ -249,6 +282,7 @@ async fn wait_in_inbox(
                 "{qualified} was denied by the person asked to approve it ({rule}) in the \
                  approvals inbox"
             )),
+            d.by,
         ),
         Ok(Err(_)) | Err(_) => (
             "inbox",
@@ -259,6 +293,7 @@ async fn wait_in_inbox(
                  the code again",
                 timeout.as_millis()
             )),
+            None,
         ),
     }
 }

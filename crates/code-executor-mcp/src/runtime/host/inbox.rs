@@ -68,16 +68,33 @@ pub(crate) struct Pending {
     pub(crate) rule: String,
     /// The arguments, as shown (masked, cut).
     pub(crate) arguments: String,
+    /// The code around the call (numbered lines, masked, cut; see [`code_around`]).
+    #[serde(default)]
+    pub(crate) code: String,
     /// Seconds since the epoch when it was asked.
     pub(crate) asked_at: u64,
 }
 
 /// A person's answer and who gave it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Decision {
     pub(crate) approved: bool,
-    /// `inbox-page` or `inbox-terminal`.
+    /// `inbox-page`, `inbox-terminal` (both the local user holding the page's token) or
+    /// `inbox-http` (an authenticated principal of `serve --http`).
     pub(crate) via: &'static str,
+    /// The principal who answered, over HTTP (`None`: the local user of the page's token).
+    pub(crate) by: Option<String>,
+}
+
+impl Decision {
+    /// An answer of the local user holding the page's token.
+    pub(crate) fn local(approved: bool, via: &'static str) -> Decision {
+        Decision {
+            approved,
+            via,
+            by: None,
+        }
+    }
 }
 
 /// Where the page listens.
@@ -101,6 +118,9 @@ pub(crate) struct Inbox {
     pending: Mutex<BTreeMap<u64, (Pending, oneshot::Sender<Decision>)>>,
     next: AtomicU64,
     page: OnceCell<PageLink>,
+    /// Where principals answer their own approvals under `serve --http` with
+    /// authentication (`<public URL>/approvals`), once that server runs.
+    http_url: std::sync::OnceLock<String>,
 }
 
 /// Removes its entry when the waiting call ends, however it ends.
@@ -178,6 +198,17 @@ impl Inbox {
             return Err(InboxError::NotFound(id));
         };
         tx.send(decision).map_err(|_| InboxError::NotFound(id))
+    }
+
+    /// Says that `serve --http` (with authentication) serves each principal its own
+    /// approvals at `url`.
+    pub(crate) fn serve_over_http(&self, url: String) {
+        let _ = self.http_url.set(url);
+    }
+
+    /// Where principals answer over `serve --http`, if it does.
+    pub(crate) fn http_url(&self) -> Option<&str> {
+        self.http_url.get().map(String::as_str)
     }
 
     /// The page, started on first need (127.0.0.1, random port, a fresh token), its link
@@ -287,7 +318,14 @@ type Reply = Response<Full<Bytes>>;
 fn reply(status: StatusCode, kind: &str, body: impl Into<Bytes>) -> Reply {
     let mut r = Response::new(Full::new(body.into()));
     *r.status_mut() = status;
-    let h = r.headers_mut();
+    page_headers(r.headers_mut(), kind);
+    r
+}
+
+/// The headers of every answer of the inbox, the loopback page's and `serve --http`'s: its
+/// content type, a CSP allowing nothing but forms to itself (no script, style, image or
+/// frame), no sniffing, no referrer (the link carries the token), no caching.
+pub(crate) fn page_headers(h: &mut hyper::HeaderMap, kind: &str) {
     let set = |h: &mut hyper::HeaderMap, k: &'static str, v: &str| {
         if let Ok(v) = hyper::header::HeaderValue::from_str(v) {
             h.insert(k, v);
@@ -302,7 +340,6 @@ fn reply(status: StatusCode, kind: &str, body: impl Into<Bytes>) -> Reply {
     set(h, "x-content-type-options", "nosniff");
     set(h, "referrer-policy", "no-referrer");
     set(h, "cache-control", "no-store");
-    r
 }
 
 fn query_param(query: Option<&str>, key: &str) -> Option<String> {
@@ -342,7 +379,7 @@ async fn serve(inbox: &Inbox, token: &str, req: Request<Incoming>) -> Reply {
             reply(
                 StatusCode::OK,
                 "text/html; charset=utf-8",
-                render_page(&inbox.list(None), token),
+                render_page(&inbox.list(None), Some(token)),
             )
         }
         (Method::GET, "/approvals.json") => {
@@ -369,7 +406,7 @@ async fn serve(inbox: &Inbox, token: &str, req: Request<Incoming>) -> Reply {
             if !given.is_some_and(|g| token_ok(token, &g)) {
                 return denied();
             }
-            match inbox.decide(id, None, Decision { approved, via }) {
+            match inbox.decide(id, None, Decision::local(approved, via)) {
                 Ok(()) if via == "inbox-page" => {
                     let mut r = reply(StatusCode::SEE_OTHER, "text/plain", "");
                     if let Ok(v) =
@@ -387,8 +424,9 @@ async fn serve(inbox: &Inbox, token: &str, req: Request<Incoming>) -> Reply {
     }
 }
 
-/// `/approvals/<id>/approve` or `/approvals/<id>/deny`.
-fn parse_answer_path(p: &str) -> Option<(u64, bool)> {
+/// `/approvals/<id>/approve` or `/approvals/<id>/deny`, the id in plain digits: anything
+/// else (`..`, percent-encoding, a sign, a trailing slash, a second segment) is no answer.
+pub(crate) fn parse_answer_path(p: &str) -> Option<(u64, bool)> {
     let rest = p.strip_prefix("/approvals/")?;
     let (id, what) = rest.split_once('/')?;
     let approved = match what {
@@ -396,7 +434,66 @@ fn parse_answer_path(p: &str) -> Option<(u64, bool)> {
         "deny" => false,
         _ => return None,
     };
+    if id.is_empty() || id.len() > 19 || !id.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     Some((id.parse().ok()?, approved))
+}
+
+/// Lines shown before and after the line of the call.
+const CODE_CONTEXT_LINES: usize = 3;
+/// Most lines of code shown.
+const MAX_CODE_LINES: usize = 16;
+/// Longest line of code shown; longer is cut.
+const MAX_CODE_LINE_CHARS: usize = 160;
+
+/// Whether `line` names `name` as a whole word (not inside a longer identifier).
+fn names(line: &str, name: &str) -> bool {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    !name.is_empty()
+        && line.match_indices(name).any(|(at, _)| {
+            !word(line[..at].chars().next_back()) && !word(line[at + name.len()..].chars().next())
+        })
+}
+
+/// The code around a call to `tool`, as a person asked to approve it sees it: the lines
+/// around the first line naming the tool (as written, or as the identifier the wrappers
+/// make of it), marked `>`; the first lines when no line does. Numbered, each line cut at
+/// [`MAX_CODE_LINE_CHARS`], [`MAX_CODE_LINES`] at most. The sandbox reports no line of a
+/// call, so the first line naming the tool stands for it.
+pub(crate) fn code_around(code: &str, tool: &str) -> String {
+    let ident: String = tool
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '_' })
+        .collect();
+    let lines: Vec<&str> = code.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| names(l, tool) || names(l, &ident));
+    let (from, to) = match at {
+        Some(i) => (
+            i.saturating_sub(CODE_CONTEXT_LINES),
+            (i + CODE_CONTEXT_LINES + 1).min(lines.len()),
+        ),
+        None => (0, lines.len().min(MAX_CODE_LINES)),
+    };
+    let to = to.min(from + MAX_CODE_LINES);
+    let mut out = String::new();
+    if from > 0 {
+        out.push_str(&format!("  … ({from} lines before)\n"));
+    }
+    for (i, line) in lines.iter().enumerate().take(to).skip(from) {
+        let mark = if Some(i) == at { '>' } else { ' ' };
+        let mut shown: String = line.chars().take(MAX_CODE_LINE_CHARS).collect();
+        if line.chars().count() > MAX_CODE_LINE_CHARS {
+            shown.push_str(" … (cut)");
+        }
+        out.push_str(&format!("{mark}{:>4} | {shown}\n", i + 1));
+    }
+    if to < lines.len() {
+        out.push_str(&format!("  … ({} lines after)\n", lines.len() - to));
+    }
+    out
 }
 
 /// HTML-escapes text (arguments are attacker-controlled).
@@ -415,21 +512,38 @@ pub(crate) fn escape(s: &str) -> String {
     out
 }
 
-fn render_page(pending: &[Pending], token: &str) -> String {
+/// The page listing `pending`: each approval's tool, who asked, the rule, its arguments and
+/// the code around the call, everything escaped, with an Approve and a Deny form. On the
+/// loopback page the forms carry the `token`; over `serve --http` (`None`) the caller's
+/// `Authorization` header authenticates the POST instead.
+pub(crate) fn render_page(pending: &[Pending], token: Option<&str>) -> String {
     let mut body = String::new();
     if pending.is_empty() {
         body.push_str("<p id=\"empty\">No approvals are waiting.</p>");
     }
     for p in pending {
         let form = |what: &str, label: &str| {
+            let hidden = token.map_or(String::new(), |t| {
+                format!(
+                    "<input type=\"hidden\" name=\"token\" value=\"{}\">",
+                    escape(t)
+                )
+            });
             format!(
-                "<form method=\"post\" action=\"/approvals/{}/{what}\"><input type=\"hidden\" name=\"token\" value=\"{}\"><button type=\"submit\" name=\"do\" value=\"{what}\">{label}</button></form>",
+                "<form method=\"post\" action=\"/approvals/{}/{what}\">{hidden}<button type=\"submit\" name=\"do\" value=\"{what}\">{label}</button></form>",
                 p.id,
-                escape(token)
+            )
+        };
+        let code = if p.code.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "<h3>The code around the call</h3><pre class=\"code\">{}</pre>",
+                escape(&p.code)
             )
         };
         body.push_str(&format!(
-            "<section class=\"pending\" id=\"approval-{id}\"><h2>#{id}: {server} / {tool}</h2><p>Asked by <b>{principal}</b> (execution {execution}) at {at} (seconds since 1970); rule: {rule}</p><pre>{args}</pre>{approve}{deny}</section>",
+            "<section class=\"pending\" id=\"approval-{id}\"><h2>#{id}: <span class=\"server\">{server}</span> / <span class=\"tool\">{tool}</span></h2><p>Asked by <b class=\"principal\">{principal}</b> (execution {execution}) at {at} (seconds since 1970); rule: {rule}</p><h3>Arguments</h3><pre class=\"arguments\">{args}</pre>{code}{approve}{deny}</section>",
             id = p.id,
             server = escape(&p.server),
             tool = escape(&p.tool),
@@ -460,6 +574,7 @@ mod tests {
             tool: "create_issue".into(),
             rule: "approvals.approve: mcp__gh__*".into(),
             arguments: args.into(),
+            code: String::new(),
             asked_at: 0,
         }
     }
@@ -471,16 +586,13 @@ mod tests {
         let b = inbox.submit(pending("bob", "{}")).unwrap();
         assert_eq!(inbox.list(Some("alice")).len(), 1);
         assert_eq!(inbox.list(None).len(), 2);
-        let yes = Decision {
-            approved: true,
-            via: "inbox-page",
-        };
+        let yes = Decision::local(true, "inbox-page");
         // Bob cannot see or answer Alice's.
         assert!(matches!(
-            inbox.decide(a.id, Some("bob"), yes),
+            inbox.decide(a.id, Some("bob"), yes.clone()),
             Err(InboxError::NotFound(_))
         ));
-        inbox.decide(a.id, Some("alice"), yes).unwrap();
+        inbox.decide(a.id, Some("alice"), yes.clone()).unwrap();
         assert_eq!((&mut a.answer).await.unwrap(), yes);
         // Answered once only.
         assert!(inbox.decide(a.id, None, yes).is_err());
@@ -499,7 +611,7 @@ mod tests {
                 "<img src=x onerror=alert(1)>",
                 "{\"title\": \"</pre><script>alert('x')</script>\"}",
             )],
-            "t0k",
+            Some("t0k"),
         );
         assert!(!html.contains("<script>"));
         assert!(!html.contains("<img"));
@@ -512,5 +624,72 @@ mod tests {
         assert_eq!(parse_answer_path("/approvals/7/deny"), Some((7, false)));
         assert_eq!(parse_answer_path("/approvals/x/deny"), None);
         assert_eq!(parse_answer_path("/approvals/7/maybe"), None);
+    }
+
+    #[test]
+    fn answer_paths_take_plain_digits_only() {
+        for bad in [
+            "/approvals/../approvals/7/approve",
+            "/approvals/%37/approve",
+            "/approvals/+7/approve",
+            "/approvals/-7/deny",
+            "/approvals/7/approve/",
+            "/approvals/7/approve/x",
+            "/approvals//approve",
+            "/approvals/7",
+            "/approvals/99999999999999999999/approve",
+            "/approvals/7%2Fapprove",
+            "/approvals/0x7/approve",
+            "/approvals/７/approve",
+        ] {
+            assert_eq!(parse_answer_path(bad), None, "{bad}");
+        }
+        assert_eq!(parse_answer_path("/approvals/007/deny"), Some((7, false)));
+    }
+
+    #[test]
+    fn the_code_around_the_call_is_the_lines_naming_the_tool_bounded() {
+        let code: String = (1..=40)
+            .map(|i| match i {
+                20 => "  const r = await tools.gh.create_issue({ title: 't' });\n".to_string(),
+                5 => "  // create_issues_later is another name\n".to_string(),
+                _ => format!("  let x{i} = {i};\n"),
+            })
+            .collect();
+        let shown = code_around(&code, "create_issue");
+        assert!(
+            shown.contains(">  20 |   const r = await tools.gh.create_issue"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("  17 |") && shown.contains("  23 |"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("  16 |") && !shown.contains("  24 |"),
+            "{shown}"
+        );
+        assert!(shown.contains("(16 lines before)") && shown.contains("(17 lines after)"));
+        // A tool named with a dash, called by its identifier.
+        let shown = code_around("a\nb\nawait tools.fs.read_file({})\n", "read-file");
+        assert!(shown.contains(">   3 |"), "{shown}");
+        // No line names it: the first lines, bounded; long lines are cut.
+        let long = format!("{}\n", "y".repeat(10_000)).repeat(1_000);
+        let shown = code_around(&long, "tick");
+        assert_eq!(shown.lines().count(), MAX_CODE_LINES + 1, "{shown}");
+        assert!(shown.len() < 4_000, "{}", shown.len());
+        assert!(shown.contains("(cut)") && shown.contains("lines after"));
+        // What the page shows of it is escaped.
+        let mut p = pending("a", "{}");
+        p.code = code_around(
+            "await tools.x.tick('</pre><script>alert(1)</script>')",
+            "tick",
+        );
+        let html = render_page(&[p], None);
+        assert!(
+            !html.contains("<script>") && html.contains("&lt;script&gt;"),
+            "{html}"
+        );
+        assert!(!html.contains("name=\"token\""), "no token field over HTTP");
     }
 }
