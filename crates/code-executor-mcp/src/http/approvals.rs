@@ -40,6 +40,12 @@ fn answer(status: StatusCode, kind: &str, body: impl Into<bytes::Bytes>) -> Resp
     let mut r = Response::new(full(body));
     *r.status_mut() = status;
     page_headers(r.headers_mut(), kind);
+    // No token rides in these URLs, and `no-referrer` would make the page's own forms send
+    // `Origin: null`, which the Origin check refuses.
+    r.headers_mut().insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
     r
 }
 

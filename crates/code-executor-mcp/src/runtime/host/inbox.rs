@@ -627,6 +627,24 @@ mod tests {
     }
 
     #[test]
+    fn the_inbox_holds_at_most_max_pending_and_frees_a_place_as_a_call_stops_waiting() {
+        let inbox = Inbox::default();
+        let mut held: Vec<Waiting<'_>> = (0..MAX_PENDING)
+            .map(|_| inbox.submit(pending("a", "{}")).unwrap())
+            .collect();
+        assert!(matches!(
+            inbox.submit(pending("a", "{}")),
+            Err(InboxError::Full)
+        ));
+        assert_eq!(inbox.list(None).len(), MAX_PENDING);
+        held.pop();
+        let again = inbox.submit(pending("b", "{}")).unwrap();
+        assert_eq!(inbox.list(Some("b")).len(), 1);
+        // Ids are never reused.
+        assert!(held.iter().all(|w| w.id < again.id));
+    }
+
+    #[test]
     fn answer_paths_take_plain_digits_only() {
         for bad in [
             "/approvals/../approvals/7/approve",
