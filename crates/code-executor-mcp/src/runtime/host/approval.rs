@@ -414,6 +414,27 @@ fn shorten(v: &Value, key: Option<&str>) -> Value {
 mod tests {
     use super::*;
 
+    /// The model is told every place a person can answer, the HTTP route when there is one,
+    /// never a token.
+    #[test]
+    fn the_refusal_names_where_a_person_approves() {
+        let page = "http://127.0.0.1:4242/approvals";
+        let local = where_to_approve(page, None);
+        assert!(
+            local.contains(page) && local.contains("code-executor-mcp approvals"),
+            "{local}"
+        );
+        assert!(!local.contains("token="), "{local}");
+        let http = where_to_approve(page, Some("https://mcp.example/approvals"));
+        assert!(
+            http.contains("https://mcp.example/approvals")
+                && http.contains("same credentials")
+                && http.contains(page)
+                && http.contains("code-executor-mcp approvals"),
+            "{http}"
+        );
+    }
+
     #[test]
     fn answers_are_read_strictly() {
         let cases = [

@@ -3,7 +3,8 @@
 //!
 //! A pending approval holds what a person needs to decide (server, tool, the arguments as the
 //! code sent them, so personal-data tokens rather than values, secret-looking values masked;
-//! who asked and when) and a one-shot channel for the answer. The call waits up to
+//! the code around the call, [`code_around`]; who asked and when) and a one-shot channel for
+//! the answer. The call waits up to
 //! `approvals.timeoutMs`, with the execution's deadline running (a run that ends drops its
 //! entry). A person answers from:
 //!
@@ -17,7 +18,13 @@
 //!   server, `$XDG_RUNTIME_DIR/code-executor-mcp/approvals/<pid>.json` (else the state
 //!   directory), mode 0600, holding the page's URL and token.
 //!
-//! Each answer is audited with who gave it (`via`: `inbox-page` / `inbox-terminal`).
+//! - `serve --http` with authentication (`crate::http`'s `approvals` module): `/approvals` on
+//!   the server itself, behind its bearer authentication, listing and answering only the
+//!   caller's own approvals ([`Inbox::list`] and [`Inbox::decide`] take the principal; the
+//!   page and the terminal, holding the token, see all of them).
+//!
+//! Each answer is audited with who gave it (`via`: `inbox-page` / `inbox-terminal` /
+//! `inbox-http`, the latter with `answeredBy`, the principal).
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
