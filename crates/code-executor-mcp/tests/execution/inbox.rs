@@ -191,6 +191,13 @@ async fn a_person_answers_from_the_page_or_the_terminal() {
     // Python: the terminal lists it and denies it.
     let person = async {
         let (_, _, list) = pending(&dir, pid).await;
+        // The code around the call, numbered, the call's line marked.
+        let code = list[0]["code"].as_str().unwrap();
+        assert!(
+            code.contains(">   2 |     return {'tick': await tools.fix.tick({})}")
+                && code.contains("    1 | try:"),
+            "{code}"
+        );
         let id = list[0]["id"].as_u64().unwrap().to_string();
         let out = cli(&dir, &["list"]).await;
         let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -822,5 +829,83 @@ async fn in_a_real_browser_a_person_approves_and_nobody_else_sees_anything() {
     assert_eq!(
         answered,
         [(json!("inbox-http"), json!("once"), json!("token:p0"))]
+    );
+}
+
+/// `serve --http`: with authentication the refusal names the server's own `/approvals`, which
+/// refuses callers without credentials like `/mcp` does; without authentication there is no
+/// inbox over HTTP, and the answer says where to go instead.
+#[tokio::test]
+async fn over_http_the_refusal_names_the_route_which_needs_authentication() {
+    let dir = TempDir::new("inbox-http-refusal");
+    let tokens = dir.0.join("tokens");
+    std::fs::write(&tokens, "p0=token-of-p0-cccccccccccccccc\n").unwrap();
+    test_support::set_mode(&tokens, 0o600);
+    let settings = dir.0.join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"approvals": {"annotations": "notReadOnly", "fallback": "inbox", "timeoutMs": 300}})
+            .to_string(),
+    )
+    .unwrap();
+    let run = dir.0.join("run");
+    let env = [
+        ("CODE_EXECUTOR_CONFIG_PATH", settings.to_str().unwrap()),
+        ("XDG_RUNTIME_DIR", run.to_str().unwrap()),
+    ];
+    let mut fx = test_support::fixture_entry("fx");
+    fx["env"] = json!({"FIXTURE_PAUSE_TOOLS": "1"});
+    let s = HttpServer::start(
+        Path::new(EXE),
+        json!({ "fx": fx.clone() }),
+        &["--tokens-file", tokens.to_str().unwrap()],
+        &env,
+    )
+    .await;
+    let c = McpHttp::connect(
+        &s.url,
+        Some("token-of-p0-cccccccccccccccc"),
+        Generation::Stateless,
+    )
+    .await;
+    let (v, _) = c
+        .exec(json!({"code": "try { await tools.fx.tick({}); } catch (e) { return { name: e.name, message: e.message }; }"}))
+        .await;
+    assert_eq!(v["result"]["name"], "ApprovalDenied", "{v}");
+    let m = v["result"]["message"].as_str().unwrap();
+    assert!(
+        m.contains(&format!("{}/approvals", s.base))
+            && m.contains("http://127.0.0.1:")
+            && m.contains("code-executor-mcp approvals"),
+        "{m}"
+    );
+    let r = http()
+        .get(format!("{}/approvals", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(r.headers().contains_key("www-authenticate"));
+    let r = http()
+        .post(format!("{}/approvals/1/approve", s.base))
+        .bearer_auth("not-a-token-of-anyone-at-all")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    drop(s);
+
+    // Loopback without tokens: no inbox over HTTP.
+    let s = HttpServer::start(Path::new(EXE), json!({ "fx": fx }), &[], &env).await;
+    let r = http()
+        .get(format!("{}/approvals", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("authenticates nobody") && text.contains("code-executor-mcp approvals"),
+        "{text}"
     );
 }
