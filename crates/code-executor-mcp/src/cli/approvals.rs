@@ -11,7 +11,9 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::console::{Hinted, say};
-use crate::runtime::host::inbox::{LinkFile, Pending, TOKEN_HEADER, VIA_HEADER, link_dir};
+use crate::runtime::host::inbox::{
+    LinkFile, Pending, TOKEN_HEADER, VIA_HEADER, link_dir, link_file_trusted,
+};
 
 /// How often `watch` looks again.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
@@ -31,6 +33,10 @@ fn servers() -> anyhow::Result<Vec<LinkFile>> {
     };
     for e in entries.flatten() {
         let path = e.path();
+        // Only files we wrote, mode 0600 (not a link, not another user's).
+        if !std::fs::symlink_metadata(&path).is_ok_and(|m| link_file_trusted(&m)) {
+            continue;
+        }
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
@@ -67,27 +73,57 @@ async fn pending_of(http: &reqwest::Client, s: &LinkFile) -> anyhow::Result<Vec<
     Ok(r.json().await?)
 }
 
-fn line(s: &LinkFile, p: &Pending) -> String {
-    let args: String = p.arguments.split_whitespace().collect::<Vec<_>>().join(" ");
-    format!(
-        "{id}\t{server}/{tool}\tasked by {principal} (pid {pid}, execution {exe})\t{args}",
-        id = p.id,
-        server = p.server,
-        tool = p.tool,
-        principal = p.principal,
-        pid = s.pid,
-        exe = p.execution,
-    )
+/// `text` safe for a terminal: control characters (escape sequences a tool name, a client's
+/// declared name or an argument could carry) shown as `\u{..}`.
+fn plain(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
-/// Prints the waiting approvals of every running server.
+/// One approval for the terminal: a line, then the code around the call, indented.
+fn line(s: &LinkFile, p: &Pending) -> String {
+    let args: String = p.arguments.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out = format!(
+        "{id}\t{server}/{tool}\tasked by {principal} (pid {pid}, execution {exe})\t{args}",
+        id = p.id,
+        server = plain(&p.server),
+        tool = plain(&p.tool),
+        principal = plain(&p.principal),
+        pid = s.pid,
+        exe = plain(&p.execution),
+        args = plain(&args),
+    );
+    for code in p.code.lines() {
+        out.push_str("\n    ");
+        out.push_str(&plain(code));
+    }
+    out
+}
+
+/// Prints the waiting approvals of every running server (a server that does not answer is
+/// named on stderr and skipped).
 pub async fn list() -> anyhow::Result<()> {
     let http = client()?;
     let mut any = false;
     for s in servers()? {
-        for p in pending_of(&http, &s).await? {
-            any = true;
-            say(&line(&s, &p));
+        match pending_of(&http, &s).await {
+            Ok(all) => {
+                for p in all {
+                    any = true;
+                    say(&line(&s, &p));
+                }
+            }
+            Err(e) => crate::console::tell(&format!(
+                "warning: the server with pid {} did not answer: {e:#}",
+                s.pid
+            )),
         }
     }
     if !any {
@@ -111,10 +147,29 @@ pub async fn answer(id: &str, approve: bool) -> anyhow::Result<()> {
     };
     let http = client()?;
     let what = if approve { "approve" } else { "deny" };
-    for s in servers()? {
-        if pid.is_some_and(|p| p != s.pid) {
-            continue;
+    let mut servers = servers()?;
+    servers.retain(|s| pid.is_none_or(|p| p == s.pid));
+    if pid.is_none() && servers.len() > 1 {
+        // The same number may wait in two servers: a bare N must name one approval.
+        let mut holding = vec![];
+        for s in &servers {
+            if pending_of(&http, s)
+                .await
+                .is_ok_and(|all| all.iter().any(|p| p.id == n))
+            {
+                holding.push(s.pid);
+            }
         }
+        if holding.len() > 1 {
+            return Err(Hinted::new(
+                format!("approval {n} waits in several servers (pids {holding:?})"),
+                format!("name one as PID:{n}, e.g. {}:{n}", holding[0]),
+            )
+            .into());
+        }
+        servers.retain(|s| holding.contains(&s.pid));
+    }
+    for s in servers {
         let r = http
             .post(format!("{}/{n}/{what}", s.url))
             .header(TOKEN_HEADER, &s.token)
@@ -152,5 +207,41 @@ pub async fn watch() -> anyhow::Result<()> {
             }
         }
         tokio::time::sleep(WATCH_EVERY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_terminal_prints_carries_no_escape_sequences() {
+        let s = LinkFile {
+            pid: 7,
+            url: String::new(),
+            token: String::new(),
+        };
+        let p = Pending {
+            id: 1,
+            principal: "evil\u{1b}]0;owned\u{7}".into(),
+            execution: "e".into(),
+            server: "s\u{1b}[2J".into(),
+            tool: "t\r".into(),
+            rule: String::new(),
+            arguments: "{\"a\": \"\u{1b}[31mred\"}".into(),
+            code: ">   1 | tools.s.t('\u{1b}[1A')\n".into(),
+            asked_at: 0,
+        };
+        let shown = line(&s, &p);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{shown:?}"
+        );
+        assert!(
+            shown.contains("\\u{1b}]0;owned") && shown.contains("\n    >   1 | tools.s.t("),
+            "{shown}"
+        );
     }
 }

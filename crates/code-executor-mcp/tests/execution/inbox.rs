@@ -331,6 +331,19 @@ fn mode(path: &Path) -> u32 {
 #[tokio::test]
 async fn the_page_withstands_token_path_and_size_tricks_and_the_token_stays_out_of_logs() {
     let (da, db) = (TempDir::new("inbox-a"), TempDir::new("inbox-b"));
+    // Server A's link directory is there already, open to all, with a file another user
+    // could have planted (mode 0644, for a live pid): A tightens the directory, and the
+    // terminal command ignores the planted file.
+    let links = da.0.join("run/code-executor-mcp/approvals");
+    std::fs::create_dir_all(&links).unwrap();
+    test_support::set_mode(&links, 0o777);
+    let planted = links.join("1.json");
+    std::fs::write(
+        &planted,
+        json!({"pid": 1, "url": "http://127.0.0.1:9/approvals", "token": "planted"}).to_string(),
+    )
+    .unwrap();
+    test_support::set_mode(&planted, 0o644);
     let a = start_with(&da, 30_000, &[("RUST_LOG", "trace")], true).await;
     let b = start(&db, 30_000).await;
     let (pa, pb) = (a.pid.unwrap(), b.pid.unwrap());
@@ -466,6 +479,12 @@ async fn the_page_withstands_token_path_and_size_tricks_and_the_token_stays_out_
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(all.contains("fix/tick") && !all.contains(&tok_a), "{all}");
+        assert!(!all.contains("pid 1 "), "the planted file was used: {all}");
+        // The terminal shows the code around the call too.
+        assert!(
+            all.contains(">   3 | try { return { tick: await tools.fix.tick"),
+            "{all}"
+        );
         // The link file: 0600 in a 0700 directory.
         assert_eq!(mode(&link_file(&da, pa)), 0o600);
         assert_eq!(mode(link_file(&da, pa).parent().unwrap()), 0o700);

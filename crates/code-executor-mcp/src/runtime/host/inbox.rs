@@ -243,7 +243,10 @@ impl Inbox {
                                 let token = token.clone();
                                 async move { Ok::<_, Infallible>(serve(&inbox, &token, req).await) }
                             });
+                            // A client that never finishes its headers is cut off.
                             let _ = hyper::server::conn::http1::Builder::new()
+                                .timer(hyper_util::rt::TokioTimer::new())
+                                .header_read_timeout(std::time::Duration::from_secs(10))
                                 .serve_connection(TokioIo::new(stream), svc)
                                 .await;
                         });
@@ -295,9 +298,22 @@ pub(crate) struct LinkFile {
     pub(crate) token: String,
 }
 
+/// Our effective uid (the owner of `/proc/self`).
+pub(crate) fn own_uid() -> std::io::Result<u32> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata("/proc/self")?.uid())
+}
+
+/// Whether `meta` (of a link file) is one only we could have written: ours, mode 0600 or
+/// tighter. The terminal command trusts no other (another user could point it elsewhere).
+pub(crate) fn link_file_trusted(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.is_file() && own_uid().is_ok_and(|me| meta.uid() == me) && meta.mode() & 0o077 == 0
+}
+
 fn write_link_file(link: &PageLink) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
     let Some(dir) = link_dir() else {
         return Ok(());
     };
@@ -305,6 +321,17 @@ fn write_link_file(link: &PageLink) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(&dir)?;
+    // A directory that was there already must be ours (not a link), and only ours.
+    let meta = std::fs::symlink_metadata(&dir)?;
+    if !meta.is_dir() || meta.uid() != own_uid()? {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory of this user; remove it",
+            dir.display()
+        )));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    }
     let path = dir.join(format!("{}.json", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let mut f = std::fs::OpenOptions::new()
