@@ -33,6 +33,9 @@ fn servers() -> anyhow::Result<Vec<LinkFile>> {
     };
     for e in entries.flatten() {
         let path = e.path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
         // Only files we wrote, mode 0600 (not a link, not another user's).
         if !std::fs::symlink_metadata(&path).is_ok_and(|m| link_file_trusted(&m)) {
             continue;

@@ -126,6 +126,17 @@ async fn a_person_answers_from_the_page_or_the_terminal() {
     let h = start(&dir, 30_000).await;
     let pid = h.pid.unwrap();
     let http = http();
+    // `approvals watch` prints each approval as it arrives.
+    let mut watch = tokio::process::Command::new(EXE)
+        .args(["approvals", "watch"])
+        .env("XDG_RUNTIME_DIR", dir.0.join("run"))
+        .env("XDG_STATE_HOME", dir.0.join("state"))
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut watched =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(watch.stdout.take().unwrap()));
 
     // TypeScript: approved on the page.
     let person = async {
@@ -133,6 +144,17 @@ async fn a_person_answers_from_the_page_or_the_terminal() {
         assert_eq!(list.len(), 1);
         assert_eq!(list[0]["tool"], "tick");
         let id = list[0]["id"].as_u64().unwrap();
+        let seen = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(l) = watched.next_line().await.unwrap() {
+                if l.contains("fix/tick") {
+                    return l;
+                }
+            }
+            panic!("watch ended");
+        })
+        .await
+        .expect("watch shows the approval");
+        assert!(seen.starts_with(&format!("{id}\t")), "{seen}");
         // A wrong token sees and answers nothing.
         let r = http.get(format!("{url}?token=wrong")).send().await.unwrap();
         assert_eq!(r.status(), 403);

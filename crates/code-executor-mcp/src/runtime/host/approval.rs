@@ -194,18 +194,25 @@ pub(super) async fn gate(
 /// when approved) and who answered (over HTTP).
 type InboxOutcome = (&'static str, &'static str, Option<String>, Option<String>);
 
-/// Where a person approves, as the model is told (never with the page's token).
-fn where_to_approve(page: &str, http: Option<&str>) -> String {
-    let local = format!(
-        "on the approvals page {page} (the link with its token is on the server's stderr) or \
-         with `code-executor-mcp approvals` on the server's machine"
-    );
-    match http {
-        Some(url) => format!(
+/// Where a person approves, as the model is told (never with the page's token): the
+/// loopback page and the terminal when the page runs, the HTTP route when there is one.
+fn where_to_approve(page: Option<&str>, http: Option<&str>) -> String {
+    let local = page.map(|page| {
+        format!(
+            "on the approvals page {page} (the link with its token is on the server's stderr) \
+             or with `code-executor-mcp approvals` on the server's machine"
+        )
+    });
+    match (http, local) {
+        (Some(url), local) => format!(
             "a person approves or denies it at {url} (sending the same credentials as this MCP \
-             connection: it shows each caller only its own approvals), or {local}"
+             connection: it shows each caller only its own approvals){}",
+            local.map(|l| format!(", or {l}")).unwrap_or_default()
         ),
-        None => format!("a person approves or denies it {local}"),
+        (None, local) => format!(
+            "a person approves or denies it {}",
+            local.unwrap_or_default()
+        ),
     }
 }
 
@@ -222,7 +229,12 @@ async fn wait_in_inbox(
     let qualified = qualified_name(server, &tool.name);
     let inbox = scope.approvals.remembered.inbox.clone();
     let link = match inbox.page().await {
-        Ok(l) => l.url.clone(),
+        Ok(l) => Some(l.url.clone()),
+        // Under `serve --http` the server's own route still reaches a person.
+        Err(e) if inbox.http_url().is_some() => {
+            tracing::warn!("approvals: {e}; answers come only through /approvals over HTTP");
+            None
+        }
         Err(e) => {
             return (
                 "inbox",
@@ -254,7 +266,7 @@ async fn wait_in_inbox(
             .unwrap_or_default(),
         asked_at: 0,
     };
-    let where_ = where_to_approve(&link, inbox.http_url());
+    let where_ = where_to_approve(link.as_deref(), inbox.http_url());
     let mut waiting = match inbox.submit(pending) {
         Ok(w) => w,
         Err(e) => {
@@ -419,13 +431,19 @@ mod tests {
     #[test]
     fn the_refusal_names_where_a_person_approves() {
         let page = "http://127.0.0.1:4242/approvals";
-        let local = where_to_approve(page, None);
+        let local = where_to_approve(Some(page), None);
         assert!(
             local.contains(page) && local.contains("code-executor-mcp approvals"),
             "{local}"
         );
         assert!(!local.contains("token="), "{local}");
-        let http = where_to_approve(page, Some("https://mcp.example/approvals"));
+        let only_http = where_to_approve(None, Some("https://mcp.example/approvals"));
+        assert!(
+            only_http.contains("https://mcp.example/approvals")
+                && !only_http.contains("code-executor-mcp approvals"),
+            "{only_http}"
+        );
+        let http = where_to_approve(Some(page), Some("https://mcp.example/approvals"));
         assert!(
             http.contains("https://mcp.example/approvals")
                 && http.contains("same credentials")

@@ -332,19 +332,23 @@ fn write_link_file(link: &PageLink) -> std::io::Result<()> {
     if meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
     }
+    // Written whole under another name, then renamed: a reader never sees half a file.
     let path = dir.join(format!("{}.json", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    let partial = dir.join(format!(".{}.json.partial", std::process::id()));
+    let _ = std::fs::remove_file(&partial);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(&path)?;
+        .open(&partial)?;
     let body = serde_json::to_vec(&LinkFile {
         pid: std::process::id(),
         url: link.url.clone(),
         token: link.token.clone(),
     })?;
-    f.write_all(&body)
+    f.write_all(&body)?;
+    f.sync_all()?;
+    std::fs::rename(&partial, &path)
 }
 
 type Reply = Response<Full<Bytes>>;
