@@ -735,7 +735,17 @@ mod tests {
         assert_eq!(shown.lines().count(), MAX_CODE_LINES + 1, "{shown}");
         assert!(shown.len() < 4_000, "{}", shown.len());
         assert!(shown.contains("(cut)") && shown.contains("lines after"));
-        // What the page shows of it is escaped.
+        // Every field a tool, a server, a client or code controls is escaped.
+        let mut p = pending("a", "{}");
+        p.server = "s\"><script>alert(1)</script>".into();
+        p.tool = "<svg onload=alert(1)>".into();
+        p.rule = "r'><iframe src=//x>".into();
+        p.execution = "e<b>".into();
+        let html = render_page(&[p], Some("t\"><script>"));
+        for bad in ["<script", "<svg", "<iframe", "<b>e"] {
+            assert!(!html.contains(bad), "{bad} in {html}");
+        }
+        // What the page shows of the code is escaped.
         let mut p = pending("a", "{}");
         p.code = code_around(
             "await tools.x.tick('</pre><script>alert(1)</script>')",
