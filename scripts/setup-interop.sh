@@ -19,6 +19,8 @@
 #   - kubernetes-validate, and a check for kustomize (scripts/setup-deploy-tools.sh)
 #     and tmux (the terminal `setup`'s prompts are tested in; apt when missing)
 #   - HAProxy, which the replicas tests run behind (apt when missing)
+#   - Debian's Chromium (apt when missing) and playwright-core at PREFIX/browser (npm), which
+#     drive the approvals inbox's page in a real browser (tests/execution/inbox.rs)
 # Idempotent: what is already there is kept.
 set -euo pipefail
 
@@ -46,6 +48,7 @@ TYPESCRIPT_VER="7.0.2"
 PYRIGHT_VER="1.1.414"
 TY_VER="0.0.108"
 MYPY_VER="2.4.1"
+PLAYWRIGHT_CORE_VER="1.65.1"
 
 log() { printf '[setup-interop] %s\n' "$*" >&2; }
 
@@ -149,6 +152,21 @@ if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then
   log "apt-get install haproxy (the replicas tests run behind it)"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq haproxy >/dev/null
+fi
+
+# The approvals inbox's page in a real browser: Debian's Chromium, driven headless by
+# playwright-core (no browser download of its own; tests/execution/inbox_browser.cjs).
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+  log "apt-get install chromium (the approvals page is tested in a real browser)"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+mkdir -p "$PREFIX/browser"
+[ -f "$PREFIX/browser/package.json" ] || printf '{"name":"code-executor-browser","private":true}\n' > "$PREFIX/browser/package.json"
+if ! grep -qs "\"version\": \"$PLAYWRIGHT_CORE_VER\"" "$PREFIX/browser/node_modules/playwright-core/package.json"; then
+  log "npm install playwright-core@$PLAYWRIGHT_CORE_VER (drives Chromium for the approvals page's test)"
+  (cd "$PREFIX/browser" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-audit --no-fund --loglevel=error \
+      "playwright-core@$PLAYWRIGHT_CORE_VER")
 fi
 
 touch "$PREFIX/.ready"

@@ -7,6 +7,7 @@
 //! on stderr while it waits. A command's error is an `error: ...` line (and `hint: ...`) on
 //! stderr with exit 1, as CLI tools print theirs, not a log line (`console::report_error`).
 
+mod approvals;
 mod doctor;
 mod serve_args;
 mod tools;
@@ -151,6 +152,12 @@ enum Command {
     /// Search and inspect the tools of the configured servers.
     #[command(subcommand)]
     Tools(ToolsCommand),
+    /// List and answer the calls waiting for approval in running servers' inboxes
+    /// (`approvals.fallback: "inbox"`; see docs/guardrails.md).
+    Approvals {
+        #[command(subcommand)]
+        action: Option<ApprovalsAction>,
+    },
     /// Write a typed wrapper file per upstream tool, a folder per server, with indexes.
     Wrappers {
         #[arg(long, value_enum, default_value_t = Lang::Ts)]
@@ -195,6 +202,18 @@ enum AuditAction {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum ApprovalsAction {
+    /// List the waiting approvals (the default).
+    List,
+    /// Approve one (its number from `list`, or PID:N when several servers run).
+    Approve { id: String },
+    /// Deny one.
+    Deny { id: String },
+    /// Print each approval as it arrives, until interrupted.
+    Watch,
 }
 
 #[derive(Debug, Subcommand)]
@@ -574,6 +593,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::demo::run_demo(opts).await
         }
         Some(Command::Doctor) => doctor(|| options(&cli), || load(&cli)).await,
+        Some(Command::Approvals { action }) => {
+            match action {
+                None | Some(ApprovalsAction::List) => approvals::list().await?,
+                Some(ApprovalsAction::Approve { id }) => approvals::answer(id, true).await?,
+                Some(ApprovalsAction::Deny { id }) => approvals::answer(id, false).await?,
+                Some(ApprovalsAction::Watch) => approvals::watch().await?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Audit {
             action: AuditAction::Tail { lines, json },
         }) => {

@@ -10,6 +10,7 @@
 //! route: /healthz /readyz (no checks) ─ everything else: Host, Origin (403)
 //!   │  /metrics (the token, when the server requires one)
 //!   │  /.well-known/oauth-protected-resource[/mcp]
+//!   │  /approvals[...] (authenticated; a principal's own approvals: `approvals`)
 //! /mcp: shutting down? 503 ─ authenticate (401 / 403 + WWW-Authenticate) ─ bearer removed
 //!   │  Mcp-Session-Id of another principal? 404 like an unknown one
 //!   │  body: read within the time and size caps (408, 413)
@@ -26,6 +27,7 @@
 //! dropped, which cancels what still runs (its workers are killed), sessions are ended and
 //! the audit log flushed.
 
+mod approvals;
 pub(crate) mod auth;
 pub(crate) mod guard;
 mod mcp;
@@ -216,6 +218,12 @@ pub async fn serve(
         resource,
         shutting_down: AtomicBool::new(false),
     });
+    // Behind authentication, each principal answers its own approvals here.
+    if state.require_auth {
+        core.runtime
+            .inbox()
+            .serve_over_http(format!("{public}/approvals"));
+    }
     // Bound before the "serving MCP" line, so that line means both listen.
     let metrics_listener = match &opts.metrics_addr {
         Some(addr) => {
@@ -568,6 +576,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
                 ),
             }
         }
+        p if approvals::is_inbox_path(p) => approvals::approvals(state, req).await,
         MCP_PATH => {
             let r = mcp(state, req).await;
             state.metrics.request(r.status().as_u16());

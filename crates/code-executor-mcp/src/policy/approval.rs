@@ -14,8 +14,9 @@
 //! `approve` patterns use the `allowedTools` syntax (`policy::pattern`); `annotations` adds
 //! every tool annotated `destructiveHint: true` (`"destructive"`) or every tool not annotated
 //! `readOnlyHint: true` (`"notReadOnly"`). `fallback` is what a call needing approval gets
-//! when the client can be asked neither inline nor by MRTR (`deny`, the default, or
-//! `allow`); `timeoutMs` bounds the wait for an answer (then the call is denied).
+//! when the client can be asked neither inline nor by MRTR (`deny`, the default, `allow`, or
+//! `inbox`: wait for a person in the approvals inbox, its page or `code-executor-mcp
+//! approvals`); `timeoutMs` bounds the wait for an answer (then the call is denied).
 
 use std::time::Duration;
 
@@ -52,6 +53,9 @@ pub enum Fallback {
     #[default]
     Deny,
     Allow,
+    /// Wait in the approvals inbox (`runtime::host::inbox`) for a person's answer from the
+    /// page or the terminal, up to `timeoutMs`.
+    Inbox,
 }
 
 impl Fallback {
@@ -59,6 +63,7 @@ impl Fallback {
         match self {
             Fallback::Deny => "deny",
             Fallback::Allow => "allow",
+            Fallback::Inbox => "inbox",
         }
     }
 }

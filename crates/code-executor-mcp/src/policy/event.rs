@@ -97,7 +97,9 @@ pub enum AuditEvent {
         by: &'static str,
     },
     /// A call that needs approval: how the person was asked (`elicitation`, `input_required`,
-    /// `fallback` when nobody could be, `remembered` when an earlier answer covers it) and the
+    /// `fallback` when nobody could be, `remembered` when an earlier answer covers it,
+    /// `inbox-page` / `inbox-terminal` / `inbox-http` when a person answered in the approvals
+    /// inbox, `inbox` when nobody did there) and the
     /// answer (`once`, `execution`, `session`, `deny`, `timeout`, `failed`; `approved` or
     /// `denied` for the fallback and remembered answers).
     #[serde(rename = "approval", rename_all = "camelCase")]
@@ -110,6 +112,10 @@ pub enum AuditEvent {
         answer: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// Who answered in the approvals inbox over `serve --http` (the principal), when it
+        /// was not the local user holding the page's token (`via` says which way).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        answered_by: Option<String>,
         waited_ms: u64,
         args_sha256: String,
     },

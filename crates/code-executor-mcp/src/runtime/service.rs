@@ -145,6 +145,12 @@ impl Runtime {
         &self.live
     }
 
+    /// The approvals inbox (`approvals.fallback: "inbox"`), which `serve --http` serves to
+    /// each principal too.
+    pub(crate) fn inbox(&self) -> &Arc<super::host::inbox::Inbox> {
+        &self.remembered.inbox
+    }
+
     pub(crate) fn policy(&self) -> &Arc<Policy> {
         &self.policy
     }
@@ -396,7 +402,7 @@ impl Runtime {
                 self.max_concurrent_skills,
             )),
         };
-        let scope = RunScope::new(
+        let mut scope = RunScope::new(
             ctx,
             allowlist(),
             limits,
@@ -416,6 +422,7 @@ impl Runtime {
             },
             ledger,
         );
+        scope.code = Some(Arc::from(req.code.as_str()));
         // The user's PreExecute hooks judge the run before any worker is leased; their time
         // is the run's.
         let lang = match language {

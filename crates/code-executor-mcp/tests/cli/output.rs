@@ -23,6 +23,8 @@ fn command(dir: &Path) -> Command {
         .env_remove("MCP_CONFIG_PATH")
         .env_remove("CODE_EXECUTOR_CONFIG_PATH")
         .env_remove("RUST_LOG")
+        // The approvals commands look for servers there: none of this machine's.
+        .env_remove("XDG_RUNTIME_DIR")
         .env_remove("EVERYTHING_JS")
         .stdin(Stdio::null());
     c
@@ -161,6 +163,14 @@ fn user_errors_are_error_lines_with_hints_and_a_failing_exit() {
         ),
         (&["bench"], "error: pass --everything"),
         (&["audit", "tail"], "error: cannot read the audit log"),
+        (
+            &["approvals", "approve", "1/../2"],
+            "error: `1/../2` is not an approval id",
+        ),
+        (
+            &["approvals", "deny", "7"],
+            "error: no approval 7 is waiting",
+        ),
         (
             &[
                 "--pool-max",

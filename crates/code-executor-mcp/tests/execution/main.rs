@@ -50,6 +50,7 @@ mod direct;
 mod execute;
 mod forms;
 mod hooks;
+mod inbox;
 mod languages;
 mod llm_provider;
 mod long_runs;

@@ -71,7 +71,10 @@ pub(super) async fn gate(
 ) -> Result<(), String> {
     let qualified = qualified_name(server, &tool.name);
     let started = Instant::now();
-    let record = |via: &'static str, answer: &'static str, reason: Option<String>| {
+    let record_by = |via: &'static str,
+                     answer: &'static str,
+                     reason: Option<String>,
+                     answered_by: Option<String>| {
         scope.policy.audit.record(AuditEvent::Approval {
             execution: scope.execution.clone(),
             server: server.to_string(),
@@ -80,9 +83,13 @@ pub(super) async fn gate(
             via,
             answer,
             reason,
+            answered_by,
             waited_ms: started.elapsed().as_millis() as u64,
             args_sha256: sha256_hex(&serde_json::to_vec(args).unwrap_or_default()),
         });
+    };
+    let record = |via: &'static str, answer: &'static str, reason: Option<String>| {
+        record_by(via, answer, reason, None);
     };
     // One question at a time per execution: parallel calls to one tool ask once, and an
     // answer for the execution or session covers the calls waiting behind it.
@@ -106,14 +113,28 @@ pub(super) async fn gate(
                 record("fallback", "approved", Some(reason));
                 Ok(())
             }
-            Fallback::Deny => {
+            Fallback::Deny | Fallback::Inbox => {
                 record("fallback", "denied", Some(reason.clone()));
                 Err(reason)
             }
         }
     };
+    let inbox = |why: String| async move {
+        let (via, answer, reason, by) = wait_in_inbox(scope, server, tool, args, rule, &why).await;
+        record_by(via, answer, reason.clone(), by);
+        match reason {
+            Some(r) => Err(r),
+            None => Ok(()),
+        }
+    };
+    let inbox_on = scope.policy.approvals.fallback == Fallback::Inbox;
     let Some(client) = &scope.client else {
-        return fallback("no client can be asked (the execution was not started by one)".into());
+        let why = "no client can be asked (the execution was not started by one)".to_string();
+        return if inbox_on {
+            inbox(why).await
+        } else {
+            fallback(why)
+        };
     };
     let via = match client.route {
         InputRoute::Inline => "elicitation",
@@ -149,7 +170,12 @@ pub(super) async fn gate(
             }
         }
         Err(AskError::Unsupported(cap)) => {
-            fallback(format!("the client cannot be asked (no {cap} capability)"))
+            let why = format!("the client cannot be asked (no {cap} capability)");
+            if inbox_on {
+                inbox(why).await
+            } else {
+                fallback(why)
+            }
         }
         Err(e @ AskError::Timeout(_)) => {
             let reason = format!("{qualified} needs approval ({rule}) and {e}; it is denied");
@@ -164,6 +190,126 @@ pub(super) async fn gate(
     }
 }
 
+/// What the inbox's wait gives the audit line: `via`, `answer`, the denial's reason (`None`
+/// when approved) and who answered (over HTTP).
+type InboxOutcome = (&'static str, &'static str, Option<String>, Option<String>);
+
+/// Where a person approves, as the model is told (never with the page's token): the
+/// loopback page and the terminal when the page runs, the HTTP route when there is one.
+fn where_to_approve(page: Option<&str>, http: Option<&str>) -> String {
+    let local = page.map(|page| {
+        format!(
+            "on the approvals page {page} (the link with its token is on the server's stderr) \
+             or with `code-executor-mcp approvals` on the server's machine"
+        )
+    });
+    match (http, local) {
+        (Some(url), local) => format!(
+            "a person approves or denies it at {url} (sending the same credentials as this MCP \
+             connection: it shows each caller only its own approvals){}",
+            local.map(|l| format!(", or {l}")).unwrap_or_default()
+        ),
+        (None, local) => format!(
+            "a person approves or denies it {}",
+            local.unwrap_or_default()
+        ),
+    }
+}
+
+/// Waits for a person's answer in the approvals inbox. The execution's deadline keeps
+/// running; the wait is bounded by `approvals.timeoutMs`.
+async fn wait_in_inbox(
+    scope: &RunScope,
+    server: &str,
+    tool: &Tool,
+    args: &Map<String, Value>,
+    rule: &str,
+    why: &str,
+) -> InboxOutcome {
+    let qualified = qualified_name(server, &tool.name);
+    let inbox = scope.approvals.remembered.inbox.clone();
+    let link = match inbox.page().await {
+        Ok(l) => Some(l.url.clone()),
+        // Under `serve --http` the server's own route still reaches a person.
+        Err(e) if inbox.http_url().is_some() => {
+            tracing::warn!("approvals: {e}; answers come only through /approvals over HTTP");
+            None
+        }
+        Err(e) => {
+            return (
+                "inbox",
+                "failed",
+                Some(format!(
+                    "{qualified} needs approval ({rule}) and {why}; {e}; it is denied"
+                )),
+                None,
+            );
+        }
+    };
+    let arguments = scope.policy.redact(&shown_arguments(args));
+    let pending = super::inbox::Pending {
+        id: 0,
+        principal: scope.principal.to_string(),
+        execution: scope.execution.clone(),
+        server: server.to_string(),
+        tool: tool.name.to_string(),
+        rule: rule.to_string(),
+        arguments,
+        code: scope
+            .code
+            .as_deref()
+            .map(|c| {
+                scope
+                    .policy
+                    .redact(&super::inbox::code_around(c, &tool.name))
+            })
+            .unwrap_or_default(),
+        asked_at: 0,
+    };
+    let where_ = where_to_approve(link.as_deref(), inbox.http_url());
+    let mut waiting = match inbox.submit(pending) {
+        Ok(w) => w,
+        Err(e) => {
+            return (
+                "inbox",
+                "failed",
+                Some(format!(
+                    "{qualified} needs approval ({rule}) and {why}; {e}; it is denied"
+                )),
+                None,
+            );
+        }
+    };
+    tracing::info!(
+        "approval {} waits in the inbox: {qualified} ({rule}); {where_}",
+        waiting.id
+    );
+    let timeout = scope.policy.approvals.timeout();
+    match tokio::time::timeout(timeout, &mut waiting.answer).await {
+        Ok(Ok(d)) if d.approved => (d.via, "once", None, d.by),
+        Ok(Ok(d)) => (
+            d.via,
+            "deny",
+            Some(format!(
+                "{qualified} was denied by the person asked to approve it ({rule}) in the \
+                 approvals inbox"
+            )),
+            d.by,
+        ),
+        Ok(Err(_)) | Err(_) => (
+            "inbox",
+            "timeout",
+            Some(format!(
+                "{qualified} needs approval ({rule}) and {why}; it waited {} ms in the \
+                 approvals inbox and nobody answered, so it is denied. Tell the user: {where_}; then run \
+                 the code again",
+                timeout.as_millis()
+            )),
+            None,
+        ),
+    }
+}
+
 /// Where "approve for the session" answers of this execution are kept: its session, or its
 /// client.
 fn remembered_key(scope: &RunScope) -> String {
@@ -173,14 +319,20 @@ fn remembered_key(scope: &RunScope) -> String {
     }
 }
 
-/// The `elicitation/create` request for one call.
-fn question(server: &str, tool: &Tool, args: &Map<String, Value>, rule: &str) -> Value {
+/// The arguments as a person sees them: masked, cut.
+fn shown_arguments(args: &Map<String, Value>) -> String {
     let mut shown = serde_json::to_string_pretty(&shorten(&Value::Object(args.clone()), None))
         .unwrap_or_default();
     if shown.chars().count() > MAX_SHOWN_ARGUMENT_CHARS {
         shown = shown.chars().take(MAX_SHOWN_ARGUMENT_CHARS).collect();
         shown.push_str("\n… (cut)");
     }
+    shown
+}
+
+/// The `elicitation/create` request for one call.
+fn question(server: &str, tool: &Tool, args: &Map<String, Value>, rule: &str) -> Value {
+    let shown = shown_arguments(args);
     let annotations = tool
         .annotations
         .as_ref()
@@ -273,6 +425,33 @@ fn shorten(v: &Value, key: Option<&str>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The model is told every place a person can answer, the HTTP route when there is one,
+    /// never a token.
+    #[test]
+    fn the_refusal_names_where_a_person_approves() {
+        let page = "http://127.0.0.1:4242/approvals";
+        let local = where_to_approve(Some(page), None);
+        assert!(
+            local.contains(page) && local.contains("code-executor-mcp approvals"),
+            "{local}"
+        );
+        assert!(!local.contains("token="), "{local}");
+        let only_http = where_to_approve(None, Some("https://mcp.example/approvals"));
+        assert!(
+            only_http.contains("https://mcp.example/approvals")
+                && !only_http.contains("code-executor-mcp approvals"),
+            "{only_http}"
+        );
+        let http = where_to_approve(Some(page), Some("https://mcp.example/approvals"));
+        assert!(
+            http.contains("https://mcp.example/approvals")
+                && http.contains("same credentials")
+                && http.contains(page)
+                && http.contains("code-executor-mcp approvals"),
+            "{http}"
+        );
+    }
 
     #[test]
     fn answers_are_read_strictly() {

@@ -13,6 +13,7 @@ pub(crate) mod bridge;
 pub(crate) mod fetch;
 pub(crate) mod handed;
 pub(crate) mod hooks;
+pub(crate) mod inbox;
 pub(crate) mod llm;
 pub(crate) mod net;
 pub(crate) mod own;

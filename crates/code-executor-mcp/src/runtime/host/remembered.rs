@@ -8,10 +8,12 @@ use std::sync::Mutex;
 /// this many the store starts over (a forgotten approval is asked again, never widened).
 const MAX_REMEMBERED_SCOPES: usize = 4_096;
 
-/// Tools approved for a whole session or client ("approve for the session").
+/// Tools approved for a whole session or client ("approve for the session"), and the
+/// server-wide inbox of approvals waiting for a person ([`super::inbox`]).
 #[derive(Default)]
 pub(crate) struct Remembered {
     by_scope: Mutex<HashMap<String, HashSet<String>>>,
+    pub(crate) inbox: std::sync::Arc<super::inbox::Inbox>,
 }
 
 impl Remembered {

@@ -78,6 +78,9 @@ pub(crate) struct RunScope {
     /// Digests of the objects and arrays this execution's calls handed code, to name a
     /// result passed where a string is wanted.
     pub(crate) handed: super::handed::Handed,
+    /// The execution's code as the client sent it, for a person asked to approve a call
+    /// ("the code around the call"; `None` for a direct tool call).
+    pub(crate) code: Option<Arc<str>>,
 }
 
 /// The parts of an execution's request that a skill it calls runs under too (the skill gets
@@ -158,6 +161,7 @@ impl RunScope {
                 .collect(),
             inherit,
             handed: Default::default(),
+            code: None,
         }
     }
 }
