@@ -379,18 +379,24 @@ def _await_frames(done, waiter):
 def _async_cond():
     """The condition asyncio calls count themselves under, with the background reader started
     on first use (runs that make no asyncio call start no thread)."""
-    global _async
+    global _async, _async_thread
     if _async is None:
         with _async_init:
             if _async is None:
                 import threading
 
                 cond = threading.Condition()
-                threading.Thread(
+                _async_thread = threading.Thread(
                     target=_background_reader, args=(cond,), name="protocol-reader", daemon=True
-                ).start()
+                )
+                _async_thread.start()
                 _async = cond
     return _async
+
+
+# Set to stop the background reader at the end of a run (`_stop_async_reader`).
+_async_stop = [False]
+_async_thread = None
 
 
 def _background_reader(_async):
@@ -398,9 +404,31 @@ def _background_reader(_async):
     waiter = _Waiter()
     while True:
         with _async:
-            while not _async_pending[0]:
+            while not _async_pending[0] and not _async_stop[0]:
                 _async.wait()
+            if _async_stop[0] and not _async_pending[0]:
+                return
         _await_frames(lambda: not _async_pending[0], waiter)
+
+
+def _stop_async_reader():
+    """Ends the background reader with the run that started it: a session's worker between
+    runs has no thread but its main one, which the host checks (a thread left running by the
+    code stops the worker). A run that left asyncio calls unanswered keeps it: the host
+    stops that worker anyway."""
+    global _async
+    cond = _async
+    if cond is None:
+        return
+    with cond:
+        if _async_pending[0]:
+            return
+        _async_stop[0] = True
+        cond.notify_all()
+    _async_thread.join(1.0)
+    with _async_init:
+        _async = None
+        _async_stop[0] = False
 
 
 # ------------------------------------------------------------------------ output capture
@@ -2484,8 +2512,8 @@ def _execute(codeobj, expression, ns):
 
 def _run_async(coro):
     """Runs the code's top-level coroutine on a new event loop, and ends it as asyncio.run
-    does: tasks the code left running are cancelled, async generators closed; threads of the
-    default executor are not waited for (the run is over)."""
+    does: tasks the code left running are cancelled, async generators closed, the default
+    executor's threads waited for."""
     import asyncio
 
     loop = asyncio.new_event_loop()
@@ -2500,9 +2528,28 @@ def _run_async(coro):
             if tasks:
                 loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
+            # As asyncio.run: the default executor's threads (asyncio.to_thread,
+            # run_in_executor) finish with the run, not after it.
+            loop.run_until_complete(loop.shutdown_default_executor())
         finally:
             asyncio.set_event_loop(None)
             loop.close()
+
+
+def _end_of_run():
+    """What the code set to act later must not act in the next run of a session: its timer
+    signals (alarm, setitimer) are cancelled, and the asyncio reader stops. Threads and
+    processes the code left running are the host's to find (it reads /proc, which code
+    cannot fake, and stops the worker)."""
+    try:
+        import _signal
+
+        _signal.alarm(0)
+        for which in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"):
+            _signal.setitimer(getattr(_signal, which), 0)
+    except Exception:  # noqa: BLE001 - a platform without them has none to cancel
+        pass
+    _stop_async_reader()
 
 
 def _run(frame):
@@ -2558,6 +2605,7 @@ def _run(frame):
         if not persist:
             ns.clear()
         _restore_memory(saved)
+    _end_of_run()
     _stdout.finish()
     _stderr.finish()
     # The very string of the reply the host kept goes back as a reference to it.
