@@ -117,6 +117,20 @@ const TS_LEFT_BEHIND: &[(&str, &str, bool)] = &[
          callMCPTool('mcp__fx__echo', { message: 'ghost' })); return 1; } };",
         true,
     ),
+    (
+        "jobs queued while the error thrown is read",
+        "const queue = () => { Promise.resolve().then(() => \
+         callMCPTool('mcp__fx__echo', { message: 'ghost' })); return 'boom'; };\n\
+         throw { get name() { return queue(); }, get message() { return queue(); }, \
+         get stack() { queue(); return undefined; } };",
+        true,
+    ),
+    (
+        "a timer set while the error thrown is read",
+        "throw { get message() { setTimeout(() => \
+         callMCPTool('mcp__fx__echo', { message: 'ghost' }), 0); return 'boom'; } };",
+        false,
+    ),
 ];
 
 /// How the next execution gives a ghost room to act: it waits inside the sandbox.
@@ -167,8 +181,12 @@ async fn typescript_callbacks_left_behind_never_run_in_a_later_execution() {
         let code = format!(
             "globalThis.x = 41;\n{shape}\nreturn typeof result === 'undefined' ? 'started' : result;"
         );
-        let (id, v) = new_session(&h, Lang::Ts, &code).await;
-        assert!(v.get("error").is_none(), "{what}: {v}");
+        // Some shapes fail (what they threw is read after the code ended): the session stays.
+        let (v, _) = h
+            .run_tool(Lang::Ts.tool(), json!({"code": code, "session": "new"}))
+            .await;
+        let id = v["session"]["id"].as_str().unwrap_or_default().to_string();
+        assert!(!id.is_empty(), "{what}: {v}");
         let v = ok_in(&h, Lang::Ts, &id, TS_ROOM).await;
         assert_eq!(
             v["toolCalls"],
