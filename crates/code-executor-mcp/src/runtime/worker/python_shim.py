@@ -75,6 +75,11 @@ _MAX_ERROR_TEXT = 1024 * 1024
 _TEXT_HEAD_BYTES = 128
 # Nesting depth beyond which a result is shown as its repr.
 MAX_RESULT_DEPTH = 100
+# Levels of lists and dicts a value passed to the host may have (a tool call's arguments,
+# their own dict the first; a stored value; a request's values): deeper is the code's
+# ValueError at the call (`_Strict`). The host's decoder takes no deeper frame
+# (worker_protocol::MAX_VALUE_DEPTH).
+MAX_VALUE_DEPTH = 100
 _RESULT = "__code_executor_result__"
 
 _site_dirs = sys.argv[1:]
@@ -577,8 +582,32 @@ def _json_key(k):
     return str(k)
 
 
+class _Strict(set):
+    """The path `_jsonable` keeps of a value passed to the host (`what` names it): a cycle, or
+    nesting past MAX_VALUE_DEPTH, is a ValueError saying so, not a value shown as text."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what, *ids):
+        super().__init__(ids)
+        self.what = what
+
+    def refuse(self, depth):
+        if depth is None:
+            return ValueError(
+                "%s: a cycle (a list or dict that holds itself), which JSON cannot hold: pass "
+                "a copy without the cycle" % self.what
+            )
+        return ValueError(
+            "%s: nested more than %d levels of lists and dicts, the most a value passed to the "
+            "host may have: flatten it, or pass the deep part as a JSON string (json.dumps)"
+            % (self.what, MAX_VALUE_DEPTH)
+        )
+
+
 def _jsonable(v, depth=0, path=None):
-    """Converts a Python value to JSON. See docs/python.md for how each kind is shown."""
+    """Converts a Python value to JSON. See docs/python.md for how each kind is shown. With
+    a `_Strict` path, a cycle or a value too deep raises instead (values passed to the host)."""
     if v is None or v is True or v is False:
         return v
     # The plain types first; their subclasses (enums among them) take the longer way below.
@@ -609,7 +638,11 @@ def _jsonable(v, depth=0, path=None):
         return _repr(v)
     if path is None:
         path = set()
+    elif type(path) is _Strict and depth >= MAX_VALUE_DEPTH:
+        raise path.refuse(depth)
     if id(v) in path:
+        if type(path) is _Strict:
+            raise path.refuse(None)
         return "[Circular]"
     path.add(id(v))
     try:
@@ -1257,20 +1290,21 @@ def _tool_request(fn, a, b, c, kwargs):
     # call_mcp_tool answers in the documents' shape, the answer's text ("text": JSON parsed
     # when the text is the data, else the str); the typed proxies (_Tool) ask for the
     # structured shape instead.
-    request = {"op": "tool", "name": str(name), "args": _tool_args(args), "shape": "text"}
+    what = "%s(%r): the arguments" % (fn, str(name))
+    request = {"op": "tool", "name": str(name), "args": _tool_args(args, what), "shape": "text"}
     if server is not None:
         request["server"] = str(server)
     return request
 
 
-def _tool_args(args):
+def _tool_args(args, what="the tool call's arguments"):
     """A call's arguments as `_jsonable` makes them, except that a plain dict's own string
     values are taken as they are: the frame's encoder replaces a lone surrogate exactly as
     `_clean` would, so checking a large text first (a UTF-8 encode of it) is a pass for
     nothing."""
     if type(args) is not dict:
-        return _jsonable(args)
-    path = {id(args)}
+        return _jsonable(args, 0, _Strict(what))
+    path = _Strict(what, id(args))
     return {
         (k if type(k) is str and k.isascii() else _json_key(k)): (
             x if type(x) is str else _jsonable(x, 1, path)
@@ -1433,7 +1467,7 @@ def store(key, value=_MISSING):
     if value is _MISSING:
         request["delete"] = True
     else:
-        request["value"] = _jsonable(value)
+        request["value"] = _jsonable(value, 0, _Strict("store: the value"))
     return _call(request, _nothing)
 
 
@@ -1462,7 +1496,7 @@ def save_skill(name, code, description, input_schema=None, language="python"):
     request = {"op": "save_skill", "name": name, "code": code, "description": description,
                "language": str(language)}
     if input_schema is not None:
-        request["input_schema"] = _jsonable(input_schema)
+        request["input_schema"] = _jsonable(input_schema, 0, _Strict("save_skill: the input schema"))
     return _call(request)
 
 
@@ -1522,7 +1556,7 @@ def _skill_args(name, args, kwargs):
         raise TypeError("skills.%s: pass arguments by name, or one dict, not %s" % (name, _repr(args)))
     merged = dict(args or {})
     merged.update(kwargs)
-    return _jsonable(merged)
+    return _jsonable(merged, 0, _Strict("skills.%s: the arguments" % name))
 
 
 def _finite(v):
@@ -1768,7 +1802,7 @@ def _fetch_request(url, method, headers, body, json_body, redirect):
             raise TypeError("fetch: pass body or json, not both")
         import json as _json_module
 
-        body = _json_module.dumps(_jsonable(json_body)).encode()
+        body = _json_module.dumps(_jsonable(json_body, 0, _Strict("fetch: the json body"))).encode()
         headers = dict(headers or {})
         if not any(str(k).lower() == "content-type" for k in headers):
             headers["Content-Type"] = "application/json"
