@@ -142,9 +142,8 @@ impl<'a> Lease<'a> {
             state_lost = Some(format!(
                 "the session's worker was stopped: {}; {RULE}",
                 match w.leftovers() {
-                    Some(left) => format!(
-                        "while it waited for this execution, {left} of the code's were running"
-                    ),
+                    Some(left) =>
+                        format!("while it waited for this execution, the code had {left} running"),
                     None => "while it waited for this execution, the code sent requests".into(),
                 }
             ));

@@ -2546,8 +2546,9 @@ def _execute(codeobj, expression, ns):
 
 def _run_async(coro):
     """Runs the code's top-level coroutine on a new event loop, and ends it as asyncio.run
-    does: tasks the code left running are cancelled, async generators closed, the default
-    executor's threads waited for."""
+    does: tasks the code left running are cancelled, async generators closed. The default
+    executor's threads are not waited for (the run is over): closing the loop ends the idle
+    ones, and one still busy stops a session's worker (the host finds it)."""
     import asyncio
 
     loop = asyncio.new_event_loop()
@@ -2562,9 +2563,6 @@ def _run_async(coro):
             if tasks:
                 loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
-            # As asyncio.run: the default executor's threads (asyncio.to_thread,
-            # run_in_executor) finish with the run, not after it.
-            loop.run_until_complete(loop.shutdown_default_executor())
         finally:
             asyncio.set_event_loop(None)
             loop.close()

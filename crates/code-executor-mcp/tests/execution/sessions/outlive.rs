@@ -53,6 +53,10 @@ const PY_LEFT_RUNNING: &[(&str, &str)] = &[
          threading.Thread(target=loop.run_forever, daemon=True).start()",
     ),
     (
+        "a default executor's thread still busy",
+        "import asyncio\ntry:\n    await asyncio.wait_for(asyncio.to_thread(ghost), 0.01)\nexcept asyncio.TimeoutError:\n    pass",
+    ),
+    (
         "a forked child process",
         "import os\nif os.fork() == 0:\n    try:\n        ghost()\n    finally:\n        os._exit(0)",
     ),
