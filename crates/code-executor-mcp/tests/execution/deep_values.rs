@@ -71,11 +71,11 @@ const TS_GOOD: &[(&str, &str)] = &[
     ),
     (
         "huge and shallow",
-        "const v = Array.from({ length: 50000 }, (_, i) => ({ i }));",
+        "const v = Array.from({ length: 20000 }, (_, i) => ({ i }));",
     ),
     (
         "many keys",
-        "const v = Object.fromEntries(Array.from({ length: 50000 }, (_, i) => ['k' + i, [i]]));",
+        "const v = Object.fromEntries(Array.from({ length: 20000 }, (_, i) => ['k' + i, [i]]));",
     ),
     (
         "brackets inside strings",
@@ -85,8 +85,8 @@ const TS_GOOD: &[(&str, &str)] = &[
 
 const PY_GOOD: &[(&str, &str)] = &[
     ("at the limit", "v = 1\nfor _ in range(99):\n    v = [v]"),
-    ("huge and shallow", "v = [{'i': i} for i in range(50000)]"),
-    ("many keys", "v = {'k%d' % i: [i] for i in range(50000)}"),
+    ("huge and shallow", "v = [{'i': i} for i in range(20000)]"),
+    ("many keys", "v = {'k%d' % i: [i] for i in range(20000)}"),
     (
         "brackets inside strings",
         "v = ['[' * 5000, '{' * 5000, '\"[\\\\' * 1000]",
