@@ -1,6 +1,7 @@
 //! Which worker a run uses and where it goes afterwards: a pooled one (killed after its one
 //! execution, the pool topped up), one of its own for the execution's file grants, or its
-//! session's (back into the session's slot when the run left it usable).
+//! session's (back into the session's slot when the run left it usable, and nothing of the
+//! run's code still runs in it: [`Lease::retire`], [`RULE`]).
 
 use std::sync::Arc;
 
