@@ -145,7 +145,9 @@ impl<'a> Lease<'a> {
                 match w.leftovers() {
                     Some(left) =>
                         format!("while it waited for this execution, the code had {left} running"),
-                    None => "while it waited for this execution, the code sent requests".into(),
+                    None => "while it waited for this execution, the code wrote to the server (output or \
+                             requests)"
+                        .into(),
                 }
             ));
             tokio::spawn(w.finish());
