@@ -234,6 +234,11 @@ impl Engine {
                 Err(e) => return Ok(exception_outcome(&ctx, e, memory_limit).into()),
             };
             let finished = self.drive(&ctx, &entry, &promise, memory_limit);
+            // Jobs the code queued after the run settled (while its result or error was
+            // read) run now, before `done`: a call they make is this run's (the host counts
+            // it here and stops a session's worker that ends with it unanswered), never the
+            // next run's. Its timers never fire again (cleared at the next run's start).
+            while ctx.execute_pending_job() {}
             // The kept string belongs to this run (reply ids are the run's own).
             self.kept.borrow_mut().take();
             finished

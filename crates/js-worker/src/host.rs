@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use rquickjs::prelude::Opt;
 use rquickjs::{Ctx, Exception, Function, Object, Value};
 use worker_protocol::{
-    CallOutcome, CallRequest, Dialect, LogLevel, WorkerFrame, has_lone_surrogate_escape,
+    CallOutcome, CallRequest, Dialect, LogLevel, MAX_VALUE_DEPTH, WorkerFrame,
+    has_lone_surrogate_escape, json_depth,
 };
 
 use crate::link::Shared;
@@ -45,6 +46,30 @@ impl ToolProbe {
     }
 }
 
+/// A request whose values nest deeper than [`MAX_VALUE_DEPTH`] (the request's own object
+/// is one level more) is the code's `RangeError` at the call, saying the limit: the host's
+/// decoder would refuse the frame and end the worker.
+fn too_deep(ctx: &Ctx<'_>, probe: &ToolProbe, request: &str) -> Option<rquickjs::Error> {
+    let depth = json_depth(request.as_bytes(), MAX_VALUE_DEPTH + 1).saturating_sub(1);
+    if depth <= MAX_VALUE_DEPTH {
+        return None;
+    }
+    let what = if probe.op == "tool" {
+        "the arguments"
+    } else {
+        "the values passed"
+    };
+    Some(Exception::throw_range(
+        ctx,
+        &format!(
+            "{}: {what} nest more than {MAX_VALUE_DEPTH} levels of arrays and objects, the \
+             most a value passed to the host may have: flatten them, or pass the deep part \
+             as a JSON string (JSON.stringify)",
+            probe.what()
+        ),
+    ))
+}
+
 /// The functions the prelude gets as `host`.
 pub(crate) fn host_object<'js>(
     ctx: &Ctx<'js>,
@@ -71,6 +96,9 @@ pub(crate) fn host_object<'js>(
                 // tool), not decoded into a tree and encoded again.
                 let probe: ToolProbe =
                     serde_json::from_str(&request).map_err(|e| invalid(e.to_string()))?;
+                if let Some(e) = too_deep(&ctx, &probe, &request) {
+                    return Err(e);
+                }
                 let tool = probe.op == "tool" && !has_lone_surrogate_escape(&request);
                 if let (Some(marker), Some(bigs), Some(keys)) = (marker.0, bigs.0, keys.0) {
                     // The prelude took the arguments' large strings out (`splitBigStrings`):
@@ -240,6 +268,11 @@ pub(crate) fn host_object<'js>(
     host.set(
         "ask",
         Function::new(ctx.clone(), move |ctx: Ctx<'js>, request: String| {
+            if let Ok(probe) = serde_json::from_str::<ToolProbe>(&request)
+                && let Some(e) = too_deep(&ctx, &probe, &request)
+            {
+                return Err(e);
+            }
             let request: CallRequest = serde_json::from_str(&request)
                 .map_err(|e| Exception::throw_type(&ctx, &format!("invalid host request: {e}")))?;
             let outcome = s
@@ -259,6 +292,7 @@ pub(crate) fn host_object<'js>(
     )?;
 
     host.set("errorClasses", worker_protocol::CallError::table_json())?;
+    host.set("maxDepth", MAX_VALUE_DEPTH as f64)?;
     fs_functions(ctx, &host, shared)?;
 
     host.set(

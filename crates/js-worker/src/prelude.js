@@ -62,12 +62,36 @@
           // The large strings leave as they are, after the frame's JSON (not quoted by
           // JSON.stringify, a character at a time in QuickJS: 30 ms for 5 MB); a string the
           // engine cannot take (a lone surrogate) means the whole request goes the usual way.
-          if (host.call(id, JSON.stringify(request), split.marker, split.bigs, split.keys)) return;
+          if (host.call(id, encodeRequest(request), split.marker, split.bigs, split.keys)) return;
           split.bigs.forEach((big, i) => (split.args[split.keys[i]] = big));
         }
       }
-      host.call(id, JSON.stringify(request));
+      host.call(id, encodeRequest(request));
     });
+  }
+  // A request as JSON, with JSON.stringify's own failures on what code passed said as ours: a
+  // cycle, or nesting too deep for the engine's stack. (Deeper than host.maxDepth levels but
+  // within the stack, the engine refuses it at the call with the same RangeError.)
+  function encodeRequest(request) {
+    try {
+      return JSON.stringify(request);
+    } catch (e) {
+      const what = request.op === 'tool' ? 'the arguments' : 'the values passed';
+      const message = e !== null && typeof e === 'object' ? String(e.message) : '';
+      if (e instanceof TypeError && /circular/i.test(message)) {
+        throw new TypeError(`${requestName(request)}: ${what} refer to themselves (a cycle), which JSON cannot hold: pass a copy without the cycle`);
+      }
+      if (e instanceof RangeError && /call stack/i.test(message)) {
+        throw new RangeError(`${requestName(request)}: ${what} nest more than ${host.maxDepth} levels of arrays and objects, the most a value passed to the host may have: flatten them, or pass the deep part as a JSON string (JSON.stringify)`);
+      }
+      throw e;
+    }
+  }
+  // What a request asks, as code wrote it (as the engine names it: host.rs, ToolProbe::what).
+  function requestName(r) {
+    if (r.op !== 'tool') return String(r.op);
+    if (r.server != null) return r.shape != null ? `callMCPTool('${r.server}', '${r.name}')` : `tools.${r.server}.${r.name}`;
+    return `callMCPTool('${r.name}')`;
   }
   // A tool call's arguments with their large top-level strings taken out: a copy of a plain
   // object (the values read once, in the order JSON.stringify reads them, and the copy is
@@ -127,21 +151,34 @@
   }
 
   // ------------------------------------------------------- formatting/JSON
-  function jsonSafe(value) {
+  // A value as JSON for the host: bigints and symbols as text, functions left out, Maps and
+  // Sets as objects and arrays, an object met again as '[Circular]', and an array or object
+  // deeper than host.maxDepth levels as a short text ('[Array(2)]', '[Object]'): the host
+  // takes no deeper value, and Python shows a result's deeper levels as text too.
+  // `deepFor`: refuse a deeper value instead, as a RangeError naming that function.
+  function jsonSafe(value, deepFor) {
     const seen = new WeakSet();
+    const depths = new WeakMap();
     return JSON.stringify(value, function (key, v) {
       if (typeof v === 'bigint') return v.toString();
       if (typeof v === 'function') return undefined;
       if (typeof v === 'symbol') return v.toString();
-      if (v instanceof Map) return Object.fromEntries(v);
-      if (v instanceof Set) return Array.from(v);
-      if (v instanceof Error) return { name: v.name, message: v.message };
-      if (ArrayBuffer.isView(v) && !(v instanceof DataView)) return Array.from(v);
-      if (v !== null && typeof v === 'object') {
-        if (seen.has(v)) return '[Circular]';
-        seen.add(v);
+      if (v === null || typeof v !== 'object') return v;
+      if (seen.has(v)) return '[Circular]';
+      // `this` is the object holding v: the root's holder has no depth.
+      const depth = (depths.get(this) ?? 0) + 1;
+      if (depth > host.maxDepth) {
+        if (deepFor) throw new RangeError(`${deepFor}: the value nests more than ${host.maxDepth} levels of arrays and objects, the most a value passed to the host may have: flatten it, or pass the deep part as a JSON string (JSON.stringify)`);
+        return Array.isArray(v) ? `[Array(${v.length})]` : '[Object]';
       }
-      return v;
+      seen.add(v);
+      let out = v;
+      if (v instanceof Map) out = Object.fromEntries(v);
+      else if (v instanceof Set) out = Array.from(v);
+      else if (v instanceof Error) out = { name: v.name, message: v.message };
+      else if (ArrayBuffer.isView(v) && !(v instanceof DataView)) out = Array.from(v);
+      if (out !== null && typeof out === 'object') depths.set(out, depth);
+      return out;
     });
   }
   function inspect(v) {
@@ -645,7 +682,7 @@
   function answerNow(request, build = (v) => v) {
     let text;
     try {
-      text = host.ask(JSON.stringify(request));
+      text = host.ask(encodeRequest(request));
     } catch (e) {
       return failedNow(e);
     }
@@ -707,7 +744,12 @@
   function store(key, value) {
     if (typeof key !== 'string') return Promise.reject(new TypeError(`store: the key must be a string, got ${inspect(key)}`));
     if (value === undefined) return hostCall({ op: 'store', key, delete: true }).then(() => undefined);
-    const text = jsonSafe(value);
+    let text;
+    try {
+      text = jsonSafe(value, 'store');
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return hostCall({ op: 'store', key, value: text === undefined ? null : JSON.parse(text) }).then(() => undefined);
   }
   function load(key) {

@@ -14,6 +14,51 @@ pub const PROTOCOL_VERSION: u32 = 3;
 /// keeping one frame from exhausting host memory.
 pub const MAX_WORKER_FRAME_BYTES: usize = 16 * 1024 * 1024;
 
+/// How deeply a value code hands the host may nest: levels of arrays and objects in a tool
+/// call's arguments (their own object is the first), a stored value, a request's options, a
+/// run's result. The host decodes a worker's frames with serde_json, whose limit is 128
+/// levels for the whole frame; the frame around such a value takes at most 3 of them. Workers
+/// refuse a deeper value as the code's error, at the call (a result deeper than this is shown
+/// as text from this level down, as Python shows every result).
+pub const MAX_VALUE_DEPTH: usize = 100;
+
+/// How deeply the JSON `text` nests (levels of arrays and objects: `1` is 0, `[1]` is 1),
+/// counted in one pass without recursion; it stops counting once past `stop_past` (the
+/// answer is then `stop_past + 1`), so a hostile text costs no more than the scan up to there.
+/// Brackets inside strings do not count. The text is not otherwise checked.
+pub fn json_depth(text: &[u8], stop_past: usize) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                // Skip the string: to the next quote not escaped.
+                i += 1;
+                while i < text.len() {
+                    match text[i] {
+                        b'\\' => i += 2,
+                        b'"' => break,
+                        _ => i += 1,
+                    }
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > deepest {
+                    deepest = depth;
+                    if deepest > stop_past {
+                        return deepest;
+                    }
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    deepest
+}
+
 /// Largest frame the host sends (code plus bindings, or one upstream result).
 pub const MAX_HOST_FRAME_BYTES: usize = 64 * 1024 * 1024;
 

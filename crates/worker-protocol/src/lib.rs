@@ -20,9 +20,10 @@ mod framing;
 pub use errors::CallError;
 pub use frames::{
     AccessInfo, CallOutcome, CallRequest, Dialect, EngineLimits, ErrorInfo, FetchRequest,
-    FetchResponse, HostFrame, LlmMessage, LogLevel, MAX_HOST_FRAME_BYTES, MAX_WORKER_FRAME_BYTES,
-    PROTOCOL_VERSION, RawRunOutcome, RawWorkerFrame, ResultShape, RunOutcome, RunRequest,
-    ToolBinding, WorkerFrame, camel, has_lone_surrogate_escape, ident, json_string_len,
+    FetchResponse, HostFrame, LlmMessage, LogLevel, MAX_HOST_FRAME_BYTES, MAX_VALUE_DEPTH,
+    MAX_WORKER_FRAME_BYTES, PROTOCOL_VERSION, RawRunOutcome, RawWorkerFrame, ResultShape,
+    RunOutcome, RunRequest, ToolBinding, WorkerFrame, camel, has_lone_surrogate_escape, ident,
+    json_depth, json_string_len,
 };
 pub use framing::{FrameError, FromBody, check_len, encode, read_frame, write_frame};
 pub use serde_json::value::RawValue;
@@ -31,6 +32,56 @@ pub use serde_json::value::RawValue;
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+
+    #[test]
+    fn json_depth_counts_levels_outside_strings_and_stops_past_its_bound() {
+        for (text, depth) in [
+            ("1", 0),
+            ("[]", 1),
+            (r#"{"a":[1,{"b":[]}]}"#, 4),
+            (r#"["[[[{{", "\\", "\"[", {}]"#, 2),
+            (r#"[[1],[2],[[3]]]"#, 3),
+            (r#""[[[""#, 0),
+        ] {
+            assert_eq!(json_depth(text.as_bytes(), 1000), depth, "{text}");
+        }
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(
+            json_depth(deep.as_bytes(), MAX_VALUE_DEPTH),
+            MAX_VALUE_DEPTH + 1
+        );
+        assert_eq!(json_depth(deep.as_bytes(), usize::MAX), 100_000);
+    }
+
+    #[test]
+    fn values_as_deep_as_the_limit_decode_in_every_frame_that_carries_them() {
+        let nested = |levels: usize| format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
+        // A tool call's arguments (their own object is the first level), a request's
+        // values, a run's result.
+        let args = format!(r#"{{"a":{}}}"#, nested(MAX_VALUE_DEPTH - 1));
+        let frames = [
+            format!(
+                r#"{{"type":"call","id":1,"request":{{"op":"tool","name":"t","args":{args}}}}}"#
+            ),
+            format!(
+                r#"{{"type":"call","id":1,"request":{{"op":"store","key":"k","value":{}}}}}"#,
+                nested(MAX_VALUE_DEPTH)
+            ),
+            format!(
+                r#"{{"type":"done","outcome":{{"status":"ok","result":{}}}}}"#,
+                nested(MAX_VALUE_DEPTH)
+            ),
+        ];
+        for frame in frames {
+            assert!(
+                WorkerFrame::decode(frame.as_bytes()).is_ok(),
+                "{}",
+                &frame[..80]
+            );
+            // The scan that workers run agrees: one level for the request or outcome around.
+            assert!(json_depth(frame.as_bytes(), usize::MAX) <= MAX_VALUE_DEPTH + 3);
+        }
+    }
 
     #[test]
     fn camel_case_forms_of_names() {

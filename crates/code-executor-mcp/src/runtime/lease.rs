@@ -1,6 +1,7 @@
 //! Which worker a run uses and where it goes afterwards: a pooled one (killed after its one
 //! execution, the pool topped up), one of its own for the execution's file grants, or its
-//! session's (back into the session's slot when the run left it usable).
+//! session's (back into the session's slot when the run left it usable, and nothing of the
+//! run's code still runs in it: [`Lease::retire`], [`RULE`]).
 
 use std::sync::Arc;
 
@@ -25,6 +26,13 @@ const REAP_DELAY: std::time::Duration = std::time::Duration::from_millis(2);
 const CANCELLED: &str = "the session's last execution was cancelled before it finished, so its \
                          worker was stopped";
 
+/// Why a session's worker that code of an execution outlives is stopped, and what to do.
+pub(crate) const RULE: &str = "code of one execution must not run on into the next one (under \
+     its grants), so a session's worker is stopped when an execution leaves threads, tasks or \
+     processes running; join threads (t.join()), shut executors down (`with \
+     ThreadPoolExecutor() as ex:`), await tasks and wait for child processes before the code \
+     ends";
+
 /// The worker of one run and where it goes afterwards.
 pub(crate) struct Lease<'a> {
     pub(crate) worker: worker::WorkerProcess,
@@ -33,6 +41,9 @@ pub(crate) struct Lease<'a> {
     data: Vec<std::path::PathBuf>,
     /// A session's worker was gone: why (the answer says so).
     pub(crate) state_lost: Option<String>,
+    /// Why the worker must not serve another execution although the run ended well
+    /// ([`Lease::retire`]).
+    retired: Option<String>,
 }
 
 enum Home<'a> {
@@ -76,6 +87,7 @@ impl<'a> Lease<'a> {
                 home: Home::Own,
                 data: files.data.clone(),
                 state_lost: None,
+                retired: None,
             });
         }
         let Some(session) = session else {
@@ -87,6 +99,7 @@ impl<'a> Lease<'a> {
                 home: Home::Pool(refill),
                 data: Vec::new(),
                 state_lost: None,
+                retired: None,
             });
         };
         let mut slot = match session.slot.try_lock() {
@@ -124,6 +137,21 @@ impl<'a> Lease<'a> {
                     .into(),
             );
         }
+        // Code of the last execution still running in the kept worker (started while it
+        // waited, past the check at that execution's end) must not act in this one.
+        if let Some(w) = kept.take_if(|w| w.has_unread() || w.leftovers().is_some()) {
+            state_lost = Some(format!(
+                "the session's worker was stopped: {}; {RULE}",
+                match w.leftovers() {
+                    Some(left) =>
+                        format!("while it waited for this execution, the code had {left} running"),
+                    None => "while it waited for this execution, the code wrote to the server (output or \
+                             requests)"
+                        .into(),
+                }
+            ));
+            tokio::spawn(w.finish());
+        }
         let mut worker = None;
         if let Some(mut w) = kept.take() {
             match w.send_encoded(run).await {
@@ -155,7 +183,15 @@ impl<'a> Lease<'a> {
             home: Home::Session { session, slot },
             data: files.data.clone(),
             state_lost,
+            retired: None,
         })
+    }
+
+    /// Stops the worker with this run although it ended well, for `why`: the next run of
+    /// its session starts a fresh one and says so.
+    pub(crate) fn retire(&mut self, why: String) {
+        self.worker.kill();
+        self.retired = Some(why);
     }
 
     /// After the run: a pooled worker is killed (off the request path); a session's worker
@@ -167,6 +203,7 @@ impl<'a> Lease<'a> {
             mut worker,
             home,
             data,
+            retired,
             ..
         } = self;
         let (session, mut slot) = match home {
@@ -185,6 +222,7 @@ impl<'a> Lease<'a> {
         let memory = worker.memory_now();
         let lost = match reusable {
             _ if session.ended().is_some() => None,
+            Some(_) if retired.is_some() => retired,
             Some(true) if memory.is_some_and(|m| m > max_memory) => Some(format!(
                 "the session's worker held {} MiB after its last execution, more than \
                  sessions.maxWorkerMemoryMb ({} MiB), so it was stopped",

@@ -626,6 +626,28 @@ impl Runtime {
             reusable = None;
             e.message.push_str(&note);
         }
+        // A session's worker the code left threads or processes running in is stopped with
+        // this execution: they must neither act under the next execution's grants nor outlive
+        // this one's deadline. Read from the host's /proc, which code cannot fake.
+        if let (Some(_), Some(_)) = (session, reusable)
+            && let Some(left) = lease.worker.leftovers_settled().await
+        {
+            let why = format!(
+                "the session's last execution left {left} running when it ended; {}",
+                super::lease::RULE
+            );
+            let note = format!(
+                "this execution left {left} running when it ended: the session's worker was \
+                 stopped with it, so the session's next execution starts afresh (its variables \
+                 are gone; stored values and workspace files stay); {}",
+                super::lease::RULE
+            );
+            out.warning = Some(match out.warning.take() {
+                Some(w) => format!("{w}; {note}"),
+                None => note,
+            });
+            lease.retire(why);
+        }
         lease.give_back(reusable, &out, self.live.sessions());
         drop(run_workspace);
         let captured = logs.finish();

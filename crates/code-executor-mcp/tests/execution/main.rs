@@ -45,6 +45,7 @@
 mod common;
 
 mod access;
+mod deep_values;
 mod definitions;
 mod direct;
 mod execute;

@@ -17,6 +17,10 @@ use crate::common::{BOTH, EXE, server};
 /// property test over random trees.
 mod quota;
 
+/// Code of one execution never acts in the next: threads, executors, processes, timers and
+/// promises left behind, in both languages.
+mod outlive;
+
 /// A server whose temporary directory (`TMPDIR`, where it puts its workspace root and sweeps
 /// the roots of servers that are gone) is `tmp`: the servers of one test share it, and no
 /// server of another test running at the same time sweeps what the test asserts on.

@@ -7,7 +7,9 @@
 //! order they arrive, in the session's own worker (never one from the pool), so what the code
 //! defined is there for the next one. Stored values and the workspace live on the host and
 //! survive that worker: when it dies (a crash, a deadline, a cancelled call, too much memory)
-//! the next execution starts a fresh worker and says what was lost.
+//! the next execution starts a fresh worker and says what was lost. Nothing of one
+//! execution acts in the next (under its grants): a worker that an execution left threads or
+//! processes running in is stopped with it (`runtime::lease`, `WorkerProcess::leftovers`).
 //!
 //! A session ends when asked (`reset`), when idle past `sessions.idleTimeoutS`, when it is
 //! evicted (the oldest idle one goes first when a client or the server is at its limit), or

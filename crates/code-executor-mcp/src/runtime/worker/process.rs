@@ -141,6 +141,10 @@ pub struct WorkerProcess {
     /// the worker is ready, for its peak memory. Held open, it always means that process, and
     /// reading it at the end of a run costs one `pread`.
     engine_status: Option<std::fs::File>,
+    /// The engine's thread count and the worker's live processes (the sandbox's helpers and
+    /// the engine) when it said it was ready: what a session's worker must be back to after
+    /// each execution.
+    at_ready: Option<(u64, u64)>,
     /// [`tree_memory`] measured once while the worker waited in its pool.
     idle_memory: Option<u64>,
 }
@@ -172,6 +176,24 @@ impl FrameReader {
             last_len: 0,
             wide: false,
         }
+    }
+
+    /// Whether the worker has written anything not read yet (in the buffer, or waiting in
+    /// the pipe). A session's worker waiting for its next execution writes nothing: bytes
+    /// there come from code still running after its execution ended.
+    pub fn has_unread(&self) -> bool {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        if self.pos < self.buf.len() {
+            return true;
+        }
+        let mut fds = [PollFd::new(self.stdout.as_fd(), PollFlags::POLLIN)];
+        poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| {
+            n > 0
+                && fds[0]
+                    .revents()
+                    .is_some_and(|r| r.contains(PollFlags::POLLIN))
+        })
     }
 
     /// A complete frame from the buffer, if there is one. The length is checked against the
@@ -322,6 +344,7 @@ impl WorkerSpawner {
             stderr_tail,
             stderr_reader,
             engine_status: None,
+            at_ready: None,
             idle_memory: None,
         };
         let ready = async {
@@ -334,8 +357,12 @@ impl WorkerSpawner {
         };
         match tokio::time::timeout(WORKER_READY_TIMEOUT, ready).await {
             Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) if protocol == PROTOCOL_VERSION => {
-                worker.engine_status = engine_pid(pid)
-                    .and_then(|p| std::fs::File::open(format!("/proc/{p}/status")).ok());
+                let engine = engine_pid(pid);
+                worker.engine_status =
+                    engine.and_then(|p| std::fs::File::open(format!("/proc/{p}/status")).ok());
+                worker.at_ready = worker
+                    .engine_status_kib("Threads:")
+                    .map(|threads| (threads, live_processes(pid)));
                 Ok(worker)
             }
             Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) => Err(WorkerError::Protocol {
@@ -410,6 +437,11 @@ impl WorkerProcess {
         self.stdin.flush().await.map_err(WorkerError::Write)
     }
 
+    /// [`FrameReader::has_unread`] of the worker's frames.
+    pub fn has_unread(&self) -> bool {
+        self.frames.has_unread()
+    }
+
     /// The next frame; `None` when the worker has exited.
     pub async fn recv(&mut self) -> Option<FrameResult> {
         self.frames.recv().await
@@ -424,6 +456,33 @@ impl WorkerProcess {
     /// Resident memory (`VmRSS`) of the engine process now, read as [`Self::memory_peak`] is.
     pub fn memory_now(&self) -> Option<u64> {
         self.engine_status_kib("VmRSS:").map(|kib| kib * 1024)
+    }
+
+    /// What the code left running in the worker after an execution: threads of the engine
+    /// beyond those it had when it was ready, and processes beyond the worker's own (zombies
+    /// run nothing). Read from the host's `/proc`, so code in the worker cannot hide them.
+    /// `None` when nothing is left, or when the engine cannot be read (it is gone).
+    pub fn leftovers(&self) -> Option<Leftovers> {
+        let (threads_at_ready, processes_at_ready) = self.at_ready?;
+        let threads = self
+            .engine_status_kib("Threads:")?
+            .saturating_sub(threads_at_ready);
+        let processes = live_processes(self.pid).saturating_sub(processes_at_ready);
+        (threads > 0 || processes > 0).then_some(Leftovers { threads, processes })
+    }
+
+    /// [`Self::leftovers`], allowing threads and processes that are ending (a thread that
+    /// was joined has finished its Python but its kernel task goes a moment later) up to
+    /// [`LEFTOVER_GRACE`] to be gone.
+    pub async fn leftovers_settled(&self) -> Option<Leftovers> {
+        let until = tokio::time::Instant::now() + LEFTOVER_GRACE;
+        loop {
+            let left = self.leftovers()?;
+            if tokio::time::Instant::now() >= until {
+                return Some(left);
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
 
     fn engine_status_kib(&self, key: &str) -> Option<u64> {
@@ -511,6 +570,71 @@ fn engine_pid(pid: u32) -> Option<u32> {
         }
     }
     None
+}
+
+/// How long [`WorkerProcess::leftovers_settled`] lets ending threads and processes go.
+const LEFTOVER_GRACE: Duration = Duration::from_millis(100);
+
+/// What an execution left running in its worker's engine process ([`WorkerProcess::leftovers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leftovers {
+    pub threads: u64,
+    pub processes: u64,
+}
+
+impl std::fmt::Display for Leftovers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let threads = match self.threads {
+            1 => "1 thread".to_string(),
+            n => format!("{n} threads"),
+        };
+        let processes = match self.processes {
+            1 => "1 child process".to_string(),
+            n => format!("{n} child processes"),
+        };
+        match (self.threads, self.processes) {
+            (_, 0) => f.write_str(&threads),
+            (0, _) => f.write_str(&processes),
+            _ => write!(f, "{threads} and {processes}"),
+        }
+    }
+}
+
+/// Processes of the tree under `root` (itself included; children of every thread, so a
+/// process an orphan was given to, such as the sandbox's init, brings its adopted ones) that
+/// are not zombies (a process that exited and was not waited for runs nothing). Bounded, as
+/// the tree is the worker's (its process limit bounds it too).
+fn live_processes(root: u32) -> u64 {
+    let mut count = 0;
+    let mut pids = vec![root];
+    let mut seen = 0;
+    while let Some(pid) = pids.pop() {
+        seen += 1;
+        if seen > 4096 {
+            break;
+        }
+        let running = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            // `pid (comm) S ...`: the state follows the last ')'.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state != "Z" && state != "X")
+        });
+        count += u64::from(running);
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let path = task.path().join("children");
+            if let Ok(children) = std::fs::read_to_string(path) {
+                pids.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    count
 }
 
 /// A `KEY:   123 kB` field of `/proc/PID/status`, in KiB.
@@ -605,5 +729,60 @@ mod tests {
             "{got:?}"
         );
         assert_eq!(crate::pipes::size(&probe), crate::pipes::WIDE_BYTES);
+    }
+
+    #[tokio::test]
+    async fn bytes_a_worker_wrote_unasked_are_seen_without_reading_them() {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let (_quiet, frames, _) = frames_of("sleep 5");
+        assert!(!frames.has_unread());
+        let (_child, frames, probe) = frames_of("printf x; sleep 5");
+        // Waits for the byte to be in the pipe (an event, not a delay).
+        let mut fds = [PollFd::new(probe.as_fd(), PollFlags::POLLIN)];
+        poll(&mut fds, PollTimeout::from(5000u16)).unwrap();
+        assert!(frames.has_unread());
+    }
+
+    #[test]
+    fn every_live_process_of_a_tree_counts() {
+        use std::io::BufRead;
+        use std::os::unix::process::CommandExt;
+        // A shell and two children, and a grandchild; "ready" once they are all started.
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "sleep 30 & sh -c 'sleep 30 & echo ready; wait' & wait",
+            ])
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "ready");
+        let counted = live_processes(child.id());
+        nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .ok();
+        let _ = child.wait();
+        assert_eq!(counted, 4);
+        assert_eq!(
+            live_processes(child.id()),
+            0,
+            "a reaped process counts nothing"
+        );
+    }
+
+    #[test]
+    fn leftovers_say_what_is_left() {
+        let l = |threads, processes| Leftovers { threads, processes }.to_string();
+        assert_eq!(l(1, 0), "1 thread");
+        assert_eq!(l(3, 0), "3 threads");
+        assert_eq!(l(0, 1), "1 child process");
+        assert_eq!(l(2, 2), "2 threads and 2 child processes");
     }
 }

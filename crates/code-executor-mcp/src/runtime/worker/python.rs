@@ -539,6 +539,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_shim_refuses_values_past_the_depth_the_host_decodes() {
+        let line = format!("\nMAX_VALUE_DEPTH = {}\n", worker_protocol::MAX_VALUE_DEPTH);
+        assert!(
+            SHIM.contains(&line),
+            "the shim's MAX_VALUE_DEPTH is the protocol's"
+        );
+    }
+
+    #[test]
     fn a_missing_interpreter_is_refused_with_the_remedy() {
         let err = resolve(Some(Path::new("/nonexistent/python3")), false)
             .unwrap_err()

@@ -75,6 +75,11 @@ _MAX_ERROR_TEXT = 1024 * 1024
 _TEXT_HEAD_BYTES = 128
 # Nesting depth beyond which a result is shown as its repr.
 MAX_RESULT_DEPTH = 100
+# Levels of lists and dicts a value passed to the host may have (a tool call's arguments,
+# their own dict the first; a stored value; a request's values): deeper is the code's
+# ValueError at the call (`_Strict`). The host's decoder takes no deeper frame
+# (worker_protocol::MAX_VALUE_DEPTH).
+MAX_VALUE_DEPTH = 100
 _RESULT = "__code_executor_result__"
 
 _site_dirs = sys.argv[1:]
@@ -379,18 +384,24 @@ def _await_frames(done, waiter):
 def _async_cond():
     """The condition asyncio calls count themselves under, with the background reader started
     on first use (runs that make no asyncio call start no thread)."""
-    global _async
+    global _async, _async_thread
     if _async is None:
         with _async_init:
             if _async is None:
                 import threading
 
                 cond = threading.Condition()
-                threading.Thread(
+                _async_thread = threading.Thread(
                     target=_background_reader, args=(cond,), name="protocol-reader", daemon=True
-                ).start()
+                )
+                _async_thread.start()
                 _async = cond
     return _async
+
+
+# Set to stop the background reader at the end of a run (`_stop_async_reader`).
+_async_stop = [False]
+_async_thread = None
 
 
 def _background_reader(_async):
@@ -398,9 +409,31 @@ def _background_reader(_async):
     waiter = _Waiter()
     while True:
         with _async:
-            while not _async_pending[0]:
+            while not _async_pending[0] and not _async_stop[0]:
                 _async.wait()
+            if _async_stop[0] and not _async_pending[0]:
+                return
         _await_frames(lambda: not _async_pending[0], waiter)
+
+
+def _stop_async_reader():
+    """Ends the background reader with the run that started it: a session's worker between
+    runs has no thread but its main one, which the host checks (a thread left running by the
+    code stops the worker). A run that left asyncio calls unanswered keeps it: the host
+    stops that worker anyway."""
+    global _async
+    cond = _async
+    if cond is None:
+        return
+    with cond:
+        if _async_pending[0]:
+            return
+        _async_stop[0] = True
+        cond.notify_all()
+    _async_thread.join(1.0)
+    with _async_init:
+        _async = None
+        _async_stop[0] = False
 
 
 # ------------------------------------------------------------------------ output capture
@@ -549,8 +582,32 @@ def _json_key(k):
     return str(k)
 
 
+class _Strict(set):
+    """The path `_jsonable` keeps of a value passed to the host (`what` names it): a cycle, or
+    nesting past MAX_VALUE_DEPTH, is a ValueError saying so, not a value shown as text."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what, *ids):
+        super().__init__(ids)
+        self.what = what
+
+    def refuse(self, depth):
+        if depth is None:
+            return ValueError(
+                "%s: a cycle (a list or dict that holds itself), which JSON cannot hold: pass "
+                "a copy without the cycle" % self.what
+            )
+        return ValueError(
+            "%s: nested more than %d levels of lists and dicts, the most a value passed to the "
+            "host may have: flatten it, or pass the deep part as a JSON string (json.dumps)"
+            % (self.what, MAX_VALUE_DEPTH)
+        )
+
+
 def _jsonable(v, depth=0, path=None):
-    """Converts a Python value to JSON. See docs/python.md for how each kind is shown."""
+    """Converts a Python value to JSON. See docs/python.md for how each kind is shown. With
+    a `_Strict` path, a cycle or a value too deep raises instead (values passed to the host)."""
     if v is None or v is True or v is False:
         return v
     # The plain types first; their subclasses (enums among them) take the longer way below.
@@ -581,7 +638,11 @@ def _jsonable(v, depth=0, path=None):
         return _repr(v)
     if path is None:
         path = set()
+    elif type(path) is _Strict and depth >= MAX_VALUE_DEPTH:
+        raise path.refuse(depth)
     if id(v) in path:
+        if type(path) is _Strict:
+            raise path.refuse(None)
         return "[Circular]"
     path.add(id(v))
     try:
@@ -1229,20 +1290,21 @@ def _tool_request(fn, a, b, c, kwargs):
     # call_mcp_tool answers in the documents' shape, the answer's text ("text": JSON parsed
     # when the text is the data, else the str); the typed proxies (_Tool) ask for the
     # structured shape instead.
-    request = {"op": "tool", "name": str(name), "args": _tool_args(args), "shape": "text"}
+    what = "%s(%r): the arguments" % (fn, str(name))
+    request = {"op": "tool", "name": str(name), "args": _tool_args(args, what), "shape": "text"}
     if server is not None:
         request["server"] = str(server)
     return request
 
 
-def _tool_args(args):
+def _tool_args(args, what="the tool call's arguments"):
     """A call's arguments as `_jsonable` makes them, except that a plain dict's own string
     values are taken as they are: the frame's encoder replaces a lone surrogate exactly as
     `_clean` would, so checking a large text first (a UTF-8 encode of it) is a pass for
     nothing."""
     if type(args) is not dict:
-        return _jsonable(args)
-    path = {id(args)}
+        return _jsonable(args, 0, _Strict(what))
+    path = _Strict(what, id(args))
     return {
         (k if type(k) is str and k.isascii() else _json_key(k)): (
             x if type(x) is str else _jsonable(x, 1, path)
@@ -1405,7 +1467,7 @@ def store(key, value=_MISSING):
     if value is _MISSING:
         request["delete"] = True
     else:
-        request["value"] = _jsonable(value)
+        request["value"] = _jsonable(value, 0, _Strict("store: the value"))
     return _call(request, _nothing)
 
 
@@ -1434,7 +1496,7 @@ def save_skill(name, code, description, input_schema=None, language="python"):
     request = {"op": "save_skill", "name": name, "code": code, "description": description,
                "language": str(language)}
     if input_schema is not None:
-        request["input_schema"] = _jsonable(input_schema)
+        request["input_schema"] = _jsonable(input_schema, 0, _Strict("save_skill: the input schema"))
     return _call(request)
 
 
@@ -1494,7 +1556,7 @@ def _skill_args(name, args, kwargs):
         raise TypeError("skills.%s: pass arguments by name, or one dict, not %s" % (name, _repr(args)))
     merged = dict(args or {})
     merged.update(kwargs)
-    return _jsonable(merged)
+    return _jsonable(merged, 0, _Strict("skills.%s: the arguments" % name))
 
 
 def _finite(v):
@@ -1740,7 +1802,7 @@ def _fetch_request(url, method, headers, body, json_body, redirect):
             raise TypeError("fetch: pass body or json, not both")
         import json as _json_module
 
-        body = _json_module.dumps(_jsonable(json_body)).encode()
+        body = _json_module.dumps(_jsonable(json_body, 0, _Strict("fetch: the json body"))).encode()
         headers = dict(headers or {})
         if not any(str(k).lower() == "content-type" for k in headers):
             headers["Content-Type"] = "application/json"
@@ -2484,8 +2546,9 @@ def _execute(codeobj, expression, ns):
 
 def _run_async(coro):
     """Runs the code's top-level coroutine on a new event loop, and ends it as asyncio.run
-    does: tasks the code left running are cancelled, async generators closed; threads of the
-    default executor are not waited for (the run is over)."""
+    does: tasks the code left running are cancelled, async generators closed. The default
+    executor's threads are not waited for (the run is over): closing the loop ends the idle
+    ones, and one still busy stops a session's worker (the host finds it)."""
     import asyncio
 
     loop = asyncio.new_event_loop()
@@ -2503,6 +2566,22 @@ def _run_async(coro):
         finally:
             asyncio.set_event_loop(None)
             loop.close()
+
+
+def _end_of_run():
+    """What the code set to act later must not act in the next run of a session: its timer
+    signals (alarm, setitimer) are cancelled, and the asyncio reader stops. Threads and
+    processes the code left running are the host's to find (it reads /proc, which code
+    cannot fake, and stops the worker)."""
+    try:
+        import _signal
+
+        _signal.alarm(0)
+        for which in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"):
+            _signal.setitimer(getattr(_signal, which), 0)
+    except Exception:  # noqa: BLE001 - a platform without them has none to cancel
+        pass
+    _stop_async_reader()
 
 
 def _run(frame):
@@ -2558,6 +2637,7 @@ def _run(frame):
         if not persist:
             ns.clear()
         _restore_memory(saved)
+    _end_of_run()
     _stdout.finish()
     _stderr.finish()
     # The very string of the reply the host kept goes back as a reference to it.
