@@ -227,6 +227,16 @@ async fn wait_in_inbox(
     why: &str,
 ) -> InboxOutcome {
     let qualified = qualified_name(server, &tool.name);
+    let failed = |e: &dyn std::fmt::Display| -> InboxOutcome {
+        (
+            "inbox",
+            "failed",
+            Some(format!(
+                "{qualified} needs approval ({rule}) and {why}; {e}; it is denied"
+            )),
+            None,
+        )
+    };
     let inbox = scope.approvals.remembered.inbox.clone();
     let link = match inbox.page().await {
         Ok(l) => Some(l.url.clone()),
@@ -235,16 +245,7 @@ async fn wait_in_inbox(
             tracing::warn!("approvals: {e}; answers come only through /approvals over HTTP");
             None
         }
-        Err(e) => {
-            return (
-                "inbox",
-                "failed",
-                Some(format!(
-                    "{qualified} needs approval ({rule}) and {why}; {e}; it is denied"
-                )),
-                None,
-            );
-        }
+        Err(e) => return failed(&e),
     };
     let arguments = scope.policy.redact(&shown_arguments(args));
     let pending = super::inbox::Pending {
@@ -269,16 +270,7 @@ async fn wait_in_inbox(
     let where_ = where_to_approve(link.as_deref(), inbox.http_url());
     let mut waiting = match inbox.submit(pending) {
         Ok(w) => w,
-        Err(e) => {
-            return (
-                "inbox",
-                "failed",
-                Some(format!(
-                    "{qualified} needs approval ({rule}) and {why}; {e}; it is denied"
-                )),
-                None,
-            );
-        }
+        Err(e) => return failed(&e),
     };
     tracing::info!(
         "approval {} waits in the inbox: {qualified} ({rule}); {where_}",
