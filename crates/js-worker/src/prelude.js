@@ -152,32 +152,48 @@
 
   // ------------------------------------------------------- formatting/JSON
   // A value as JSON for the host: bigints and symbols as text, functions left out, Maps and
-  // Sets as objects and arrays, an object met again as '[Circular]', and an array or object
-  // deeper than host.maxDepth levels as a short text ('[Array(2)]', '[Object]'): the host
-  // takes no deeper value, and Python shows a result's deeper levels as text too.
-  // `deepFor`: refuse a deeper value instead, as a RangeError naming that function.
-  function jsonSafe(value, deepFor) {
-    const seen = new WeakSet();
+  // Sets as objects and arrays, an object that contains itself (a cycle: one of its own
+  // ancestors) as '[Circular]', an object met twice elsewhere (shared, not a cycle) in full
+  // each time, and an array or object deeper than host.maxDepth levels as a short text
+  // ('[Array(2)]', '[Object]'): the host takes no deeper value, and Python shows a result's
+  // deeper levels as text too.
+  // `strictFor`: refuse a deeper value (a RangeError) or a cycle (a TypeError) instead,
+  // naming that function: what the host keeps must be the value itself.
+  function jsonSafe(value, strictFor) {
+    // For each object written: the object holding it, and what it was converted from (a Map
+    // is written as an object).
+    const holders = new WeakMap();
+    const from = new WeakMap();
     const depths = new WeakMap();
     return JSON.stringify(value, function (key, v) {
       if (typeof v === 'bigint') return v.toString();
       if (typeof v === 'function') return undefined;
       if (typeof v === 'symbol') return v.toString();
       if (v === null || typeof v !== 'object') return v;
-      if (seen.has(v)) return '[Circular]';
-      // `this` is the object holding v: the root's holder has no depth.
+      // `this` is the object holding v: a cycle when v is it or one of its holders (at most
+      // host.maxDepth of them).
+      for (let a = this; a !== undefined; a = holders.get(a)) {
+        if (a === v || from.get(a) === v) {
+          if (strictFor) throw new TypeError(`${strictFor}: the value contains itself (a cycle), which JSON cannot hold: pass a copy without the cycle`);
+          return '[Circular]';
+        }
+      }
+      // The root's holder has no depth.
       const depth = (depths.get(this) ?? 0) + 1;
       if (depth > host.maxDepth) {
-        if (deepFor) throw new RangeError(`${deepFor}: the value nests more than ${host.maxDepth} levels of arrays and objects, the most a value passed to the host may have: flatten it, or pass the deep part as a JSON string (JSON.stringify)`);
+        if (strictFor) throw new RangeError(`${strictFor}: the value nests more than ${host.maxDepth} levels of arrays and objects, the most a value passed to the host may have: flatten it, or pass the deep part as a JSON string (JSON.stringify)`);
         return Array.isArray(v) ? `[Array(${v.length})]` : '[Object]';
       }
-      seen.add(v);
       let out = v;
       if (v instanceof Map) out = Object.fromEntries(v);
       else if (v instanceof Set) out = Array.from(v);
       else if (v instanceof Error) out = { name: v.name, message: v.message };
       else if (ArrayBuffer.isView(v) && !(v instanceof DataView)) out = Array.from(v);
-      if (out !== null && typeof out === 'object') depths.set(out, depth);
+      if (out !== null && typeof out === 'object') {
+        depths.set(out, depth);
+        holders.set(out, this);
+        if (out !== v) from.set(out, v);
+      }
       return out;
     });
   }

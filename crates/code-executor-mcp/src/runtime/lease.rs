@@ -28,10 +28,10 @@ const CANCELLED: &str = "the session's last execution was cancelled before it fi
 
 /// Why a session's worker that code of an execution outlives is stopped, and what to do.
 pub(crate) const RULE: &str = "code of one execution must not run on into the next one (under \
-     its grants), so a session's worker is stopped when an execution leaves threads, tasks or \
-     processes running; join threads (t.join()), shut executors down (`with \
-     ThreadPoolExecutor() as ex:`), await tasks and wait for child processes before the code \
-     ends";
+     its grants), so a session's worker is stopped when an execution leaves threads, tasks, \
+     processes or timers running; join threads (t.join()), shut executors down (`with \
+     ThreadPoolExecutor() as ex:`), await tasks, wait for child processes and delete POSIX \
+     timers before the code ends";
 
 /// The worker of one run and where it goes afterwards.
 pub(crate) struct Lease<'a> {

@@ -141,10 +141,13 @@ pub struct WorkerProcess {
     /// the worker is ready, for its peak memory. Held open, it always means that process, and
     /// reading it at the end of a run costs one `pread`.
     engine_status: Option<std::fs::File>,
-    /// The engine's thread count and the worker's live processes (the sandbox's helpers and
-    /// the engine) when it said it was ready: what a session's worker must be back to after
-    /// each execution.
-    at_ready: Option<(u64, u64)>,
+    /// `/proc/PID/timers` of the engine process: the POSIX timers it holds (`timer_create`,
+    /// reachable from code through `ctypes`), each of which can signal it later.
+    engine_timers: Option<std::fs::File>,
+    /// The engine's thread count, the worker's live processes (the sandbox's helpers and
+    /// the engine) and the engine's POSIX timers when it said it was ready: what a session's
+    /// worker must be back to after each execution.
+    at_ready: Option<(u64, u64, u64)>,
     /// [`tree_memory`] measured once while the worker waited in its pool.
     idle_memory: Option<u64>,
 }
@@ -344,6 +347,7 @@ impl WorkerSpawner {
             stderr_tail,
             stderr_reader,
             engine_status: None,
+            engine_timers: None,
             at_ready: None,
             idle_memory: None,
         };
@@ -360,9 +364,12 @@ impl WorkerSpawner {
                 let engine = engine_pid(pid);
                 worker.engine_status =
                     engine.and_then(|p| std::fs::File::open(format!("/proc/{p}/status")).ok());
+                worker.engine_timers =
+                    engine.and_then(|p| std::fs::File::open(format!("/proc/{p}/timers")).ok());
+                let timers = worker.engine_timer_count();
                 worker.at_ready = worker
                     .engine_status_kib("Threads:")
-                    .map(|threads| (threads, live_processes(pid)));
+                    .map(|threads| (threads, live_processes(pid), timers));
                 Ok(worker)
             }
             Ok(Some(Ok(WorkerFrame::Ready { protocol, .. }))) => Err(WorkerError::Protocol {
@@ -463,12 +470,33 @@ impl WorkerProcess {
     /// run nothing). Read from the host's `/proc`, so code in the worker cannot hide them.
     /// `None` when nothing is left, or when the engine cannot be read (it is gone).
     pub fn leftovers(&self) -> Option<Leftovers> {
-        let (threads_at_ready, processes_at_ready) = self.at_ready?;
+        let (threads_at_ready, processes_at_ready, timers_at_ready) = self.at_ready?;
         let threads = self
             .engine_status_kib("Threads:")?
             .saturating_sub(threads_at_ready);
         let processes = live_processes(self.pid).saturating_sub(processes_at_ready);
-        (threads > 0 || processes > 0).then_some(Leftovers { threads, processes })
+        let timers = self.engine_timer_count().saturating_sub(timers_at_ready);
+        (threads > 0 || processes > 0 || timers > 0).then_some(Leftovers {
+            threads,
+            processes,
+            timers,
+        })
+    }
+
+    /// The POSIX timers the engine holds now (an `ID:` line each in `/proc/PID/timers`; 0
+    /// when the kernel does not show them). Read in 64 KiB at most: the worker's limits bound
+    /// its timers, and any count above what it had when ready is enough to know.
+    fn engine_timer_count(&self) -> u64 {
+        use std::os::unix::fs::FileExt;
+        let Some(file) = self.engine_timers.as_ref() else {
+            return 0;
+        };
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = file.read_at(&mut buf, 0).unwrap_or(0);
+        buf[..n]
+            .split(|&b| b == b'\n')
+            .filter(|line| line.starts_with(b"ID:"))
+            .count() as u64
     }
 
     /// [`Self::leftovers`], allowing threads and processes that are ending (a thread that
@@ -580,6 +608,8 @@ const LEFTOVER_GRACE: Duration = Duration::from_millis(100);
 pub struct Leftovers {
     pub threads: u64,
     pub processes: u64,
+    /// POSIX timers (`timer_create`) that can signal the engine later.
+    pub timers: u64,
 }
 
 impl std::fmt::Display for Leftovers {
@@ -592,10 +622,23 @@ impl std::fmt::Display for Leftovers {
             1 => "1 child process".to_string(),
             n => format!("{n} child processes"),
         };
-        match (self.threads, self.processes) {
-            (_, 0) => f.write_str(&threads),
-            (0, _) => f.write_str(&processes),
-            _ => write!(f, "{threads} and {processes}"),
+        let timers = match self.timers {
+            1 => "1 timer".to_string(),
+            n => format!("{n} timers"),
+        };
+        let parts: Vec<&str> = [
+            (self.threads, threads.as_str()),
+            (self.processes, processes.as_str()),
+            (self.timers, timers.as_str()),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(_, text)| text)
+        .collect();
+        match parts.as_slice() {
+            [] => f.write_str("nothing"),
+            [one] => f.write_str(one),
+            [first @ .., last] => write!(f, "{} and {last}", first.join(", ")),
         }
     }
 }
@@ -779,10 +822,19 @@ mod tests {
 
     #[test]
     fn leftovers_say_what_is_left() {
-        let l = |threads, processes| Leftovers { threads, processes }.to_string();
-        assert_eq!(l(1, 0), "1 thread");
-        assert_eq!(l(3, 0), "3 threads");
-        assert_eq!(l(0, 1), "1 child process");
-        assert_eq!(l(2, 2), "2 threads and 2 child processes");
+        let l = |threads, processes, timers| {
+            Leftovers {
+                threads,
+                processes,
+                timers,
+            }
+            .to_string()
+        };
+        assert_eq!(l(1, 0, 0), "1 thread");
+        assert_eq!(l(3, 0, 0), "3 threads");
+        assert_eq!(l(0, 1, 0), "1 child process");
+        assert_eq!(l(2, 2, 0), "2 threads and 2 child processes");
+        assert_eq!(l(0, 0, 1), "1 timer");
+        assert_eq!(l(1, 2, 3), "1 thread, 2 child processes and 3 timers");
     }
 }

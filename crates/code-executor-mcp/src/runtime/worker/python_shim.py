@@ -1973,11 +1973,28 @@ _WRITE_EVENTS = frozenset((
 def _audit_open(event, args):
     # Remembers the last file opened (path and mode), or changed by an `os` function (as a
     # write), so that a failure can say whether the read or the write grant is missing. Audit
-    # hooks cannot be removed: this one only records.
+    # hooks cannot be removed: this one only records, and refuses any other (one added
+    # through ctypes' PySys_AddAuditHook too: CPython asks the hooks first, and an exception
+    # keeps the new one out). A hook of code would outlive its execution in a session and see
+    # the next one's code before it runs.
     if event == "open":
         _State.last_open = args
     elif event in _WRITE_EVENTS and args:
         _State.last_open = (args[0], "w", 0)
+    elif event == "sys.addaudithook":
+        raise RuntimeError(_NO_AUDIT_HOOKS)
+
+
+_NO_AUDIT_HOOKS = (
+    "sys.addaudithook is not available in the sandbox: an audit hook cannot be removed, so "
+    "it would outlive this execution (in a session, it would see the next one's code)"
+)
+
+
+def _no_audit_hooks(hook):
+    """sys.addaudithook, refused loudly (the audit hook above refuses it silently, as
+    CPython makes a hook's refusal)."""
+    raise PermissionError(_NO_AUDIT_HOOKS)
 
 
 _real_open = io.open
@@ -2747,6 +2764,7 @@ def _prefetch():
 
 def _main():
     sys.addaudithook(_audit_open)
+    sys.addaudithook = _no_audit_hooks
     builtins.open = io.open = _open
     # urllib.request goes through the host (which refuses it without a network grant, saying
     # how to ask), logging is captured, ...: set up when the module is imported.

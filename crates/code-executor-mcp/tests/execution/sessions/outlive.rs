@@ -61,6 +61,23 @@ const PY_LEFT_RUNNING: &[(&str, &str)] = &[
         "import os\nif os.fork() == 0:\n    try:\n        ghost()\n    finally:\n        os._exit(0)",
     ),
     (
+        "a POSIX timer signalling a handler (timer_create through ctypes)",
+        r#"import ctypes, signal
+signal.signal(signal.SIGUSR1, lambda *a: call_mcp_tool('mcp__fx__echo', {'message': 'ghost'}))
+libc = ctypes.CDLL(None, use_errno=True)
+class SigEvent(ctypes.Structure):
+    _fields_ = [('value', ctypes.c_void_p), ('signo', ctypes.c_int), ('notify', ctypes.c_int), ('pad', ctypes.c_byte * 48)]
+class TimeSpec(ctypes.Structure):
+    _fields_ = [('sec', ctypes.c_long), ('nsec', ctypes.c_long)]
+class ITimerSpec(ctypes.Structure):
+    _fields_ = [('interval', TimeSpec), ('value', TimeSpec)]
+ev = SigEvent(None, signal.SIGUSR1, 0)
+tid = ctypes.c_void_p()
+assert libc.timer_create(1, ctypes.byref(ev), ctypes.byref(tid)) == 0, ctypes.get_errno()
+spec = ITimerSpec(TimeSpec(0, 20_000_000), TimeSpec(0, 50_000_000))
+assert libc.timer_settime(tid, 0, ctypes.byref(spec), None) == 0, ctypes.get_errno()"#,
+    ),
+    (
         "a child process that outlives its parent",
         "import os\nif os.fork() == 0:\n    if os.fork() == 0:\n        try:\n            ghost()\n        finally:\n            os._exit(0)\n    os._exit(0)\nos.wait()",
     ),
@@ -162,6 +179,48 @@ async fn python_code_left_running_stops_its_sessions_worker_and_acts_in_no_later
             "{what}: the next execution says why its variables are gone: {v}"
         );
     }
+}
+
+/// An audit hook cannot be removed, so one added by code would see the next execution's
+/// code before it runs: `sys.addaudithook` is refused loudly, and one added past it through
+/// ctypes (`PySys_AddAuditHook`) never joins.
+#[tokio::test]
+async fn python_code_cannot_add_an_audit_hook_that_would_watch_later_executions() {
+    let (h, _d) = server(json!({})).await;
+    let code = r#"import sys, ctypes
+seen = []
+try:
+    sys.addaudithook(lambda e, a: seen.append(e))
+    out = 'added'
+except PermissionError as e:
+    out = str(e)
+HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.py_object, ctypes.c_void_p)
+def spy(event, args, data):
+    seen.append(event)
+    return 0
+keep = HOOK(spy)
+ctypes.pythonapi.PySys_AddAuditHook.argtypes = [HOOK, ctypes.c_void_p]
+ctypes.pythonapi.PySys_AddAuditHook(keep, None)
+compile('1', 'probe', 'eval')
+[out, len(seen)]"#;
+    let (id, v) = new_session(&h, Lang::Py, code).await;
+    let r = &v["result"];
+    assert!(
+        r[0].as_str()
+            .unwrap_or_default()
+            .contains("not available in the sandbox"),
+        "{v}"
+    );
+    assert_eq!(r[1], json!(0), "no hook of the code saw anything: {v}");
+    let v = ok_in(
+        &h,
+        Lang::Py,
+        &id,
+        "password = 'next-secret'
+len(seen)",
+    )
+    .await;
+    assert_eq!(v["result"], json!(0), "{v}");
 }
 
 #[tokio::test]
