@@ -551,9 +551,13 @@ fn stderr_note(stderr: &str) -> String {
     }
 }
 
+/// A hook's text as code, the model and a person get it: cut, and what a reader would not
+/// see for what it is (controls, bidi overrides, hidden characters) written out
+/// ([`super::invisible::reveal`]).
 fn clip(s: &str) -> String {
+    let s = super::invisible::reveal(s);
     if s.chars().count() <= MAX_REASON_CHARS {
-        return s.to_string();
+        return s.into_owned();
     }
     let mut c: String = s.chars().take(MAX_REASON_CHARS).collect();
     c.push('…');

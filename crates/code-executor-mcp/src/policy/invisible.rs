@@ -64,6 +64,38 @@ pub fn clean(s: &str) -> Option<String> {
     changed.then_some(out)
 }
 
+/// Whether a person reading `c` on a screen would not see it for what it is: the
+/// characters above (a zero-width one alone too), controls other than a line break or a tab
+/// (C0, DEL, C1: a terminal acts on them), and the line and paragraph separators.
+fn unseen(c: char) -> bool {
+    is_tag(c)
+        || is_bidi_control(c)
+        || is_zero_width(c)
+        || (c.is_control() && c != '\n' && c != '\t')
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+        )
+}
+
+/// `s` for a person to judge (an approval's arguments, code and names; a hook's reason): every
+/// character they would not see for what it is written as `⟨U+202E⟩`, so `10 USD ⟨U+202E⟩0001`
+/// cannot pass for "1000 USD" and hidden text shows. Borrowed when there is none.
+pub fn reveal(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(unseen) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if unseen(c) {
+            out.push_str(&format!("⟨U+{:04X}⟩", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Cleans every string of `v` (keys too) in place; whether anything was taken out.
 pub fn clean_value(v: &mut Value) -> bool {
     match v {
@@ -94,6 +126,24 @@ pub fn clean_value(v: &mut Value) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn reveal_writes_what_a_person_would_not_see() {
+        assert!(matches!(
+            reveal("plain\ttext\nlines, é 😀"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            reveal("10 USD \u{202e}0001\u{202c}"),
+            "10 USD ⟨U+202E⟩0001⟨U+202C⟩"
+        );
+        assert_eq!(reveal("a\u{200b}b\u{e0041}"), "a⟨U+200B⟩b⟨U+E0041⟩");
+        assert_eq!(
+            reveal("bell\u{7}esc\u{1b}[2J\u{9b}"),
+            "bell⟨U+0007⟩esc⟨U+001B⟩[2J⟨U+009B⟩"
+        );
+        assert_eq!(reveal("x\u{2028}y\u{200f}"), "x⟨U+2028⟩y⟨U+200F⟩");
+    }
     use super::*;
     use serde_json::json;
 

@@ -70,6 +70,9 @@ elif word == "gauge":
     bump(1)
     time.sleep(0.1)
     bump(-1)
+elif word == "spoof":
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "deny", "permissionDecisionReason": "fine\x1b[2J\x07 \u202e0001 \u200b\u200bhidden"}}))
 elif word == "env":
     with open(os.environ["HOOK_LOG"] + ".env", "w") as f:
         json.dump(dict(os.environ), f)
@@ -714,4 +717,24 @@ async fn hooks_die_with_the_server_and_async_ones_are_bounded() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     hung.abort();
+}
+
+/// A hook's reason reaches code and the model with what a reader would not see written out:
+/// terminal controls, a direction override and hidden characters cannot act or pass.
+#[tokio::test]
+async fn a_hooks_reason_shows_its_controls_and_hidden_characters() {
+    let (h, _cfg, _hooked) = start().await;
+    for lang in BOTH {
+        let (v, _) = run(&h, lang, &echo(lang, "spoof")).await;
+        let (name, msg) = error(&v);
+        assert_eq!(name, "PolicyError", "{lang:?}: {v}");
+        assert!(
+            msg.contains("fine⟨U+001B⟩[2J⟨U+0007⟩ ⟨U+202E⟩0001 ⟨U+200B⟩⟨U+200B⟩hidden"),
+            "{lang:?}: {msg}"
+        );
+        assert!(
+            !msg.chars().any(|c| c == '\u{1b}' || c == '\u{202e}'),
+            "{msg}"
+        );
+    }
 }

@@ -371,7 +371,7 @@ async fn the_page_withstands_token_path_and_size_tricks_and_the_token_stays_out_
     let (pa, pb) = (a.pid.unwrap(), b.pid.unwrap());
     // A megabyte of arguments and HTML around the call in the code.
     let code_a = "const big = 'x'.repeat(1 << 20);\n// </pre><script>alert(1)</script>\n\
-                  try { return { tick: await tools.fix.tick({ big, html: '<img src=x onerror=alert(1)>' }) }; }\n\
+                  try { return { tick: await tools.fix.tick({ big, html: '<img src=x onerror=alert(1)>', password: 'hunter2', note: '10 USD \\u202e0001\\u202c' }) }; }\n\
                   catch (e) { return { name: e.name, message: e.message }; }";
     let person = async {
         let (url_a, tok_a, list_a) = pending(&da, pa).await;
@@ -393,6 +393,13 @@ async fn the_page_withstands_token_path_and_size_tricks_and_the_token_stays_out_
             "{code}"
         );
         assert!(code.len() < 4_000, "{}", code.len());
+        // A secret in the code is masked as in the arguments; a direction override shows.
+        assert!(
+            !code.contains("hunter2") && !args.contains("hunter2"),
+            "{code}\n{args}"
+        );
+        assert!(code.contains("password: '[masked]'"), "{code}");
+        assert!(args.contains("10 USD ⟨U+202E⟩0001⟨U+202C⟩"), "{args}");
         let html = http()
             .get(format!("{url_a}?token={tok_a}"))
             .send()
@@ -469,8 +476,24 @@ async fn the_page_withstands_token_path_and_size_tricks_and_the_token_stays_out_
             format!("/approvals/{ia}x/approve"),
             format!("/approvals/{ia}/approve/../deny"),
             "/approvals/1e0/approve".to_string(),
+            format!("/approvals/0{ia}/approve"),
         ] {
             assert_eq!(raw_post(&url_a, &path, &tok_a).await, 404, "{path}");
+        }
+        // A request not addressed to the page (DNS rebinding: another Host; another site's
+        // Origin) is refused though it carries the token.
+        for headers in [
+            vec![("host", "evil.example")],
+            vec![("origin", "http://evil.example")],
+            vec![("host", "localhost:1")],
+        ] {
+            let mut all = vec![("x-approvals-token", tok_a.as_str())];
+            all.extend(headers.iter().copied());
+            assert_eq!(
+                post(&url_a, &answer_a, &all, String::new()).await,
+                403,
+                "{headers:?}"
+            );
         }
         // An oversized body is refused before anything is decided.
         assert_eq!(

@@ -672,6 +672,20 @@ async fn own_tools_are_tool_calls_under_the_policy() {
                 .contains("execute_python"),
             "{v}"
         );
+        // The policy judges the call before its arguments are read, as any tool's.
+        let (v, err) = h
+            .run_tool(
+                lang.tool(),
+                json!({"code": call("search_tools", "{'bogus': 1}"), "allowedTools": ["mcp__fx__add"]}),
+            )
+            .await;
+        assert!(err, "{lang:?}: {v}");
+        failed(
+            &v,
+            "PolicyError",
+            "not in this execution's allowedTools",
+            "bogus",
+        );
         // allowedTools: a list without the executor leaves its tools out; naming the alias
         // or ours lets it in.
         for (allowed, ok) in [

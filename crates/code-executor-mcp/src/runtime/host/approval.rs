@@ -15,6 +15,7 @@
 
 use std::time::Instant;
 
+use crate::policy::invisible::reveal;
 use rmcp::model::Tool;
 use serde_json::{Map, Value, json};
 
@@ -247,22 +248,26 @@ async fn wait_in_inbox(
         }
         Err(e) => return failed(&e),
     };
+    // What a person judges shows every character they would not see for what it is.
+    let shown = |s: &str| reveal(s).into_owned();
     let arguments = scope.policy.redact(&shown_arguments(args));
     let pending = super::inbox::Pending {
         id: 0,
-        principal: scope.principal.to_string(),
+        principal: shown(&scope.principal.to_string()),
         execution: scope.execution.clone(),
-        server: server.to_string(),
-        tool: tool.name.to_string(),
-        rule: rule.to_string(),
+        server: shown(server),
+        tool: shown(&tool.name),
+        rule: shown(rule),
         arguments,
         code: scope
             .code
             .as_deref()
             .map(|c| {
-                scope
-                    .policy
-                    .redact(&super::inbox::code_around(c, &tool.name))
+                shown(&mask_code_secrets(
+                    &scope
+                        .policy
+                        .redact(&super::inbox::code_around(c, &tool.name)),
+                ))
             })
             .unwrap_or_default(),
         asked_at: 0,
@@ -313,7 +318,9 @@ fn remembered_key(scope: &RunScope) -> String {
 
 /// The arguments as a person sees them: masked, cut.
 fn shown_arguments(args: &Map<String, Value>) -> String {
+    // JSON writes controls as escapes already; bidi overrides and hidden characters too.
     let mut shown = serde_json::to_string_pretty(&shorten(&Value::Object(args.clone()), None))
+        .map(|s| reveal(&s).into_owned())
         .unwrap_or_default();
     if shown.chars().count() > MAX_SHOWN_ARGUMENT_CHARS {
         shown = shown.chars().take(MAX_SHOWN_ARGUMENT_CHARS).collect();
@@ -393,6 +400,57 @@ pub(crate) fn secret_key(key: &str) -> bool {
     .any(|s| k.contains(s))
 }
 
+/// Code shown to a person with the string literals given to secret-looking names masked as
+/// the arguments' values are (`password: 'hunter2'`, `"apiKey" = "..."`, `token=\`...\``).
+fn mask_code_secrets(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = String::with_capacity(code.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if !(b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+            i += 1;
+        }
+        let name = &code[start..i];
+        // The name's own closing quote (a quoted key), then `:` or `=`, then a literal.
+        let mut j = i;
+        if j < b.len() && matches!(b[j], b'\'' | b'"') {
+            j += 1;
+        }
+        while j < b.len() && b[j] == b' ' {
+            j += 1;
+        }
+        if j >= b.len() || !matches!(b[j], b':' | b'=') || !secret_key(name) {
+            continue;
+        }
+        j += 1;
+        while j < b.len() && b[j] == b' ' {
+            j += 1;
+        }
+        let Some(&quote) = b.get(j).filter(|q| matches!(q, b'\'' | b'"' | b'`')) else {
+            continue;
+        };
+        let mut end = j + 1;
+        while end < b.len() && b[end] != quote && b[end] != b'\n' {
+            end += if b[end] == b'\\' { 2 } else { 1 };
+        }
+        if end >= b.len() || b[end] != quote {
+            continue;
+        }
+        out.push_str(&code[copied..=j]);
+        out.push_str("[masked]");
+        copied = end;
+        i = end + 1;
+    }
+    out.push_str(&code[copied..]);
+    out
+}
+
 /// A copy of `v` fit to show a person: values under secret-looking keys masked, long strings
 /// cut with their length.
 fn shorten(v: &Value, key: Option<&str>) -> Value {
@@ -416,6 +474,24 @@ fn shorten(v: &Value, key: Option<&str>) -> Value {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn code_shown_masks_literals_given_to_secret_names() {
+        let code = "const r = await tools.db.login({user: 'ann', password: 'hunter2', \"apiKey\": \"k-1\"});\n\
+                    api_token = `t-\\`x` ; note = 'password: stays'\nsecret=\"unterminated";
+        let shown = mask_code_secrets(code);
+        for gone in ["hunter2", "k-1", "t-\\`x"] {
+            assert!(!shown.contains(gone), "{gone}: {shown}");
+        }
+        assert!(shown.contains("user: 'ann'"), "{shown}");
+        assert!(shown.contains("password: '[masked]'"), "{shown}");
+        assert!(shown.contains("note = 'password: stays'"), "{shown}");
+        assert!(shown.contains("secret=\"unterminated"), "{shown}");
+        assert_eq!(
+            mask_code_secrets("plain code, no secrets"),
+            "plain code, no secrets"
+        );
+    }
     use super::*;
 
     /// The model is told every place a person can answer, the HTTP route when there is one,

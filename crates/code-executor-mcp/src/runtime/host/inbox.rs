@@ -241,7 +241,9 @@ impl Inbox {
                             let svc = hyper::service::service_fn(move |req| {
                                 let inbox = inbox.clone();
                                 let token = token.clone();
-                                async move { Ok::<_, Infallible>(serve(&inbox, &token, req).await) }
+                                async move {
+                                    Ok::<_, Infallible>(serve(&inbox, &token, port, req).await)
+                                }
                             });
                             // A client that never finishes its headers is cut off.
                             let _ = hyper::server::conn::http1::Builder::new()
@@ -386,8 +388,21 @@ fn query_param(query: Option<&str>, key: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-/// One request to the page.
-async fn serve(inbox: &Inbox, token: &str, req: Request<Incoming>) -> Reply {
+/// Whether a request to the page on `port` names it as itself: `Host` is 127.0.0.1 or
+/// localhost on that port (a page of another site that a rebinding DNS points here names
+/// its own), and an `Origin`, when one is sent and is not `null` (the page's own forms send
+/// `null` under its `no-referrer` policy), is this page's. The token is needed besides.
+fn addressed_here(host: Option<&str>, origin: Option<&str>, port: u16) -> bool {
+    let ours = |authority: &str| {
+        let a = authority.to_ascii_lowercase();
+        a == format!("127.0.0.1:{port}") || a == format!("localhost:{port}")
+    };
+    host.is_some_and(ours)
+        && origin.is_none_or(|o| o == "null" || o.strip_prefix("http://").is_some_and(ours))
+}
+
+/// One request to the page on `port`.
+async fn serve(inbox: &Inbox, token: &str, port: u16, req: Request<Incoming>) -> Reply {
     let path = req.uri().path().to_string();
     let header = |name: &str| {
         req.headers()
@@ -395,6 +410,13 @@ async fn serve(inbox: &Inbox, token: &str, req: Request<Incoming>) -> Reply {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     };
+    if !addressed_here(header("host").as_deref(), header("origin").as_deref(), port) {
+        return reply(
+            StatusCode::FORBIDDEN,
+            "text/plain",
+            "this page answers only requests addressed to it (Host 127.0.0.1 or localhost on its port, and its own Origin)\n",
+        );
+    }
     let header_token = header(TOKEN_HEADER);
     let via = if header(VIA_HEADER).as_deref() == Some("terminal") {
         "inbox-terminal"
@@ -472,7 +494,12 @@ pub(crate) fn parse_answer_path(p: &str) -> Option<(u64, bool)> {
         "deny" => false,
         _ => return None,
     };
-    if id.is_empty() || id.len() > 19 || !id.bytes().all(|b| b.is_ascii_digit()) {
+    // Ids start at 1: one spelling each (no leading zero).
+    if id.is_empty()
+        || id.len() > 19
+        || id.starts_with('0')
+        || !id.bytes().all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     Some((id.parse().ok()?, approved))
@@ -700,7 +727,32 @@ mod tests {
         ] {
             assert_eq!(parse_answer_path(bad), None, "{bad}");
         }
-        assert_eq!(parse_answer_path("/approvals/007/deny"), Some((7, false)));
+        assert_eq!(parse_answer_path("/approvals/007/deny"), None);
+        assert_eq!(parse_answer_path("/approvals/0/deny"), None);
+        assert_eq!(parse_answer_path("/approvals/70/deny"), Some((70, false)));
+    }
+
+    #[test]
+    fn the_page_answers_only_requests_addressed_to_it() {
+        let here = |host: Option<&str>, origin: Option<&str>| addressed_here(host, origin, 4242);
+        assert!(here(Some("127.0.0.1:4242"), None));
+        assert!(here(Some("LOCALHOST:4242"), Some("null")));
+        assert!(here(Some("127.0.0.1:4242"), Some("http://127.0.0.1:4242")));
+        for (host, origin) in [
+            (None, None),
+            (Some("evil.example"), None),
+            (Some("evil.example:4242"), None),
+            (Some("127.0.0.1:4243"), None),
+            (Some("127.0.0.1"), None),
+            (Some("127.0.0.1:4242"), Some("http://evil.example")),
+            (Some("127.0.0.1:4242"), Some("https://127.0.0.1:4242")),
+            (
+                Some("127.0.0.1:4242"),
+                Some("http://127.0.0.1:4242.evil.example"),
+            ),
+        ] {
+            assert!(!here(host, origin), "{host:?} {origin:?}");
+        }
     }
 
     #[test]

@@ -56,14 +56,18 @@ pub(super) async fn call(
     name: &'static Name,
     args: Value,
 ) -> Own {
-    if let Err(refused) = count(scope, name.name) {
+    // Counted, then judged by the policy before its arguments are read (as any tool's call
+    // is), and judged again once `execute_code`'s `language` names the tool it is.
+    if let Err(refused) = count(scope, name.name).and_then(|()| admit(scope, name, name.tool)) {
         return Own::Answer(refused);
     }
     let call = match own_tools::normalize(name, args) {
         Ok(c) => c,
         Err(e) => return Own::Answer(err(CallError::Argument, e.to_string())),
     };
-    if let Err(refused) = admit(scope, name, call.tool) {
+    if call.tool != name.tool
+        && let Err(refused) = admit(scope, name, call.tool)
+    {
         return Own::Answer(refused);
     }
     let parsed = |args: Map<String, Value>| -> Result<Discover, CallOutcome> {
