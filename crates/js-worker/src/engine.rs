@@ -655,8 +655,15 @@ mod tests {
     fn a_started_engine_loads_no_module_and_draws_its_own_random_numbers() {
         let (first, second) = (engine(true), engine(true));
         let draw = "[0, 1, 2, 3].map(() => Math.random()).join()";
-        // Each context is created in its own worker and seeds its own generator.
+        // Each context is created in its own worker and seeds its own generator, from the
+        // system's randomness (not the clock: engines started in one microsecond differ).
         assert_ne!(eval(first, draw), eval(second, draw));
+        let spread = "(() => { let lo = 1, hi = 0, sum = 0; \
+            for (let i = 0; i < 4000; i++) { const x = Math.random(); \
+              if (!(x >= 0 && x < 1)) return 'out of range: ' + x; \
+              lo = Math.min(lo, x); hi = Math.max(hi, x); sum += x; } \
+            return String(lo < 0.01 && hi > 0.99 && Math.abs(sum / 4000 - 0.5) < 0.05); })()";
+        assert_eq!(eval(first, spread), "true");
         // The loader that served the prelude is gone once the engine runs: code imports
         // nothing, the prelude included.
         first.ctx.with(|ctx| {

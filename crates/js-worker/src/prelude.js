@@ -107,8 +107,33 @@
   const MAX_SPLIT_CHARS = 16 * 1024 * 1024;
   const { keys: ownKeys, getPrototypeOf, create: createObject } = Object;
   const ObjectPrototype = Object.prototype;
-  // Drawn on first use from the engine's own generator (code replacing Math.random does not
-  // choose it); a marker code forged anyway only makes the engine decline (see the engine).
+  // Math.random from a generator seeded by the system's randomness: QuickJS seeds its own
+  // from the clock in microseconds, so two workers started in the same microsecond drew the
+  // same numbers (xoshiro128**, 128 bits of state, two draws per double).
+  {
+    const seed = host.randomBytes(16);
+    let a = (seed[0] | (seed[1] << 8) | (seed[2] << 16) | (seed[3] << 24)) | 1;
+    let b = seed[4] | (seed[5] << 8) | (seed[6] << 16) | (seed[7] << 24);
+    let c = seed[8] | (seed[9] << 8) | (seed[10] << 16) | (seed[11] << 24);
+    let d = seed[12] | (seed[13] << 8) | (seed[14] << 16) | (seed[15] << 24);
+    const rotl = (x, k) => (x << k) | (x >>> (32 - k));
+    const next = () => {
+      const out = Math.imul(rotl(Math.imul(b, 5), 7), 9) >>> 0;
+      const t = b << 9;
+      c ^= a; d ^= b; b ^= c; a ^= d; c ^= t; d = rotl(d, 11);
+      return out;
+    };
+    Object.defineProperty(Math, 'random', {
+      value: function random() {
+        return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
+      },
+      writable: true,
+      configurable: true,
+      enumerable: false,
+    });
+  }
+  // Drawn on first use from that generator (code replacing Math.random does not choose it);
+  // a marker code forged anyway only makes the engine decline (see the engine).
   const random = Math.random;
   let bigMarker = null;
   function splitBigStrings(args) {
