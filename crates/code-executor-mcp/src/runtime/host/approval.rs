@@ -253,7 +253,9 @@ async fn wait_in_inbox(
     let arguments = scope.policy.redact(&shown_arguments(args));
     let pending = super::inbox::Pending {
         id: 0,
-        principal: shown(&scope.principal.to_string()),
+        // Kept as it is: the inbox matches it against the principal that asks to see it
+        // (the page escapes it; names come from the server's own authentication).
+        principal: scope.principal.to_string(),
         execution: scope.execution.clone(),
         server: shown(server),
         tool: shown(&tool.name),
