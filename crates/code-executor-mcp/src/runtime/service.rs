@@ -21,7 +21,7 @@ use super::error::RunError;
 use super::host::bridge::{self, RunHost};
 use super::host::net::{Clients, FetchState};
 use super::host::remembered::Remembered;
-use super::host::scope::{Inherit, RunScope};
+use super::host::scope::{Inherit, RunScope, ScopeParts};
 use super::host::skills::{Nested, NestedRun, NestedWhat};
 use super::lease::{Files, Lease};
 use super::live::Live;
@@ -404,23 +404,25 @@ impl Runtime {
         };
         let mut scope = RunScope::new(
             ctx,
-            allowlist(),
-            limits,
-            self.policy.clone(),
-            deadline.into_std(),
-            session.cloned(),
-            self.remembered.clone(),
-            req.enable_sampling || self.policy.llm.enabled,
-            FetchState::new(Arc::new(grant), self.fetch_clients.clone()),
-            Inherit {
-                allowed_tools: req.allowed_tools.clone(),
-                within: within.clone(),
-                limits: req.limits,
-                permissions: req.permissions.clone(),
-                long_run: req.long_run,
-                enable_sampling: req.enable_sampling,
+            ScopeParts {
+                allow: allowlist(),
+                limits,
+                policy: self.policy.clone(),
+                deadline: deadline.into_std(),
+                session: session.cloned(),
+                remembered: self.remembered.clone(),
+                llm_enabled: req.enable_sampling || self.policy.llm.enabled,
+                fetch: FetchState::new(Arc::new(grant), self.fetch_clients.clone()),
+                inherit: Inherit {
+                    allowed_tools: req.allowed_tools.clone(),
+                    within: within.clone(),
+                    limits: req.limits,
+                    permissions: req.permissions.clone(),
+                    long_run: req.long_run,
+                    enable_sampling: req.enable_sampling,
+                },
+                ledger,
             },
-            ledger,
         );
         scope.code = Some(Arc::from(req.code.as_str()));
         // The user's PreExecute hooks judge the run before any worker is leased; their time
@@ -822,20 +824,22 @@ impl Runtime {
         let timeout = self.catalog.upstreams().call_timeout(&call.server);
         let scope = RunScope::new(
             &ctx,
-            self.policy.allowlist(None),
-            limits,
-            self.policy.clone(),
-            Instant::now() + timeout + MARGIN,
-            None,
-            self.remembered.clone(),
-            false,
-            FetchState::new(Arc::new(Grant::default()), self.fetch_clients.clone()),
-            Inherit::default(),
-            Arc::new(Ledger::new(
-                &limits,
-                ctx.tool_calls.clone(),
-                self.max_concurrent_skills,
-            )),
+            ScopeParts {
+                allow: self.policy.allowlist(None),
+                limits,
+                policy: self.policy.clone(),
+                deadline: Instant::now() + timeout + MARGIN,
+                session: None,
+                remembered: self.remembered.clone(),
+                llm_enabled: false,
+                fetch: FetchState::new(Arc::new(Grant::default()), self.fetch_clients.clone()),
+                inherit: Inherit::default(),
+                ledger: Arc::new(Ledger::new(
+                    &limits,
+                    ctx.tool_calls.clone(),
+                    self.max_concurrent_skills,
+                )),
+            },
         );
         let called = until(
             &scope.clock,

@@ -96,26 +96,42 @@ pub(crate) struct Inherit {
     pub(crate) enable_sampling: bool,
 }
 
+/// What a run's scope is made of, resolved by the runtime before the run starts
+/// ([`RunScope::new`] adds what comes from its [`ExecContext`]).
+pub(crate) struct ScopeParts {
+    /// What the run may call (rules, `allowedTools`, its callers' layers).
+    pub(crate) allow: ToolAllowlist,
+    pub(crate) limits: Limits,
+    pub(crate) policy: Arc<Policy>,
+    pub(crate) deadline: Instant,
+    pub(crate) session: Option<Arc<Session>>,
+    /// The "approve for the session" answers of its client or session.
+    pub(crate) remembered: Arc<Remembered>,
+    /// Model calls from code are allowed.
+    pub(crate) llm_enabled: bool,
+    pub(crate) fetch: FetchState,
+    /// What a nested run started from it inherits.
+    pub(crate) inherit: Inherit,
+    /// The request's ledger, shared with every run nested under it.
+    pub(crate) ledger: Arc<Ledger>,
+}
+
 impl RunScope {
     /// The scope of the execution `ctx` describes, complete: its allowlist, limits, deadline
     /// and network grant resolved.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one constructor gathers the run's parts"
-    )]
-    pub(crate) fn new(
-        ctx: &ExecContext,
-        allow: ToolAllowlist,
-        limits: Limits,
-        policy: Arc<Policy>,
-        deadline: Instant,
-        session: Option<Arc<Session>>,
-        remembered: Arc<Remembered>,
-        llm_enabled: bool,
-        fetch: FetchState,
-        inherit: Inherit,
-        ledger: Arc<Ledger>,
-    ) -> Self {
+    pub(crate) fn new(ctx: &ExecContext, parts: ScopeParts) -> Self {
+        let ScopeParts {
+            allow,
+            limits,
+            policy,
+            deadline,
+            session,
+            remembered,
+            llm_enabled,
+            fetch,
+            inherit,
+            ledger,
+        } = parts;
         let (execution, tool_rate, tool_calls) = (
             ctx.execution.clone(),
             ctx.tool_rate.clone(),
