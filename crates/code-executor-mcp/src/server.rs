@@ -272,6 +272,7 @@ impl CodeExecutorServer {
                     let mode = Mode::Parked {
                         kind: Kind::Task,
                         asks: None,
+                        documents: !named.listed,
                     };
                     let handle = long_runs::start_task(core, start(req, client, mode));
                     return legacy_tasks::create(core, handle).await.map(Into::into);
@@ -297,6 +298,7 @@ impl CodeExecutorServer {
                         let mode = Mode::Parked {
                             kind: early.kind(),
                             asks,
+                            documents: !named.listed,
                         };
                         match long_runs::early(core, start(req, link, mode), early).await {
                             Ok(answer) => return Ok(answer),

@@ -65,6 +65,9 @@ pub(crate) enum Mode {
     Parked {
         kind: Kind,
         asks: Option<Receiver<Ask>>,
+        /// Started by a name of the product line's documents: its answer, whenever it is
+        /// given (`wait`, a task's result), carries their fields too.
+        documents: bool,
     },
 }
 

@@ -746,9 +746,11 @@ impl Runtime {
                 }
                 Run::Waiting(run)
             }
-            Mode::Parked { kind, asks } => {
-                Run::Parked(self.start_parked(language, request, ctx, kind, asks)?)
-            }
+            Mode::Parked {
+                kind,
+                asks,
+                documents,
+            } => Run::Parked(self.start_parked(language, request, ctx, kind, documents, asks)?),
         };
         Ok(Started { execution, run })
     }
@@ -879,6 +881,7 @@ impl Runtime {
         mut req: ExecRequest,
         ctx: ExecContext,
         kind: Kind,
+        documents: bool,
         asks: Option<tokio::sync::mpsc::Receiver<Ask>>,
     ) -> Result<String, ParkError> {
         req.long_run = true;
@@ -886,6 +889,9 @@ impl Runtime {
         let duration =
             std::time::Duration::from_millis(req.timeout_ms.unwrap_or(limits.default_duration_ms));
         let handle = self.live.parked().reserve(kind, duration, &ctx)?;
+        if documents {
+            self.live.parked().started_by_documents_name(&handle);
+        }
         let mut execution = self.start(language, req, ctx);
         if let Some(asks) = asks {
             execution = execution.with_asks(asks);

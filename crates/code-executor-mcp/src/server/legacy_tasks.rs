@@ -31,7 +31,6 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::long_runs::result_object;
-use super::render::execution_result;
 use crate::composition::Core;
 use crate::lines::{LineFilter, LineTransport};
 use crate::policy::redact::Redactor;
@@ -334,7 +333,10 @@ pub(super) async fn custom_request(
                     None,
                 ));
             }
-            let outcome = snap.outcome.as_deref().map(execution_result);
+            let outcome = snap
+                .outcome
+                .as_deref()
+                .map(|o| super::long_runs::finished_result(&snap, o));
             let mut result = Value::Object(outcome.as_ref().map(result_object).unwrap_or_default());
             result["_meta"] = json!({ RELATED_TASK: { "taskId": id } });
             result

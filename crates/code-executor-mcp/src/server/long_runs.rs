@@ -319,7 +319,7 @@ pub(super) async fn wait(
         .await
     {
         Ok(snap) => match &snap.outcome {
-            Some(outcome) => execution_result(outcome).into(),
+            Some(outcome) => finished_result(&snap, outcome).into(),
             None => match input_required(&snap.questions) {
                 TaskPayload::InputRequired { input_requests } => InputRequiredResult::new(
                     Some(input_requests),
@@ -365,6 +365,18 @@ pub(super) fn get_task(
     Ok(result)
 }
 
+/// The answer of a parked run that finished: the execution's, with the product line's
+/// documents' fields when a name of theirs started it.
+pub(super) fn finished_result(snap: &Snapshot, outcome: &ExecOutcome) -> CallToolResult {
+    let mut r = execution_result(outcome);
+    if snap.documents
+        && let Some(v) = r.structured_content.as_mut()
+    {
+        crate::own_tools::documents_fields(v);
+    }
+    r
+}
+
 /// The task a snapshot describes.
 pub(super) fn detailed_task(core: &Core, snap: &Snapshot) -> DetailedTask {
     let payload = match &snap.outcome {
@@ -372,7 +384,7 @@ pub(super) fn detailed_task(core: &Core, snap: &Snapshot) -> DetailedTask {
         None => TaskPayload::Working,
         Some(o) if snap.cancelled_by.is_some() && o.was_cancelled() => TaskPayload::Cancelled,
         Some(o) => TaskPayload::Completed {
-            result: result_object(&execution_result(o)),
+            result: result_object(&finished_result(snap, o)),
         },
     };
     let mut task = Task::new(

@@ -558,6 +558,47 @@ call_mcp_tool('mcp__code-executor__run-python-code', {'code': src.replace('XX', 
     );
 }
 
+/// A run started by a documents' name and answered later (`yieldAfterMs`, then `wait`)
+/// carries their fields in the answer that ends it, not while it runs; one started by our
+/// name carries none.
+#[tokio::test]
+async fn a_documents_run_answered_by_wait_carries_their_fields() {
+    let (h, _c) = server().await;
+    let code = "await new Promise(r => setTimeout(r, 300)); return 7";
+    for (tool, documents) in [("executeTypescript", true), ("execute_typescript", false)] {
+        let r = h.call(tool, json!({"code": code, "yieldAfterMs": 0})).await;
+        let v = r.structured_content.clone().unwrap_or_default();
+        let handle = v["running"]["handle"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(!handle.is_empty(), "{tool}: {v}");
+        assert!(
+            v.get("success").is_none(),
+            "{tool}: a running answer claims nothing: {v}"
+        );
+        let mut waits = 0;
+        let done = loop {
+            waits += 1;
+            assert!(waits <= 20, "{tool}: the run never ended");
+            let r = h
+                .call("wait", json!({"handle": handle, "timeoutMs": 5000}))
+                .await;
+            let w = r.structured_content.clone().unwrap_or_default();
+            if w.get("running").is_none_or(Value::is_null) {
+                break w;
+            }
+        };
+        assert_eq!(done["result"], 7, "{tool}: {done}");
+        assert_eq!(done.get("success").is_some(), documents, "{tool}: {done}");
+        if documents {
+            assert_eq!(done["success"], true, "{done}");
+            assert!(done["execution_ms"].is_number(), "{done}");
+            assert_eq!(done["samplingMetrics"]["totalRounds"], 0, "{done}");
+        }
+    }
+}
+
 /// Each call of one of the executor's own tools from code is a tool call: counted on the
 /// request's `maxToolCalls` (a loop or a fan-out of nested runs stops there, in both
 /// languages), and judged by the policy's rules for `code-executor` and by `allowedTools`

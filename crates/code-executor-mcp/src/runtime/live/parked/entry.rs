@@ -35,6 +35,8 @@ pub(crate) enum State {
 pub(crate) struct Entry {
     pub(crate) execution: String,
     pub(crate) kind: Kind,
+    /// Started by a name of the product line's documents (see `runtime::door::Mode`).
+    pub(crate) documents: bool,
     pub(crate) created: Instant,
     pub(crate) created_at: String,
     /// Deadline of the run, from its start: bounds how long it can be `working`.

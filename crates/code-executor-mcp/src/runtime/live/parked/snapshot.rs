@@ -12,6 +12,8 @@ use crate::runtime::run::events::Progress;
 /// The state of one parked execution, as `wait` and `tasks/get` show it.
 pub(crate) struct Snapshot {
     pub handle: String,
+    /// Started by a name of the product line's documents: its answer carries their fields.
+    pub documents: bool,
     pub created_at: String,
     /// When it finished (or now, while it runs).
     pub updated_at: String,
@@ -97,6 +99,7 @@ pub(crate) fn snapshot(
     };
     Snapshot {
         handle: handle.to_string(),
+        documents: e.documents,
         created_at: e.created_at.clone(),
         updated_at,
         ttl_ms,

@@ -153,6 +153,7 @@ impl Parked {
             Entry {
                 execution: ctx.execution.clone(),
                 kind,
+                documents: false,
                 created: Instant::now(),
                 created_at: rmcp::task_manager::current_timestamp(),
                 duration,
@@ -170,6 +171,14 @@ impl Parked {
             },
         );
         Ok(handle)
+    }
+
+    /// The execution behind `handle` was started by a name of the product line's documents:
+    /// its answer carries their fields too, whenever it is given.
+    pub(crate) fn started_by_documents_name(&self, handle: &str) {
+        if let Some(e) = self.lock().handles.get_mut(handle) {
+            e.documents = true;
+        }
     }
 
     /// The execution behind `handle` ended with `outcome`: kept for the keep time (or
