@@ -10,7 +10,7 @@
 mod approvals;
 mod doctor;
 mod serve_args;
-mod tools;
+mod tool_commands;
 
 use std::io::{IsTerminal, Read};
 use std::os::fd::AsFd;
@@ -22,27 +22,27 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use rmcp::ServiceExt;
 
-use crate::catalog::Catalog;
 use crate::composition::Core;
-use crate::config::settings::ProjectSettings;
-use crate::config::sources::Places;
-use crate::config::{Config, LoadOptions, Settings};
-use crate::console::{Hinted, report_error, say, say_bytes, tell};
-use crate::defaults::{DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
 use crate::options::CoreOptions;
-use crate::principal::Principal;
-use crate::runtime::execution::ExecRequest;
-use crate::runtime::python::{PYTHON_ENV, PythonOptions, SITE_PACKAGES_ENV};
-use crate::runtime::worker::Language;
 use crate::server::{CodeExecutorServer, render_text_within};
 use doctor::doctor;
+use policy::principal::Principal;
+use runtime::execution::ExecRequest;
+use runtime::python::{PYTHON_ENV, PythonOptions, SITE_PACKAGES_ENV};
+use runtime::worker::Language;
 use serve_args::ServeArgs;
-use tools::Lang;
+use tool_commands::Lang;
+use tools::catalog::Catalog;
+use tools::config::settings::ProjectSettings;
+use tools::config::sources::Places;
+use tools::config::{Config, LoadOptions, Settings};
+use tools::console::{Hinted, report_error, say, say_bytes, tell};
+use tools::defaults::{DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "code-executor-mcp",
-    version = crate::defaults::VERSION,
+    version = crate::version::VERSION,
     about = "An MCP server that lets an agent use every MCP server it has through sandboxed code."
 )]
 pub struct Cli {
@@ -171,7 +171,7 @@ enum Command {
         /// The server's name in the merged config (see `config show`).
         server: String,
         /// Seconds to wait for the browser's redirect.
-        #[arg(long, value_name = "SECS", default_value_t = crate::oauth::login::DEFAULT_TIMEOUT.as_secs())]
+        #[arg(long, value_name = "SECS", default_value_t = tools::oauth::login::DEFAULT_TIMEOUT.as_secs())]
         timeout: u64,
     },
     /// Forget the stored OAuth login of a server (every URL it had).
@@ -274,7 +274,7 @@ Try it without a client:  code-executor-mcp demo
 Check this machine:       code-executor-mcp doctor
 Serve on this terminal anyway: code-executor-mcp serve
 All commands:             code-executor-mcp --help",
-        version = crate::defaults::VERSION,
+        version = crate::version::VERSION,
     )
 }
 
@@ -285,7 +285,7 @@ pub fn main() -> ExitCode {
     init_tracing(quiet, cli.log_format);
     if !quiet {
         // OpenTelemetry export, when the standard OTEL_* variables ask for it.
-        crate::trace::init();
+        tools::trace::init();
     }
     // One thread drives everything: a request's path crosses several tasks (worker frames,
     // bridge, upstream client), and on a current-thread runtime those hand-offs are function
@@ -317,7 +317,7 @@ pub fn main() -> ExitCode {
     };
     // Output that could not be written (other than to a reader that went away) fails the
     // command.
-    let code = match crate::console::stdout_failure() {
+    let code = match tools::console::stdout_failure() {
         Some(why) => {
             report_error(&anyhow::anyhow!("cannot write to stdout: {why}"));
             ExitCode::FAILURE
@@ -328,7 +328,7 @@ pub fn main() -> ExitCode {
     // a signal): the runtime does not wait for it.
     rt.shutdown_timeout(std::time::Duration::from_secs(2));
     // Spans still queued are exported before the process ends.
-    crate::trace::shutdown();
+    tools::trace::shutdown();
     code
 }
 
@@ -339,8 +339,8 @@ fn init_tracing(quiet: bool, format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        // Redacted: an upstream's stderr and errors are logged (crate::policy::redact).
-        .with_writer(crate::policy::redact::LogWriter)
+        // Redacted: an upstream's stderr and errors are logged (policy::redact).
+        .with_writer(policy::redact::LogWriter)
         .with_ansi(false);
     match format {
         LogFormat::Text => builder.init(),
@@ -374,7 +374,7 @@ fn load_with(cli: &Cli, only: Option<PathBuf>) -> anyhow::Result<(Config, Settin
     opts.pool_shrink_after = settings.pool_shrink_after;
     if opts
         .pool_max
-        .is_some_and(|m| m > crate::defaults::MAX_POOL_SIZE)
+        .is_some_and(|m| m > tools::defaults::MAX_POOL_SIZE)
     {
         anyhow::bail!("--pool-max is above the maximum of 64");
     }
@@ -405,8 +405,8 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
         Some(Command::Serve(ServeArgs {
             replica_id: Some(id),
             ..
-        })) => crate::replica::Replica::named(id)?,
-        _ => crate::replica::Replica::single(),
+        })) => policy::replica::Replica::named(id)?,
+        _ => policy::replica::Replica::single(),
     };
     Ok(CoreOptions {
         exe,
@@ -416,10 +416,10 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
         pool_max: cli.pool_max,
         pool_memory_bytes: cli
             .pool_memory_mb
-            .map_or(crate::defaults::DEFAULT_POOL_MEMORY_BYTES, |mb| {
+            .map_or(tools::defaults::DEFAULT_POOL_MEMORY_BYTES, |mb| {
                 mb.saturating_mul(1024 * 1024)
             }),
-        pool_shrink_after: crate::defaults::DEFAULT_POOL_SHRINK_AFTER,
+        pool_shrink_after: tools::defaults::DEFAULT_POOL_SHRINK_AFTER,
         sandbox,
         python: PythonOptions {
             interpreter: cli.python.clone(),
@@ -436,10 +436,10 @@ fn catalog(cli: &Cli) -> anyhow::Result<Catalog> {
     Ok(catalog_of(&config, &settings))
 }
 
-fn catalog_of(config: &Config, settings: &crate::config::Settings) -> Catalog {
-    let cache = crate::catalog::cache::ToolCache::for_config(config);
+fn catalog_of(config: &Config, settings: &tools::config::Settings) -> Catalog {
+    let cache = tools::catalog::cache::ToolCache::for_config(config);
     Catalog::with_cache(
-        Arc::new(crate::upstream::Upstreams::new(config, settings)),
+        Arc::new(tools::upstream::Upstreams::new(config, settings)),
         cache,
     )
 }
@@ -535,7 +535,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }) => {
             let permissions = permissions
                 .as_deref()
-                .map(serde_json::from_str::<crate::policy::access::PermissionsRequest>)
+                .map(serde_json::from_str::<policy::access::PermissionsRequest>)
                 .transpose()
                 .context(
                     "--permissions: expected {\"read\": [...], \"write\": bool, \"net\": [...]}",
@@ -610,7 +610,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .audit
                 .path
                 .clone()
-                .or_else(crate::policy::audit::default_path)
+                .or_else(policy::audit::default_path)
                 .context("no audit path: set audit.path in the settings or HOME")?;
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("cannot read the audit log {}", path.display()))?;
@@ -619,7 +619,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 say(&if *json {
                     (*line).to_string()
                 } else {
-                    crate::policy::audit::pretty(line)
+                    policy::audit::pretty(line)
                 });
             }
             Ok(ExitCode::SUCCESS)
@@ -634,9 +634,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 for entry in list {
                     let spec = entry["name"].as_str().and_then(|n| config.servers.get(n));
                     if let Some(spec) = spec
-                        && crate::oauth::server_url(spec).is_some()
+                        && tools::oauth::server_url(spec).is_some()
                     {
-                        entry["oauthLogin"] = serde_json::json!(if crate::oauth::has_login(
+                        entry["oauthLogin"] = serde_json::json!(if tools::oauth::has_login(
                             spec,
                             config.token_dir.as_deref()
                         ) {
@@ -663,7 +663,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "projectFile": project_settings_json(settings.project.as_ref()),
                 // Where the hooks that judge calls and runs come from (docs/guardrails.md).
                 "hooks": {
-                    "ours": settings.hooks.groups(&crate::policy::hooks::Origin(String::new())).len(),
+                    "ours": settings.hooks.groups(&policy::hooks::Origin(String::new())).len(),
                     "clientFiles": if settings.hooks.from_clients == Some(false) {
                         Vec::new()
                     } else {
@@ -671,8 +671,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     },
                 },
                 "toolChanges": match settings.tool_changes {
-                    crate::policy::approval::ChangedTools::Refuse => "refuse",
-                    crate::policy::approval::ChangedTools::Ask => "ask",
+                    policy::approval::ChangedTools::Refuse => "refuse",
+                    policy::approval::ChangedTools::Ask => "ask",
                 },
             });
             if let (Some(ProjectSettings::Ignored { path, reason }), Some(w)) =
@@ -695,20 +695,20 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let catalog = catalog_of(&config, &settings);
             // Skills are ranked among the tools, as `search_tools` ranks them.
             let skills = crate::composition::skills(&config, &settings);
-            let params = crate::catalog::SearchParams {
+            let params = tools::catalog::SearchParams {
                 query,
                 detail: detail.as_deref(),
                 server: server.as_deref(),
                 limit: *limit,
                 cursor: cursor.as_deref(),
             };
-            say(&tools::search(&catalog, &skills, &params, *json).await?);
+            say(&tool_commands::search(&catalog, &skills, &params, *json).await?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Tools(ToolsCommand::Accept { name, all })) => {
             let (config, settings, _) = load(&cli)?;
-            let definitions = crate::upstream::definitions::Definitions::new(
-                crate::catalog::cache::default_dir().as_deref(),
+            let definitions = tools::upstream::definitions::Definitions::new(
+                tools::catalog::cache::default_dir().as_deref(),
                 settings.tool_changes,
             );
             let held: Vec<_> = definitions
@@ -719,10 +719,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let chosen: Vec<_> = match (name, all) {
                 (_, true) => held,
                 (Some(name), false) => {
-                    let (server, tool) = crate::catalog::split_qualified(
+                    let (server, tool) = tools::catalog::split_qualified(
                         config.servers.keys().map(String::as_str),
                         name,
-                        crate::catalog::Asker::Person,
+                        tools::catalog::Asker::Person,
                     )
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
                     let found: Vec<_> = held
@@ -741,7 +741,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ),
             };
             for n in &chosen {
-                let name = crate::policy::qualified_name(&n.server, &n.tool);
+                let name = policy::qualified_name(&n.server, &n.tool);
                 definitions.accept(&n.server, &n.tool);
                 say(&format!(
                     "accepted {name}: {}",
@@ -754,11 +754,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Tools(ToolsCommand::Show { name, lang, json })) => {
-            say(&tools::show(&catalog(&cli)?, name, *lang, *json).await?);
+            say(&tool_commands::show(&catalog(&cli)?, name, *lang, *json).await?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Wrappers { lang, out }) => {
-            say(&tools::wrappers(&catalog(&cli)?, *lang, out).await?);
+            say(&tool_commands::wrappers(&catalog(&cli)?, *lang, out).await?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => crate::bench::run(options(&cli)?, args).await,
@@ -778,7 +778,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .token_dir
                 .clone()
                 .context("no user config dir to keep the token in: set HOME or XDG_CONFIG_HOME")?;
-            let outcome = crate::oauth::login::login(
+            let outcome = tools::oauth::login::login(
                 spec,
                 &dir,
                 std::time::Duration::from_secs(*timeout),
@@ -809,9 +809,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let cwd = std::env::current_dir().context("cannot read the working directory")?;
             let dir = Places::from_env(cwd)
                 .config_dir
-                .map(|d| crate::config::token_dir_in(&d))
+                .map(|d| tools::config::token_dir_in(&d))
                 .context("no user config dir: set HOME or XDG_CONFIG_HOME")?;
-            let removed = crate::oauth::store::remove_server(&dir, server)
+            let removed = tools::oauth::store::remove_server(&dir, server)
                 .with_context(|| format!("cannot remove tokens under {}", dir.display()))?;
             if removed.is_empty() {
                 say(&format!(

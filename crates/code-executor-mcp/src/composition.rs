@@ -7,29 +7,29 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::catalog::Catalog;
-use crate::config::Config;
-use crate::confinement::worker_policy;
 use crate::options::CoreOptions;
-use crate::policy::Policy;
-use crate::principal::Principal;
-use crate::runtime::door::{Caller, Mode, Start, Started, Work};
-use crate::runtime::execution::ExecRequest;
-use crate::runtime::live::sessions::Sessions;
-use crate::runtime::pool::Pool;
-use crate::runtime::python::PythonRuntime;
-use crate::runtime::run::client::ClientLink;
-use crate::runtime::worker::{Language, WorkerSpawner};
-use crate::runtime::{ExecOutcome, Runtime};
-use crate::upstream::Upstreams;
+use policy::Policy;
+use policy::principal::Principal;
+use runtime::confinement::worker_policy;
+use runtime::door::{Caller, Mode, Start, Started, Work};
+use runtime::execution::ExecRequest;
+use runtime::live::sessions::Sessions;
+use runtime::pool::Pool;
+use runtime::python::PythonRuntime;
+use runtime::run::client::ClientLink;
+use runtime::worker::{Language, WorkerSpawner};
+use runtime::{ExecOutcome, Runtime};
+use tools::catalog::Catalog;
+use tools::config::Config;
+use tools::upstream::Upstreams;
 
 /// The skills of the user, of the working directory's project (when it is trusted) and of
 /// the directories the settings serve (also what `tools search` ranks among the tools).
 pub(crate) fn skills(
     config: &Config,
-    settings: &crate::config::Settings,
-) -> crate::skills::store::Skills {
-    use crate::skills::store::{PROJECT_SKILLS, Skills};
+    settings: &tools::config::Settings,
+) -> tools::skills::store::Skills {
+    use tools::skills::store::{PROJECT_SKILLS, Skills};
     let project = config.project_dir.as_ref().map(|d| d.join(PROJECT_SKILLS));
     let trust = config.project_trust.clone().unwrap_or(Ok(()));
     let trust = trust.as_ref().map_err(|why| why as &dyn std::fmt::Display);
@@ -51,18 +51,16 @@ impl Core {
     /// background. Needs a tokio runtime.
     pub fn start(
         config: &Config,
-        settings: &crate::config::Settings,
+        settings: &tools::config::Settings,
         options: CoreOptions,
     ) -> Arc<Core> {
-        let redactor = Arc::new(crate::policy::redact::Redactor::new(secrets(
-            config, settings,
-        )));
-        crate::policy::redact::install_for_logs(redactor.clone());
+        let redactor = Arc::new(policy::redact::Redactor::new(secrets(config, settings)));
+        policy::redact::install_for_logs(redactor.clone());
         let upstreams = Arc::new(
             Upstreams::new(config, settings)
                 .with_redactor(redactor.clone())
-                .with_definitions(crate::upstream::definitions::Definitions::new(
-                    crate::catalog::cache::default_dir().as_deref(),
+                .with_definitions(tools::upstream::definitions::Definitions::new(
+                    tools::catalog::cache::default_dir().as_deref(),
                     settings.tool_changes,
                 )),
         );
@@ -73,27 +71,27 @@ impl Core {
                 settings.execution_limits,
                 &settings.audit,
                 settings.limits,
-                crate::runtime::output::default_scratch_root(),
+                runtime::output::default_scratch_root(),
             )
             .with_servers(config.servers.keys())
             .with_long_runs(settings.long_runs)
             .with_pauses(settings.approvals.clone(), settings.llm.clone(), redactor)
             .with_access(settings.permissions.clone())
             .with_pii(settings.pii.clone())
-            .with_hooks(crate::policy::hooks::Hooks::new(
+            .with_hooks(policy::hooks::Hooks::new(
                 &settings.hooks,
                 &config.client_hooks,
                 config.project_dir.clone(),
             )),
         );
-        if let Some(filter) = crate::policy::pii::log_filter(&policy.pii) {
-            crate::policy::redact::install_log_filter(Arc::new(filter));
+        if let Some(filter) = policy::pii::log_filter(&policy.pii) {
+            policy::redact::install_log_filter(Arc::new(filter));
         }
         for pattern in &settings.direct_tools {
             let names = config.servers.keys().map(String::as_str);
             if !names
                 .clone()
-                .any(|s| crate::policy::pattern::reaches(pattern, names.clone(), s))
+                .any(|s| policy::pattern::reaches(pattern, names.clone(), s))
             {
                 tracing::warn!(
                     "directTools: {pattern} reaches no configured server; it pins nothing"
@@ -102,7 +100,7 @@ impl Core {
         }
         let catalog = Catalog::with_cache(
             upstreams,
-            crate::catalog::cache::ToolCache::for_config(config),
+            tools::catalog::cache::ToolCache::for_config(config),
         );
         let sandbox_policy = worker_policy(
             options.sandbox,
@@ -110,7 +108,7 @@ impl Core {
             settings.long_runs.max_duration_ms,
         );
         let spawner = WorkerSpawner::javascript(&options.exe, sandbox_policy.clone());
-        let budget = crate::runtime::pool::MemoryBudget::new(options.pool_memory_bytes);
+        let budget = runtime::pool::MemoryBudget::new(options.pool_memory_bytes);
         let pool = Pool::start(
             spawner,
             options.sizing(options.pool_size, options.pool_size_pinned),
@@ -122,8 +120,8 @@ impl Core {
             options.sizing(options.python.pool_size, options.python.pool_size_pinned),
             budget,
         );
-        let root = crate::runtime::roots::workspace_root();
-        crate::runtime::roots::remove_stale_roots_in_background(root.clone());
+        let root = runtime::roots::workspace_root();
+        runtime::roots::remove_stale_roots_in_background(root.clone());
         let sessions = Sessions::new(settings.sessions, root);
         let runtime = Arc::new(Runtime::new(
             catalog.clone(),
@@ -134,21 +132,21 @@ impl Core {
             sessions,
             options.replica.clone(),
             Arc::new(skills(config, settings)),
-            crate::check::Checkers::new(
+            runtime::check::Checkers::new(
                 settings.check.clone(),
-                crate::check::Confinement {
+                runtime::check::Confinement {
                     mode: options.sandbox,
                     helper_exe: Some(options.exe.clone()),
                     memory_bytes: settings
                         .check
                         .memory_mb
-                        .unwrap_or(crate::check::confine::DEFAULT_MEMORY_MB)
+                        .unwrap_or(runtime::check::confine::DEFAULT_MEMORY_MB)
                         << 20,
                 },
             ),
         ));
-        crate::runtime::end_idle_sessions(Arc::downgrade(&runtime));
-        crate::runtime::sweep_periodically(Arc::downgrade(&runtime));
+        runtime::end_idle_sessions(Arc::downgrade(&runtime));
+        runtime::sweep_periodically(Arc::downgrade(&runtime));
         Arc::new(Core {
             runtime,
             policy,
@@ -160,7 +158,7 @@ impl Core {
     }
 
     /// Runs code for `principal` through the runtime's one door and waits for the outcome
-    /// (see [`crate::runtime::door`]). Never fails: a refusal is an outcome with `error`.
+    /// (see [`runtime::door`]). Never fails: a refusal is an outcome with `error`.
     pub(crate) async fn execute(
         &self,
         language: Language,
@@ -229,12 +227,12 @@ impl Core {
     }
 }
 
-/// Every credential the server holds: the configuration's (`crate::config::secret_values`), the
+/// Every credential the server holds: the configuration's (`tools::config::secret_values`), the
 /// model provider's key (`llm.provider.apiKeyEnv`) and the tokens of stored OAuth logins.
 /// A token refreshed or obtained later joins when the store saves it
-/// (`crate::policy::redact::learn_secret`).
-fn secrets(config: &Config, settings: &crate::config::Settings) -> Vec<String> {
-    let mut out = crate::config::secret_values(config);
+/// (`policy::redact::learn_secret`).
+fn secrets(config: &Config, settings: &tools::config::Settings) -> Vec<String> {
+    let mut out = tools::config::secret_values(config);
     if let Some(var) = settings
         .llm
         .provider
@@ -244,6 +242,6 @@ fn secrets(config: &Config, settings: &crate::config::Settings) -> Vec<String> {
     {
         out.push(key);
     }
-    out.extend(crate::oauth::stored_tokens(config));
+    out.extend(tools::oauth::stored_tokens(config));
     out
 }

@@ -14,14 +14,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::composition::Core;
-use crate::config::{Config, ServerSpec, Settings, Transport};
-use crate::console::say;
-use crate::defaults::DEMO_SERVER_ARG;
 use crate::options::CoreOptions;
-use crate::principal::Principal;
-use crate::runtime::execution::ExecRequest;
 use crate::server::{render_text, tool_definitions};
 use crate::tokens::count_tokens;
+use policy::principal::Principal;
+use runtime::execution::ExecRequest;
+use tools::config::{Config, ServerSpec, Settings, Transport};
+use tools::console::say;
+use tools::defaults::DEMO_SERVER_ARG;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -352,7 +352,7 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
     say(&format!("--- program (TypeScript) ---\n{DEMO_CODE}"));
     let outcome = core
         .execute(
-            crate::runtime::worker::Language::JavaScript,
+            runtime::worker::Language::JavaScript,
             ExecRequest {
                 code: DEMO_CODE.into(),
                 ..ExecRequest::default()
@@ -380,7 +380,7 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
             "shop",
             "list_orders",
             json_map(json!({"status": "open"})),
-            crate::policy::UPSTREAM_CALL_TIMEOUT,
+            policy::UPSTREAM_CALL_TIMEOUT,
         )
         .await?
         .0;
@@ -400,7 +400,7 @@ pub async fn run_demo(opts: CoreOptions) -> anyhow::Result<ExitCode> {
                 "shop",
                 "get_customer",
                 json_map(json!({"id": customer})),
-                crate::policy::UPSTREAM_CALL_TIMEOUT,
+                policy::UPSTREAM_CALL_TIMEOUT,
             )
             .await?
             .0;

@@ -3,9 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::replica;
-use crate::runtime;
-use crate::runtime::python::PythonOptions;
+use policy::replica;
+use runtime::python::PythonOptions;
 
 /// How the core is started.
 #[derive(Debug, Clone)]
@@ -38,7 +37,7 @@ impl CoreOptions {
         let max = match self.pool_max {
             Some(max) => max.max(min),
             None if min == 0 || pinned => min,
-            None => crate::defaults::DEFAULT_POOL_MAX.max(min),
+            None => tools::defaults::DEFAULT_POOL_MAX.max(min),
         };
         runtime::pool::PoolSizing {
             min,

@@ -5,7 +5,7 @@
 //! failed execution is a tool error (`isError: true`) carrying the same structure; only a
 //! malformed request is a protocol error.
 //!
-//! A call's name is looked up in one table ([`crate::own_tools`]): our listed names, and the
+//! A call's name is looked up in one table ([`tools::own_tools`]): our listed names, and the
 //! product line's documents' names for the same tools, callable and never listed; the
 //! arguments are turned into ours there (an unknown one is a protocol error naming the ones
 //! the tool takes), and an execution called by a documents' name answers with their fields
@@ -31,20 +31,20 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::catalog::SearchParams;
 use crate::composition::Core;
-use crate::own_tools::{self, OwnTool};
-use crate::policy::ToolAllowlist;
-use crate::principal::Principal;
-use crate::runtime::ExecOutcome;
-use crate::runtime::door::{Caller, DirectCall, Mode, Start, Started, Work};
-use crate::runtime::execution::{Event, ExecRequest, Execution, SessionArg};
-use crate::runtime::parked::Kind;
-use crate::runtime::run::client::{ClientCaps, ClientLink, InputRoute};
-use crate::runtime::worker::Language;
+use policy::ToolAllowlist;
+use policy::principal::Principal;
 pub use render::{execution_result, execution_result_owned, render_text, render_text_within};
+use runtime::ExecOutcome;
+use runtime::door::{Caller, DirectCall, Mode, Start, Started, Work};
+use runtime::execution::{Event, ExecRequest, Execution, SessionArg};
+use runtime::parked::Kind;
+use runtime::run::client::{ClientCaps, ClientLink, InputRoute};
+use runtime::worker::Language;
+use tools::catalog::SearchParams;
+use tools::own_tools::{self, OwnTool};
 
-pub use crate::own_tools::tool_definitions;
+pub use tools::own_tools::tool_definitions;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -60,14 +60,14 @@ struct ExecuteArgs {
     timeout_ms: Option<u64>,
     allowed_tools: Option<Vec<String>>,
     #[serde(default)]
-    limits: crate::policy::RequestLimits,
+    limits: policy::RequestLimits,
     session: Option<String>,
     #[serde(default)]
     reset: bool,
     yield_after_ms: Option<u64>,
     #[serde(default)]
     enable_sampling: bool,
-    permissions: Option<crate::policy::access::PermissionsRequest>,
+    permissions: Option<policy::access::PermissionsRequest>,
     /// Type-check the code before it runs (against the declared and inferred types of the
     /// tools it can reach); errors come back like a syntax error and nothing runs.
     check: Option<bool>,
@@ -162,7 +162,7 @@ impl CodeExecutorServer {
         principal: Principal,
         client: ClientLink,
         tasks: Tasks,
-        trace: Option<crate::trace::TraceContext>,
+        trace: Option<tools::trace::TraceContext>,
     ) -> Result<CallToolResponse, McpError> {
         let named = match own_tools::named(name, PINNED_TOO) {
             Ok(named) => named,
@@ -191,7 +191,7 @@ impl CodeExecutorServer {
                     .allowed_tools
                     .iter()
                     .flatten()
-                    .find_map(|p| crate::policy::pattern::problem(p))
+                    .find_map(|p| policy::pattern::problem(p))
                 {
                     return Err(McpError::invalid_params(
                         format!("allowedTools: {problem}"),
@@ -211,12 +211,12 @@ impl CodeExecutorServer {
                             Some(language.tool_language().to_string()),
                             save.input_schema,
                         );
-                        let saved = crate::runtime::host::skills::save_skill(
+                        let saved = runtime::host::skills::save_skill(
                             &self.core.catalog,
                             self.core.runtime.skills(),
                             &self.core.policy.audit,
                             &principal.to_string(),
-                            crate::runtime::host::skills::owner_of(&principal),
+                            runtime::host::skills::owner_of(&principal),
                             req,
                         )
                         .await;
@@ -338,11 +338,10 @@ impl CodeExecutorServer {
                 let a: SearchArgs = parse(named.name, args)?;
                 let catalog = &self.core.catalog;
                 let skills =
-                    crate::runtime::host::skills::search_docs(catalog, self.core.runtime.skills())
-                        .await;
+                    runtime::host::skills::search_docs(catalog, self.core.runtime.skills()).await;
                 let found = catalog
                     .search_with(
-                        &crate::catalog::ToolView::default(),
+                        &tools::catalog::ToolView::default(),
                         &SearchParams {
                             query: &a.query,
                             detail: a.detail.as_deref(),
@@ -428,8 +427,8 @@ fn runs_report(core: &Core, principal: &Principal) -> Value {
             json!({
                 "handle": handle,
                 "kind": match kind {
-                    crate::runtime::parked::Kind::Task => "task",
-                    crate::runtime::parked::Kind::Yielded => "yielded",
+                    runtime::parked::Kind::Task => "task",
+                    runtime::parked::Kind::Yielded => "yielded",
                 },
                 "running": running,
             })
@@ -596,7 +595,7 @@ fn saved_result(saved: Result<Value, worker_protocol::CallOutcome>) -> CallToolR
 /// A discovery answer: the value as structured content, or a tool error with the message.
 /// Servers the answer could not cover (`unavailable`) are also said in a text block of their
 /// own, in plain words, after the JSON one.
-fn value_result(v: Result<Value, crate::catalog::error::CatalogError>) -> CallToolResult {
+fn value_result(v: Result<Value, tools::catalog::error::CatalogError>) -> CallToolResult {
     match v {
         Ok(v) => {
             let mut blocks = vec![ContentBlock::text(v.to_string())];
@@ -621,9 +620,9 @@ fn value_result(v: Result<Value, crate::catalog::error::CatalogError>) -> CallTo
 /// named by what its `initialize` declared. Everything that keeps state per caller keys on
 /// this value (rate limits, sessions, parked runs, audit lines).
 /// The span of one `tools/call`, under the caller's trace context: `_meta.traceparent` first,
-/// else (streamable HTTP) the `traceparent` header. See `crate::trace`.
-fn request_span(context: &RequestContext<RoleServer>, tool: &str) -> crate::trace::Span {
-    use crate::trace::{Kind, Span, TraceContext};
+/// else (streamable HTTP) the `traceparent` header. See `tools::trace`.
+fn request_span(context: &RequestContext<RoleServer>, tool: &str) -> tools::trace::Span {
+    use tools::trace::{Kind, Span, TraceContext};
     let parent = TraceContext::from_meta(&context.meta.0.0).or_else(|| {
         context
             .extensions

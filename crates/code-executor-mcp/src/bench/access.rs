@@ -81,7 +81,7 @@ pub(super) async fn report(
         &[("CODE_EXECUTOR_CONFIG_PATH", settings.as_path())],
     )
     .await?;
-    crate::tls::install_tls_provider();
+    tools::tls::install_tls_provider();
     let direct = reqwest::Client::builder()
         .no_proxy()
         .build()

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::args::BenchArgs;
 use super::http::{Client, call, connect, served_url, wait_ready};
-use crate::console::say;
+use tools::console::say;
 
 /// Environment variable holding the container's bearer token.
 pub(crate) const TOKEN_ENV: &str = "CODE_EXECUTOR_BENCH_TOKEN";
@@ -86,7 +86,7 @@ fn version(c: &Client) -> String {
 }
 
 pub(crate) async fn run(exe: PathBuf, args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    crate::tls::install_tls_provider();
+    tools::tls::install_tls_provider();
     let container_url = args.container_url.clone().context("--container-url URL")?;
     let token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty());
     let n = args.iterations.max(5);

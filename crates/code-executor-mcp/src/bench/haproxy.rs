@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::args::BenchArgs;
 use super::http::{free_port, round, start_ours, wait_listening, wait_ready};
-use crate::console::say;
+use tools::console::say;
 
 /// Concurrent clients per round.
 const CLIENTS: [usize; 2] = [8, 32];

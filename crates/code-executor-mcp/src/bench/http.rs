@@ -21,7 +21,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 use super::args::BenchArgs;
-use crate::console::say;
+use tools::console::say;
 
 pub(crate) type Client = RunningService<RoleClient, ()>;
 
@@ -223,7 +223,7 @@ pub(crate) async fn wait_ready(base: &str) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn run(exe: PathBuf, args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    crate::tls::install_tls_provider();
+    tools::tls::install_tls_provider();
     let everything = args.everything_js()?;
     let per_client = args.iterations.max(5);
     // Direct: server-everything over streamable HTTP.

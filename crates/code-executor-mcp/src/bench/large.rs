@@ -95,7 +95,7 @@ pub(super) async fn pii_server(
     let (client, pid) = super::measure::spawn_client_with(
         exe,
         args,
-        &[(crate::config::settings::SETTINGS_PATH_ENV, &path)],
+        &[(tools::config::settings::SETTINGS_PATH_ENV, &path)],
     )
     .await?;
     client.peer().list_all_tools().await?;

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::{Value, json};
 
-use crate::console::{Progress, say};
 use crate::options::CoreOptions;
+use tools::console::{Progress, say};
 
 mod access;
 pub(crate) mod args;
@@ -51,7 +51,7 @@ pub(crate) async fn run(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<E
     if args.container_url.is_some() {
         container::run(opts.exe, args).await
     } else if args.http && args.via_haproxy {
-        crate::tls::install_tls_provider();
+        tools::tls::install_tls_provider();
         haproxy::run(opts.exe, args).await
     } else if args.http {
         http::run(opts.exe, args).await
@@ -67,7 +67,7 @@ const COLD_STARTS: usize = 5;
 /// evaluation set's recall@1, recall@5 and MRR (over the 2,000-tool evaluation catalog and
 /// over the 10,000-tool one).
 pub fn search_report() -> Value {
-    use crate::catalog::{eval, search::Index, synthetic};
+    use tools::catalog::{eval, search::Index, synthetic};
     const BIG: usize = 10_000;
     let queries = eval::queries();
     let t = Instant::now();
@@ -416,7 +416,7 @@ async fn run_bench(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCo
     let py_trivial_back_to_back = sample(n, || exec_py("1 + 1")).await?;
     // Idle: past the quiet period after which the server gives back the memory that the
     // large results above left it keeping for reuse (`runtime::memory`).
-    tokio::time::sleep(crate::runtime::memory::QUIET + Duration::from_millis(500)).await;
+    tokio::time::sleep(runtime::memory::QUIET + Duration::from_millis(500)).await;
     let idle_rss = our_pid.and_then(rss_kib);
 
     let _ = std::fs::remove_dir_all(&dir);
@@ -540,7 +540,7 @@ fn pool_args(opts: &CoreOptions) -> Vec<String> {
     ];
     let max = opts.pool_max.or_else(|| {
         (!opts.pool_size_pinned && !opts.python.pool_size_pinned)
-            .then_some(crate::defaults::DEFAULT_POOL_MAX)
+            .then_some(tools::defaults::DEFAULT_POOL_MAX)
     });
     if let Some(max) = max {
         args.push("--pool-max".to_string());

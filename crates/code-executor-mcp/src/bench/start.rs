@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 
 use super::measure::{median, summarize};
 use crate::options::CoreOptions;
-use crate::runtime::pool::{MemoryBudget, PoolSizing};
-use crate::runtime::python::PythonRuntime;
-use crate::runtime::worker::WorkerSpawner;
+use runtime::pool::{MemoryBudget, PoolSizing};
+use runtime::python::PythonRuntime;
+use runtime::worker::WorkerSpawner;
 
 /// Targets of issue #44: median start to `ready`, in ms.
 const TYPESCRIPT_TARGET_MS: f64 = 5.0;
@@ -23,7 +23,7 @@ const PYTHON_TARGET_MS: f64 = 10.0;
 
 /// `rounds` starts of each language, alternating.
 pub(super) async fn report(opts: &CoreOptions, rounds: usize) -> anyhow::Result<Value> {
-    let policy = crate::confinement::worker_policy(opts.sandbox, &opts.exe, 0);
+    let policy = runtime::confinement::worker_policy(opts.sandbox, &opts.exe, 0);
     let js = WorkerSpawner::javascript(&opts.exe, policy.clone());
     // A runtime without a pool (max 0): only its spawner is used.
     let none = PoolSizing {
@@ -35,7 +35,7 @@ pub(super) async fn report(opts: &CoreOptions, rounds: usize) -> anyhow::Result<
     let py = match python.pool().await {
         Ok(pool) => Some(pool.spawner().clone()),
         Err(e) => {
-            crate::console::say(&format!("bench: Python start not measured: {e}"));
+            tools::console::say(&format!("bench: Python start not measured: {e}"));
             None
         }
     };

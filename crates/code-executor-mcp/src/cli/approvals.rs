@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::console::{Hinted, say};
-use crate::runtime::host::inbox::{
+use runtime::host::inbox::{
     LinkFile, Pending, TOKEN_HEADER, VIA_HEADER, link_dir, link_file_trusted,
 };
+use tools::console::{Hinted, say};
 
 /// How often `watch` looks again.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
@@ -57,7 +57,7 @@ fn servers() -> anyhow::Result<Vec<LinkFile>> {
 }
 
 fn client() -> anyhow::Result<reqwest::Client> {
-    crate::tls::install_tls_provider();
+    tools::tls::install_tls_provider();
     reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(10))
@@ -123,7 +123,7 @@ pub async fn list() -> anyhow::Result<()> {
                     say(&line(&s, &p));
                 }
             }
-            Err(e) => crate::console::tell(&format!(
+            Err(e) => tools::console::tell(&format!(
                 "warning: the server with pid {} did not answer: {e:#}",
                 s.pid
             )),

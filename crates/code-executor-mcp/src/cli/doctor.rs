@@ -4,14 +4,14 @@
 use std::process::ExitCode;
 
 use crate::composition::Core;
-use crate::config::settings::ProjectSettings;
-use crate::config::{Config, Settings};
-use crate::console::say;
 use crate::options::CoreOptions;
-use crate::principal::Principal;
-use crate::runtime::execution::ExecRequest;
-use crate::runtime::python::PythonOptions;
-use crate::runtime::worker::Language;
+use policy::principal::Principal;
+use runtime::execution::ExecRequest;
+use runtime::python::PythonOptions;
+use runtime::worker::Language;
+use tools::config::settings::ProjectSettings;
+use tools::config::{Config, Settings};
+use tools::console::say;
 
 /// `options` and `load` are the command line's (called in this order, as `doctor` needs them).
 pub(super) async fn doctor(
@@ -19,10 +19,10 @@ pub(super) async fn doctor(
     load: impl FnOnce() -> anyhow::Result<(Config, Settings, CoreOptions)>,
 ) -> anyhow::Result<ExitCode> {
     let opts = options()?;
-    let policy = crate::confinement::worker_policy(
+    let policy = runtime::confinement::worker_policy(
         sandbox::SandboxMode::Enforce,
         &opts.exe,
-        crate::policy::MAX_TIMEOUT_MS,
+        policy::MAX_TIMEOUT_MS,
     );
     let report = sandbox::probe(&policy);
     say(&format!(
@@ -61,7 +61,7 @@ pub(super) async fn doctor(
             if !settings.audit.enabled {
                 say("audit log: off (audit.enabled is false)");
             } else {
-                match crate::policy::audit::AuditLog::open(&settings.audit) {
+                match policy::audit::AuditLog::open(&settings.audit) {
                     Ok(log) => say(&format!(
                         "audit log: {}",
                         log.path()
@@ -77,8 +77,8 @@ pub(super) async fn doctor(
                 }
             }
             // Tools whose definition changed since a person accepted it, or that hid text.
-            let definitions = crate::upstream::definitions::Definitions::new(
-                crate::catalog::cache::default_dir().as_deref(),
+            let definitions = tools::upstream::definitions::Definitions::new(
+                tools::catalog::cache::default_dir().as_deref(),
                 settings.tool_changes,
             );
             let notices = definitions.notices(config.servers.keys().map(String::as_str));
@@ -87,7 +87,7 @@ pub(super) async fn doctor(
             } else {
                 say("tool definitions:");
                 for n in &notices {
-                    let name = crate::policy::qualified_name(&n.server, &n.tool);
+                    let name = policy::qualified_name(&n.server, &n.tool);
                     if let Some(what) = &n.changed {
                         say(&format!(
                             "  HELD {name}: {what}; accept it with `code-executor-mcp tools accept {name}`"
@@ -117,9 +117,9 @@ pub(super) async fn doctor(
                 config.servers.len()
             ));
             for (name, spec) in &config.servers {
-                let login = match crate::oauth::server_url(spec) {
+                let login = match tools::oauth::server_url(spec) {
                     None => String::new(),
-                    Some(_) if crate::oauth::has_login(spec, config.token_dir.as_deref()) => {
+                    Some(_) if tools::oauth::has_login(spec, config.token_dir.as_deref()) => {
                         "; OAuth login stored".to_string()
                     }
                     Some(_) => format!(
@@ -228,12 +228,12 @@ pub(super) async fn doctor(
 /// `directTools`: what each pattern pins (the servers it reaches are started, as a
 /// `tools/list` would), the names they are listed under, and what they cost `tools/list`.
 async fn direct_tools(config: &Config, settings: &Settings) {
-    let upstreams = std::sync::Arc::new(crate::upstream::Upstreams::new(config, settings));
-    let catalog = crate::catalog::Catalog::new(upstreams.clone());
+    let upstreams = std::sync::Arc::new(tools::upstream::Upstreams::new(config, settings));
+    let catalog = tools::catalog::Catalog::new(upstreams.clone());
     let (pinned, errors) = catalog
         .pinned(
-            &crate::policy::ToolAllowlist::allow_all(),
-            Some(crate::upstream::SEARCH_START_WAIT),
+            &policy::ToolAllowlist::allow_all(),
+            Some(tools::upstream::SEARCH_START_WAIT),
             None,
         )
         .await;
@@ -245,21 +245,22 @@ async fn direct_tools(config: &Config, settings: &Settings) {
         say(&format!(
             "  {} ({})",
             p.name,
-            crate::policy::qualified_name(&p.server, &p.tool.name)
+            policy::qualified_name(&p.server, &p.tool.name)
         ));
     }
     for pattern in catalog.direct().patterns() {
         let names = upstreams.names();
         if !names
             .clone()
-            .any(|s| crate::policy::pattern::reaches(pattern, names.clone(), s))
+            .any(|s| policy::pattern::reaches(pattern, names.clone(), s))
         {
             say(&format!(
                 "  warning: {pattern} reaches no configured server; it pins nothing"
             ));
-        } else if !pinned.iter().any(|p| {
-            crate::policy::pattern::matches(pattern, names.clone(), &p.server, &p.tool.name)
-        }) {
+        } else if !pinned
+            .iter()
+            .any(|p| policy::pattern::matches(pattern, names.clone(), &p.server, &p.tool.name))
+        {
             say(&format!(
                 "  warning: {pattern} matches no tool the servers list now"
             ));
@@ -270,7 +271,7 @@ async fn direct_tools(config: &Config, settings: &Settings) {
     }
     let own = crate::server::tool_definitions();
     let mut all = own.clone();
-    all.extend(pinned.iter().map(crate::catalog::direct::Pinned::listed));
+    all.extend(pinned.iter().map(tools::catalog::direct::Pinned::listed));
     let count = |tools: &[rmcp::model::Tool]| {
         serde_json::to_string(tools)
             .ok()

@@ -8,7 +8,7 @@ use rmcp::model::Tool;
 use serde::Serialize;
 
 use crate::tokens::{TokenizerError, count_tokens};
-use crate::upstream::{UpstreamError, Upstreams};
+use tools::upstream::{UpstreamError, Upstreams};
 
 /// One upstream server's tools.
 #[derive(Debug, Clone, Serialize)]

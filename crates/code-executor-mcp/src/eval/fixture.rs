@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::error::EvalError;
-use crate::console::Progress;
+use tools::console::Progress;
 
 /// The fixture script.
 const SCRIPT: &str = include_str!("../../eval/fixture.sh");

@@ -33,12 +33,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::composition::Core;
-use crate::config::{Config, Settings};
-use crate::console::{Hinted, Progress, say};
 use crate::options::CoreOptions;
-use crate::upstream::Upstreams;
 pub(crate) use error::EvalError;
 pub use synthetic::serve_synthetic_main;
+use tools::config::{Config, Settings};
+use tools::console::{Hinted, Progress, say};
+use tools::upstream::Upstreams;
 
 /// `eval`'s flags.
 #[derive(Debug, clap::Args)]
@@ -138,7 +138,7 @@ fn reference_servers_missing(config: &Config) -> Option<Hinted> {
 /// `server`.
 fn server_arg(config: &Config, server: &str, flag: &str) -> Option<String> {
     let spec = config.servers.get(server)?;
-    let crate::config::Transport::Stdio { args, .. } = &spec.transport else {
+    let tools::config::Transport::Stdio { args, .. } = &spec.transport else {
         return None;
     };
     args.iter().enumerate().find_map(|(i, a)| {

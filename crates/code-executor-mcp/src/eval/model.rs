@@ -17,7 +17,7 @@ use super::measure::round_ms;
 use super::scripted::Setup;
 use super::sides::{Ours, context_text};
 use super::tasks::Task;
-use crate::policy::llm::{Api, ProviderSettings};
+use policy::llm::{Api, ProviderSettings};
 
 /// Default bound on model turns per task and mode.
 pub(crate) const DEFAULT_MAX_TURNS: usize = 12;
@@ -374,7 +374,7 @@ pub(crate) async fn run_all(
                 })
         })
         .transpose()?;
-    crate::tls::install_tls_provider();
+    tools::tls::install_tls_provider();
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

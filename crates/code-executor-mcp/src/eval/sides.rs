@@ -20,10 +20,10 @@ use serde_json::{Map, Value, json};
 
 use super::error::EvalError;
 use crate::composition::Core;
-use crate::principal::Principal;
-use crate::runtime::ExecOutcome;
-use crate::runtime::door::{Caller, DirectCall, Mode, Start, Started, Work};
 use crate::server::CodeExecutorServer;
+use policy::principal::Principal;
+use runtime::ExecOutcome;
+use runtime::door::{Caller, DirectCall, Mode, Start, Started, Work};
 
 /// The principal both sides run as: the name our MCP client declares to our server, and the
 /// one its direct steps are made for (rules, rate, approvals remembered, audit lines).
@@ -76,7 +76,7 @@ impl Ours {
         });
         let info = rmcp::model::ClientConfig::new(
             rmcp::model::ClientCapabilities::default(),
-            rmcp::model::Implementation::new(PRINCIPAL, crate::defaults::VERSION),
+            rmcp::model::Implementation::new(PRINCIPAL, crate::version::VERSION),
         );
         let client = info
             .serve((cr, cw))

@@ -1,5 +1,5 @@
 //! The built-in synthetic catalog as real MCP servers: `code-executor-mcp __synthetic-server
-//! NAME` serves one server of [`crate::catalog::synthetic`] (GitHub, GitLab, Jira, ... with
+//! NAME` serves one server of [`tools::catalog::synthetic`] (GitHub, GitLab, Jira, ... with
 //! realistic names, descriptions and schemas) over stdio, and answers every call with
 //! deterministic, verbose records, as such APIs do. `eval --tasks synthetic` configures the
 //! first [`SYNTHETIC_TOOLS`] tools' servers this way, so the context cost of hundreds of tools
@@ -18,8 +18,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
-use crate::config::{Config, ServerSpec, Transport};
-use crate::defaults::SYNTHETIC_SERVER_ARG;
+use tools::config::{Config, ServerSpec, Transport};
+use tools::defaults::SYNTHETIC_SERVER_ARG;
 
 /// Tools of the synthetic catalog `eval` configures (whole servers, at least this many).
 pub(crate) const SYNTHETIC_TOOLS: usize = 500;
@@ -28,7 +28,7 @@ const PAGE: usize = 25;
 
 /// The synthetic servers, as (name, tools).
 fn servers() -> Vec<(String, Arc<Vec<Tool>>)> {
-    crate::catalog::synthetic::catalog(SYNTHETIC_TOOLS)
+    tools::catalog::synthetic::catalog(SYNTHETIC_TOOLS)
 }
 
 /// A config with the synthetic servers, each started from our own binary.

@@ -26,7 +26,7 @@ use hyper::body::Incoming;
 use super::mcp::unauthorized;
 use super::reply::{Body, full};
 use super::state::State;
-use crate::runtime::host::inbox::{Decision, page_headers, parse_answer_path, render_page};
+use runtime::host::inbox::{Decision, page_headers, parse_answer_path, render_page};
 
 /// Largest answer body read (the page's form sends a few bytes).
 const MAX_ANSWER_BYTES: usize = 4 * 1024;

@@ -27,7 +27,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
-use crate::principal::{AuthMethod, Principal};
+use policy::principal::{AuthMethod, Principal};
 
 /// The environment variable that can hold static tokens (`NAME=TOKEN`, comma or newline
 /// separated).
@@ -346,7 +346,7 @@ fn url_parts(url: &str) -> Option<(String, String)> {
 impl OAuthValidator {
     /// A validator for `settings`; keys are fetched by [`OAuthValidator::refresh`].
     pub(crate) fn new(settings: OAuthSettings) -> Result<Self, AuthConfigError> {
-        crate::tls::install_tls_provider();
+        tools::tls::install_tls_provider();
         url_parts(&settings.issuer).ok_or_else(|| {
             AuthConfigError::OAuth(format!("issuer \"{}\" is not a URL", settings.issuer))
         })?;

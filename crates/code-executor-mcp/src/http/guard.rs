@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::principal::Principal;
+use policy::principal::Principal;
 
 /// Names a loopback server answers to by default.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -269,8 +269,8 @@ mod tests {
     #[test]
     fn a_transport_session_belongs_to_its_opener() {
         let s = TransportSessions::default();
-        let alice = Principal::authenticated("alice", crate::principal::AuthMethod::Token);
-        let bob = Principal::authenticated("bob", crate::principal::AuthMethod::Token);
+        let alice = Principal::authenticated("alice", policy::principal::AuthMethod::Token);
+        let bob = Principal::authenticated("bob", policy::principal::AuthMethod::Token);
         s.opened("s1".into(), Some(alice.clone()), SharedShim::default());
         assert_eq!(s.check("s1", Some(&alice)), SessionUse::Allowed);
         assert_eq!(s.check("s1", Some(&bob)), SessionUse::Foreign);

@@ -17,7 +17,7 @@ use super::guard::{self, SessionUse};
 use super::reply::{Body, busy, full, json_response, rpc_error};
 use super::shim;
 use super::state::{State, prune_sessions};
-use crate::principal::Principal;
+use policy::principal::Principal;
 
 pub(super) fn unauthorized(state: &State, err: &AuthError) -> Response<Body> {
     let reason = match err {
@@ -294,8 +294,8 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
     };
     // A body's items are counted before anything decodes it: a small body of a million
     // elements would otherwise grow the server by hundreds of MB (`lines::shape`).
-    if bytes.len() >= crate::lines::shape::SHAPE_CHECKED_BYTES
-        && let Err(e) = crate::lines::shape::check(&bytes)
+    if bytes.len() >= tools::lines::shape::SHAPE_CHECKED_BYTES
+        && let Err(e) = tools::lines::shape::check(&bytes)
     {
         return rpc_error(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -331,16 +331,16 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
     // outside MCP is accepted and ignored (202), never answered. A wrong Content-Type is
     // rmcp's 415 (made a JSON-RPC error below).
     if parts.method == Method::POST && declared_json {
-        match crate::lines::classify_client_message(&bytes) {
-            crate::lines::ClientMessage::Answer(answer) => {
+        match tools::lines::classify_client_message(&bytes) {
+            tools::lines::ClientMessage::Answer(answer) => {
                 return json_response(StatusCode::BAD_REQUEST, &answer);
             }
-            crate::lines::ClientMessage::Ignore => {
+            tools::lines::ClientMessage::Ignore => {
                 let mut r = Response::new(full(Bytes::new()));
                 *r.status_mut() = StatusCode::ACCEPTED;
                 return r;
             }
-            crate::lines::ClientMessage::Pass => {}
+            tools::lines::ClientMessage::Pass => {}
         }
     }
     if opens_session {

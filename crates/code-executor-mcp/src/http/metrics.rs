@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::composition::Core;
-use crate::runtime::pool::PoolStats;
+use runtime::pool::PoolStats;
 
 /// Counters of the HTTP layer.
 #[derive(Default)]

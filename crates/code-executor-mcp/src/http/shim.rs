@@ -4,7 +4,7 @@
 //! event's `data`) or as one JSON body. Each transport session has its own shim state, kept
 //! with the session (`guard::TransportSessions`); stateless 2026-07-28 requests have none and
 //! pass untouched. The same body rewrite redacts every message of every answer, shimmed or
-//! not (`crate::policy::redact`).
+//! not (`policy::redact`).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -19,7 +19,7 @@ use hyper::body::Frame;
 
 use super::guard::SharedShim;
 use super::reply::Body;
-use crate::policy::redact::Redactor;
+use policy::redact::Redactor;
 
 /// A request body, rewritten when the session's shim wants it.
 pub(super) fn inbound(shim: &SharedShim, body: Bytes) -> Bytes {
@@ -34,7 +34,7 @@ pub(super) fn inbound(shim: &SharedShim, body: Bytes) -> Bytes {
 }
 
 /// The answer, with every message in it passed through the session's shim (when it has
-/// one), then redacted (`crate::policy::redact`: no configured secret reaches the client).
+/// one), then redacted (`policy::redact`: no configured secret reaches the client).
 pub(super) fn outbound(
     shim: Option<SharedShim>,
     redactor: Arc<Redactor>,

@@ -15,15 +15,15 @@ use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::catalog::Catalog;
-use crate::catalog::direct::Pinned;
 use crate::composition::Core;
-use crate::policy::ToolAllowlist;
-use crate::runtime::ExecOutcome;
+use policy::ToolAllowlist;
+use runtime::ExecOutcome;
+use tools::catalog::Catalog;
+use tools::catalog::direct::Pinned;
 
 /// How long a `tools/list` or a direct call waits for a pinned server to start; past it the
 /// server's tools are left out of this answer and its start goes on in the background.
-pub(super) const START_WAIT: Duration = crate::upstream::SEARCH_START_WAIT;
+pub(super) const START_WAIT: Duration = tools::upstream::SEARCH_START_WAIT;
 
 /// The pinned tools `tools/list` shows: those the configured rules allow (a tool the rules
 /// deny could only ever be refused). Servers that could not be listed are logged.

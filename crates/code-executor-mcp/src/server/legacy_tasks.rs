@@ -5,7 +5,7 @@
 //! rmcp 3.11 speaks only the tasks extension of 2026-07-28: it drops `params.task`, parses
 //! `tasks/get` and `tasks/cancel` as the newer methods (and refuses them for a client that did
 //! not declare the extension), and has no `tasks/result` or `tasks/list`. So on stdio a
-//! [`Shim`] sits in the transport between the pipes and rmcp (`crate::lines`; over HTTP,
+//! [`Shim`] sits in the transport between the pipes and rmcp (`tools::lines`; over HTTP,
 //! `http::shim` applies one per transport session to request bodies and answer messages) and
 //! rewrites the few messages concerned, for a session that negotiated 2025-11-25 with
 //! `initialize` (in that revision a client asks for a task per request; it declares nothing
@@ -32,11 +32,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::long_runs::result_object;
 use crate::composition::Core;
-use crate::lines::{LineFilter, LineTransport};
-use crate::policy::redact::Redactor;
-use crate::principal::Principal;
-use crate::runtime::error::RunError;
-use crate::runtime::parked::{Kind, Published, Snapshot};
+use policy::principal::Principal;
+use policy::redact::Redactor;
+use runtime::error::RunError;
+use runtime::parked::{Kind, Published, Snapshot};
+use tools::lines::{LineFilter, LineTransport};
 
 /// Where the shim puts a request's `task` for the handler, and the handler the task for the
 /// shim.
@@ -181,7 +181,7 @@ pub(crate) const MAX_REQUEST_BYTES: usize = 16 << 20;
 /// The stdio transport rmcp serves, with a [`Shim`] on every line between it and the
 /// client's pipes (`lines::LineTransport`), and every line to the client redacted last (no
 /// configured secret reaches the client, whatever message carries it:
-/// `crate::policy::redact`).
+/// `policy::redact`).
 pub(crate) fn transport<R, W>(
     reader: R,
     writer: W,
@@ -307,8 +307,7 @@ pub(super) async fn custom_request(
             .map(str::to_string)
             .ok_or_else(|| McpError::invalid_params("taskId (a string) is required", None))
     };
-    let invalid =
-        |e: crate::runtime::parked::ParkError| McpError::invalid_params(e.to_string(), None);
+    let invalid = |e: runtime::parked::ParkError| McpError::invalid_params(e.to_string(), None);
     let value = match method.strip_prefix(RENAMED) {
         Some("tasks/get") => {
             legacy_task(core, &parked.get(principal, &task_id()?).map_err(invalid)?)

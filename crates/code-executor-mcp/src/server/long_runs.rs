@@ -28,14 +28,14 @@ use serde_json::{Value, json};
 
 use super::render::{execution_result, push_indented};
 use crate::composition::Core;
-use crate::policy::audit::AuditEvent;
-use crate::policy::long_runs::{DEFAULT_WAIT_MS, MAX_WAIT_MS};
-use crate::principal::Principal;
-use crate::runtime::ExecOutcome;
-use crate::runtime::door::{Start, Work};
-use crate::runtime::error::RunError;
-use crate::runtime::execution::ExecRequest;
-use crate::runtime::parked::{Kind, Published, Snapshot};
+use policy::audit::AuditEvent;
+use policy::long_runs::{DEFAULT_WAIT_MS, MAX_WAIT_MS};
+use policy::principal::Principal;
+use runtime::ExecOutcome;
+use runtime::door::{Start, Work};
+use runtime::error::RunError;
+use runtime::execution::ExecRequest;
+use runtime::parked::{Kind, Published, Snapshot};
 
 /// `_meta` key of a task's structured progress in `tasks/get`.
 pub(crate) const META_PROGRESS: &str = "io.github.code-executor-mcp/progress";
@@ -372,7 +372,7 @@ pub(super) fn finished_result(snap: &Snapshot, outcome: &ExecOutcome) -> CallToo
     if snap.documents
         && let Some(v) = r.structured_content.as_mut()
     {
-        crate::own_tools::documents_fields(v);
+        tools::own_tools::documents_fields(v);
     }
     r
 }

@@ -1,7 +1,7 @@
 //! SEP-2243 (protocol 2026-07-28, streamable HTTP): the tool arguments that carry a handle
 //! are annotated with `x-mcp-header`, so clients mirror them into `Mcp-Param-*` request
 //! headers and a proxy routes on the affinity key (the replica id after `@`,
-//! [`crate::replica`]) without reading the body (docs/kubernetes.md, deploy/haproxy/).
+//! [`policy::replica`]) without reading the body (docs/kubernetes.md, deploy/haproxy/).
 //!
 //! Only a 2026-07-28 client over HTTP gets the annotations in `tools/list`: over stdio, or
 //! to a 2025-11-25 client, there are no such headers and the words would be paid for on every

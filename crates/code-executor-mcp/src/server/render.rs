@@ -5,7 +5,7 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
-use crate::runtime::ExecOutcome;
+use runtime::ExecOutcome;
 
 /// The wire form of an execution: structured content plus a short text rendering.
 pub fn execution_result(outcome: &ExecOutcome) -> CallToolResult {
@@ -182,7 +182,7 @@ pub(super) fn push_indented(s: &mut String, first: &str, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::outcome::LogEntry;
+    use runtime::outcome::LogEntry;
     use serde_json::json;
     use worker_protocol::ErrorInfo;
 
@@ -256,7 +256,7 @@ mod tests {
             })
             .collect();
         logs.push(LogEntry {
-            level: crate::runtime::output::HOST_LEVEL,
+            level: runtime::output::HOST_LEVEL,
             text: "[output truncated at the 1 KiB limit]".into(),
         });
         let outcome = ExecOutcome {

@@ -10,7 +10,7 @@
 //! segment of its path, as the extension requires), then the file's path, each segment
 //! percent-encoded. Only the files a skill's manifest lists are read: the walk that makes it
 //! and every read are made beneath the skill's root by descriptor, never following a link at
-//! any component (`crate::skills::beneath`), so nothing outside the skill's directory is ever
+//! any component (`tools::skills::beneath`), so nothing outside the skill's directory is ever
 //! served. One skill that cannot be served (or one whose entry breaks the extension's rules,
 //! or a second with an address already listed) is left out and said, in the log and in
 //! `_meta` of `skills/list`; the others are listed.
@@ -22,11 +22,11 @@ use rmcp::model::{
     SkillResources,
 };
 
-use crate::skills::beneath::{Kind, plain_segment};
-use crate::skills::skill::{SKILL_FILE, Skill};
-use crate::skills::store::Skills;
-use crate::skills::uri::{self, SCHEME, encode};
-use crate::upstream::Upstreams;
+use tools::skills::beneath::{Kind, plain_segment};
+use tools::skills::skill::{SKILL_FILE, Skill};
+use tools::skills::store::Skills;
+use tools::skills::uri::{self, SCHEME, encode};
+use tools::upstream::Upstreams;
 
 /// The skills of the connected upstream servers that serve the extension, as we serve them
 /// (their addresses under `skill://upstream/<server>/`).
@@ -96,7 +96,7 @@ fn files(skill: &Skill) -> Result<Vec<File>, ServeError> {
                     ));
                     continue;
                 }
-                Err(crate::skills::beneath::NotUtf8Name(lossy)) => {
+                Err(tools::skills::beneath::NotUtf8Name(lossy)) => {
                     warn_once(format!(
                         "{}: the name {lossy:?} is not UTF-8; not served",
                         at.path().display()
@@ -146,9 +146,9 @@ fn read_file(skill: &Skill, rel: &str) -> Result<Vec<u8>, ServeError> {
 #[derive(Debug, thiserror::Error)]
 enum ServeError {
     #[error(transparent)]
-    Skill(#[from] crate::skills::error::SkillError),
+    Skill(#[from] tools::skills::error::SkillError),
     #[error(transparent)]
-    Tree(#[from] crate::skills::beneath::TreeError),
+    Tree(#[from] tools::skills::beneath::TreeError),
     #[error(
         "{} holds more than the skills extension allows a skill ({MAX_FILES} files, 16 MiB)",
         .0.display()

@@ -187,7 +187,7 @@ pub fn latest(config_dir: &Path) -> anyhow::Result<Option<(PathBuf, Manifest)>> 
     // Names start with the UTC time: newest last.
     runs.sort();
     for dir in runs.into_iter().rev() {
-        let Ok(bytes) = crate::config::read::read_bytes(&dir.join("manifest.json"), 1 << 20) else {
+        let Ok(bytes) = tools::config::read::read_bytes(&dir.join("manifest.json"), 1 << 20) else {
             continue;
         };
         let Ok(m) = serde_json::from_slice::<Manifest>(&bytes) else {
@@ -271,9 +271,9 @@ pub fn restores(dir: &Path, m: &Manifest) -> anyhow::Result<Vec<Restore>> {
         };
         let back = match &f.backup {
             Some(name) => Some(
-                String::from_utf8(crate::config::read::read_bytes(
+                String::from_utf8(tools::config::read::read_bytes(
                     &dir.join(name),
-                    crate::config::read::MAX_CLAUDE_JSON_BYTES,
+                    tools::config::read::MAX_CLAUDE_JSON_BYTES,
                 )?)
                 .with_context(|| format!("backup {name} is not UTF-8"))?,
             ),

@@ -1,5 +1,5 @@
 //! The MCP clients `setup` knows: where each keeps its servers (the config loader's table,
-//! [`crate::config::sources::user_files`]), the entry its own `mcp add` would write, and how
+//! [`tools::config::sources::user_files`]), the entry its own `mcp add` would write, and how
 //! it switches a server off:
 //!
 //! | client | file | switched off by |
@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use super::edit::{self, EntryShape, JsonDoc, Launch};
 use super::error::EditError;
-use crate::config::sources::{self, Format, Places};
+use tools::config::sources::{self, Format, Places};
 
 /// A client `setup` can configure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -162,12 +162,7 @@ fn marker_dir(client: ClientId, file: &Path, places: &Places) -> Option<PathBuf>
     }
 }
 
-pub(crate) fn on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|f| f.is_file())
-}
+pub(crate) use tools::child::on_path;
 
 /// One file's change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,7 +257,7 @@ pub fn plan(found: &Found, want: &Want<'_>) -> Result<ClientPlan, PlanError> {
                     .collect()
             })
             .unwrap_or_default();
-        !crate::config::launches_self(command, &args, want.self_exe)
+        !tools::config::launches_self(command, &args, want.self_exe)
     };
     let mut plan = ClientPlan {
         others: entries
@@ -394,7 +389,7 @@ fn claude_code_others(
                 .unwrap_or_default();
             if n != want.name
                 && !names.contains(&n)
-                && !crate::config::launches_self(command, &args, want.self_exe)
+                && !tools::config::launches_self(command, &args, want.self_exe)
             {
                 names.push(n);
             }

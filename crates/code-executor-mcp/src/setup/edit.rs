@@ -88,7 +88,7 @@ impl JsonDoc {
                 after: "\n".into(),
             });
         };
-        if jsonc && crate::config::sources::strip_json_comments(text) != text {
+        if jsonc && tools::config::sources::strip_json_comments(text) != text {
             return Err(EditError::Comments(snippet.to_string()));
         }
         let Some((before, root, after)) = json_text::parse(text)? else {

@@ -24,10 +24,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::config::sources::Places;
-use crate::console::say;
 use clients::{ClientId, ClientPlan, FileChange, Found, Want};
 use edit::Launch;
+use tools::config::sources::Places;
+use tools::console::say;
 
 /// Environment variable through which a launcher (the npm package run by `npx`) tells
 /// `setup` the command that starts us: a JSON array, e.g. `["npx", "-y", "pkg"]`.

@@ -1,4 +1,4 @@
-//! Distributed tracing (`crate::trace`): a caller's W3C trace context reaches every upstream
+//! Distributed tracing (`tools::trace`): a caller's W3C trace context reaches every upstream
 //! call an execution makes, and, with an OTLP exporter configured, the spans we export form
 //! the tree request -> execution -> upstream call in the caller's trace.
 //!

@@ -1,4 +1,4 @@
-//! Personal data stays out of the model (`pii`, `crate::policy::pii` in the server): the
+//! Personal data stays out of the model (`pii`, `policy::pii` in the server): the
 //! fixture's `customers` records go through the bridge, and in both languages the client's
 //! whole wire (results, logs, errors, progress), the output file, the audit log and the
 //! server's log hold no raw email, phone or card number; `send_message` (allowed) receives

@@ -1,6 +1,6 @@
 //! No configured secret an upstream echoes (in any shape, over stdio or HTTP, to either
 //! language) reaches the client, the server's log or the audit log
-//! (`crate::policy::redact` in the server).
+//! (`policy::redact` in the server).
 
 use serde_json::{Value, json};
 

@@ -1,0 +1,111 @@
+//! What an execution answers: its result, captured lines, error, counters, and what became of
+//! its session. Shared by every room (the worker side gives lines back, the live table keeps
+//! outcomes, the server renders them).
+
+use serde::Serialize;
+use serde_json::Value;
+use worker_protocol::ErrorInfo;
+
+/// One captured line of output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogEntry {
+    pub level: &'static str,
+    pub text: String,
+}
+
+/// The result of an execution, as the agent receives it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecOutcome {
+    pub result: Value,
+    pub logs: Vec<LogEntry>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    pub tool_calls: u32,
+    pub duration_ms: f64,
+    /// Set when code ran without confinement (`--sandbox=none`), so every result says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    /// The full output, when it was cut and kept in the execution's scratch directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_file: Option<String>,
+    /// The session the execution ran in, and what became of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionInfo>,
+    /// Peak resident memory of the worker, for the audit log (not part of the answer).
+    #[serde(skip)]
+    pub memory_peak_bytes: Option<u64>,
+    /// The result's size as the worker sent it, for the audit log (not part of the answer).
+    #[serde(skip)]
+    pub result_bytes: usize,
+    /// Model calls the code made, and their tokens (present when it made any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<policy::llm::LlmUsage>,
+    /// A pinned direct tool's call: the upstream's own result, which is the whole answer
+    /// (not part of an execution's).
+    #[serde(skip)]
+    pub upstream: Option<Box<rmcp::model::CallToolResult>>,
+}
+
+/// What an answer says about its session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    /// The handle to pass back as `session`.
+    pub id: String,
+    /// The session was created by this call.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub created: bool,
+    /// The session's worker was gone (and why): this run started in a fresh one, without the
+    /// variables of earlier runs; stored values and workspace files were kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_lost: Option<String>,
+    /// The session ended with this call (`reset`); the handle no longer works.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<&'static str>,
+}
+
+impl ExecOutcome {
+    /// An execution that was not started, or did not finish, for `error`.
+    pub fn refused(error: ErrorInfo) -> ExecOutcome {
+        ExecOutcome {
+            result: Value::Null,
+            logs: Vec::new(),
+            error: Some(error),
+            tool_calls: 0,
+            duration_ms: 0.0,
+            warning: None,
+            output_file: None,
+            session: None,
+            memory_peak_bytes: None,
+            result_bytes: 0,
+            llm: None,
+            upstream: None,
+        }
+    }
+}
+
+/// The warning every result carries when the sandbox is off.
+pub const UNSANDBOXED_WARNING: &str =
+    "UNSANDBOXED: this server runs with --sandbox=none; code ran without OS confinement";
+
+/// The name of the error a cancelled execution ends with.
+pub const CANCELLED: &str = "CancelledError";
+/// Its message.
+pub const CANCELLED_MESSAGE: &str = "the execution was cancelled before it finished";
+
+impl ExecOutcome {
+    /// An execution whose handle was dropped or cancelled before it finished.
+    pub fn cancelled() -> ExecOutcome {
+        ExecOutcome::refused(ErrorInfo {
+            name: CANCELLED.into(),
+            message: CANCELLED_MESSAGE.into(),
+            stack: None,
+        })
+    }
+
+    /// It ended because it was cancelled.
+    pub fn was_cancelled(&self) -> bool {
+        self.error.as_ref().is_some_and(|e| e.name == CANCELLED)
+    }
+}

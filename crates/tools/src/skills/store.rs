@@ -1,0 +1,1551 @@
+//! Where skills live and how they are listed, found and saved.
+//!
+//! Three kinds of directory hold skills, each a directory of Agent Skills directories: the
+//! user's (`skills.dir`, by default `~/.local/share/code-executor-mcp/skills`), where
+//! `saveSkill` writes; the working directory's project (`.code-executor/skills`), read only
+//! when the project is trusted (the rule of its `.code-executor.json` and `.mcp.json`); and
+//! the directories of `skills.serve`. Directories are read when asked (skills are plain files,
+//! edited by hand), bounded in count and size. Saving over a skill moves the previous one to
+//! `.versions/<name>/<version>` first; entries starting with `.` are never skills.
+//!
+//! Every directory is untrusted: it is read beneath its root by descriptor, no link followed
+//! at any component ([`super::beneath`]); one odd entry is reported alone and the rest listed;
+//! a skill whose owner cannot be told is saved over by nobody; every saved field, each
+//! owner's skills (count and bytes, kept versions counted) and the directory as a whole are
+//! bounded (the constants below say by how much and why).
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::beneath::{Dir, Kind, Root, TreeError};
+use super::error::SkillError;
+use super::skill::{
+    CodeSkill, MAX_SKILL_FILE, META_INPUT_SCHEMA, META_LANGUAGE, META_OWNER, META_SCRIPT,
+    META_TOOLS, META_VERSION, Origin, SKILL_FILE, Skill, SkillLanguage, ToolHashes, ToolSchemas,
+    check_name, yaml_string,
+};
+
+/// The project's skills, under the working directory.
+pub const PROJECT_SKILLS: &str = ".code-executor/skills";
+/// Where previous versions go, inside the user's directory.
+const VERSIONS: &str = ".versions";
+/// The file that keeps the schemas of the tools a skill calls, as they were when it was saved.
+pub const TOOLS_FILE: &str = "tools.json";
+/// Most skills read from one directory (and held by the user's directory in all).
+const MAX_SKILLS_PER_DIR: usize = 1000;
+/// Most entries of one skills directory looked at: a directory of a million names costs
+/// one bounded read, not a million.
+const MAX_ENTRIES_READ: usize = 4 * MAX_SKILLS_PER_DIR;
+/// Longest description, in characters (Agent Skills).
+pub const MAX_DESCRIPTION: usize = 1024;
+/// Previous versions kept of one skill (the oldest go first).
+const MAX_VERSIONS: usize = 20;
+/// Largest script saved: far more than any task's code (the execute tools take 1 MiB), and
+/// with [`MAX_VERSIONS`] kept, bounded per skill.
+pub const MAX_SCRIPT_BYTES: usize = 512 * 1024;
+/// Largest input schema saved, as compact JSON. It is written into `SKILL.md` twice (as a
+/// JSON string in the frontmatter, and pretty-printed for the reader), which must stay under
+/// `MAX_SKILL_FILE` to read back; 64 KiB is a schema of hundreds of arguments.
+pub const MAX_INPUT_SCHEMA_BYTES: usize = 64 * 1024;
+/// Longest owner recorded (an authenticated principal's display form).
+const MAX_OWNER: usize = 256;
+/// Most upstream tools a skill records (each one's hash goes into its frontmatter).
+pub const MAX_TOOLS_RECORDED: usize = 128;
+/// Largest `tools.json` (the recorded schemas of those tools) written or read. The schemas
+/// are the upstreams', not the saver's: past this they are not kept (changes are then told
+/// by hash only), the save is not refused.
+pub const MAX_TOOLS_FILE: u64 = 1 << 20;
+/// Most skills one owner (an authenticated principal, or the local clients together) keeps
+/// in the user's directory.
+pub const MAX_SKILLS_PER_OWNER: usize = 200;
+/// Most bytes one owner's skills take in the user's directory, every kept version counted:
+/// a loop of saves cannot fill the disk (without it, 1,000 skills of 21 versions of 8 MiB).
+pub const MAX_BYTES_PER_OWNER: u64 = 64 << 20;
+/// Most bytes the user's directory takes in all, whoever saved.
+pub const MAX_STORE_BYTES: u64 = 1 << 30;
+/// The bounds of the user's directory per owner and in all (the constants above; smaller in
+/// tests).
+#[derive(Debug, Clone, Copy)]
+struct Room {
+    skills_per_owner: usize,
+    bytes_per_owner: u64,
+    store_bytes: u64,
+}
+
+impl Default for Room {
+    fn default() -> Room {
+        Room {
+            skills_per_owner: MAX_SKILLS_PER_OWNER,
+            bytes_per_owner: MAX_BYTES_PER_OWNER,
+            store_bytes: MAX_STORE_BYTES,
+        }
+    }
+}
+
+/// How deep a skill's directories are walked when its bytes are counted.
+const MAX_DEPTH_COUNTED: usize = 16;
+/// `skills` in the settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SkillSettings {
+    /// The user's skills directory (saved skills go here).
+    pub dir: Option<PathBuf>,
+    /// More directories of Agent Skills to serve and search (read only).
+    #[serde(default)]
+    pub serve: Vec<PathBuf>,
+    /// Whether code may save skills (`saveSkill`); default true.
+    pub save: Option<bool>,
+}
+
+/// The default user directory: `$XDG_DATA_HOME/code-executor-mcp/skills`, else under
+/// `~/.local/share`.
+pub fn default_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .map(|d| d.join("code-executor-mcp/skills"))
+}
+
+/// `~/x` as `$HOME/x`; any other path as it is.
+fn home(p: &Path) -> PathBuf {
+    match (p.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(h)) => PathBuf::from(h).join(rest),
+        _ => p.to_path_buf(),
+    }
+}
+
+/// The skills this server knows, by where they live.
+#[derive(Debug)]
+pub struct Skills {
+    user: Option<PathBuf>,
+    /// The project's directory, when the project is trusted.
+    project: Option<Root>,
+    /// Why the project's skills are not read, when it has some.
+    pub project_held_back: Option<String>,
+    served: Vec<PathBuf>,
+    save: bool,
+    saving: std::sync::Mutex<()>,
+    /// The skills as search documents, last built, and when.
+    docs: std::sync::Mutex<Docs>,
+    /// The problems already logged.
+    warned: std::sync::Mutex<HashSet<String>>,
+    room: Room,
+}
+
+/// Search documents kept for [`DOCS_FRESH`]: a loop of searches reads no directory and asks
+/// no upstream (it once held 18 MiB more of a flood's answers in flight).
+#[derive(Debug, Default)]
+struct Docs {
+    built: Option<std::time::Instant>,
+    docs: std::sync::Arc<Vec<rmcp::model::Tool>>,
+}
+
+/// How long search documents are reused: a hand edit or an upstream's new skill shows within
+/// it; a save here shows at once.
+const DOCS_FRESH: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What `saveSkill` asks for.
+#[derive(Debug, Clone)]
+pub struct SaveRequest {
+    pub name: String,
+    pub description: String,
+    pub code: String,
+    pub language: SkillLanguage,
+    pub input_schema: Option<Value>,
+    /// The schemas of the tools the code calls.
+    pub tools: ToolSchemas,
+    /// The authenticated principal saving it (`token:alice`), or `None` (stdio, loopback).
+    pub owner: Option<String>,
+}
+
+impl Skills {
+    /// `project_dir` is the working directory's `.code-executor/skills`; `trusted` says
+    /// whether the project is, and if not, why (with how to trust it).
+    pub fn new(
+        settings: &SkillSettings,
+        project_dir: Option<PathBuf>,
+        trusted: Result<(), &dyn std::fmt::Display>,
+    ) -> Skills {
+        // Anything there (a link too: it is refused when read, and said).
+        let project_dir = project_dir.filter(|d| std::fs::symlink_metadata(d).is_ok());
+        let (project, project_held_back) = match (project_dir, trusted) {
+            (None, _) => (None, None),
+            (Some(d), Ok(())) => (Some(project_root(d)), None),
+            (Some(d), Err(why)) => (
+                None,
+                Some(format!(
+                    "the project's skills in {} are not read: {why}",
+                    d.display()
+                )),
+            ),
+        };
+        Skills {
+            user: settings.dir.as_deref().map(home).or_else(default_dir),
+            project,
+            project_held_back,
+            served: settings.serve.iter().map(|d| home(d)).collect(),
+            save: settings.save.unwrap_or(true),
+            saving: std::sync::Mutex::new(()),
+            docs: std::sync::Mutex::default(),
+            warned: std::sync::Mutex::default(),
+            room: Room::default(),
+        }
+    }
+
+    /// Every directory of skills, in order of precedence.
+    fn roots(&self) -> Vec<(Root, Origin)> {
+        let mut out = Vec::new();
+        if let Some(u) = &self.user {
+            out.push((Root::configured(u.clone()), Origin::User));
+        }
+        if let Some(p) = &self.project {
+            out.push((p.clone(), Origin::Project));
+        }
+        out.extend(
+            self.served
+                .iter()
+                .map(|d| (Root::configured(d.clone()), Origin::Served)),
+        );
+        out
+    }
+
+    /// Every skill, and the problems met reading them: each odd entry (a link, a fifo, a
+    /// file where a skill directory belongs, a name that is not UTF-8, a `SKILL.md` that is
+    /// missing, a directory, too large or unparsable...) is skipped and said, alone; the
+    /// others are listed. Each problem is logged once.
+    pub fn list(&self) -> (Vec<Skill>, Vec<String>) {
+        let (mut skills, mut problems) = (Vec::new(), Vec::new());
+        for (root, origin) in self.roots() {
+            let dir = match root.open() {
+                Ok(d) => d,
+                Err(TreeError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    continue;
+                }
+                Err(e) => {
+                    problems.push(e.to_string());
+                    continue;
+                }
+            };
+            let (entries, more) = match dir.entries(MAX_ENTRIES_READ) {
+                Ok(e) => e,
+                Err(e) => {
+                    problems.push(e.to_string());
+                    continue;
+                }
+            };
+            if more {
+                problems.push(format!(
+                    "{} holds more than {MAX_ENTRIES_READ} entries; only {MAX_ENTRIES_READ} \
+                     are looked at",
+                    dir.path().display()
+                ));
+            }
+            let mut read = 0;
+            for entry in entries {
+                let name = match entry.name {
+                    Ok(n) if n.starts_with('.') => continue,
+                    Ok(n) => n,
+                    Err(super::beneath::NotUtf8Name(lossy)) => {
+                        problems.push(format!(
+                            "{}: the name {lossy:?} is not UTF-8, so not a skill's; skipped",
+                            dir.path().display()
+                        ));
+                        continue;
+                    }
+                };
+                let path = dir.path().join(&name);
+                match entry.kind {
+                    Ok(Kind::Dir) => {}
+                    Ok(Kind::Link) => {
+                        problems.push(
+                            TreeError::Link {
+                                path: path.display().to_string(),
+                            }
+                            .to_string(),
+                        );
+                        continue;
+                    }
+                    Ok(other) => {
+                        let what = match other {
+                            Kind::Other(what) => what,
+                            _ => "a file",
+                        };
+                        problems.push(format!(
+                            "{} is {what}, not a skill's directory; skipped",
+                            path.display()
+                        ));
+                        continue;
+                    }
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        continue;
+                    }
+                }
+                if read == MAX_SKILLS_PER_DIR {
+                    problems.push(format!(
+                        "{} holds more than {MAX_SKILLS_PER_DIR} skills; only the first \
+                         {MAX_SKILLS_PER_DIR} are read",
+                        dir.path().display()
+                    ));
+                    break;
+                }
+                read += 1;
+                match Skill::read_in(&dir, &root, &name, origin.clone()) {
+                    Ok(Some(s)) => skills.push(s),
+                    // Gone since it was listed.
+                    Ok(None) => {}
+                    Err(e) => problems.push(e.to_string()),
+                }
+            }
+        }
+        self.warn_once(&problems);
+        (skills, problems)
+    }
+
+    /// Logs each problem the first time it is met (listings are frequent).
+    fn warn_once(&self, problems: &[String]) {
+        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
+        for p in problems {
+            // Bounded: a directory whose problems keep changing cannot grow it for ever.
+            if warned.len() < 4 * MAX_ENTRIES_READ && warned.insert(p.clone()) {
+                tracing::warn!("skills: {p}");
+            }
+        }
+    }
+
+    /// The skill `name` names: a bare name, or `origin/name` (`user/`, `project/`, `served/`)
+    /// when more than one has it. The identifier form (`weekly_report` for `weekly-report`)
+    /// is accepted too. A skill of that name that cannot be read (a link, a broken
+    /// `SKILL.md`) is an error, never passed over for another.
+    pub fn find(&self, name: &str) -> Result<Skill, SkillError> {
+        let (origin, bare) = match name.split_once('/') {
+            Some((o, n)) => (Some(o), n),
+            None => (None, name),
+        };
+        let wanted = bare.replace('_', "-");
+        // Its directory in each root (a name is its directory's): no listing, no other
+        // skill read. A name that breaks the rules names no directory.
+        let mut matching: Vec<Skill> = Vec::new();
+        if check_name(&wanted).is_ok() {
+            for (root, o) in self.roots() {
+                if origin.is_some_and(|want| o.as_str() != want) {
+                    continue;
+                }
+                // A directory that cannot be opened holds no skill we can read (`list` says
+                // why); it does not stop the others' skills from being called.
+                let Ok(dir) = root.open() else {
+                    continue;
+                };
+                if let Some(s) = Skill::read_in(&dir, &root, &wanted, o)? {
+                    matching.push(s);
+                }
+            }
+        }
+        match matching.len() {
+            0 => Err(SkillError::NotFound {
+                name: name.to_string(),
+                hint: self
+                    .project_held_back
+                    .as_ref()
+                    .map(|why| format!(" ({why})"))
+                    .unwrap_or_default(),
+            }),
+            1 => Ok(matching
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| unreachable!())),
+            _ => Err(SkillError::Ambiguous {
+                name: wanted,
+                origins: matching
+                    .iter()
+                    .map(|s| s.origin.as_str().to_string())
+                    .collect(),
+            }),
+        }
+    }
+
+    /// Saves a skill in the user's directory, the previous one with that name kept as a
+    /// version. Returns the saved skill.
+    pub fn save(&self, req: SaveRequest) -> Result<Skill, SkillError> {
+        if !self.save {
+            return Err(SkillError::SaveOff);
+        }
+        let user = self.user.as_ref().ok_or(SkillError::NoDirectory)?;
+        let files = check_request(&req)?;
+        let new_bytes: u64 = files.iter().map(|(_, b)| b.len() as u64).sum();
+        let _one_at_a_time = self.saving.lock().unwrap_or_else(|p| p.into_inner());
+        std::fs::create_dir_all(user).map_err(|e| SkillError::io(user, e))?;
+        let root = Root::configured(user.clone());
+        let dir = root.open()?;
+        // Whose it is: a skill there whose owner cannot be told (its SKILL.md a link, too
+        // large, unparsable, missing) is refused, never saved over.
+        let previous = match Skill::read_in(&dir, &root, &req.name, Origin::User) {
+            Ok(None) => None,
+            Ok(Some(s)) => {
+                // One principal cannot change the code another runs under its own rights.
+                let owner = s.code.as_ref().and_then(|c| c.owner.clone());
+                if owner != req.owner {
+                    return Err(SkillError::Invalid(format!(
+                        "skill {:?} was saved by {}; {} cannot save over it: save under \
+                         another name",
+                        req.name,
+                        owner
+                            .as_deref()
+                            .unwrap_or("a local client (not authenticated)"),
+                        req.owner.as_deref().unwrap_or("a local client")
+                    )));
+                }
+                Some(s.code.as_ref().map_or(1, |c| c.version))
+            }
+            Err(e) => {
+                return Err(SkillError::Invalid(format!(
+                    "skill {:?} is there but cannot be read ({e}), so whose it is cannot be \
+                     told: nobody may save over it. Fix or remove {} by hand, or save under \
+                     another name",
+                    req.name,
+                    dir.path().join(&req.name).display()
+                )));
+            }
+        };
+        self.check_room(&dir, &req, previous.is_some(), new_bytes)?;
+        let version = previous.map_or(1, |v| v.max(1) + 1);
+        // Written aside, then swapped in: a reader never sees half a skill.
+        let staging = format!(".saving-{}-{}", req.name, std::process::id());
+        dir.remove_tree(&staging)?;
+        let written = dir
+            .make_dir(&staging)
+            .and_then(|s| {
+                for (name, bytes) in &files {
+                    let bytes = if *name == SKILL_FILE {
+                        render_version(bytes, version)
+                    } else {
+                        bytes.clone()
+                    };
+                    s.write_new(name, &bytes)?;
+                }
+                Ok(())
+            })
+            .map_err(SkillError::from);
+        if let Err(e) = written {
+            let _ = dir.remove_tree(&staging);
+            return Err(e);
+        }
+        if let Some(previous) = previous {
+            let kept = dir
+                .make_dir(VERSIONS)
+                .and_then(|v| v.make_dir(&req.name))
+                .and_then(|versions| {
+                    let mut n = previous.max(1);
+                    while fstat_exists(&versions, &n.to_string()) {
+                        n += 1;
+                    }
+                    dir.rename(&req.name, &versions, &n.to_string())?;
+                    Ok(versions)
+                });
+            let versions = match kept {
+                Ok(v) => v,
+                Err(e) => {
+                    let _ = dir.remove_tree(&staging);
+                    return Err(e.into());
+                }
+            };
+            // A bounded history: a loop of saves cannot fill the disk with versions.
+            let all = self.versions(&req.name);
+            for old in all.iter().take(all.len().saturating_sub(MAX_VERSIONS)) {
+                let _ = versions.remove_tree(&old.to_string());
+            }
+        }
+        dir.rename(&staging, &dir, &req.name)?;
+        // The next search sees it.
+        self.docs.lock().unwrap_or_else(|p| p.into_inner()).built = None;
+        Skill::read_in(&dir, &root, &req.name, Origin::User)?.ok_or_else(|| SkillError::NotFound {
+            name: req.name.clone(),
+            hint: String::new(),
+        })
+    }
+
+    /// Whether the user's directory (`dir`) has room for `new_bytes` more of `req.owner`'s
+    /// (a new skill when `!over`): its count and bytes, every kept version counted, and the
+    /// directory's bytes in all.
+    fn check_room(
+        &self,
+        dir: &Dir,
+        req: &SaveRequest,
+        over: bool,
+        new_bytes: u64,
+    ) -> Result<(), SkillError> {
+        let (entries, more) = dir.entries(MAX_ENTRIES_READ)?;
+        if more {
+            // What is not looked at cannot be counted: no room can be told.
+            return Err(SkillError::Invalid(format!(
+                "the skills directory {} holds more than {MAX_ENTRIES_READ} entries, so what it \
+                 holds cannot be counted; have some removed first",
+                dir.path().display()
+            )));
+        }
+        let root = Root::configured(dir.path().to_path_buf());
+        let versions = dir.dir(VERSIONS).ok();
+        let (mut skills, mut mine, mut my_bytes, mut all_bytes) = (0usize, 0usize, 0u64, 0u64);
+        for e in entries {
+            let Ok(name) = e.name else { continue };
+            if name.starts_with('.') || e.kind.ok() != Some(Kind::Dir) {
+                continue;
+            }
+            skills += 1;
+            let Ok(skill_dir) = dir.dir(&name) else {
+                continue;
+            };
+            let mut bytes = skill_dir.bytes(MAX_DEPTH_COUNTED, MAX_ENTRIES_READ);
+            if let Some(kept) = versions.as_ref().and_then(|v| v.dir(&name).ok()) {
+                // The oldest version goes when this save adds one past the bound.
+                let all = self.versions(&name);
+                let dropped = if over && name == req.name && all.len() >= MAX_VERSIONS {
+                    all.first()
+                        .and_then(|v| kept.dir(&v.to_string()).ok())
+                        .map_or(0, |d| d.bytes(MAX_DEPTH_COUNTED, MAX_ENTRIES_READ))
+                } else {
+                    0
+                };
+                bytes += kept
+                    .bytes(MAX_DEPTH_COUNTED + 1, MAX_ENTRIES_READ)
+                    .saturating_sub(dropped);
+            }
+            all_bytes = all_bytes.saturating_add(bytes);
+            // Whose: a skill that cannot be read counts for nobody here (nobody may save
+            // over it either).
+            let owner = Skill::read_in(dir, &root, &name, Origin::User)
+                .ok()
+                .flatten()
+                .map(|s| s.code.and_then(|c| c.owner));
+            if owner.as_ref() == Some(&req.owner) {
+                mine += 1;
+                my_bytes = my_bytes.saturating_add(bytes);
+            }
+        }
+        let who = req.owner.as_deref().unwrap_or("the local clients");
+        if !over && skills >= MAX_SKILLS_PER_DIR {
+            return Err(SkillError::Invalid(format!(
+                "the skills directory {} holds {skills} skills, the most it keeps; delete some \
+                 (or save over one) first",
+                dir.path().display()
+            )));
+        }
+        let room = self.room;
+        if !over && mine >= room.skills_per_owner {
+            return Err(SkillError::Invalid(format!(
+                "{who} already keeps {mine} skills, the most one owner may ({}); save over one \
+                 of them, or have some removed",
+                room.skills_per_owner
+            )));
+        }
+        if my_bytes.saturating_add(new_bytes) > room.bytes_per_owner {
+            return Err(SkillError::Invalid(format!(
+                "{who}'s skills take {my_bytes} bytes with their kept versions; this save of \
+                 {new_bytes} more would pass the {} bytes one owner may keep. Have old skills \
+                 or versions (in {}) removed first",
+                room.bytes_per_owner,
+                dir.path().join(VERSIONS).display()
+            )));
+        }
+        if all_bytes.saturating_add(new_bytes) > room.store_bytes {
+            return Err(SkillError::Invalid(format!(
+                "the skills directory {} takes {all_bytes} bytes; this save of {new_bytes} more \
+                 would pass the {} bytes it may take. Have old skills or versions removed first",
+                dir.path().display(),
+                room.store_bytes
+            )));
+        }
+        Ok(())
+    }
+    /// The search documents built less than [`DOCS_FRESH`] ago, if any.
+    pub fn fresh_docs(&self) -> Option<std::sync::Arc<Vec<rmcp::model::Tool>>> {
+        let last = self.docs.lock().unwrap_or_else(|p| p.into_inner());
+        last.built
+            .is_some_and(|at| at.elapsed() < DOCS_FRESH)
+            .then(|| last.docs.clone())
+    }
+
+    /// `docs` as the same `Arc` as last time when they are equal (the catalog keeps its
+    /// search index while the `Arc` is the same), kept as fresh.
+    pub fn same_docs(
+        &self,
+        docs: Vec<rmcp::model::Tool>,
+    ) -> std::sync::Arc<Vec<rmcp::model::Tool>> {
+        let mut last = self.docs.lock().unwrap_or_else(|p| p.into_inner());
+        if *last.docs != docs {
+            last.docs = std::sync::Arc::new(docs);
+        }
+        last.built = Some(std::time::Instant::now());
+        last.docs.clone()
+    }
+
+    /// The versions kept of a user skill, oldest first.
+    pub fn versions(&self, name: &str) -> Vec<u32> {
+        let Some(root) = &self.user else {
+            return Vec::new();
+        };
+        let kept = Root::configured(root.clone())
+            .open()
+            .and_then(|d| d.dir(VERSIONS))
+            .and_then(|d| d.dir(name))
+            .and_then(|d| d.entries(MAX_ENTRIES_READ));
+        let mut out: Vec<u32> = kept
+            .map(|(entries, _)| {
+                entries
+                    .into_iter()
+                    .filter(|e| e.kind.as_ref().is_ok_and(|k| *k == Kind::Dir))
+                    .filter_map(|e| e.name.ok()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// The project's root: `.code-executor/skills` beneath the project, neither followed.
+fn project_root(dir: PathBuf) -> Root {
+    match dir.ancestors().nth(2) {
+        Some(project) if dir.ends_with(PROJECT_SKILLS) => {
+            Root::beneath(project.to_path_buf(), PROJECT_SKILLS)
+        }
+        _ => Root::configured(dir),
+    }
+}
+
+fn fstat_exists(dir: &Dir, name: &str) -> bool {
+    nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW).is_ok()
+}
+
+/// Checks every field of `req` against its bound, and renders the files to write: `SKILL.md`
+/// (with a version placeholder, see [`render_version`]), the script, and `tools.json` when
+/// the tools' schemas fit. Each refusal names the field and its limit.
+fn check_request(req: &SaveRequest) -> Result<Vec<(&'static str, Vec<u8>)>, SkillError> {
+    check_name(&req.name)?;
+    let description = req.description.trim();
+    if description.is_empty() || description.chars().count() > MAX_DESCRIPTION {
+        return Err(SkillError::Invalid(format!(
+            "a skill's description says what it does and when to use it, in 1 to \
+             {MAX_DESCRIPTION} characters (this one has {})",
+            description.chars().count()
+        )));
+    }
+    if req.code.trim().is_empty() || req.code.len() > MAX_SCRIPT_BYTES {
+        return Err(SkillError::Invalid(format!(
+            "a skill's code is 1 to {MAX_SCRIPT_BYTES} bytes (this one has {})",
+            req.code.len()
+        )));
+    }
+    if let Some(schema) = &req.input_schema {
+        if schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(SkillError::Invalid(
+                "inputSchema must be a JSON Schema of an object ({\"type\": \"object\", \
+                 \"properties\": {...}}): a skill is called with named arguments"
+                    .into(),
+            ));
+        }
+        let len = schema.to_string().len();
+        if len > MAX_INPUT_SCHEMA_BYTES {
+            return Err(SkillError::Invalid(format!(
+                "a skill's inputSchema is at most {MAX_INPUT_SCHEMA_BYTES} bytes as JSON (this \
+                 one has {len}): describe the arguments, not every value they may take"
+            )));
+        }
+    }
+    if let Some(owner) = &req.owner
+        && (owner.len() > MAX_OWNER || owner.chars().any(char::is_control))
+    {
+        return Err(SkillError::Invalid(format!(
+            "the principal saving ({} bytes) is longer than the {MAX_OWNER} bytes recorded as \
+             a skill's owner, or holds a control character",
+            owner.len()
+        )));
+    }
+    let recorded: usize = req.tools.values().map(BTreeMap::len).sum();
+    if recorded > MAX_TOOLS_RECORDED {
+        return Err(SkillError::Invalid(format!(
+            "a skill's code names {recorded} upstream tools, more than the \
+             {MAX_TOOLS_RECORDED} a skill records; split it into smaller skills"
+        )));
+    }
+    let md = skill_md(req);
+    let len = md.len() as u64 + 16;
+    if len > MAX_SKILL_FILE {
+        return Err(SkillError::Invalid(format!(
+            "the skill's {SKILL_FILE} would be {len} bytes, more than the {MAX_SKILL_FILE} a \
+             {SKILL_FILE} may have (its inputSchema is written there twice): make the \
+             inputSchema smaller"
+        )));
+    }
+    let mut files = vec![
+        (SKILL_FILE, md.into_bytes()),
+        (req.language.script_file(), req.code.clone().into_bytes()),
+    ];
+    if !req.tools.is_empty() {
+        let tools = serde_json::to_string_pretty(&req.tools).unwrap_or_default();
+        if tools.len() as u64 <= MAX_TOOLS_FILE {
+            files.push((TOOLS_FILE, tools.into_bytes()));
+        } else {
+            tracing::warn!(
+                skill = req.name,
+                "the schemas of the tools it calls take {} bytes, more than the {MAX_TOOLS_FILE} \
+                 kept in {TOOLS_FILE}: changes to them will be told by hash only",
+                tools.len()
+            );
+        }
+    }
+    Ok(files)
+}
+
+/// Where [`skill_md`] leaves the version (known only once the directory is read, under the
+/// save lock).
+const VERSION_MARK: &str = "\"code-executor-mcp/version\": \"0\"";
+
+/// `SKILL.md` with its version filled in.
+fn render_version(md: &[u8], version: u32) -> Vec<u8> {
+    String::from_utf8_lossy(md)
+        .replacen(
+            VERSION_MARK,
+            &format!(
+                "{}: {}",
+                yaml_string(META_VERSION),
+                yaml_string(&version.to_string())
+            ),
+            1,
+        )
+        .into_bytes()
+}
+/// The `SKILL.md` of `req` (its version left at `0`: see [`render_version`]).
+fn skill_md(req: &SaveRequest) -> String {
+    let script = req.language.script_file();
+    let hashes: ToolHashes = req
+        .tools
+        .iter()
+        .map(|(server, tools)| {
+            let tools = tools
+                .iter()
+                .map(|(t, s)| (t.clone(), schema_hash(s)))
+                .collect();
+            (server.clone(), tools)
+        })
+        .collect();
+    let mut md = format!(
+        "---\nname: {}\ndescription: {}\nmetadata:\n",
+        yaml_string(&req.name),
+        yaml_string(req.description.trim())
+    );
+    let mut meta = |k: &str, v: String| {
+        md.push_str(&format!("  {}: {}\n", yaml_string(k), yaml_string(&v)));
+    };
+    meta(META_LANGUAGE, req.language.as_str().to_string());
+    meta(META_SCRIPT, script.to_string());
+    meta(META_VERSION, "0".to_string());
+    if let Some(owner) = &req.owner {
+        meta(META_OWNER, owner.clone());
+    }
+    if let Some(schema) = &req.input_schema {
+        meta(META_INPUT_SCHEMA, schema.to_string());
+    }
+    if !hashes.is_empty() {
+        meta(META_TOOLS, json!(hashes).to_string());
+    }
+    let ident = worker_protocol::ident(&req.name);
+    md.push_str(&format!(
+        "---\n\n# {name}\n\n{description}\n\nSaved code of code-executor-mcp, in {language}: \
+         [{script}]({script}). Call it from code in either language: `await skills.{ident}(args)` \
+         (TypeScript) or `skills.{ident}(**args)` (Python); it runs as an execution of its own, \
+         with the caller's allowed tools, limits and permissions.\n",
+        name = req.name,
+        description = req.description.trim(),
+        language = req.language.as_str(),
+    ));
+    if let Some(schema) = &req.input_schema {
+        let pretty = serde_json::to_string_pretty(schema).unwrap_or_default();
+        md.push_str(&format!(
+            "\nArguments (JSON Schema):\n\n```json\n{pretty}\n```\n"
+        ));
+    }
+    if !req.tools.is_empty() {
+        md.push_str(&format!(
+            "\nUpstream tools it calls: {}. Their schemas when it was saved are in \
+             [{TOOLS_FILE}]({TOOLS_FILE}).\n",
+            req.tools
+                .iter()
+                .flat_map(|(s, tools)| tools.keys().map(move |t| format!("`{s}.{t}`")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    md
+}
+
+/// `sha256:<hex>` of a tool's schemas as canonical JSON (object keys sorted).
+pub fn schema_hash(schemas: &Value) -> String {
+    use sha2::Digest;
+    let canonical = canonical(schemas).to_string();
+    let digest = sha2::Sha256::digest(canonical.as_bytes());
+    format!("sha256:{}", hex(&digest))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `v` with every object's keys in order, so equal schemas hash equal.
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let sorted: BTreeMap<&String, Value> =
+                m.iter().map(|(k, v)| (k, canonical(v))).collect();
+            let mut out = serde_json::Map::new();
+            for (k, v) in sorted {
+                out.insert(k.clone(), v);
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        _ => v.clone(),
+    }
+}
+
+impl CodeSkill {
+    /// The schemas kept in `skill`'s `tools.json`, if any (read beneath its root, bounded).
+    pub fn saved_schemas(skill: &Skill) -> ToolSchemas {
+        skill
+            .open()
+            .ok()
+            .and_then(|d| d.read_text(TOOLS_FILE, MAX_TOOLS_FILE).ok())
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(dir: &Path) -> Skills {
+        Skills::new(
+            &SkillSettings {
+                dir: Some(dir.join("user")),
+                ..Default::default()
+            },
+            None,
+            Ok(()),
+        )
+    }
+
+    fn request(name: &str, code: &str) -> SaveRequest {
+        SaveRequest {
+            name: name.into(),
+            description: "Adds two numbers.".into(),
+            code: code.into(),
+            language: SkillLanguage::TypeScript,
+            input_schema: Some(json!({"type": "object", "properties": {"a": {"type": "number"}}})),
+            tools: BTreeMap::from([(
+                "fx".to_string(),
+                BTreeMap::from([(
+                    "echo".to_string(),
+                    json!({"inputSchema": {"type": "object"}}),
+                )]),
+            )]),
+            owner: None,
+        }
+    }
+
+    #[test]
+    fn saving_over_a_skill_keeps_the_previous_version() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let first = skills.save(request("add", "return args.a + 1")).unwrap();
+        assert_eq!(first.code.as_ref().unwrap().version, 1);
+        let second = skills.save(request("add", "return args.a + 2")).unwrap();
+        assert_eq!(second.code.as_ref().unwrap().version, 2);
+        assert_eq!(
+            second.script_source().unwrap().unwrap().1,
+            "return args.a + 2"
+        );
+        assert_eq!(skills.versions("add"), vec![1]);
+        let kept = tmp.join("user/.versions/add/1/skill.ts");
+        assert_eq!(std::fs::read_to_string(kept).unwrap(), "return args.a + 1");
+        let (all, problems) = skills.list();
+        assert_eq!(all.len(), 1, "{problems:?}");
+        let code = all[0].code.as_ref().unwrap();
+        assert_eq!(
+            code.tools["fx"]["echo"],
+            schema_hash(&json!({"inputSchema": {"type": "object"}}))
+        );
+        assert_eq!(
+            code.input_schema.as_ref().unwrap()["properties"]["a"]["type"],
+            "number"
+        );
+        // Found by its identifier form too.
+        assert_eq!(skills.find("add").unwrap().name, "add");
+        assert!(matches!(
+            skills.find("nope"),
+            Err(SkillError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn only_its_owner_saves_over_an_owned_skill() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut alice = request("report", "return 1");
+        alice.owner = Some("token:alice".into());
+        skills.save(alice.clone()).unwrap();
+        for other in [
+            Some("token:bob".to_string()),
+            Some("oauth:alice".into()),
+            None,
+        ] {
+            let mut r = request("report", "return 'evil'");
+            r.owner = other.clone();
+            let e = skills.save(r).unwrap_err().to_string();
+            assert!(e.contains("was saved by token:alice"), "{other:?}: {e}");
+        }
+        skills.save(alice).unwrap();
+        assert_eq!(skills.find("report").unwrap().code.unwrap().version, 2);
+        // A local (unauthenticated) skill is not taken over by a principal either.
+        skills.save(request("local", "return 1")).unwrap();
+        let mut bob = request("local", "return 2");
+        bob.owner = Some("token:bob".into());
+        assert!(skills.save(bob).is_err());
+    }
+
+    #[test]
+    fn the_history_is_bounded() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        for i in 0..(MAX_VERSIONS + 5) {
+            skills
+                .save(request("loop", &format!("return {i}")))
+                .unwrap();
+        }
+        let kept = skills.versions("loop");
+        assert_eq!(kept.len(), MAX_VERSIONS, "{kept:?}");
+        assert_eq!(kept.first(), Some(&5));
+        assert_eq!(
+            skills.find("loop").unwrap().code.unwrap().version as usize,
+            MAX_VERSIONS + 5
+        );
+    }
+
+    #[test]
+    fn bad_saves_say_what_to_fix_and_write_nothing() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("Bad Name", "1");
+        assert!(
+            skills
+                .save(r.clone())
+                .unwrap_err()
+                .to_string()
+                .contains("Agent Skills rules")
+        );
+        r.name = "ok".into();
+        r.description = " ".into();
+        assert!(
+            skills
+                .save(r.clone())
+                .unwrap_err()
+                .to_string()
+                .contains("description")
+        );
+        r.description = "d".into();
+        r.input_schema = Some(json!({"type": "string"}));
+        assert!(
+            skills
+                .save(r)
+                .unwrap_err()
+                .to_string()
+                .contains("inputSchema")
+        );
+        assert!(skills.list().0.is_empty());
+    }
+
+    #[test]
+    fn hand_written_and_broken_skills() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let user = tmp.join("user");
+        let write = |dir: &str, text: &str| {
+            std::fs::create_dir_all(user.join(dir)).unwrap();
+            std::fs::write(user.join(dir).join(SKILL_FILE), text).unwrap();
+        };
+        write(
+            "notes",
+            "---\nname: notes\ndescription: How we write notes.\n---\nBody\n",
+        );
+        write("wrong-dir", "---\nname: other\ndescription: d\n---\n");
+        write("broken", "no frontmatter");
+        let (all, problems) = skills.list();
+        assert_eq!(
+            all.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ["notes"]
+        );
+        assert!(all[0].code.is_none());
+        assert_eq!(problems.len(), 2, "{problems:?}");
+    }
+
+    #[test]
+    fn the_same_name_in_two_places_must_be_told_apart() {
+        let tmp = tempdir();
+        let project = tmp.join("project");
+        std::fs::create_dir_all(project.join("dup")).unwrap();
+        std::fs::write(
+            project.join("dup").join(SKILL_FILE),
+            "---\nname: dup\ndescription: project one\n---\n",
+        )
+        .unwrap();
+        let settings = SkillSettings {
+            dir: Some(tmp.join("user")),
+            ..Default::default()
+        };
+        let skills = Skills::new(&settings, Some(project.clone()), Ok(()));
+        skills.save(request("dup", "return 1")).unwrap();
+        let e = skills.find("dup").unwrap_err().to_string();
+        assert!(e.contains("\"user/dup\" or \"project/dup\""), "{e}");
+        assert_eq!(
+            skills.find("project/dup").unwrap().description,
+            "project one"
+        );
+        // An untrusted project's skills are not read, and a miss says why.
+        let held = Skills::new(&settings, Some(project), Err(&"the project is not trusted"));
+        let e = held.find("project/dup").unwrap_err().to_string();
+        assert!(e.contains("not trusted"), "{e}");
+    }
+
+    /// A user directory with one good skill (`fine`), plus what `plant` puts next to it.
+    fn with_odd_entry(plant: impl FnOnce(&Path)) -> (PathBuf, Skills) {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        skills.save(request("fine", "return 1")).unwrap();
+        plant(&tmp.join("user"));
+        (tmp, skills)
+    }
+
+    /// The skill `fine` still lists, `odd` does not, and one problem names it saying `says`.
+    fn reported_alone(skills: &Skills, odd: &str, says: &str) {
+        let (all, problems) = skills.list();
+        let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["fine"], "{problems:?}");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains(odd) && problems[0].contains(says),
+            "{odd}: {problems:?}"
+        );
+        assert_eq!(skills.find("fine").unwrap().name, "fine");
+    }
+
+    /// A `SKILL.md` of a skill named `name`, runnable in Python.
+    fn skill_md_text(name: &str, description: &str) -> String {
+        format!(
+            "---\nname: {name}\ndescription: {description}\nmetadata:\n  \
+             code-executor-mcp/language: python\n---\n"
+        )
+    }
+
+    /// A secret file outside every root, and a skill directory `name` under `root` whose
+    /// `SKILL.md` is a link to a frontmatter outside.
+    fn outside(tmp: &Path) -> PathBuf {
+        let out = tmp.join("outside");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("secret.txt"), "TOP-SECRET").unwrap();
+        std::fs::write(
+            out.join("SKILL.md"),
+            skill_md_text("linked", "OUTSIDE FRONTMATTER"),
+        )
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn a_symlinked_skill_md_is_refused_never_its_targets_frontmatter() {
+        let (tmp, skills) = with_odd_entry(|_| {});
+        let out = outside(&tmp);
+        let linked = tmp.join("user/linked");
+        std::fs::create_dir_all(&linked).unwrap();
+        std::os::unix::fs::symlink(out.join("SKILL.md"), linked.join(SKILL_FILE)).unwrap();
+        reported_alone(&skills, "linked/SKILL.md", "symbolic link");
+        let e = skills.find("linked").unwrap_err().to_string();
+        assert!(e.contains("symbolic link") && !e.contains("OUTSIDE"), "{e}");
+    }
+
+    #[test]
+    fn a_symlinked_skill_directory_is_skipped() {
+        let (tmp, skills) = with_odd_entry(|_| {});
+        let out = outside(&tmp);
+        std::os::unix::fs::symlink(&out, tmp.join("user/linked")).unwrap();
+        reported_alone(&skills, "linked", "symbolic link");
+        assert!(
+            skills
+                .find("linked")
+                .unwrap_err()
+                .to_string()
+                .contains("symbolic link")
+        );
+    }
+
+    #[test]
+    fn a_symlinked_script_is_never_read() {
+        let (tmp, skills) = with_odd_entry(|_| {});
+        let out = outside(&tmp);
+        let script = tmp.join("user/fine/skill.ts");
+        std::fs::remove_file(&script).unwrap();
+        std::os::unix::fs::symlink(out.join("secret.txt"), &script).unwrap();
+        let e = skills
+            .find("fine")
+            .unwrap()
+            .script_source()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("symbolic link") && !e.contains("TOP-SECRET"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_symlinked_tools_json_is_never_read() {
+        let (tmp, skills) = with_odd_entry(|_| {});
+        let out = outside(&tmp);
+        std::fs::write(
+            out.join("tools.json"),
+            r#"{"fx": {"echo": {"leak": true}}}"#,
+        )
+        .unwrap();
+        let tools = tmp.join("user/fine").join(TOOLS_FILE);
+        std::fs::remove_file(&tools).unwrap();
+        std::os::unix::fs::symlink(out.join("tools.json"), &tools).unwrap();
+        assert!(CodeSkill::saved_schemas(&skills.find("fine").unwrap()).is_empty());
+    }
+
+    #[test]
+    fn a_projects_linked_skills_directory_is_not_followed() {
+        let tmp = tempdir();
+        let out = outside(&tmp);
+        let linked = out.join("linked");
+        std::fs::create_dir_all(&linked).unwrap();
+        std::fs::copy(out.join("SKILL.md"), linked.join("SKILL.md")).unwrap();
+        let project = tmp.join("project/.code-executor");
+        std::fs::create_dir_all(&project).unwrap();
+        std::os::unix::fs::symlink(&out, project.join("skills")).unwrap();
+        let skills = Skills::new(
+            &SkillSettings {
+                dir: Some(tmp.join("user")),
+                ..Default::default()
+            },
+            Some(tmp.join("project").join(PROJECT_SKILLS)),
+            Ok(()),
+        );
+        let (all, problems) = skills.list();
+        assert!(all.is_empty(), "{all:?}");
+        assert!(problems[0].contains("symbolic link"), "{problems:?}");
+        assert!(skills.find("project/linked").is_err());
+    }
+
+    #[test]
+    fn a_dangling_link_is_reported_alone() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::os::unix::fs::symlink("/nonexistent/x", u.join("dangling")).unwrap();
+        });
+        reported_alone(&skills, "dangling", "symbolic link");
+    }
+
+    #[test]
+    fn a_fifo_is_reported_alone_and_never_opened() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            nix::unistd::mkfifo(&u.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        });
+        reported_alone(&skills, "pipe", "a fifo");
+    }
+
+    #[test]
+    fn a_fifo_named_skill_md_is_never_opened() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("piped")).unwrap();
+            nix::unistd::mkfifo(&u.join("piped/SKILL.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        });
+        reported_alone(&skills, "piped/SKILL.md", "a fifo");
+    }
+
+    #[test]
+    fn a_skill_md_that_is_a_directory_is_reported_alone() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("odd/SKILL.md")).unwrap();
+        });
+        reported_alone(&skills, "odd/SKILL.md", "a directory");
+    }
+
+    #[test]
+    fn a_file_where_a_skill_directory_belongs_is_reported_alone() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::write(u.join("stray.md"), "x").unwrap();
+        });
+        reported_alone(&skills, "stray.md", "not a skill's directory");
+    }
+
+    #[test]
+    fn a_directory_without_skill_md_is_reported_alone() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("empty")).unwrap();
+        });
+        reported_alone(&skills, "empty", "no SKILL.md");
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_reported_alone() {
+        use std::os::unix::ffi::OsStrExt;
+        let (_tmp, skills) = with_odd_entry(|u| {
+            let name = std::ffi::OsStr::from_bytes(b"bad-\xff-name");
+            std::fs::create_dir_all(u.join(name)).unwrap();
+        });
+        reported_alone(&skills, "bad-", "not UTF-8");
+    }
+
+    #[test]
+    fn bad_frontmatter_is_reported_alone() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("broken")).unwrap();
+            std::fs::write(u.join("broken/SKILL.md"), "---\nname: [\n---\n").unwrap();
+        });
+        reported_alone(&skills, "broken/SKILL.md", "not valid YAML");
+    }
+
+    #[test]
+    fn a_huge_skill_md_is_refused_unread() {
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("huge")).unwrap();
+            let f = std::fs::File::create(u.join("huge/SKILL.md")).unwrap();
+            // Sparse: 4 GiB said, nothing written.
+            f.set_len(4 << 30).unwrap();
+        });
+        reported_alone(&skills, "huge/SKILL.md", "more than the 1048576");
+    }
+
+    #[test]
+    fn an_unreadable_skill_md_is_reported_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        if nix::unistd::geteuid().is_root() {
+            return; // root reads any file: nothing to test
+        }
+        let (_tmp, skills) = with_odd_entry(|u| {
+            std::fs::create_dir_all(u.join("locked")).unwrap();
+            std::fs::write(u.join("locked/SKILL.md"), skill_md_text("locked", "d")).unwrap();
+            std::fs::set_permissions(
+                u.join("locked/SKILL.md"),
+                std::fs::Permissions::from_mode(0o000),
+            )
+            .unwrap();
+        });
+        reported_alone(&skills, "locked/SKILL.md", "ermission denied");
+    }
+
+    /// Plants `break_it` into an owned skill's `SKILL.md`, then checks nobody saves over it.
+    fn nobody_saves_over(break_it: impl FnOnce(&Path)) {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut alice = request("report", "return 1");
+        alice.owner = Some("token:alice".into());
+        skills.save(alice.clone()).unwrap();
+        break_it(&tmp.join("user/report"));
+        for who in [
+            Some("token:alice".to_string()),
+            Some("token:bob".into()),
+            None,
+        ] {
+            let mut r = request("report", "return 'evil'");
+            r.owner = who.clone();
+            let e = skills.save(r).unwrap_err().to_string();
+            assert!(e.contains("nobody may save over it"), "{who:?}: {e}");
+        }
+        // Nothing was written over it, and a call of it fails too.
+        let script = std::fs::read_to_string(tmp.join("user/report/skill.ts")).unwrap();
+        assert_eq!(script, "return 1");
+        assert!(skills.find("report").is_err());
+    }
+
+    #[test]
+    fn an_owner_that_cannot_be_read_from_a_huge_skill_md_refuses_saves() {
+        nobody_saves_over(|d| {
+            let mut md = std::fs::read_to_string(d.join(SKILL_FILE)).unwrap();
+            md.push_str(&"enum value, ".repeat(120_000));
+            std::fs::write(d.join(SKILL_FILE), md).unwrap();
+        });
+    }
+
+    #[test]
+    fn an_owner_behind_a_link_refuses_saves() {
+        nobody_saves_over(|d| {
+            let real = d.with_file_name("real-skill-md");
+            std::fs::rename(d.join(SKILL_FILE), &real).unwrap();
+            std::os::unix::fs::symlink(&real, d.join(SKILL_FILE)).unwrap();
+        });
+    }
+
+    #[test]
+    fn an_owner_in_unparsable_frontmatter_refuses_saves() {
+        nobody_saves_over(|d| {
+            let md = std::fs::read_to_string(d.join(SKILL_FILE)).unwrap();
+            std::fs::write(d.join(SKILL_FILE), md.replacen("---\n", "---\n: [\n", 1)).unwrap();
+        });
+    }
+
+    #[test]
+    fn an_owner_that_is_not_a_string_refuses_saves() {
+        nobody_saves_over(|d| {
+            let md = std::fs::read_to_string(d.join(SKILL_FILE)).unwrap();
+            let md = md.replace(
+                "\"code-executor-mcp/owner\": \"token:alice\"",
+                "\"code-executor-mcp/owner\": [1]",
+            );
+            assert!(md.contains("[1]"));
+            std::fs::write(d.join(SKILL_FILE), md).unwrap();
+        });
+    }
+
+    #[test]
+    fn an_owner_of_a_missing_skill_md_refuses_saves() {
+        nobody_saves_over(|d| std::fs::remove_file(d.join(SKILL_FILE)).unwrap());
+    }
+
+    /// A save of `req` fails naming `field` and `limit`.
+    fn refused(skills: &Skills, req: SaveRequest, field: &str, limit: &str) {
+        let e = skills.save(req).unwrap_err().to_string();
+        assert!(e.contains(field) && e.contains(limit), "{field}: {e}");
+    }
+
+    #[test]
+    fn an_input_schema_past_its_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("big-schema", "return 1");
+        let values: Vec<String> = (0..200_000).map(|i| format!("v{i}")).collect();
+        r.input_schema = Some(json!({"type": "object", "properties": {"a": {"enum": values}}}));
+        refused(
+            &skills,
+            r,
+            "inputSchema",
+            &MAX_INPUT_SCHEMA_BYTES.to_string(),
+        );
+        assert!(skills.list().0.is_empty());
+    }
+
+    #[test]
+    fn an_input_schema_that_pretty_prints_past_the_skill_md_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("deep-schema", "return 1");
+        // Under the schema's own bound compactly, far past SKILL.md's once indented.
+        let mut v = json!((0..6000).collect::<Vec<_>>());
+        for _ in 0..100 {
+            v = json!([v]);
+        }
+        r.input_schema = Some(json!({"type": "object", "default": v}));
+        refused(&skills, r, "SKILL.md", &MAX_SKILL_FILE.to_string());
+    }
+
+    #[test]
+    fn code_past_its_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let r = request("big-code", &"x".repeat(MAX_SCRIPT_BYTES + 1));
+        refused(&skills, r, "code", &MAX_SCRIPT_BYTES.to_string());
+    }
+
+    #[test]
+    fn a_description_past_its_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("big-description", "return 1");
+        r.description = "d".repeat(MAX_DESCRIPTION + 1);
+        refused(&skills, r, "description", &MAX_DESCRIPTION.to_string());
+    }
+
+    #[test]
+    fn a_name_past_its_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        refused(&skills, request(&"n".repeat(65), "return 1"), "name", "64");
+    }
+
+    #[test]
+    fn an_owner_past_its_bound_is_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("long-owner", "return 1");
+        r.owner = Some(format!("token:{}", "a".repeat(MAX_OWNER)));
+        refused(&skills, r, "owner", &MAX_OWNER.to_string());
+    }
+
+    #[test]
+    fn too_many_recorded_tools_are_refused() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("many-tools", "return 1");
+        let tools: BTreeMap<String, Value> = (0..=MAX_TOOLS_RECORDED)
+            .map(|i| (format!("t{i}"), json!({"inputSchema": {"type": "object"}})))
+            .collect();
+        r.tools = BTreeMap::from([("fx".to_string(), tools)]);
+        refused(
+            &skills,
+            r,
+            "upstream tools",
+            &MAX_TOOLS_RECORDED.to_string(),
+        );
+    }
+
+    #[test]
+    fn huge_tool_schemas_are_not_kept_and_do_not_break_the_skill() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        let mut r = request("huge-tools", "return 1");
+        let big = json!({"inputSchema": {"type": "object", "description": "x".repeat(2 << 20)}});
+        r.tools = BTreeMap::from([(
+            "fx".to_string(),
+            BTreeMap::from([("echo".to_string(), big)]),
+        )]);
+        let saved = skills.save(r).unwrap();
+        assert!(!tmp.join("user/huge-tools").join(TOOLS_FILE).exists());
+        assert_eq!(saved.code.unwrap().tools["fx"].len(), 1);
+    }
+
+    fn small_room(tmp: &Path, room: Room) -> Skills {
+        let mut skills = store(tmp);
+        skills.room = room;
+        skills
+    }
+
+    #[test]
+    fn one_owner_cannot_keep_more_than_its_count_of_skills() {
+        let tmp = tempdir();
+        let skills = small_room(
+            &tmp,
+            Room {
+                skills_per_owner: 3,
+                ..Room::default()
+            },
+        );
+        for i in 0..3 {
+            let mut r = request(&format!("s{i}"), "return 1");
+            r.owner = Some("token:alice".into());
+            skills.save(r).unwrap();
+        }
+        let mut r = request("s3", "return 1");
+        r.owner = Some("token:alice".into());
+        refused(&skills, r.clone(), "skills", "(3)");
+        // Saving over one of hers still works; another owner has room of its own.
+        r.name = "s0".into();
+        skills.save(r.clone()).unwrap();
+        r.name = "s3".into();
+        r.owner = Some("token:bob".into());
+        skills.save(r).unwrap();
+    }
+
+    #[test]
+    fn one_owners_bytes_count_every_kept_version() {
+        let tmp = tempdir();
+        let skills = small_room(
+            &tmp,
+            Room {
+                bytes_per_owner: 40_000,
+                ..Room::default()
+            },
+        );
+        let code = format!("return '{}'", "x".repeat(9_000));
+        let mut r = request("grows", &code);
+        r.owner = Some("token:alice".into());
+        // Each save keeps the previous one: the versions fill her room.
+        let mut saved = 0;
+        let e = loop {
+            match skills.save(r.clone()) {
+                Ok(_) => saved += 1,
+                Err(e) => break e.to_string(),
+            }
+            assert!(saved < 10, "never refused");
+        };
+        assert!(saved >= 2, "{saved}");
+        assert!(e.contains("token:alice") && e.contains("40000"), "{e}");
+        // Another owner is not refused for hers.
+        r.owner = Some("token:bob".into());
+        r.name = "other".into();
+        skills.save(r).unwrap();
+    }
+
+    #[test]
+    fn the_whole_store_is_bounded_whoever_saves() {
+        let tmp = tempdir();
+        let skills = small_room(
+            &tmp,
+            Room {
+                store_bytes: 30_000,
+                ..Room::default()
+            },
+        );
+        let code = format!("return '{}'", "x".repeat(9_000));
+        let e = (0..10)
+            .find_map(|i| {
+                let mut r = request(&format!("p{i}"), &code);
+                r.owner = Some(format!("token:user{i}"));
+                skills.save(r).err()
+            })
+            .expect("refused at some point")
+            .to_string();
+        assert!(e.contains("30000"), "{e}");
+    }
+
+    #[test]
+    fn a_planted_link_in_the_versions_path_is_not_written_through() {
+        let tmp = tempdir();
+        let skills = store(&tmp);
+        skills.save(request("kept", "return 1")).unwrap();
+        let out = tmp.join("outside-versions");
+        std::fs::create_dir_all(&out).unwrap();
+        std::os::unix::fs::symlink(&out, tmp.join("user").join(VERSIONS)).unwrap();
+        let e = skills
+            .save(request("kept", "return 2"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_served_directory_that_cannot_be_opened_stops_no_other_skill() {
+        let tmp = tempdir();
+        std::fs::write(tmp.join("not-a-dir"), "x").unwrap();
+        let skills = Skills::new(
+            &SkillSettings {
+                dir: Some(tmp.join("user")),
+                serve: vec![tmp.join("not-a-dir")],
+                ..Default::default()
+            },
+            None,
+            Ok(()),
+        );
+        skills.save(request("fine", "return 1")).unwrap();
+        assert_eq!(skills.find("fine").unwrap().name, "fine");
+        let (all, problems) = skills.list();
+        assert_eq!(all.len(), 1, "{problems:?}");
+        assert!(
+            problems.len() == 1 && problems[0].contains("not-a-dir"),
+            "{problems:?}"
+        );
+    }
+
+    fn tempdir() -> PathBuf {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("cem-skills-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}
