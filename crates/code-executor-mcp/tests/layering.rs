@@ -656,7 +656,10 @@ fn the_code_executor_crate_is_read() {
         runtime.modules.keys()
     );
     assert!(runtime.modules.contains_key(&vec!["worker".to_string()]));
-    let faces = crate_at("code-executor-mcp", &crates.join("code-executor-mcp").join("src"));
+    let faces = crate_at(
+        "code-executor-mcp",
+        &crates.join("code-executor-mcp").join("src"),
+    );
     assert!(
         faces.modules.contains_key(&vec!["server".to_string()]),
         "modules found: {:?}",

@@ -14,6 +14,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use super::connection::Connection;
 use super::error::ConnectError;
 use super::handler::{Handler, Routing};
+use super::mcp::McpSource;
+use super::source::Started;
 use super::sse;
 use super::start_error::{self, PostMortem};
 use super::stdio::{self, spawn_stdio};
@@ -65,6 +67,8 @@ async fn stored_login(
         })
 }
 
+/// Starts the source `spec` names, of whichever kind it is, and takes its first list of
+/// tools (less those its client config hides).
 pub(super) async fn connect(
     spec: &ServerSpec,
     settings: &Settings,
@@ -72,6 +76,29 @@ pub(super) async fn connect(
     callers: &Arc<super::forward::Callers>,
     changes: &tokio::sync::broadcast::Sender<String>,
 ) -> Result<Connection, ConnectError> {
+    let started = match &spec.transport {
+        Transport::Stdio { .. } | Transport::Http { .. } | Transport::Sse { .. } => {
+            start_mcp(spec, settings, token_dir, callers, changes).await?
+        }
+    };
+    let tools = retain_visible(spec.tool_filter.as_ref(), &spec.name, started.tools);
+    tracing::info!(server = %spec.name, tools = tools.len(), "upstream connected");
+    Ok(Connection {
+        source: started.source,
+        tools: std::sync::Mutex::new(Arc::new(tools)),
+        filter: spec.tool_filter.clone(),
+    })
+}
+
+/// Starts an MCP server (stdio, streamable HTTP or SSE): spawn or reach it, `initialize`,
+/// the first `tools/list`, all within the connect timeout.
+async fn start_mcp(
+    spec: &ServerSpec,
+    settings: &Settings,
+    token_dir: Option<&Path>,
+    callers: &Arc<super::forward::Callers>,
+    changes: &tokio::sync::broadcast::Sender<String>,
+) -> Result<Started, ConnectError> {
     let timeout = spec.startup_timeout.unwrap_or(settings.connect_timeout);
     let stale = Arc::new(AtomicBool::new(false));
     let progress = rmcp::handler::client::progress::ProgressDispatcher::new();
@@ -169,17 +196,15 @@ pub(super) async fn connect(
                 return Err(start_error::list_tools(&e, &post, spec).into());
             }
         };
-        Ok::<_, ConnectError>(Connection {
+        let source = McpSource {
             service,
-            tools: std::sync::Mutex::new(Arc::new(retain_visible(
-                spec.tool_filter.as_ref(),
-                &spec.name,
-                tools,
-            ))),
             stale,
             auth: watch.clone(),
-            filter: spec.tool_filter.clone(),
             progress,
+        };
+        Ok::<_, ConnectError>(Started {
+            source: Arc::new(source),
+            tools,
         })
     };
     let result = match tokio::time::timeout(timeout, start).await {
@@ -192,10 +217,7 @@ pub(super) async fn connect(
         }
     };
     match result {
-        Ok(conn) => {
-            tracing::info!(server = %spec.name, tools = conn.tools().len(), "upstream connected");
-            Ok(conn)
-        }
+        Ok(started) => Ok(started),
         // Whatever the transport made of it, a refused authorization is what to report.
         Err(ConnectError::Other(reason)) => match watch.as_ref().and_then(|w| w.failure()) {
             Some(why) => Err(ConnectError::NeedsLogin(why)),

@@ -26,10 +26,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::RoleClient;
-use rmcp::model::{CallToolRequest, ClientRequest, ProgressNotificationParam, ServerResult};
-use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
-use rmcp::service::PeerRequestOptions;
+use rmcp::model::{CallToolResult, ProgressNotificationParam, Tool};
 use serde::Serialize;
 use tokio::sync::Mutex;
 
@@ -45,8 +42,10 @@ pub mod definitions;
 mod error;
 pub mod forward;
 mod handler;
+mod mcp;
 mod redact;
 mod skills;
+pub mod source;
 mod sse;
 mod start_error;
 mod stdio;
@@ -57,6 +56,7 @@ use connection::Connection;
 use error::ConnectError;
 pub use error::UpstreamError;
 use forward::{Callers, Forward};
+use source::{SourceCall, SourceError};
 use start_error::MAX_RETRY_PAUSE;
 use start_error::{retry_pause, with_next_attempt};
 
@@ -83,34 +83,6 @@ pub struct ServerStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_count: Option<usize>,
 }
-
-/// Sends `notifications/cancelled` for a request whose caller stopped waiting for it (as
-/// rmcp's own `call_tool` does when its future is dropped).
-struct CancelOnDrop<'a> {
-    peer: &'a rmcp::Peer<RoleClient>,
-    id: Option<rmcp::model::RequestId>,
-}
-
-impl Drop for CancelOnDrop<'_> {
-    fn drop(&mut self) {
-        let Some(id) = self.id.take() else {
-            return;
-        };
-        let peer = self.peer.clone();
-        tokio::spawn(async move {
-            let _ = peer
-                .notify_cancelled(rmcp::model::CancelledNotificationParam::new(
-                    Some(id),
-                    Some("the execution that made this call ended".into()),
-                ))
-                .await;
-        });
-    }
-}
-
-/// Times a call that passes progress on yields after its answer, to take the notifications
-/// the server sent just before it (see [`Upstreams::call_reporting`]).
-const PROGRESS_DRAIN_YIELDS: usize = 4;
 
 /// The outcome of a start, as its waiters see it.
 type StartResult = Option<Result<Arc<Connection>, UpstreamError>>;
@@ -362,8 +334,7 @@ impl Upstreams {
             State::Connected(c) if c.alive() => c.clone(),
             _ => return None,
         };
-        let info = conn.service.peer().peer_info()?;
-        info.server_info.as_ref().map(|i| i.version.clone())
+        conn.source.version()
     }
 
     /// Tools of a server that is already connected, without starting it.
@@ -520,61 +491,21 @@ impl Upstreams {
         }
         let timeout = timeout.min(self.call_timeout(server));
         let conn = self.connection(server).await?;
-        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        if let Some(trace) = trace {
-            let mut meta = rmcp::model::RequestMetaObject::new();
-            trace.write_meta(&mut meta);
-            params.meta = Some(meta);
-        }
-        let peer = conn.service.peer();
-        let result = match on_progress {
-            None => {
-                self.call_on(&conn, server, tool, peer.call_tool(params), timeout)
-                    .await
-            }
-            Some(report) => {
-                let call = async {
-                    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-                    let handle = peer
-                        .send_request_with_option(request, PeerRequestOptions::no_options())
-                        .await?;
-                    // rmcp picks the request's progress token; the notifications for it are
-                    // routed here from the handler.
-                    let mut updates = conn.progress.subscribe(handle.progress_token.clone()).await;
-                    let mut abandoned = CancelOnDrop {
-                        peer,
-                        id: Some(handle.id.clone()),
-                    };
-                    let answer = handle.await_response();
-                    tokio::pin!(answer);
-                    let answer = loop {
-                        tokio::select! {
-                            answer = &mut answer => break answer,
-                            Some(p) = futures::StreamExt::next(&mut updates) => {
-                                report(&redact::progress(&self.redactor, p))
-                            }
-                        }
-                    };
-                    abandoned.id = None;
-                    // rmcp hands each notification to its own task, so ones the server sent
-                    // just before its answer may still be on their way: take what arrives
-                    // while this task yields a few times.
-                    for _ in 0..PROGRESS_DRAIN_YIELDS {
-                        tokio::task::yield_now().await;
-                        while let Some(Some(p)) =
-                            futures::FutureExt::now_or_never(futures::StreamExt::next(&mut updates))
-                        {
-                            report(&redact::progress(&self.redactor, p));
-                        }
-                    }
-                    match answer? {
-                        ServerResult::CallToolResult(r) => Ok(r),
-                        _ => Err(rmcp::service::ServiceError::UnexpectedResponse),
-                    }
-                };
-                self.call_on(&conn, server, tool, call, timeout).await
-            }
+        let redactor = &self.redactor;
+        let progress = on_progress.map(|report| {
+            move |p: &ProgressNotificationParam| report(&redact::progress(redactor, p.clone()))
+        });
+        let call = SourceCall {
+            tool,
+            args,
+            on_progress: progress
+                .as_ref()
+                .map(|f| f as &(dyn Fn(&ProgressNotificationParam) + Send + Sync)),
+            trace,
         };
+        let result = self
+            .call_on(&conn, server, tool, conn.source.call(call), timeout)
+            .await;
         if let Err(UpstreamError::Unauthorized { reason, .. }) = &result {
             self.drop_unauthorized(server, &conn, reason).await;
         }
@@ -606,7 +537,7 @@ impl Upstreams {
         conn: &Connection,
         server: &str,
         tool: &str,
-        call: impl Future<Output = Result<CallToolResult, rmcp::service::ServiceError>>,
+        call: impl Future<Output = Result<CallToolResult, SourceError>>,
         timeout: Duration,
     ) -> Result<(CallToolResult, usize), UpstreamError> {
         match tokio::time::timeout(timeout, call).await {

@@ -47,7 +47,9 @@ impl UpstreamSkills {
 
 /// Pages through `skills/list` of a server that declares the extension.
 async fn fetch(server: &str, conn: &Connection) -> (Vec<Skill>, Duration) {
-    let peer = conn.service.peer();
+    let Some(peer) = conn.source.mcp_peer() else {
+        return (Vec::new(), KEEP);
+    };
     let declares = peer
         .peer_info()
         .is_some_and(|i| i.capabilities.supports_skills());
@@ -141,6 +143,9 @@ pub(super) enum ReadError {
     NotListed(#[from] NotListed),
     #[error(transparent)]
     Server(#[from] rmcp::ServiceError),
+    /// The source is not an MCP server: it serves no skills.
+    #[error("the source is not an MCP server and serves no skills")]
+    NotMcp,
 }
 
 /// Reads `uri` from the server, when one of its listed skills names it (its `SKILL.md`, a
@@ -151,9 +156,8 @@ pub(super) async fn read(
     uri: &str,
 ) -> Result<ReadResourceResult, ReadError> {
     listed(skills, uri)?;
-    Ok(conn
-        .service
-        .peer()
+    let peer = conn.source.mcp_peer().ok_or(ReadError::NotMcp)?;
+    Ok(peer
         .read_resource(ReadResourceRequestParams::new(uri))
         .await?)
 }
