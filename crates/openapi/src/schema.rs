@@ -11,9 +11,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
-use crate::error::OperationError;
+use crate::error::{OperationError, RefError};
 use crate::names::{clean_text, sanitize};
-use crate::refs::{DocId, Docs};
+use crate::refs::{DocId, Docs, MAX_CHAIN};
 
 /// What the schema describes: what the caller sends, or what the server answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,7 +154,22 @@ impl<'d> SchemaBuilder<'d> {
         reference: &str,
         at: &str,
     ) -> Result<Value, OperationError> {
-        let target = self.docs.resolve(doc, reference, at)?;
+        let mut target = self.docs.resolve(doc, reference, at)?;
+        // A reference to a bare reference: follow the chain to a schema (or fail on a loop).
+        let mut hops = 0;
+        while let Some(next) = bare_ref(&target.value) {
+            hops += 1;
+            if hops > MAX_CHAIN {
+                return Err(RefError::ChainTooLong {
+                    reference: reference.to_owned(),
+                    at: at.to_owned(),
+                    max: MAX_CHAIN,
+                }
+                .into());
+            }
+            let next = next.to_owned();
+            target = self.docs.resolve(&target.doc, &next, &target.key)?;
+        }
         let inline = !self.stack.contains(&target.key)
             && !self.def_names.contains_key(&target.key)
             && self.nodes < INLINE_BUDGET
@@ -308,6 +323,16 @@ impl<'d> SchemaBuilder<'d> {
         if let Some(Value::Array(required)) = out.get_mut("required") {
             required.retain(|r| r.as_str().is_none_or(|r| !dropped.iter().any(|d| d == r)));
         }
+    }
+}
+
+/// The target of `{"$ref": ...}` with nothing beside it.
+fn bare_ref(value: &Value) -> Option<&str> {
+    let map = value.as_object()?;
+    if map.len() == 1 {
+        map.get("$ref")?.as_str()
+    } else {
+        None
     }
 }
 
