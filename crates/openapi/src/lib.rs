@@ -36,15 +36,15 @@ mod refs;
 mod request;
 mod response;
 mod schema;
+mod security;
 mod spec;
 
 pub use error::{OperationError, RefError, RequestError, ResponseError, SpecError};
 pub use names::MAX_NAME;
-pub use operation::{
-    Annotations, ApiKeyLocation, Operation, SecurityRequirement, SecurityScheme, SecurityUse,
-};
+pub use operation::{Annotations, Operation};
 pub use parse::{Format, Limits};
 pub use refs::RefPolicy;
 pub use request::{HttpRequest, build_request};
 pub use response::{ResponseBody, ResponseLimits, interpret_response};
+pub use security::{ApiKeyLocation, SecurityRequirement, SecurityScheme, SecurityUse};
 pub use spec::{Method, OperationSummary, ParseOptions, Spec, Version, Warning};

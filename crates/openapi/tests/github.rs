@@ -3,7 +3,10 @@
 //! with `npm install @octokit/openapi` in its `openapi/` directory. Missing, the test prints
 //! a loud SKIP, or fails when `CODE_EXECUTOR_REQUIRE_INTEROP` is set.
 #![allow(clippy::unwrap_used, reason = "tests")]
-#![allow(clippy::print_stderr, reason = "the SKIP line and the timings are for whoever runs the tests")]
+#![allow(
+    clippy::print_stderr,
+    reason = "the SKIP line and the timings are for whoever runs the tests"
+)]
 
 use std::path::PathBuf;
 use std::time::Instant;
