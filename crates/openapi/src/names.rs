@@ -1,7 +1,7 @@
 //! Tool names from `operationId`s (or method and path), and text stripped of what a reader
 //! would not see (controls, direction overrides, zero-width and tag characters).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// Longest tool name.
@@ -82,24 +82,29 @@ fn fnv1a(s: &str) -> u32 {
 #[derive(Default)]
 pub(crate) struct Namer {
     taken: HashSet<String>,
+    /// Per lower-cased base, the next suffix to try (so many equal bases stay linear).
+    next: HashMap<String, usize>,
 }
 
 impl Namer {
     /// The name for `base`, and whether it had to change.
     pub fn claim(&mut self, base: &str) -> (String, bool) {
         let base = if base.is_empty() { "operation" } else { base };
-        if self.taken.insert(base.to_ascii_lowercase()) {
+        let lower = base.to_ascii_lowercase();
+        if self.taken.insert(lower.clone()) {
             return (base.to_owned(), false);
         }
-        for n in 2usize.. {
+        let mut n = self.next.get(&lower).copied().unwrap_or(2);
+        loop {
             let suffix = format!("_{n}");
             let head = &base[..base.len().min(MAX_NAME - suffix.len())];
             let candidate = format!("{head}{suffix}");
+            n += 1;
             if self.taken.insert(candidate.to_ascii_lowercase()) {
+                self.next.insert(lower, n);
                 return (candidate, true);
             }
         }
-        unreachable!("the suffixes are unbounded")
     }
 }
 

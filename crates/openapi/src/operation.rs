@@ -6,6 +6,9 @@
 //! property is prefixed with its location: `query_id`, `path_id`) and, when the operation
 //! takes a request body, a `body` property holding the whole body.
 
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value, json};
 
 use crate::error::OperationError;
@@ -17,6 +20,24 @@ use crate::spec::{Method, Spec, Warning};
 
 /// Longest tool description.
 const MAX_DESCRIPTION: usize = 4_000;
+/// Headers a document may not hand to callers: framing, routing, connection handling and
+/// cookies (cookie parameters have their own location).
+const TRANSPORT_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+    "expect",
+    "cookie",
+    "forwarded",
+    "x-forwarded-for",
+    "x-forwarded-host",
+    "x-forwarded-proto",
+];
 /// Longest parameter description.
 const MAX_PARAM_DESCRIPTION: usize = 1_000;
 
@@ -57,7 +78,7 @@ pub struct Annotations {
     pub open_world: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum ParamIn {
     Path,
     Query,
@@ -117,6 +138,10 @@ pub(crate) struct BodyPlan {
 }
 
 fn body_kind(content_type: &str) -> Option<BodyKind> {
+    // The type becomes a header: only visible ASCII and spaces.
+    if !content_type.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        return None;
+    }
     let essence = content_type
         .split(';')
         .next()
@@ -165,6 +190,7 @@ impl Spec {
 
         // Parameters: the path item's, then the operation's (same name and location replace).
         let mut declared: Vec<(Param, Value, String)> = Vec::new();
+        let mut slots: HashMap<(String, ParamIn), usize> = HashMap::new();
         for (source, at) in [(&*item, item_at.clone()), (op, op_at.clone())] {
             let Some(list) = source.get("parameters") else {
                 continue;
@@ -195,13 +221,12 @@ impl Spec {
                         Value::String(clean_text(d, MAX_PARAM_DESCRIPTION)),
                     );
                 }
-                if let Some(slot) = declared
-                    .iter_mut()
-                    .find(|(q, _, _)| q.name == param.name && q.location == param.location)
-                {
-                    *slot = (param, schema, p_at);
-                } else {
-                    declared.push((param, schema, p_at));
+                match slots.entry((param.name.clone(), param.location)) {
+                    Entry::Occupied(slot) => declared[*slot.get()] = (param, schema, p_at),
+                    Entry::Vacant(slot) => {
+                        slot.insert(declared.len());
+                        declared.push((param, schema, p_at));
+                    }
                 }
             }
         }
@@ -265,9 +290,12 @@ impl Spec {
         let mut params = Vec::with_capacity(declared.len());
         let mut properties = Map::new();
         let mut required = Vec::new();
+        let mut locations: HashMap<&str, usize> = HashMap::new();
+        for (p, _, _) in &declared {
+            *locations.entry(p.name.as_str()).or_default() += 1;
+        }
         let clashes = |p: &Param| {
-            (body.is_some() && p.name == "body")
-                || declared.iter().filter(|(q, _, _)| q.name == p.name).count() > 1
+            (body.is_some() && p.name == "body") || locations.get(p.name.as_str()) > Some(&1)
         };
         let mut named: Vec<(Param, Value)> = Vec::with_capacity(declared.len());
         for (param, schema, _) in &declared {
@@ -416,11 +444,20 @@ fn parameter(
         }
     };
     if location == ParamIn::Header {
-        if ["accept", "content-type", "authorization"].contains(&name.to_ascii_lowercase().as_str())
-        {
+        let lower = name.to_ascii_lowercase();
+        if ["accept", "content-type", "authorization"].contains(&lower.as_str()) {
             warnings.push(Warning {
                 pointer: at.to_owned(),
                 message: format!("header parameter `{name}` is ignored (OpenAPI says so)"),
+            });
+            return Ok(None);
+        }
+        if TRANSPORT_HEADERS.contains(&lower.as_str()) || lower.starts_with("proxy-") {
+            warnings.push(Warning {
+                pointer: at.to_owned(),
+                message: format!(
+                    "header parameter `{name}` is ignored (the host's HTTP client owns it)"
+                ),
             });
             return Ok(None);
         }
@@ -501,20 +538,22 @@ fn check_path_template(
     declared: &[(Param, Value, String)],
     at: &str,
 ) -> Result<(), OperationError> {
-    let mut variables = Vec::new();
+    let mut variables = HashSet::new();
     let mut rest = path;
     while let Some(open) = rest.find('{') {
         let Some(close) = rest[open..].find('}') else {
             return Err(invalid(at, &format!("unclosed `{{` in path `{path}`")));
         };
-        variables.push(&rest[open + 1..open + close]);
+        variables.insert(&rest[open + 1..open + close]);
         rest = &rest[open + close + 1..];
     }
+    let path_params: HashSet<&str> = declared
+        .iter()
+        .filter(|(p, _, _)| p.location == ParamIn::Path)
+        .map(|(p, _, _)| p.name.as_str())
+        .collect();
     for v in &variables {
-        if !declared
-            .iter()
-            .any(|(p, _, _)| p.location == ParamIn::Path && p.name == *v)
-        {
+        if !path_params.contains(v) {
             return Err(invalid(
                 at,
                 &format!("path variable `{{{v}}}` has no path parameter"),

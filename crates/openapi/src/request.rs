@@ -2,6 +2,7 @@
 //! `.`, `..` or empty, never outside the base URL's path), query styles, headers without
 //! controls, cookies, and JSON, form, multipart and text bodies.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use percent_encoding::{
@@ -46,6 +47,9 @@ const COOKIE: &AsciiSet = &CONTROLS
     .add(b'\\')
     .add(b'%');
 
+/// Names listed in an error message.
+const MAX_LISTED: usize = 50;
+
 /// A request for the host to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpRequest {
@@ -82,15 +86,19 @@ pub fn build_request(
     // The path, under the base's.
     let prefix = base.path().trim_end_matches('/').to_owned();
     let mut path = prefix.clone();
+    let path_params: HashMap<&str, &Param> = op
+        .params
+        .iter()
+        .filter(|p| p.location == ParamIn::Path)
+        .map(|p| (p.name.as_str(), p))
+        .collect();
     let mut rest = op.path.as_str();
     while let Some(open) = rest.find('{') {
         path.push_str(&rest[..open]);
         let close = rest[open..].find('}').map_or(rest.len(), |c| open + c);
         let name = rest.get(open + 1..close).unwrap_or("");
-        let param = op
-            .params
-            .iter()
-            .find(|p| p.location == ParamIn::Path && p.name == name)
+        let param = *path_params
+            .get(name)
             .ok_or_else(|| RequestError::BadArgument {
                 name: name.to_owned(),
                 message: "the path names a parameter the operation does not declare".to_owned(),
@@ -208,19 +216,21 @@ fn kind(v: &Value) -> &'static str {
 
 /// Unknown arguments, then missing required ones.
 fn check_names(op: &Operation, args: &Map<String, Value>) -> Result<(), RequestError> {
-    let mut accepted: Vec<String> = op.params.iter().map(|p| p.arg.clone()).collect();
+    let mut accepted: HashSet<&str> = op.params.iter().map(|p| p.arg.as_str()).collect();
     if op.body.is_some() {
-        accepted.push("body".to_owned());
+        accepted.insert("body");
     }
-    let mut unknown: Vec<String> = args
+    let unknown: Vec<String> = args
         .keys()
-        .filter(|k| !accepted.contains(k))
+        .filter(|k| !accepted.contains(k.as_str()))
         .cloned()
         .collect();
     if !unknown.is_empty() {
-        unknown.sort();
-        accepted.sort();
-        return Err(RequestError::UnknownArguments { unknown, accepted });
+        let accepted = accepted.into_iter().map(str::to_owned).collect();
+        return Err(RequestError::UnknownArguments {
+            unknown: bounded(unknown),
+            accepted: bounded(accepted),
+        });
     }
     let present = |k: &str| args.get(k).is_some_and(|v| !v.is_null());
     let mut missing: Vec<String> = op
@@ -235,8 +245,19 @@ fn check_names(op: &Operation, args: &Map<String, Value>) -> Result<(), RequestE
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(RequestError::MissingRequired(missing))
+        Err(RequestError::MissingRequired(bounded(missing)))
     }
+}
+
+/// Names for a message: sorted, at most [`MAX_LISTED`], then how many more.
+fn bounded(mut names: Vec<String>) -> Vec<String> {
+    names.sort();
+    if names.len() > MAX_LISTED {
+        let more = names.len() - MAX_LISTED;
+        names.truncate(MAX_LISTED);
+        names.push(format!("… {more} more"));
+    }
+    names
 }
 
 /// A scalar as text (JSON text for anything nested).

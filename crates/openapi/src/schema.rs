@@ -85,6 +85,7 @@ pub(crate) struct SchemaBuilder<'d> {
     depth: usize,
     def_names: HashMap<String, String>,
     taken: HashSet<String>,
+    next_suffix: HashMap<String, usize>,
     pending: Vec<(String, DocId, Cow<'d, Value>)>,
     defs: Map<String, Value>,
 }
@@ -99,6 +100,7 @@ impl<'d> SchemaBuilder<'d> {
             depth: 0,
             def_names: HashMap::new(),
             taken: HashSet::new(),
+            next_suffix: HashMap::new(),
             pending: Vec::new(),
             defs: Map::new(),
         }
@@ -229,10 +231,10 @@ impl<'d> SchemaBuilder<'d> {
             s => s,
         };
         let mut name = base.clone();
-        let mut n = 2;
+        let next = self.next_suffix.entry(base.clone()).or_insert(2);
         while !self.taken.insert(name.clone()) {
-            name = format!("{base}_{n}");
-            n += 1;
+            name = format!("{base}_{next}");
+            *next += 1;
         }
         self.def_names.insert(key.to_owned(), name.clone());
         self.pending.push((key.to_owned(), doc, value));
@@ -311,7 +313,7 @@ impl<'d> SchemaBuilder<'d> {
         let Some(Value::Object(props)) = out.get_mut("properties") else {
             return;
         };
-        let dropped: Vec<String> = props
+        let dropped: HashSet<String> = props
             .iter()
             .filter(|(_, s)| s.get(hidden).and_then(Value::as_bool) == Some(true))
             .map(|(k, _)| k.clone())
@@ -321,7 +323,7 @@ impl<'d> SchemaBuilder<'d> {
         }
         props.retain(|k, _| !dropped.contains(k));
         if let Some(Value::Array(required)) = out.get_mut("required") {
-            required.retain(|r| r.as_str().is_none_or(|r| !dropped.iter().any(|d| d == r)));
+            required.retain(|r| r.as_str().is_none_or(|r| !dropped.contains(r)));
         }
     }
 }
@@ -344,7 +346,7 @@ fn exclusive_bounds(map: &Map<String, Value>, out: &mut Map<String, Value>) {
     ] {
         match map.get(flag) {
             Some(Value::Bool(true)) => {
-                if let Some(b) = out.remove(bound) {
+                if let Some(b) = out.shift_remove(bound) {
                     out.insert(flag.to_owned(), b);
                 }
             }
