@@ -191,7 +191,7 @@ impl Spec {
         // Parameters: the path item's, then the operation's (same name and location replace).
         let mut declared: Vec<(Param, Value, String)> = Vec::new();
         let mut slots: HashMap<(String, ParamIn), usize> = HashMap::new();
-        for (source, at) in [(&*item, item_at.clone()), (op, op_at.clone())] {
+        for (source, at) in [(item, item_at.clone()), (op, op_at.clone())] {
             let Some(list) = source.get("parameters") else {
                 continue;
             };
@@ -204,7 +204,7 @@ impl Spec {
             for (i, raw) in list.iter().enumerate() {
                 let p_at = format!("{at}/parameters/{i}");
                 let (p_doc, p) = docs.deref(&item_doc, raw, &p_at)?;
-                let Some((param, schema)) = parameter(&p, &p_at, &mut warnings)? else {
+                let Some((param, schema)) = parameter(p, &p_at, &mut warnings)? else {
                     continue;
                 };
                 let schema = match schema {

@@ -1,11 +1,10 @@
 //! `$ref` resolution: JSON pointers (`~0`, `~1`, percent-encoding) into the document, and,
 //! only when the caller grants a directory, into files inside that directory.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use percent_encoding::percent_decode_str;
 use serde_json::Value;
@@ -53,136 +52,92 @@ pub(crate) struct Resolved<'a> {
     pub key: String,
     /// The decoded pointer's last token (the component's name, usually).
     pub name: String,
-    pub value: Cow<'a, Value>,
+    pub value: &'a Value,
 }
 
+/// Why a file reference cannot be followed (the reference and where it was met are added
+/// when it is used).
+#[derive(Debug, Clone)]
+enum LinkError {
+    Url,
+    Refused(String),
+    File(String),
+}
+
+/// The document and the files granted references reach, all read when the document is:
+/// resolution then borrows, copies nothing and does no I/O.
 pub(crate) struct Docs {
     pub root: Value,
     policy: RefPolicy,
-    base: Option<PathBuf>,
-    limits: Limits,
-    files: Mutex<HashMap<PathBuf, Arc<Value>>>,
+    files: HashMap<Arc<PathBuf>, Value>,
+    /// `(document, file part of a $ref)` to the file it names, or why not.
+    links: HashMap<(DocId, String), Result<DocId, LinkError>>,
 }
 
 impl fmt::Debug for Docs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Docs")
             .field("policy", &self.policy)
+            .field("files", &self.files.len())
             .finish_non_exhaustive()
     }
 }
 
 impl Docs {
     pub fn new(root: Value, policy: RefPolicy, limits: Limits) -> Self {
-        let base = match &policy {
-            RefPolicy::LocalOnly => None,
-            // A directory that cannot be canonicalised grants nothing (refs then fail).
-            RefPolicy::Directory(dir) => dir.canonicalize().ok(),
-        };
-        Self {
+        let mut docs = Self {
             root,
             policy,
-            base,
-            limits,
-            files: Mutex::new(HashMap::new()),
+            files: HashMap::new(),
+            links: HashMap::new(),
+        };
+        if let RefPolicy::Directory(dir) = &docs.policy {
+            // A directory that cannot be canonicalised grants nothing (refs then fail).
+            let base = dir.canonicalize().ok();
+            docs.preload(base.as_deref(), &limits);
         }
+        docs
     }
 
-    /// Follows `value` while it is a `{"$ref": ...}`, at most [`MAX_CHAIN`] times.
-    pub fn deref<'a>(
-        &'a self,
-        doc: &DocId,
-        value: &'a Value,
-        at: &str,
-    ) -> Result<(DocId, Cow<'a, Value>), RefError> {
-        let mut doc = doc.clone();
-        let mut current = Cow::Borrowed(value);
-        let mut at = at.to_owned();
-        let first = ref_of(value).map(str::to_owned);
-        for _ in 0..MAX_CHAIN {
-            let Some(reference) = ref_of(&current) else {
-                return Ok((doc, current));
+    /// Reads every file the documents' `$ref`s reach, transitively, within `limits` (the
+    /// files' bytes together count against `max_bytes`) and [`MAX_FILES`].
+    fn preload(&mut self, base: Option<&Path>, limits: &Limits) {
+        let mut queue = vec![DocId::Root];
+        let mut budget = limits.max_bytes;
+        while let Some(doc) = queue.pop() {
+            let value = match &doc {
+                DocId::Root => &self.root,
+                DocId::File(p) => match self.files.get(p) {
+                    Some(v) => v,
+                    None => continue,
+                },
             };
-            let reference = reference.to_owned();
-            let next = self.resolve(&doc, &reference, &at)?;
-            at = next.key.clone();
-            doc = next.doc;
-            current = next.value;
-        }
-        Err(RefError::ChainTooLong {
-            reference: first.unwrap_or_default(),
-            at,
-            max: MAX_CHAIN,
-        })
-    }
-
-    /// The value `reference` (written at `at` in `doc`) names.
-    pub fn resolve<'a>(
-        &'a self,
-        doc: &DocId,
-        reference: &str,
-        at: &str,
-    ) -> Result<Resolved<'a>, RefError> {
-        let (file, fragment) = reference.split_once('#').unwrap_or((reference, ""));
-        let tokens = pointer_tokens(fragment).map_err(|why| RefError::BadPointer {
-            reference: reference.to_owned(),
-            at: at.to_owned(),
-            why,
-        })?;
-        let name = tokens.last().cloned().unwrap_or_default();
-        let target_doc = if file.is_empty() {
-            doc.clone()
-        } else {
-            self.file_doc(doc, file, reference, at)?
-        };
-        let key = format!("{target_doc}#{}", encode_pointer(&tokens));
-        let dangling = || RefError::Dangling {
-            reference: reference.to_owned(),
-            at: at.to_owned(),
-            pointer: encode_pointer(&tokens),
-        };
-        let value = match &target_doc {
-            DocId::Root => Cow::Borrowed(walk(&self.root, &tokens).ok_or_else(dangling)?),
-            DocId::File(path) => {
-                let files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
-                let root = files.get(path.as_path()).ok_or_else(dangling)?;
-                Cow::Owned(walk(root, &tokens).ok_or_else(dangling)?.clone())
+            for part in file_parts(value) {
+                let key = (doc.clone(), part);
+                if self.links.contains_key(&key) {
+                    continue;
+                }
+                let link = self.link(base, &doc, &key.1, limits, &mut budget, &mut queue);
+                self.links.insert(key, link);
             }
-        };
-        Ok(Resolved {
-            doc: target_doc,
-            key,
-            name,
-            value,
-        })
+        }
     }
 
-    fn file_doc(
-        &self,
+    fn link(
+        &mut self,
+        base: Option<&Path>,
         from: &DocId,
         file: &str,
-        reference: &str,
-        at: &str,
-    ) -> Result<DocId, RefError> {
-        let refused = |why: &str| RefError::PathRefused {
-            reference: reference.to_owned(),
-            at: at.to_owned(),
-            why: why.to_owned(),
-        };
-        if has_scheme(file) || file.starts_with("//") {
-            return Err(RefError::UrlRefused {
-                reference: reference.to_owned(),
-                at: at.to_owned(),
-            });
+        limits: &Limits,
+        budget: &mut usize,
+        queue: &mut Vec<DocId>,
+    ) -> Result<DocId, LinkError> {
+        let refused = |why: &str| LinkError::Refused(why.to_owned());
+        if url_like(file) {
+            return Err(LinkError::Url);
         }
-        let Some(base) = &self.base else {
-            return Err(match self.policy {
-                RefPolicy::LocalOnly => RefError::ExternalRefused {
-                    reference: reference.to_owned(),
-                    at: at.to_owned(),
-                },
-                RefPolicy::Directory(_) => refused("the granted directory does not exist"),
-            });
+        let Some(base) = base else {
+            return Err(refused("the granted directory does not exist"));
         };
         let decoded = percent_decode_str(file)
             .decode_utf8()
@@ -205,52 +160,185 @@ impl Docs {
             }
         }
         let dir = match from {
-            DocId::Root => base.clone(),
-            DocId::File(p) => p.parent().map_or_else(|| base.clone(), Path::to_path_buf),
+            DocId::Root => base.to_path_buf(),
+            DocId::File(p) => p
+                .parent()
+                .map_or_else(|| base.to_path_buf(), Path::to_path_buf),
         };
-        let canonical = dir.join(rel).canonicalize().map_err(|e| RefError::File {
-            reference: reference.to_owned(),
-            at: at.to_owned(),
-            why: e.to_string(),
-        })?;
+        let canonical = dir
+            .join(rel)
+            .canonicalize()
+            .map_err(|e| LinkError::File(e.to_string()))?;
         if !canonical.starts_with(base) {
             return Err(refused(
                 "it leads outside the granted directory (through a symlink?)",
             ));
         }
-        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
-        if files.contains_key(&canonical) {
-            return Ok(DocId::File(Arc::new(canonical)));
+        if let Some((known, _)) = self.files.get_key_value(&canonical) {
+            return Ok(DocId::File(known.clone()));
         }
-        if files.len() >= MAX_FILES {
+        if self.files.len() >= MAX_FILES {
             return Err(refused("too many referenced files"));
         }
-        let file_error = |why: String| RefError::File {
-            reference: reference.to_owned(),
-            at: at.to_owned(),
-            why,
-        };
-        let meta = std::fs::metadata(&canonical).map_err(|e| file_error(e.to_string()))?;
+        let meta = std::fs::metadata(&canonical).map_err(|e| LinkError::File(e.to_string()))?;
         if !meta.is_file() {
-            return Err(file_error("not a regular file".to_owned()));
+            return Err(LinkError::File("not a regular file".to_owned()));
         }
-        if meta.len() > self.limits.max_bytes as u64 {
-            return Err(file_error(format!(
-                "larger than {} bytes",
-                self.limits.max_bytes
+        let len = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+        if len > *budget {
+            return Err(LinkError::File(format!(
+                "the referenced files together exceed {} bytes",
+                limits.max_bytes
             )));
         }
-        let bytes = std::fs::read(&canonical).map_err(|e| file_error(e.to_string()))?;
+        let bytes = std::fs::read(&canonical).map_err(|e| LinkError::File(e.to_string()))?;
+        *budget = budget.saturating_sub(bytes.len());
         let format = if canonical.extension().is_some_and(|e| e == "json") {
             Format::Json
         } else {
             Format::Sniff
         };
         let value =
-            parse_value(&bytes, format, &self.limits).map_err(|e| file_error(e.to_string()))?;
-        files.insert(canonical.clone(), Arc::new(value));
-        Ok(DocId::File(Arc::new(canonical)))
+            parse_value(&bytes, format, limits).map_err(|e| LinkError::File(e.to_string()))?;
+        let id = Arc::new(canonical);
+        self.files.insert(id.clone(), value);
+        queue.push(DocId::File(id.clone()));
+        Ok(DocId::File(id))
     }
+
+    /// Follows `value` while it is a `{"$ref": ...}`, at most [`MAX_CHAIN`] times.
+    pub fn deref<'a>(
+        &'a self,
+        doc: &DocId,
+        value: &'a Value,
+        at: &str,
+    ) -> Result<(DocId, &'a Value), RefError> {
+        let mut doc = doc.clone();
+        let mut current = value;
+        let mut at = at.to_owned();
+        for _ in 0..MAX_CHAIN {
+            let Some(reference) = ref_of(current) else {
+                return Ok((doc, current));
+            };
+            let next = self.resolve(&doc, reference, &at)?;
+            at = next.key;
+            doc = next.doc;
+            current = next.value;
+        }
+        Err(RefError::ChainTooLong {
+            reference: ref_of(value).unwrap_or_default().to_owned(),
+            at,
+            max: MAX_CHAIN,
+        })
+    }
+
+    /// The value `reference` (written at `at` in `doc`) names.
+    pub fn resolve<'a>(
+        &'a self,
+        doc: &DocId,
+        reference: &str,
+        at: &str,
+    ) -> Result<Resolved<'a>, RefError> {
+        let (file, fragment) = reference.split_once('#').unwrap_or((reference, ""));
+        let tokens = pointer_tokens(fragment).map_err(|why| RefError::BadPointer {
+            reference: reference.to_owned(),
+            at: at.to_owned(),
+            why,
+        })?;
+        let target_doc = if file.is_empty() {
+            doc.clone()
+        } else {
+            self.file_doc(doc, file, reference, at)?
+        };
+        let root = match &target_doc {
+            DocId::Root => Some(&self.root),
+            DocId::File(path) => self.files.get(path),
+        };
+        let Some(value) = root.and_then(|r| walk(r, &tokens)) else {
+            return Err(RefError::Dangling {
+                reference: reference.to_owned(),
+                at: at.to_owned(),
+                pointer: encode_pointer(&tokens),
+            });
+        };
+        Ok(Resolved {
+            key: format!("{target_doc}#{}", encode_pointer(&tokens)),
+            doc: target_doc,
+            name: tokens.last().cloned().unwrap_or_default(),
+            value,
+        })
+    }
+
+    fn file_doc(
+        &self,
+        from: &DocId,
+        file: &str,
+        reference: &str,
+        at: &str,
+    ) -> Result<DocId, RefError> {
+        let link = match self.policy {
+            RefPolicy::LocalOnly if url_like(file) => Err(LinkError::Url),
+            RefPolicy::LocalOnly => {
+                return Err(RefError::ExternalRefused {
+                    reference: reference.to_owned(),
+                    at: at.to_owned(),
+                });
+            }
+            RefPolicy::Directory(_) => self
+                .links
+                .get(&(from.clone(), file.to_owned()))
+                .cloned()
+                .unwrap_or_else(|| {
+                    Err(LinkError::Refused(
+                        "it was not met when the document was read".to_owned(),
+                    ))
+                }),
+        };
+        link.map_err(|e| match e {
+            LinkError::Url => RefError::UrlRefused {
+                reference: reference.to_owned(),
+                at: at.to_owned(),
+            },
+            LinkError::Refused(why) => RefError::PathRefused {
+                reference: reference.to_owned(),
+                at: at.to_owned(),
+                why,
+            },
+            LinkError::File(why) => RefError::File {
+                reference: reference.to_owned(),
+                at: at.to_owned(),
+                why,
+            },
+        })
+    }
+}
+
+/// The file parts (before `#`) of every `$ref` string in `value`, once each.
+fn file_parts(value: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get("$ref") {
+                    let file = r.split_once('#').map_or(r.as_str(), |(f, _)| f);
+                    if !file.is_empty() && seen.insert(file) {
+                        out.push(file.to_owned());
+                    }
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A URL (`scheme:`) or a network-path reference (`//host`).
+fn url_like(file: &str) -> bool {
+    has_scheme(file) || file.starts_with("//")
 }
 
 /// The `$ref` string of `{"$ref": "..."}`.

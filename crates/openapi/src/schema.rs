@@ -6,7 +6,6 @@
 //! extensions, `discriminator`, `xml` and `externalDocs` are dropped; descriptions lose
 //! invisible characters.
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
@@ -86,7 +85,7 @@ pub(crate) struct SchemaBuilder<'d> {
     def_names: HashMap<String, String>,
     taken: HashSet<String>,
     next_suffix: HashMap<String, usize>,
-    pending: Vec<(String, DocId, Cow<'d, Value>)>,
+    pending: Vec<(String, DocId, &'d Value)>,
     defs: Map<String, Value>,
 }
 
@@ -112,7 +111,7 @@ impl<'d> SchemaBuilder<'d> {
             let name = self.def_names.get(&key).cloned().unwrap_or_default();
             self.stack = vec![key.clone()];
             self.depth = 0;
-            let out = self.convert(&doc, &value, &key)?;
+            let out = self.convert(&doc, value, &key)?;
             self.defs.insert(name, out);
         }
         Ok(self.defs)
@@ -159,7 +158,7 @@ impl<'d> SchemaBuilder<'d> {
         let mut target = self.docs.resolve(doc, reference, at)?;
         // A reference to a bare reference: follow the chain to a schema (or fail on a loop).
         let mut hops = 0;
-        while let Some(next) = bare_ref(&target.value) {
+        while let Some(next) = bare_ref(target.value) {
             hops += 1;
             if hops > MAX_CHAIN {
                 return Err(RefError::ChainTooLong {
@@ -179,7 +178,7 @@ impl<'d> SchemaBuilder<'d> {
         let mut out = if inline {
             self.stack.push(target.key.clone());
             let key = target.key.clone();
-            let out = self.convert(&target.doc, &target.value, &key);
+            let out = self.convert(&target.doc, target.value, &key);
             self.stack.pop();
             out?
         } else {
@@ -222,7 +221,7 @@ impl<'d> SchemaBuilder<'d> {
         }
     }
 
-    fn def_name(&mut self, key: &str, hint: &str, doc: DocId, value: Cow<'d, Value>) -> String {
+    fn def_name(&mut self, key: &str, hint: &str, doc: DocId, value: &'d Value) -> String {
         if let Some(name) = self.def_names.get(key) {
             return name.clone();
         }

@@ -112,7 +112,7 @@ impl Spec {
             .map(|(name, raw)| {
                 let at = format!("/components/securitySchemes/{}", escape(name));
                 let scheme = match self.docs.deref(&DocId::Root, raw, &at) {
-                    Ok((_, s)) => security_scheme(&s),
+                    Ok((_, s)) => security_scheme(s),
                     Err(e) => SecurityScheme::Other {
                         kind: format!("unresolved ({e})"),
                     },

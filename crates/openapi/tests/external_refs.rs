@@ -217,3 +217,60 @@ fn a_missing_granted_directory_grants_nothing() {
         RefError::PathRefused { .. }
     ));
 }
+
+#[test]
+fn files_referring_to_each_other_terminate() {
+    let dir = TempDir::new();
+    write(
+        &dir.0.join("a.yaml"),
+        "A:\n  type: object\n  properties:\n    b: {$ref: 'b.yaml#/B'}\n",
+    );
+    write(
+        &dir.0.join("b.yaml"),
+        "B:\n  type: object\n  properties:\n    a: {$ref: 'a.yaml#/A'}\n",
+    );
+    let spec = granted(&dir.0, &doc_with(&["a.yaml#/A"]));
+    let op = spec.operation("op0").unwrap();
+    let body = &op.input_schema["properties"]["body"];
+    assert_eq!(
+        body["properties"]["b"]["properties"]["a"],
+        json!({"$ref": "#/$defs/A"})
+    );
+    assert_eq!(
+        op.input_schema["$defs"]["A"]["properties"]["b"]["properties"]["a"],
+        json!({"$ref": "#/$defs/A"})
+    );
+}
+
+#[test]
+fn referenced_files_share_the_documents_byte_budget() {
+    let dir = TempDir::new();
+    let big = format!(
+        "X: {{type: string, description: '{}'}}\n",
+        "z".repeat(4_000)
+    );
+    for i in 0..5 {
+        write(&dir.0.join(format!("f{i}.yaml")), &big);
+    }
+    let refs: Vec<String> = (0..5).map(|i| format!("f{i}.yaml#/X")).collect();
+    let refs: Vec<&str> = refs.iter().map(String::as_str).collect();
+    let bytes = doc_with(&refs);
+    let limits = openapi::Limits {
+        max_bytes: bytes.len() + 10_000,
+        ..openapi::Limits::default()
+    };
+    let options = ParseOptions {
+        format: Format::Json,
+        limits,
+        refs: RefPolicy::Directory(dir.0.clone()),
+        ..ParseOptions::default()
+    };
+    let spec = Spec::parse_with(&bytes, &options).unwrap();
+    let results: Vec<bool> = (0..5)
+        .map(|i| spec.operation(&format!("op{i}")).is_ok())
+        .collect();
+    assert_eq!(results.iter().filter(|ok| **ok).count(), 2, "{results:?}");
+    let failed = results.iter().position(|ok| !ok).unwrap();
+    let e = ref_error(&spec, &format!("op{failed}"));
+    assert!(e.to_string().contains("together exceed"), "{e}");
+}
