@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value, json};
 
 use crate::error::OperationError;
-use crate::names::clean_text;
+use crate::names::{clean_text, is_invisible};
 use crate::refs::DocId;
 use crate::schema::{Direction, SchemaBuilder};
 use crate::security::SecurityRequirement;
@@ -519,7 +519,16 @@ fn parameter(
         (None, None) => (None, false),
     };
     let param = Param {
-        arg: name.to_owned(),
+        // What the caller sees: the name without invisible characters (the request uses
+        // the name as written).
+        arg: match name
+            .chars()
+            .filter(|c| !is_invisible(*c))
+            .collect::<String>()
+        {
+            visible if visible.is_empty() => "param".to_owned(),
+            visible => visible,
+        },
         name: name.to_owned(),
         location,
         required: location == ParamIn::Path

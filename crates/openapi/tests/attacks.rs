@@ -233,3 +233,33 @@ fn a_spec_can_be_shared_between_threads() {
     shared::<Spec>();
     shared::<openapi::Operation>();
 }
+
+#[test]
+fn parameter_names_reach_the_caller_without_invisible_characters() {
+    let paths = json!({"/p": {"post": {"operationId": "p", "parameters": [
+        {"name": "id\u{202E}", "in": "query", "schema": {"type": "string"}},
+        {"name": "\u{200B}", "in": "query", "schema": {"type": "string"}}],
+        "requestBody": {"content": {"multipart/form-data": {"schema": {"type": "object"}}}}, "responses": {}}}});
+    let spec = Spec::parse(&doc(&paths, &json!({})), Format::Json).unwrap();
+    let op = spec.operation("p").unwrap();
+    let props: Vec<&String> = op.input_schema["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(props, ["id", "param", "body"]);
+    // The request still uses the names as the document wrote them (encoded).
+    let req = build_request(
+        &op,
+        &base(),
+        &json!({"id": "1", "param": "2", "body": {"a\"\r\nX-Injected: 1": "v\r\n--not-the-boundary"}}),
+    )
+    .unwrap();
+    assert_eq!(req.url.query(), Some("id%E2%80%AE=1&%E2%80%8B=2"));
+    let body = String::from_utf8(req.body.unwrap()).unwrap();
+    assert!(
+        body.contains("name=\"a%22%0D%0AX-Injected: 1\"\r\n"),
+        "{body}"
+    );
+    assert!(!body.contains("\r\nX-Injected"), "{body}");
+}
