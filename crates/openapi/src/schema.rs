@@ -446,6 +446,26 @@ mod tests {
     }
 
     #[test]
+    fn combinators_formats_and_tuples_are_converted_inside() {
+        let root = json!({"components": {"schemas": {"Id": {"type": "string", "format": "uuid"}}}});
+        let (out, _) = convert(
+            root,
+            json!({"oneOf": [{"$ref": "#/components/schemas/Id"}, {"type": "integer", "nullable": true}],
+                   "anyOf": [{"type": "string", "x-y": 1}],
+                   "not": {"enum": [1]},
+                   "items": [{"type": "string"}, {"type": "number"}]}),
+            Direction::Input,
+        );
+        assert_eq!(
+            out,
+            json!({"oneOf": [{"type": "string", "format": "uuid"}, {"type": ["integer", "null"]}],
+                   "anyOf": [{"type": "string"}],
+                   "not": {"enum": [1]},
+                   "prefixItems": [{"type": "string"}, {"type": "number"}]})
+        );
+    }
+
+    #[test]
     fn cycles_become_defs() {
         let root = json!({"components": {"schemas": {
             "Node": {"type": "object", "properties": {"next": {"$ref": "#/components/schemas/Node"}}},

@@ -263,3 +263,37 @@ fn parameter_names_reach_the_caller_without_invisible_characters() {
     );
     assert!(!body.contains("\r\nX-Injected"), "{body}");
 }
+
+#[test]
+fn references_by_escaped_pointers_and_chains() {
+    let paths = json!({
+        "/pets/{petId}": {"parameters": [{"name": "petId", "in": "path", "required": true, "schema": {"type": "string", "title": "from the path item"}}],
+            "get": {"operationId": "get", "responses": {}}},
+        "/other/{petId}": {"get": {"operationId": "other", "parameters": [
+            {"$ref": "#/paths/~1pets~1%7BpetId%7D/parameters/0"},
+            {"$ref": "#/components/parameters/First"}], "responses": {}}},
+        "/empty": {"get": {"operationId": "empty", "parameters": [{"$ref": ""}], "responses": {}}},
+        "/nonstring": {"post": {"operationId": "nonstring", "requestBody": {"content": {"application/json": {"schema": {"$ref": 5}}}}, "responses": {}}}
+    });
+    let components = json!({"parameters": {
+        "First": {"$ref": "#/components/parameters/Second"},
+        "Second": {"$ref": "#/components/parameters/a~1b~0c"},
+        "a/b~c": {"name": "limit", "in": "query", "schema": {"type": "integer"}}}});
+    let spec = Spec::parse(&doc(&paths, &components), Format::Json).unwrap();
+    let op = spec.operation("other").unwrap();
+    assert_eq!(
+        op.input_schema["properties"]["petId"]["title"],
+        "from the path item"
+    );
+    assert_eq!(op.input_schema["properties"]["limit"]["type"], "integer");
+    let req = build_request(&op, &base(), &json!({"petId": "p", "limit": 3})).unwrap();
+    assert_eq!(
+        req.url.as_str(),
+        "https://api.example.com/v1/other/p?limit=3"
+    );
+    // `$ref: ""` names the whole document, which is no parameter: an error, not a crash.
+    assert!(spec.operation("empty").is_err());
+    // A `$ref` that is not a string is no reference: the schema accepts anything.
+    let op = spec.operation("nonstring").unwrap();
+    assert_eq!(op.input_schema["properties"]["body"], json!({}));
+}
