@@ -185,6 +185,15 @@ impl<'de> Visitor<'de> for Node<'_> {
         self.budget.node()?;
         Ok(Value::Number(v.into()))
     }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Value, E> {
+        // Beyond 64 bits: JSON numbers are doubles to most readers anyway.
+        #[allow(clippy::cast_precision_loss, reason = "documented rounding")]
+        self.visit_f64(v as f64)
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Value, E> {
+        #[allow(clippy::cast_precision_loss, reason = "documented rounding")]
+        self.visit_f64(v as f64)
+    }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
         self.budget.node()?;
         // YAML's `.nan` and `.inf` have no JSON spelling.
@@ -209,6 +218,12 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
     fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
+    }
+
+    /// A YAML value with a custom tag (`!tag value`): the value, the tag dropped.
+    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<Value, A::Error> {
+        let (_tag, variant): (String, _) = data.variant()?;
+        de::VariantAccess::newtype_variant_seed(variant, self)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
@@ -310,6 +325,30 @@ mod tests {
         )
         .unwrap();
         assert_eq!(v["responses"]["200"]["description"], "ok");
+    }
+
+    #[test]
+    fn yaml_scalars_beyond_json() {
+        let v = parse_value(
+            b"big: 123456789012345678901234567890\nneg: -99999999999999999999\nnan: .nan\ninf: .inf\nnull_key: {null: 1, true: 2, 1.5: 3}\n",
+            Format::Yaml,
+            &Limits::default(),
+        )
+        .unwrap();
+        assert!(v["big"].as_f64().is_some_and(|f| f > 1e29));
+        assert!(v["neg"].as_f64().is_some_and(|f| f < -1e19));
+        assert_eq!(v["nan"], Value::Null);
+        assert_eq!(v["inf"], Value::Null);
+        assert_eq!(v["null_key"]["null"], 1);
+        assert_eq!(v["null_key"]["true"], 2);
+        assert_eq!(v["null_key"]["1.5"], 3);
+        let tagged = parse_value(b"a: !custom 1\n", Format::Yaml, &Limits::default());
+        assert_eq!(
+            tagged.unwrap()["a"],
+            1,
+            "a custom tag is dropped, its value kept"
+        );
+        assert!(parse_value(b"a: 1\n---\nb: 2\n", Format::Yaml, &Limits::default()).is_err());
     }
 
     #[test]
