@@ -61,6 +61,8 @@ pub struct Operation {
     /// the operation needs no credentials.
     pub security: Vec<SecurityRequirement>,
     pub warnings: Vec<Warning>,
+    /// The operation's or its path item's `servers[0]`, when either has one.
+    pub(crate) servers: Option<Value>,
     pub(crate) params: Vec<Param>,
     pub(crate) body: Option<BodyPlan>,
 }
@@ -301,7 +303,7 @@ impl Spec {
         for (param, schema, _) in &declared {
             let mut param = param.clone();
             if clashes(&param) {
-                param.arg = format!("{}_{}", param.location.key(), param.name);
+                param.arg = format!("{}_{}", param.location.key(), param.arg);
             }
             named.push((param, schema.clone()));
         }
@@ -343,6 +345,10 @@ impl Spec {
             input_schema,
             output_schema: self.output_schema(&item_doc, op, &op_at)?,
             annotations: annotations(summary.method),
+            servers: [op, item]
+                .iter()
+                .find_map(|v| v.pointer("/servers/0"))
+                .cloned(),
             security: self.security(op),
             warnings,
             params,

@@ -9,6 +9,7 @@ use url::Url;
 
 use crate::error::{RequestError, SpecError};
 use crate::names::{Namer, clean_text, fallback, sanitize};
+use crate::operation::Operation;
 use crate::parse::{Format, Limits, parse_value};
 use crate::refs::{DocId, Docs, RefPolicy};
 
@@ -192,11 +193,31 @@ impl Spec {
         self.summaries.get(*index)
     }
 
-    /// The base URL from `servers[0]`: `{variables}` take the caller's values (checked
-    /// against their `enum`) or their defaults; a relative URL is resolved against the
-    /// document's location. Callers with their own base URL need not call this.
+    /// The base URL from the document's `servers[0]`: `{variables}` take the caller's values
+    /// (checked against their `enum`) or their defaults; a relative URL is resolved against
+    /// the document's location. Callers with their own base URL need not call this.
     pub fn server_url(&self, variables: &BTreeMap<String, String>) -> Result<Url, RequestError> {
-        let server = self.docs.root.pointer("/servers/0");
+        self.server_from(self.docs.root.pointer("/servers/0"), variables)
+    }
+
+    /// Like [`Spec::server_url`], preferring the operation's own `servers`, then its path
+    /// item's, then the document's.
+    pub fn operation_server_url(
+        &self,
+        op: &Operation,
+        variables: &BTreeMap<String, String>,
+    ) -> Result<Url, RequestError> {
+        match &op.servers {
+            Some(server) => self.server_from(Some(server), variables),
+            None => self.server_url(variables),
+        }
+    }
+
+    fn server_from(
+        &self,
+        server: Option<&Value>,
+        variables: &BTreeMap<String, String>,
+    ) -> Result<Url, RequestError> {
         let template = server
             .and_then(|s| s.get("url"))
             .and_then(Value::as_str)

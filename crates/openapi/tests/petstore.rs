@@ -205,6 +205,25 @@ fn server_urls_take_variables_checked_against_enums() {
 }
 
 #[test]
+fn operation_and_path_servers_come_first() {
+    let doc = json!({"openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://root.example"}],
+        "paths": {
+            "/a": {"servers": [{"url": "https://path.example/{v}", "variables": {"v": {"default": "v2"}}}],
+                "get": {"operationId": "a", "responses": {}},
+                "put": {"operationId": "b", "servers": [{"url": "https://op.example"}], "responses": {}}},
+            "/c": {"get": {"operationId": "c", "responses": {}}}}});
+    let spec = Spec::parse(doc.to_string().as_bytes(), Format::Json).unwrap();
+    let url = |name: &str| {
+        spec.operation_server_url(&spec.operation(name).unwrap(), &BTreeMap::new())
+            .unwrap()
+    };
+    assert_eq!(url("a").as_str(), "https://path.example/v2");
+    assert_eq!(url("b").as_str(), "https://op.example/");
+    assert_eq!(url("c").as_str(), "https://root.example/");
+}
+
+#[test]
 fn relative_servers_resolve_against_the_location() {
     let no_location = Spec::parse(PETSTORE_31, Format::Yaml).unwrap();
     assert!(no_location.server_url(&BTreeMap::new()).is_err());
