@@ -175,7 +175,7 @@ impl<'d> SchemaBuilder<'d> {
             && !self.def_names.contains_key(&target.key)
             && self.nodes < INLINE_BUDGET
             && self.depth < MAX_INLINE_DEPTH;
-        let mut out = if inline {
+        let out = if inline {
             self.stack.push(target.key.clone());
             let key = target.key.clone();
             let out = self.convert(&target.doc, target.value, &key);
@@ -186,16 +186,33 @@ impl<'d> SchemaBuilder<'d> {
             json!({ "$ref": format!("#/$defs/{name}") })
         };
         // 3.1 allows keywords beside `$ref`: annotations override, constraints combine.
+        // `nullable` beside a `$ref` (common in 3.0 documents) widens the whole.
+        let nullable = map.get("nullable").and_then(Value::as_bool) == Some(true);
         let siblings: Map<String, Value> = map
             .iter()
-            .filter(|(k, _)| k.as_str() != "$ref" && !k.starts_with("x-"))
+            .filter(|(k, _)| !matches!(k.as_str(), "$ref" | "nullable") && !k.starts_with("x-"))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        let out = self.siblings(doc, out, &siblings, at)?;
+        Ok(if nullable {
+            json!({ "anyOf": [out, { "type": "null" }] })
+        } else {
+            out
+        })
+    }
+
+    fn siblings(
+        &mut self,
+        doc: &DocId,
+        mut out: Value,
+        siblings: &Map<String, Value>,
+        at: &str,
+    ) -> Result<Value, OperationError> {
         if siblings.is_empty() {
             return Ok(out);
         }
         self.depth += 1;
-        let extra = self.object(doc, &siblings, at);
+        let extra = self.object(doc, siblings, at);
         self.depth -= 1;
         let extra = extra?;
         let annotations_only = extra.as_object().is_some_and(|e| {
@@ -462,6 +479,38 @@ mod tests {
                    "anyOf": [{"type": "string"}],
                    "not": {"enum": [1]},
                    "prefixItems": [{"type": "string"}, {"type": "number"}]})
+        );
+    }
+
+    #[test]
+    fn keywords_beside_a_ref() {
+        let root = json!({"components": {"schemas": {"P": {"type": "object"}}}});
+        let (out, _) = convert(
+            root.clone(),
+            json!({"$ref": "#/components/schemas/P", "description": "d", "readOnly": true}),
+            Direction::Output,
+        );
+        assert_eq!(
+            out,
+            json!({"type": "object", "description": "d", "readOnly": true})
+        );
+        let (out, _) = convert(
+            root.clone(),
+            json!({"$ref": "#/components/schemas/P", "nullable": true}),
+            Direction::Input,
+        );
+        assert_eq!(
+            out,
+            json!({"anyOf": [{"type": "object"}, {"type": "null"}]})
+        );
+        let (out, _) = convert(
+            root,
+            json!({"$ref": "#/components/schemas/P", "minProperties": 1}),
+            Direction::Input,
+        );
+        assert_eq!(
+            out,
+            json!({"allOf": [{"type": "object"}, {"minProperties": 1}]})
         );
     }
 
