@@ -514,14 +514,21 @@ fn parameter(
         .unwrap_or(style == Style::Form);
     let (schema, json) = match (p.get("schema"), p.get("content").and_then(Value::as_object)) {
         (Some(s), _) => (Some(s.clone()), false),
-        (None, Some(content)) => (
-            content
-                .values()
-                .next()
-                .and_then(|m| m.get("schema"))
-                .cloned(),
-            true,
-        ),
+        // `content` (one media type): JSON types send the value as JSON text, others as is.
+        (None, Some(content)) => match content.iter().next() {
+            Some((media, m)) => (
+                m.get("schema").cloned(),
+                is_json(
+                    &media
+                        .split(';')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .to_ascii_lowercase(),
+                ),
+            ),
+            None => (None, false),
+        },
         (None, None) => (None, false),
     };
     let param = Param {
