@@ -288,7 +288,10 @@ fn crate_at(name: &str, src: &Path) -> Crate {
         .collect();
     for (path, file) in declared {
         modules.retain(|_, f| *f != file);
-        modules.insert(path, file);
+        // A `*tests.rs` file is test code wherever it is declared from.
+        if !file.to_string_lossy().ends_with("tests.rs") {
+            modules.insert(path, file);
+        }
     }
     Crate {
         name: name.to_string(),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use percent_encoding::percent_decode_str;
 use serde_json::Value;
 
-use crate::error::RefError;
+use crate::error::{PointerError, RefError};
 use crate::parse::{Format, Limits, parse_value};
 
 /// Where `$ref`s may lead outside the document.
@@ -356,20 +356,20 @@ fn has_scheme(s: &str) -> bool {
 }
 
 /// A URI fragment's JSON pointer, percent-decoded and unescaped, as tokens.
-pub(crate) fn pointer_tokens(fragment: &str) -> Result<Vec<String>, String> {
+pub(crate) fn pointer_tokens(fragment: &str) -> Result<Vec<String>, PointerError> {
     let decoded = percent_decode_str(fragment)
         .decode_utf8()
-        .map_err(|_| "not UTF-8 once percent-decoded".to_owned())?;
+        .map_err(|_| PointerError::NotUtf8)?;
     if decoded.is_empty() {
         return Ok(Vec::new());
     }
     let Some(rest) = decoded.strip_prefix('/') else {
-        return Err("a pointer starts with `/`".to_owned());
+        return Err(PointerError::NoLeadingSlash);
     };
     rest.split('/').map(unescape_token).collect()
 }
 
-fn unescape_token(token: &str) -> Result<String, String> {
+fn unescape_token(token: &str) -> Result<String, PointerError> {
     let mut out = String::with_capacity(token.len());
     let mut chars = token.chars();
     while let Some(c) = chars.next() {
@@ -377,7 +377,7 @@ fn unescape_token(token: &str) -> Result<String, String> {
             match chars.next() {
                 Some('0') => out.push('~'),
                 Some('1') => out.push('/'),
-                _ => return Err(format!("`~` must be followed by 0 or 1 in `{token}`")),
+                _ => return Err(PointerError::BadEscape(token.to_owned())),
             }
         } else {
             out.push(c);

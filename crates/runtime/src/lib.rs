@@ -6,7 +6,8 @@
 //!
 //! - [`door`]: the one value every server face starts an execution with ([`door::Start`]:
 //!   request, caller, mode);
-//! - [`service`]: the [`Runtime`] itself (every `impl Runtime`): `Runtime::begin` takes a
+//! - [`service`]: the [`Runtime`] itself (its `impl`s by concern: the door, one run as named
+//!   phases, nested runs, background sweeps): `Runtime::begin` takes a
 //!   [`door::Start`] and runs the execution from request to outcome, over the rooms below;
 //! - [`lease`]: which worker a run uses (a pooled one, or its session's) and where it goes
 //!   after;

@@ -1,0 +1,45 @@
+//! Background work that lives as long as the runtime: idle sessions ended, expired results
+//! dropped.
+
+use std::sync::Weak;
+
+use super::state::Runtime;
+use crate::live::parked::{self};
+
+/// Ends idle sessions in the background, as long as the runtime lives.
+pub fn end_idle_sessions(runtime: Weak<Runtime>) {
+    let Some(rt) = runtime.upgrade() else {
+        return;
+    };
+    let period = (rt.live().sessions().limits().idle_timeout() / 4).clamp(
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_secs(30),
+    );
+    drop(rt);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(rt) = runtime.upgrade() else {
+                return;
+            };
+            rt.live().sessions().end_idle(&rt.policy().audit);
+        }
+    });
+}
+
+/// Drops expired results every few seconds, so their memory goes even when nobody asks;
+/// stops with the runtime.
+pub fn sweep_periodically(runtime: Weak<Runtime>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(parked::SWEEP_EVERY);
+        loop {
+            tick.tick().await;
+            let Some(rt) = runtime.upgrade() else {
+                return;
+            };
+            rt.live().parked().sweep_now();
+        }
+    });
+}
