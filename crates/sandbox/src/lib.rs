@@ -1,4 +1,8 @@
-//! Linux confinement for worker processes.
+//! Confinement for worker processes, behind one interface ([`Backend`]) that each operating
+//! system implements in a module of its own: Linux (`linux/`, namespaces, Landlock,
+//! seccomp, rlimits, cgroups) is the backend there is; any other system gets `unsupported`,
+//! which starts nothing confined and says so. What every backend must guarantee, and how
+//! the escape suites judge one, is in `docs/sandbox.md` ("Backends").
 //!
 //! The host describes what a worker is ([`WorkerCommand`]) and how it is confined
 //! ([`SandboxPolicy`]); [`command`] turns both into a `std::process::Command`. The child it
@@ -17,36 +21,38 @@
 //! that reason it also holds [`heap`], how the process's allocator treats large blocks (used by
 //! the server and the JavaScript worker, not by confinement).
 
-mod cgroup;
-mod config;
-pub mod container;
+mod backend;
 mod error;
-mod forker;
 pub mod heap;
-mod helper;
-mod landlock;
-mod libraries;
-mod limits;
-mod mounts;
-mod namespaces;
+#[cfg(target_os = "linux")]
+mod linux;
 mod policy;
-mod probe;
 mod report;
-mod seccomp;
-mod spawn;
-mod sys;
-mod view;
+// Compiled for its tests on Linux too, so the fallback is checked where CI runs.
+#[cfg(any(not(target_os = "linux"), test))]
+mod unsupported;
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, ExitCode};
 
+pub use backend::{Backend, InlinePayload};
 pub use error::SandboxError;
-pub use forker::on_forker_thread;
+#[cfg(target_os = "linux")]
+pub use linux::container;
+#[cfg(target_os = "linux")]
+pub use linux::layers::layer;
 pub use policy::{
     EXIT_BAD_INVOCATION, EXIT_EXEC_FAILED, EXIT_SETUP_FAILED, HELPER_ARG, ResourceLimits,
     SandboxMode, SandboxPolicy, WorkerCommand,
 };
-pub use report::{LayerStatus, SandboxReport, layer};
+pub use report::{LayerStatus, SandboxReport};
+
+/// The backend of this build.
+#[cfg(target_os = "linux")]
+pub type Active = linux::Linux;
+/// The backend of this build.
+#[cfg(not(target_os = "linux"))]
+pub type Active = unsupported::Unsupported;
 
 /// Builds the command that starts `target` under `policy`. The caller sets stdio and spawns it
 /// (e.g. through `tokio::process::Command::from`) on the thread [`on_forker_thread`] runs: the
@@ -58,7 +64,7 @@ pub use report::{LayerStatus, SandboxReport, layer};
 /// user-namespace switches); a layer that fails later makes the child exit with
 /// [`EXIT_SETUP_FAILED`] and a message on stderr. Call [`probe`] once at start to refuse early.
 pub fn command(target: &WorkerCommand, policy: &SandboxPolicy) -> Result<Command, SandboxError> {
-    spawn::command(target, policy)
+    Active::command(target, policy)
 }
 
 /// The shared libraries the ELF `objects` (executables, libraries, extension modules) load,
@@ -72,16 +78,14 @@ pub fn command(target: &WorkerCommand, policy: &SandboxPolicy) -> Result<Command
 /// program loads later (an interpreter's extension modules) and put the result in
 /// [`SandboxPolicy::read_only_paths`]. Computing it once, at start, is enough.
 pub fn shared_libraries(objects: &[PathBuf]) -> Vec<PathBuf> {
-    libraries::closure(objects, libraries::RUNTIME_DLOPENED)
+    Active::shared_libraries(objects)
 }
 
 /// Runs the sandbox helper. Call it first thing in `main` when `argv[1] == HELPER_ARG`, before
 /// any thread or async runtime starts, and return its exit code from `main`.
-pub fn helper_main() -> std::process::ExitCode {
-    helper::main_with(None)
+pub fn helper_main() -> ExitCode {
+    Active::helper_main(None)
 }
-
-pub use helper::InlinePayload;
 
 /// [`helper_main`] for a host whose own binary is also a payload (a worker mode chosen by its
 /// arguments): when the payload program is this very binary, `inline` is offered the payload's
@@ -89,14 +93,14 @@ pub use helper::InlinePayload;
 /// it; a payload it takes is run there without loading the binary a second time. Only the
 /// `execve` is saved: the process is confined exactly as the executed program would be, and
 /// its environment is the one it would have been given.
-pub fn helper_main_with(inline: InlinePayload) -> std::process::ExitCode {
-    helper::main_with(Some(inline))
+pub fn helper_main_with(inline: InlinePayload) -> ExitCode {
+    Active::helper_main(Some(inline))
 }
 
 /// Reports, layer by layer, what [`command`] would enforce under `policy` on this machine, by
 /// running the helper up to the point where it would execute a payload.
 pub fn probe(policy: &SandboxPolicy) -> SandboxReport {
-    probe::probe(policy)
+    Active::probe(policy)
 }
 
 /// Like [`probe`], but an error naming the first missing required layer when the minimum
@@ -108,7 +112,7 @@ pub fn ensure_available(policy: &SandboxPolicy) -> Result<SandboxReport, Sandbox
         Some(missing) if policy.mode == SandboxMode::Enforce => Err(SandboxError::Unavailable {
             layer: missing.name,
             reason: missing.detail.clone(),
-            remedy: report::remedy(missing.name),
+            remedy: missing.remedy,
         }),
         _ => Ok(report),
     }
@@ -122,68 +126,12 @@ pub fn ensure_available(policy: &SandboxPolicy) -> Result<SandboxReport, Sandbox
 /// Pids 0 and 1 are ignored: `killpg(0)` would hit the caller's own group. The group is set to
 /// the lowest priority (nice 19) first, so that its processes free their memory on idle CPU.
 pub fn kill_group(pid: u32) {
-    if pid <= 1 {
-        return;
-    }
-    if let Ok(pid) = i32::try_from(pid) {
-        // A process killed tears its memory down itself, on its own time: a worker that held
-        // a large value frees tens of megabytes of pages, milliseconds of CPU that would
-        // compete with the answer being written. At the lowest priority it takes what is idle.
-        // Any user may lower the priority of their own processes; a failure changes nothing.
-        // SAFETY: setpriority takes plain integers and touches no memory of ours.
-        unsafe {
-            nix::libc::setpriority(nix::libc::PRIO_PGRP, pid as nix::libc::id_t, 19);
-        }
-        let pid = nix::unistd::Pid::from_raw(pid);
-        let killed = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
-        if killed == Err(nix::errno::Errno::ESRCH) {
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
+    Active::kill_group(pid);
 }
 
-#[cfg(test)]
-mod tests {
-    use std::os::unix::process::CommandExt;
-
-    /// The nice value of `pid` from `/proc/PID/stat` (a zombie's too, until it is reaped).
-    fn nice(pid: u32) -> i64 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // Fields after the command's closing parenthesis: state is the 3rd field, nice the 19th.
-        let after = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest)
-            .unwrap_or_default();
-        after
-            .split_whitespace()
-            .nth(16)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(i64::MIN)
-    }
-
-    #[test]
-    fn a_killed_group_dies_at_the_lowest_priority() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .process_group(0)
-            .spawn()
-            .expect("sleep starts");
-        let before = nice(child.id());
-        if before >= 19 {
-            eprintln!("SKIP: this test runs at the lowest priority already (nice {before})");
-            let _ = child.kill();
-            let _ = child.wait();
-            return;
-        }
-        super::kill_group(child.id());
-        // Not reaped yet: the process is a zombie whose stat still shows its priority.
-        assert_eq!(
-            nice(child.id()),
-            19,
-            "kill_group lowers the group's priority first"
-        );
-        let status = child.wait().expect("reaped");
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(status.signal(), Some(9), "{status:?}");
-    }
+/// Runs `job` on the one thread that starts every confined child and never exits, and
+/// returns once it is queued: a child's parent-death signal follows the thread that forked
+/// it, so only children forked there die exactly when the host does.
+pub fn on_forker_thread(job: impl FnOnce() + Send + 'static) -> Result<(), SandboxError> {
+    Active::on_forker_thread(Box::new(job))
 }

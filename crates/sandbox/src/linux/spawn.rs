@@ -17,10 +17,11 @@ use nix::sys::prctl;
 use nix::sys::signal::Signal;
 use nix::unistd;
 
-use crate::config::HelperConfig;
 use crate::error::{DecodeError, SandboxError};
+use crate::linux::config::HelperConfig;
+use crate::linux::layers::{layer, remedy};
+use crate::linux::namespaces;
 use crate::policy::{HELPER_ARG, SandboxMode, SandboxPolicy, WorkerCommand};
-use crate::{namespaces, report};
 
 pub(crate) fn command(
     target: &WorkerCommand,
@@ -103,9 +104,9 @@ fn confined(
         )
     })?;
     namespaces::preflight().map_err(|reason| SandboxError::Unavailable {
-        layer: report::layer::USER_NAMESPACE,
+        layer: layer::USER_NAMESPACE,
         reason: reason.into(),
-        remedy: report::remedy(report::layer::USER_NAMESPACE),
+        remedy: remedy(layer::USER_NAMESPACE),
     })?;
     let mut config = HelperConfig {
         probe,
@@ -118,8 +119,8 @@ fn confined(
         } else {
             // The program's own shared libraries (cached per program file), the locale its
             // environment names, then the rest.
-            let mut paths = crate::libraries::of_program(&target.program).to_vec();
-            paths.extend(crate::libraries::locale_files(&target.env));
+            let mut paths = crate::linux::libraries::of_program(&target.program).to_vec();
+            paths.extend(crate::linux::libraries::locale_files(&target.env));
             paths.extend(policy.read_only_paths.iter().cloned());
             paths
         },
@@ -130,7 +131,7 @@ fn confined(
         limits: policy.limits,
         plan: None,
     };
-    config.plan = crate::mounts::cached(&config);
+    config.plan = crate::linux::mounts::cached(&config);
     helper_command(helper, &config, false)
 }
 
@@ -256,7 +257,7 @@ fn install_pre_exec(cmd: &mut Command) {
             if unistd::getppid() != host {
                 return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
             }
-            crate::sys::cloexec_from(3)?;
+            crate::linux::sys::cloexec_from(3)?;
             Ok(())
         });
     }

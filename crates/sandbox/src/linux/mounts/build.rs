@@ -18,9 +18,11 @@ use nix::unistd;
 
 use super::granted::GrantedTree;
 use crate::error::SetupError;
-use crate::report::layer;
-use crate::sys::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr, move_mount_to};
-use crate::view::{Access, Step};
+use crate::linux::layers::layer;
+use crate::linux::sys::{
+    ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr, move_mount_to,
+};
+use crate::linux::view::{Access, Step};
 
 /// Where the tmpfs that becomes the root is mounted before `pivot_root`. After the pivot the
 /// host's own directory is visible again under `/oldroot`, so binds from it still work.
@@ -318,7 +320,7 @@ pub(crate) fn build(steps: &[Step], mut granted: Vec<GrantedTree>) -> Result<Str
 }
 
 /// The host root while the view is built: every host path of the plan is opened beneath it
-/// with no symlink followed ([`crate::sys::open_no_symlinks`]), so a path that changed since
+/// with no symlink followed ([`crate::linux::sys::open_no_symlinks`]), so a path that changed since
 /// the plan was made (a component replaced by a symlink, removed, a file where a directory
 /// was) fails the view instead of binding something else.
 struct HostRoot(OwnedFd);
@@ -356,7 +358,7 @@ impl HostRoot {
 
     fn lookup(&self, path: &Path, directory: bool) -> Result<OwnedFd, SetupError> {
         let rel = path.strip_prefix("/").unwrap_or(path);
-        crate::sys::open_no_symlinks(self.0.as_fd(), rel, directory).map_err(|e| {
+        crate::linux::sys::open_no_symlinks(self.0.as_fd(), rel, directory).map_err(|e| {
             match e.raw_os_error() {
                 Some(nix::libc::ELOOP) => Self::changed(path, "a symlink is on its way now"),
                 Some(nix::libc::ENOTDIR) if directory => {

@@ -21,10 +21,10 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::config::HelperConfig;
 use crate::error::SetupError;
-use crate::report::layer;
-pub(crate) use crate::view::{Access, Step};
+use crate::linux::config::HelperConfig;
+use crate::linux::layers::layer;
+pub(crate) use crate::linux::view::{Access, Step};
 
 mod build;
 mod granted;

@@ -23,7 +23,8 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::report::{SandboxReport, layer};
+use crate::linux::layers::layer;
+use crate::report::SandboxReport;
 
 /// The container a process runs in, as far as the usual markers tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,12 +288,13 @@ mod tests {
     use crate::report::LayerStatus;
 
     fn report(failing: &str, detail: &str) -> SandboxReport {
-        let layers = crate::report::LAYERS
+        let layers = crate::linux::layers::LAYERS
             .iter()
             .map(|&(name, required)| LayerStatus {
                 name,
                 enforced: name != failing,
                 required,
+                remedy: crate::linux::layers::remedy(name),
                 detail: if name == failing {
                     detail.to_owned()
                 } else {

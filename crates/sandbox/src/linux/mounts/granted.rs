@@ -26,7 +26,7 @@ use nix::sys::wait::waitpid;
 use nix::unistd::{self, ForkResult, Gid, Uid};
 
 use crate::error::IdMapError;
-use crate::sys::{ATTR_IDMAP, ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY};
+use crate::linux::sys::{ATTR_IDMAP, ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY};
 
 /// The attributes of a granted tree, as `build` gives a data path bound from the host.
 const DATA_ATTRS: u64 = ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC;
@@ -60,7 +60,7 @@ pub(crate) fn open_as_root(data: &[PathBuf], to: (Uid, Gid)) -> Vec<GrantedTree>
     let mut out = Vec::new();
     for path in data {
         let rel = path.strip_prefix("/").unwrap_or(path);
-        let Ok(at) = crate::sys::open_no_symlinks(root.as_fd(), rel, false) else {
+        let Ok(at) = crate::linux::sys::open_no_symlinks(root.as_fd(), rel, false) else {
             continue;
         };
         let Ok(st) = nix::sys::stat::fstat(&at) else {
@@ -70,7 +70,7 @@ pub(crate) fn open_as_root(data: &[PathBuf], to: (Uid, Gid)) -> Vec<GrantedTree>
         if kind == nix::libc::S_IFLNK {
             continue;
         }
-        let Ok(tree) = crate::sys::open_tree_clone(at.as_fd()) else {
+        let Ok(tree) = crate::linux::sys::open_tree_clone(at.as_fd()) else {
             continue;
         };
         let owner = (st.st_uid, st.st_gid);
@@ -78,7 +78,7 @@ pub(crate) fn open_as_root(data: &[PathBuf], to: (Uid, Gid)) -> Vec<GrantedTree>
             idmap_namespace(owner, to).map_err(|e| IdMapError::Namespace(Arc::new(e)))
         });
         let mapped = match userns {
-            Ok(ns) => crate::sys::mount_setattr_tree(
+            Ok(ns) => crate::linux::sys::mount_setattr_tree(
                 tree.as_fd(),
                 DATA_ATTRS | ATTR_IDMAP,
                 Some(ns.as_fd()),
@@ -93,7 +93,7 @@ pub(crate) fn open_as_root(data: &[PathBuf], to: (Uid, Gid)) -> Vec<GrantedTree>
         // Without the mapping the tree still gets the data attributes (a filesystem that cannot
         // be id-mapped, such as NFS): root's open still spares the payload the parents' checks.
         if mapped.is_err()
-            && crate::sys::mount_setattr_tree(tree.as_fd(), DATA_ATTRS, None).is_err()
+            && crate::linux::sys::mount_setattr_tree(tree.as_fd(), DATA_ATTRS, None).is_err()
         {
             continue;
         }

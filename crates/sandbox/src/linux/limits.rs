@@ -4,8 +4,8 @@ use nix::sys::prctl;
 use nix::sys::resource::{Resource, setrlimit};
 
 use crate::error::SetupError;
+use crate::linux::layers::layer;
 use crate::policy::ResourceLimits;
-use crate::report::layer;
 
 /// Processes of the sandbox that count against RLIMIT_NPROC besides the payload's own: the
 /// outer helper and the init share the payload's uid in the namespace.
@@ -82,9 +82,9 @@ pub(crate) fn drop_capabilities() -> Result<String, SetupError> {
     let err = |what: &str, e: std::io::Error| {
         SetupError::new(layer::CAPABILITIES, format!("{what}: {e}"))
     };
-    crate::sys::lock_securebits().map_err(|e| err("PR_SET_SECUREBITS", e))?;
-    crate::sys::drop_all_capabilities().map_err(|e| err("dropping capabilities", e))?;
-    let sets = crate::sys::capabilities().map_err(|e| err("capget", e))?;
+    crate::linux::sys::lock_securebits().map_err(|e| err("PR_SET_SECUREBITS", e))?;
+    crate::linux::sys::drop_all_capabilities().map_err(|e| err("dropping capabilities", e))?;
+    let sets = crate::linux::sys::capabilities().map_err(|e| err("capget", e))?;
     if sets != [0, 0, 0] {
         return Err(SetupError::new(
             layer::CAPABILITIES,

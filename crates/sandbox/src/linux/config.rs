@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::DecodeError;
+use crate::linux::view::{Access, Step};
 use crate::policy::ResourceLimits;
-use crate::view::{Access, Step};
 
 /// One byte per access in the configuration.
 const ACCESS_CODES: &[(Access, u8)] = &[
@@ -49,7 +49,7 @@ pub(crate) struct HelperConfig {
     pub scratch_at: Option<PathBuf>,
     pub limits: ResourceLimits,
     /// The view's shared plan (program, read-only and data paths, devices), resolved by the
-    /// host once per spawner ([`crate::mounts::cached`]); the helper checks it against the
+    /// host once per spawner ([`crate::linux::mounts::cached`]); the helper checks it against the
     /// paths above and the host's files. `None`: the helper resolves it itself.
     pub plan: Option<Arc<Vec<Step>>>,
 }

@@ -3,15 +3,20 @@
 
 use std::process::Stdio;
 
+use crate::linux::layers::layer;
+use crate::linux::spawn;
 use crate::policy::{SandboxMode, SandboxPolicy};
-use crate::report::{SandboxReport, layer};
-use crate::spawn;
+use crate::report::SandboxReport;
 
 /// Each layer's status under `policy`.
 pub(crate) fn probe(policy: &SandboxPolicy) -> SandboxReport {
     if policy.mode == SandboxMode::Disabled {
-        let mut report =
-            SandboxReport::all(policy.mode, false, "sandbox disabled by configuration");
+        let mut report = SandboxReport::all(
+            policy.mode,
+            &crate::linux::layers::table(),
+            false,
+            "sandbox disabled by configuration",
+        );
         report.set(
             layer::SESSION,
             true,
@@ -20,7 +25,12 @@ pub(crate) fn probe(policy: &SandboxPolicy) -> SandboxReport {
         );
         return report;
     }
-    let mut report = SandboxReport::all(policy.mode, false, "not reached: an earlier layer failed");
+    let mut report = SandboxReport::all(
+        policy.mode,
+        &crate::linux::layers::table(),
+        false,
+        "not reached: an earlier layer failed",
+    );
     let output = spawn::probe_command(policy).and_then(|mut cmd| {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -54,7 +64,7 @@ pub(crate) fn probe(policy: &SandboxPolicy) -> SandboxReport {
             l.detail = format!("helper exited with {}: {message}", output.status);
         }
     }
-    let (available, detail) = crate::cgroup::status();
+    let (available, detail) = crate::linux::cgroup::status();
     report.set(
         layer::CGROUP,
         false,

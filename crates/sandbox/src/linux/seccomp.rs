@@ -18,7 +18,7 @@ use seccompiler::{
 };
 
 use crate::error::SetupError;
-use crate::report::layer;
+use crate::linux::layers::layer;
 
 /// Denied whatever their arguments: debugging other processes, kernel keyrings, BPF, perf,
 /// io_uring (which bypasses this filter for the operations it queues), mounts and namespaces,
@@ -234,7 +234,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     fn the_built_in_table_is_what_the_rules_compile_to() {
         let compiled = compile_rules().unwrap();
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/seccomp_table.rs");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/linux/seccomp_table.rs");
         if std::env::var_os("SECCOMP_TABLE_WRITE").is_some_and(|v| v == "1") {
             let mut out = String::from(
                 "//! The seccomp filters of `seccomp.rs` as compiled for x86_64: written by the test\n\

@@ -15,11 +15,11 @@ use landlock::{
     Scope,
 };
 
-use crate::config::HelperConfig;
 use crate::error::SetupError;
-use crate::mounts::DEVICES;
-use crate::report::layer;
-use crate::view::{Access as ViewAccess, Step};
+use crate::linux::config::HelperConfig;
+use crate::linux::layers::layer;
+use crate::linux::mounts::DEVICES;
+use crate::linux::view::{Access as ViewAccess, Step};
 
 /// The newest ABI this code was written against; older kernels get what they support.
 const TARGET_ABI: ABI = ABI::V10;
@@ -211,7 +211,8 @@ mod tests {
 
     #[test]
     fn read_only_files_share_a_rule_on_a_directory_holding_nothing_else() {
-        let mut cfg = crate::config::HelperConfig::decode(b"program\0/usr/bin/python3\0").unwrap();
+        let mut cfg =
+            crate::linux::config::HelperConfig::decode(b"program\0/usr/bin/python3\0").unwrap();
         cfg.scratch = Some("/tmp/scratch-1".into());
         cfg.scratch_at = Some("/workspace".into());
         let view = [

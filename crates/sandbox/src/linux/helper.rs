@@ -27,13 +27,13 @@ use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{self, ForkResult, Gid, Pid, Uid};
 
-use crate::config::HelperConfig;
 use crate::error::InvocationError;
 use crate::error::SetupError;
+use crate::linux::config::HelperConfig;
+use crate::linux::layers::{format_line, layer, remedy};
+use crate::linux::spawn::{HOST_PID_ARG, UNCONFINED_ARG, config_from_env};
+use crate::linux::{landlock, limits, mounts, namespaces, seccomp};
 use crate::policy::{EXIT_BAD_INVOCATION, EXIT_EXEC_FAILED, EXIT_SETUP_FAILED, HELPER_ARG};
-use crate::report::{format_line, layer, remedy};
-use crate::spawn::{HOST_PID_ARG, UNCONFINED_ARG, config_from_env};
-use crate::{landlock, limits, mounts, namespaces, seccomp};
 
 /// Layer lines on stdout in probe mode; silent otherwise (stdout belongs to the payload).
 pub(crate) struct Reporter {
@@ -52,10 +52,10 @@ impl Reporter {
     }
 }
 
-/// A payload the helper can run in its own process: given the payload's arguments, it runs
-/// the payload and returns its exit code, or returns `None` for a payload it does not know
-/// (which is then executed as usual).
-pub type InlinePayload = fn(&[OsString]) -> Option<ExitCode>;
+// A payload the helper can run in its own process: given the payload's arguments, it runs
+// the payload and returns its exit code, or returns `None` for a payload it does not know
+// (which is then executed as usual).
+use crate::backend::InlinePayload;
 
 /// Whether the payload program is this very binary (then an [`InlinePayload`] may run it
 /// without a second `execve`); decided before any namespace changes what paths mean.
@@ -136,7 +136,7 @@ fn start() -> Result<(HelperConfig, bool), InvocationError> {
         return Err(InvocationError::NotTheHost(host));
     }
     // Descriptors the host opened without O_CLOEXEC (none of ours, but a library's) end here.
-    crate::sys::close_from(3).map_err(InvocationError::CloseRange)?;
+    crate::linux::sys::close_from(3).map_err(InvocationError::CloseRange)?;
     let bytes = config_from_env()?;
     forget_environment();
     let config = HelperConfig::decode(&bytes)?;
@@ -221,7 +221,7 @@ fn exec_failed(cfg: &HelperConfig, e: nix::Error) -> ExitCode {
 /// Steps 2 to 5, in the outer helper.
 fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
     // Step 2: descriptors, session, core dumps.
-    crate::sys::close_from(3)
+    crate::linux::sys::close_from(3)
         .map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
     let me = unistd::getpid();
     let session_ok =
@@ -478,7 +478,7 @@ fn payload_steps(
     let detail = seccomp::apply(&filters)?;
     out.layer(layer::SECCOMP, true, &detail);
     // Step 13: no descriptor but 0, 1 and 2 survives execve.
-    crate::sys::cloexec_from(3)
+    crate::linux::sys::cloexec_from(3)
         .map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
     if cfg.probe {
         return Ok(Payload::Probed);

@@ -8,7 +8,7 @@ use nix::sys::signal::Signal;
 use nix::unistd::{self, Gid, Pid, Uid};
 
 use crate::error::SetupError;
-use crate::report::layer;
+use crate::linux::layers::layer;
 
 /// The uid and gid the payload has inside the user namespace. Not 0: nothing inside should
 /// look like root, even to programs that only compare uids.
