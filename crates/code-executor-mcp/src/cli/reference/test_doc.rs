@@ -38,7 +38,7 @@ pub(super) fn render(root: &Path) -> Result<String, ReferenceError> {
                 let suite = file_name(&entry);
                 let _ = writeln!(
                     out,
-                    "### `{suite}`: `cargo test -p {} --test {suite}`\n",
+                    "\n### `{suite}`: `cargo test -p {} --test {suite}`\n",
                     package(&krate)?
                 );
                 let _ = writeln!(out, "{}\n", first_paragraph(&entry.join("main.rs"))?);
@@ -53,7 +53,7 @@ pub(super) fn render(root: &Path) -> Result<String, ReferenceError> {
                 if files.is_empty() {
                     continue;
                 }
-                let _ = writeln!(out, "### `{rel}/`: shared by the binaries\n");
+                let _ = writeln!(out, "\n### `{rel}/`: shared by the binaries\n");
                 for f in &files {
                     let _ = writeln!(out, "- `{}`: {}", relative(root, f), first_paragraph(f)?);
                 }
@@ -64,15 +64,91 @@ pub(super) fn render(root: &Path) -> Result<String, ReferenceError> {
                     .unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "### `{stem}`: `cargo test -p {} --test {stem}`\n",
+                    "\n### `{stem}`: `cargo test -p {} --test {stem}`\n",
                     package(&krate)?
                 );
                 let _ = writeln!(out, "{}\n", first_paragraph(&entry)?);
             }
         }
     }
+    scripts(root, &mut out)?;
     // Blank lines between a binary's description and the next heading, once.
     Ok(out.replace("\n\n\n", "\n\n").trim_end().to_string() + "\n")
+}
+
+/// The programs under `root/tests` that the suites run (the interop and install clients and
+/// servers), each described by its header: a Python docstring's first paragraph, or the
+/// first comment block of a shell or JavaScript file.
+fn scripts(root: &Path, out: &mut String) -> Result<(), ReferenceError> {
+    let dir = root.join("tests");
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    let _ = writeln!(
+        out,
+        "\n## Programs the suites run (`tests/`)\n\nClients and servers in other languages \
+         that the Rust suites start, each described by its own header."
+    );
+    for sub in sorted_entries(&dir)? {
+        if !sub.is_dir() {
+            continue;
+        }
+        let mut listed = Vec::new();
+        for f in sorted_entries(&sub)? {
+            if let Some(text) = script_header(&f)? {
+                listed.push(format!("- `{}`: {text}", relative(root, &f)));
+            }
+        }
+        if !listed.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n### `{}/`\n\n{}",
+                relative(root, &sub),
+                listed.join("\n")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The header of a `.py`, `.sh`, `.mjs` or `.cjs` file, on one line; `None` for other files.
+fn script_header(path: &Path) -> Result<Option<String>, ReferenceError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default();
+    if !matches!(ext, "py" | "sh" | "mjs" | "cjs") {
+        return Ok(None);
+    }
+    let text = read(path)?;
+    let body = text.lines().skip_while(|l| l.starts_with("#!"));
+    let lines: Vec<String> = if ext == "py" {
+        let rest: Vec<&str> = body.collect();
+        let joined = rest.join("\n");
+        let doc = joined
+            .trim_start()
+            .strip_prefix("\"\"\"")
+            .and_then(|d| d.split("\"\"\"").next())
+            .unwrap_or_default()
+            .to_string();
+        doc.lines()
+            .map(str::trim)
+            .skip_while(|l| l.is_empty())
+            .take_while(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    } else {
+        let mark = if ext == "sh" { "#" } else { "//" };
+        body.take_while(|l| l.starts_with(mark))
+            .map(|l| l.trim_start_matches(mark).trim().to_string())
+            .take_while(|l| !l.is_empty())
+            .collect()
+    };
+    Ok(Some(if lines.is_empty() {
+        "(no header)".into()
+    } else {
+        lines.join(" ")
+    }))
 }
 
 fn read(path: &Path) -> Result<String, ReferenceError> {
@@ -178,6 +254,15 @@ mod tests {
         );
         w("crates/a/tests/alone.rs", "fn main() {}\n");
         w("crates/b/src/lib.rs", "");
+        w(
+            "tests/interop/c.py",
+            "#!/usr/bin/env python3\n\"\"\"A client,\non two lines.\n\nMore.\"\"\"\n",
+        );
+        w(
+            "tests/interop/d.sh",
+            "#!/bin/sh\n# A script.\n#   usage\necho\n",
+        );
+        w("tests/seeds/e.txt", "data");
         let doc = render(&root).unwrap();
         assert!(doc.contains("## a\n"), "{doc}");
         assert!(!doc.contains("## b"), "{doc}");
@@ -189,6 +274,11 @@ mod tests {
             doc.contains("### `alone`: `cargo test -p pkg-a --test alone`\n\n(no `//!` docs)\n"),
             "{doc}"
         );
+        assert!(
+            doc.contains("### `tests/interop/`\n\n- `tests/interop/c.py`: A client, on two lines.\n- `tests/interop/d.sh`: A script. usage\n"),
+            "{doc}"
+        );
+        assert!(!doc.contains("seeds"), "{doc}");
         assert!(matches!(
             render(&root.join("crates")),
             Err(ReferenceError::NoCrates { .. })
