@@ -150,7 +150,8 @@ enum Command {
     /// Measure code mode against direct tool calls on the configured servers: context cost,
     /// tokens, turns and time of scripted tasks (table, --json, --chart; see docs/eval.md).
     Eval(Box<crate::eval::EvalArgs>),
-    /// Check the sandbox layer by layer, the configuration and the JS worker.
+    /// Check the sandbox layer by layer, the configuration, the held tool definitions and the
+    /// permissions ceiling, with a test execution in each worker.
     Doctor,
     /// Show the merged upstream configuration.
     Config {
@@ -230,7 +231,7 @@ enum AuditAction {
 
 #[derive(Debug, Subcommand)]
 enum ApprovalsAction {
-    /// List the waiting approvals (the default).
+    /// List the waiting approvals, with the code around each call (the default).
     List,
     /// Approve one (its number from `list`, or PID:N when several servers run).
     Approve {

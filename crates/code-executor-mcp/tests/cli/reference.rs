@@ -37,11 +37,18 @@ fn a_stale_document_fails_the_check_and_names_the_command_that_regenerates_it() 
     let temp = test_support::TempConfig::new(serde_json::json!({}));
     let fake = temp.dir.join("checkout");
     std::fs::create_dir_all(fake.join("docs")).unwrap();
-    std::os::unix::fs::symlink(root().join("crates"), fake.join("crates")).unwrap();
+    for dir in ["crates", "tests"] {
+        std::os::unix::fs::symlink(root().join(dir), fake.join(dir)).unwrap();
+    }
     for name in ["cli.md", "settings.md", "test-files.md"] {
         std::fs::copy(root().join("docs").join(name), fake.join("docs").join(name)).unwrap();
     }
-    assert!(check(&fake).status.success());
+    let out = check(&fake);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::write(
         fake.join("docs/settings.md"),
         "# Settings\n\nwritten by hand\n",
