@@ -74,7 +74,7 @@ fn a_stale_document_fails_the_check_and_names_the_command_that_regenerates_it() 
 }
 
 #[test]
-fn the_hidden_command_is_not_offered() {
+fn the_hidden_command_is_in_no_help_or_completion_script() {
     let out = std::process::Command::new(EXE)
         .arg("--help")
         .output()
@@ -84,4 +84,26 @@ fn the_hidden_command_is_not_offered() {
         help.contains("completions") && !help.contains("__reference"),
         "{help}"
     );
+    for shell in ["bash", "zsh", "fish"] {
+        let out = std::process::Command::new(EXE)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            script.contains("completions") && !script.contains("__reference"),
+            "{shell}"
+        );
+    }
+    // Its own help and a usage error, as clap gives them.
+    let out = std::process::Command::new(EXE)
+        .args(["__reference", "--help"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--check"));
+    let out = std::process::Command::new(EXE)
+        .args(["__reference", "--bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }
