@@ -250,13 +250,13 @@ enum ToolsCommand {
     Search {
         /// What to look for, in words.
         query: String,
-        /// How much of each tool to show (default: as search_tools answers).
+        /// How much of each tool to show (default: summary).
         #[arg(long, value_parser = ["names", "summary", "full"])]
         detail: Option<String>,
         /// Only this server's tools (`skills`: skills alone).
         #[arg(long)]
         server: Option<String>,
-        /// Most results on a page.
+        /// Most results on a page (default 10, at most 200).
         #[arg(long)]
         limit: Option<u32>,
         /// The next page, from the last answer's cursor.
@@ -938,5 +938,33 @@ mod tests {
             readme.contains("(docs/cli.md)"),
             "the README links docs/cli.md"
         );
+    }
+
+    /// The help of the argument `id` of the command at `path`.
+    fn help_of(path: &[&str], id: &str) -> String {
+        let tree = Cli::command();
+        let cmd = path
+            .iter()
+            .fold(&tree, |c, name| c.find_subcommand(name).unwrap());
+        let arg = cmd.get_arguments().find(|a| a.get_id() == id).unwrap();
+        arg.get_help().unwrap().to_string()
+    }
+
+    /// Defaults that a help text states in words (clap cannot show them) are the ones applied.
+    #[test]
+    fn defaults_stated_in_words_are_the_applied_ones() {
+        let limit = format!(
+            "(default {}, at most {})",
+            tools::catalog::DEFAULT_SEARCH_LIMIT,
+            tools::catalog::MAX_SEARCH_LIMIT
+        );
+        assert!(help_of(&["tools", "search"], "limit").contains(&limit));
+        assert!(help_of(&["tools", "search"], "detail").contains("(default: summary)"));
+        assert_eq!(
+            tools::catalog::Detail::parse(None).ok(),
+            tools::catalog::Detail::parse(Some("summary")).ok()
+        );
+        // `--http` alone serves on the default address.
+        assert!(help_of(&["serve"], "http").contains(crate::http::DEFAULT_ADDR));
     }
 }
