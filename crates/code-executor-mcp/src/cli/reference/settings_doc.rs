@@ -995,4 +995,16 @@ mod tests {
             .unwrap();
         parse(&serde_json::from_str(json).unwrap()).unwrap();
     }
+
+    #[test]
+    fn the_readmes_short_example_is_valid_settings() {
+        let readme = include_str!("../../../../../README.md");
+        let json = readme
+            .split("### Settings\n")
+            .nth(1)
+            .and_then(|r| r.split("```json\n").nth(1))
+            .and_then(|r| r.split("```").next())
+            .unwrap();
+        parse(&serde_json::from_str(json).unwrap()).unwrap();
+    }
 }
