@@ -326,6 +326,7 @@ pub fn reference_main() -> ExitCode {
     #[derive(Debug, Parser)]
     #[command(
         name = "code-executor-mcp __reference",
+        bin_name = "code-executor-mcp __reference",
         about = "Write (or --check) the documents generated from the code: docs/cli.md, docs/settings.md, docs/test-files.md."
     )]
     struct ReferenceCli {
