@@ -9,6 +9,7 @@
 
 mod approvals;
 mod doctor;
+mod reference;
 mod serve_args;
 mod tool_commands;
 
@@ -43,7 +44,8 @@ use tools::defaults::{DEFAULT_POOL_SIZE, DEFAULT_PYTHON_POOL_SIZE};
 #[command(
     name = "code-executor-mcp",
     version = crate::version::VERSION,
-    about = "An MCP server that lets an agent use every MCP server it has through sandboxed code."
+    about = "An MCP server that lets an agent use every MCP server it has through sandboxed code.",
+    after_long_help = AFTER_HELP
 )]
 pub struct Cli {
     /// Upstream servers, as {"mcpServers": {...}} (default: $MCP_CONFIG_PATH).
@@ -57,7 +59,8 @@ pub struct Cli {
     /// Read only --config / $MCP_CONFIG_PATH, not the config files of other MCP clients.
     #[arg(long, global = true)]
     no_discover: bool,
-    /// Worker confinement. `none` runs code unconfined, for development only.
+    /// Worker confinement. `none` runs code unconfined, for development only; every result
+    /// then says `UNSANDBOXED`.
     #[arg(long, global = true, value_enum, default_value_t = SandboxArg::Enforce)]
     sandbox: SandboxArg,
     /// Python interpreter for execute_python (default: the first usable of python3 on PATH,
@@ -87,6 +90,14 @@ pub struct Cli {
     command: Option<Command>,
 }
 
+/// What `--help` says after the options: exit codes, errors and progress.
+const AFTER_HELP: &str = "A command that cannot do what it was asked says so on stderr as `error: ...` (and \
+`hint: ...` where there is something to do) and exits 1 (2 for a usage error); one whose output \
+goes to a reader that stops early (`code-executor-mcp completions zsh | head -1`) stops quietly. \
+Long commands (`bench`, `eval`) show their progress on stderr when it is a terminal \
+(`CODE_EXECUTOR_PROGRESS=1` shows it anyway, `0` never); stdout keeps only the report. Log \
+level: `RUST_LOG` (default `info` when serving, to stderr; stdout carries only MCP).";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum LogFormat {
     Text,
@@ -113,10 +124,12 @@ enum Command {
     Serve(ServeArgs),
     /// Run a TypeScript/JavaScript or Python file (or - for stdin) against the configured servers.
     Exec {
+        /// The script: a .ts/.js/.py file, or - to read it from stdin.
         file: PathBuf,
         /// Language of the code (default: python for *.py files, else typescript).
         #[arg(long, value_enum)]
         lang: Option<LangArg>,
+        /// Wall clock of the run (default: the settings' executionLimits.defaultTimeoutMs).
         #[arg(long, value_name = "MS")]
         timeout_ms: Option<u64>,
         /// File and network access, as the tools' `permissions` (within the settings' ceiling),
@@ -137,7 +150,8 @@ enum Command {
     /// Measure code mode against direct tool calls on the configured servers: context cost,
     /// tokens, turns and time of scripted tasks (table, --json, --chart; see docs/eval.md).
     Eval(Box<crate::eval::EvalArgs>),
-    /// Check the sandbox layer by layer, the configuration and the JS worker.
+    /// Check the sandbox layer by layer, the configuration, the held tool definitions and the
+    /// permissions ceiling, with a test execution in each worker.
     Doctor,
     /// Show the merged upstream configuration.
     Config {
@@ -160,8 +174,10 @@ enum Command {
     },
     /// Write a typed wrapper file per upstream tool, a folder per server, with indexes.
     Wrappers {
+        /// The wrappers' language.
         #[arg(long, value_enum, default_value_t = Lang::Ts)]
         lang: Lang,
+        /// The directory to write them to.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
@@ -175,12 +191,16 @@ enum Command {
         timeout: u64,
     },
     /// Forget the stored OAuth login of a server (every URL it had).
-    Logout { server: String },
+    Logout {
+        /// The server's name in the merged config (see `config show`).
+        server: String,
+    },
     /// Add this server to the MCP clients found here (Claude Code, Claude Desktop, Cursor,
     /// VS Code, Windsurf, Codex, Gemini CLI): shows a diff per client, asks, backs up, writes.
     Setup(crate::setup::SetupArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions {
+        /// The shell to complete for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -196,6 +216,7 @@ enum ConfigAction {
 enum AuditAction {
     /// The last lines of the audit log, one readable line each.
     Tail {
+        /// How many lines, from the end.
         #[arg(short = 'n', long, default_value_t = 20)]
         lines: usize,
         /// Print the raw JSON lines.
@@ -206,12 +227,18 @@ enum AuditAction {
 
 #[derive(Debug, Subcommand)]
 enum ApprovalsAction {
-    /// List the waiting approvals (the default).
+    /// List the waiting approvals, with the code around each call (the default).
     List,
     /// Approve one (its number from `list`, or PID:N when several servers run).
-    Approve { id: String },
-    /// Deny one.
-    Deny { id: String },
+    Approve {
+        /// N from `list`, or PID:N.
+        id: String,
+    },
+    /// Deny one (its number from `list`, or PID:N when several servers run).
+    Deny {
+        /// N from `list`, or PID:N.
+        id: String,
+    },
     /// Print each approval as it arrives, until interrupted.
     Watch,
 }
@@ -221,28 +248,38 @@ enum ToolsCommand {
     /// Ranked search of tools and skills, as the search_tools MCP tool answers it
     /// (`--server skills` for skills alone).
     Search {
+        /// What to look for, in words.
         query: String,
+        /// How much of each tool to show (default: summary).
         #[arg(long, value_parser = ["names", "summary", "full"])]
         detail: Option<String>,
+        /// Only this server's tools (`skills`: skills alone).
         #[arg(long)]
         server: Option<String>,
+        /// Most results on a page (default 10, at most 200).
         #[arg(long)]
         limit: Option<u32>,
+        /// The next page, from the last answer's cursor.
         #[arg(long)]
         cursor: Option<String>,
+        /// The search_tools answer as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Accepts the changed definition of a held tool (NAME is mcp__server__tool; --all: every
     /// held tool), so calls to it go out again.
     Accept {
+        /// The held tool, mcp__server__tool.
         name: Option<String>,
+        /// Every held tool (`doctor` lists them).
         #[arg(long)]
         all: bool,
     },
     /// One tool's signature and types (NAME is mcp__server__tool).
     Show {
+        /// The tool, mcp__server__tool.
         name: String,
+        /// The language of the signature.
         #[arg(long, value_enum, default_value_t = Lang::Ts)]
         lang: Lang,
         /// The whole get_tool_schema answer as JSON.
@@ -276,6 +313,34 @@ Serve on this terminal anyway: code-executor-mcp serve
 All commands:             code-executor-mcp --help",
         version = crate::version::VERSION,
     )
+}
+
+/// The first argument of `code-executor-mcp __reference [--check] [ROOT]`.
+pub const REFERENCE_ARG: &str = "__reference";
+
+/// `code-executor-mcp __reference [--check] [ROOT]`: writes (or checks) the documents generated
+/// from the code, docs/cli.md, docs/settings.md and docs/test-files.md. Chosen by `main` from
+/// the first argument, as the helper modes are, so no help text or completion script offers it.
+pub fn reference_main() -> ExitCode {
+    /// The command line of `__reference`.
+    #[derive(Debug, Parser)]
+    #[command(
+        name = "code-executor-mcp __reference",
+        bin_name = "code-executor-mcp __reference",
+        about = "Write (or --check) the documents generated from the code: docs/cli.md, docs/settings.md, docs/test-files.md."
+    )]
+    struct ReferenceCli {
+        #[command(flatten)]
+        args: reference::ReferenceArgs,
+    }
+    let cli = ReferenceCli::parse_from(std::env::args_os().skip(1));
+    match reference::run(&cli.args, &<Cli as clap::CommandFactory>::command()) {
+        Ok(code) => code,
+        Err(e) => {
+            report_error(&anyhow::Error::new(e));
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Entry point after helper modes were ruled out.
@@ -849,38 +914,58 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
 
-    /// The README's command list names every subcommand (and every sub-subcommand) there is.
+    /// docs/cli.md (generated; `tests/cli/reference.rs` holds it current) lists every visible
+    /// command, the hidden `__reference` none; the README points to it.
     #[test]
-    fn the_readme_lists_every_command() {
-        let readme = include_str!("../../../README.md");
+    fn the_command_reference_lists_every_visible_command() {
+        let doc = include_str!("../../../docs/cli.md");
         let mut missing = Vec::new();
-        for cmd in Cli::command().get_subcommands() {
+        let tree = Cli::command();
+        for cmd in tree.get_subcommands() {
             let name = cmd.get_name();
-            if name == "help" {
-                continue;
-            }
-            let subs: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
-            let lines: Vec<String> = if subs.is_empty() {
-                vec![format!("code-executor-mcp {name}")]
-            } else {
-                subs.iter()
-                    .filter(|s| **s != "help")
-                    .map(|s| format!("code-executor-mcp {name} {s}"))
-                    .collect()
-            };
-            for line in lines {
-                let listed = readme.contains(&format!("{line} "))
-                    || readme.contains(&format!("{line}\n"))
-                    || (name == "serve" && readme.contains("code-executor-mcp [serve]"));
-                if !listed {
-                    missing.push(line);
-                }
+            let listed = doc.contains(&format!("\n## code-executor-mcp {name}\n"))
+                || doc.contains(&format!("\n## code-executor-mcp {name} "));
+            if !cmd.is_hide_set() && !listed {
+                missing.push(name);
             }
         }
         assert_eq!(
             missing,
-            Vec::<String>::new(),
-            "commands missing from the README"
+            Vec::<&str>::new(),
+            "commands missing from docs/cli.md"
         );
+        let readme = include_str!("../../../README.md");
+        assert!(
+            readme.contains("(docs/cli.md)"),
+            "the README links docs/cli.md"
+        );
+    }
+
+    /// The help of the argument `id` of the command at `path`.
+    fn help_of(path: &[&str], id: &str) -> String {
+        let tree = Cli::command();
+        let cmd = path
+            .iter()
+            .fold(&tree, |c, name| c.find_subcommand(name).unwrap());
+        let arg = cmd.get_arguments().find(|a| a.get_id() == id).unwrap();
+        arg.get_help().unwrap().to_string()
+    }
+
+    /// Defaults that a help text states in words (clap cannot show them) are the ones applied.
+    #[test]
+    fn defaults_stated_in_words_are_the_applied_ones() {
+        let limit = format!(
+            "(default {}, at most {})",
+            tools::catalog::DEFAULT_SEARCH_LIMIT,
+            tools::catalog::MAX_SEARCH_LIMIT
+        );
+        assert!(help_of(&["tools", "search"], "limit").contains(&limit));
+        assert!(help_of(&["tools", "search"], "detail").contains("(default: summary)"));
+        assert_eq!(
+            tools::catalog::Detail::parse(None).ok(),
+            tools::catalog::Detail::parse(Some("summary")).ok()
+        );
+        // `--http` alone serves on the default address.
+        assert!(help_of(&["serve"], "http").contains(crate::http::DEFAULT_ADDR));
     }
 }

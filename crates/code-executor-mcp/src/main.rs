@@ -1,6 +1,6 @@
-//! The `code-executor-mcp` binary. Helper modes (sandbox helper, worker, demo server) are
-//! chosen from the first argument before any thread or runtime starts, so a worker never runs
-//! the server's setup.
+//! The `code-executor-mcp` binary. Helper modes (sandbox helper, worker, demo server, the
+//! generator of the reference documents) are chosen from the first argument before any thread
+//! or runtime starts, so a worker never runs the server's setup.
 
 use std::process::ExitCode;
 
@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         }
         Some(code_executor_mcp::DEMO_SERVER_ARG) => code_executor_mcp::demo::serve_demo_main(),
         Some(code_executor_mcp::SYNTHETIC_SERVER_ARG) => code_executor_mcp::serve_synthetic_main(),
+        Some(code_executor_mcp::cli::REFERENCE_ARG) => code_executor_mcp::cli::reference_main(),
         _ => {
             // Large blocks freed are kept for reuse (`sandbox::heap`): a large value passes
             // through several buffers on each hop. The server gives them back once it is quiet.

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 /// `serve` options; all but --http apply to HTTP only (see docs/http.md).
 #[derive(Debug, Clone, clap::Args)]
 pub(super) struct ServeArgs {
-    /// Serve MCP over streamable HTTP on ADDR (path /mcp) instead of stdio.
+    /// Serve MCP over streamable HTTP on ADDR (path /mcp) instead of stdio; ADDR defaults to
+    /// 127.0.0.1:3333.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::http::DEFAULT_ADDR)]
     pub(super) http: Option<String>,
     /// Static bearer tokens: lines of NAME=TOKEN, each NAME a principal.

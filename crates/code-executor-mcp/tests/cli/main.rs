@@ -14,7 +14,9 @@
 //! - [`bench`]: the `bench` sections of issue #44's targets (worker start, granted access,
 //!   back to back from the official Python SDK);
 //! - [`container`]: the container image with Podman (built once per process);
-//! - [`output`]: errors as `error:` lines with hints, and commands writing to a closed pipe.
+//! - [`output`]: errors as `error:` lines with hints, and commands writing to a closed pipe;
+//! - [`reference`]: the documents generated from the code (`docs/cli.md`, `docs/settings.md`,
+//!   `docs/test-files.md`) are current.
 //!
 //! One module's tests: `cargo test -p code-executor-mcp --test cli -- setup::`.
 
@@ -38,6 +40,7 @@ mod eval;
 mod hostile_config;
 mod install;
 mod output;
+mod reference;
 mod settings_trust;
 mod setup;
 mod setup_clients;
