@@ -25,8 +25,8 @@ mod skills;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams,
-    GetTaskParams, GetTaskResult, Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
     ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
