@@ -19,14 +19,12 @@ use worker_protocol::{CallError, CallOutcome, CallRequest, ErrorInfo, ResultShap
 
 use futures::future::BoxFuture;
 
+use super::calls::{CallRecord, Relay};
 use super::scope::{RunScope, err, ok};
 use super::shape::unwrap_result;
 use super::skills::Nested;
-use crate::run::client::ClientLink;
-use crate::run::clock::Clock;
 use crate::run::drive::Host;
 use crate::run::events::{MAX_PROGRESS_MESSAGE_BYTES, Progress};
-use policy::audit::AuditEvent;
 use policy::{Decision, UPSTREAM_CALL_TIMEOUT};
 use tools::catalog::{Asker, Catalog, Detail, SearchParams, describe};
 
@@ -732,83 +730,6 @@ fn refusal(kind: CallError, message: impl Into<String>) -> ErrorInfo {
         name: kind.name().into(),
         message: message.into(),
         stack: None,
-    }
-}
-
-/// Answers an upstream's requests during a call of this execution through its client; the
-/// clock stands still while the client (a person, often) answers.
-struct Relay {
-    client: ClientLink,
-    clock: Arc<Clock>,
-    timeout: std::time::Duration,
-}
-
-impl tools::upstream::forward::Forward for Relay {
-    fn ask(&self, request: Value) -> BoxFuture<'_, Result<Value, rmcp::ErrorData>> {
-        Box::pin(async move {
-            let _paused = self.clock.pause();
-            self.client
-                .ask(request, self.timeout)
-                .await
-                .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
-        })
-    }
-
-    fn has_roots(&self) -> bool {
-        self.client.caps.roots
-    }
-}
-
-/// The audit line of one call attempt. An allowed call that never finished (its execution
-/// ended or timed out while it waited for a slot or for the upstream, which cancels it) is
-/// recorded as `cancelled` when it is dropped, so every attempt has exactly one line.
-struct CallRecord<'a> {
-    scope: &'a RunScope,
-    server: String,
-    tool: String,
-    started: Instant,
-    digest: policy::audit::ArgsDigest,
-    args: Option<Value>,
-    /// Allowed and not yet recorded.
-    allowed: bool,
-}
-
-impl CallRecord<'_> {
-    fn write(
-        &mut self,
-        decision: &'static str,
-        reason: Option<String>,
-        outcome: Option<&'static str>,
-        result_bytes: usize,
-    ) {
-        self.allowed = false;
-        let (args_sha256, args_bytes) = self.digest.take();
-        self.scope.policy.audit.record(AuditEvent::ToolCall {
-            execution: self.scope.execution.clone(),
-            server: self.server.clone(),
-            tool: self.tool.clone(),
-            decision,
-            reason,
-            outcome,
-            duration_ms: (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
-            args_sha256,
-            args_bytes,
-            args: self.args.take(),
-            result_bytes,
-        });
-    }
-}
-
-impl Drop for CallRecord<'_> {
-    fn drop(&mut self) {
-        if self.allowed {
-            self.write(
-                "allow",
-                Some("the execution ended before the call finished; it was cancelled".into()),
-                Some("cancelled"),
-                0,
-            );
-        }
     }
 }
 

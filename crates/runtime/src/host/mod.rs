@@ -10,6 +10,7 @@
 
 pub mod approval;
 pub mod bridge;
+pub mod calls;
 pub mod fetch;
 pub mod handed;
 pub mod hooks;

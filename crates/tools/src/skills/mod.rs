@@ -8,6 +8,7 @@
 pub mod beneath;
 pub mod changes;
 pub mod error;
+pub mod request;
 pub mod skill;
 pub mod store;
 pub mod uri;

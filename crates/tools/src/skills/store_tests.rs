@@ -1,5 +1,8 @@
 //! Tests of `store`.
 
+use serde_json::json;
+
+use super::super::skill::SkillLanguage;
 use super::*;
 
 fn store(dir: &Path) -> Skills {
