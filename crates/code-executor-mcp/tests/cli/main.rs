@@ -14,6 +14,7 @@
 //! - [`bench`]: the `bench` sections of issue #44's targets (worker start, granted access,
 //!   back to back from the official Python SDK);
 //! - [`container`]: the container image with Podman (built once per process);
+//! - [`openapi`]: `tools search`, `tools show` and `config show` on an OpenAPI source;
 //! - [`output`]: errors as `error:` lines with hints, and commands writing to a closed pipe.
 //!
 //! One module's tests: `cargo test -p code-executor-mcp --test cli -- setup::`.
@@ -37,6 +38,7 @@ mod deploy;
 mod eval;
 mod hostile_config;
 mod install;
+mod openapi;
 mod output;
 mod settings_trust;
 mod setup;

@@ -322,9 +322,9 @@ pub fn token_dir_in(config_dir: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
-mod settings_tests;
-#[cfg(test)]
 mod openapi_tests;
+#[cfg(test)]
+mod settings_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

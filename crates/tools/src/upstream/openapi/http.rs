@@ -356,7 +356,11 @@ fn bearer(token: &str) -> ResolvedAuth {
 }
 
 /// Puts the credential on a hop.
-pub(super) fn apply(c: &ResolvedAuth, url: &mut Url, headers: &mut HeaderMap) -> Result<(), CallError> {
+pub(super) fn apply(
+    c: &ResolvedAuth,
+    url: &mut Url,
+    headers: &mut HeaderMap,
+) -> Result<(), CallError> {
     let invalid = |name: &str| CallError::Header {
         url: shown(url),
         name: name.to_string(),

@@ -232,7 +232,7 @@ fn build_all(
     for summary in spec.operations() {
         match spec.operation(&summary.name) {
             Ok(op) => {
-                tools.push(tool(&op));
+                tools.push(tool(&op, summary.summary.as_deref()));
                 operations.insert(op.name.clone(), Arc::new(op));
             }
             Err(e) => {
@@ -243,13 +243,16 @@ fn build_all(
     (operations, tools)
 }
 
-/// The MCP tool of an operation.
-fn tool(op: &openapi::Operation) -> Tool {
+/// The MCP tool of an operation; its summary is its title (search reads it as the name).
+fn tool(op: &openapi::Operation, summary: Option<&str>) -> Tool {
     let input = match &op.input_schema {
         Value::Object(m) => m.clone(),
         _ => serde_json::Map::new(),
     };
     let mut t = Tool::new(op.name.clone(), op.description.clone(), Arc::new(input));
+    if let Some(title) = summary.filter(|s| !s.trim().is_empty()) {
+        t = t.with_title(title);
+    }
     if let Some(Value::Object(out)) = &op.output_schema
         && out.get("type").and_then(Value::as_str) == Some("object")
     {

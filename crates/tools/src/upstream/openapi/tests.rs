@@ -30,7 +30,11 @@ fn hops_follow_the_fetch_guards_rules() {
         let e = check_hop(reach, &url(u), false).unwrap_err();
         assert!(matches!(e, CallError::Special { .. }), "{u}: {e}");
     }
-    for u in ["ftp://example.com/x", "http://user:pw@example.com/x", "file:///etc/passwd"] {
+    for u in [
+        "ftp://example.com/x",
+        "http://user:pw@example.com/x",
+        "file:///etc/passwd",
+    ] {
         let e = check_hop(&none, &url(u), true).unwrap_err();
         assert!(e.to_string().contains("http(s)"), "{u}: {e}");
     }
@@ -54,8 +58,16 @@ fn the_credential_goes_where_the_entry_or_the_document_says() {
     };
     let mut u = url("https://api.example.com/v1/x?a=1");
     let mut h = HeaderMap::new();
-    apply(&ResolvedAuth::resolve(&key(None, None), &schemes).unwrap(), &mut u, &mut h).unwrap();
-    assert_eq!(u.as_str(), "https://api.example.com/v1/x?a=1&api_key=s3cret-value");
+    apply(
+        &ResolvedAuth::resolve(&key(None, None), &schemes).unwrap(),
+        &mut u,
+        &mut h,
+    )
+    .unwrap();
+    assert_eq!(
+        u.as_str(),
+        "https://api.example.com/v1/x?a=1&api_key=s3cret-value"
+    );
     let mut u = url("https://api.example.com/");
     apply(
         &ResolvedAuth::resolve(&key(Some("sid"), Some(ApiKeyIn::Cookie)), &schemes).unwrap(),
@@ -68,7 +80,12 @@ fn the_credential_goes_where_the_entry_or_the_document_says() {
         username: "ann".into(),
         password: "pw".into(),
     };
-    apply(&ResolvedAuth::resolve(&basic, &schemes).unwrap(), &mut u, &mut h).unwrap();
+    apply(
+        &ResolvedAuth::resolve(&basic, &schemes).unwrap(),
+        &mut u,
+        &mut h,
+    )
+    .unwrap();
     assert_eq!(h["authorization"], "Basic YW5uOnB3");
     assert!(format!("{h:?}").contains("Sensitive"), "{h:?}");
     // No scheme in the document and no name: the entry must say.
@@ -76,7 +93,14 @@ fn the_credential_goes_where_the_entry_or_the_document_says() {
     // A value that would inject a header is refused.
     let bad = OpenApiAuth::Bearer("x\r\nX-Injected: 1".into());
     let mut h = HeaderMap::new();
-    assert!(apply(&ResolvedAuth::resolve(&bad, &schemes).unwrap(), &mut u, &mut h).is_err());
+    assert!(
+        apply(
+            &ResolvedAuth::resolve(&bad, &schemes).unwrap(),
+            &mut u,
+            &mut h
+        )
+        .is_err()
+    );
 }
 
 #[test]

@@ -1,0 +1,86 @@
+//! The discovery commands on OpenAPI sources: `tools search` and `tools show` find and
+//! declare operations (the document is read, no request is made), and `config show` shows
+//! the entry with its credential masked.
+
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use test_support::TempDir;
+
+use crate::common::EXE;
+
+const KEY: &str = "cli-PLANTED-key-8Hd3kQ0zLw2";
+
+fn run(dir: &TempDir, config: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new(EXE)
+        .args(["--no-discover", "--config"])
+        .arg(config)
+        .args(args)
+        .env("HOME", &dir.0)
+        .env("XDG_CONFIG_HOME", dir.0.join(".config"))
+        .env("XDG_STATE_HOME", dir.0.join("state"))
+        .env("CODE_EXECUTOR_CACHE_DIR", dir.0.join("cache"))
+        .env("OPENAPI_CLI_KEY", KEY)
+        .env_remove("CODE_EXECUTOR_CONFIG_PATH")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}\n{stdout}");
+    assert!(
+        !stdout.contains(KEY) && !stderr.contains(KEY),
+        "{args:?} leaked the key"
+    );
+    stdout
+}
+
+#[test]
+fn tools_search_show_and_config_show_work_on_operations() {
+    let dir = TempDir::new("cli-openapi");
+    let config = dir.0.join("servers.json");
+    // The document by a path relative to the config file.
+    std::fs::copy(
+        test_support::prism::inventory_spec(),
+        dir.0.join("inventory.yaml"),
+    )
+    .unwrap();
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"inventory": {
+            "type": "openapi", "spec": "./inventory.yaml",
+            "auth": {"apiKey": {"value": "${OPENAPI_CLI_KEY}"}}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let found: Value = serde_json::from_str(&run(
+        &dir,
+        &config,
+        &[
+            "tools",
+            "search",
+            "order more stock from the supplier",
+            "--json",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(
+        found["tools"][0]["name"], "mcp__inventory__orderRestock",
+        "{found}"
+    );
+    let lines = run(&dir, &config, &["tools", "search", "remove an item"]);
+    assert!(lines.contains("mcp__inventory__deleteItem"), "{lines}");
+    let shown = run(
+        &dir,
+        &config,
+        &["tools", "show", "mcp__inventory__createItem"],
+    );
+    assert!(shown.contains("sku") && shown.contains("body"), "{shown}");
+    let config_show = run(&dir, &config, &["config", "show"]);
+    assert!(
+        config_show.contains("openapi") && config_show.contains("inventory.yaml"),
+        "{config_show}"
+    );
+    assert!(config_show.contains("masked"), "{config_show}");
+}
