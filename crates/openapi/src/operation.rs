@@ -169,6 +169,19 @@ fn escape(token: &str) -> String {
 }
 
 impl Spec {
+    /// Like [`Spec::server_url`], preferring the operation's own `servers`, then its path
+    /// item's, then the document's.
+    pub fn operation_server_url(
+        &self,
+        op: &Operation,
+        variables: &std::collections::BTreeMap<String, String>,
+    ) -> Result<url::Url, crate::error::RequestError> {
+        match &op.servers {
+            Some(server) => self.server_from(Some(server), variables),
+            None => self.server_url(variables),
+        }
+    }
+
     /// Builds the tool for the operation named `name` (its tool name, in any case, or its
     /// `operationId`).
     pub fn operation(&self, name: &str) -> Result<Operation, OperationError> {

@@ -243,7 +243,7 @@ impl Docs {
         let tokens = pointer_tokens(fragment).map_err(|why| RefError::BadPointer {
             reference: reference.to_owned(),
             at: at.to_owned(),
-            why,
+            why: why.to_string(),
         })?;
         let target_doc = if file.is_empty() {
             doc.clone()
@@ -355,21 +355,32 @@ fn has_scheme(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
+/// Why a fragment is not a JSON pointer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PointerError {
+    #[error("not UTF-8 once percent-decoded")]
+    NotUtf8,
+    #[error("a pointer starts with `/`")]
+    NoSlash,
+    #[error("`~` must be followed by 0 or 1 in `{0}`")]
+    Tilde(String),
+}
+
 /// A URI fragment's JSON pointer, percent-decoded and unescaped, as tokens.
-pub(crate) fn pointer_tokens(fragment: &str) -> Result<Vec<String>, String> {
+pub(crate) fn pointer_tokens(fragment: &str) -> Result<Vec<String>, PointerError> {
     let decoded = percent_decode_str(fragment)
         .decode_utf8()
-        .map_err(|_| "not UTF-8 once percent-decoded".to_owned())?;
+        .map_err(|_| PointerError::NotUtf8)?;
     if decoded.is_empty() {
         return Ok(Vec::new());
     }
     let Some(rest) = decoded.strip_prefix('/') else {
-        return Err("a pointer starts with `/`".to_owned());
+        return Err(PointerError::NoSlash);
     };
     rest.split('/').map(unescape_token).collect()
 }
 
-fn unescape_token(token: &str) -> Result<String, String> {
+fn unescape_token(token: &str) -> Result<String, PointerError> {
     let mut out = String::with_capacity(token.len());
     let mut chars = token.chars();
     while let Some(c) = chars.next() {
@@ -377,7 +388,7 @@ fn unescape_token(token: &str) -> Result<String, String> {
             match chars.next() {
                 Some('0') => out.push('~'),
                 Some('1') => out.push('/'),
-                _ => return Err(format!("`~` must be followed by 0 or 1 in `{token}`")),
+                _ => return Err(PointerError::Tilde(token.to_owned())),
             }
         } else {
             out.push(c);

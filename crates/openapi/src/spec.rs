@@ -9,7 +9,6 @@ use url::Url;
 
 use crate::error::{RequestError, SpecError};
 use crate::names::{Namer, clean_text, fallback, sanitize};
-use crate::operation::Operation;
 use crate::parse::{Format, Limits, parse_value};
 use crate::refs::{DocId, Docs, RefPolicy};
 
@@ -200,20 +199,7 @@ impl Spec {
         self.server_from(self.docs.root.pointer("/servers/0"), variables)
     }
 
-    /// Like [`Spec::server_url`], preferring the operation's own `servers`, then its path
-    /// item's, then the document's.
-    pub fn operation_server_url(
-        &self,
-        op: &Operation,
-        variables: &BTreeMap<String, String>,
-    ) -> Result<Url, RequestError> {
-        match &op.servers {
-            Some(server) => self.server_from(Some(server), variables),
-            None => self.server_url(variables),
-        }
-    }
-
-    fn server_from(
+    pub(crate) fn server_from(
         &self,
         server: Option<&Value>,
         variables: &BTreeMap<String, String>,

@@ -81,7 +81,7 @@ fn start(dir: &Path, spec: &Path, _probe: &str) -> Mock {
          while kill -0 {me} 2>/dev/null && kill -0 $P 2>/dev/null; do sleep 1; done; kill $P 2>/dev/null",
         me = std::process::id()
     );
-    Command::new("sh")
+    let mut child = Command::new("sh")
         .arg("-c")
         .arg(script)
         .arg(&prism)
@@ -92,6 +92,8 @@ fn start(dir: &Path, spec: &Path, _probe: &str) -> Mock {
         .stderr(Stdio::null())
         .spawn()
         .expect("start prism");
+    // Reaped when the watchdog ends (with the mock).
+    std::thread::spawn(move || child.wait());
     Mock {
         port,
         spec: spec.to_path_buf(),
