@@ -121,3 +121,69 @@ fn answers_become_results() {
     });
     assert!(matches!(r.content[0], ContentBlock::Resource(_)));
 }
+
+/// The client-credentials grant: one token request (form-encoded, the secret in the body),
+/// the token reused until it expires, sent as a bearer token to the API's origin only.
+#[tokio::test]
+async fn client_credentials_are_fetched_once_and_sent_as_a_bearer_token() {
+    use test_support::rawhttp::{RawHttp, Reply};
+    let server = RawHttp::start(std::collections::HashMap::from([(
+        "/token".to_string(),
+        Reply::Fixed(
+            200,
+            "application/json",
+            br#"{"access_token": "tok-FETCHED-123456", "expires_in": 3600}"#.to_vec(),
+        ),
+    )]));
+    let reach = Reach::of_addresses(&["127.0.0.1"]).unwrap();
+    let http = http::Http {
+        client: crate::net::guarded_client(
+            reach.clone(),
+            crate::net::system_lookup(),
+            http::CONNECT_TIMEOUT,
+        )
+        .unwrap(),
+        reach,
+        auth: Some(ResolvedAuth::ClientCredentials {
+            token_url: format!("{}/token", server.base_url()),
+            client_id: "cid".into(),
+            client_secret: "cs-SECRET-0987654321".into(),
+            scopes: vec!["read".into(), "write".into()],
+        }),
+        token: Default::default(),
+    };
+    for _ in 0..2 {
+        let out = http::Outgoing {
+            method: reqwest::Method::GET,
+            url: url(&format!("{}/api/x", server.base_url())),
+            headers: HeaderMap::new(),
+            body: None,
+        };
+        let answer = http.send(out, 1 << 20).await.unwrap();
+        assert_eq!(answer.status, 200);
+    }
+    let arrived = server.requests();
+    let token_requests: Vec<_> = arrived
+        .iter()
+        .filter(|a| a.line.starts_with("POST /token"))
+        .collect();
+    assert_eq!(token_requests.len(), 1, "{arrived:?}");
+    let form = String::from_utf8_lossy(&token_requests[0].body).into_owned();
+    assert!(
+        form.contains("grant_type=client_credentials")
+            && form.contains("client_secret=cs-SECRET-0987654321")
+            && form.contains("scope=read+write"),
+        "{form}"
+    );
+    let calls: Vec<_> = arrived
+        .iter()
+        .filter(|a| a.line.starts_with("GET /api/x"))
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.head.contains("authorization: Bearer tok-FETCHED-123456")),
+        "{calls:?}"
+    );
+}
