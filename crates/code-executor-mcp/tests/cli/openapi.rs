@@ -83,4 +83,31 @@ fn tools_search_show_and_config_show_work_on_operations() {
         "{config_show}"
     );
     assert!(config_show.contains("masked"), "{config_show}");
+    // `wrappers` writes a typed file per operation.
+    let out = dir.0.join("wrappers");
+    run(
+        &dir,
+        &config,
+        &["wrappers", "--lang", "ts", "--out", out.to_str().unwrap()],
+    );
+    let written: Vec<String> = std::fs::read_dir(out.join("inventory"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        written.iter().any(|f| f.starts_with("getItem")),
+        "{written:?}"
+    );
+    // A tool filter hides operations as it hides MCP tools.
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"inventory": {
+            "type": "openapi", "spec": "./inventory.yaml", "excludeTools": ["deleteItem"],
+            "auth": {"apiKey": {"value": "${OPENAPI_CLI_KEY}"}}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let lines = run(&dir, &config, &["tools", "search", "remove an item"]);
+    assert!(!lines.contains("deleteItem"), "{lines}");
 }

@@ -265,8 +265,11 @@ async fn hostile_answers_and_arguments_are_contained() {
     // Results (and so bodies) of at most 1 MiB here.
     let settings = dir.0.join("settings.json");
     std::fs::write(&settings, json!({"maxResultBytes": 1 << 20}).to_string()).unwrap();
+    // Another principal: an entry without a credential, on another origin.
+    let plain = json!({"type": "openapi", "spec": spec, "baseUrl": format!("{}/api", other.base_url()),
+        "allowAddresses": ["127.0.0.1"]});
     let h = start(
-        json!({"attacks": entry}),
+        json!({"attacks": entry, "plain": plain}),
         &[
             (BEARER_VAR, BEARER),
             ("CODE_EXECUTOR_CONFIG_PATH", settings.to_str().unwrap()),
@@ -288,6 +291,29 @@ async fn hostile_answers_and_arguments_are_contained() {
         assert!(
             line.starts_with("GET /api/files/..%2F..%2Fadmin%3Fx%3D1%23f "),
             "{line}"
+        );
+        // Percent-encodings in a value are data, not escapes: `%2e%2e%2f` stays literal.
+        call(
+            &h,
+            lang,
+            "attacks",
+            "getFile",
+            json!({"name": "%2e%2e%2fetc"}),
+        )
+        .await
+        .unwrap();
+        let line = server.requests().last().unwrap().line.clone();
+        assert!(
+            line.starts_with("GET /api/files/%252e%252e%252fetc "),
+            "{line}"
+        );
+        // The credential of one entry never goes with another entry's requests.
+        call(&h, lang, "plain", "echo", json!({})).await.unwrap();
+        let landed = other.requests().last().unwrap().clone();
+        assert!(landed.line.starts_with("GET /api/echo"), "{landed:?}");
+        assert!(
+            !landed.head.to_ascii_lowercase().contains("authorization"),
+            "{landed:?}"
         );
         // Header injection is refused before anything is sent.
         let before = server.requests().len();
