@@ -57,10 +57,20 @@ pub fn mocks(prefix: &Path) -> &'static Mocks {
     MOCKS.get_or_init(|| {
         let dir = prefix.join(PACKAGE_DIR);
         let github = start(&dir, &dir.join(GITHUB_SPEC), "/repos/octocat/hello-world");
-        let inventory = start(&dir, &inventory_spec(), "/items/WID-0042");
+        let inventory = inventory(prefix).clone();
         wait_ready(&github, "/repos/octocat/hello-world");
-        wait_ready(&inventory, "/items/WID-0042");
         Mocks { github, inventory }
+    })
+}
+
+/// The inventory mock alone (it starts in a second or two), once per test binary.
+pub fn inventory(prefix: &Path) -> &'static Mock {
+    static MOCK: OnceLock<Mock> = OnceLock::new();
+    MOCK.get_or_init(|| {
+        let dir = prefix.join(PACKAGE_DIR);
+        let mock = start(&dir, &inventory_spec(), "/items/WID-0042");
+        wait_ready(&mock, "/items/WID-0042");
+        mock
     })
 }
 

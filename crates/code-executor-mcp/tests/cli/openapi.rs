@@ -111,3 +111,54 @@ fn tools_search_show_and_config_show_work_on_operations() {
     let lines = run(&dir, &config, &["tools", "search", "remove an item"]);
     assert!(!lines.contains("deleteItem"), "{lines}");
 }
+
+/// `eval` runs a task on an operation both ways (direct calls and code) against the
+/// inventory's Prism mock.
+#[test]
+fn eval_runs_a_task_on_operations() {
+    let Some(prefix) = crate::common::interop::prefix(&["openapi/node_modules/.bin/prism"]) else {
+        return;
+    };
+    let mock = test_support::prism::inventory(&prefix);
+    let dir = TempDir::new("cli-openapi-eval");
+    let config = dir.0.join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"inventory": {
+            "type": "openapi", "spec": mock.spec, "baseUrl": mock.base_url(),
+            "allowAddresses": ["127.0.0.1"],
+            "auth": {"apiKey": {"value": "${OPENAPI_CLI_KEY}"}}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let tasks = dir.0.join("tasks.json");
+    std::fs::write(
+        &tasks,
+        json!({"name": "inventory", "tasks": [{
+            "name": "one-item",
+            "prompt": "What is the item WID-0042 called?",
+            "direct": [{"server": "inventory", "tool": "getItem", "arguments": {"sku": "WID-0042"}}],
+            "code": {"language": "typescript", "source": "return (await callMCPTool('inventory', 'getItem', { sku: 'WID-0042' })).name;"},
+            "expect": {"contains": ["Blue widget"]}
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = run(
+        &dir,
+        &config,
+        &[
+            "eval",
+            "--tasks",
+            tasks.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(out.contains("one-item"), "{v}");
+    // Both sides answered, and their answers held the expected text.
+    assert!(out.contains("\"ok\": true"), "{v}");
+    assert!(!out.contains("\"ok\": false"), "{v}");
+}
