@@ -115,6 +115,19 @@ fn hostile_docs(dir: &Path) -> Value {
     let too_big = dir.join("too-big.json");
     let f = std::fs::File::create(&too_big).unwrap();
     f.set_len(65 << 20).unwrap();
+    // Swagger 2.0, and a YAML alias bomb (a billion laughs).
+    let swagger = json!({"swagger": "2.0", "info": {"title": "t", "version": "1"}, "paths": {}});
+    let mut bomb = String::from(
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\nx0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+    );
+    for i in 1..10 {
+        let p = i - 1;
+        bomb.push_str(&format!(
+            "x{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
+    }
+    bomb.push_str("paths: {}\n");
+    std::fs::write(dir.join("bomb.yaml"), bomb).unwrap();
     let entry = |spec: &Path| json!({"type": "openapi", "spec": spec});
     json!({
         "nested": entry(&write("nested.json", &nested)),
@@ -122,6 +135,8 @@ fn hostile_docs(dir: &Path) -> Value {
         "colliding": entry(&write("colliding.json", &colliding)),
         "huge": entry(&write("huge.json", &huge)),
         "toobig": entry(&too_big),
+        "swagger": entry(&write("swagger.json", &swagger)),
+        "bomb": entry(&dir.join("bomb.yaml")),
         "loopback": entry(&write("loopback.json", &doc("http://127.0.0.1:9/v1", json!({"/a": op("a", "get", json!([]))})))),
         "metadata": entry(&write("metadata.json", &doc("http://169.254.169.254/latest", json!({"/a": op("a", "get", json!([]))})))),
         "localname": entry(&write("localname.json", &doc("http://localhost:9/", json!({"/a": op("a", "get", json!([]))})))),
@@ -173,6 +188,17 @@ async fn hostile_documents_are_refused_or_contained() {
     assert!(e.contains("nested"), "names the server: {e}");
     let e = err(call(&h, lang, "toobig", "x", json!({})).await);
     assert!(e.contains("more than") && e.contains("toobig"), "{e}");
+    let e = err(call(&h, lang, "swagger", "x", json!({})).await);
+    assert!(
+        e.contains("Swagger 2.0") && e.contains("swagger2openapi"),
+        "{e}"
+    );
+    let e = err(call(&h, lang, "bomb", "x", json!({})).await);
+    // Refused by our expansion bound or the YAML parser's own repetition limit.
+    assert!(
+        e.contains("expands to more than") || e.contains("repetition limit"),
+        "{e}"
+    );
     for (server, what) in [
         ("loopback", "loopback"),
         ("metadata", "metadata"),
