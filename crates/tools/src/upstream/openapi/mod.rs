@@ -12,6 +12,8 @@
 //! MCP servers: laziness, retries, redaction, hidden tools, fingerprints, result caps and
 //! deadlines (dropping a call's future drops its request).
 //!
+//! A call's trace context goes with its request as a `traceparent` header.
+//!
 //! Answers: a 2xx JSON body is the result (structured when it is an object), text is text,
 //! an image is an image block and other bytes an embedded blob; any other status is a tool
 //! error `HTTP <status>: <excerpt>` the code can read.
@@ -296,6 +298,7 @@ impl OpenApiSource {
         &self,
         name: &str,
         args: serde_json::Map<String, Value>,
+        trace: Option<&crate::trace::TraceContext>,
     ) -> Result<CallToolResult, CallError> {
         let op = self
             .operations
@@ -323,6 +326,13 @@ impl OpenApiSource {
             && let Ok(v) = reqwest::header::HeaderValue::from_str(ct)
         {
             headers.insert(reqwest::header::CONTENT_TYPE, v);
+        }
+        // The call's trace goes on as W3C trace context (unless the operation sets it).
+        if let Some(t) = trace
+            && !headers.contains_key("traceparent")
+            && let Ok(v) = reqwest::header::HeaderValue::from_str(&t.traceparent())
+        {
+            headers.insert("traceparent", v);
         }
         if !headers.contains_key(reqwest::header::ACCEPT) {
             headers.insert(
@@ -381,7 +391,7 @@ impl ToolSource for OpenApiSource {
     }
 
     async fn call(&self, call: SourceCall<'_>) -> Result<CallToolResult, SourceError> {
-        self.request(call.tool, call.args)
+        self.request(call.tool, call.args, call.trace)
             .await
             .map_err(|e| SourceError::Other(Box::new(e)))
     }
