@@ -195,3 +195,92 @@ async fn a_delete_is_held_for_approval_and_a_pinned_operation_is_a_direct_tool()
     assert_ne!(r.is_error, Some(true), "{r:?}");
     assert_eq!(r.structured_content.unwrap()["sku"], "WID-0042");
 }
+
+/// A person behind the client: answers each approval with the next of `answers`.
+#[derive(Clone, Default)]
+struct Approver {
+    answers: std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Approver {
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let message = serde_json::to_value(&request).unwrap()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        self.asked.lock().unwrap().push(message);
+        let decision = self.answers.lock().unwrap().pop().unwrap_or("deny");
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({ "decision": decision })),
+        )
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            serde_json::from_value(json!({"elicitation": {}})).unwrap(),
+            rmcp::model::Implementation::new("openapi-approvals-test", "0"),
+        )
+    }
+}
+
+/// A `DELETE` waits for a person: denied, it never reaches the API; approved once, it does
+/// (the mock answers 204, an empty result).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_waits_for_a_persons_approval() {
+    use rmcp::ServiceExt;
+    let Some((_, mocks)) = mocks() else { return };
+    let dir = TempDir::new("openapi-approve");
+    let config = dir.0.join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"inventory": inventory_entry(mocks)}}).to_string(),
+    )
+    .unwrap();
+    let settings = dir.0.join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"approvals": {"annotations": "destructive", "timeoutMs": 10000}}).to_string(),
+    )
+    .unwrap();
+    let mut cmd = tokio::process::Command::new(EXE);
+    cmd.arg("--config")
+        .arg(&config)
+        .arg("--no-discover")
+        .args(["--pool-size", "1", "--python-pool-size", "1"])
+        .env("CODE_EXECUTOR_CONFIG_PATH", &settings)
+        .env("XDG_STATE_HOME", dir.0.join("state"))
+        .env("CODE_EXECUTOR_CACHE_DIR", dir.0.join("cache"))
+        .env("XDG_DATA_HOME", dir.0.join("data"))
+        .env(crate::common::openapi::API_KEY_VAR, API_KEY)
+        .kill_on_drop(true);
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .spawn()
+        .unwrap();
+    // Answers are taken from the end: the first DELETE is denied, the second approved.
+    let person = Approver::default();
+    person.answers.lock().unwrap().extend(["once", "deny"]);
+    let client = person.clone().serve(transport).await.unwrap();
+    let code = "try { const r = await tools.inventory.deleteItem({sku: 'WID-0042'}); return ['done', r]; } catch (e) { return [e.name, e.message]; }";
+    let mut outcomes = Vec::new();
+    for _ in 0..2 {
+        let r = client
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new("execute_typescript")
+                    .with_arguments(json!({"code": code}).as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        outcomes.push(r.structured_content.unwrap()["result"].clone());
+    }
+    assert_eq!(outcomes[0][0], "ApprovalDenied", "{outcomes:?}");
+    assert_eq!(outcomes[1][0], "done", "{outcomes:?}");
+    let asked = person.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[0].contains("deleteItem"), "{asked:?}");
+}
