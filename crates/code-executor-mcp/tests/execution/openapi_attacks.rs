@@ -280,6 +280,14 @@ async fn hostile_answers_and_arguments_are_contained() {
             Reply::Fixed(200, "application/json", vec![b' '; 3 << 20]),
         ),
         ("/api/slow".into(), Reply::Slow(Duration::from_secs(30))),
+        (
+            "/spec.json".into(),
+            Reply::Fixed(
+                200,
+                "application/json",
+                attack_doc().to_string().into_bytes(),
+            ),
+        ),
     ]);
     let server = RawHttp::start(routes);
     let dir = TempDir::new("openapi-attacks");
@@ -295,13 +303,32 @@ async fn hostile_answers_and_arguments_are_contained() {
     let plain = json!({"type": "openapi", "spec": spec, "baseUrl": format!("{}/api", other.base_url()),
         "allowAddresses": ["127.0.0.1"]});
     let h = start(
-        json!({"attacks": entry, "plain": plain}),
+        json!({
+            "attacks": entry,
+            "plain": plain,
+            // The document by URL: fetched by the host under the same guard.
+            "byurl": {"type": "openapi", "spec": format!("{}/spec.json", server.base_url()),
+                      "baseUrl": format!("{}/api", server.base_url()), "allowAddresses": ["127.0.0.1"]},
+            "byurlrefused": {"type": "openapi", "spec": format!("{}/spec.json", server.base_url())},
+        }),
         &[
             (BEARER_VAR, BEARER),
             ("CODE_EXECUTOR_CONFIG_PATH", settings.to_str().unwrap()),
         ],
     )
     .await;
+    let ok = call(&h, Lang::Ts, "byurl", "getFile", json!({"name": "a"})).await;
+    assert!(ok.is_ok(), "{ok:?}");
+    let e = call(
+        &h,
+        Lang::Ts,
+        "byurlrefused",
+        "getFile",
+        json!({"name": "a"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.contains("loopback") && e.contains("spec.json"), "{e}");
     for lang in BOTH {
         // `..` and encodings stay inside their segment and under the base path.
         let ok = call(
