@@ -38,6 +38,7 @@ fn attack_doc() -> Value {
         ("/note", op("sendNote", "get", header)),
         ("/echo", op("echo", "get", json!([]))),
         ("/to-metadata", op("toMetadata", "get", json!([]))),
+        ("/to-loopback", op("toLoopback", "get", json!([]))),
         ("/to-other", op("toOther", "get", json!([]))),
         ("/huge", op("huge", "get", json!([]))),
         ("/slow", op("slow", "get", json!([]))),
@@ -280,6 +281,11 @@ async fn hostile_answers_and_arguments_are_contained() {
             Reply::Fixed(200, "application/json", vec![b' '; 3 << 20]),
         ),
         ("/api/slow".into(), Reply::Slow(Duration::from_secs(30))),
+        // Another loopback address than the one allowed (127.0.0.1).
+        (
+            "/api/to-loopback".into(),
+            Reply::Redirect(format!("http://127.0.0.2:{}/x", other.port)),
+        ),
         (
             "/spec.json".into(),
             Reply::Fixed(
@@ -393,6 +399,10 @@ async fn hostile_answers_and_arguments_are_contained() {
             .await
             .unwrap_err();
         assert!(e.contains("metadata") && e.contains("redirect"), "{e}");
+        let e = call(&h, lang, "attacks", "toLoopback", json!({}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("loopback") && e.contains("redirect"), "{e}");
         call(&h, lang, "attacks", "toOther", json!({}))
             .await
             .unwrap();
