@@ -45,7 +45,11 @@ const USED: &[&str] = &[
     "startup_timeout_sec",
     "startup_timeout_ms",
     "tool_timeout_sec",
-    // OpenAPI entries (`super::openapi_entry`).
+];
+
+/// Keys only an OpenAPI entry reads (`super::openapi_entry`); on other entries they are
+/// keys not understood.
+const OPENAPI_USED: &[&str] = &[
     "spec",
     "baseUrl",
     "serverVariables",
@@ -210,7 +214,15 @@ fn account_keys(value: &Value, client: &str, not_applied: &mut Vec<String>) -> V
     let Some(map) = value.as_object() else {
         return unknown;
     };
+    let openapi = map
+        .get("type")
+        .or_else(|| map.get("transport"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.eq_ignore_ascii_case("openapi"));
     for key in map.keys() {
+        if openapi && OPENAPI_USED.contains(&key.as_str()) {
+            continue;
+        }
         if key == "timeout" && client != "gemini" {
             not_applied.push(
                 "timeout (a client's request timeout; upstreamCallTimeoutMs applies here)".into(),

@@ -98,3 +98,13 @@ fn a_bad_openapi_entry_says_what_to_write() {
         assert!(w.contains(needle), "{needle} not in {w}");
     }
 }
+
+#[test]
+fn openapi_keys_on_another_kind_of_entry_are_keys_not_understood() {
+    let c = parse(
+        r#"{"mcpServers": {"s": {"command": "x", "auth": {"bearer": "t"}, "spec": "a.json"}}}"#,
+    );
+    assert!(c.servers.contains_key("s"));
+    let w = c.warnings.join("\n");
+    assert!(w.contains("auth") && w.contains("spec"), "{w}");
+}
