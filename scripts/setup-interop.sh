@@ -14,6 +14,8 @@
 #     supergateway (conformance only speaks HTTP; it bridges our stdio server)
 #   - the MCP clients whose trust rules we follow (Claude Code, Gemini CLI, Codex; npm), to
 #     cross-check their `mcp list` against ours (tests/cli/client_trust.rs)
+#   - GitHub's OpenAPI document (@octokit/openapi) and the Prism mock server
+#     (@stoplight/prism-cli) at PREFIX/openapi, for the OpenAPI sources' tests
 #   - fixtures the upstreams work on, and PREFIX/upstreams.json ({"mcpServers": ...})
 #   - the packaging tools of the install tests (maturin, uv, pipx; scripts/setup-dist-tools.sh)
 #   - kubernetes-validate, and a check for kustomize (scripts/setup-deploy-tools.sh)
@@ -49,6 +51,8 @@ PYRIGHT_VER="1.1.414"
 TY_VER="0.0.108"
 MYPY_VER="2.4.1"
 PLAYWRIGHT_CORE_VER="1.65.1"
+OCTOKIT_OPENAPI_VER="23.0.2"
+PRISM_VER="5.16.0"
 
 log() { printf '[setup-interop] %s\n' "$*" >&2; }
 
@@ -74,6 +78,16 @@ if [ ! -x "$PREFIX/clients/node_modules/.bin/claude" ] || [ ! -x "$PREFIX/client
       "@anthropic-ai/claude-code@$CLAUDE_CODE_VER" \
       "@google/gemini-cli@$GEMINI_CLI_VER" \
       "@openai/codex@$CODEX_VER")
+fi
+
+mkdir -p "$PREFIX/openapi"
+[ -f "$PREFIX/openapi/package.json" ] || printf '{"name":"code-executor-openapi","private":true}\n' > "$PREFIX/openapi/package.json"
+if [ ! -x "$PREFIX/openapi/node_modules/.bin/prism" ] \
+   || [ ! -f "$PREFIX/openapi/node_modules/@octokit/openapi/generated/api.github.com.json" ]; then
+  log "npm install GitHub's OpenAPI document and the Prism mock server (OpenAPI sources' tests)"
+  (cd "$PREFIX/openapi" && npm install --no-audit --no-fund --loglevel=error \
+      "@octokit/openapi@$OCTOKIT_OPENAPI_VER" \
+      "@stoplight/prism-cli@$PRISM_VER")
 fi
 
 mkdir -p "$PREFIX/ts-sdk"

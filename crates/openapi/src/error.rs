@@ -63,7 +63,7 @@ pub enum RefError {
     BadPointer {
         reference: String,
         at: String,
-        why: PointerError,
+        why: String,
     },
     #[error(
         "`$ref: {reference}` at {at} starts a chain of references longer than {max} (or a loop)"
@@ -134,15 +134,4 @@ pub enum ResponseError {
     HttpStatus { status: u16, excerpt: String },
     #[error("the response body is {len} bytes, more than the limit of {max} bytes")]
     TooLarge { len: usize, max: usize },
-}
-
-/// Why a JSON pointer (a `$ref`'s fragment) is malformed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PointerError {
-    #[error("not UTF-8 once percent-decoded")]
-    NotUtf8,
-    #[error("a pointer starts with `/`")]
-    NoLeadingSlash,
-    #[error("`~` must be followed by 0 or 1 in `{0}`")]
-    BadEscape(String),
 }

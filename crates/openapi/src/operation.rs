@@ -7,12 +7,11 @@
 //! takes a request body, a `body` property holding the whole body.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
-use url::Url;
 
-use crate::error::{OperationError, RequestError};
+use crate::error::OperationError;
 use crate::names::{clean_text, is_invisible};
 use crate::refs::DocId;
 use crate::schema::{Direction, SchemaBuilder};
@@ -170,6 +169,19 @@ fn escape(token: &str) -> String {
 }
 
 impl Spec {
+    /// Like [`Spec::server_url`], preferring the operation's own `servers`, then its path
+    /// item's, then the document's.
+    pub fn operation_server_url(
+        &self,
+        op: &Operation,
+        variables: &std::collections::BTreeMap<String, String>,
+    ) -> Result<url::Url, crate::error::RequestError> {
+        match &op.servers {
+            Some(server) => self.server_from(Some(server), variables),
+            None => self.server_url(variables),
+        }
+    }
+
     /// Builds the tool for the operation named `name` (its tool name, in any case, or its
     /// `operationId`).
     pub fn operation(&self, name: &str) -> Result<Operation, OperationError> {
@@ -621,20 +633,5 @@ fn annotations(method: Method) -> Annotations {
         destructive: method == Method::Delete,
         idempotent: read_only || matches!(method, Method::Put | Method::Delete),
         open_world: true,
-    }
-}
-
-impl Spec {
-    /// Like [`Spec::server_url`], preferring the operation's own `servers`, then its path
-    /// item's, then the document's.
-    pub fn operation_server_url(
-        &self,
-        op: &Operation,
-        variables: &BTreeMap<String, String>,
-    ) -> Result<Url, RequestError> {
-        match &op.servers {
-            Some(server) => self.server_from(Some(server), variables),
-            None => self.server_url(variables),
-        }
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use percent_encoding::percent_decode_str;
 use serde_json::Value;
 
-use crate::error::{PointerError, RefError};
+use crate::error::RefError;
 use crate::parse::{Format, Limits, parse_value};
 
 /// Where `$ref`s may lead outside the document.
@@ -243,7 +243,7 @@ impl Docs {
         let tokens = pointer_tokens(fragment).map_err(|why| RefError::BadPointer {
             reference: reference.to_owned(),
             at: at.to_owned(),
-            why,
+            why: why.to_string(),
         })?;
         let target_doc = if file.is_empty() {
             doc.clone()
@@ -355,6 +355,17 @@ fn has_scheme(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
+/// Why a fragment is not a JSON pointer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PointerError {
+    #[error("not UTF-8 once percent-decoded")]
+    NotUtf8,
+    #[error("a pointer starts with `/`")]
+    NoSlash,
+    #[error("`~` must be followed by 0 or 1 in `{0}`")]
+    Tilde(String),
+}
+
 /// A URI fragment's JSON pointer, percent-decoded and unescaped, as tokens.
 pub(crate) fn pointer_tokens(fragment: &str) -> Result<Vec<String>, PointerError> {
     let decoded = percent_decode_str(fragment)
@@ -364,7 +375,7 @@ pub(crate) fn pointer_tokens(fragment: &str) -> Result<Vec<String>, PointerError
         return Ok(Vec::new());
     }
     let Some(rest) = decoded.strip_prefix('/') else {
-        return Err(PointerError::NoLeadingSlash);
+        return Err(PointerError::NoSlash);
     };
     rest.split('/').map(unescape_token).collect()
 }
@@ -377,7 +388,7 @@ fn unescape_token(token: &str) -> Result<String, PointerError> {
             match chars.next() {
                 Some('0') => out.push('~'),
                 Some('1') => out.push('/'),
-                _ => return Err(PointerError::BadEscape(token.to_owned())),
+                _ => return Err(PointerError::Tilde(token.to_owned())),
             }
         } else {
             out.push(c);

@@ -25,6 +25,8 @@ pub mod http;
 pub mod jwt;
 pub mod oauth;
 pub mod otlp;
+pub mod prism;
+pub mod rawhttp;
 pub mod recording;
 pub mod standin;
 mod temp;

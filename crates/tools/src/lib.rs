@@ -15,6 +15,7 @@ pub mod config;
 pub mod console;
 pub mod defaults;
 pub mod lines;
+pub mod net;
 pub mod oauth;
 pub mod own_tools;
 pub mod pipes;

@@ -14,6 +14,7 @@
 //! - [`bench`]: the `bench` sections of issue #44's targets (worker start, granted access,
 //!   back to back from the official Python SDK);
 //! - [`container`]: the container image with Podman (built once per process);
+//! - [`openapi`]: `tools search`, `tools show` and `config show` on an OpenAPI source;
 //! - [`output`]: errors as `error:` lines with hints, and commands writing to a closed pipe;
 //! - [`reference`]: the documents generated from the code (`docs/cli.md`, `docs/settings.md`,
 //!   `docs/test-files.md`) are current.
@@ -39,6 +40,7 @@ mod deploy;
 mod eval;
 mod hostile_config;
 mod install;
+mod openapi;
 mod output;
 mod reference;
 mod settings_trust;

@@ -9,6 +9,7 @@
 
 pub mod harness;
 pub mod interop;
+pub mod openapi;
 pub mod setup;
 
 pub use harness::{BOTH, EXE, server};

@@ -26,6 +26,9 @@
 //!   skills running at once;
 //! - [`signatures`]: generated TypeScript and Python signatures, by snapshot (`snapshots/`);
 //! - [`types`]: output types learned from results, and code type-checked before it runs;
+//! - [`openapi`], [`openapi_attacks`], [`openapi_measured`]: OpenAPI documents as sources
+//!   (GitHub's and a YAML API behind Prism mocks; hostile documents, answers and arguments;
+//!   the figures of issue #55, printed);
 //! - [`own_tools`]: the documents' tool names and parameters, and the executor's own tools
 //!   called from code (nested executions within their caller's).
 //! - [`shapes`]: result shapes (`callMCPTool` the answer's text, `tools.s.t` the structured
@@ -55,6 +58,9 @@ mod inbox;
 mod languages;
 mod llm_provider;
 mod long_runs;
+mod openapi;
+mod openapi_attacks;
+mod openapi_measured;
 mod own_tools;
 mod pauses;
 mod policy;

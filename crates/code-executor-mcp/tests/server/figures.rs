@@ -62,7 +62,16 @@ fn measured(answer: &Value) -> (usize, Vec<String>) {
 /// `tools/list` over raw stdio lines for a client of `version` (a fresh server each:
 /// `initialize` fixes the revision), with `settings` as the settings file when given.
 async fn stdio_list(version: &str, settings: Option<Value>) -> (usize, Vec<String>) {
-    let config = TempConfig::new(json!({ "fx": fixture_entry("fx") }));
+    stdio_list_with(version, settings, json!({ "fx": fixture_entry("fx") })).await
+}
+
+/// [`stdio_list`] with `servers` upstream.
+async fn stdio_list_with(
+    version: &str,
+    settings: Option<Value>,
+    servers: Value,
+) -> (usize, Vec<String>) {
+    let config = TempConfig::new(servers);
     let mut cmd = tokio::process::Command::new(EXE);
     cmd.arg("--config")
         .arg(&config.path)
@@ -440,4 +449,29 @@ async fn readme_figures_about_tools_and_tokens_are_the_programs() {
         }
     }
     assert!(wrong.is_empty(), "README figures:\n{}", wrong.join("\n"));
+}
+
+/// GitHub's OpenAPI document configured (and read at start: `connectedServers`) changes
+/// nothing in `tools/list`: its 1,223 operations stay behind our few tools.
+#[tokio::test]
+async fn tools_list_is_unchanged_with_githubs_openapi_document_configured() {
+    let Some(prefix) = crate::common::interop::prefix(&[
+        "openapi/node_modules/@octokit/openapi/generated/api.github.com.json",
+    ]) else {
+        return;
+    };
+    let spec = prefix.join("openapi/node_modules/@octokit/openapi/generated/api.github.com.json");
+    let (plain, plain_names) = stdio_list("2025-11-25", None).await;
+    let servers = json!({
+        "fx": fixture_entry("fx"),
+        "github": {"type": "openapi", "spec": spec, "baseUrl": "https://api.github.com"},
+    });
+    let settings = json!({"connectedServers": ["github"]});
+    let (with, names) = stdio_list_with("2025-11-25", Some(settings), servers).await;
+    assert_eq!(names, plain_names);
+    assert_eq!(
+        with, plain,
+        "tools/list tokens changed with GitHub's document configured"
+    );
+    eprintln!("tools/list with GitHub's OpenAPI document configured: {with} tokens (unchanged)");
 }

@@ -412,7 +412,7 @@ mod net;
 mod net_prop;
 
 pub use grant::{FetchLimits, Grant};
-pub use net::{Hop, NetRule, Reach, Unreachable};
+pub use net::{Hop, NetRule, Reach, Unreachable, special};
 
 #[cfg(test)]
 mod tests {

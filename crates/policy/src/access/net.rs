@@ -398,6 +398,20 @@ pub struct Unreachable {
 }
 
 impl Reach {
+    /// A reach naming the special addresses `patterns` lists (each an address or a range,
+    /// `127.0.0.1`, `::1`, `10.0.0.0/8`), outside any grant: what one configured source (an
+    /// OpenAPI entry's `allowAddresses`) may connect to besides ordinary addresses.
+    pub fn of_addresses<S: AsRef<str>>(patterns: &[S]) -> Result<Reach, NetRuleError> {
+        let mut out = Vec::with_capacity(patterns.len());
+        for p in patterns {
+            match HostPattern::parse(p.as_ref())? {
+                pattern @ (HostPattern::Ip(_) | HostPattern::Cidr(..)) => out.push(pattern),
+                _ => return Err(NetRuleError::NotRange(p.as_ref().to_string())),
+            }
+        }
+        Ok(Reach(out))
+    }
+
     /// Whether a connection may go to `addr`: an ordinary address, or a special one that a
     /// pattern of the reach names.
     pub fn admits(&self, addr: IpAddr) -> bool {

@@ -2,7 +2,8 @@
 //! tools of servers not started yet are searchable right after our own start.
 //!
 //! One JSON file per server, named by the server and a hash of its whole configuration
-//! (command, arguments, environment, working directory, transport): a changed entry misses
+//! (command, arguments, environment, working directory, transport; an OpenAPI document file's
+//! size and time): a changed entry misses
 //! and is listed afresh on connect. Files are written atomically (a temporary file renamed
 //! into place); a file that cannot be read or parsed is ignored with a warning. Nothing
 //! secret is written: environment values only feed the hash.
@@ -222,7 +223,14 @@ pub fn spec_key(spec: &ServerSpec) -> String {
     spec.source = PathBuf::new();
     spec.client = "";
     spec.disabled = false;
-    let text = format!("{spec:?}");
+    let mut text = format!("{spec:?}");
+    // An OpenAPI document file that changed (size or time) is listed afresh too.
+    if let crate::config::Transport::OpenApi(o) = &spec.transport
+        && let crate::config::DocumentLocation::File(path) = &o.document
+        && let Ok(meta) = std::fs::metadata(path)
+    {
+        text.push_str(&format!(" {} {:?}", meta.len(), meta.modified().ok()));
+    }
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in text.bytes() {
         h ^= u64::from(b);
@@ -333,6 +341,25 @@ mod tests {
             env.insert("K".into(), "other".into());
         }
         assert_ne!(spec_key(&spec), k);
+    }
+
+    #[test]
+    fn a_changed_openapi_document_changes_the_key() {
+        let dir = tempdir("openapi-key");
+        std::fs::create_dir_all(&dir).unwrap();
+        let doc = dir.join("api.json");
+        std::fs::write(&doc, "{}").unwrap();
+        let text = format!(
+            r#"{{"mcpServers": {{"api": {{"type": "openapi", "spec": "{}"}}}}}}"#,
+            doc.display()
+        );
+        let config = Config::parse(&text, &dir.join("mcp.json"), None).unwrap();
+        let spec = &config.servers["api"];
+        let before = spec_key(spec);
+        assert_eq!(spec_key(spec), before);
+        std::fs::write(&doc, "{\"changed\": true}").unwrap();
+        assert_ne!(spec_key(spec), before);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Ranked tool search: BM25F over four fields of every tool, with typo and prefix tolerance.
 //!
 //! Fields, from most to least telling: the tool's name split into words (camelCase,
-//! snake_case, kebab-case), the server's name, the description, and the parameters (names and
+//! snake_case, kebab-case) with its title's words, the server's name, the description, and the parameters (names and
 //! descriptions). Terms are lowercased and lightly stemmed (`files`/`file`,
 //! `creating`/`create`). A query term also matches, at a discount, vocabulary terms it is a
 //! prefix of (`repo` -> `repository`), terms one edit away (`serach` -> `search`; for terms
@@ -132,6 +132,9 @@ pub struct Index {
     docs: Vec<DocRef>,
     /// Each document's name as terms joined by spaces.
     name_terms: Vec<String>,
+    /// The terms of each tool's title as a query's are taken (stop words dropped), empty
+    /// without one.
+    title_terms: Vec<Vec<String>>,
     /// Length of each document's fields, in terms.
     lens: Vec<[u16; FIELDS]>,
     avg_len: [f32; FIELDS],
@@ -160,6 +163,7 @@ impl Index {
             lists,
             docs: Vec::new(),
             name_terms: Vec::new(),
+            title_terms: Vec::new(),
             lens: Vec::new(),
             avg_len: [0.0; FIELDS],
             term_ids: HashMap::new(),
@@ -182,6 +186,11 @@ impl Index {
                 let mut fields: [Vec<String>; FIELDS] = Default::default();
                 fields[NAME] = terms(&tool.name);
                 index.name_terms.push(fields[NAME].join(" "));
+                // A title is the tool's name for people ("Get a repository" for
+                // `repos_get`): as telling as the name, in words an agent would use.
+                let title = tool.title.as_deref().map(query_terms).unwrap_or_default();
+                fields[NAME].extend(title.iter().cloned());
+                index.title_terms.push(title);
                 fields[SERVER] = server_terms.clone();
                 fields[DESC] = terms(tool.description.as_deref().unwrap_or(""));
                 fields[PARAMS] = param_terms(&tool.input_schema);
@@ -405,8 +414,14 @@ impl Index {
                 let coverage = matched[d] as f32 / qn;
                 let mut score = total[d] * (0.3 + 0.7 * coverage * coverage);
                 // The query is the tool's name, in words: nothing can be more relevant.
-                if self.name_terms[d] == joined {
+                let title = &self.title_terms[d];
+                if self.name_terms[d] == joined || (!title.is_empty() && title.join(" ") == joined)
+                {
                     score *= 1.5;
+                } else if title.len() >= 2 && title.iter().all(|t| query.contains(t)) {
+                    // The query names the whole title ("get information about a repository"
+                    // for "Get a repository"), and more.
+                    score *= 1.3;
                 }
                 Hit { doc: d, score }
             })

@@ -47,6 +47,17 @@ const USED: &[&str] = &[
     "tool_timeout_sec",
 ];
 
+/// Keys only an OpenAPI entry reads (`super::openapi_entry`); on other entries they are
+/// keys not understood.
+const OPENAPI_USED: &[&str] = &[
+    "spec",
+    "baseUrl",
+    "serverVariables",
+    "auth",
+    "allowAddresses",
+    "refsDirectory",
+];
+
 /// Keys we understand that change nothing here, with why.
 const NOT_APPLIED: &[(&str, &str)] = &[
     ("description", "a note for people"),
@@ -166,6 +177,19 @@ struct RawServer {
     tool_timeout_sec: Option<f64>,
     /// Gemini CLI: request timeout in milliseconds.
     timeout: Option<Value>,
+    /// OpenAPI: the document (a path or an http(s) URL).
+    spec: Option<String>,
+    /// OpenAPI: overrides the document's servers.
+    base_url: Option<String>,
+    #[serde(default)]
+    server_variables: BTreeMap<String, String>,
+    /// OpenAPI: the credential the host attaches.
+    auth: Option<Value>,
+    /// OpenAPI: special addresses requests may reach.
+    #[serde(default)]
+    allow_addresses: Vec<String>,
+    /// OpenAPI: where `$ref`s to files may lead.
+    refs_directory: Option<PathBuf>,
 }
 
 /// The `oauth` object as written.
@@ -190,7 +214,15 @@ fn account_keys(value: &Value, client: &str, not_applied: &mut Vec<String>) -> V
     let Some(map) = value.as_object() else {
         return unknown;
     };
+    let openapi = map
+        .get("type")
+        .or_else(|| map.get("transport"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.eq_ignore_ascii_case("openapi"));
     for key in map.keys() {
+        if openapi && OPENAPI_USED.contains(&key.as_str()) {
+            continue;
+        }
         if key == "timeout" && client != "gemini" {
             not_applied.push(
                 "timeout (a client's request timeout; upstreamCallTimeoutMs applies here)".into(),
@@ -272,7 +304,17 @@ pub(super) fn validate(
         .clone()
         .or(raw.url.clone())
         .or(raw.server_url.clone());
+    let config_dir = source.path.parent().unwrap_or(Path::new("/"));
+    let openapi = super::openapi_entry::RawOpenApi {
+        spec: raw.spec.as_deref(),
+        base_url: raw.base_url.as_deref(),
+        server_variables: &raw.server_variables,
+        auth: raw.auth.as_ref(),
+        allow_addresses: &raw.allow_addresses,
+        refs_directory: raw.refs_directory.as_deref(),
+    };
     let transport = match (kind.as_deref(), &raw.command, url) {
+        (Some("openapi"), _, _) => super::openapi_entry::validate(openapi, config_dir, &ex)?,
         (Some("stdio") | None, Some(command), _) if !command.trim().is_empty() => {
             let command = ex(command)?;
             let args = raw
@@ -292,7 +334,7 @@ pub(super) fn validate(
             }
             let cwd = raw.cwd.clone().map(|c| {
                 if c.is_relative() {
-                    source.path.parent().unwrap_or(Path::new("/")).join(c)
+                    config_dir.join(c)
                 } else {
                     c
                 }

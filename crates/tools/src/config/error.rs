@@ -53,6 +53,35 @@ pub enum EntryError {
     Seconds(&'static str),
     #[error("timeout must be milliseconds, not {0}")]
     TimeoutMs(Value),
+    #[error("openapi: {0}")]
+    OpenApi(#[from] OpenApiEntryError),
+}
+
+/// An OpenAPI entry (`"type": "openapi"`) that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenApiEntryError {
+    #[error(
+        "\"spec\" is missing: give the OpenAPI document's path (relative to this config file) or its https URL"
+    )]
+    NoSpec,
+    #[error("{key}: {error}")]
+    Expand {
+        key: &'static str,
+        error: ExpandError,
+    },
+    /// The URL as shown (its secrets masked).
+    #[error("{key}: \"{url}\" is not an http(s) URL with a host")]
+    NotHttp { key: &'static str, url: String },
+    #[error(
+        "auth: {0}; write one of {{\"bearer\": \"${{TOKEN}}\"}}, {{\"apiKey\": {{\"name\", \"in\", \"value\"}}}}, {{\"basic\": {{\"username\", \"password\"}}}}, {{\"oauth2ClientCredentials\": {{\"tokenUrl\", \"clientId\", \"clientSecret\", \"scopes\"}}}}"
+    )]
+    Auth(String),
+    #[error("auth.apiKey.in must be header, query or cookie, not \"{0}\"")]
+    ApiKeyIn(String),
+    #[error("{0} is empty (is its environment variable set to a value?)")]
+    EmptyCredential(&'static str),
+    #[error("allowAddresses: {0} (give addresses or ranges, such as 127.0.0.1 or 10.0.0.0/8)")]
+    AllowAddresses(policy::error::NetRuleError),
 }
 
 /// An entry's `oauth` object that cannot be used.

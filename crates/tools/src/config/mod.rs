@@ -12,6 +12,7 @@
 mod entry;
 pub mod error;
 pub mod expand;
+mod openapi_entry;
 pub mod read;
 mod secrets;
 pub mod settings;
@@ -25,11 +26,15 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 pub use entry::launches_self;
+pub(crate) use openapi_entry::shown as openapi_shown;
 pub use secrets::secret_values;
 pub use settings::Settings;
 use sources::{Format, Places, Scope, Source};
 use spec::mask_url;
-pub use spec::{Config, HeldBack, INHERITED_ENV, ServerSpec, Transport, mask};
+pub use spec::{
+    ApiKeyIn, Config, DocumentLocation, HeldBack, INHERITED_ENV, OpenApiAuth, OpenApiSpec,
+    ServerSpec, Transport, mask,
+};
 use trust::{Gate, Trust};
 
 /// Environment variable naming the upstream config file when `--config` is not given.
@@ -263,6 +268,15 @@ impl Config {
                         "url": mask_url(url),
                         "headers": headers.iter().map(|(k, v)| (k.clone(), Value::String(mask(k, v)))).collect::<serde_json::Map<_, _>>(),
                     }),
+                    Transport::OpenApi(o) => json!({
+                        "transport": "openapi",
+                        "spec": openapi_entry::shown(&o.document),
+                        "baseUrl": o.base_url.as_deref().map(mask_url),
+                        "serverVariables": o.server_variables,
+                        "auth": o.auth.as_ref().map(spec::OpenApiAuth::describe),
+                        "allowAddresses": o.allow_addresses,
+                        "refsDirectory": o.refs_directory,
+                    }),
                 };
                 if let Some(o) = &s.oauth {
                     v["oauth"] = json!({
@@ -307,6 +321,8 @@ pub fn token_dir_in(config_dir: &Path) -> PathBuf {
     config_dir.join("code-executor-mcp").join("oauth")
 }
 
+#[cfg(test)]
+mod openapi_tests;
 #[cfg(test)]
 mod settings_tests;
 #[cfg(test)]

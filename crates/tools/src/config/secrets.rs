@@ -11,6 +11,8 @@
 //! query parameters named like credentials; an `oauth.clientSecret`; and the value of every
 //! environment variable the entry references (`${VAR}` anywhere, `bearer_token_env_var`,
 //! ...), but the harmless ones (`PATH`, `HOME`, ...).
+//! An OpenAPI entry's `auth` values (a bearer token, an API key, a basic password and its
+//! pair, a client secret) and its URLs' credentials.
 //! `policy::redact::is_secret_like` leaves out what is too short or common to be one.
 
 use base64::Engine;
@@ -106,6 +108,19 @@ pub fn secret_values(config: &Config) -> Vec<String> {
                 }
                 for v in url_secrets(url) {
                     push(&v);
+                }
+            }
+            Transport::OpenApi(o) => {
+                for v in o.auth.iter().flat_map(super::spec::OpenApiAuth::secrets) {
+                    push(&v);
+                }
+                for url in o.base_url.iter().chain(match &o.document {
+                    super::spec::DocumentLocation::Url(u) => Some(u),
+                    super::spec::DocumentLocation::File(_) => None,
+                }) {
+                    for v in url_secrets(url) {
+                        push(&v);
+                    }
                 }
             }
         }

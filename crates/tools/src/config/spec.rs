@@ -37,6 +37,146 @@ pub enum Transport {
         url: String,
         headers: BTreeMap<String, String>,
     },
+    /// An OpenAPI document whose operations are the tools, called over HTTP by the host
+    /// (`"type": "openapi"`; `crate::upstream::openapi`).
+    OpenApi(Box<OpenApiSpec>),
+}
+
+/// An OpenAPI entry, validated: where its document is, where requests go, which credential
+/// the host attaches, and which special addresses it may reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenApiSpec {
+    pub document: DocumentLocation,
+    /// Overrides the document's `servers` (an absolute http(s) URL).
+    pub base_url: Option<String>,
+    /// Values of the document's server variables (`{region}` in a server URL).
+    pub server_variables: BTreeMap<String, String>,
+    pub auth: Option<OpenApiAuth>,
+    /// Special addresses (loopback, private ranges, ...) requests of this entry may go to, as
+    /// addresses or ranges (`127.0.0.1`, `10.0.0.0/8`); none by default: the fetch guard's rules.
+    pub allow_addresses: Vec<String>,
+    /// A directory the document's `$ref`s to files may read from (none by default).
+    pub refs_directory: Option<PathBuf>,
+}
+
+/// Where an OpenAPI document is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DocumentLocation {
+    /// A file (relative paths were resolved against the config file's directory).
+    File(PathBuf),
+    /// An http(s) URL the host fetches (with size caps, timeouts and the fetch guard).
+    Url(String),
+}
+
+/// The credential the host attaches to every request of an OpenAPI entry. Values come from
+/// the environment (`${VAR}`) and are secrets: masked in `Debug` and `config show`, and known
+/// to the redactor.
+#[derive(Clone, PartialEq, Eq)]
+pub enum OpenApiAuth {
+    /// `Authorization: Bearer <token>`.
+    Bearer(String),
+    /// An API key; where it goes defaults to the document's `apiKey` scheme.
+    ApiKey {
+        name: Option<String>,
+        location: Option<ApiKeyIn>,
+        value: String,
+    },
+    /// `Authorization: Basic base64(user:password)`.
+    Basic { username: String, password: String },
+    /// An OAuth 2 client-credentials token, fetched from `token_url` (defaulting to the
+    /// document's flow) and kept until it expires.
+    ClientCredentials {
+        token_url: Option<String>,
+        client_id: String,
+        client_secret: String,
+        scopes: Vec<String>,
+    },
+}
+
+/// Where an API key goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiKeyIn {
+    Header,
+    Query,
+    Cookie,
+}
+
+impl OpenApiAuth {
+    /// The credential values (for the redactor).
+    pub fn secrets(&self) -> Vec<String> {
+        match self {
+            OpenApiAuth::Bearer(t) => vec![t.clone()],
+            OpenApiAuth::ApiKey { value, .. } => vec![value.clone()],
+            OpenApiAuth::Basic { username, password } => {
+                use base64::Engine;
+                let pair = format!("{username}:{password}");
+                let b64 = base64::engine::general_purpose::STANDARD.encode(&pair);
+                vec![password.clone(), pair, b64]
+            }
+            OpenApiAuth::ClientCredentials { client_secret, .. } => vec![client_secret.clone()],
+        }
+    }
+
+    /// What `config show` prints: the kind and where it goes, values masked.
+    pub fn describe(&self) -> Value {
+        match self {
+            OpenApiAuth::Bearer(t) => serde_json::json!({"bearer": mask("token", t)}),
+            OpenApiAuth::ApiKey {
+                name,
+                location,
+                value,
+            } => serde_json::json!({"apiKey": {
+                "name": name,
+                "in": location.map(|l| format!("{l:?}").to_ascii_lowercase()),
+                "value": mask("apiKey", value),
+            }}),
+            OpenApiAuth::Basic { username, password } => serde_json::json!({"basic": {
+                "username": username,
+                "password": mask("password", password),
+            }}),
+            OpenApiAuth::ClientCredentials {
+                token_url,
+                client_id,
+                client_secret,
+                scopes,
+            } => serde_json::json!({"oauth2ClientCredentials": {
+                "tokenUrl": token_url.as_deref().map(mask_url),
+                "clientId": client_id,
+                "clientSecret": mask("clientSecret", client_secret),
+                "scopes": scopes,
+            }}),
+        }
+    }
+}
+
+impl std::fmt::Debug for OpenApiAuth {
+    /// Only the kind: the values are credentials (this `Debug` also feeds the tool cache's key,
+    /// which therefore does not change with a rotated token).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenApiAuth::Bearer(_) => f.write_str("Bearer([masked])"),
+            OpenApiAuth::ApiKey { name, location, .. } => f
+                .debug_struct("ApiKey")
+                .field("name", name)
+                .field("location", location)
+                .finish_non_exhaustive(),
+            OpenApiAuth::Basic { username, .. } => f
+                .debug_struct("Basic")
+                .field("username", username)
+                .finish_non_exhaustive(),
+            OpenApiAuth::ClientCredentials {
+                token_url,
+                client_id,
+                scopes,
+                ..
+            } => f
+                .debug_struct("ClientCredentials")
+                .field("token_url", token_url)
+                .field("client_id", client_id)
+                .field("scopes", scopes)
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 /// One upstream server, validated.

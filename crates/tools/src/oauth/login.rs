@@ -60,6 +60,10 @@ pub async fn login(
             "\"{}\" is a stdio server; OAuth login is for servers reached over HTTP (streamable HTTP or SSE)",
             spec.name
         ),
+        Transport::OpenApi(_) => bail!(
+            "\"{}\" is an OpenAPI source; its credential is its entry's \"auth\" (a token from the environment, or oauth2ClientCredentials), not a login",
+            spec.name
+        ),
     };
     if headers
         .keys()

@@ -59,7 +59,7 @@ pub fn server_url(spec: &ServerSpec) -> Option<&str> {
         crate::config::Transport::Http { url, .. } | crate::config::Transport::Sse { url, .. } => {
             Some(url)
         }
-        crate::config::Transport::Stdio { .. } => None,
+        crate::config::Transport::Stdio { .. } | crate::config::Transport::OpenApi(_) => None,
     }
 }
 

@@ -80,6 +80,7 @@ pub(super) async fn connect(
         Transport::Stdio { .. } | Transport::Http { .. } | Transport::Sse { .. } => {
             start_mcp(spec, settings, token_dir, callers, changes).await?
         }
+        Transport::OpenApi(o) => super::openapi::start(spec, o, settings).await?,
     };
     let tools = retain_visible(spec.tool_filter.as_ref(), &spec.name, started.tools);
     tracing::info!(server = %spec.name, tools = tools.len(), "upstream connected");
@@ -118,6 +119,7 @@ async fn start_mcp(
     let watch = match spec.transport {
         Transport::Stdio { .. } => None,
         Transport::Http { .. } | Transport::Sse { .. } => Some(Arc::new(AuthWatch::default())),
+        Transport::OpenApi(_) => None,
     };
     let child: std::sync::Mutex<Option<stdio::ChildWatch>> = std::sync::Mutex::new(None);
     let start = async {
@@ -187,6 +189,11 @@ async fn start_mcp(
                     .serve(transport)
                     .await
                     .map_err(|e| start_error::initialize(&e, &None, spec))?
+            }
+            Transport::OpenApi(_) => {
+                return Err(ConnectError::Other(
+                    "an OpenAPI entry is not an MCP server".into(),
+                ));
             }
         };
         let tools = match service.peer().list_all_tools().await {

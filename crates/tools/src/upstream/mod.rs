@@ -43,6 +43,7 @@ mod error;
 pub mod forward;
 mod handler;
 mod mcp;
+mod openapi;
 mod redact;
 mod skills;
 pub mod source;

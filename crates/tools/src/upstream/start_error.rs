@@ -18,6 +18,7 @@ pub(super) fn fix_hint(spec: &ServerSpec) -> String {
     let what = match spec.transport {
         Transport::Stdio { .. } => "its command",
         Transport::Http { .. } | Transport::Sse { .. } => "its url",
+        Transport::OpenApi(_) => "its spec, baseUrl and auth",
     };
     format!("check {what} in {}", spec.source.display())
 }

@@ -28,7 +28,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use worker_protocol::{CallError, CallOutcome, FetchRequest, FetchResponse};
 
-use super::net::Refused;
 use super::scope::{RunScope, err};
 use policy::access::{Grant, Hop, MAX_REQUEST_BODY_BYTES, Unreachable};
 use policy::audit::AuditEvent;
@@ -429,14 +428,7 @@ async fn read_capped(
 
 /// The reach's refusal of a resolution, if that is why the request failed.
 fn refused(e: &reqwest::Error) -> Option<Unreachable> {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = source {
-        if let Some(r) = s.downcast_ref::<Refused>() {
-            return Some(r.0);
-        }
-        source = s.source();
-    }
-    None
+    tools::net::refused(e)
 }
 
 /// A network failure in words, with its innermost cause.

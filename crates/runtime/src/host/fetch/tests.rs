@@ -3,7 +3,7 @@
 //! a POST to the same name; each hop admitted and sent as `fetch` does.
 
 use super::*;
-use crate::host::net::{Clients, GuardedResolver, Lookup, system_lookup};
+use crate::host::net::{Clients, GuardedResolver, Lookup, Refused, system_lookup};
 use reqwest::dns::{Name, Resolve};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
