@@ -11,6 +11,7 @@
 
 mod cli_doc;
 mod settings_doc;
+mod settings_table;
 mod shared;
 mod test_doc;
 

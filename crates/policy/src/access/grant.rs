@@ -177,8 +177,12 @@ impl Grant {
     /// [`Reach::filter`], the two steps `fetch` takes (the second in its client's resolver),
     /// put together to be tested by value (the property test in `net_prop`).
     #[cfg(test)]
-    pub fn check_connect(&self, hop: &Hop<'_>, resolved: &[IpAddr]) -> Result<Vec<IpAddr>, String> {
-        let (_, reach) = self.admit(hop).map_err(|e| e.to_string())?;
+    pub fn check_connect(
+        &self,
+        hop: &Hop<'_>,
+        resolved: &[IpAddr],
+    ) -> Result<Vec<IpAddr>, ConnectRefused> {
+        let (_, reach) = self.admit(hop)?;
         let port = hop.url.port_or_known_default().unwrap_or(0);
         let host = hop.url.host_str().unwrap_or("");
         let literal = match hop.url.host() {
@@ -188,11 +192,11 @@ impl Grant {
         };
         let addrs = literal.map_or_else(|| resolved.to_vec(), |a| vec![a]);
         if addrs.is_empty() {
-            return Err(format!("fetch: {host}: the name has no address"));
+            return Err(ConnectRefused::NoAddress(host.to_string()));
         }
-        reach
-            .filter(&addrs)
-            .map_err(|u| self.unreachable(u.addr, host, port, hop.method))
+        reach.filter(&addrs).map_err(|u| {
+            ConnectRefused::Unreachable(self.unreachable(u.addr, host, port, hop.method))
+        })
     }
 
     /// Why a connection to the special address `addr` (the literal `host`, or what it
@@ -236,4 +240,18 @@ impl Grant {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// Why [`Grant::check_connect`] refuses a connection, in the words `fetch` would use.
+#[cfg(test)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectRefused {
+    /// The hop itself is not granted (scheme, host, port or method).
+    #[error(transparent)]
+    Hop(#[from] HopRefused),
+    #[error("fetch: {0}: the name has no address")]
+    NoAddress(String),
+    /// A special address no rule names for this port and method (the words say which).
+    #[error("{0}")]
+    Unreachable(String),
 }

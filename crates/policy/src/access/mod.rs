@@ -588,7 +588,10 @@ mod tests {
         let url = url::Url::parse("https://api.example.com/").unwrap();
         let loopback: std::net::IpAddr = "127.0.0.1".parse().unwrap();
         let public: std::net::IpAddr = "93.184.216.34".parse().unwrap();
-        let e = g.check_connect(&hop("GET", &url), &[loopback]).unwrap_err();
+        let e = g
+            .check_connect(&hop("GET", &url), &[loopback])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("loopback")
                 && e.contains("api.example.com resolves to it")
