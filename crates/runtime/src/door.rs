@@ -1,7 +1,7 @@
 //! The one door into the runtime: every server face (stdio and HTTP `tools/call`, tasks, the
 //! early return that `wait` reads, the command line, a pinned direct tool) asks for an
-//! execution with one value, [`Start`]: what is to run ([`Work`]: code, or one call of a
-//! pinned direct tool), who asks and through which client, and how the run answers
+//! execution with one value, [`Start`]: what is to run ([`Work`]: code, a saved skill, or one
+//! call of a pinned direct tool), who asks and through which client, and how the run answers
 //! ([`Mode`]). `Runtime::begin` (in `runtime::service`) is the only function that
 //! takes it; the execution's context (its id, events, cancellation) is made there, once.
 
@@ -24,11 +24,21 @@ pub struct Start {
 }
 
 /// What an execution does.
+#[derive(Clone)]
 pub enum Work {
     /// Runs code in a worker.
     Code {
         language: Language,
         /// Boxed: a request is large beside a direct call, and moves through every face.
+        request: Box<ExecRequest>,
+    },
+    /// Runs a saved skill (a client's `skill`): one worker of the skill's own language runs
+    /// its code, which sees `args`, under the request's allowed tools, limits, permissions and
+    /// deadline, exactly as code given to the tool would run. The request's `code` is
+    /// unused; the skill's is found (and its arguments checked) when the run starts.
+    Skill {
+        name: String,
+        args: serde_json::Value,
         request: Box<ExecRequest>,
     },
     /// Makes one upstream call through the bridge, as code would (admission, rules, rate,
@@ -38,6 +48,7 @@ pub enum Work {
 }
 
 /// One call of a pinned direct tool.
+#[derive(Clone)]
 pub struct DirectCall {
     /// The upstream server and its tool's own name.
     pub server: String,

@@ -11,7 +11,7 @@
 //! (`run::execution`, a room this enum's sources sit above) answers it when its task is gone
 //! ([`super::outcome::ExecOutcome::cancelled`]).
 
-use worker_protocol::ErrorInfo;
+use worker_protocol::{CallError, ErrorInfo};
 
 use super::live::parked::ParkError;
 use super::live::sessions::SessionError;
@@ -90,9 +90,55 @@ pub enum RunError {
          the server's own timeout) and was cancelled"
     )]
     CallTimeout { timeout_ms: u128 },
+    /// A saved skill that cannot be run as asked (a client's `skill`): unknown, ambiguous,
+    /// instructions only, or arguments that do not fit its input schema.
+    #[error(transparent)]
+    Skill(Box<SkillCallError>),
     /// Something of the server's own failed.
     #[error("{0}")]
     Internal(String),
+}
+
+/// Why a saved skill cannot be run as asked, whether a client asked (`skill`, a run of its
+/// own) or code did (`skills.name(args)`, where it is raised as [`SkillCallError::kind`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SkillCallError {
+    /// The store's refusal: no such skill, more than one, instructions only, unreadable.
+    #[error(transparent)]
+    Store(#[from] tools::skills::error::SkillError),
+    #[error("skills.{0}: arguments must be an object")]
+    NotAnObject(String),
+    #[error("invalid arguments for skill {name}:\n  {}\nexpected: {schema}", .errors.join("\n  "))]
+    Arguments {
+        name: String,
+        errors: Vec<String>,
+        schema: serde_json::Value,
+    },
+    #[error(
+        "executions nest at most {depth} deep (skills, and the executor's own execute tools \
+         called from code); skill {name:?} would be deeper (a skill that calls itself?)"
+    )]
+    TooDeep { name: String, depth: u32 },
+}
+
+impl SkillCallError {
+    /// What code that called the skill catches.
+    pub fn kind(&self) -> CallError {
+        use tools::skills::error::SkillError;
+        match self {
+            SkillCallError::Store(
+                SkillError::NotFound { .. }
+                | SkillError::Ambiguous { .. }
+                | SkillError::NotRunnable(_)
+                | SkillError::Invalid(_),
+            )
+            | SkillCallError::NotAnObject(_)
+            | SkillCallError::Arguments { .. } => CallError::Argument,
+            SkillCallError::Store(SkillError::SaveOff) => CallError::Policy,
+            SkillCallError::Store(_) => CallError::Tool,
+            SkillCallError::TooDeep { .. } => CallError::Limit,
+        }
+    }
 }
 
 impl RunError {
@@ -117,7 +163,24 @@ impl RunError {
             RunError::Worker(_) => "WorkerError",
             RunError::WorkerCrashed(_) => "WorkerCrashed",
             RunError::Timeout { .. } | RunError::CallTimeout { .. } => "TimeoutError",
+            RunError::Skill(e) => e.kind().name(),
             RunError::Internal(_) => "InternalError",
+        }
+    }
+
+    /// What code catches when a run it started (a skill, our own execute tool) ended with
+    /// this error: the class of the same failure met by the code itself.
+    pub fn call_error(&self) -> CallError {
+        match self {
+            RunError::Policy(_) | RunError::Hook(_) => CallError::Policy,
+            RunError::Busy(_)
+            | RunError::Limit(_)
+            | RunError::Parked(ParkError::Full { .. } | ParkError::Off)
+            | RunError::Timeout { .. }
+            | RunError::CallTimeout { .. } => CallError::Limit,
+            RunError::Syntax(_) => CallError::Argument,
+            RunError::Skill(e) => e.kind(),
+            _ => CallError::Tool,
         }
     }
 
@@ -136,6 +199,12 @@ impl RunError {
             timeout_ms: timeout.as_millis(),
             max_ms: policy::MAX_TIMEOUT_MS,
         }
+    }
+}
+
+impl From<SkillCallError> for RunError {
+    fn from(e: SkillCallError) -> RunError {
+        RunError::Skill(Box::new(e))
     }
 }
 

@@ -4,7 +4,7 @@
 //! `skills.name()` from Python code (a TypeScript skill from Python: across languages).
 //!
 //! A skill runs as an execution of its own, so a call from code costs a second worker; a
-//! client's `{skill}` runs the caller's small wrapper and the skill.
+//! client's `{skill}` runs the skill alone, in one worker of its own language.
 
 use std::path::Path;
 

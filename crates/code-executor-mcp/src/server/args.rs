@@ -5,8 +5,6 @@ use rmcp::ErrorData as McpError;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use runtime::worker::Language;
-
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct ExecuteArgs {
@@ -43,13 +41,8 @@ pub(super) struct SaveArgs {
     pub(super) input_schema: Option<Value>,
 }
 
-/// The code that runs skill `name` with `args` in `language` (a client's `skill`): the
-/// execution calls it as code would, so it runs as a skill with this request's limits.
-pub(super) fn skill_call_code(
-    language: Language,
-    name: &str,
-    args: Option<Value>,
-) -> Result<String, McpError> {
+/// A client's `skill` arguments (`args`): an object of named values, `{}` when absent.
+pub(super) fn skill_args(args: Option<Value>) -> Result<Value, McpError> {
     let args = args.unwrap_or_else(|| json!({}));
     if !args.is_object() {
         return Err(McpError::invalid_params(
@@ -57,15 +50,7 @@ pub(super) fn skill_call_code(
             None,
         ));
     }
-    let name = Value::String(name.to_string());
-    Ok(match language {
-        Language::JavaScript => format!("return await skills[{name}]({args})"),
-        // JSON is a Python literal once true, false and null are names.
-        Language::Python => format!(
-            "import json\nskills[{name}](json.loads({}))",
-            Value::String(args.to_string())
-        ),
-    })
+    Ok(args)
 }
 
 #[derive(Deserialize)]

@@ -9,7 +9,7 @@ use rmcp::model::CallToolResponse;
 use serde_json::Value;
 
 use super::answer::{runs_report, saved_result, value_result};
-use super::args::{ExecuteArgs, PINNED_TOO, SchemaArgs, SearchArgs, Tasks, parse, skill_call_code};
+use super::args::{ExecuteArgs, PINNED_TOO, SchemaArgs, SearchArgs, Tasks, parse, skill_args};
 use super::direct;
 use super::follow::{MAX_QUESTIONS_AT_ONCE, follow};
 use super::legacy_tasks;
@@ -90,7 +90,7 @@ async fn execute(
     core: &Core,
     named: &Name,
     language: Language,
-    a: ExecuteArgs,
+    mut a: ExecuteArgs,
     principal: Principal,
     client: ClientLink,
     tasks: Tasks,
@@ -108,7 +108,22 @@ async fn execute(
             None,
         ));
     }
-    let code = match (a.code, a.skill, a.save) {
+    let (code, skill, save, args) = (a.code.take(), a.skill.take(), a.save.take(), a.args.take());
+    let request = |code| ExecRequest {
+        code,
+        timeout_ms: a.timeout_ms,
+        allowed_tools: a.allowed_tools.clone(),
+        limits: a.limits,
+        session: a.session.as_deref().map(SessionArg::parse),
+        reset: a.reset,
+        long_run: false,
+        enable_sampling: a.enable_sampling,
+        permissions: a.permissions.clone(),
+        trace: trace.clone(),
+        skill: None,
+        check: a.check,
+    };
+    let work = match (code, skill, save) {
         (Some(code), None, Some(save)) => {
             let req = (
                 save.name,
@@ -128,8 +143,22 @@ async fn execute(
             .await;
             return Ok(saved_result(saved).into());
         }
-        (Some(code), None, None) => code,
-        (None, Some(skill), None) => skill_call_code(language, &skill, a.args)?,
+        (Some(code), None, None) => Work::Code {
+            language,
+            request: Box::new(request(code)),
+        },
+        (None, Some(_), None) if a.session.is_some() || a.reset => {
+            return Err(McpError::invalid_params(
+                "`skill` runs a saved skill in a worker of its own, outside any session; give \
+                 `session` (or `reset`) with `code`, which can call it as skills.name(args)",
+                None,
+            ));
+        }
+        (None, Some(name), None) => Work::Skill {
+            name,
+            args: skill_args(args)?,
+            request: Box::new(request(String::new())),
+        },
         (None, None, _) => {
             return Err(McpError::invalid_params(
                 "give `code` to run (or to keep with `save`), or `skill` (and `args`) to run a saved skill",
@@ -143,26 +172,12 @@ async fn execute(
             ));
         }
     };
-    let req = ExecRequest {
-        code,
-        timeout_ms: a.timeout_ms,
-        allowed_tools: a.allowed_tools,
-        limits: a.limits,
-        session: a.session.as_deref().map(SessionArg::parse),
-        reset: a.reset,
-        long_run: false,
-        enable_sampling: a.enable_sampling,
-        permissions: a.permissions,
-        trace,
-        args: None,
-        check: a.check,
-    };
     let delivery = Delivery {
         tasks,
         yield_after_ms: a.yield_after_ms,
         documents: !named.listed,
     };
-    deliver(core, language, req, principal, client, delivery, named.name).await
+    deliver(core, work, principal, client, delivery, named.name).await
 }
 
 /// How the client may be answered: what it said about tasks, how long it waits before a
@@ -179,19 +194,15 @@ struct Delivery {
 /// `input_required` (followed until the run ends).
 async fn deliver(
     core: &Core,
-    language: Language,
-    req: ExecRequest,
+    work: Work,
     principal: Principal,
     mut client: ClientLink,
     delivery: Delivery,
     tool: &str,
 ) -> Result<CallToolResponse, McpError> {
     // Every way in builds one `Start` for the runtime's one door.
-    let start = |request, client, mode| Start {
-        work: Work::Code {
-            language,
-            request: Box::new(request),
-        },
+    let start = |work, client, mode| Start {
+        work,
         context: Caller {
             principal: principal.clone(),
             client: Some(client),
@@ -207,10 +218,10 @@ async fn deliver(
             asks: None,
             documents: delivery.documents,
         };
-        let handle = long_runs::start_task(core, start(req, client, mode));
+        let handle = long_runs::start_task(core, start(work, client, mode));
         return legacy_tasks::create(core, handle).await.map(Into::into);
     }
-    let req = match long_runs::Answer::choose(
+    let work = match long_runs::Answer::choose(
         core,
         delivery.tasks == Tasks::Declared,
         delivery.yield_after_ms,
@@ -233,18 +244,18 @@ async fn deliver(
                 asks,
                 documents: delivery.documents,
             };
-            match long_runs::early(core, start(req, link, mode), early).await {
+            match long_runs::early(core, start(work, link, mode), early).await {
                 Ok(answer) => return Ok(answer),
                 // The server chose a task it could not make: answered plainly.
-                Err(req) => req,
+                Err(work) => work,
             }
         }
-        long_runs::Answer::Plain => req,
+        long_runs::Answer::Plain => work,
     };
     match client.route {
         InputRoute::Inline => {
             let mode = Mode::Plain { asks: None };
-            Ok(long_runs::plain(core, start(req, client, mode))
+            Ok(long_runs::plain(core, start(work, client, mode))
                 .await
                 .into())
         }
@@ -254,7 +265,7 @@ async fn deliver(
             let mode = Mode::Plain { asks: Some(rx) };
             match core
                 .runtime
-                .begin(start(req, client, mode))
+                .begin(start(work, client, mode))
                 .and_then(Started::waiting)
             {
                 Ok(execution) => follow(core, execution, &principal, tool).await,

@@ -34,7 +34,6 @@ use policy::principal::Principal;
 use runtime::ExecOutcome;
 use runtime::door::{Start, Work};
 use runtime::error::RunError;
-use runtime::execution::ExecRequest;
 use runtime::parked::{Kind, Published, Snapshot};
 
 /// `_meta` key of a task's structured progress in `tasks/get`.
@@ -153,12 +152,12 @@ impl Drop for Unpublished<'_> {
 /// task (`kind` Task) or with the output so far and a handle for `wait`. `asks` receives the
 /// questions of a run whose client answers them through its handle (2026-07-28); the first
 /// one hands the handle out at once. A run the server chose to make long that cannot be one
-/// comes back as `Err` with its request, to be answered plainly.
+/// comes back as `Err` with its work, to be answered plainly.
 pub(super) async fn early(
     core: &Core,
     start: Start,
     early: Early,
-) -> Result<CallToolResponse, ExecRequest> {
+) -> Result<CallToolResponse, Work> {
     let Early {
         kind,
         after,
@@ -168,7 +167,7 @@ pub(super) async fn early(
     // A run the door refuses (a deadline it could not have as a long run, no room to park
     // it) that the server chose to make long is answered plainly, under the per-call limits.
     let fallback = match &start.work {
-        Work::Code { request, .. } if optional => Some(request.as_ref().clone()),
+        Work::Code { .. } | Work::Skill { .. } if optional => Some(start.work.clone()),
         _ => None,
     };
     let parked = core.runtime.begin(start).and_then(|s| {

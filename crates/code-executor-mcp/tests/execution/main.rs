@@ -71,6 +71,7 @@ mod robustness;
 mod sessions;
 mod shapes;
 mod signatures;
+mod skill_calls;
 mod skills;
 mod skills_ledger;
 mod types;

@@ -13,7 +13,8 @@
 //!   model calls only when its caller may make them. Its answer is the execute tool's
 //!   (`result`, `logs`, `toolCalls`, `durationMs`, `llm`) with the documents' `success`,
 //!   `samplingMetrics` and `execution_ms`; a nested run that fails throws, its error's kind
-//!   kept where code has a class for it ([`nested_error_kind`]: a `PolicyError` stays one).
+//!   kept where code has a class for it ([`super::skills::NestedEnd::call_error`]: a `PolicyError`
+//!   stays one).
 //! - Every call is first a tool call ([`count`], [`admit`]): counted on the request's
 //!   `maxToolCalls` and the client's rate, and judged by the policy's rules for
 //!   `code-executor` and `allowedTools` by the name code used or ours.
@@ -33,7 +34,7 @@ use serde_json::{Map, Value, json};
 use worker_protocol::{CallError, CallOutcome, CallRequest};
 
 use super::scope::{RunScope, err, ok};
-use super::skills::{Nested, NestedRun, NestedWhat, nested_error_kind};
+use super::skills::{Nested, NestedRun, NestedWhat};
 use crate::run::ledger::MAX_SKILL_DEPTH;
 use crate::worker::Language;
 use policy::{Decision, RequestLimits};
@@ -332,17 +333,14 @@ async fn execute(
             check: a.check,
         },
     };
-    let out = nested.run_nested(scope, run).await;
-    match &out.error {
-        None => {
-            let mut v = serde_json::to_value(&out).unwrap_or(Value::Null);
+    let end = nested.run_nested(scope, run).await;
+    match (&end.outcome.error, end.call_error()) {
+        (Some(e), Some(kind)) => err(kind, format!("{tool} failed: {}: {}", e.name, e.message)),
+        _ => {
+            let mut v = serde_json::to_value(&end.outcome).unwrap_or(Value::Null);
             own_tools::documents_fields(&mut v);
             ok(v)
         }
-        Some(e) => err(
-            nested_error_kind(&e.name),
-            format!("{tool} failed: {}: {}", e.name, e.message),
-        ),
     }
 }
 

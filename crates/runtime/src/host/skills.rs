@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use worker_protocol::{CallError, CallOutcome};
 
 use super::scope::{RunScope, err, ok};
+use crate::error::{RunError, SkillCallError};
 use crate::outcome::ExecOutcome;
 use crate::run::output::HOST_LEVEL;
 use crate::worker::Language;
@@ -34,10 +35,33 @@ pub trait Nested: Send + Sync {
     /// Runs `run` as an execution of its own for the execution of `scope`: within its allowed
     /// tools, limits, permissions and what is left of its time, with its client, drawing from
     /// its request's ledger, one level deeper. The one way executions nest.
-    fn run_nested<'a>(&'a self, scope: &'a RunScope, run: NestedRun) -> BoxFuture<'a, ExecOutcome>;
+    fn run_nested<'a>(&'a self, scope: &'a RunScope, run: NestedRun) -> BoxFuture<'a, NestedEnd>;
 
     /// `health`'s fields as the product line's documents have them (`Runtime::vitals`).
     fn vitals(&self) -> BoxFuture<'_, Value>;
+}
+
+/// How an execution ended, as the code that started it (a skill's caller, our own execute
+/// tool called from code) needs it: the outcome, and why the run itself failed when the host
+/// ended or refused it, typed (the outcome's `error` is then that failure as the answer
+/// carries it; otherwise it is the code's own exception, if any).
+pub struct NestedEnd {
+    pub outcome: ExecOutcome,
+    pub failure: Option<RunError>,
+}
+
+impl NestedEnd {
+    /// What the calling code catches when the run ended with an error: the class of the same
+    /// failure met by the code itself. A run the host failed says so by its [`RunError`]; an
+    /// exception the code raised keeps its class when it is one of the protocol's (a
+    /// `PolicyError` stays one), and is a `ToolError` otherwise.
+    pub fn call_error(&self) -> Option<CallError> {
+        match (&self.failure, &self.outcome.error) {
+            (Some(failure), _) => Some(failure.call_error()),
+            (None, Some(e)) => Some(CallError::from_name(&e.name).unwrap_or(CallError::Tool)),
+            (None, None) => None,
+        }
+    }
 }
 
 /// One nested execution.
@@ -204,15 +228,8 @@ pub async fn search_docs(catalog: &Catalog, store: &Skills) -> Arc<Vec<Tool>> {
 }
 
 pub fn skill_error(e: SkillError) -> CallOutcome {
-    let kind = match &e {
-        SkillError::NotFound { .. }
-        | SkillError::Ambiguous { .. }
-        | SkillError::NotRunnable(_)
-        | SkillError::Invalid(_) => CallError::Argument,
-        SkillError::SaveOff => CallError::Policy,
-        _ => CallError::Tool,
-    };
-    err(kind, e.to_string())
+    let e = SkillCallError::Store(e);
+    err(e.kind(), e.to_string())
 }
 
 /// `saveSkill`.
@@ -353,44 +370,36 @@ pub async fn list(catalog: &Catalog, nested: &dyn Nested) -> CallOutcome {
     ok(v)
 }
 
-/// `skills.name(args)`.
-pub async fn run(
+/// A saved skill made ready to run: its language, its code, and what changed under it since
+/// it was saved (said where it runs, as `[skill name] ...` lines).
+pub struct Resolved {
+    pub name: String,
+    pub language: Language,
+    pub code: String,
+    pub warnings: Vec<String>,
+}
+
+/// The skill `name` ready to run with `args`: found in the store, runnable, its arguments an
+/// object that fits its input schema. Both ways a skill runs start here: a client's `skill`
+/// (a run of its own, `crate::door::Work::Skill`) and code's `skills.name(args)` ([`run`]).
+pub async fn resolve(
     catalog: &Catalog,
-    nested: &dyn Nested,
-    scope: &RunScope,
+    store: &Skills,
     name: &str,
-    args: Value,
-) -> CallOutcome {
-    if scope.depth >= MAX_SKILL_DEPTH {
-        return err(
-            CallError::Limit,
-            format!(
-                "executions nest at most {MAX_SKILL_DEPTH} deep (skills, and the executor's own \
-                 execute tools called from code); skill {name:?} would be deeper (a skill that \
-                 calls itself?)"
-            ),
-        );
+    args: &Value,
+) -> Result<Resolved, SkillCallError> {
+    let skill = store.find(name)?;
+    let (language, code) = skill
+        .script_source()?
+        .ok_or_else(|| SkillError::NotRunnable(skill.name.clone()))?;
+    if !args.is_object() {
+        return Err(SkillCallError::NotAnObject(name.to_string()));
     }
-    let skill = match nested.skills().find(name) {
-        Ok(s) => s,
-        Err(e) => return skill_error(e),
-    };
-    let (language, code) = match skill.script_source() {
-        Ok(Some(s)) => s,
-        Ok(None) => return skill_error(SkillError::NotRunnable(skill.name.clone())),
-        Err(e) => return skill_error(e),
-    };
-    let Value::Object(_) = &args else {
-        return err(
-            CallError::Argument,
-            format!("skills.{name}: arguments must be an object"),
-        );
-    };
     if let Some(schema) = skill.code.as_ref().and_then(|c| c.input_schema.as_ref())
         && let Ok(validator) = jsonschema::validator_for(schema)
     {
         let errors: Vec<String> = validator
-            .iter_errors(&args)
+            .iter_errors(args)
             .take(10)
             .map(|e| {
                 let path = e.instance_path().to_string();
@@ -398,19 +407,15 @@ pub async fn run(
             })
             .collect();
         if !errors.is_empty() {
-            return err(
-                CallError::Argument,
-                format!(
-                    "invalid arguments for skill {}:\n  {}\nexpected: {}",
-                    skill.name,
-                    errors.join("\n  "),
-                    schema
-                ),
-            );
+            return Err(SkillCallError::Arguments {
+                name: skill.name.clone(),
+                errors,
+                schema: schema.clone(),
+            });
         }
     }
     let lists = connected(catalog).await;
-    let warnings: Vec<String> = changes_of(&skill, &lists)
+    let warnings = changes_of(&skill, &lists)
         .iter()
         .map(|c| {
             format!(
@@ -420,19 +425,47 @@ pub async fn run(
             )
         })
         .collect();
-    let language = match language {
-        SkillLanguage::TypeScript => Language::JavaScript,
-        SkillLanguage::Python => Language::Python,
+    Ok(Resolved {
+        name: skill.name.clone(),
+        language: match language {
+            SkillLanguage::TypeScript => Language::JavaScript,
+            SkillLanguage::Python => Language::Python,
+        },
+        code,
+        warnings,
+    })
+}
+
+/// `skills.name(args)`.
+pub async fn run(
+    catalog: &Catalog,
+    nested: &dyn Nested,
+    scope: &RunScope,
+    name: &str,
+    args: Value,
+) -> CallOutcome {
+    if scope.depth >= MAX_SKILL_DEPTH {
+        let e = SkillCallError::TooDeep {
+            name: name.to_string(),
+            depth: MAX_SKILL_DEPTH,
+        };
+        return err(e.kind(), e.to_string());
+    }
+    let skill = match resolve(catalog, nested.skills(), name, &args).await {
+        Ok(s) => s,
+        Err(e) => return err(e.kind(), e.to_string()),
     };
     let run = NestedRun {
-        language,
-        code,
+        language: skill.language,
+        code: skill.code,
         what: NestedWhat::Skill {
             name: skill.name.clone(),
             args,
         },
     };
-    let out = nested.run_nested(scope, run).await;
+    let end = nested.run_nested(scope, run).await;
+    let kind = end.call_error();
+    let out = end.outcome;
     // The skill's lines leave the request's output budget with it: the caller's code prints
     // them into its own output, which takes them from the budget again.
     let handed: u64 = out
@@ -443,26 +476,15 @@ pub async fn run(
         .sum();
     scope.ledger.output.give_back(handed);
     let logs: Vec<String> = out.logs.iter().map(|l| l.text.clone()).collect();
-    match out.error {
-        None => ok(json!({"result": out.result, "logs": logs, "warnings": warnings})),
-        Some(e) => {
-            let kind = nested_error_kind(&e.name);
+    let warnings = skill.warnings;
+    match (out.error, kind) {
+        (Some(e), Some(kind)) => {
             let mut message = format!("skill {} failed: {}: {}", skill.name, e.name, e.message);
             for w in &warnings {
                 message.push_str(&format!(" ({w})"));
             }
             err(kind, message)
         }
-    }
-}
-
-/// The error a caller's code gets for a nested execution that ended with an error named
-/// `name`.
-pub fn nested_error_kind(name: &str) -> CallError {
-    match name {
-        "PolicyError" => CallError::Policy,
-        "LimitError" | "TimeoutError" | "BusyError" => CallError::Limit,
-        "TypeError" | "SyntaxError" => CallError::Argument,
-        _ => CallError::Tool,
+        _ => ok(json!({"result": out.result, "logs": logs, "warnings": warnings})),
     }
 }

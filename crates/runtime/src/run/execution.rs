@@ -61,10 +61,19 @@ pub struct ExecRequest {
     /// The trace context of the request (the span of its `tools/call`, or the caller's when
     /// nothing is exported): the execution's span goes under it.
     pub trace: Option<tools::trace::TraceContext>,
-    /// A skill's arguments: its code sees them as `args`.
-    pub args: Option<serde_json::Value>,
+    /// A saved skill's run: its code sees `args`.
+    pub skill: Option<SkillRun>,
     /// Type-check the code before it runs (`check`); `None`: as the settings say.
     pub check: Option<bool>,
+}
+
+/// A saved skill's run: its name (the audit line's `skill`), the arguments its code sees as
+/// `args`, and what changed under it since it was saved (its output says so first).
+#[derive(Debug, Clone)]
+pub struct SkillRun {
+    pub name: String,
+    pub args: serde_json::Value,
+    pub warnings: Vec<String>,
 }
 
 /// What a request asked for with `session`.

@@ -12,18 +12,30 @@ use crate::error::RunError;
 use crate::host::bridge::{self};
 use crate::host::net::FetchState;
 use crate::host::scope::{Inherit, RunScope, ScopeParts};
+use crate::host::skills;
 use crate::live::parked::{Kind, ParkError};
 use crate::live::sessions::{EndReason, Session, SessionError};
-use crate::outcome::{ExecOutcome, SessionInfo};
+use crate::outcome::{ExecOutcome, LogEntry, SessionInfo};
 use crate::run::client::Ask;
 use crate::run::execution::{
-    Event, ExecContext, ExecRequest, ExecSpan, Execution, RunEnd, SessionArg,
+    Event, ExecContext, ExecRequest, ExecSpan, Execution, RunEnd, SessionArg, SkillRun,
 };
 use crate::run::ledger::Ledger;
+use crate::run::output::HOST_LEVEL;
 use crate::worker::Language;
 use policy::Limits;
 use policy::access::Grant;
 use policy::audit::{AuditEvent, sha256_hex};
+
+/// What a started execution runs: code in a language, or a saved skill, whose language is
+/// its own (found when the run starts).
+enum Runnable {
+    Code(Language),
+    Skill {
+        name: String,
+        args: serde_json::Value,
+    },
+}
 
 impl Runtime {
     /// The one door (see [`crate::door`]): starts the execution `start` describes, as its
@@ -35,8 +47,13 @@ impl Runtime {
             context,
             mode,
         } = start;
-        let (language, request) = match work {
-            Work::Code { language, request } => (language, *request),
+        let (what, request) = match work {
+            Work::Code { language, request } => (Runnable::Code(language), *request),
+            Work::Skill {
+                name,
+                args,
+                request,
+            } => (Runnable::Skill { name, args }, *request),
             Work::Direct(call) => {
                 let Mode::Plain { asks } = mode else {
                     return Err(RunError::Internal(
@@ -76,7 +93,7 @@ impl Runtime {
         let execution = ctx.execution.clone();
         let run = match mode {
             Mode::Plain { asks } => {
-                let mut run = self.start(language, request, ctx);
+                let mut run = self.start(what, request, ctx);
                 if let Some(asks) = asks {
                     run = run.with_asks(asks);
                 }
@@ -86,22 +103,17 @@ impl Runtime {
                 kind,
                 asks,
                 documents,
-            } => Run::Parked(self.start_parked(language, request, ctx, kind, documents, asks)?),
+            } => Run::Parked(self.start_parked(what, request, ctx, kind, documents, asks)?),
         };
         Ok(Started { execution, run })
     }
 
-    /// Starts an execution of `req` in `language` for `ctx`: the returned handle yields its
-    /// outcome, and dropping the handle cancels it.
-    fn start(
-        self: &Arc<Self>,
-        language: Language,
-        req: ExecRequest,
-        ctx: ExecContext,
-    ) -> Execution {
+    /// Starts an execution of `what` for `ctx`: the returned handle yields its outcome, and
+    /// dropping the handle cancels it.
+    fn start(self: &Arc<Self>, what: Runnable, req: ExecRequest, ctx: ExecContext) -> Execution {
         let runtime = self.clone();
         self.spawn(ctx, move |ctx| async move {
-            runtime.run_task(language, req, ctx).await
+            runtime.run_task(what, req, ctx).await
         })
     }
 
@@ -213,7 +225,7 @@ impl Runtime {
     /// [`parked::Parked::publish_as`].
     fn start_parked(
         self: &Arc<Self>,
-        language: Language,
+        what: Runnable,
         mut req: ExecRequest,
         ctx: ExecContext,
         kind: Kind,
@@ -228,7 +240,7 @@ impl Runtime {
         if documents {
             self.live.parked().started_by_documents_name(&handle);
         }
-        let mut execution = self.start(language, req, ctx);
+        let mut execution = self.start(what, req, ctx);
         if let Some(asks) = asks {
             execution = execution.with_asks(asks);
         }
@@ -255,11 +267,36 @@ impl Runtime {
     /// The whole life of one execution (see the module docs).
     async fn run_task(
         &self,
-        language: Language,
+        what: Runnable,
         mut req: ExecRequest,
         mut ctx: ExecContext,
     ) -> ExecOutcome {
         let audit = &self.policy().audit;
+        let language = match what {
+            Runnable::Code(language) => language,
+            Runnable::Skill { name, args } => {
+                match skills::resolve(&self.catalog, &self.skills, &name, &args).await {
+                    Ok(skill) => {
+                        req.code = skill.code;
+                        // A skill was saved to be run: it is not checked at each call.
+                        req.check = Some(false);
+                        req.skill = Some(SkillRun {
+                            name: skill.name,
+                            args,
+                            warnings: skill.warnings,
+                        });
+                        skill.language
+                    }
+                    Err(e) => {
+                        audit.record_now(AuditEvent::RunRefused {
+                            client: ctx.principal.to_string(),
+                            reason: e.to_string(),
+                        });
+                        return ExecOutcome::refused(RunError::from(e).info());
+                    }
+                }
+            }
+        };
         let mut span = ExecSpan::start(language, &req, &ctx);
         ctx.trace = span.0.context().cloned();
         let client = ctx.principal.to_string();
@@ -301,7 +338,7 @@ impl Runtime {
             code_bytes: req.code.len(),
             allowed_tools: req.allowed_tools.clone(),
             session: session.as_ref().map(|s| s.id.clone()),
-            skill: None,
+            skill: req.skill.as_ref().map(|s| s.name.clone()),
             parent: None,
         });
         let mut end = RunEnd {
@@ -312,6 +349,20 @@ impl Runtime {
         };
         let _in_use = session.as_ref().map(Session::in_use);
         let mut outcome = self.execute(language, &req, &ctx, session.as_ref()).await;
+        if let Some(skill) = &req.skill {
+            // What changed under the skill since it was saved comes first, in the host's words.
+            let said = skill.warnings.iter().map(|w| LogEntry {
+                level: HOST_LEVEL,
+                text: format!("[skill {}] {w}", skill.name),
+            });
+            outcome.logs.splice(0..0, said);
+            // A failed skill's error says it too: the change is the likely cause.
+            if let Some(e) = outcome.error.as_mut() {
+                for w in &skill.warnings {
+                    e.message.push_str(&format!(" ({w})"));
+                }
+            }
+        }
         if let Some(info) = info.as_mut() {
             info.state_lost = outcome.session.take().and_then(|run| run.state_lost);
             outcome.session = Some(info.clone());

@@ -18,6 +18,7 @@ use crate::error::RunError;
 use crate::host::bridge::RunHost;
 use crate::host::net::FetchState;
 use crate::host::scope::{Inherit, RunScope, ScopeParts};
+use crate::host::skills::NestedEnd;
 use crate::lease::{Files, Lease};
 use crate::live::sessions::{self, Session};
 use crate::outcome::{ExecOutcome, SessionInfo, UNSANDBOXED_WARNING};
@@ -61,6 +62,22 @@ impl Runtime {
         ctx: &ExecContext,
         session: Option<&Arc<Session>>,
     ) -> ExecOutcome {
+        self.execute_ended(language, req, ctx, session)
+            .await
+            .outcome
+    }
+
+    /// [`Runtime::execute`], with why the run itself failed when it did (refused, stopped,
+    /// crashed), typed: what a run nested in another tells its caller's code
+    /// ([`crate::host::skills::NestedEnd`]). The outcome's `error` is the same failure as the
+    /// answer carries it, or the code's own exception.
+    pub(crate) async fn execute_ended(
+        &self,
+        language: Language,
+        req: &ExecRequest,
+        ctx: &ExecContext,
+        session: Option<&Arc<Session>>,
+    ) -> NestedEnd {
         let started = Instant::now();
         let mut out = ExecOutcome {
             result: Value::Null,
@@ -76,15 +93,22 @@ impl Runtime {
             llm: None,
             upstream: None,
         };
-        if let Err(e) = self.run_phases(language, req, ctx, session, &mut out).await {
-            out.error = Some(e.info());
-        }
+        let failure = match self.run_phases(language, req, ctx, session, &mut out).await {
+            Ok(failure) => failure,
+            Err(e) => {
+                out.error = Some(e.info());
+                Some(e)
+            }
+        };
         out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
-        out
+        NestedEnd {
+            outcome: out,
+            failure,
+        }
     }
 
     /// [`Runtime::execute`]'s phases; an `Err` is a refusal before the drive, which the
-    /// outcome carries as its error.
+    /// outcome carries as its error; `Ok(Some(_))` a drive that failed (already in `out`).
     async fn run_phases(
         &self,
         language: Language,
@@ -92,7 +116,7 @@ impl Runtime {
         ctx: &ExecContext,
         session: Option<&Arc<Session>>,
         out: &mut ExecOutcome,
-    ) -> Result<(), RunError> {
+    ) -> Result<Option<RunError>, RunError> {
         let limits = self.limits_for(req)?;
         // The deadline runs from here: preparing the code counts against it.
         let deadline = tokio::time::Instant::now() + limits.timeout;
@@ -193,10 +217,11 @@ impl Runtime {
             stripped: prepared.stripped,
             watched,
         };
-        self.drive_and_settle(req, ctx, session, &scope, spill, run, out)
+        let failure = self
+            .drive_and_settle(req, ctx, session, &scope, spill, run, out)
             .await;
         drop(run_workspace);
-        Ok(())
+        Ok(failure)
     }
 
     /// The request's limits (the configured ones, narrowed by what it asks; a long run's
@@ -351,7 +376,7 @@ impl Runtime {
             },
             persist,
             access,
-            args: req.args.clone(),
+            args: req.skill.as_ref().map(|s| s.args.clone()),
         };
         let frame = encode(&HostFrame::Run(run))
             .map_err(|e| RunError::Internal(format!("cannot encode the run: {e}")))?;
@@ -401,7 +426,7 @@ impl Runtime {
         spill: Option<Spill>,
         run: Leased<'_, '_>,
         out: &mut ExecOutcome,
-    ) {
+    ) -> Option<RunError> {
         let Leased {
             mut lease,
             before,
@@ -456,6 +481,8 @@ impl Runtime {
         out.llm = (llm.calls > 0).then_some(llm);
         let mut reusable = None;
         let mut quota_failed = false;
+        // Why the run failed, when the host ended it (the code's own exception is `out.error`).
+        let mut failure = None;
         match ended {
             Ok(Ok(Finished {
                 outcome,
@@ -469,12 +496,9 @@ impl Runtime {
                     }
                     // The drive loop turns a reference to a kept reply into its string.
                     RunOutcome::Reply { id } => {
-                        out.error = Some(
-                            RunError::Worker(format!(
-                                "the result refers to reply {id}, which was not resolved"
-                            ))
-                            .info(),
-                        );
+                        failure = Some(RunError::Worker(format!(
+                            "the result refers to reply {id}, which was not resolved"
+                        )));
                     }
                     RunOutcome::Err { mut error } => {
                         if let Some(stripped) = &stripped {
@@ -488,19 +512,19 @@ impl Runtime {
             }
             Ok(Err(Failure::Protocol(e))) => {
                 worker.kill();
-                out.error = Some(RunError::Worker(e).info());
+                failure = Some(RunError::Worker(e));
             }
             Ok(Err(Failure::Exited)) => {
-                out.error = Some(RunError::WorkerCrashed(worker.exit_description().await).info());
+                failure = Some(RunError::WorkerCrashed(worker.exit_description().await));
             }
             Ok(Err(Failure::Quota(message))) => {
                 worker.kill();
                 quota_failed = true;
-                out.error = Some(RunError::Limit(message).info());
+                failure = Some(RunError::Limit(message));
             }
             Err(_) => {
                 worker.kill();
-                out.error = Some(RunError::timeout(limits.timeout).info());
+                failure = Some(RunError::timeout(limits.timeout));
             }
         }
         // A session run that ended well may still leave its workspace over the quota.
@@ -509,20 +533,28 @@ impl Runtime {
                 workspace::measure(dir, self.live.sessions().limits(), Some(before)).await,
                 before,
                 self.live.sessions().limits(),
-                out.error.as_ref(),
+                failure
+                    .as_ref()
+                    .map(RunError::info)
+                    .or(out.error.clone())
+                    .as_ref(),
             )
         {
             out.result = Value::Null;
             quota_failed = true;
-            out.error = Some(RunError::Limit(over).info());
+            failure = Some(RunError::Limit(over));
         }
         // A measured session workspace gets back what the failed run wrote, so failed runs
         // cannot add up; its worker (whose threads may still write) is stopped first.
-        if let (true, Some(s), Some(e)) = (quota_failed, session, out.error.as_mut())
+        if let (true, Some(s), Some(RunError::Limit(message))) =
+            (quota_failed, session, &mut failure)
             && let Some(note) = workspace::take_back(&mut lease.worker, &s.workspace, before).await
         {
             reusable = None;
-            e.message.push_str(&note);
+            message.push_str(&note);
+        }
+        if let Some(f) = &failure {
+            out.error = Some(f.info());
         }
         // A session's worker the code left threads or processes running in is stopped with
         // this execution: they must neither act under the next execution's grants nor outlive
@@ -551,6 +583,7 @@ impl Runtime {
         out.logs = captured.logs;
         out.output_file = captured.file.map(|p| p.display().to_string());
         pii_exit(scope, out, &self.policy);
+        failure
     }
 
     /// The tools of already-connected servers, for enumerable `tools.server` proxies; their

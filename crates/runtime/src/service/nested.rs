@@ -7,9 +7,8 @@ use serde_json::Value;
 
 use super::state::Runtime;
 use crate::host::scope::RunScope;
-use crate::host::skills::{Nested, NestedRun, NestedWhat};
-use crate::outcome::ExecOutcome;
-use crate::run::execution::{ExecContext, ExecRequest, NestedOf, RunEnd};
+use crate::host::skills::{Nested, NestedEnd, NestedRun, NestedWhat};
+use crate::run::execution::{ExecContext, ExecRequest, NestedOf, RunEnd, SkillRun};
 use policy::audit::{AuditEvent, sha256_hex};
 use tools::skills::store::Skills;
 
@@ -22,7 +21,7 @@ impl Nested for Runtime {
         &'a self,
         scope: &'a RunScope,
         run: NestedRun,
-    ) -> futures::future::BoxFuture<'a, ExecOutcome> {
+    ) -> futures::future::BoxFuture<'a, NestedEnd> {
         Box::pin(async move {
             let inherit = &scope.inherit;
             let depth = scope.depth + 1;
@@ -56,10 +55,13 @@ impl Nested for Runtime {
             // A skill runs under its caller's allowedTools; code given to an execute tool
             // under its own, inside its caller's (and theirs).
             let mut within = inherit.within.clone();
-            let (skill, args, allowed_tools, limits, enable_sampling, check) = match what {
+            let (skill, allowed_tools, limits, enable_sampling, check) = match what {
                 NestedWhat::Skill { name, args } => (
-                    Some(name),
-                    Some(args),
+                    Some(SkillRun {
+                        name,
+                        args,
+                        warnings: Vec::new(),
+                    }),
                     inherit.allowed_tools.clone(),
                     inherit.limits,
                     inherit.enable_sampling,
@@ -77,7 +79,7 @@ impl Nested for Runtime {
                     if let Some(asked) = asked {
                         timeout_ms = timeout_ms.min(asked.max(1));
                     }
-                    (None, None, allowed_tools, limits, enable_sampling, check)
+                    (None, allowed_tools, limits, enable_sampling, check)
                 }
             };
             let req = ExecRequest {
@@ -91,7 +93,7 @@ impl Nested for Runtime {
                 enable_sampling,
                 permissions: inherit.permissions.clone(),
                 trace: scope.trace.clone(),
-                args,
+                skill,
                 check,
             };
             let mut ctx = ExecContext::new(scope.principal.clone());
@@ -116,7 +118,7 @@ impl Nested for Runtime {
                 code_bytes: req.code.len(),
                 allowed_tools: req.allowed_tools.clone(),
                 session: None,
-                skill,
+                skill: req.skill.as_ref().map(|s| s.name.clone()),
                 parent: Some(scope.execution.clone()),
             });
             let mut end = RunEnd {
@@ -125,9 +127,9 @@ impl Nested for Runtime {
                 started: Instant::now(),
                 tool_calls: ctx.tool_calls.clone(),
             };
-            let outcome = self.execute(language, &req, &ctx, None).await;
-            end.write(&outcome);
-            outcome
+            let ended = self.execute_ended(language, &req, &ctx, None).await;
+            end.write(&ended.outcome);
+            ended
         })
     }
 
