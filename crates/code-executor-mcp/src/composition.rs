@@ -175,7 +175,7 @@ impl Core {
             mode: Mode::Plain { asks: None },
         };
         match self.runtime.begin(start).and_then(Started::waiting) {
-            Ok(run) => run.outcome().await,
+            Ok(run) => run.outcome().await.into_ran(),
             Err(e) => ExecOutcome::refused(e.info()),
         }
     }

@@ -41,10 +41,63 @@ pub struct ExecOutcome {
     /// Model calls the code made, and their tokens (present when it made any).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm: Option<policy::llm::LlmUsage>,
-    /// A pinned direct tool's call: the upstream's own result, which is the whole answer
-    /// (not part of an execution's).
-    #[serde(skip)]
-    pub upstream: Option<Box<rmcp::model::CallToolResult>>,
+}
+
+/// How a started execution ended: code that ran, or one call of a pinned direct tool. Each
+/// face answers by the variant (`execution_result`, the upstream's own result), never by the
+/// tool's name.
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "code's outcome is the common case; it moves once through a channel, boxed in `Event`"
+)]
+pub enum Outcome {
+    /// Code ran (or was refused, or cancelled): its result, logs and error.
+    Ran(ExecOutcome),
+    /// A pinned direct tool's call (`runtime::door::Work::Direct`).
+    Called(Called),
+}
+
+/// A pinned direct tool's call: the upstream's own result (its `isError` included), which is
+/// the whole answer; or why the call was refused or failed, as code would have caught it.
+#[derive(Debug)]
+pub struct Called {
+    pub result: Result<Box<rmcp::model::CallToolResult>, ErrorInfo>,
+    pub tool_calls: u32,
+    pub duration_ms: f64,
+}
+
+impl Called {
+    /// A call that was not made, for `error`.
+    pub fn refused(error: ErrorInfo) -> Called {
+        Called {
+            result: Err(error),
+            tool_calls: 0,
+            duration_ms: 0.0,
+        }
+    }
+}
+
+impl Outcome {
+    /// An execution whose handle was dropped or cancelled before it finished.
+    pub fn cancelled() -> Outcome {
+        Outcome::Ran(ExecOutcome::cancelled())
+    }
+
+    /// The outcome of code, for a face that starts only code (a direct call, which such a
+    /// face never starts, is an internal error there rather than a lost answer).
+    pub fn into_ran(self) -> ExecOutcome {
+        match self {
+            Outcome::Ran(out) => out,
+            Outcome::Called(_) => ExecOutcome::refused(ErrorInfo {
+                name: "InternalError".into(),
+                message: "a pinned direct tool's call was answered where code's outcome was \
+                          expected"
+                    .into(),
+                stack: None,
+            }),
+        }
+    }
 }
 
 /// What an answer says about its session.
@@ -80,7 +133,6 @@ impl ExecOutcome {
             memory_peak_bytes: None,
             result_bytes: 0,
             llm: None,
-            upstream: None,
         }
     }
 }

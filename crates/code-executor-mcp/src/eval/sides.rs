@@ -22,8 +22,9 @@ use super::error::EvalError;
 use crate::composition::Core;
 use crate::server::CodeExecutorServer;
 use policy::principal::Principal;
-use runtime::ExecOutcome;
 use runtime::door::{Caller, DirectCall, Mode, Start, Started, Work};
+use runtime::outcome::{Called, Outcome};
+use worker_protocol::ErrorInfo;
 
 /// The principal both sides run as: the name our MCP client declares to our server, and the
 /// one its direct steps are made for (rules, rate, approvals remembered, audit lines).
@@ -136,11 +137,18 @@ impl Ours {
             },
             mode: Mode::Plain { asks: None },
         };
-        let outcome = match self.core.runtime.begin(start).and_then(Started::waiting) {
-            Ok(run) => run.outcome().await,
-            Err(e) => ExecOutcome::refused(e.info()),
+        let called = match self.core.runtime.begin(start).and_then(Started::waiting) {
+            Ok(run) => match run.outcome().await {
+                Outcome::Called(called) => called,
+                Outcome::Ran(out) => Called::refused(out.error.unwrap_or_else(|| ErrorInfo {
+                    name: "InternalError".into(),
+                    message: "a direct call ended as code".into(),
+                    stack: None,
+                })),
+            },
+            Err(e) => Called::refused(e.info()),
         };
-        (Direct::of(outcome), t.elapsed())
+        (Direct::of(called), t.elapsed())
     }
 
     /// Waits (at most [`POOL_WAIT`]) until every worker pool holds its target, so the first
@@ -192,17 +200,14 @@ pub(crate) enum Direct {
 }
 
 impl Direct {
-    fn of(outcome: ExecOutcome) -> Direct {
-        if let Some(result) = outcome.upstream {
-            return Direct::Answered(*result);
-        }
-        match outcome.error {
-            Some(e) if REFUSALS.contains(&e.name.as_str()) => Direct::Refused {
+    fn of(called: Called) -> Direct {
+        match called.result {
+            Ok(result) => Direct::Answered(*result),
+            Err(e) if REFUSALS.contains(&e.name.as_str()) => Direct::Refused {
                 error: e.name,
                 message: e.message,
             },
-            Some(e) => Direct::Failed(format!("{}: {}", e.name, e.message)),
-            None => Direct::Failed("the call ended without a result".into()),
+            Err(e) => Direct::Failed(format!("{}: {}", e.name, e.message)),
         }
     }
 

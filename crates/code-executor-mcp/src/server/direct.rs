@@ -17,7 +17,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::composition::Core;
 use policy::ToolAllowlist;
-use runtime::ExecOutcome;
+use runtime::outcome::Called;
 use tools::catalog::Catalog;
 use tools::catalog::direct::Pinned;
 
@@ -74,18 +74,19 @@ pub(super) async fn find(core: &Core, name: &str) -> Option<(String, String)> {
 
 /// A direct call's answer: the upstream's result as it came (content, structured content,
 /// `isError`), or a tool error naming what refused or failed the call (`PolicyError: ...`).
-pub(super) fn answer(outcome: ExecOutcome) -> CallToolResult {
-    if let Some(mut result) = outcome.upstream {
-        // An upstream of an earlier revision sends no `resultType`; a 2026-07-28 client needs
-        // it (rmcp strips it again for earlier peers).
-        result.result_type = Some(ResultType::COMPLETE);
-        return *result;
+pub(super) fn answer(called: Called) -> CallToolResult {
+    match called.result {
+        Ok(mut result) => {
+            // An upstream of an earlier revision sends no `resultType`; a 2026-07-28 client
+            // needs it (rmcp strips it again for earlier peers).
+            result.result_type = Some(ResultType::COMPLETE);
+            *result
+        }
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+            "{}: {}",
+            e.name, e.message
+        ))]),
     }
-    let text = match &outcome.error {
-        Some(e) => format!("{}: {}", e.name, e.message),
-        None => "the call ended without a result".to_string(),
-    };
-    CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
 /// How often a client that was told of no change is checked for having gone away.

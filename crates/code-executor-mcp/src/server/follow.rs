@@ -4,7 +4,8 @@
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolResponse, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    CallToolResponse, CallToolResult, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses,
 };
 use serde_json::Value;
 
@@ -13,7 +14,7 @@ use super::render::execution_result_owned;
 use crate::composition::Core;
 use policy::principal::Principal;
 use runtime::execution::{Event, Execution};
-use tools::own_tools;
+use runtime::outcome::Outcome;
 
 /// Questions one execution may have open at once on 2026-07-28 (each waits in its own
 /// pause; more wait for a slot in the channel).
@@ -31,17 +32,7 @@ pub(super) async fn follow(
 ) -> Result<CallToolResponse, McpError> {
     loop {
         match execution.next().await {
-            Event::Done(outcome) => {
-                // Only the execute tools follow executions; any other name is a pinned
-                // direct tool's, answered with the upstream's result.
-                let executes = own_tools::lookup(tool).is_some_and(|n| n.tool.executes());
-                return Ok(if executes {
-                    execution_result_owned(*outcome)
-                } else {
-                    direct::answer(*outcome)
-                }
-                .into());
-            }
+            Event::Done(outcome) => return Ok(answer(*outcome).into()),
             Event::Asks(asks) => {
                 let mut requests = InputRequests::new();
                 let mut waiting = Vec::new();
@@ -71,6 +62,15 @@ pub(super) async fn follow(
                 return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
             }
         }
+    }
+}
+
+/// The answer to what ended: code's outcome as an execution's result, a pinned direct tool's
+/// call as the upstream's own result.
+pub(super) fn answer(outcome: Outcome) -> CallToolResult {
+    match outcome {
+        Outcome::Ran(out) => execution_result_owned(out),
+        Outcome::Called(called) => direct::answer(called),
     }
 }
 

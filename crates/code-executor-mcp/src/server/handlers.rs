@@ -21,6 +21,7 @@ use policy::principal::Principal;
 use runtime::ExecOutcome;
 use runtime::door::{Caller, DirectCall, Mode, Start, Started, Work};
 use runtime::execution::{ExecRequest, SessionArg};
+use runtime::outcome::Called;
 use runtime::parked::Kind;
 use runtime::run::client::{ClientLink, InputRoute};
 use runtime::worker::Language;
@@ -342,6 +343,6 @@ async fn direct_call(
     };
     match core.runtime.begin(start).and_then(Started::waiting) {
         Ok(execution) => follow(core, execution, &principal, name).await,
-        Err(e) => Ok(direct::answer(ExecOutcome::refused(e.info())).into()),
+        Err(e) => Ok(direct::answer(Called::refused(e.info())).into()),
     }
 }

@@ -34,6 +34,7 @@ use policy::principal::Principal;
 use runtime::ExecOutcome;
 use runtime::door::{Start, Work};
 use runtime::error::RunError;
+use runtime::outcome::Outcome;
 use runtime::parked::{Kind, Published, Snapshot};
 
 /// `_meta` key of a task's structured progress in `tasks/get`.
@@ -105,10 +106,10 @@ pub(super) async fn plain(core: &Core, start: Start) -> CallToolResult {
     };
     let outcome = match started.waiting() {
         Ok(run) => run.outcome().await,
-        Err(e) => ExecOutcome::refused(e.info()),
+        Err(e) => Outcome::Ran(ExecOutcome::refused(e.info())),
     };
     audit.execution = None;
-    execution_result(&outcome)
+    super::follow::answer(outcome)
 }
 
 /// Writes `run.cancel` (by `notifications/cancelled`) when a request is dropped before its

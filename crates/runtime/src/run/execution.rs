@@ -30,7 +30,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::client::{Ask, ClientLink};
 use super::events::Events;
-use crate::outcome::ExecOutcome;
+use crate::outcome::{ExecOutcome, Outcome};
 use crate::worker::Language;
 use policy::RequestLimits;
 use policy::audit::{AuditEvent, AuditLog};
@@ -168,7 +168,7 @@ impl ExecContext {
 
 /// The handle of a started execution. Dropping it cancels the execution.
 pub struct Execution {
-    done: tokio::sync::oneshot::Receiver<ExecOutcome>,
+    done: tokio::sync::oneshot::Receiver<Outcome>,
     /// Questions for the client that travel by MRTR (see `runtime::paused`).
     asks: Option<tokio::sync::mpsc::Receiver<Ask>>,
     _cancel_on_drop: DropGuard,
@@ -176,7 +176,7 @@ pub struct Execution {
 
 /// What a started execution did next.
 pub enum Event {
-    Done(Box<ExecOutcome>),
+    Done(Box<Outcome>),
     /// It waits for the client's answers to these questions (all it asked meanwhile).
     Asks(Vec<Ask>),
 }
@@ -199,7 +199,7 @@ impl Execution {
         };
         tokio::select! {
             biased;
-            outcome = &mut self.done => Event::Done(Box::new(outcome.unwrap_or_else(|_| ExecOutcome::cancelled()))),
+            outcome = &mut self.done => Event::Done(Box::new(outcome.unwrap_or_else(|_| Outcome::cancelled()))),
             Some(first) = asked => {
                 let mut all = vec![first];
                 if let Some(rx) = self.asks.as_mut() {
@@ -213,10 +213,10 @@ impl Execution {
     }
 
     /// Waits for the outcome.
-    pub async fn outcome(mut self) -> ExecOutcome {
+    pub async fn outcome(mut self) -> Outcome {
         match (&mut self.done).await {
             Ok(outcome) => outcome,
-            Err(_) => ExecOutcome::cancelled(),
+            Err(_) => Outcome::cancelled(),
         }
     }
 }
@@ -225,7 +225,7 @@ impl Execution {
     /// The handle of an execution whose task sends its outcome to `done`; dropping the handle
     /// cancels `cancel`.
     pub fn new(
-        done: tokio::sync::oneshot::Receiver<ExecOutcome>,
+        done: tokio::sync::oneshot::Receiver<Outcome>,
         cancel: CancellationToken,
     ) -> Execution {
         Execution {

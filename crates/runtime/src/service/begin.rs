@@ -15,7 +15,7 @@ use crate::host::scope::{Inherit, RunScope, ScopeParts};
 use crate::host::skills;
 use crate::live::parked::{Kind, ParkError};
 use crate::live::sessions::{EndReason, Session, SessionError};
-use crate::outcome::{ExecOutcome, LogEntry, SessionInfo};
+use crate::outcome::{Called, ExecOutcome, LogEntry, Outcome, SessionInfo};
 use crate::run::client::Ask;
 use crate::run::execution::{
     Event, ExecContext, ExecRequest, ExecSpan, Execution, RunEnd, SessionArg, SkillRun,
@@ -68,7 +68,7 @@ impl Runtime {
                 let execution = ctx.execution.clone();
                 let runtime = self.clone();
                 let mut run = self.spawn(ctx, move |ctx| async move {
-                    runtime.run_direct(call, ctx).await
+                    Outcome::Called(runtime.run_direct(call, ctx).await)
                 });
                 if let Some(asks) = asks {
                     run = run.with_asks(asks);
@@ -113,7 +113,7 @@ impl Runtime {
     fn start(self: &Arc<Self>, what: Runnable, req: ExecRequest, ctx: ExecContext) -> Execution {
         let runtime = self.clone();
         self.spawn(ctx, move |ctx| async move {
-            runtime.run_task(what, req, ctx).await
+            Outcome::Ran(runtime.run_task(what, req, ctx).await)
         })
     }
 
@@ -122,7 +122,7 @@ impl Runtime {
     fn spawn<F, Fut>(&self, ctx: ExecContext, run: F) -> Execution
     where
         F: FnOnce(ExecContext) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = ExecOutcome> + Send + 'static,
+        Fut: std::future::Future<Output = Outcome> + Send + 'static,
     {
         let (tx, done) = tokio::sync::oneshot::channel();
         let cancel = ctx.cancel.clone();
@@ -143,7 +143,7 @@ impl Runtime {
     /// call, exactly as code makes it (rules, rate, schema, approval, upstream, audit
     /// line). The deadline is the upstream call timeout, standing still while a person
     /// decides an approval.
-    async fn run_direct(&self, call: DirectCall, mut ctx: ExecContext) -> ExecOutcome {
+    async fn run_direct(&self, call: DirectCall, mut ctx: ExecContext) -> Called {
         let started = Instant::now();
         ctx.trace = call.trace.clone();
         let client = ctx.principal.to_string();
@@ -160,13 +160,13 @@ impl Runtime {
                     client,
                     reason: reason.to_string(),
                 });
-                return ExecOutcome::refused(RunError::Busy(reason.to_string()).info());
+                return Called::refused(RunError::Busy(reason.to_string()).info());
             }
         };
         ctx.tool_rate = Some(admitted.tool_calls.clone());
         let limits = match Limits::configured(&self.policy.execution, None) {
             Ok(l) => l,
-            Err(e) => return ExecOutcome::refused(RunError::Limits(e).info()),
+            Err(e) => return Called::refused(RunError::Limits(e).info()),
         };
         // The upstream's own timeout (which names the server and tool) comes first; this
         // margin only catches a call that outlives it.
@@ -196,22 +196,18 @@ impl Runtime {
             bridge::call_direct(&self.catalog, &scope, &call.server, &call.tool, call.args),
         )
         .await;
-        let mut out = ExecOutcome::refused(
-            RunError::CallTimeout {
-                timeout_ms: timeout.as_millis(),
-            }
-            .info(),
-        );
-        match called {
-            Ok(Ok(result)) => {
-                out.error = None;
-                out.upstream = Some(Box::new(result));
-            }
-            Ok(Err(error)) => out.error = Some(error),
-            Err(()) => {}
-        }
-        out.tool_calls = ctx.tool_calls.load(Ordering::Relaxed);
-        out.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+        let out = Called {
+            result: match called {
+                Ok(Ok(result)) => Ok(Box::new(result)),
+                Ok(Err(error)) => Err(error),
+                Err(()) => Err(RunError::CallTimeout {
+                    timeout_ms: timeout.as_millis(),
+                }
+                .info()),
+            },
+            tool_calls: ctx.tool_calls.load(Ordering::Relaxed),
+            duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+        };
         // The call's line is on disk before the client has the answer, as an execution's
         // lines are with its run.end.
         self.policy().audit.flush();
@@ -250,7 +246,8 @@ impl Runtime {
             // Questions (a task of a 2026-07-28 client) wait on the entry for `tasks/update`.
             let outcome = loop {
                 match execution.next().await {
-                    Event::Done(outcome) => break *outcome,
+                    // Parked work is code (a direct call is answered plainly).
+                    Event::Done(outcome) => break outcome.into_ran(),
                     Event::Asks(asks) => match runtime.upgrade() {
                         Some(rt) => rt.live().parked().ask(&key, asks),
                         None => return,

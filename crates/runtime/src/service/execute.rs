@@ -91,7 +91,6 @@ impl Runtime {
             memory_peak_bytes: None,
             result_bytes: 0,
             llm: None,
-            upstream: None,
         };
         let failure = match self.run_phases(language, req, ctx, session, &mut out).await {
             Ok(failure) => failure,
