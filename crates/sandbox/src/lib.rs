@@ -27,6 +27,7 @@ pub mod heap;
 #[cfg(target_os = "linux")]
 mod linux;
 mod policy;
+pub mod process;
 mod report;
 // Compiled for its tests on Linux too, so the fallback is checked where CI runs.
 #[cfg(any(not(target_os = "linux"), test))]

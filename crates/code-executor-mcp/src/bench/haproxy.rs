@@ -6,7 +6,7 @@
 //! deploy/haproxy/haproxy.cfg) with its list of replicas replaced; the replicas are the built
 //! binary (`serve --http --replica-id bN`) with the settings of `bench --http`. Each round also
 //! says where the CPU went (the machine's busy share, HAProxy's and this client's, from
-//! /proc), which is what bounds the rate on a small machine.
+//! the system), which is what bounds the rate on a small machine.
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
@@ -87,34 +87,7 @@ async fn start_haproxy(
 
 /// CPU ticks (user + system) of `pid`, or of the whole machine (busy) with `None`.
 fn ticks(pid: Option<u32>) -> u64 {
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    match pid {
-        Some(pid) => {
-            let stat = read(&format!("/proc/{pid}/stat"));
-            // After the command's closing parenthesis: state is field 3, utime 14, stime 15.
-            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-            let f: Vec<u64> = rest
-                .split_whitespace()
-                .map(|x| x.parse().unwrap_or(0))
-                .collect();
-            f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)
-        }
-        None => {
-            let stat = read("/proc/stat");
-            let cpu: Vec<u64> = stat
-                .lines()
-                .next()
-                .unwrap_or("")
-                .split_whitespace()
-                .skip(1)
-                .map(|x| x.parse().unwrap_or(0))
-                .collect();
-            // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
-            cpu.iter().take(8).sum::<u64>()
-                - cpu.get(3).copied().unwrap_or(0)
-                - cpu.get(4).copied().unwrap_or(0)
-        }
-    }
+    sandbox::process::cpu_ticks(pid.map(sandbox::process::Which::Pid)).unwrap_or(0)
 }
 
 /// A round, with where the CPU went during it (percent of one core; the machine's share is

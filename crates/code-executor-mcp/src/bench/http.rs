@@ -133,10 +133,9 @@ pub(super) async fn round(
     }))
 }
 
-fn status_kib(pid: u32, key: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with(key))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+/// Peak resident memory, in KiB.
+fn peak_kib(pid: u32) -> Option<u64> {
+    sandbox::process::peak_bytes(sandbox::process::Which::Pid(pid)).map(|b| b / 1024)
 }
 
 /// The built binary serving HTTP (with `extra` after `serve --http 127.0.0.1:0`); its pid
@@ -253,7 +252,7 @@ pub(crate) async fn run(exe: PathBuf, args: &BenchArgs) -> anyhow::Result<ExitCo
     let pid = ours.id().context("our server has no pid")?;
     let base = url.trim_end_matches("/mcp").to_string();
     wait_ready(&base).await?;
-    let idle_rss = status_kib(pid, "VmRSS:");
+    let idle_rss = super::measure::rss_kib(pid);
 
     let echo = json!({"message": "hello"});
     let trivial = json!({"code": "return 1"});
@@ -262,7 +261,7 @@ pub(crate) async fn run(exe: PathBuf, args: &BenchArgs) -> anyhow::Result<ExitCo
     for c in CLIENTS {
         let direct = round(&direct_url, &[], c, per_client, "echo", &echo).await?;
         let ours = round(&url, &tokens, c, per_client, "execute_typescript", &trivial).await?;
-        let rss_now = status_kib(pid, "VmRSS:");
+        let rss_now = super::measure::rss_kib(pid);
         if c == max {
             rss_at_max = rss_now;
         }
@@ -282,7 +281,7 @@ pub(crate) async fn run(exe: PathBuf, args: &BenchArgs) -> anyhow::Result<ExitCo
             }),
         );
     }
-    let peak = status_kib(pid, "VmHWM:");
+    let peak = peak_kib(pid);
     let report = json!({
         "http": {
             "clients": rounds,

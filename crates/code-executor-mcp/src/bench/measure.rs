@@ -158,11 +158,9 @@ pub(super) fn median(v: &Value) -> f64 {
     v["median"].as_f64().unwrap_or(f64::NAN)
 }
 
-/// Resident memory of a process, from /proc.
+/// Resident memory of a process, in KiB.
 pub(super) fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    sandbox::process::resident_bytes(sandbox::process::Which::Pid(pid)).map(|b| b / 1024)
 }
 
 /// Start-to-first-`tools/list` of a server in ms, the client, and the server's pid.

@@ -46,7 +46,7 @@ fn servers() -> anyhow::Result<Vec<LinkFile>> {
         let Ok(link) = serde_json::from_str::<LinkFile>(&text) else {
             continue;
         };
-        if std::path::Path::new(&format!("/proc/{}", link.pid)).exists() {
+        if sandbox::process::exists(link.pid) {
             found.push(link);
         } else {
             let _ = std::fs::remove_file(&path);

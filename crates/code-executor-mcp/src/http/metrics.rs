@@ -165,9 +165,7 @@ type PoolFamily = (
     fn(&PoolStats) -> u64,
 );
 
-/// The server's resident set size, from /proc.
+/// The server's resident set size, as the system tells it.
 pub(crate) fn resident_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
+    sandbox::process::resident_bytes(sandbox::process::Which::Me)
 }

@@ -8,6 +8,7 @@
 mod cgroup;
 mod config;
 pub mod container;
+pub(crate) mod facts;
 mod forker;
 mod helper;
 mod landlock;
