@@ -29,6 +29,10 @@ pub struct CoreOptions {
     /// Set when this server is one of several replicas: the handles of what outlives a
     /// request name it (`replica`, docs/kubernetes.md).
     pub replica: replica::Replica,
+    /// Where what outlives the process is kept (`--store`, the `store` setting): opened by
+    /// the serving commands ([`crate::composition::open_store`]).
+    pub store: store::Spec,
+    pub store_limits: store::Limits,
 }
 
 impl CoreOptions {
