@@ -484,10 +484,11 @@ pub struct CheckSettings {
     pub memory_mb: Option<u64>,
 }
 
-/// `store` in the settings: a string (`none`, `sqlite:PATH`, `postgres://...`) or an object
-/// `{"url": ..., "maxBytesPerClient": N}`; `--store` overrides the URL.
+/// `store` in the settings: where what outlives the process is kept (`url`: `none`,
+/// `sqlite:PATH` or `postgres://...`; `--store` overrides it) and how much of it one client
+/// may have (docs/store.md).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(from = "RawStore")]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct StoreSettings {
     /// `none`/`memory`, `sqlite:PATH`, or a PostgreSQL URL (default: SQLite under the data
     /// directory).
@@ -508,44 +509,13 @@ impl Default for StoreSettings {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawStore {
-    Url(String),
-    Object(RawStoreObject),
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RawStoreObject {
-    url: Option<String>,
-    max_bytes_per_client: Option<u64>,
-}
-
-impl From<RawStore> for StoreSettings {
-    fn from(raw: RawStore) -> Self {
-        match raw {
-            RawStore::Url(url) => StoreSettings {
-                url: Some(url),
-                ..Default::default()
-            },
-            RawStore::Object(o) => StoreSettings {
-                url: o.url,
-                max_bytes_per_client: o
-                    .max_bytes_per_client
-                    .unwrap_or(DEFAULT_STORE_BYTES_PER_CLIENT),
-            },
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_store_is_a_url_or_an_object() {
-        let s = Settings::parse(r#"{"store": "postgres://db/x"}"#).unwrap();
+    fn the_store_is_read_and_checked() {
+        let s = Settings::parse(r#"{"store": {"url": "postgres://db/x"}}"#).unwrap();
         assert_eq!(s.store.url.as_deref(), Some("postgres://db/x"));
         let s =
             Settings::parse(r#"{"store": {"url": "none", "maxBytesPerClient": 4096}}"#).unwrap();
