@@ -98,7 +98,7 @@ async fn places(test: &str) -> Vec<Place> {
 }
 
 async fn start(place: &Place) -> (Harness, TempConfig) {
-    server(json!({ "store": place.url })).await
+    server(json!({ "store": { "url": place.url } })).await
 }
 
 #[tokio::test]
@@ -259,7 +259,7 @@ async fn a_store_that_cannot_be_used_stops_the_server_with_the_reason() {
 
 #[tokio::test]
 async fn without_a_store_nothing_survives() {
-    let (h, _d) = server(json!({ "store": "none" })).await;
+    let (h, _d) = server(json!({ "store": { "url": "none" } })).await;
     let (v, err) = call(
         &h,
         "execute_typescript",
@@ -270,7 +270,7 @@ async fn without_a_store_nothing_survives() {
     let id = v["session"]["id"].as_str().unwrap().to_string();
     sigkill(&h);
     drop(h);
-    let (h, _d2) = server(json!({ "store": "none" })).await;
+    let (h, _d2) = server(json!({ "store": { "url": "none" } })).await;
     let (v, err) = call(
         &h,
         "execute_typescript",

@@ -144,3 +144,119 @@ impl Parked {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::super::store::{ParkError, Parked, Published};
+    use super::Kind;
+    use crate::live::durable::Durable;
+    use crate::outcome::ExecOutcome;
+    use crate::run::execution::ExecContext;
+    use policy::long_runs::LongRunLimits;
+    use policy::principal::Principal;
+    use policy::redact::Redactor;
+
+    /// A table over the SQLite store in `dir`, as one server process has it.
+    async fn server(dir: &std::path::Path) -> (Parked, store::Shared) {
+        let store: store::Shared = Arc::new(
+            store::sqlite::Sqlite::open(&dir.join("store.sqlite3"), store::Limits::default())
+                .await
+                .unwrap(),
+        );
+        let mut p = Parked::new(LongRunLimits::default());
+        p.set_durable(Durable::new(
+            store.clone(),
+            Arc::new(Redactor::new(["sekrit-value-123"])),
+        ));
+        (p, store)
+    }
+
+    async fn handed(p: &Parked, who: &Principal) -> String {
+        let h = p
+            .reserve(
+                Kind::Task,
+                Duration::from_secs(60),
+                &ExecContext::new(who.clone()),
+            )
+            .unwrap();
+        assert!(matches!(
+            p.publish_as(&h, Duration::ZERO, true).await,
+            Some(Published::Handed(_))
+        ));
+        h
+    }
+
+    #[tokio::test]
+    async fn a_restarted_server_answers_finished_runs_and_reports_lost_ones() {
+        let dir = test_support::TempDir::new("recall");
+        let (alice, bob) = (Principal::new("alice"), Principal::new("bob"));
+        let (done, running, unhanded) = {
+            let (p, _) = server(&dir.0).await;
+            let done = handed(&p, &alice).await;
+            let mut o = ExecOutcome::cancelled();
+            o.error = None;
+            o.result = json!({"answer": 42, "token": "sekrit-value-123"});
+            p.finish(&done, o);
+            p.persist(&done).await;
+            let running = handed(&p, &alice).await;
+            // Reserved, never handed out: nothing is written.
+            let unhanded = p
+                .reserve(
+                    Kind::Task,
+                    Duration::from_secs(60),
+                    &ExecContext::new(alice.clone()),
+                )
+                .unwrap();
+            (done, running, unhanded)
+        };
+        // A new process on the same store.
+        let (p, store) = server(&dir.0).await;
+        let snap = p.get_or_recall(&alice, &done).await.unwrap();
+        let outcome = snap.outcome.unwrap();
+        assert_eq!(outcome.result["answer"], json!(42));
+        // Secrets the server knows never reach the store in the clear.
+        assert_eq!(outcome.result["token"], json!("[redacted]"));
+        let raw = store
+            .get(store::Key::new("alice", crate::live::durable::RUN, &done))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!String::from_utf8_lossy(&raw).contains("sekrit-value-123"));
+        let lost = p.get_or_recall(&alice, &running).await.unwrap();
+        let error = lost.outcome.unwrap().error.clone().unwrap();
+        assert_eq!(error.name, "LostToRestart");
+        assert!(
+            error.message.contains("lost to a server restart"),
+            "{error:?}"
+        );
+        // wait and tasks/result answer the same.
+        let waited = p
+            .wait(
+                &alice,
+                &running,
+                Duration::ZERO,
+                false,
+                &policy::audit::AuditLog::disabled(),
+            )
+            .await
+            .unwrap();
+        assert!(waited.outcome.is_some());
+        // Another principal, a handle never handed out, one never issued: unknown.
+        for (who, h) in [
+            (&bob, &done),
+            (&alice, &unhanded),
+            (&alice, &"run-nope".to_string()),
+        ] {
+            assert_eq!(
+                p.get_or_recall(who, h).await.err(),
+                Some(ParkError::Unknown(h.clone())),
+                "{who:?} {h}"
+            );
+        }
+    }
+}
