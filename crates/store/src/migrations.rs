@@ -46,10 +46,10 @@ pub const POSTGRES: &[&str] = &[
 pub fn plan(
     found: i64,
     steps: &'static [&'static str],
-) -> Result<&'static [&'static str], crate::StoreError> {
+) -> Result<&'static [&'static str], crate::error::StoreError> {
     let known = steps.len() as i64;
     if found > known {
-        return Err(crate::StoreError::SchemaTooNew { found, known });
+        return Err(crate::error::StoreError::SchemaTooNew { found, known });
     }
     Ok(&steps[usize::try_from(found.max(0)).unwrap_or(0)..])
 }
@@ -66,7 +66,7 @@ mod tests {
         assert_eq!(plan(1, SQLITE).map(<[_]>::len), Ok(0));
         assert!(matches!(
             plan(2, SQLITE),
-            Err(crate::StoreError::SchemaTooNew { found: 2, known: 1 })
+            Err(crate::error::StoreError::SchemaTooNew { found: 2, known: 1 })
         ));
     }
 }

@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
-use crate::{
-    Description, Key, Limits, Store, StoreError, check_part, expiry, migrations, now_ms,
-    prefix_chars, record_size,
+use crate::api::Store;
+use crate::error::StoreError;
+use crate::migrations;
+use crate::record::{
+    Description, Key, Limits, check_part, expiry, now_ms, prefix_chars, record_size,
 };
 
 const BACKEND: &str = "sqlite";

@@ -194,6 +194,14 @@ impl Durable {
     }
 }
 
+/// What a session of an earlier server comes back with (`super::revive`).
+pub struct Revived {
+    pub id: String,
+    /// What the next execution says was lost.
+    pub lost: String,
+    pub values: Vec<(String, Value)>,
+}
+
 #[derive(Serialize, Deserialize)]
 struct SessionMeta {
     language: String,

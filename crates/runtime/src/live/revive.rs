@@ -10,31 +10,11 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::sessions::{Session, SessionError, Sessions, Store, StoreError};
+use super::durable::Revived;
+use super::sessions::{Session, SessionError, Sessions, StoreError};
 use crate::worker::Language;
 use policy::audit::AuditLog;
 use policy::principal::Principal;
-
-/// What a session of an earlier server comes back with.
-pub struct Revived {
-    pub id: String,
-    /// What the next execution says was lost.
-    pub lost: String,
-    pub values: Vec<(String, Value)>,
-}
-
-impl Revived {
-    /// Its stored values, as a session keeps them.
-    pub(super) fn store(&self) -> Store {
-        let mut store = Store::default();
-        for (k, v) in &self.values {
-            let size = (k.len() + v.to_string().len()) as u64;
-            store.bytes += size;
-            store.values.insert(k.clone(), (v.clone(), size));
-        }
-        store
-    }
-}
 
 /// What a revived session's next execution says.
 const LOST: &str = "the server restarted since this session's last execution: its variables \
@@ -158,21 +138,4 @@ impl Sessions {
             }
         }
     }
-}
-
-/// Deletes the durable records of a session that ended (in the background; they expire
-/// anyway).
-pub(super) fn forget(s: &Arc<Session>) {
-    if !s.durable_opened.load(Ordering::Acquire) {
-        return;
-    }
-    let (Some(d), Ok(rt)) = (s.durable.clone(), tokio::runtime::Handle::try_current()) else {
-        return;
-    };
-    let (principal, id) = (s.principal.clone(), s.id.clone());
-    rt.spawn(async move {
-        if let Err(e) = d.forget_session(&principal, &id).await {
-            tracing::warn!("cannot delete the stored values of ended session {id}: {e}");
-        }
-    });
 }

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::live::durable::Durable;
+use crate::live::durable::{Durable, Revived};
 use crate::live::table::{Fate, Handles, Miss, mint};
 use crate::worker::{Language, WorkerProcess, bounded, roots, tree};
 use policy::audit::{AuditEvent, AuditLog};
@@ -231,32 +231,25 @@ impl Session {
     /// JSON values) stay within the session's cap.
     pub fn store(&self, key: String, value: Option<Value>) -> Result<(), StoreError> {
         let mut store = self.store.lock().map_err(|_| StoreError::Unavailable)?;
-        let old = store.values.get(&key).map_or(0, |(_, n)| *n);
-        let Some(value) = value else {
-            if store.values.remove(&key).is_some() {
-                store.bytes -= old;
-            }
-            return Ok(());
-        };
-        let size = (key.len() + value.to_string().len()) as u64;
-        let total = store.bytes - old + size;
-        if total > self.max_store_bytes {
-            return Err(StoreError::Full {
-                size,
-                key,
-                total,
-                max: self.max_store_bytes,
-            });
+        let size = self.room(&store, &key, value.as_ref())?;
+        let old = store.values.remove(&key).map_or(0, |(_, n)| n);
+        store.bytes -= old;
+        if let Some(value) = value {
+            store.bytes += size;
+            store.values.insert(key, (value, size));
         }
-        store.bytes = total;
-        store.values.insert(key, (value, size));
         Ok(())
     }
 
     /// Refuses `value` under `key` when it would bring the store past the session's cap.
     pub(super) fn check_room(&self, key: &str, value: Option<&Value>) -> Result<(), StoreError> {
         let store = self.store.lock().map_err(|_| StoreError::Unavailable)?;
-        let Some(value) = value else { return Ok(()) };
+        self.room(&store, key, value).map(|_| ())
+    }
+
+    /// What `value` under `key` takes, if it fits `store` within the cap.
+    fn room(&self, store: &Store, key: &str, value: Option<&Value>) -> Result<u64, StoreError> {
+        let Some(value) = value else { return Ok(0) };
         let old = store.values.get(key).map_or(0, |(_, n)| *n);
         let size = (key.len() + value.to_string().len()) as u64;
         let total = store.bytes - old + size;
@@ -268,7 +261,7 @@ impl Session {
                 max: self.max_store_bytes,
             });
         }
-        Ok(())
+        Ok(size)
     }
 
     /// The value kept under `key`.
@@ -382,7 +375,7 @@ impl Sessions {
         principal: &Principal,
         language: Language,
         audit: &AuditLog,
-        revived: Option<super::revive::Revived>,
+        revived: Option<Revived>,
     ) -> Result<Arc<Session>, SessionError> {
         if self.limits.max_workers == 0 {
             return Err(SessionError::Disabled);
@@ -412,12 +405,7 @@ impl Sessions {
                 lost: revived.as_ref().map(|r| r.lost.clone()),
                 data: Vec::new(),
             }),
-            store: Mutex::new(
-                revived
-                    .as_ref()
-                    .map(super::revive::Revived::store)
-                    .unwrap_or_default(),
-            ),
+            store: Mutex::new(revived.as_ref().map(restored).unwrap_or_default()),
             max_store_bytes: self.limits.max_store_bytes,
             durable: self.durable.clone(),
             durable_opened: std::sync::atomic::AtomicBool::new(revived.is_some()),
@@ -553,7 +541,7 @@ impl Sessions {
         let removed = table.end(id, |_| Some(reason))?;
         ended_now(&removed, reason);
         if reason != EndReason::Shutdown {
-            super::revive::forget(&removed);
+            forget(&removed);
         }
         Some(removed)
     }
@@ -619,6 +607,34 @@ impl Sessions {
         bounded::mount_on(&workspace.0, &self.limits);
         Ok(workspace)
     }
+}
+
+/// The stored values a session of an earlier server comes back with.
+fn restored(r: &Revived) -> Store {
+    let mut store = Store::default();
+    for (k, v) in &r.values {
+        let size = (k.len() + v.to_string().len()) as u64;
+        store.bytes += size;
+        store.values.insert(k.clone(), (v.clone(), size));
+    }
+    store
+}
+
+/// Deletes the durable records of a session that ended (in the background; they expire
+/// anyway).
+fn forget(s: &Arc<Session>) {
+    let (Some(d), Ok(rt)) = (s.durable.clone(), tokio::runtime::Handle::try_current()) else {
+        return;
+    };
+    if !s.durable_opened.load(Ordering::Acquire) {
+        return;
+    }
+    let (principal, id) = (s.principal.clone(), s.id.clone());
+    rt.spawn(async move {
+        if let Err(e) = d.forget_session(&principal, &id).await {
+            tracing::warn!("cannot delete the stored values of ended session {id}: {e}");
+        }
+    });
 }
 
 fn end_audit(audit: &AuditLog, s: &Session, reason: EndReason) {
