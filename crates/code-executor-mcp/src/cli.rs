@@ -194,7 +194,9 @@ fn load_with(cli: &Cli, only: Option<PathBuf>) -> anyhow::Result<(Config, Settin
         mb.saturating_mul(1024 * 1024)
     });
     opts.pool_shrink_after = settings.pool_shrink_after;
-    opts.store = store_spec(cli.store.as_deref().or(settings.store.url.as_deref()))?;
+    let named = cli.store.as_deref().or(settings.store.url.as_deref());
+    opts.store = store_spec(named)?;
+    opts.store_named = named.is_some();
     opts.store_limits = store::Limits {
         max_bytes_per_principal: settings.store.max_bytes_per_client,
     };
@@ -268,6 +270,7 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
         pool_shrink_after: tools::defaults::DEFAULT_POOL_SHRINK_AFTER,
         sandbox,
         store: store_spec(cli.store.as_deref())?,
+        store_named: cli.store.is_some(),
         store_limits: store::Limits::default(),
         python: PythonOptions {
             interpreter: cli.python.clone(),

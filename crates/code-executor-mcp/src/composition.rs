@@ -50,10 +50,21 @@ pub struct Core {
 pub const STORE_FILE: &str = "store.sqlite3";
 
 /// Opens the store `options` name (made and migrated if new): `None` for `--store none`.
-/// A store that cannot be opened (unreachable, corrupt, a newer schema) is an error that
-/// says so: the server does not start without the store it was told to use.
+/// A named store that cannot be opened (unreachable, corrupt, a newer schema) is an error
+/// that says so: the server does not start without the store it was told to use. The
+/// default one (SQLite in the data directory) that cannot be opened (a read-only home in a
+/// container) leaves the server in memory only, with a warning that says why.
 pub async fn open_store(options: &CoreOptions) -> Result<Option<store::Shared>, store::StoreError> {
-    let store = store::open(&options.store, options.store_limits).await?;
+    let store = match store::open(&options.store, options.store_limits).await {
+        Err(e) if !options.store_named => {
+            tracing::warn!(
+                "{e}; sessions' stored values and tasks' results are kept in memory only \
+                 (name a store with --store to make this an error)"
+            );
+            None
+        }
+        other => other?,
+    };
     if let Some(s) = &store {
         let d = s.describe();
         tracing::info!(

@@ -38,6 +38,15 @@ impl Spec {
         Err(StoreError::BadSpec(s.to_string()))
     }
 
+    /// As `--store` takes it (a URL with its password: for a child's arguments only).
+    pub fn arg(&self) -> String {
+        match self {
+            Spec::None => "none".into(),
+            Spec::Sqlite(p) => format!("sqlite:{}", p.display()),
+            Spec::Postgres(url) => url.clone(),
+        }
+    }
+
     /// What it is, for messages (a URL without its password).
     pub fn display(&self) -> String {
         match self {

@@ -296,7 +296,7 @@ async fn store_report(opts: &CoreOptions) -> bool {
         say("store: none (sessions' stored values and tasks' results are kept in memory only)");
         return true;
     }
-    match crate::composition::open_store(opts).await {
+    match store::open(&opts.store, opts.store_limits).await {
         Ok(Some(s)) => {
             let d = s.describe();
             say(&format!(
@@ -306,6 +306,13 @@ async fn store_report(opts: &CoreOptions) -> bool {
             true
         }
         Ok(None) => true,
+        Err(e) if !opts.store_named => {
+            say(&format!(
+                "store: warning: {e}\n  the server would keep sessions' stored values and \
+                 tasks' results in memory only (this default store cannot be used)"
+            ));
+            true
+        }
         Err(e) => {
             say(&format!("store: FAILED: {e}"));
             false

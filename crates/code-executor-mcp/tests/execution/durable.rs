@@ -279,3 +279,26 @@ async fn without_a_store_nothing_survives() {
     .await;
     assert!(err && v.to_string().contains("unknown session"), "{v}");
 }
+
+#[tokio::test]
+async fn the_default_store_that_cannot_be_made_leaves_the_server_in_memory_and_says_so() {
+    let dir = TempConfig::new(json!({}));
+    // The data directory is a file: the default store cannot be made there (a read-only
+    // home in a container is the same), and no store was named.
+    let state = dir.dir.join("state");
+    std::fs::write(&state, b"a file").unwrap();
+    let out = std::process::Command::new(crate::common::EXE)
+        .args(["--no-discover", "serve"])
+        .env("XDG_STATE_HOME", &state)
+        .env_remove("CODE_EXECUTOR_STORE")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the store is unavailable (sqlite")
+            && stderr.contains("kept in memory only")
+            && stderr.contains("serving MCP on stdio"),
+        "{stderr}"
+    );
+}
