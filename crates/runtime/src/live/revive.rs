@@ -74,6 +74,11 @@ impl Sessions {
         let Some(d) = &self.durable else {
             return Ok(None);
         };
+        // One at a time: two requests with the handle must not bring back two sessions.
+        let _one = self.reviving.lock().await;
+        if let Ok(s) = self.get(principal, id, language) {
+            return Ok(Some(s));
+        }
         let found = d
             .session(principal, id)
             .await
@@ -95,10 +100,6 @@ impl Sessions {
                 has,
                 asked: language.tool_language(),
             });
-        }
-        // Another request may have brought it back meanwhile.
-        if let Ok(s) = self.get(principal, id, language) {
-            return Ok(Some(s));
         }
         let revived = Revived {
             id: id.to_string(),

@@ -318,6 +318,8 @@ pub struct Sessions {
     root_lock: Mutex<Option<std::fs::File>>,
     /// The durable store stored values go to too (`super::durable`).
     pub(super) durable: Option<Durable>,
+    /// Held while a session of an earlier server is brought back (one at a time).
+    pub(super) reviving: tokio::sync::Mutex<()>,
 }
 
 impl Sessions {
@@ -329,6 +331,7 @@ impl Sessions {
             replica: Replica::single(),
             root_lock: Mutex::new(None),
             durable: None,
+            reviving: tokio::sync::Mutex::new(()),
         }
     }
 

@@ -111,7 +111,11 @@ impl Parked {
             logs,
             elapsed_ms: span(record.created_ms, now),
             tool_calls: outcome.tool_calls,
-            cancelled_by: None,
+            cancelled_by: record.cancelled_by.as_deref().and_then(|by| {
+                ["wait", "tasks/cancel", "notifications/cancelled"]
+                    .into_iter()
+                    .find(|known| *known == by)
+            }),
             questions: Vec::new(),
             outcome: Some(Arc::new(outcome)),
         })
