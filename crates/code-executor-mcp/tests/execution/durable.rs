@@ -302,3 +302,39 @@ async fn the_default_store_that_cannot_be_made_leaves_the_server_in_memory_and_s
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn a_client_past_its_room_in_the_store_is_refused_and_keeps_what_it_had() {
+    let place = sqlite();
+    let (h, _d) = server(json!({"store": {"url": place.url, "maxBytesPerClient": 2048}})).await;
+    let code = "await store('small', 'kept');
+        let refused = null;
+        try { await store('big', 'x'.repeat(4000)); } catch (e) { refused = e.message; }
+        return [refused, await load('small'), await load('big')]";
+    let (v, err) = call(
+        &h,
+        "execute_typescript",
+        json!({"code": code, "session": "new"}),
+    )
+    .await;
+    assert!(!err, "{v}");
+    let refused = v["result"][0].as_str().unwrap_or_default();
+    assert!(
+        refused.contains("store.maxBytesPerClient") && refused.contains("2048"),
+        "{v}"
+    );
+    assert_eq!(v["result"][1], json!("kept"), "{v}");
+    assert_eq!(v["result"][2], Value::Null, "a refused value was kept: {v}");
+    let id = v["session"]["id"].as_str().unwrap().to_string();
+    sigkill(&h);
+    drop(h);
+    let (h, _d2) = server(json!({"store": {"url": place.url, "maxBytesPerClient": 2048}})).await;
+    let (v, err) = call(
+        &h,
+        "execute_typescript",
+        json!({"code": "return [await load('small'), await load('big')]", "session": id}),
+    )
+    .await;
+    assert!(!err, "{v}");
+    assert_eq!(v["result"], json!(["kept", null]), "{v}");
+}
