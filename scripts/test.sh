@@ -16,7 +16,8 @@ export CODE_EXECUTOR_REQUIRE_SANDBOX=1
 # suite and the durable tests: they run against it and SQLite alike, and fail without it.
 PG_DIR="$(mktemp -d /tmp/cem-postgres.XXXXXX)"
 trap 'bash scripts/setup-postgres.sh --stop "$PG_DIR"; rm -rf "$PG_DIR"' EXIT
-eval "$(bash scripts/setup-postgres.sh "$PG_DIR")"
+PG_ENV="$(bash scripts/setup-postgres.sh "$PG_DIR")"
+eval "$PG_ENV"
 export CODE_EXECUTOR_REQUIRE_POSTGRES=1
 cargo test --workspace "$@"
 # The escape suites again (the `escape` binary holds exactly them: escape_js, escape_python,
