@@ -12,6 +12,13 @@ export CODE_EXECUTOR_REQUIRE_INTEROP=1
 export CODE_EXECUTOR_REQUIRE_HAPROXY=1
 # The sandbox and escape suites fail, instead of skipping, when this kernel cannot sandbox.
 export CODE_EXECUTOR_REQUIRE_SANDBOX=1
+# A throw-away PostgreSQL (Debian's package, initdb in a temporary directory) for the store's
+# suite and the durable tests: they run against it and SQLite alike, and fail without it.
+PG_DIR="$(mktemp -d /tmp/cem-postgres.XXXXXX)"
+trap 'bash scripts/setup-postgres.sh --stop "$PG_DIR"; rm -rf "$PG_DIR"' EXIT
+PG_ENV="$(bash scripts/setup-postgres.sh "$PG_DIR")"
+eval "$PG_ENV"
+export CODE_EXECUTOR_REQUIRE_POSTGRES=1
 cargo test --workspace "$@"
 # The escape suites again (the `escape` binary holds exactly them: escape_js, escape_python,
 # escape_site_packages), every execution in a session of its own: a session's worker must be

@@ -194,6 +194,12 @@ fn load_with(cli: &Cli, only: Option<PathBuf>) -> anyhow::Result<(Config, Settin
         mb.saturating_mul(1024 * 1024)
     });
     opts.pool_shrink_after = settings.pool_shrink_after;
+    let named = cli.store.as_deref().or(settings.store.url.as_deref());
+    opts.store = store_spec(named)?;
+    opts.store_named = named.is_some();
+    opts.store_limits = store::Limits {
+        max_bytes_per_principal: settings.store.max_bytes_per_client,
+    };
     if opts
         .pool_max
         .is_some_and(|m| m > tools::defaults::MAX_POOL_SIZE)
@@ -212,6 +218,26 @@ fn load_with(cli: &Cli, only: Option<PathBuf>) -> anyhow::Result<(Config, Settin
         trusted_projects: settings.trusted_projects.clone(),
     })?;
     Ok((config, settings, opts))
+}
+
+/// The store `--store` or the setting names (default: SQLite in the data directory; none
+/// when there is no data directory).
+fn store_spec(named: Option<&str>) -> anyhow::Result<store::Spec> {
+    let default = policy::audit::state_dir().map(|d| d.join(crate::composition::STORE_FILE));
+    match (named, default) {
+        (Some(s), default) => {
+            let fallback = default.unwrap_or_else(|| PathBuf::from(crate::composition::STORE_FILE));
+            Ok(store::Spec::parse(s, &fallback)?)
+        }
+        (None, Some(path)) => Ok(store::Spec::Sqlite(path)),
+        (None, None) => {
+            tracing::warn!(
+                "no data directory (neither XDG_STATE_HOME nor HOME is set): sessions' stored \
+                 values and tasks' results are kept in memory only; give --store to keep them"
+            );
+            Ok(store::Spec::None)
+        }
+    }
 }
 
 fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
@@ -243,6 +269,9 @@ fn options(cli: &Cli) -> anyhow::Result<CoreOptions> {
             }),
         pool_shrink_after: tools::defaults::DEFAULT_POOL_SHRINK_AFTER,
         sandbox,
+        store: store_spec(cli.store.as_deref())?,
+        store_named: cli.store.is_some(),
+        store_limits: store::Limits::default(),
         python: PythonOptions {
             interpreter: cli.python.clone(),
             pool_size: cli.python_pool_size.unwrap_or(DEFAULT_PYTHON_POOL_SIZE),
@@ -266,9 +295,15 @@ fn catalog_of(config: &Config, settings: &tools::config::Settings) -> Catalog {
     )
 }
 
-fn start_core(cli: &Cli) -> anyhow::Result<Arc<Core>> {
+/// The core of a command; `durable`: with the store the options name (the serving
+/// commands), else none (a one-shot `exec` keeps nothing).
+async fn start_core(cli: &Cli, durable: bool) -> anyhow::Result<Arc<Core>> {
     let (config, settings, opts) = load(cli)?;
-    Ok(Core::start(&config, &settings, opts))
+    let store = match durable {
+        true => crate::composition::open_store(&opts).await?,
+        false => None,
+    };
+    Ok(Core::start_with_store(&config, &settings, opts, store))
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -293,12 +328,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             };
             let opts = args.http_options(addr.clone());
-            let core = start_core(&cli)?;
+            let core = start_core(&cli, true).await?;
             crate::http::serve(core, opts, None).await?;
             Ok(ExitCode::SUCCESS)
         }
         None | Some(Command::Serve(_)) => {
-            let core = start_core(&cli)?;
+            let core = start_core(&cli, true).await?;
             tracing::info!(
                 servers = core.catalog.upstreams().names().count(),
                 "serving MCP on stdio"
@@ -383,7 +418,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     )
                 })?
             };
-            let core = start_core(&cli)?;
+            let core = start_core(&cli, false).await?;
             let outcome = core
                 .execute(
                     language,

@@ -46,13 +46,55 @@ pub struct Core {
     pub config_warnings: Vec<String>,
 }
 
+/// The store's file in the data directory (the default store).
+pub const STORE_FILE: &str = "store.sqlite3";
+
+/// Opens the store `options` name (made and migrated if new): `None` for `--store none`.
+/// A named store that cannot be opened (unreachable, corrupt, a newer schema) is an error
+/// that says so: the server does not start without the store it was told to use. The
+/// default one (SQLite in the data directory) that cannot be opened (a read-only home in a
+/// container) leaves the server in memory only, with a warning that says why.
+pub async fn open_store(options: &CoreOptions) -> Result<Option<store::Shared>, store::StoreError> {
+    let store = match store::open(&options.store, options.store_limits).await {
+        Err(e) if !options.store_named => {
+            tracing::warn!(
+                "{e}; sessions' stored values and tasks' results are kept in memory only \
+                 (name a store with --store to make this an error)"
+            );
+            None
+        }
+        other => other?,
+    };
+    if let Some(s) = &store {
+        let d = s.describe();
+        tracing::info!(
+            "store: {} at {} (schema version {})",
+            d.backend,
+            d.location,
+            d.schema_version
+        );
+    }
+    Ok(store)
+}
+
 impl Core {
     /// Starts the core: upstreams stay unstarted (lazy), the worker pool fills in the
-    /// background. Needs a tokio runtime.
+    /// background. Needs a tokio runtime. Keeps nothing beyond the process (no store).
     pub fn start(
         config: &Config,
         settings: &tools::config::Settings,
         options: CoreOptions,
+    ) -> Arc<Core> {
+        Core::start_with_store(config, settings, options, None)
+    }
+
+    /// [`Core::start`], keeping sessions' stored values and runs with a handle in `store`
+    /// too (see [`open_store`]).
+    pub fn start_with_store(
+        config: &Config,
+        settings: &tools::config::Settings,
+        options: CoreOptions,
+        store: Option<store::Shared>,
     ) -> Arc<Core> {
         let redactor = Arc::new(policy::redact::Redactor::new(secrets(config, settings)));
         policy::redact::install_for_logs(redactor.clone());
@@ -123,28 +165,32 @@ impl Core {
         let root = runtime::roots::workspace_root();
         runtime::roots::remove_stale_roots_in_background(root.clone());
         let sessions = Sessions::new(settings.sessions, root);
-        let runtime = Arc::new(Runtime::new(
-            catalog.clone(),
-            pool,
-            python,
-            options.sandbox == sandbox::SandboxMode::Disabled,
-            policy.clone(),
-            sessions,
-            options.replica.clone(),
-            Arc::new(skills(config, settings)),
-            runtime::check::Checkers::new(
-                settings.check.clone(),
-                runtime::check::Confinement {
-                    mode: options.sandbox,
-                    helper_exe: Some(options.exe.clone()),
-                    memory_bytes: settings
-                        .check
-                        .memory_mb
-                        .unwrap_or(runtime::check::confine::DEFAULT_MEMORY_MB)
-                        << 20,
-                },
-            ),
-        ));
+        let runtime = Arc::new(
+            Runtime::new(
+                catalog.clone(),
+                pool,
+                python,
+                options.sandbox == sandbox::SandboxMode::Disabled,
+                policy.clone(),
+                sessions,
+                options.replica.clone(),
+                Arc::new(skills(config, settings)),
+                runtime::check::Checkers::new(
+                    settings.check.clone(),
+                    runtime::check::Confinement {
+                        mode: options.sandbox,
+                        helper_exe: Some(options.exe.clone()),
+                        memory_bytes: settings
+                            .check
+                            .memory_mb
+                            .unwrap_or(runtime::check::confine::DEFAULT_MEMORY_MB)
+                            << 20,
+                    },
+                ),
+            )
+            .with_store(store.clone()),
+        );
+        runtime::sweep_store_periodically(store);
         runtime::end_idle_sessions(Arc::downgrade(&runtime));
         runtime::sweep_periodically(Arc::downgrade(&runtime));
         Arc::new(Core {

@@ -29,6 +29,13 @@ pub struct CoreOptions {
     /// Set when this server is one of several replicas: the handles of what outlives a
     /// request name it (`replica`, docs/kubernetes.md).
     pub replica: replica::Replica,
+    /// Where what outlives the process is kept (`--store`, the `store` setting): opened by
+    /// the serving commands ([`crate::composition::open_store`]).
+    pub store: store::Spec,
+    /// The store was named (`--store`, `CODE_EXECUTOR_STORE`, `store.url`): one that cannot
+    /// be opened stops the server. The default one falls back to memory, loudly.
+    pub store_named: bool,
+    pub store_limits: store::Limits,
 }
 
 impl CoreOptions {

@@ -353,7 +353,7 @@ impl ServerHandler for CodeExecutorServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        long_runs::get_task(&self.core, &principal_of(&context), &request.task_id)
+        long_runs::get_task(&self.core, &principal_of(&context), &request.task_id).await
     }
 
     async fn cancel_task(
@@ -367,6 +367,7 @@ impl ServerHandler for CodeExecutorServer {
             &request.task_id,
             "tasks/cancel",
         )
+        .await
     }
 
     /// The older revision's `tasks/*`, renamed by [`legacy_tasks::Shim`].

@@ -150,7 +150,10 @@ impl RunError {
             RunError::Busy(_) => "BusyError",
             RunError::Session(_) => "SessionError",
             RunError::Parked(
-                ParkError::Unknown(_) | ParkError::Gone { .. } | ParkError::WrongReplica { .. },
+                ParkError::Unknown(_)
+                | ParkError::Gone { .. }
+                | ParkError::WrongReplica { .. }
+                | ParkError::Store { .. },
             )
             | RunError::Handle(_) => "HandleError",
             RunError::Parked(ParkError::Full { .. } | ParkError::Off) | RunError::Limit(_) => {

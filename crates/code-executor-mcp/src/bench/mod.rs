@@ -517,6 +517,9 @@ fn our_base_args(opts: &CoreOptions) -> Vec<String> {
         "--no-discover".to_string(),
         "--sandbox".to_string(),
         sandbox.to_string(),
+        // The store ours is given (`--store none` measures what the store costs).
+        "--store".to_string(),
+        opts.store.arg(),
     ];
     args.extend(pool_args(opts));
     if let Some(python) = &opts.python.interpreter {

@@ -52,6 +52,12 @@ pub struct Cli {
     /// docs/python.md).
     #[arg(long, global = true, env = SITE_PACKAGES_ENV)]
     pub(super) python_site_packages: bool,
+    /// Where sessions' stored values and tasks' results are kept so that they survive a
+    /// restart: sqlite:PATH, a postgres://... URL (replicas sharing one store), or none (in
+    /// memory only). Default: the `store` setting, else SQLite in the data directory
+    /// ($XDG_STATE_HOME/code-executor-mcp/store.sqlite3). See docs/store.md.
+    #[arg(long, global = true, value_name = "URL", env = "CODE_EXECUTOR_STORE")]
+    pub(super) store: Option<String>,
     /// Log lines on stderr: text, or one JSON object per line.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "CODE_EXECUTOR_LOG_FORMAT")]
     pub(super) log_format: LogFormat,

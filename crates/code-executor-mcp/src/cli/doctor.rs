@@ -37,7 +37,10 @@ pub(super) async fn doctor(
         say("=> the minimum guarantee is NOT met: executions will be refused (fail closed).");
     }
     match load() {
-        Ok((config, settings, _)) => {
+        Ok((config, settings, loaded)) => {
+            if !store_report(&loaded).await {
+                healthy = false;
+            }
             say(&format!(
                 "settings: {}",
                 settings
@@ -284,4 +287,35 @@ async fn direct_tools(config: &Config, settings: &Settings) {
         count(&own),
         count(&all)
     ));
+}
+
+/// The store as the server would open it (docs/store.md): what and where, or why it cannot
+/// be used (the server would not start). False when it cannot.
+async fn store_report(opts: &CoreOptions) -> bool {
+    if opts.store == store::Spec::None {
+        say("store: none (sessions' stored values and tasks' results are kept in memory only)");
+        return true;
+    }
+    match store::open(&opts.store, opts.store_limits).await {
+        Ok(Some(s)) => {
+            let d = s.describe();
+            say(&format!(
+                "store: {} at {} (schema version {}; at most {} bytes per client)",
+                d.backend, d.location, d.schema_version, d.limits.max_bytes_per_principal
+            ));
+            true
+        }
+        Ok(None) => true,
+        Err(e) if !opts.store_named => {
+            say(&format!(
+                "store: warning: {e}\n  the server would keep sessions' stored values and \
+                 tasks' results in memory only (this default store cannot be used)"
+            ));
+            true
+        }
+        Err(e) => {
+            say(&format!("store: FAILED: {e}"));
+            false
+        }
+    }
 }

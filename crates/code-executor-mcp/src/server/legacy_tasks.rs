@@ -310,7 +310,8 @@ pub(super) async fn custom_request(
     let invalid = |e: runtime::parked::ParkError| McpError::invalid_params(e.to_string(), None);
     let value = match method.strip_prefix(RENAMED) {
         Some("tasks/get") => {
-            legacy_task(core, &parked.get(principal, &task_id()?).map_err(invalid)?)
+            let snap = parked.get_or_recall(principal, &task_id()?).await;
+            legacy_task(core, &snap.map_err(invalid)?)
         }
         Some("tasks/result") => {
             let id = task_id()?;
@@ -352,7 +353,10 @@ pub(super) async fn custom_request(
         }
         Some("tasks/cancel") => {
             let id = task_id()?;
-            let snap = parked.get(principal, &id).map_err(invalid)?;
+            let snap = parked
+                .get_or_recall(principal, &id)
+                .await
+                .map_err(invalid)?;
             if snap.outcome.is_some() {
                 return Err(McpError::invalid_params(
                     format!("task {id} has already finished; it cannot be cancelled"),

@@ -340,7 +340,7 @@ fn refused(e: RunError) -> CallToolResult {
 
 /// `tasks/get`: the task's status; progress and the last lines in the status message and in
 /// `_meta`; the result once it finished.
-pub(super) fn get_task(
+pub(super) async fn get_task(
     core: &Core,
     principal: &Principal,
     task_id: &str,
@@ -349,7 +349,8 @@ pub(super) fn get_task(
         .runtime
         .live()
         .parked()
-        .get(principal, task_id)
+        .get_or_recall(principal, task_id)
+        .await
         .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
     let mut result = GetTaskResult::new(detailed_task(core, &snap));
     let mut meta = MetaObject::new();
@@ -457,7 +458,7 @@ pub(super) fn result_object(r: &CallToolResult) -> JsonObject {
 
 /// `tasks/cancel`: stops the run (its worker is killed, its upstream calls cancelled);
 /// audited. A finished task is left as it is.
-pub(super) fn cancel_task(
+pub(super) async fn cancel_task(
     core: &Core,
     principal: &Principal,
     task_id: &str,
@@ -466,6 +467,7 @@ pub(super) fn cancel_task(
     core.runtime
         .live()
         .parked()
-        .cancel(principal, task_id, by, &core.policy.audit)
+        .cancel_or_recall(principal, task_id, by, &core.policy.audit)
+        .await
         .map_err(|e| McpError::invalid_params(e.to_string(), None))
 }

@@ -431,6 +431,7 @@ fn cargo_install_builds_the_packaged_crate_offline() {
         "code-executor-mcp-sandbox",
         "code-executor-mcp-js-worker",
         "code-executor-mcp-openapi",
+        "code-executor-mcp-store",
         "code-executor-mcp-policy",
         "code-executor-mcp-tools",
         "code-executor-mcp-runtime",

@@ -12,6 +12,8 @@
 //!   pinned tools, and runs; hooks that fail refuse;
 //! - [`pauses`]: approvals and sampling mid-script, in both protocol generations;
 //! - [`long_runs`]: `yieldAfterMs`, `wait`, `progress()`, cancellation;
+//! - [`durable`]: what survives a SIGKILL through the store (stored values, `wait` handles'
+//!   results, runs lost to the restart), on SQLite and PostgreSQL; stores that cannot be used;
 //! - [`pools`]: worker pools: one execution per worker, growth and shrinking;
 //! - [`python_forms`]: Python's blocking and awaited forms of every sandbox function, gathered,
 //!   in `asyncio.run` and at top level, and the attacks on the event loop;
@@ -51,6 +53,7 @@ mod access;
 mod deep_values;
 mod definitions;
 mod direct;
+mod durable;
 mod execute;
 mod forms;
 mod hooks;

@@ -14,6 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::EXE;
 
+mod durable;
 mod operations;
 
 const BOTH: [Generation; 2] = [Generation::Sessions, Generation::Stateless];

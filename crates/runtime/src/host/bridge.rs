@@ -104,7 +104,10 @@ async fn handle(
         CallRequest::Store { key, value, delete } => {
             return match &scope.session {
                 None => no_session("store"),
-                Some(s) => match s.store(key, (!delete).then_some(value)) {
+                Some(s) => match s
+                    .store_durably(key, (!delete).then_some(value), scope.pii_exit.as_ref())
+                    .await
+                {
                     Ok(()) => ok(Value::Null),
                     Err(e) => err(CallError::Limit, e.to_string()),
                 },

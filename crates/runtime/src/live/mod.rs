@@ -4,8 +4,10 @@
 //! rules they share (minting, the principal binding, the replica check, expiry) are written
 //! once, in [`table`]; every server face asks [`Live`], which holds the three.
 
+pub mod durable;
 pub mod parked;
 pub mod paused;
+pub mod revive;
 pub mod sessions;
 pub mod table;
 
@@ -24,6 +26,8 @@ pub struct Live {
     parked: Parked,
     /// Executions waiting for their client's answers (MRTR).
     paused: Arc<PausedTable>,
+    /// The durable store, when the server has one (`--store`).
+    durable: Option<durable::Durable>,
 }
 
 impl Live {
@@ -34,7 +38,20 @@ impl Live {
             parked: Parked::new(long_runs).with_replica(replica.clone()),
             sessions: sessions.with_replica(replica.clone()),
             paused: PausedTable::new(replica),
+            durable: None,
         }
+    }
+
+    /// Keeps sessions' stored values and runs with a handle in `durable` too (see
+    /// [`durable`]).
+    pub fn set_durable(&mut self, durable: durable::Durable) {
+        self.sessions.set_durable(durable.clone());
+        self.parked.set_durable(durable.clone());
+        self.durable = Some(durable);
+    }
+
+    pub fn durable(&self) -> Option<&durable::Durable> {
+        self.durable.as_ref()
     }
 
     pub fn sessions(&self) -> &Sessions {

@@ -24,6 +24,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use crate::live::durable::{Durable, Revived};
 use crate::live::table::{Fate, Handles, Miss, mint};
 use crate::worker::{Language, WorkerProcess, bounded, roots, tree};
 use policy::audit::{AuditEvent, AuditLog};
@@ -112,6 +113,12 @@ pub enum SessionError {
     EndedWhileWaiting { id: String, reason: &'static str },
     #[error("cannot create the session's workspace {path}: {reason}")]
     Workspace { path: String, reason: String },
+    /// The durable store could not be read for a session of an earlier server.
+    #[error("session \"{id}\" cannot be brought back after a restart: {error}")]
+    Durable {
+        id: String,
+        error: store::StoreError,
+    },
 }
 
 /// Why a value was not stored.
@@ -119,6 +126,9 @@ pub enum SessionError {
 pub enum StoreError {
     #[error("the store is unavailable")]
     Unavailable,
+    /// The durable store refused or failed (`--store`): nothing was stored.
+    #[error("{0}; the value was not stored")]
+    Durable(store::StoreError),
     #[error(
         "storing {size} bytes under {key:?} would bring this session's stored values to \
          {total} bytes, past its limit of {max} (sessions.maxStoreBytes); store less, or \
@@ -143,9 +153,9 @@ pub struct Slot {
 }
 
 #[derive(Default)]
-struct Store {
-    values: BTreeMap<String, (Value, u64)>,
-    bytes: u64,
+pub(super) struct Store {
+    pub(super) values: BTreeMap<String, (Value, u64)>,
+    pub(super) bytes: u64,
 }
 
 /// One session.
@@ -160,8 +170,17 @@ pub struct Session {
     executions: AtomicU64,
     /// One execution at a time, in arrival order (tokio's mutex is fair).
     pub slot: tokio::sync::Mutex<Slot>,
-    store: Mutex<Store>,
-    max_store_bytes: u64,
+    pub(super) store: Mutex<Store>,
+    pub(super) max_store_bytes: u64,
+    /// The durable store its stored values go to too (`super::durable`).
+    pub(super) durable: Option<Durable>,
+    /// Its language is in the durable store (with its first stored value): its records are
+    /// touched while it lives and deleted when it ends.
+    pub(super) durable_opened: std::sync::atomic::AtomicBool,
+    /// When its durable records were last given more time.
+    pub(super) touched: Mutex<Instant>,
+    /// How long its durable records outlive its last use (`sessions.idleTimeoutS`).
+    pub(super) idle_ttl: std::time::Duration,
     /// The only writable directory of the session's worker.
     pub workspace: PathBuf,
     /// How its quota is enforced (a bounded tmpfs, or the host's measurement).
@@ -212,26 +231,37 @@ impl Session {
     /// JSON values) stay within the session's cap.
     pub fn store(&self, key: String, value: Option<Value>) -> Result<(), StoreError> {
         let mut store = self.store.lock().map_err(|_| StoreError::Unavailable)?;
-        let old = store.values.get(&key).map_or(0, |(_, n)| *n);
-        let Some(value) = value else {
-            if store.values.remove(&key).is_some() {
-                store.bytes -= old;
-            }
-            return Ok(());
-        };
+        let size = self.room(&store, &key, value.as_ref())?;
+        let old = store.values.remove(&key).map_or(0, |(_, n)| n);
+        store.bytes -= old;
+        if let Some(value) = value {
+            store.bytes += size;
+            store.values.insert(key, (value, size));
+        }
+        Ok(())
+    }
+
+    /// Refuses `value` under `key` when it would bring the store past the session's cap.
+    pub(super) fn check_room(&self, key: &str, value: Option<&Value>) -> Result<(), StoreError> {
+        let store = self.store.lock().map_err(|_| StoreError::Unavailable)?;
+        self.room(&store, key, value).map(|_| ())
+    }
+
+    /// What `value` under `key` takes, if it fits `store` within the cap.
+    fn room(&self, store: &Store, key: &str, value: Option<&Value>) -> Result<u64, StoreError> {
+        let Some(value) = value else { return Ok(0) };
+        let old = store.values.get(key).map_or(0, |(_, n)| *n);
         let size = (key.len() + value.to_string().len()) as u64;
         let total = store.bytes - old + size;
         if total > self.max_store_bytes {
             return Err(StoreError::Full {
                 size,
-                key,
+                key: key.to_string(),
                 total,
                 max: self.max_store_bytes,
             });
         }
-        store.bytes = total;
-        store.values.insert(key, (value, size));
-        Ok(())
+        Ok(size)
     }
 
     /// The value kept under `key`.
@@ -286,6 +316,10 @@ pub struct Sessions {
     /// ends: how a later server tells a live root from one whose server died
     /// ([`roots::remove_stale_roots`]).
     root_lock: Mutex<Option<std::fs::File>>,
+    /// The durable store stored values go to too (`super::durable`).
+    pub(super) durable: Option<Durable>,
+    /// Held while a session of an earlier server is brought back (one at a time).
+    pub(super) reviving: tokio::sync::Mutex<()>,
 }
 
 impl Sessions {
@@ -296,6 +330,8 @@ impl Sessions {
             table: Mutex::new(Handles::new(ENDED_KEPT)),
             replica: Replica::single(),
             root_lock: Mutex::new(None),
+            durable: None,
+            reviving: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -315,6 +351,11 @@ impl Sessions {
         self
     }
 
+    /// Stored values go to `durable` too.
+    pub fn set_durable(&mut self, durable: Durable) {
+        self.durable = Some(durable);
+    }
+
     pub fn limits(&self) -> &SessionLimits {
         &self.limits
     }
@@ -327,10 +368,25 @@ impl Sessions {
         language: Language,
         audit: &AuditLog,
     ) -> Result<Arc<Session>, SessionError> {
+        self.open(principal, language, audit, None)
+    }
+
+    /// A new session, or (`revived`) one of an earlier server brought back under its handle
+    /// with its stored values and a note of what was lost.
+    pub(super) fn open(
+        &self,
+        principal: &Principal,
+        language: Language,
+        audit: &AuditLog,
+        revived: Option<Revived>,
+    ) -> Result<Arc<Session>, SessionError> {
         if self.limits.max_workers == 0 {
             return Err(SessionError::Disabled);
         }
-        let id = mint(&self.replica, HANDLE_PREFIX);
+        let id = match &revived {
+            Some(r) => r.id.clone(),
+            None => mint(&self.replica, HANDLE_PREFIX),
+        };
         let workspace = self.root.join(&id);
         self.ensure_root()
             .and_then(|()| make_dir(&workspace, 0o700))
@@ -349,11 +405,15 @@ impl Sessions {
             executions: AtomicU64::new(0),
             slot: tokio::sync::Mutex::new(Slot {
                 worker: None,
-                lost: None,
+                lost: revived.as_ref().map(|r| r.lost.clone()),
                 data: Vec::new(),
             }),
-            store: Mutex::new(Store::default()),
+            store: Mutex::new(revived.as_ref().map(restored).unwrap_or_default()),
             max_store_bytes: self.limits.max_store_bytes,
+            durable: self.durable.clone(),
+            durable_opened: std::sync::atomic::AtomicBool::new(revived.is_some()),
+            touched: Mutex::new(Instant::now()),
+            idle_ttl: self.limits.idle_timeout(),
             workspace,
             workspace_bound,
             memory: AtomicU64::new(0),
@@ -450,6 +510,11 @@ impl Sessions {
         }
     }
 
+    /// Every live session.
+    pub(super) fn all(&self) -> Vec<Arc<Session>> {
+        self.lock().iter().map(|(_, _, s)| s.clone()).collect()
+    }
+
     /// Sessions live now (all principals): the `/metrics` gauge.
     pub fn count(&self) -> usize {
         self.lock().len()
@@ -478,6 +543,9 @@ impl Sessions {
     fn remove(&self, table: &mut Table, id: &str, reason: EndReason) -> Option<Arc<Session>> {
         let removed = table.end(id, |_| Some(reason))?;
         ended_now(&removed, reason);
+        if reason != EndReason::Shutdown {
+            forget(&removed);
+        }
         Some(removed)
     }
 }
@@ -542,6 +610,34 @@ impl Sessions {
         bounded::mount_on(&workspace.0, &self.limits);
         Ok(workspace)
     }
+}
+
+/// The stored values a session of an earlier server comes back with.
+fn restored(r: &Revived) -> Store {
+    let mut store = Store::default();
+    for (k, v) in &r.values {
+        let size = (k.len() + v.to_string().len()) as u64;
+        store.bytes += size;
+        store.values.insert(k.clone(), (v.clone(), size));
+    }
+    store
+}
+
+/// Deletes the durable records of a session that ended (in the background; they expire
+/// anyway).
+fn forget(s: &Arc<Session>) {
+    let (Some(d), Ok(rt)) = (s.durable.clone(), tokio::runtime::Handle::try_current()) else {
+        return;
+    };
+    if !s.durable_opened.load(Ordering::Acquire) {
+        return;
+    }
+    let (principal, id) = (s.principal.clone(), s.id.clone());
+    rt.spawn(async move {
+        if let Err(e) = d.forget_session(&principal, &id).await {
+            tracing::warn!("cannot delete the stored values of ended session {id}: {e}");
+        }
+    });
 }
 
 fn end_audit(audit: &AuditLog, s: &Session, reason: EndReason) {

@@ -94,6 +94,11 @@ impl<E, R: Clone> Handles<E, R> {
         self.entries.get(handle).map(|(_, e)| e)
     }
 
+    /// The entry of `handle` with its principal (the runtime's own bookkeeping).
+    pub fn get_with_owner(&self, handle: &str) -> Option<(&Principal, &E)> {
+        self.entries.get(handle).map(|(o, e)| (o, e))
+    }
+
     /// As [`Handles::get`], to change it.
     pub fn get_mut(&mut self, handle: &str) -> Option<&mut E> {
         self.entries.get_mut(handle).map(|(_, e)| e)

@@ -256,6 +256,8 @@ impl Runtime {
             };
             if let Some(rt) = runtime.upgrade() {
                 rt.live().parked().finish(&key, outcome);
+                // Kept in the store once handed out (nothing is written otherwise).
+                rt.live().parked().persist(&key).await;
             }
         });
         Ok(handle)
@@ -323,7 +325,7 @@ impl Runtime {
             (Some(SessionArg::Existing(_)), false) => "existing",
         };
         span.0.set("code_executor.session", asked_session);
-        let (session, mut info) = match self.resolve_session(language, &mut req, &ctx) {
+        let (session, mut info) = match self.resolve_session(language, &mut req, &ctx).await {
             Ok(s) => s,
             Err(e) => return span.end(ExecOutcome::refused(RunError::Session(e).info())),
         };
@@ -371,7 +373,7 @@ impl Runtime {
 
     /// The session `req` asked for, and what the answer says about it. `reset` ends the named
     /// session here; the code then runs outside any session.
-    fn resolve_session(
+    async fn resolve_session(
         &self,
         language: Language,
         req: &mut ExecRequest,
@@ -383,7 +385,7 @@ impl Runtime {
             (None, false) => Ok((None, None)),
             (None | Some(SessionArg::New), true) => Err(SessionError::ResetWithoutHandle),
             (Some(SessionArg::Existing(id)), true) => {
-                sessions.get(&ctx.principal, &id, language)?;
+                self.existing_session(&ctx.principal, &id, language).await?;
                 sessions.end(&id, EndReason::Reset, audit);
                 Ok((
                     None,
@@ -406,9 +408,32 @@ impl Runtime {
                 Ok((Some(s), Some(info)))
             }
             (Some(SessionArg::Existing(id)), false) => {
-                let s = sessions.get(&ctx.principal, &id, language)?;
+                let s = self.existing_session(&ctx.principal, &id, language).await?;
                 Ok((Some(s), None))
             }
+        }
+    }
+
+    /// Live session `id`, or one an earlier server left in the durable store, brought back
+    /// (`crate::live::revive`).
+    async fn existing_session(
+        &self,
+        principal: &policy::principal::Principal,
+        id: &str,
+        language: Language,
+    ) -> Result<Arc<Session>, SessionError> {
+        let sessions = self.live.sessions();
+        match sessions.get(principal, id, language) {
+            Err(SessionError::Unknown(unknown)) => {
+                match sessions
+                    .revive(principal, id, language, &self.policy().audit)
+                    .await?
+                {
+                    Some(s) => Ok(s),
+                    None => Err(SessionError::Unknown(unknown)),
+                }
+            }
+            other => other,
         }
     }
 }

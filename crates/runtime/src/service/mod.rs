@@ -17,4 +17,4 @@ mod sweep;
 mod until;
 
 pub use state::Runtime;
-pub use sweep::{end_idle_sessions, sweep_periodically};
+pub use sweep::{end_idle_sessions, sweep_periodically, sweep_store_periodically};

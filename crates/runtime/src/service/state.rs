@@ -82,6 +82,16 @@ impl Runtime {
         }
     }
 
+    /// Keeps sessions' stored values and runs with a handle in `store` too, so that they
+    /// survive a restart (`crate::live::durable`); `None` keeps them in memory only.
+    pub fn with_store(mut self, store: Option<store::Shared>) -> Self {
+        if let Some(store) = store {
+            let durable = crate::live::durable::Durable::new(store, self.policy.redactor.clone());
+            self.live.set_durable(durable);
+        }
+        self
+    }
+
     /// The skills code saves and calls.
     pub fn skills(&self) -> &Skills {
         &self.skills

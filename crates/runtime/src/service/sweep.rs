@@ -25,6 +25,7 @@ pub fn end_idle_sessions(runtime: Weak<Runtime>) {
                 return;
             };
             rt.live().sessions().end_idle(&rt.policy().audit);
+            rt.live().sessions().touch_durable().await;
         }
     });
 }
@@ -40,6 +41,29 @@ pub fn sweep_periodically(runtime: Weak<Runtime>) {
                 return;
             };
             rt.live().parked().sweep_now();
+        }
+    });
+}
+
+/// How often expired records are deleted from the durable store.
+const STORE_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Deletes expired records from the durable store every minute (expired ones are never
+/// read meanwhile), as long as the process runs.
+pub fn sweep_store_periodically(store: Option<store::Shared>) {
+    let Some(store) = store else {
+        return;
+    };
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(STORE_SWEEP_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match store.sweep().await {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!("store: {n} expired records deleted"),
+                Err(e) => tracing::warn!("store: expired records not deleted: {e}"),
+            }
         }
     });
 }

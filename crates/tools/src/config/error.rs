@@ -116,6 +116,11 @@ pub enum SettingsError {
     CheckMemory(u64),
     #[error("poolShrinkAfterMs must be between 100 and 3600000")]
     PoolShrinkAfter,
+    #[error(
+        "store.maxBytesPerClient {0} is out of range: give between 1024 and 1099511627776 \
+         (bytes; default 67108864)"
+    )]
+    StoreBytes(u64),
     /// An entry of `directTools` that can pin nothing, or would pin everything.
     #[error("directTools: {0}")]
     DirectTool(String),

@@ -69,6 +69,7 @@ struct RawSettings {
     check: Option<CheckSettings>,
     hooks: Option<policy::hooks::HookSettings>,
     tool_changes: Option<policy::approval::ChangedTools>,
+    store: Option<StoreSettings>,
     #[serde(rename = "$schema")]
     _schema: Option<String>,
 }
@@ -133,6 +134,8 @@ pub struct Settings {
     /// What a call of a tool whose definition changed since it was accepted gets
     /// (`toolChanges`: `refuse`, the default, or `ask`).
     pub tool_changes: policy::approval::ChangedTools,
+    /// Where what outlives the process is kept (`store`; docs/store.md).
+    pub store: StoreSettings,
     /// The user's settings file, if there is one.
     pub source: Option<PathBuf>,
     /// What became of the working directory's `.code-executor.json`, if there is one.
@@ -178,6 +181,7 @@ impl Default for Settings {
             check: Default::default(),
             hooks: Default::default(),
             tool_changes: Default::default(),
+            store: Default::default(),
             source: None,
             project: None,
         }
@@ -357,6 +361,13 @@ impl Settings {
             approvals: raw.approvals.unwrap_or_default().validate()?,
             hooks: raw.hooks.unwrap_or_default().validate()?,
             tool_changes: raw.tool_changes.unwrap_or_default(),
+            store: {
+                let store = raw.store.unwrap_or_default();
+                if !(1024..=1 << 40).contains(&store.max_bytes_per_client) {
+                    return Err(SettingsError::StoreBytes(store.max_bytes_per_client));
+                }
+                store
+            },
             llm: raw.llm.unwrap_or_default().validate()?,
             forward_requests: raw.forward_requests.unwrap_or_default().validate()?,
             trusted_projects: validate_trusted(raw.trusted_projects.unwrap_or_default())?,
@@ -473,9 +484,51 @@ pub struct CheckSettings {
     pub memory_mb: Option<u64>,
 }
 
+/// `store` in the settings: where what outlives the process is kept (`url`: `none`,
+/// `sqlite:PATH` or `postgres://...`; `--store` overrides it) and how much of it one client
+/// may have (docs/store.md).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct StoreSettings {
+    /// `none`/`memory`, `sqlite:PATH`, or a PostgreSQL URL (default: SQLite under the data
+    /// directory).
+    pub url: Option<String>,
+    /// Bytes one client's records may take in the store.
+    pub max_bytes_per_client: u64,
+}
+
+/// Bytes one client's records may take in the store by default.
+pub const DEFAULT_STORE_BYTES_PER_CLIENT: u64 = 64 << 20;
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        StoreSettings {
+            url: None,
+            max_bytes_per_client: DEFAULT_STORE_BYTES_PER_CLIENT,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_store_is_read_and_checked() {
+        let s = Settings::parse(r#"{"store": {"url": "postgres://db/x"}}"#).unwrap();
+        assert_eq!(s.store.url.as_deref(), Some("postgres://db/x"));
+        let s =
+            Settings::parse(r#"{"store": {"url": "none", "maxBytesPerClient": 4096}}"#).unwrap();
+        assert_eq!(
+            (s.store.url.as_deref(), s.store.max_bytes_per_client),
+            (Some("none"), 4096)
+        );
+        let err = Settings::parse(r#"{"store": {"maxBytesPerClient": 1}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("store.maxBytesPerClient 1"), "{err}");
+        assert_eq!(Settings::default().store.url, None);
+    }
 
     #[test]
     fn parses_and_validates() {

@@ -74,7 +74,8 @@ stderr; stdout carries only MCP).
   "skills": { "dir": "~/.local/share/code-executor-mcp/skills", "serve": ["/opt/team-skills"], "save": true },
   "check": { "enabled": false, "typescript": "tsc", "python": "ty", "timeoutMs": 20000, "memoryMb": 1024 },
   "hooks": { "PreToolUse": [{ "matcher": "mcp__github__.*", "hooks": [{ "type": "command", "command": "~/bin/gh-guard.py" }] }], "fromClients": true, "env": {} },
-  "toolChanges": "refuse"
+  "toolChanges": "refuse",
+  "store": { "url": "sqlite:/var/lib/code-executor-mcp/store.sqlite3", "maxBytesPerClient": 67108864 }
 }
 ```
 

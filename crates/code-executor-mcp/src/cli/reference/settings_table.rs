@@ -730,6 +730,27 @@ pub(super) const SETTINGS: &[Setting] = &[
         "Variables hooks get besides the curated few (`PATH`, `HOME`, ...).",
     ),
     s(
+        "store",
+        OBJ,
+        NONE,
+        "Where sessions' stored values and tasks' and `wait` handles' results are kept so that they survive a restart ([store.md](store.md)).",
+    ),
+    s(
+        "store.url",
+        "string",
+        Def::Text(|| {
+            "SQLite in the data directory (`$XDG_STATE_HOME/code-executor-mcp/store.sqlite3`)"
+                .into()
+        }),
+        "`sqlite:PATH` (one file, WAL), a `postgres://...` URL (replicas sharing one store), or `none` (in memory only, nothing survives a restart). `--store` (or `CODE_EXECUTOR_STORE`) overrides it.",
+    ),
+    s(
+        "store.maxBytesPerClient",
+        "integer (bytes)",
+        Def::Json("67108864"),
+        "What one client's records (keys and values) may take in the store; a write past it is refused, naming this setting. 1024 to 2^40.",
+    ),
+    s(
         "toolChanges",
         "`\"refuse\"` or `\"ask\"`",
         Def::Json("\"refuse\""),

@@ -38,6 +38,10 @@ pub struct Entry {
     /// Started by a name of the product line's documents (see `runtime::door::Mode`).
     pub documents: bool,
     pub created: Instant,
+    /// Unix milliseconds (what the durable store keeps).
+    pub created_ms: i64,
+    /// Held while its record is written, so that the last write carries the latest state.
+    pub persisting: Arc<tokio::sync::Mutex<()>>,
     pub created_at: String,
     /// Deadline of the run, from its start: bounds how long it can be `working`.
     pub duration: Duration,

@@ -26,6 +26,7 @@
 //! handle was handed out hands it out at once (the client cannot answer what it cannot see).
 
 pub mod entry;
+pub mod recall;
 pub mod snapshot;
 pub mod store;
 

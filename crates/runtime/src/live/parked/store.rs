@@ -56,21 +56,29 @@ pub enum ParkError {
          yieldAfterMs"
     )]
     Off,
+    #[error("handle \"{handle}\" cannot be looked up in the store: {error}")]
+    Store {
+        handle: String,
+        error: store::StoreError,
+    },
 }
 
-struct Table {
+pub(super) struct Table {
     /// The entries, bound to their principals; handles whose results were dropped or
     /// expired are remembered with why.
-    handles: Handles<Entry, String>,
+    pub(super) handles: Handles<Entry, String>,
     kept_bytes: usize,
 }
 
 /// The table of parked executions (see the module docs).
 pub struct Parked {
     table: Mutex<Table>,
-    limits: LongRunLimits,
+    pub(super) limits: LongRunLimits,
     /// Tags new handles, refuses another replica's.
-    replica: Replica,
+    pub(super) replica: Replica,
+    /// Runs with a handle are kept there too, to be answered after a restart
+    /// (`super::recall`).
+    pub(super) durable: Option<crate::live::durable::Durable>,
 }
 
 /// Whether a reserved execution finished before its request handed it out.
@@ -90,7 +98,13 @@ impl Parked {
             }),
             limits,
             replica: Replica::single(),
+            durable: None,
         }
+    }
+
+    /// Runs with a handle are kept in `durable` too.
+    pub fn set_durable(&mut self, durable: crate::live::durable::Durable) {
+        self.durable = Some(durable);
     }
 
     /// Handles end in `@ID` of `replica` (see `policy::replica`).
@@ -99,7 +113,7 @@ impl Parked {
         self
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         self.table
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -155,6 +169,8 @@ impl Parked {
                 kind,
                 documents: false,
                 created: Instant::now(),
+                created_ms: store::now_ms(),
+                persisting: Arc::default(),
                 created_at: rmcp::task_manager::current_timestamp(),
                 duration,
                 events: ctx.events.clone(),
@@ -230,6 +246,15 @@ impl Parked {
             _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)) => {}
             () = asking.notified() => {}
         }
+        let published = self.take_or_hand_out(handle, always)?;
+        if matches!(published, Published::Handed(_)) {
+            self.persist(handle).await;
+        }
+        Some(published)
+    }
+
+    /// After [`Parked::publish_as`] waited: the outcome taken back, or the handle handed out.
+    fn take_or_hand_out(&self, handle: &str, always: bool) -> Option<Published> {
         let mut t = self.lock();
         let finished = matches!(t.handles.get(handle)?.state, State::Finished { .. });
         if finished && !always {
@@ -267,7 +292,7 @@ impl Parked {
 
     /// The entry of `handle` if `owner` may see it (the table's one binding and replica
     /// check; see `runtime::live::table`).
-    fn visible<'a>(
+    pub(super) fn visible<'a>(
         replica: &Replica,
         t: &'a mut Table,
         owner: &Principal,
@@ -325,17 +350,25 @@ impl Parked {
         audit: &AuditLog,
     ) -> Result<Snapshot, ParkError> {
         let limit = if cancel {
-            self.cancel(owner, handle, "wait", audit)?;
+            match self.cancel(owner, handle, "wait", audit) {
+                Err(ParkError::Unknown(_)) => return self.recall(owner, handle).await,
+                other => other?,
+            }
             CANCEL_WAIT
         } else {
             limit
         };
-        let (signal, asking, open) = {
+        let found = {
             let mut t = self.lock();
             self.sweep(&mut t);
-            let e = Parked::visible(&self.replica, &mut t, owner, handle)?;
-            let open = e.open_questions().next().is_some();
-            (e.finished.clone(), e.asking.clone(), open)
+            Parked::visible(&self.replica, &mut t, owner, handle).map(|e| {
+                let open = e.open_questions().next().is_some();
+                (e.finished.clone(), e.asking.clone(), open)
+            })
+        };
+        let (signal, asking, open) = match found {
+            Err(ParkError::Unknown(_)) => return self.recall(owner, handle).await,
+            other => other?,
         };
         // Open questions are answered at once: the run waits for the client, not the reverse.
         if !open {
@@ -379,12 +412,14 @@ impl Parked {
         handle: &str,
         limit: Duration,
     ) -> Result<Snapshot, ParkError> {
-        let signal = {
+        let found = {
             let mut t = self.lock();
             self.sweep(&mut t);
-            Parked::visible(&self.replica, &mut t, owner, handle)?
-                .finished
-                .clone()
+            Parked::visible(&self.replica, &mut t, owner, handle).map(|e| e.finished.clone())
+        };
+        let signal = match found {
+            Err(ParkError::Unknown(_)) => return self.recall(owner, handle).await,
+            other => other?,
         };
         let mut rx = signal.subscribe();
         let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;

@@ -1,0 +1,309 @@
+//! What of the live handles goes through the durable store (`store`, docs/store.md), so that
+//! it outlives the server process:
+//!
+//! - **A session's stored values** (`store`/`load`): kind `session-value`, key
+//!   `{handle}/{key}`, written before `store` answers (a store that fails makes `store`
+//!   fail: nothing is acknowledged that is not durable), and the session's language (kind
+//!   `session`, key the handle) with its first value. Both expire `sessions.idleTimeoutS`
+//!   after the session was last alive (the sweep touches them while it lives); a session
+//!   that ends (reset, idle, evicted) deletes them; one that ends with its server keeps them.
+//!   After a restart its handle works again: a fresh worker, without the variables of earlier
+//!   runs (their replay is not built), with the stored values.
+//! - **Runs with a handle** (tasks and `wait` handles): kind `run`, key the handle, written
+//!   when the handle is handed out (running) and when the run finishes (its outcome), for
+//!   the keep time. After a restart `tasks/get`, `tasks/result` and `wait` answer a finished
+//!   run from here, and a run that was still running when its server stopped as failed: lost
+//!   to the restart.
+//!
+//! Nothing is written for an execution that has no handle and stores nothing. What is written
+//! is redacted first (the secrets the server knows become `[redacted]`), and a session whose
+//! code sees personal data as values has its stored values tokenised as they leave; the
+//! token map itself stays in memory (docs/store.md).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::outcome::{ExecOutcome, LogEntry};
+use policy::principal::Principal;
+use policy::redact::Redactor;
+use store::{Key, Shared, StoreError};
+use worker_protocol::ErrorInfo;
+
+/// A session's language, under its handle.
+pub const SESSION: &str = "session";
+/// A session's stored value, under `{handle}/{key}`.
+pub const SESSION_VALUE: &str = "session-value";
+/// A run with a handle (a task, a `wait` handle), under its handle.
+pub const RUN: &str = "run";
+
+/// The store, as the live handles use it.
+#[derive(Clone)]
+pub struct Durable {
+    store: Shared,
+    /// This process: a run record of another one still `running` was lost with its server.
+    boot: Arc<str>,
+    redactor: Arc<Redactor>,
+}
+
+impl Durable {
+    pub fn new(store: Shared, redactor: Arc<Redactor>) -> Durable {
+        Durable {
+            store,
+            boot: Arc::from(crate::ids::random_hex::<8>()),
+            redactor,
+        }
+    }
+
+    pub fn store(&self) -> &Shared {
+        &self.store
+    }
+
+    pub fn boot(&self) -> &str {
+        &self.boot
+    }
+
+    /// `value` as JSON with every known secret redacted.
+    fn redacted(&self, value: &impl Serialize) -> Vec<u8> {
+        let text = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
+        self.redactor.str(&text).into_owned().into_bytes()
+    }
+
+    /// Keeps session `id`'s language (with its first stored value).
+    pub async fn session_opened(
+        &self,
+        owner: &Principal,
+        id: &str,
+        language: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let meta = SessionMeta {
+            language: language.to_string(),
+        };
+        let p = owner.to_string();
+        self.store
+            .put(Key::new(&p, SESSION, id), &self.redacted(&meta), ttl)
+            .await
+    }
+
+    /// Keeps (or, with `None`, deletes) session `id`'s value under `key`.
+    pub async fn session_value(
+        &self,
+        owner: &Principal,
+        id: &str,
+        key: &str,
+        value: Option<&Value>,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let p = owner.to_string();
+        let k = format!("{id}/{key}");
+        match value {
+            Some(v) => {
+                self.store
+                    .put(Key::new(&p, SESSION_VALUE, &k), &self.redacted(v), ttl)
+                    .await
+            }
+            None => self
+                .store
+                .delete(Key::new(&p, SESSION_VALUE, &k))
+                .await
+                .map(|_| ()),
+        }
+    }
+
+    /// Session `id`'s language and stored values, if the store has it.
+    pub async fn session(
+        &self,
+        owner: &Principal,
+        id: &str,
+    ) -> Result<Option<(String, Vec<(String, Value)>)>, StoreError> {
+        let p = owner.to_string();
+        let Some(meta) = self.store.get(Key::new(&p, SESSION, id)).await? else {
+            return Ok(None);
+        };
+        let Ok(meta) = serde_json::from_slice::<SessionMeta>(&meta) else {
+            return Ok(None);
+        };
+        let prefix = format!("{id}/");
+        let values = self
+            .store
+            .list(&p, SESSION_VALUE, &prefix)
+            .await?
+            .into_iter()
+            .filter_map(|(k, v)| {
+                let key = k.strip_prefix(&prefix)?.to_string();
+                serde_json::from_slice(&v).ok().map(|v| (key, v))
+            })
+            .collect();
+        Ok(Some((meta.language, values)))
+    }
+
+    /// Gives session `id`'s records `ttl` more.
+    pub async fn touch_session(
+        &self,
+        owner: &Principal,
+        id: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let p = owner.to_string();
+        self.store.touch_prefix(&p, SESSION, id, ttl).await?;
+        self.store
+            .touch_prefix(&p, SESSION_VALUE, &format!("{id}/"), ttl)
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes session `id`'s records (it ended).
+    pub async fn forget_session(&self, owner: &Principal, id: &str) -> Result<(), StoreError> {
+        let p = owner.to_string();
+        self.store
+            .delete_prefix(&p, SESSION_VALUE, &format!("{id}/"))
+            .await?;
+        self.store.delete(Key::new(&p, SESSION, id)).await?;
+        Ok(())
+    }
+
+    /// Keeps what is known of run `handle` for `ttl`.
+    pub async fn put_run(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        record: &RunRecord,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let p = owner.to_string();
+        self.store
+            .put(Key::new(&p, RUN, handle), &self.redacted(record), ttl)
+            .await
+    }
+
+    /// What the store has of run `handle` of `owner`.
+    pub async fn run(
+        &self,
+        owner: &Principal,
+        handle: &str,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let p = owner.to_string();
+        Ok(self
+            .store
+            .get(Key::new(&p, RUN, handle))
+            .await?
+            .and_then(|v| serde_json::from_slice(&v).ok()))
+    }
+}
+
+/// What a session of an earlier server comes back with (`super::revive`).
+pub struct Revived {
+    pub id: String,
+    /// What the next execution says was lost.
+    pub lost: String,
+    pub values: Vec<(String, Value)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SessionMeta {
+    language: String,
+}
+
+/// A run with a handle, as the store keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The process that ran it ([`Durable::boot`]).
+    pub boot: String,
+    /// `task` or `yielded`.
+    pub kind: String,
+    pub documents: bool,
+    pub created_at: String,
+    /// Unix milliseconds.
+    pub created_ms: i64,
+    pub keep_ms: u64,
+    #[serde(default)]
+    pub cancelled_by: Option<String>,
+    /// Set once it finished.
+    #[serde(default)]
+    pub finished: Option<StoredOutcome>,
+    #[serde(default)]
+    pub updated_at: Option<String>,
+    #[serde(default)]
+    pub finished_ms: Option<i64>,
+}
+
+/// An outcome as the store keeps it (the answer's fields; not the audit's).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredOutcome {
+    pub result: Value,
+    pub logs: Vec<(String, String)>,
+    pub error: Option<ErrorInfo>,
+    pub tool_calls: u32,
+    pub duration_ms: f64,
+    pub warning: Option<String>,
+    pub output_file: Option<String>,
+}
+
+impl StoredOutcome {
+    pub fn of(o: &ExecOutcome) -> StoredOutcome {
+        StoredOutcome {
+            result: o.result.clone(),
+            logs: o
+                .logs
+                .iter()
+                .map(|l| (l.level.to_string(), l.text.clone()))
+                .collect(),
+            error: o.error.clone(),
+            tool_calls: o.tool_calls,
+            duration_ms: o.duration_ms,
+            warning: o.warning.clone(),
+            output_file: o.output_file.clone(),
+        }
+    }
+
+    pub fn outcome(self) -> ExecOutcome {
+        let mut o = ExecOutcome::refused(ErrorInfo {
+            name: String::new(),
+            message: String::new(),
+            stack: None,
+        });
+        o.result = self.result;
+        o.logs = self
+            .logs
+            .into_iter()
+            .map(|(level, text)| LogEntry {
+                level: static_level(&level),
+                text,
+            })
+            .collect();
+        o.error = self.error;
+        o.tool_calls = self.tool_calls;
+        o.duration_ms = self.duration_ms;
+        o.warning = self.warning;
+        o.output_file = self.output_file;
+        o
+    }
+}
+
+fn static_level(level: &str) -> &'static str {
+    match level {
+        "debug" => "debug",
+        "info" => "info",
+        "warn" => "warn",
+        "error" => "error",
+        _ => "log",
+    }
+}
+
+/// The outcome of a run that was still running when its server stopped.
+pub fn lost_outcome(record: &RunRecord) -> ExecOutcome {
+    ExecOutcome::refused(ErrorInfo {
+        name: "LostToRestart".into(),
+        message: format!(
+            "this run was lost to a server restart: it was still running (started {}) when \
+             its server stopped, and it did not finish. It may have made some of its tool \
+             calls before it stopped (no call log is kept yet, so which is not known): check \
+             their effects before running it again",
+            record.created_at
+        ),
+        stack: None,
+    })
+}

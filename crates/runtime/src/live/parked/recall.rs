@@ -1,0 +1,266 @@
+//! Runs with a handle through the durable store (`crate::live::durable`): what is known of
+//! one is written when its handle is handed out and when it finishes ([`Parked::persist`]);
+//! a handle this server does not hold (it restarted) is answered from the store
+//! ([`Parked::recall`]): a finished run with its outcome, a run that was still running when
+//! its server stopped as failed, lost to the restart.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::entry::{Kind, State};
+use super::snapshot::Snapshot;
+use super::store::{ParkError, Parked, STATUS_LOG_LINES};
+use crate::live::durable::{RunRecord, StoredOutcome, lost_outcome};
+use policy::audit::AuditLog;
+use policy::principal::Principal;
+
+impl Parked {
+    /// Writes what is known of run `handle` (running, or its outcome) to the durable store,
+    /// if there is one and the handle was handed out. A failure is logged: the run is still
+    /// answered from memory while this server lives.
+    pub async fn persist(&self, handle: &str) {
+        let Some(durable) = &self.durable else {
+            return;
+        };
+        let lock = {
+            let t = self.lock();
+            match t.handles.get(handle) {
+                Some(e) if e.visible => e.persisting.clone(),
+                _ => return,
+            }
+        };
+        // Writes of one run go one at a time, each with the state at its turn: the last one
+        // written carries the latest state.
+        let _turn = lock.lock().await;
+        let keep = self.limits.keep_result_ms;
+        let Some((owner, record, ttl)) = ({
+            let t = self.lock();
+            t.handles.get_with_owner(handle).map(|(owner, e)| {
+                let mut record = RunRecord {
+                    boot: durable.boot().to_string(),
+                    kind: match e.kind {
+                        Kind::Task => "task",
+                        Kind::Yielded => "yielded",
+                    }
+                    .into(),
+                    documents: e.documents,
+                    created_at: e.created_at.clone(),
+                    created_ms: e.created_ms,
+                    keep_ms: keep,
+                    cancelled_by: e.cancelled_by.map(str::to_string),
+                    finished: None,
+                    updated_at: None,
+                    finished_ms: None,
+                };
+                let ttl = match &e.state {
+                    State::Running => e.duration + Duration::from_millis(keep),
+                    State::Finished {
+                        outcome, at_text, ..
+                    } => {
+                        record.finished = Some(StoredOutcome::of(outcome));
+                        record.updated_at = Some(at_text.clone());
+                        record.finished_ms = Some(store::now_ms());
+                        Duration::from_millis(keep)
+                    }
+                };
+                (owner.clone(), record, ttl)
+            })
+        }) else {
+            return;
+        };
+        if let Err(e) = durable.put_run(&owner, handle, &record, ttl).await {
+            tracing::warn!("cannot keep run {handle} in the store: {e}");
+        }
+    }
+
+    /// Run `handle` of `owner` as the durable store has it (this server does not hold it):
+    /// finished, with its outcome; or lost, if it was still running when its server stopped.
+    pub async fn recall(&self, owner: &Principal, handle: &str) -> Result<Snapshot, ParkError> {
+        let unknown = || ParkError::Unknown(handle.to_string());
+        let Some(durable) = &self.durable else {
+            return Err(unknown());
+        };
+        let record = durable
+            .run(owner, handle)
+            .await
+            .map_err(|error| ParkError::Store {
+                handle: handle.to_string(),
+                error,
+            })?
+            .ok_or_else(unknown)?;
+        let now = store::now_ms();
+        let (outcome, ended_ms) = match record.finished.clone() {
+            Some(o) => (o.outcome(), record.finished_ms.unwrap_or(now)),
+            // Still running in this process would be in memory: it was another's.
+            None if record.boot != durable.boot() => (lost_outcome(&record), now),
+            None => return Err(unknown()),
+        };
+        let span = |a: i64, b: i64| u64::try_from(b.saturating_sub(a)).unwrap_or(0);
+        let logs = outcome.logs[outcome.logs.len().saturating_sub(STATUS_LOG_LINES)..].to_vec();
+        Ok(Snapshot {
+            handle: handle.to_string(),
+            documents: record.documents,
+            updated_at: record
+                .updated_at
+                .clone()
+                .unwrap_or_else(rmcp::task_manager::current_timestamp),
+            created_at: record.created_at.clone(),
+            ttl_ms: span(record.created_ms, ended_ms) + record.keep_ms,
+            progress: None,
+            log_count: outcome.logs.len(),
+            logs,
+            elapsed_ms: span(record.created_ms, now),
+            tool_calls: outcome.tool_calls,
+            cancelled_by: record.cancelled_by.as_deref().and_then(|by| {
+                ["wait", "tasks/cancel", "notifications/cancelled"]
+                    .into_iter()
+                    .find(|known| *known == by)
+            }),
+            questions: Vec::new(),
+            outcome: Some(Arc::new(outcome)),
+        })
+    }
+
+    /// `tasks/get`: [`Parked::get`], else [`Parked::recall`].
+    pub async fn get_or_recall(
+        &self,
+        owner: &Principal,
+        handle: &str,
+    ) -> Result<Snapshot, ParkError> {
+        match self.get(owner, handle) {
+            Err(ParkError::Unknown(_)) => self.recall(owner, handle).await,
+            other => other,
+        }
+    }
+
+    /// `tasks/cancel`: [`Parked::cancel`]; a run only the store knows has ended already and
+    /// is left as it is.
+    pub async fn cancel_or_recall(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        by: &'static str,
+        audit: &AuditLog,
+    ) -> Result<(), ParkError> {
+        match self.cancel(owner, handle, by, audit) {
+            Err(ParkError::Unknown(_)) => self.recall(owner, handle).await.map(|_| ()),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::super::store::{ParkError, Parked, Published};
+    use super::Kind;
+    use crate::live::durable::Durable;
+    use crate::outcome::ExecOutcome;
+    use crate::run::execution::ExecContext;
+    use policy::long_runs::LongRunLimits;
+    use policy::principal::Principal;
+    use policy::redact::Redactor;
+
+    /// A table over the SQLite store in `dir`, as one server process has it.
+    async fn server(dir: &std::path::Path) -> (Parked, store::Shared) {
+        let store: store::Shared = Arc::new(
+            store::sqlite::Sqlite::open(&dir.join("store.sqlite3"), store::Limits::default())
+                .await
+                .unwrap(),
+        );
+        let mut p = Parked::new(LongRunLimits::default());
+        p.set_durable(Durable::new(
+            store.clone(),
+            Arc::new(Redactor::new(["sekrit-value-123"])),
+        ));
+        (p, store)
+    }
+
+    async fn handed(p: &Parked, who: &Principal) -> String {
+        let h = p
+            .reserve(
+                Kind::Task,
+                Duration::from_secs(60),
+                &ExecContext::new(who.clone()),
+            )
+            .unwrap();
+        assert!(matches!(
+            p.publish_as(&h, Duration::ZERO, true).await,
+            Some(Published::Handed(_))
+        ));
+        h
+    }
+
+    #[tokio::test]
+    async fn a_restarted_server_answers_finished_runs_and_reports_lost_ones() {
+        let dir = test_support::TempDir::new("recall");
+        let (alice, bob) = (Principal::new("alice"), Principal::new("bob"));
+        let (done, running, unhanded) = {
+            let (p, _) = server(&dir.0).await;
+            let done = handed(&p, &alice).await;
+            let mut o = ExecOutcome::cancelled();
+            o.error = None;
+            o.result = json!({"answer": 42, "token": "sekrit-value-123"});
+            p.finish(&done, o);
+            p.persist(&done).await;
+            let running = handed(&p, &alice).await;
+            // Reserved, never handed out: nothing is written.
+            let unhanded = p
+                .reserve(
+                    Kind::Task,
+                    Duration::from_secs(60),
+                    &ExecContext::new(alice.clone()),
+                )
+                .unwrap();
+            (done, running, unhanded)
+        };
+        // A new process on the same store.
+        let (p, store) = server(&dir.0).await;
+        let snap = p.get_or_recall(&alice, &done).await.unwrap();
+        let outcome = snap.outcome.unwrap();
+        assert_eq!(outcome.result["answer"], json!(42));
+        // Secrets the server knows never reach the store in the clear.
+        assert_eq!(outcome.result["token"], json!("[redacted]"));
+        let raw = store
+            .get(store::Key::new("alice", crate::live::durable::RUN, &done))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!String::from_utf8_lossy(&raw).contains("sekrit-value-123"));
+        let lost = p.get_or_recall(&alice, &running).await.unwrap();
+        let error = lost.outcome.unwrap().error.clone().unwrap();
+        assert_eq!(error.name, "LostToRestart");
+        assert!(
+            error.message.contains("lost to a server restart"),
+            "{error:?}"
+        );
+        // wait and tasks/result answer the same.
+        let waited = p
+            .wait(
+                &alice,
+                &running,
+                Duration::ZERO,
+                false,
+                &policy::audit::AuditLog::disabled(),
+            )
+            .await
+            .unwrap();
+        assert!(waited.outcome.is_some());
+        // Another principal, a handle never handed out, one never issued: unknown.
+        for (who, h) in [
+            (&bob, &done),
+            (&alice, &unhanded),
+            (&alice, &"run-nope".to_string()),
+        ] {
+            assert_eq!(
+                p.get_or_recall(who, h).await.err(),
+                Some(ParkError::Unknown(h.clone())),
+                "{who:?} {h}"
+            );
+        }
+    }
+}
