@@ -20,6 +20,8 @@ mod probe;
 mod seccomp;
 mod spawn;
 mod sys;
+mod template;
+pub(crate) mod template_host;
 mod view;
 
 use std::path::PathBuf;
