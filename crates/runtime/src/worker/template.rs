@@ -208,3 +208,14 @@ impl WorkerChild {
         }
     }
 }
+
+impl Drop for WorkerChild {
+    /// A forked worker dropped unkilled is killed, as a spawned one is (`kill_on_drop`).
+    fn drop(&mut self) {
+        if let WorkerChild::Forked(pidfd) = self
+            && !sandbox::pidfd_ended(pidfd.as_fd())
+        {
+            sandbox::pidfd_kill_group(pidfd.as_fd());
+        }
+    }
+}
