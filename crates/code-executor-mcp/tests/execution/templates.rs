@@ -102,6 +102,7 @@ async fn a_template_killed_during_a_load_is_replaced_and_no_request_is_lost() {
                 );
             }
         }
+        let h = &h;
         let burst = (0..8).map(|i| async move {
             if i % 2 == 0 {
                 h.exec("return 1 + 1").await
