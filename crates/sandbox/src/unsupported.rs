@@ -141,7 +141,7 @@ pub(crate) mod template {
                 TemplateUnsupported::Platform.to_string(),
             )))
         }
-        pub fn is_alive(&mut self) -> bool {
+        pub fn is_alive(&self) -> bool {
             false
         }
     }

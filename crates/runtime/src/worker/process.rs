@@ -329,9 +329,9 @@ impl WorkerSpawner {
             let slot = slot.clone();
             let env = command.env.clone();
             match tokio::task::spawn_blocking(move || slot.spawn(&env)).await {
-                Ok(Ok(w)) => {
+                Ok(Ok((w, template))) => {
                     return Ok((
-                        WorkerChild::Forked(w.pidfd),
+                        WorkerChild::Forked(w.pidfd, template),
                         w.pid,
                         PipeWriter::from_owned_fd(w.stdin).map_err(start)?,
                         PipeReader::from_owned_fd(w.stdout).map_err(start)?,

@@ -119,7 +119,7 @@ impl TemplateSlot {
     pub fn spawn(
         &self,
         env: &[(std::ffi::OsString, std::ffi::OsString)],
-    ) -> Result<sandbox::TemplateWorker, sandbox::SandboxError> {
+    ) -> Result<(sandbox::TemplateWorker, Arc<sandbox::Template>), sandbox::SandboxError> {
         let mut last = None;
         for _ in 0..2 {
             let template = {
@@ -132,8 +132,8 @@ impl TemplateSlot {
                     state.current = None;
                 }
                 let template = match &state.current {
-                    Some(t) => t.clone(),
-                    None => {
+                    Some(t) if t.is_alive() => t.clone(),
+                    _ => {
                         let t = Arc::new(sandbox::Template::start(&self.base.0, &self.base.1)?);
                         state.current = Some(t.clone());
                         state.served = 0;
@@ -145,7 +145,7 @@ impl TemplateSlot {
                 template
             };
             match template.spawn(env) {
-                Ok(worker) => return Ok(worker),
+                Ok(worker) => return Ok((worker, template)),
                 Err(e) => {
                     tracing::warn!(target: "worker", "worker template failed, replacing it: {e}");
                     if let Ok(mut state) = self.state.lock()
@@ -167,8 +167,9 @@ impl TemplateSlot {
 /// The process of a worker: spawned by the host, or forked by a template.
 pub(crate) enum WorkerChild {
     Spawned(tokio::process::Child),
-    /// Known by a pidfd of its first process (the template is its parent, and reaps it).
-    Forked(OwnedFd),
+    /// Known by a pidfd of its first process (the template is its parent, and reaps it); the
+    /// template's death ends it too.
+    Forked(OwnedFd, Arc<sandbox::Template>),
 }
 
 impl WorkerChild {
@@ -176,7 +177,9 @@ impl WorkerChild {
     pub fn ended(&mut self) -> bool {
         match self {
             WorkerChild::Spawned(child) => !matches!(child.try_wait(), Ok(None)),
-            WorkerChild::Forked(pidfd) => sandbox::pidfd_ended(pidfd.as_fd()),
+            WorkerChild::Forked(pidfd, template) => {
+                !template.is_alive() || sandbox::pidfd_ended(pidfd.as_fd())
+            }
         }
     }
 
@@ -187,7 +190,7 @@ impl WorkerChild {
                 sandbox::kill_group(pid);
                 let _ = child.start_kill();
             }
-            WorkerChild::Forked(pidfd) => sandbox::pidfd_kill_group(pidfd.as_fd()),
+            WorkerChild::Forked(pidfd, _) => sandbox::pidfd_kill_group(pidfd.as_fd()),
         }
     }
 
@@ -196,7 +199,7 @@ impl WorkerChild {
         use std::os::unix::process::ExitStatusExt;
         match self {
             WorkerChild::Spawned(child) => child.wait().await,
-            WorkerChild::Forked(pidfd) => {
+            WorkerChild::Forked(pidfd, _) => {
                 // Its status is there once it has ended and the template has reaped it.
                 loop {
                     if let Some(raw) = sandbox::pidfd_exit_status(pidfd.as_fd()) {
@@ -212,7 +215,7 @@ impl WorkerChild {
 impl Drop for WorkerChild {
     /// A forked worker dropped unkilled is killed, as a spawned one is (`kill_on_drop`).
     fn drop(&mut self) {
-        if let WorkerChild::Forked(pidfd) = self
+        if let WorkerChild::Forked(pidfd, _) = self
             && !sandbox::pidfd_ended(pidfd.as_fd())
         {
             sandbox::pidfd_kill_group(pidfd.as_fd());

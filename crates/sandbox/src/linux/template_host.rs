@@ -28,6 +28,8 @@ const TEMPLATE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A running template: its helper, and the host's end of its socket.
 pub struct Template {
     helper: Option<Child>,
+    /// A pidfd of the helper: whether the template is alive, without reaping it.
+    helper_fd: OwnedFd,
     sock: Mutex<OwnedFd>,
 }
 
@@ -124,8 +126,20 @@ impl Template {
                 io("start", said)
             });
         }
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; the
+        // helper is our child, not reaped (only `Drop` waits for it), so the pid is its own.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, helper.id() as libc::pid_t, 0) };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            let _ = helper.kill();
+            let _ = helper.wait();
+            return Err(io("pidfd_open", e));
+        }
+        // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
+        let helper_fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
         Ok(Self {
             helper: Some(helper),
+            helper_fd,
             sock: Mutex::new(host),
         })
     }
@@ -190,11 +204,10 @@ impl Template {
         }
     }
 
-    /// Whether the template's helper is still running.
-    pub fn is_alive(&mut self) -> bool {
-        self.helper
-            .as_mut()
-            .is_some_and(|h| matches!(h.try_wait(), Ok(None)))
+    /// Whether the template's helper is still running (a template killed takes the workers
+    /// it forked with it: a pool checks this before it hands one over).
+    pub fn is_alive(&self) -> bool {
+        !pidfd_ended(self.helper_fd.as_fd())
     }
 }
 
