@@ -25,25 +25,25 @@ pub const TEMPLATE_ENV: &str = "CODE_EXECUTOR_WORKER_TEMPLATE";
 
 /// How a spawner starts its workers, as `doctor` and `health` say it.
 pub fn start_path(policy: &sandbox::SandboxPolicy) -> String {
-    match eligible(policy) {
-        Ok(()) => format!(
+    match why_not(policy) {
+        None => format!(
             "template per spawner (workers forked with their own user, PID, IPC and UTS namespaces and Landlock domain; a template replaced every {REPLACE_AFTER} workers)"
         ),
-        Err(why) => format!("a sandbox helper per worker ({why})"),
+        Some(why) => format!("a sandbox helper per worker ({why})"),
     }
 }
 
-/// Why workers of `policy` are not forked from a template, if they are not.
-fn eligible(policy: &sandbox::SandboxPolicy) -> Result<(), String> {
+/// Why workers of `policy` are not forked from a template; `None` when they are.
+fn why_not(policy: &sandbox::SandboxPolicy) -> Option<String> {
     let on =
         std::env::var(TEMPLATE_ENV).is_ok_and(|v| matches!(v.trim(), "1" | "on" | "true" | "yes"));
     if !on {
-        return Err(format!("templates are off; {TEMPLATE_ENV}=1 turns them on"));
+        return Some(format!("templates are off; {TEMPLATE_ENV}=1 turns them on"));
     }
     if policy.mode != sandbox::SandboxMode::Enforce {
-        return Err("the sandbox is off".into());
+        return Some("the sandbox is off".into());
     }
-    sandbox::template_support().map_err(|e| e.to_string())
+    sandbox::template_support().err().map(|e| e.to_string())
 }
 
 /// Whether a worker of `command` under `policy` may come from the template made for
@@ -89,7 +89,9 @@ impl TemplateSlot {
         policy: &sandbox::SandboxPolicy,
     ) -> Option<Arc<Self>> {
         if policy.data_paths.is_empty() && policy.scratch_dir.is_none() {
-            eligible(policy).ok()?;
+            if why_not(policy).is_some() {
+                return None;
+            }
             Some(Arc::new(Self {
                 base: (command.clone(), policy.clone()),
                 state: Mutex::new(SlotState::default()),
