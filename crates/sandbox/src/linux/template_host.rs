@@ -326,14 +326,18 @@ pub fn pidfd_ended(fd: BorrowedFd<'_>) -> bool {
     poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
 }
 
-/// [`crate::kill_group`] for a worker known by its pidfd: the signal goes to the process
-/// group the pidfd's process leads, which cannot be another group whatever pids are reused
-/// meanwhile. Lowers the group's priority first, as `kill_group` does, when it is running.
+/// [`crate::kill_group`] for a worker known by its pidfd: SIGKILL to the worker's first
+/// process, through the pidfd (which cannot name another process whatever pids are reused
+/// meanwhile). Its init has it as parent-death signal, and every other process of the worker
+/// is in the init's PID namespace, which dies with it: the whole worker ends, as with
+/// `kill_group`. Not its process group: a worker killed before its `setsid` is still in the
+/// template's group. Lowers the worker's group's priority first, as `kill_group` does.
 pub fn pidfd_kill_group(fd: BorrowedFd<'_>) {
-    const PIDFD_SIGNAL_PROCESS_GROUP: libc::c_uint = 1 << 2;
     if !pidfd_ended(fd)
         && let Ok(pid) = pidfd_pid(fd)
     {
+        // Before its `setsid` no group has this id (ESRCH); after it, the group is the
+        // worker's own. A group id cannot be reused while the group has a member.
         // SAFETY: setpriority takes plain integers and touches no memory of ours.
         unsafe { libc::setpriority(libc::PRIO_PGRP, pid as libc::id_t, 19) };
     }
@@ -344,7 +348,7 @@ pub fn pidfd_kill_group(fd: BorrowedFd<'_>) {
             fd.as_raw_fd(),
             libc::SIGKILL,
             std::ptr::null::<libc::siginfo_t>(),
-            PIDFD_SIGNAL_PROCESS_GROUP,
+            0,
         );
     }
 }

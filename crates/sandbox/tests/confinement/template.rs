@@ -305,3 +305,25 @@ fn a_killed_template_refuses_further_workers_and_its_workers_die() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+#[test]
+fn a_worker_killed_as_soon_as_it_is_forked_takes_nothing_else_with_it() {
+    let Some(t) = template() else { return };
+    let holder = start(
+        &t,
+        "print('up', flush=True)\nsys.stdin.read()\nprint('alive', flush=True)",
+    );
+    let mut held = Lines::of(holder.stdout.try_clone().unwrap());
+    assert_eq!(held.next(), "up");
+    // Killed before (or just after) its `setsid`: still in the template's process group.
+    for _ in 0..20 {
+        let w = start(&t, "sys.stdin.read()");
+        sandbox::pidfd_kill_group(w.pidfd.as_fd());
+        assert_eq!(wait_status(&w.pidfd).signal(), Some(9));
+    }
+    assert!(t.is_alive(), "killing a worker killed its template");
+    let (status, out, _) = run(&t, "print('next')");
+    assert_eq!((status.code(), out.trim()), (Some(0), "next"));
+    drop(holder.stdin);
+    assert_eq!(held.next(), "alive", "killing a worker killed another");
+}
