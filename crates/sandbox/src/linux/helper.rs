@@ -61,7 +61,12 @@ use crate::backend::InlinePayload;
 /// without a second `execve`); decided before any namespace changes what paths mean.
 static SELF_PAYLOAD: std::sync::OnceLock<Option<InlinePayload>> = std::sync::OnceLock::new();
 
-pub(crate) fn main_with(inline: Option<InlinePayload>) -> ExitCode {
+/// The init of a template (`linux::template::init`), given by the backend: the helper does
+/// not name the template's module, which builds on this one.
+pub(crate) type TemplateInit =
+    fn(&HelperConfig, &Reporter, OwnedFd, Vec<mounts::GrantedTree>) -> ExitCode;
+
+pub(crate) fn main_with(inline: Option<InlinePayload>, template: TemplateInit) -> ExitCode {
     let (config, mode) = match start() {
         Ok(started) => started,
         Err(message) => {
@@ -84,13 +89,13 @@ pub(crate) fn main_with(inline: Option<InlinePayload>) -> ExitCode {
         Mode::Unconfined => return run_unconfined(&config),
         Mode::Confined => {}
         Mode::Template => {
-            return match outer(&config, &out, true) {
+            return match outer(&config, &out, Some(template)) {
                 Ok(code) => code,
                 Err(e) => fail(&out, &e),
             };
         }
     }
-    match outer(&config, &out, false) {
+    match outer(&config, &out, None) {
         Ok(code) => code,
         Err(e) => fail(&out, &e),
     }
@@ -239,8 +244,13 @@ fn exec_failed(cfg: &HelperConfig, e: nix::Error) -> ExitCode {
     ExitCode::from(EXIT_EXEC_FAILED)
 }
 
-/// Steps 2 to 5, in the outer helper (of one worker, or of a template when `template`).
-fn outer(cfg: &HelperConfig, out: &Reporter, template: bool) -> Result<ExitCode, SetupError> {
+/// Steps 2 to 5, in the outer helper (of one worker, or of a template whose init is
+/// `template`).
+fn outer(
+    cfg: &HelperConfig,
+    out: &Reporter,
+    template: Option<TemplateInit>,
+) -> Result<ExitCode, SetupError> {
     // Step 2: descriptors, session, core dumps.
     crate::linux::sys::close_from(3)
         .map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
@@ -317,11 +327,11 @@ fn outer(cfg: &HelperConfig, out: &Reporter, template: bool) -> Result<ExitCode,
             drop(alive_w);
             drop(status_r);
             drop(null);
-            if template {
+            if let Some(template_init) = template {
                 // Nothing of this frame may outlive the fork: the template's workers close
                 // every descriptor they did not get.
                 drop(status_w);
-                return Ok(crate::linux::template::init(cfg, out, alive_r, granted));
+                return Ok(template_init(cfg, out, alive_r, granted));
             }
             Ok(init(cfg, out, alive_r, status_w, granted))
         }

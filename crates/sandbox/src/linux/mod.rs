@@ -47,7 +47,7 @@ impl Backend for Linux {
     }
 
     fn helper_main(inline: Option<InlinePayload>) -> ExitCode {
-        helper::main_with(inline)
+        helper::main_with(inline, template::init)
     }
 
     fn probe(policy: &SandboxPolicy) -> SandboxReport {
