@@ -234,6 +234,13 @@ impl Core {
             "principal": {"name": principal.name(), "via": principal.via().as_str()},
             "replica": self.options.replica.id(),
             "sandbox": format!("{:?}", self.options.sandbox).to_lowercase(),
+            // How pooled workers start: forked from a template per spawner, or with a
+            // helper each, and why (docs/sandbox.md, "Workers forked from a template").
+            "workerStart": runtime::worker::template::start_path(&runtime::confinement::worker_policy(
+                self.options.sandbox,
+                &self.options.exe,
+                0,
+            )),
             "pools": self.runtime.pool_stats().await,
             "grantPools": self.runtime.grant_pool_stats().await.into_iter().map(|(paths, stats)| {
                 let mut v = json!(stats);

@@ -105,3 +105,20 @@ pub(crate) enum IdMapError {
         error: std::sync::Arc<std::io::Error>,
     },
 }
+
+/// Why workers cannot be forked from a template here (today's path, a helper per worker, is
+/// used then; `doctor` and `health` say why).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TemplateUnsupported {
+    #[error(
+        "Landlock ABI {0}: scoping signals and abstract Unix sockets to each worker needs ABI 6 (Linux 6.12)"
+    )]
+    Landlock(i64),
+    #[error(
+        "Linux {0}: the host reads a template's worker's exit status from its pidfd, which needs Linux 6.15"
+    )]
+    Kernel(String),
+    #[error("not available on this operating system")]
+    Platform,
+}

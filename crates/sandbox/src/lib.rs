@@ -37,16 +37,26 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 pub use backend::{Backend, InlinePayload};
-pub use error::SandboxError;
+pub use error::{SandboxError, TemplateUnsupported};
 #[cfg(target_os = "linux")]
 pub use linux::container;
 #[cfg(target_os = "linux")]
 pub use linux::layers::layer;
+#[cfg(target_os = "linux")]
+pub use linux::template_host::{
+    Template, TemplateWorker, pidfd_ended, pidfd_exit_status, pidfd_kill_group,
+    support as template_support,
+};
 pub use policy::{
     EXIT_BAD_INVOCATION, EXIT_EXEC_FAILED, EXIT_SETUP_FAILED, HELPER_ARG, ResourceLimits,
     SandboxMode, SandboxPolicy, WorkerCommand,
 };
 pub use report::{LayerStatus, SandboxReport};
+#[cfg(not(target_os = "linux"))]
+pub use unsupported::template::{
+    Template, TemplateWorker, pidfd_ended, pidfd_exit_status, pidfd_kill_group,
+    support as template_support,
+};
 
 /// The backend of this build.
 #[cfg(target_os = "linux")]

@@ -99,3 +99,58 @@ mod tests {
         assert!(matches!(out, Ok(Ok(ref s)) if s == "hello"), "{out:?}");
     }
 }
+
+/// Templates (Linux only): never available here.
+#[cfg(not(target_os = "linux"))]
+pub(crate) mod template {
+    use std::ffi::OsString;
+    use std::os::fd::{BorrowedFd, OwnedFd};
+
+    use crate::error::{SandboxError, TemplateUnsupported};
+    use crate::policy::{SandboxPolicy, WorkerCommand};
+
+    /// Never started on this system.
+    #[derive(Debug)]
+    pub struct Template;
+
+    /// Never made on this system.
+    #[derive(Debug)]
+    pub struct TemplateWorker {
+        pub pid: u32,
+        pub pidfd: OwnedFd,
+        pub stdin: OwnedFd,
+        pub stdout: OwnedFd,
+        pub stderr: OwnedFd,
+    }
+
+    pub fn support() -> Result<(), TemplateUnsupported> {
+        Err(TemplateUnsupported::Platform)
+    }
+
+    impl Template {
+        pub fn start(_: &WorkerCommand, _: &SandboxPolicy) -> Result<Self, SandboxError> {
+            Err(SandboxError::Io(std::io::Error::other(
+                TemplateUnsupported::Platform.to_string(),
+            )))
+        }
+        pub fn pid(&self) -> u32 {
+            0
+        }
+        pub fn spawn(&self, _: &[(OsString, OsString)]) -> Result<TemplateWorker, SandboxError> {
+            Err(SandboxError::Io(std::io::Error::other(
+                TemplateUnsupported::Platform.to_string(),
+            )))
+        }
+        pub fn is_alive(&self) -> bool {
+            false
+        }
+    }
+
+    pub fn pidfd_exit_status(_: BorrowedFd<'_>) -> Option<i32> {
+        None
+    }
+    pub fn pidfd_ended(_: BorrowedFd<'_>) -> bool {
+        true
+    }
+    pub fn pidfd_kill_group(_: BorrowedFd<'_>) {}
+}

@@ -28,6 +28,10 @@ pub(super) async fn doctor(
     say(&format!(
         "sandbox (what --sandbox=enforce applies to every worker):\n{report}"
     ));
+    say(&format!(
+        "worker start: {}",
+        runtime::worker::template::start_path(&policy)
+    ));
     let mut healthy = report.minimum_guarantee_met();
     // In a container, name the runtime setting that stops the sandbox (docs/container.md).
     if let Some(diagnosis) = sandbox::container::diagnose(&report) {

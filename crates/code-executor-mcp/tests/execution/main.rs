@@ -33,6 +33,7 @@
 //!   the figures of issue #55, printed);
 //! - [`own_tools`]: the documents' tool names and parameters, and the executor's own tools
 //!   called from code (nested executions within their caller's).
+//! - [`templates`]: pools whose workers a template forks: exits, timeouts, a killed template;
 //! - [`shapes`]: result shapes (`callMCPTool` the answer's text, `tools.s.t` the structured
 //!   result), a result passed where a string is wanted named, prompts that are not text.
 //!
@@ -77,5 +78,6 @@ mod signatures;
 mod skill_calls;
 mod skills;
 mod skills_ledger;
+mod templates;
 mod types;
 mod upstream;

@@ -13,6 +13,7 @@ pub mod process;
 pub mod python;
 pub mod python_error;
 pub mod roots;
+pub mod template;
 pub mod tree;
 pub mod workspace;
 

@@ -564,6 +564,7 @@ mod tests {
             policy: sandbox::SandboxPolicy::new(sandbox::SandboxMode::Disabled, None),
             preamble: None,
             warm_env: Vec::new(),
+            template: None,
         }
     }
 

@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::net::unix::pipe::{Receiver as PipeReader, Sender as PipeWriter};
+
+use super::template::{TemplateSlot, WorkerChild};
 use worker_protocol::{
     HostFrame, MAX_WORKER_FRAME_BYTES, PROTOCOL_VERSION, WorkerFrame, check_len, encode,
 };
@@ -69,6 +71,9 @@ pub struct WorkerSpawner {
     /// more than a trivial run does (Python: modules to import before `ready`; see
     /// `Pool::prefer_warm`). Empty when the language has none.
     pub warm_env: Vec<(OsString, OsString)>,
+    /// The template its workers are forked from, when templates are on and the kernel has
+    /// what they need (see `worker::template`); `None`: a sandbox helper per worker.
+    pub template: Option<Arc<TemplateSlot>>,
 }
 
 /// What [`WorkerSpawner::preamble`] writes; shown by its length only.
@@ -129,9 +134,9 @@ pub enum WorkerError {
 
 /// A started worker that has said it is ready.
 pub struct WorkerProcess {
-    child: Child,
+    child: WorkerChild,
     pid: u32,
-    stdin: ChildStdin,
+    stdin: PipeWriter,
     frames: FrameReader,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// The task reading stderr into `stderr_tail`: waited for (briefly) when the worker has
@@ -157,7 +162,7 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// Frames from a worker's stdout, decoded from a buffer the reads fill.
 pub struct FrameReader {
-    stdout: ChildStdout,
+    stdout: PipeReader,
     buf: Vec<u8>,
     /// Start of the bytes not yet decoded.
     pos: usize,
@@ -170,7 +175,7 @@ pub struct FrameReader {
 }
 
 impl FrameReader {
-    fn new(stdout: ChildStdout) -> Self {
+    fn new(stdout: PipeReader) -> Self {
         FrameReader {
             stdout,
             buf: Vec::new(),
@@ -285,40 +290,60 @@ pub fn worker_env() -> Vec<(OsString, OsString)> {
 impl WorkerSpawner {
     /// JavaScript workers: our own binary re-entered as `__worker js`.
     pub fn javascript(exe: &Path, policy: sandbox::SandboxPolicy) -> Self {
+        let command = sandbox::WorkerCommand {
+            program: exe.to_path_buf(),
+            args: vec![
+                OsString::from(tools::defaults::WORKER_ARG),
+                OsString::from("js"),
+            ],
+            env: worker_env(),
+            cwd: None,
+        };
         WorkerSpawner {
             language: Language::JavaScript,
-            command: sandbox::WorkerCommand {
-                program: exe.to_path_buf(),
-                args: vec![
-                    OsString::from(tools::defaults::WORKER_ARG),
-                    OsString::from("js"),
-                ],
-                env: worker_env(),
-                cwd: None,
-            },
+            template: TemplateSlot::for_spawner(&command, &policy),
+            command,
             policy,
             preamble: None,
             warm_env: Vec::new(),
         }
     }
 
-    /// Starts a worker and waits for its `ready` frame.
-    pub async fn spawn(&self) -> Result<WorkerProcess, WorkerError> {
-        self.spawn_as(false).await
-    }
-
-    /// [`WorkerSpawner::spawn`], `warm`: with [`WorkerSpawner::warm_env`].
-    pub async fn spawn_as(&self, warm: bool) -> Result<WorkerProcess, WorkerError> {
+    /// The worker's process and pipes: forked by this spawner's template when it has one
+    /// that serves this confinement (falling back to a helper of its own should the
+    /// template fail twice), else started with a sandbox helper.
+    async fn start(
+        &self,
+        command: &sandbox::WorkerCommand,
+    ) -> Result<(WorkerChild, u32, PipeWriter, PipeReader, PipeReader), WorkerError> {
         let program = self.command.program.display().to_string();
-        let warmed;
-        let command = if warm && !self.warm_env.is_empty() {
-            let mut c = self.command.clone();
-            c.env.extend(self.warm_env.iter().cloned());
-            warmed = c;
-            &warmed
-        } else {
-            &self.command
+        let start = |source| WorkerError::Start {
+            program: program.clone(),
+            source,
         };
+        if let Some(slot) = self
+            .template
+            .as_ref()
+            .filter(|slot| slot.serves(command, &self.policy))
+        {
+            let slot = slot.clone();
+            let env = command.env.clone();
+            match tokio::task::spawn_blocking(move || slot.spawn(&env)).await {
+                Ok(Ok((w, template))) => {
+                    return Ok((
+                        WorkerChild::Forked(w.pidfd, template),
+                        w.pid,
+                        PipeWriter::from_owned_fd(w.stdin).map_err(start)?,
+                        PipeReader::from_owned_fd(w.stdout).map_err(start)?,
+                        PipeReader::from_owned_fd(w.stderr).map_err(start)?,
+                    ));
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(target: "worker", "no worker from a template, starting one with its own helper: {e}");
+                }
+                Err(e) => tracing::warn!(target: "worker", "template task: {e}"),
+            }
+        }
         let cmd = sandbox::command(command, &self.policy)?;
         let mut cmd = tokio::process::Command::from(cmd);
         cmd.stdin(Stdio::piped())
@@ -328,15 +353,42 @@ impl WorkerSpawner {
         // On the forker thread: off the runtime thread (fork/exec of a large process blocks
         // for a millisecond or more), and on a thread that never exits, so the worker's
         // parent-death signal means the server died.
-        let mut child = tools::child::spawn(cmd)
-            .await
-            .map_err(|source| WorkerError::Start { program, source })?;
+        let mut child = tools::child::spawn(cmd).await.map_err(start)?;
         let pid = child.id().unwrap_or(0);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(WorkerError::NoPipes);
         };
+        let stdin = stdin.into_owned_fd().and_then(PipeWriter::from_owned_fd);
+        let stdout = stdout.into_owned_fd().and_then(PipeReader::from_owned_fd);
+        let stderr = stderr.into_owned_fd().and_then(PipeReader::from_owned_fd);
+        Ok((
+            WorkerChild::Spawned(child),
+            pid,
+            stdin.map_err(start)?,
+            stdout.map_err(start)?,
+            stderr.map_err(start)?,
+        ))
+    }
+
+    /// Starts a worker and waits for its `ready` frame.
+    pub async fn spawn(&self) -> Result<WorkerProcess, WorkerError> {
+        self.spawn_as(false).await
+    }
+
+    /// [`WorkerSpawner::spawn`], `warm`: with [`WorkerSpawner::warm_env`].
+    pub async fn spawn_as(&self, warm: bool) -> Result<WorkerProcess, WorkerError> {
+        let warmed;
+        let command = if warm && !self.warm_env.is_empty() {
+            let mut c = self.command.clone();
+            c.env.extend(self.warm_env.iter().cloned());
+            warmed = c;
+            &warmed
+        } else {
+            &self.command
+        };
+        let (child, pid, stdin, stdout, stderr) = self.start(command).await?;
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let stderr_reader = tokio::spawn(read_stderr(stderr, pid, stderr_tail.clone()));
         let mut worker = WorkerProcess {
@@ -387,11 +439,7 @@ impl WorkerSpawner {
 /// Drains a worker's stderr into the debug log and a short tail. Lines are cut at
 /// [`STDERR_LINE_BYTES`]: the worker is untrusted, and a gigabyte without a newline must not
 /// become a gigabyte in the host.
-async fn read_stderr(
-    stderr: tokio::process::ChildStderr,
-    pid: u32,
-    tail: Arc<Mutex<VecDeque<String>>>,
-) {
+async fn read_stderr(stderr: PipeReader, pid: u32, tail: Arc<Mutex<VecDeque<String>>>) {
     let mut r = BufReader::with_capacity(16 * 1024, stderr);
     let mut line: Vec<u8> = Vec::new();
     loop {
@@ -427,7 +475,7 @@ impl WorkerProcess {
 
     /// Whether the process is still running (pooled workers can die while they wait).
     pub fn is_alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        !self.child.ended()
     }
 
     pub async fn send(&mut self, frame: &HostFrame) -> Result<(), WorkerError> {
@@ -538,14 +586,13 @@ impl WorkerProcess {
     }
 
     /// The frame reader and the worker's stdin apart, to read and write at once.
-    pub fn io(&mut self) -> (&mut FrameReader, &mut ChildStdin) {
+    pub fn io(&mut self) -> (&mut FrameReader, &mut PipeWriter) {
         (&mut self.frames, &mut self.stdin)
     }
 
     /// Kills the worker and everything it started (its whole process group).
     pub fn kill(&mut self) {
-        sandbox::kill_group(self.pid);
-        let _ = self.child.start_kill();
+        self.child.kill(self.pid);
     }
 
     /// Kills the worker and waits (briefly) until it is reaped, so no zombie is left behind.

@@ -13,6 +13,7 @@ fn frames_of(script: &str) -> (tokio::process::Child, FrameReader, std::os::fd::
         .expect("sh runs");
     let stdout = child.stdout.take().unwrap();
     let probe = stdout.as_fd().try_clone_to_owned().unwrap();
+    let stdout = PipeReader::from_owned_fd(stdout.into_owned_fd().unwrap()).unwrap();
     (child, FrameReader::new(stdout), probe)
 }
 

@@ -375,14 +375,16 @@ pub fn spawner(
             .hidden_paths
             .extend(install.site_packages.iter().cloned());
     }
+    let command = sandbox::WorkerCommand {
+        program: install.executable.clone(),
+        args,
+        env: python_env(),
+        cwd: None,
+    };
     WorkerSpawner {
         language: Language::Python,
-        command: sandbox::WorkerCommand {
-            program: install.executable.clone(),
-            args,
-            env: python_env(),
-            cwd: None,
-        },
+        template: super::template::TemplateSlot::for_spawner(&command, &policy),
+        command,
         policy,
         preamble: Some(Preamble(preamble(&install.compiled_shim, &SHIM))),
         warm_env: vec![(WARM_ENV.into(), "asyncio".into())],

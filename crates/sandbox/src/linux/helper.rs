@@ -31,7 +31,7 @@ use crate::error::InvocationError;
 use crate::error::SetupError;
 use crate::linux::config::HelperConfig;
 use crate::linux::layers::{format_line, layer, remedy};
-use crate::linux::spawn::{HOST_PID_ARG, UNCONFINED_ARG, config_from_env};
+use crate::linux::spawn::{HOST_PID_ARG, TEMPLATE_ARG, UNCONFINED_ARG, config_from_env};
 use crate::linux::{landlock, limits, mounts, namespaces, seccomp};
 use crate::policy::{EXIT_BAD_INVOCATION, EXIT_EXEC_FAILED, EXIT_SETUP_FAILED, HELPER_ARG};
 
@@ -61,8 +61,13 @@ use crate::backend::InlinePayload;
 /// without a second `execve`); decided before any namespace changes what paths mean.
 static SELF_PAYLOAD: std::sync::OnceLock<Option<InlinePayload>> = std::sync::OnceLock::new();
 
-pub(crate) fn main_with(inline: Option<InlinePayload>) -> ExitCode {
-    let (config, unconfined) = match start() {
+/// The init of a template (`linux::template::init`), given by the backend: the helper does
+/// not name the template's module, which builds on this one.
+pub(crate) type TemplateInit =
+    fn(&HelperConfig, &Reporter, OwnedFd, Vec<mounts::GrantedTree>) -> ExitCode;
+
+pub(crate) fn main_with(inline: Option<InlinePayload>, template: TemplateInit) -> ExitCode {
+    let (config, mode) = match start() {
         Ok(started) => started,
         Err(message) => {
             let _ = writeln!(
@@ -80,16 +85,35 @@ pub(crate) fn main_with(inline: Option<InlinePayload>) -> ExitCode {
         .as_deref()
         .is_some_and(|p| std::fs::read_link("/proc/self/exe").is_ok_and(|me| me == p));
     let _ = SELF_PAYLOAD.set(inline.filter(|_| is_self));
-    if unconfined {
-        return run_unconfined(&config);
+    match mode {
+        Mode::Unconfined => return run_unconfined(&config),
+        Mode::Confined => {}
+        Mode::Template => {
+            return match outer(&config, &out, Some(template)) {
+                Ok(code) => code,
+                Err(e) => fail(&out, &e),
+            };
+        }
     }
-    match outer(&config, &out) {
+    match outer(&config, &out, None) {
         Ok(code) => code,
         Err(e) => fail(&out, &e),
     }
 }
 
-fn fail(out: &Reporter, e: &SetupError) -> ExitCode {
+/// What the helper was started for (its third argument).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Every layer, then one payload.
+    Confined,
+    /// Session, parent-death signal and descriptors only, then the program.
+    Unconfined,
+    /// A template (see `linux::template`): the shared namespaces and view, then a worker
+    /// forked for each request on stdin.
+    Template,
+}
+
+pub(super) fn fail(out: &Reporter, e: &SetupError) -> ExitCode {
     out.layer(e.layer, false, &e.reason);
     let _ = writeln!(
         std::io::stderr(),
@@ -108,7 +132,7 @@ fn fail(out: &Reporter, e: &SetupError) -> ExitCode {
 /// then checks that its parent is still the host (had the host died before, the signal would
 /// never come: the helper would be an orphan), and closes every descriptor above 2. Returns
 /// the configuration and whether the helper runs the program unconfined.
-fn start() -> Result<(HelperConfig, bool), InvocationError> {
+fn start() -> Result<(HelperConfig, Mode), InvocationError> {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).map(|a| a.as_os_str()) != Some(HELPER_ARG.as_ref()) {
         return Err(InvocationError::FirstArgument(HELPER_ARG));
@@ -120,11 +144,13 @@ fn start() -> Result<(HelperConfig, bool), InvocationError> {
         .and_then(|n| n.parse().ok())
         .filter(|n| *n > 0)
         .ok_or(InvocationError::HostPid(HOST_PID_ARG))?;
-    let unconfined = match args.get(3).map(|a| a.as_os_str()) {
-        None => false,
-        Some(a) if a == UNCONFINED_ARG => true,
+    let mode = match args.get(3).map(|a| a.as_os_str()) {
+        None => Mode::Confined,
+        Some(a) if a == UNCONFINED_ARG => Mode::Unconfined,
+        Some(a) if a == TEMPLATE_ARG => Mode::Template,
         Some(a) => return Err(InvocationError::Unexpected(a.to_os_string())),
     };
+    let unconfined = mode == Mode::Unconfined;
     if args.len() > 4 {
         return Err(InvocationError::TooMany);
     }
@@ -149,7 +175,7 @@ fn start() -> Result<(HelperConfig, bool), InvocationError> {
         path: cwd.to_path_buf(),
         error,
     })?;
-    Ok((config, unconfined))
+    Ok((config, mode))
 }
 
 /// Removes the configuration from the environment and zeroes the memory the kernel shows as
@@ -218,8 +244,13 @@ fn exec_failed(cfg: &HelperConfig, e: nix::Error) -> ExitCode {
     ExitCode::from(EXIT_EXEC_FAILED)
 }
 
-/// Steps 2 to 5, in the outer helper.
-fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
+/// Steps 2 to 5, in the outer helper (of one worker, or of a template whose init is
+/// `template`).
+fn outer(
+    cfg: &HelperConfig,
+    out: &Reporter,
+    template: Option<TemplateInit>,
+) -> Result<ExitCode, SetupError> {
     // Step 2: descriptors, session, core dumps.
     crate::linux::sys::close_from(3)
         .map_err(|e| SetupError::new(layer::SESSION, format!("close_range: {e}")))?;
@@ -296,6 +327,12 @@ fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
             drop(alive_w);
             drop(status_r);
             drop(null);
+            if let Some(template_init) = template {
+                // Nothing of this frame may outlive the fork: the template's workers close
+                // every descriptor they did not get.
+                drop(status_w);
+                return Ok(template_init(cfg, out, alive_r, granted));
+            }
             Ok(init(cfg, out, alive_r, status_w, granted))
         }
         Ok(ForkResult::Parent { child }) => {
@@ -309,7 +346,7 @@ fn outer(cfg: &HelperConfig, out: &Reporter) -> Result<ExitCode, SetupError> {
 }
 
 /// The outer helper after the fork: wait for the init, then end the way the payload ended.
-fn supervise(init: Pid, status_r: OwnedFd, _alive_w: OwnedFd) -> ExitCode {
+pub(super) fn supervise(init: Pid, status_r: OwnedFd, _alive_w: OwnedFd) -> ExitCode {
     forward_signals_to(init);
     let init_status = wait_for(init);
     let mut buf = [0u8; 5];
@@ -331,9 +368,20 @@ fn init(
     granted: Vec<mounts::GrantedTree>,
 ) -> ExitCode {
     // The view is complete (and read-only) before the init opens anything in it.
-    match init_steps(cfg, out, &alive_r, granted)
-        .and_then(|view| open_null(cfg.probe).map(|null| (view, null)))
-    {
+    let view = init_steps(cfg, out, &alive_r, granted, false);
+    init_with(cfg, out, alive_r, status_w, view)
+}
+
+/// The init once its view is there (built by [`init_steps`], or a template's): it forks the
+/// payload, forwards signals to it, reaps until it ends and reports how it ended.
+pub(super) fn init_with(
+    cfg: &HelperConfig,
+    out: &Reporter,
+    alive_r: OwnedFd,
+    status_w: OwnedFd,
+    view: Result<Vec<mounts::Step>, SetupError>,
+) -> ExitCode {
+    match view.and_then(|view| open_null(cfg.probe).map(|null| (view, null))) {
         Err(e) => fail(out, &e),
         // SAFETY: the init is single-threaded, as the outer helper was, so the child may do
         // anything after fork. What can go wrong: a fork failure (e.g. RLIMIT_NPROC of the
@@ -361,12 +409,14 @@ fn init(
     }
 }
 
-/// Returns the plan the view was built from.
-fn init_steps(
+/// Returns the plan the view was built from. `shared`: the view of a template, whose `/proc`
+/// shows each worker only its own processes (`hidepid=invisible`).
+pub(super) fn init_steps(
     cfg: &HelperConfig,
     out: &Reporter,
     alive_r: &OwnedFd,
     granted: Vec<mounts::GrantedTree>,
+    shared: bool,
 ) -> Result<Vec<mounts::Step>, SetupError> {
     // The outer helper is our parent, outside the namespace: die with it, and make sure it is
     // still there now that the signal is armed (its end of `alive` closes when it exits).
@@ -402,7 +452,7 @@ fn init_steps(
         }
         None => mounts::plan(cfg)?,
     };
-    let detail = mounts::build(&plan, granted)?;
+    let detail = mounts::build(&plan, granted, shared)?;
     out.layer(layer::FILESYSTEM_VIEW, true, &detail);
     out.layer(
         layer::PROC,
@@ -595,7 +645,7 @@ fn show_command_line(argv: &[CString]) {
 }
 
 /// `/dev/null`, for [`detach_stdio`]; none in probe mode (stdout carries the report there).
-fn open_null(probe: bool) -> Result<Option<OwnedFd>, SetupError> {
+pub(super) fn open_null(probe: bool) -> Result<Option<OwnedFd>, SetupError> {
     if probe {
         return Ok(None);
     }
@@ -612,7 +662,7 @@ fn open_null(probe: bool) -> Result<Option<OwnedFd>, SetupError> {
 /// the payload closes its stdout, and the payload sees EOF when the host closes stdin. stderr
 /// stays: setup errors go there. `null` is `/dev/null`, opened by the caller before its root
 /// could change (see [`outer`]); `None` in probe mode.
-fn detach_stdio(null: Option<OwnedFd>) {
+pub(super) fn detach_stdio(null: Option<OwnedFd>) {
     if let Some(null) = null {
         let _ = unistd::dup2_stdin(&null);
         let _ = unistd::dup2_stdout(&null);

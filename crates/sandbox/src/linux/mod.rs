@@ -21,6 +21,8 @@ mod probe;
 mod seccomp;
 mod spawn;
 mod sys;
+mod template;
+pub(crate) mod template_host;
 mod view;
 
 use std::path::PathBuf;
@@ -46,7 +48,7 @@ impl Backend for Linux {
     }
 
     fn helper_main(inline: Option<InlinePayload>) -> ExitCode {
-        helper::main_with(inline)
+        helper::main_with(inline, template::init)
     }
 
     fn probe(policy: &SandboxPolicy) -> SandboxReport {

@@ -34,6 +34,24 @@ pub(crate) fn command(
     }
 }
 
+/// The command that starts a template for workers of `target` under `policy` (see
+/// `linux::template`): the helper, every shared layer, then a worker per request on its stdin,
+/// which the caller makes one end of a `SOCK_SEQPACKET` socket pair.
+pub(crate) fn template_command(
+    target: &WorkerCommand,
+    policy: &SandboxPolicy,
+) -> Result<Command, SandboxError> {
+    validate(target, policy)?;
+    if policy.mode != SandboxMode::Enforce {
+        return Err(SandboxError::Invalid(
+            "a template serves confined workers only".into(),
+        ));
+    }
+    let mut cmd = confined(target, policy, false)?;
+    cmd.arg(TEMPLATE_ARG);
+    Ok(cmd)
+}
+
 /// The helper command for `probe`: every layer applied, then a report instead of a payload.
 pub(crate) fn probe_command(policy: &SandboxPolicy) -> Result<Command, SandboxError> {
     let target = WorkerCommand {
@@ -177,6 +195,8 @@ pub(crate) const HOST_PID_ARG: &str = "--host-pid=";
 /// `argv[3]` of the helper in [`SandboxMode::Disabled`]: session, parent-death signal and
 /// descriptors only, then the program.
 pub(crate) const UNCONFINED_ARG: &str = "--unconfined";
+/// `argv[3]` of a template's helper (see `linux::template`).
+pub(crate) const TEMPLATE_ARG: &str = "--template";
 /// Prefix of the environment variables that carry the helper's configuration:
 /// `<prefix>0`, `<prefix>1`, ... in order.
 pub(crate) const CONFIG_ENV: &str = "CODE_EXECUTOR_SANDBOX_CONFIG_";

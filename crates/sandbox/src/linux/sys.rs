@@ -364,3 +364,19 @@ pub(crate) fn open_no_symlinks(
         nix::sys::stat::Mode::empty(),
     )?)
 }
+
+/// The Landlock ABI version the kernel offers (0 without Landlock).
+pub(crate) fn landlock_abi() -> i64 {
+    const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+    // SAFETY: with this flag the call reads no memory (null attributes, size 0) and returns
+    // the ABI version or -1.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    v.max(0)
+}

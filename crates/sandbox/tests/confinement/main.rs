@@ -7,7 +7,8 @@
 //! - [`network`]: network attacks against canary listeners on loopback;
 //! - [`processes`]: the process tree and resources;
 //! - [`plan`]: the view's plan, resolved by the host and checked by the helper;
-//! - [`view`]: the view holds exactly what was asked for.
+//! - [`view`]: the view holds exactly what was asked for;
+//! - [`template`]: workers forked from one template cannot reach each other.
 //!
 //! One module's tests: `cargo test -p code-executor-mcp-sandbox --test confinement -- network::`.
 
@@ -25,4 +26,5 @@ mod filesystem;
 mod network;
 mod plan;
 mod processes;
+mod template;
 mod view;

@@ -93,6 +93,13 @@ workers of both pools (helpers and engine, resident memory) would exceed `poolMe
 (requests that waited for a start of their own), `grown`, `shrunk` and `memoryBytes`;
 `grantPools` the same for the pools of read grants ([access.md](access.md)), with their
 `dataPaths`.
+
+`CODE_EXECUTOR_WORKER_TEMPLATE=1` (in the server's environment; off by default) makes each
+language's pool fork its workers from a template process that holds the sandbox's shared
+namespaces and view, instead of starting a sandbox helper per worker: where the kernel has
+Landlock ABI 6 and Linux 6.15; elsewhere, and for grant pools and sessions, workers start as
+before. `doctor` (`worker start:`) and `health` (`workerStart`) say which path is used and
+why; [sandbox.md](sandbox.md#workers-forked-from-a-template) gives the isolation argument.
 "#;
 
 /// The document.

@@ -33,7 +33,11 @@ const OLD_ROOT: &str = "/oldroot";
 /// the new PID namespace (for `/proc`). Returns a one-line description.
 /// Data paths found in `granted` (opened by root, see [`super::granted`]) are attached from
 /// their tree instead of being opened again from the host.
-pub(crate) fn build(steps: &[Step], mut granted: Vec<GrantedTree>) -> Result<String, SetupError> {
+pub(crate) fn build(
+    steps: &[Step],
+    mut granted: Vec<GrantedTree>,
+    shared: bool,
+) -> Result<String, SetupError> {
     let err = |what: String, e: &dyn std::fmt::Display| {
         SetupError::new(layer::FILESYSTEM_VIEW, format!("{what}: {e}"))
     };
@@ -253,18 +257,35 @@ pub(crate) fn build(steps: &[Step], mut granted: Vec<GrantedTree>) -> Result<Str
     // attached (the kernel only allows it when a full proc is already visible).
     mkdir_all(Path::new("/proc")).map_err(|e| err("mkdir /proc".into(), &e))?;
     let proc_flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    let proc_detail = match mount(
-        Some("proc"),
-        "/proc",
-        Some("proc"),
-        proc_flags,
-        Some("subset=pid"),
-    ) {
-        Ok(()) => "subset=pid",
-        Err(_) => {
-            mount(Some("proc"), "/proc", Some("proc"), proc_flags, none)
-                .map_err(|e| SetupError::new(layer::PROC, format!("mount proc: {e}")))?;
-            "full"
+    // A template's view is shared by its workers, each in a PID namespace of its own below the
+    // template's: its /proc shows a process only to whoever may ptrace it (`hidepid=invisible`),
+    // which Landlock's domain of each worker limits to the worker's own processes. Required.
+    if shared {
+        mount(
+            Some("proc"),
+            "/proc",
+            Some("proc"),
+            proc_flags,
+            Some("subset=pid,hidepid=invisible"),
+        )
+        .map_err(|e| SetupError::new(layer::PROC, format!("mount proc hidepid=invisible: {e}")))?;
+    }
+    let proc_detail = if shared {
+        "subset=pid,hidepid=invisible (shared by a template's workers)"
+    } else {
+        match mount(
+            Some("proc"),
+            "/proc",
+            Some("proc"),
+            proc_flags,
+            Some("subset=pid"),
+        ) {
+            Ok(()) => "subset=pid",
+            Err(_) => {
+                mount(Some("proc"), "/proc", Some("proc"), proc_flags, none)
+                    .map_err(|e| SetupError::new(layer::PROC, format!("mount proc: {e}")))?;
+                "full"
+            }
         }
     };
 
