@@ -24,3 +24,6 @@ cargo test --workspace "$@"
 # escape_site_packages), every execution in a session of its own: a session's worker must be
 # as confined as a pooled one (test_support::IN_SESSION).
 CODE_EXECUTOR_TEST_IN_SESSION=1 cargo test -p code-executor-mcp --test escape
+# And with every pooled worker forked from a template (CODE_EXECUTOR_WORKER_TEMPLATE=1, off
+# by default, docs/sandbox.md "Workers forked from a template"): the same escapes must fail.
+CODE_EXECUTOR_WORKER_TEMPLATE=1 cargo test -p code-executor-mcp --test escape
