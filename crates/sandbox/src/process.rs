@@ -14,10 +14,21 @@ pub enum Which {
     Pid(u32),
 }
 
+#[cfg(target_os = "linux")]
+impl Which {
+    /// The pid that names it (`None`: this process).
+    fn pid(self) -> Option<u32> {
+        match self {
+            Which::Me => None,
+            Which::Pid(pid) => Some(pid),
+        }
+    }
+}
+
 /// Resident memory now (`VmRSS`), in bytes.
 pub fn resident_bytes(which: Which) -> Option<u64> {
     #[cfg(target_os = "linux")]
-    return facts::status_kib(which, "VmRSS:").map(|k| k * 1024);
+    return facts::status_kib(which.pid(), "VmRSS:").map(|k| k * 1024);
     #[cfg(not(target_os = "linux"))]
     return None;
 }
@@ -25,7 +36,7 @@ pub fn resident_bytes(which: Which) -> Option<u64> {
 /// Peak resident memory (`VmHWM`), in bytes.
 pub fn peak_bytes(which: Which) -> Option<u64> {
     #[cfg(target_os = "linux")]
-    return facts::status_kib(which, "VmHWM:").map(|k| k * 1024);
+    return facts::status_kib(which.pid(), "VmHWM:").map(|k| k * 1024);
     #[cfg(not(target_os = "linux"))]
     return None;
 }
@@ -34,7 +45,7 @@ pub fn peak_bytes(which: Which) -> Option<u64> {
 /// the whole machine (every CPU's busy time).
 pub fn cpu_ticks(which: Option<Which>) -> Option<u64> {
     #[cfg(target_os = "linux")]
-    return facts::cpu_ticks(which);
+    return facts::cpu_ticks(which.map(Which::pid));
     #[cfg(not(target_os = "linux"))]
     return None;
 }

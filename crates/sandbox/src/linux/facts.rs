@@ -1,27 +1,26 @@
-//! Process facts from `/proc` (see `crate::process`).
+//! Process facts from `/proc` (see `crate::process`). A process is named by its `/proc`
+//! entry: `None` for this one (`self`), else its pid.
 
-use crate::process::Which;
-
-fn proc_path(which: Which, file: &str) -> String {
-    match which {
-        Which::Me => format!("/proc/self/{file}"),
-        Which::Pid(pid) => format!("/proc/{pid}/{file}"),
+fn proc_path(pid: Option<u32>, file: &str) -> String {
+    match pid {
+        None => format!("/proc/self/{file}"),
+        Some(pid) => format!("/proc/{pid}/{file}"),
     }
 }
 
 /// A `kB` line of `/proc/<pid>/status` (`VmRSS:`, `VmHWM:`).
-pub(crate) fn status_kib(which: Which, key: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(proc_path(which, "status")).ok()?;
+pub(crate) fn status_kib(pid: Option<u32>, key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(proc_path(pid, "status")).ok()?;
     let line = status.lines().find(|l| l.starts_with(key))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// utime + stime of the process (`/proc/<pid>/stat`), or the machine's busy time
 /// (`/proc/stat`'s first line without idle and iowait).
-pub(crate) fn cpu_ticks(which: Option<Which>) -> Option<u64> {
-    match which {
-        Some(which) => {
-            let stat = std::fs::read_to_string(proc_path(which, "stat")).ok()?;
+pub(crate) fn cpu_ticks(process: Option<Option<u32>>) -> Option<u64> {
+    match process {
+        Some(pid) => {
+            let stat = std::fs::read_to_string(proc_path(pid, "stat")).ok()?;
             // After the command's closing parenthesis: state is field 3, utime 14, stime 15.
             let rest = stat.rsplit_once(')')?.1;
             let f: Vec<u64> = rest
