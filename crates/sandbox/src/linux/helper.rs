@@ -360,6 +360,28 @@ pub(super) fn supervise(init: Pid, status_r: OwnedFd, _alive_w: OwnedFd) -> Exit
 }
 
 /// Step 5 (second half) and 6, in the init (PID 1 of the new namespace); it forks step 7.
+/// The first checks of an init (`who`) in a new PID namespace: it dies with its parent
+/// (`parent`, whose end of `alive` closes when it exits), which is still there now that the
+/// signal is armed, and it is PID 1. The helper's init and a template's worker init share them.
+pub(crate) fn init_checks(alive_r: &OwnedFd, parent: &str, who: &str) -> Result<(), SetupError> {
+    prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("PR_SET_PDEATHSIG: {e}")))?;
+    let mut fds = [PollFd::new(alive_r.as_fd(), PollFlags::POLLIN)];
+    if poll(&mut fds, PollTimeout::ZERO).unwrap_or(1) != 0 {
+        return Err(SetupError::new(
+            layer::PID_NAMESPACE,
+            format!("{parent} exited during setup"),
+        ));
+    }
+    if unistd::getpid().as_raw() != 1 {
+        return Err(SetupError::new(
+            layer::PID_NAMESPACE,
+            format!("{who} is not PID 1 of a new namespace"),
+        ));
+    }
+    Ok(())
+}
+
 fn init(
     cfg: &HelperConfig,
     out: &Reporter,
@@ -420,21 +442,7 @@ pub(super) fn init_steps(
 ) -> Result<Vec<mounts::Step>, SetupError> {
     // The outer helper is our parent, outside the namespace: die with it, and make sure it is
     // still there now that the signal is armed (its end of `alive` closes when it exits).
-    prctl::set_pdeathsig(Signal::SIGKILL)
-        .map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("PR_SET_PDEATHSIG: {e}")))?;
-    let mut fds = [PollFd::new(alive_r.as_fd(), PollFlags::POLLIN)];
-    if poll(&mut fds, PollTimeout::ZERO).unwrap_or(1) != 0 {
-        return Err(SetupError::new(
-            layer::PID_NAMESPACE,
-            "the outer helper exited during setup".into(),
-        ));
-    }
-    if unistd::getpid().as_raw() != 1 {
-        return Err(SetupError::new(
-            layer::PID_NAMESPACE,
-            "the init is not PID 1 of a new namespace".into(),
-        ));
-    }
+    init_checks(alive_r, "the outer helper", "the init")?;
     out.layer(
         layer::PID_NAMESPACE,
         true,

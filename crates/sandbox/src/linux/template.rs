@@ -345,7 +345,9 @@ fn worker(
             drop(alive_w);
             drop(status_r);
             drop(null);
-            let view = worker_init(&alive_r).map(|()| view.to_vec());
+            let view =
+                helper::init_checks(&alive_r, "the worker's first process", "the worker's init")
+                    .map(|()| view.to_vec());
             Ok(helper::init_with(cfg, out, alive_r, status_w, view))
         }
         Ok(ForkResult::Parent { child }) => {
@@ -355,25 +357,4 @@ fn worker(
             Ok(helper::supervise(child, status_r, alive_w))
         }
     }
-}
-
-/// The checks of a worker's init before it forks the payload: it dies with the worker's
-/// first process, which is still there, and it is PID 1 of a new namespace.
-fn worker_init(alive_r: &OwnedFd) -> Result<(), SetupError> {
-    prctl::set_pdeathsig(Signal::SIGKILL)
-        .map_err(|e| SetupError::new(layer::PID_NAMESPACE, format!("PR_SET_PDEATHSIG: {e}")))?;
-    let mut fds = [PollFd::new(alive_r.as_fd(), PollFlags::POLLIN)];
-    if poll(&mut fds, PollTimeout::ZERO).unwrap_or(1) != 0 {
-        return Err(SetupError::new(
-            layer::PID_NAMESPACE,
-            "the worker's first process exited during setup".into(),
-        ));
-    }
-    if unistd::getpid().as_raw() != 1 {
-        return Err(SetupError::new(
-            layer::PID_NAMESPACE,
-            "the worker's init is not PID 1 of a new namespace".into(),
-        ));
-    }
-    Ok(())
 }
