@@ -2,8 +2,15 @@
 
 use std::time::Duration;
 
+mod args;
 pub mod crm;
+mod dynamic;
 mod leak;
+mod skills;
+
+pub use args::*;
+pub use skills::FIXTURE_SKILL_FILES;
+use skills::fixture_skills;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -14,143 +21,6 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct MessageArgs {
-    /// Text to send back.
-    pub message: String,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct AddArgs {
-    pub a: f64,
-    pub b: f64,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Sum {
-    pub sum: f64,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct SleepArgs {
-    pub ms: u64,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct MarkedSleepArgs {
-    pub ms: u64,
-    /// A file written if the call is cancelled before it finishes.
-    pub marker: String,
-    /// A file written when the call starts (not in the listed schema, which allows it).
-    #[serde(default)]
-    pub started: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct HoldArgs {
-    /// A Unix socket the test listens on.
-    pub socket: String,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct NameArgs {
-    /// Name of an environment variable.
-    pub name: String,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct BytesArgs {
-    pub bytes: usize,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ReflectArgs {
-    pub value: serde_json::Value,
-}
-
-/// How deep [`document`] nests its chain: deep, and still within every JSON reader on the way
-/// (serde_json reads 128 levels; the Python worker returns 100; the envelopes add a few).
-pub const DOCUMENT_DEPTH: usize = 60;
-
-/// A JSON document of about `bytes` bytes, the same for the same size: records with
-/// non-ASCII text (accents, CJK, emoji outside the BMP, combining marks), escapes (quotes,
-/// backslashes, control characters, U+2028), numbers of every form JavaScript keeps exactly
-/// (no float with a zero fraction: JavaScript has one number type and writes `0.0` as `0`;
-/// fractions in quarters, which every JSON reader on the way reads exactly, fast path or not),
-/// and a chain nested [`DOCUMENT_DEPTH`] levels deep. As compact JSON text.
-pub fn document(bytes: usize) -> String {
-    let mut chain = serde_json::json!({"end": "fin 🏁"});
-    for level in (0..DOCUMENT_DEPTH).rev() {
-        chain = if level % 2 == 0 {
-            serde_json::json!([level, chain])
-        } else {
-            serde_json::json!({"level": level, "next": chain})
-        };
-    }
-    let mut records = Vec::new();
-    let mut size = 0;
-    let mut i: u64 = 0;
-    while size < bytes {
-        let record = serde_json::json!({
-            "id": i,
-            "name": format!("Zoë Åström 名前 🚀 e\u{301} #{i}"),
-            "escapes": format!("quote \" backslash \\ tab \t nl \n cr \r nul \u{0} bell \u{7} ls \u{2028} {i}"),
-            "numbers": [(i % 4096) as f64 + 0.25, -(i as i64), 9007199254740991_i64, 1.5e300, -2.5e-300, 0, -0.5],
-            "flags": [i.is_multiple_of(2), serde_json::Value::Null],
-            "nested": {"a": {"b": {"c": [i % 7, {"d": "ünïcödé"}]}}},
-        });
-        size += record.to_string().len() + 1;
-        records.push(record);
-        i += 1;
-    }
-    serde_json::json!({"records": records, "chain": chain, "count": i}).to_string()
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct RendezvousArgs {
-    /// Calls sharing this key wait for each other.
-    pub key: String,
-    /// How many calls must be in flight together before any returns.
-    pub n: usize,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RecordsArgs {
-    /// `nextCursor` of the previous page; absent for the first page.
-    pub cursor: Option<String>,
-    /// Records per page (1 to 1000, default 100).
-    pub page_size: Option<usize>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Record {
-    pub id: usize,
-    pub name: String,
-    pub value: usize,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RecordsPage {
-    pub records: Vec<Record>,
-    /// Absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    pub total: usize,
-}
-
-/// Records behind the `records` tool.
-pub const RECORDS: usize = 10_000;
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct StepsArgs {
-    /// Progress notifications to send (1 to 1000).
-    pub steps: u32,
-}
 
 /// Calls that arrived at each rendezvous key.
 static RENDEZVOUS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, usize>>> =
@@ -207,55 +77,6 @@ pub fn hidden_text() -> String {
 static GAUGES: std::sync::LazyLock<
     std::sync::Mutex<std::collections::HashMap<String, (i64, i64)>>,
 > = std::sync::LazyLock::new(Default::default);
-
-/// The skills the fixture serves with `skills` on: (uri, text).
-pub const FIXTURE_SKILL_FILES: &[(&str, &str)] = &[
-    (
-        "skill://release-notes/SKILL.md",
-        "---\nname: release-notes\ndescription: Write release notes from merged pull requests.\n---\nUse template.md.\n",
-    ),
-    (
-        "skill://release-notes/template.md",
-        "## Changes\n{{items}}\n",
-    ),
-    (
-        "skill://acme/triage/SKILL.md",
-        "---\nname: triage\ndescription: Triage incoming bug reports by severity.\n---\nLabel them.\n",
-    ),
-];
-
-fn fixture_skills() -> Vec<rmcp::model::Skill> {
-    use rmcp::model::{Skill, SkillFrontmatter, SkillResource, SkillResources};
-    let entry = |uri: &str, name: &str, description: &str, files: &[&str]| {
-        let resources = files
-            .iter()
-            .filter_map(|f| FIXTURE_SKILL_FILES.iter().find(|(u, _)| u == f))
-            .map(|(u, text)| SkillResource::from_bytes(*u, text.as_bytes()))
-            .collect();
-        Skill::new(
-            uri,
-            SkillFrontmatter::new(name, description),
-            SkillResources::Files(resources),
-        )
-    };
-    vec![
-        entry(
-            "skill://release-notes/SKILL.md",
-            "release-notes",
-            "Write release notes from merged pull requests.",
-            &[
-                "skill://release-notes/SKILL.md",
-                "skill://release-notes/template.md",
-            ],
-        ),
-        entry(
-            "skill://acme/triage/SKILL.md",
-            "triage",
-            "Triage incoming bug reports by severity.",
-            &["skill://acme/triage/SKILL.md"],
-        ),
-    ]
-}
 
 /// Calls of the pause tools in this process, by tool.
 static COUNTS: std::sync::Mutex<std::collections::BTreeMap<String, u64>> =
@@ -334,190 +155,6 @@ impl Fixture {
     pub fn with_extra_tools(mut self, n: usize) -> Self {
         self.extra_tools = n;
         self
-    }
-
-    fn dynamic_tools(&self) -> Vec<Tool> {
-        let schema = std::sync::Arc::new(serde_json::Map::from_iter([(
-            "type".to_string(),
-            serde_json::Value::String("object".into()),
-        )]));
-        let mut tools = vec![Tool::new(
-            "add_surprise_tool",
-            "Adds a tool named surprise and announces notifications/tools/list_changed.",
-            schema.clone(),
-        )];
-        let marked = serde_json::json!({
-            "type": "object",
-            "properties": {"ms": {"type": "integer"}, "marker": {"type": "string"}},
-            "required": ["ms", "marker"]
-        });
-        if let serde_json::Value::Object(m) = marked {
-            tools.push(Tool::new(
-                "sleep_marked",
-                "Sleep for ms milliseconds; writes the marker file if the call is cancelled first (notifications/cancelled).",
-                std::sync::Arc::new(m),
-            ));
-        }
-        let steps = serde_json::json!({
-            "type": "object",
-            "properties": {"steps": {"type": "integer", "minimum": 1, "maximum": 1000}},
-            "required": ["steps"]
-        });
-        if let serde_json::Value::Object(m) = steps {
-            tools.push(Tool::new(
-                "progress_steps",
-                "Sends steps progress notifications under the caller's progress token, then answers.",
-                std::sync::Arc::new(m),
-            ));
-        }
-        tools.extend(crm::tools(&schema));
-        if self.meta_tools {
-            tools.push(Tool::new(
-                "request_meta",
-                "Answers with this request's _meta and, over HTTP, its headers: {meta, headers}.",
-                schema.clone(),
-            ));
-            tools.push(Tool::new(
-                "environment",
-                "Answers with this server process's environment variables.",
-                schema.clone(),
-            ));
-            // A description may quote a credential too (FIXTURE_LEAK_IN_DESCRIPTION names it).
-            let quoted = std::env::var("FIXTURE_LEAK_IN_DESCRIPTION")
-                .ok()
-                .and_then(|name| std::env::var(name).ok())
-                .unwrap_or_default();
-            tools.push(Tool::new(
-                "leak",
-                format!(
-                    "Echoes a credential back ({{what: \"env:NAME\" | \"header:NAME\" | text, as}}), \
-                     in the shape `as` names: text, error, rpc_error, progress, log, blocks, \
-                     big, split, json, keys, structured_keys, encoded. {quoted}"
-                ),
-                schema.clone(),
-            ));
-        }
-        if self.gauge_tools
-            && let serde_json::Value::Object(m) = serde_json::json!({
-                "type": "object",
-                "properties": {"key": {"type": "string"}, "delta": {"type": "integer"}, "ms": {"type": "integer"}},
-                "required": ["key", "delta"]
-            })
-        {
-            tools.push(Tool::new(
-                "gauge",
-                "Adds delta to the key's count, keeps its peak, waits ms, answers {now, peak}.",
-                std::sync::Arc::new(m),
-            ));
-        }
-        if self.shape_tools
-            && let serde_json::Value::Object(m) = serde_json::json!({
-                "type": "object",
-                "properties": {"text": {}, "structured": {}, "big": {"type": "integer"}}
-            })
-        {
-            tools.push(Tool::new(
-                "shaped",
-                "Answers one text block per text, structured as its structuredContent; big: {content} beside a text that large.",
-                std::sync::Arc::new(m),
-            ));
-        }
-        if self.hostile_tools {
-            let count = std::sync::Arc::new(
-                serde_json::json!({"type": "object", "properties": {"count": {"type": "integer"}}})
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default(),
-            );
-            tools.push(Tool::new(
-                "many_blocks",
-                "Answers with count empty text blocks.",
-                count.clone(),
-            ));
-            tools.push(Tool::new(
-                "huge_image",
-                "Answers with one image of count bytes of base64.",
-                count,
-            ));
-        }
-        if self.pause_tools {
-            let text =
-                serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}});
-            let any = serde_json::json!({"type": "object"});
-            let annotated = |name: &str,
-                             about: &str,
-                             schema: &serde_json::Value,
-                             a: serde_json::Value| {
-                let mut t =
-                    serde_json::json!({"name": name, "description": about, "inputSchema": schema});
-                if !a.is_null() {
-                    t["annotations"] = a;
-                }
-                serde_json::from_value::<Tool>(t).ok()
-            };
-            tools.extend(
-                [
-                    annotated(
-                        "write_note",
-                        "Writes a note; answers how many were written.",
-                        &text,
-                        serde_json::Value::Null,
-                    ),
-                    annotated(
-                        "drop_note",
-                        "Drops a note.",
-                        &text,
-                        serde_json::json!({"destructiveHint": true}),
-                    ),
-                    annotated(
-                        "peek",
-                        "Reads the notes.",
-                        &any,
-                        serde_json::json!({"readOnlyHint": true}),
-                    ),
-                    annotated(
-                        "tick",
-                        "Counts its calls; answers the count.",
-                        &any,
-                        serde_json::Value::Null,
-                    ),
-                    annotated(
-                        "counts",
-                        "How often each pause tool was called.",
-                        &any,
-                        serde_json::json!({"readOnlyHint": true}),
-                    ),
-                    annotated(
-                        "ask_user",
-                        "Asks the user (elicitation/create) for a name; answers the result.",
-                        &text,
-                        serde_json::json!({"readOnlyHint": true}),
-                    ),
-                    annotated(
-                        "ask_model",
-                        "Asks the client's model (sampling/createMessage); answers the result.",
-                        &text,
-                        serde_json::json!({"readOnlyHint": true}),
-                    ),
-                    annotated(
-                        "ask_roots",
-                        "Asks the client's roots (roots/list); answers the result.",
-                        &any,
-                        serde_json::json!({"readOnlyHint": true}),
-                    ),
-                ]
-                .into_iter()
-                .flatten(),
-            );
-        }
-        if self.surprise.load(std::sync::atomic::Ordering::Acquire) {
-            tools.push(Tool::new(
-                "surprise",
-                "A surprise: appears at run time.",
-                schema,
-            ));
-        }
-        tools
     }
 }
 
@@ -735,7 +372,15 @@ impl ServerHandler for Fixture {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = self.tool_router.list_all();
-        tools.extend(self.dynamic_tools());
+        let switches = dynamic::Switches {
+            meta: self.meta_tools,
+            gauge: self.gauge_tools,
+            shape: self.shape_tools,
+            hostile: self.hostile_tools,
+            pause: self.pause_tools,
+            surprise: self.surprise.load(std::sync::atomic::Ordering::Acquire),
+        };
+        tools.extend(switches.tools());
         if self.rug_pull
             && let Some(echo) = tools.iter_mut().find(|t| t.name == "echo")
         {
