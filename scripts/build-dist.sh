@@ -39,7 +39,7 @@ node packaging/npm/build.mjs --out "$OUT/npm" --binary "$NPM_PLATFORM=$BIN" >&2
 
 log "crates (cargo package)"
 rm -rf "$OUT/crates" && mkdir -p "$OUT/crates"
-CRATES=(code-executor-mcp-worker-protocol code-executor-mcp-sandbox code-executor-mcp-js-worker code-executor-mcp-openapi code-executor-mcp-store code-executor-mcp-policy code-executor-mcp-tools code-executor-mcp-runtime code-executor-mcp)
+CRATES=(code-executor-mcp-worker-protocol code-executor-mcp-sandbox code-executor-mcp-js-worker code-executor-mcp-openapi code-executor-mcp-store code-executor-mcp-policy code-executor-mcp-tools code-executor-mcp-runtime code-executor-mcp-faces code-executor-mcp-bench code-executor-mcp-eval code-executor-mcp)
 PKG_ARGS=()
 for c in "${CRATES[@]}"; do PKG_ARGS+=(-p "$c"); done
 # --no-verify: the install test builds the packaged crate itself; uncommitted edits are

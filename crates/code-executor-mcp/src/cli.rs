@@ -24,15 +24,15 @@ use anyhow::Context;
 use clap::Parser;
 use rmcp::ServiceExt;
 
-use crate::composition::Core;
-use crate::options::CoreOptions;
-use crate::server::{CodeExecutorServer, render_text_within};
 pub use args::Cli;
 use args::{
     ApprovalsAction, AuditAction, Command, ConfigAction, LangArg, LogFormat, SandboxArg,
     ToolsCommand,
 };
 use doctor::doctor;
+use faces::CoreOptions;
+use faces::composition::Core;
+use faces::server::{CodeExecutorServer, render_text_within};
 use policy::principal::Principal;
 use runtime::execution::ExecRequest;
 use runtime::python::PythonOptions;
@@ -68,7 +68,7 @@ Try it without a client:  code-executor-mcp demo
 Check this machine:       code-executor-mcp doctor
 Serve on this terminal anyway: code-executor-mcp serve
 All commands:             code-executor-mcp --help",
-        version = crate::version::VERSION,
+        version = faces::VERSION,
     )
 }
 
@@ -223,10 +223,10 @@ fn load_with(cli: &Cli, only: Option<PathBuf>) -> anyhow::Result<(Config, Settin
 /// The store `--store` or the setting names (default: SQLite in the data directory; none
 /// when there is no data directory).
 fn store_spec(named: Option<&str>) -> anyhow::Result<store::Spec> {
-    let default = policy::audit::state_dir().map(|d| d.join(crate::composition::STORE_FILE));
+    let default = policy::audit::state_dir().map(|d| d.join(faces::composition::STORE_FILE));
     match (named, default) {
         (Some(s), default) => {
-            let fallback = default.unwrap_or_else(|| PathBuf::from(crate::composition::STORE_FILE));
+            let fallback = default.unwrap_or_else(|| PathBuf::from(faces::composition::STORE_FILE));
             Ok(store::Spec::parse(s, &fallback)?)
         }
         (None, Some(path)) => Ok(store::Spec::Sqlite(path)),
@@ -300,7 +300,7 @@ fn catalog_of(config: &Config, settings: &tools::config::Settings) -> Catalog {
 async fn start_core(cli: &Cli, durable: bool) -> anyhow::Result<Arc<Core>> {
     let (config, settings, opts) = load(cli)?;
     let store = match durable {
-        true => crate::composition::open_store(&opts).await?,
+        true => faces::composition::open_store(&opts).await?,
         false => None,
     };
     Ok(Core::start_with_store(&config, &settings, opts, store))
@@ -329,7 +329,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let opts = args.http_options(addr.clone());
             let core = start_core(&cli, true).await?;
-            crate::http::serve(core, opts, None).await?;
+            faces::http::serve(core, opts, None).await?;
             Ok(ExitCode::SUCCESS)
         }
         None | Some(Command::Serve(_)) => {
@@ -344,7 +344,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok();
             // The end of stdin ends the service at once (see below).
             let input_ended = tokio_util::sync::CancellationToken::new();
-            let transport = crate::server::legacy_tasks::transport(
+            let transport = faces::server::legacy_tasks::transport(
                 reader,
                 writer,
                 core.policy.redactor.clone(),
@@ -368,7 +368,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 // Awaited outside the macro: with `info` off its arguments are never
                 // evaluated, and the watcher would cancel the service at once.
                 let why = tokio::select! {
-                    signal = crate::shutdown::signal() => signal,
+                    signal = faces::shutdown::signal() => signal,
                     () = input_ended.cancelled() => "the end of stdin",
                 };
                 tracing::info!("{why}: shutting down");
@@ -447,7 +447,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Demo) => {
             let opts = options(&cli)?;
-            crate::demo::run_demo(opts).await
+            faces::demo::run_demo(opts).await
         }
         Some(Command::Doctor) => doctor(|| options(&cli), || load(&cli)).await,
         Some(Command::Approvals { action }) => {
@@ -551,7 +551,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (config, settings, _) = load(&cli)?;
             let catalog = catalog_of(&config, &settings);
             // Skills are ranked among the tools, as `search_tools` ranks them.
-            let skills = crate::composition::skills(&config, &settings);
+            let skills = faces::composition::skills(&config, &settings);
             let params = tools::catalog::SearchParams {
                 query,
                 detail: detail.as_deref(),
@@ -618,11 +618,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             say(&tool_commands::wrappers(&catalog(&cli)?, *lang, out).await?);
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Bench(args)) => crate::bench::run(options(&cli)?, args).await,
+        Some(Command::Bench(args)) => bench::run(options(&cli)?, args).await,
         Some(Command::Eval(args)) => {
             let fixture = args.fixture_config()?;
             let (config, settings, opts) = load_with(&cli, fixture)?;
-            crate::eval::run(config, settings, opts, args).await
+            eval::run(config, settings, opts, args).await
         }
         Some(Command::Login { server, timeout }) => {
             let (config, _, _) = load(&cli)?;
@@ -758,6 +758,6 @@ mod tests {
             tools::catalog::Detail::parse(Some("summary")).ok()
         );
         // `--http` alone serves on the default address.
-        assert!(help_of(&["serve"], "http").contains(crate::http::DEFAULT_ADDR));
+        assert!(help_of(&["serve"], "http").contains(faces::http::DEFAULT_ADDR));
     }
 }

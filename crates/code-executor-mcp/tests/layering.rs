@@ -659,14 +659,20 @@ fn the_code_executor_crate_is_read() {
         runtime.modules.keys()
     );
     assert!(runtime.modules.contains_key(&vec!["worker".to_string()]));
-    let faces = crate_at(
-        "code-executor-mcp",
-        &crates.join("code-executor-mcp").join("src"),
-    );
+    let faces = crate_at("faces", &crates.join("faces").join("src"));
     assert!(
         faces.modules.contains_key(&vec!["server".to_string()]),
         "modules found: {:?}",
         faces.modules.keys()
+    );
+    let binary = crate_at(
+        "code-executor-mcp",
+        &crates.join("code-executor-mcp").join("src"),
+    );
+    assert!(
+        binary.modules.contains_key(&vec!["cli".to_string()]),
+        "modules found: {:?}",
+        binary.modules.keys()
     );
 }
 

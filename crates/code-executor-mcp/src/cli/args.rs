@@ -12,7 +12,7 @@ use runtime::python::{PYTHON_ENV, SITE_PACKAGES_ENV};
 #[derive(Debug, Parser)]
 #[command(
     name = "code-executor-mcp",
-    version = crate::version::VERSION,
+    version = faces::VERSION,
     about = "An MCP server that lets an agent use every MCP server it has through sandboxed code.",
     after_long_help = AFTER_HELP
 )]
@@ -121,10 +121,10 @@ pub(super) enum Command {
     /// Run a sample program against a built-in demo MCP server; needs no configuration.
     Demo,
     /// Measure latency against a direct MCP baseline and print JSON (see README).
-    Bench(crate::bench::BenchArgs),
+    Bench(bench::BenchArgs),
     /// Measure code mode against direct tool calls on the configured servers: context cost,
     /// tokens, turns and time of scripted tasks (table, --json, --chart; see docs/eval.md).
-    Eval(Box<crate::eval::EvalArgs>),
+    Eval(Box<eval::EvalArgs>),
     /// Check the sandbox layer by layer, the configuration, the held tool definitions and the
     /// permissions ceiling, with a test execution in each worker.
     Doctor,

@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use crate::composition::Core;
-use crate::options::CoreOptions;
+use faces::CoreOptions;
+use faces::composition::Core;
 use policy::principal::Principal;
 use runtime::execution::ExecRequest;
 use runtime::python::PythonOptions;
@@ -276,13 +276,13 @@ async fn direct_tools(config: &Config, settings: &Settings) {
     for e in errors {
         say(&format!("  warning: not listed now: {e}"));
     }
-    let own = crate::server::tool_definitions();
+    let own = faces::server::tool_definitions();
     let mut all = own.clone();
     all.extend(pinned.iter().map(tools::catalog::direct::Pinned::listed));
     let count = |tools: &[rmcp::model::Tool]| {
         serde_json::to_string(tools)
             .ok()
-            .and_then(|t| crate::tokens::count_tokens(&t).ok())
+            .and_then(|t| faces::tokens::count_tokens(&t).ok())
             .unwrap_or(0)
     };
     say(&format!(

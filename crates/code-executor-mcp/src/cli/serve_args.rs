@@ -7,7 +7,7 @@ use std::path::PathBuf;
 pub(super) struct ServeArgs {
     /// Serve MCP over streamable HTTP on ADDR (path /mcp) instead of stdio; ADDR defaults to
     /// 127.0.0.1:3333.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::http::DEFAULT_ADDR)]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = faces::http::DEFAULT_ADDR)]
     pub(super) http: Option<String>,
     /// Static bearer tokens: lines of NAME=TOKEN, each NAME a principal.
     #[arg(long, value_name = "PATH", env = "CODE_EXECUTOR_HTTP_TOKENS_FILE")]
@@ -40,28 +40,28 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "ADDR", env = "CODE_EXECUTOR_METRICS_ADDR")]
     metrics_addr: Option<String>,
     /// Largest request body in bytes (larger: 413).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::http::HttpLimits::default().max_body_bytes)]
+    #[arg(long, value_name = "BYTES", default_value_t = faces::http::HttpLimits::default().max_body_bytes)]
     max_body_bytes: usize,
     /// Connections served at once (more: 503).
-    #[arg(long, value_name = "N", default_value_t = crate::http::HttpLimits::default().max_connections)]
+    #[arg(long, value_name = "N", default_value_t = faces::http::HttpLimits::default().max_connections)]
     max_connections: usize,
     /// MCP transport sessions open at once (more: 503).
-    #[arg(long, value_name = "N", default_value_t = crate::http::HttpLimits::default().max_sessions)]
+    #[arg(long, value_name = "N", default_value_t = faces::http::HttpLimits::default().max_sessions)]
     max_sessions: usize,
     /// MCP transport sessions per principal.
-    #[arg(long, value_name = "N", default_value_t = crate::http::HttpLimits::default().max_sessions_per_principal)]
+    #[arg(long, value_name = "N", default_value_t = faces::http::HttpLimits::default().max_sessions_per_principal)]
     max_sessions_per_principal: usize,
     /// Seconds to send request headers; also the idle keep-alive time.
-    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().header_timeout.as_secs())]
+    #[arg(long, value_name = "SECS", default_value_t = faces::http::HttpLimits::default().header_timeout.as_secs())]
     header_timeout: u64,
     /// Seconds to send a request body.
-    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().body_timeout.as_secs())]
+    #[arg(long, value_name = "SECS", default_value_t = faces::http::HttpLimits::default().body_timeout.as_secs())]
     body_timeout: u64,
     /// Seconds an unused MCP transport session is kept.
-    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().session_idle.as_secs())]
+    #[arg(long, value_name = "SECS", default_value_t = faces::http::HttpLimits::default().session_idle.as_secs())]
     session_idle: u64,
     /// On SIGTERM, seconds running executions get to finish before they are cancelled.
-    #[arg(long, value_name = "SECS", default_value_t = crate::http::HttpLimits::default().shutdown_grace.as_secs())]
+    #[arg(long, value_name = "SECS", default_value_t = faces::http::HttpLimits::default().shutdown_grace.as_secs())]
     shutdown_grace: u64,
     /// On SIGTERM, seconds the server still accepts connections (answering new requests 503,
     /// /readyz failing) before it stops listening, so that a load balancer's health check
@@ -77,13 +77,13 @@ pub(super) struct ServeArgs {
 }
 
 impl ServeArgs {
-    pub(super) fn http_options(&self, addr: String) -> crate::http::HttpOptions {
+    pub(super) fn http_options(&self, addr: String) -> faces::http::HttpOptions {
         use std::time::Duration;
-        crate::http::HttpOptions {
+        faces::http::HttpOptions {
             addr,
             public_url: self.public_url.clone(),
             tokens_file: self.tokens_file.clone(),
-            tokens_env: std::env::var(crate::http::auth::TOKENS_ENV).ok(),
+            tokens_env: std::env::var(faces::http::auth::TOKENS_ENV).ok(),
             oauth_issuer: self.oauth_issuer.clone(),
             oauth_jwks_url: self.oauth_jwks_url.clone(),
             oauth_audience: self.oauth_audience.clone(),
@@ -91,7 +91,7 @@ impl ServeArgs {
             allowed_hosts: self.allowed_hosts.clone(),
             allowed_origins: self.allowed_origins.clone(),
             metrics_addr: self.metrics_addr.clone(),
-            limits: crate::http::HttpLimits {
+            limits: faces::http::HttpLimits {
                 max_body_bytes: self.max_body_bytes,
                 max_connections: self.max_connections,
                 max_sessions: self.max_sessions,

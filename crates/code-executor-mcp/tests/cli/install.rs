@@ -435,6 +435,9 @@ fn cargo_install_builds_the_packaged_crate_offline() {
         "code-executor-mcp-policy",
         "code-executor-mcp-tools",
         "code-executor-mcp-runtime",
+        "code-executor-mcp-faces",
+        "code-executor-mcp-bench",
+        "code-executor-mcp-eval",
         "code-executor-mcp",
     ] {
         let dir = dist.join("vendor").join(format!("{name}-{VERSION}"));

@@ -222,14 +222,14 @@ pub(super) async fn report(
 pub(super) async fn tokens(ours: &Client) -> anyhow::Result<Value> {
     let tools = ours.peer().list_all_tools().await?;
     let text = serde_json::to_string(&tools)?;
-    let names: Vec<_> = crate::server::tool_definitions()
+    let names: Vec<_> = faces::server::tool_definitions()
         .into_iter()
         .map(|t| t.name)
         .collect();
     let own: Vec<_> = tools.iter().filter(|t| names.contains(&t.name)).collect();
     Ok(json!({
-        "tools_list_cl100k": crate::tokens::count_tokens(&text)?,
-        "own_cl100k": crate::tokens::count_tokens(&serde_json::to_string(&own)?)?,
+        "tools_list_cl100k": faces::tokens::count_tokens(&text)?,
+        "own_cl100k": faces::tokens::count_tokens(&serde_json::to_string(&own)?)?,
         "tools": tools.len(),
         "direct_tools": tools.len() - own.len(),
         "bytes": text.len(),

@@ -2,7 +2,7 @@
 # Builds the data the reference eval tasks run on, the same on every machine, and a config of
 # the five reference servers over it: OUT/upstreams.json (see docs/eval.md). `eval --fixture
 # OUT` runs this same script (it is built into the binary), so the source tree is not needed.
-#   scripts/eval-fixture.sh OUT [PREFIX]    (or: bash crates/code-executor-mcp/eval/fixture.sh)
+#   scripts/eval-fixture.sh OUT [PREFIX]    (or: bash crates/eval/data/fixture.sh)
 #   - OUT/fs-root: a small project tree (62 files: sources, docs in Markdown, data)
 #   - OUT/git-repo: a repository of 12 commits by 3 authors, at fixed dates (same hashes)
 #   - OUT/memory.jsonl: an empty knowledge graph

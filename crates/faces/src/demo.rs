@@ -286,7 +286,7 @@ pub fn serve_demo_main() -> ExitCode {
 
 /// Serves `server` on stdio until its client ends (the built-in servers' re-entries:
 /// `__demo-server`, `__synthetic-server`).
-pub(crate) fn serve_on_stdio<S: rmcp::ServerHandler>(server: S) -> ExitCode {
+pub fn serve_on_stdio<S: rmcp::ServerHandler>(server: S) -> ExitCode {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

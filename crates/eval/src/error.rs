@@ -3,7 +3,7 @@
 
 /// Why `eval` cannot run.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum EvalError {
+pub enum EvalError {
     #[error(
         "cannot read the task file {path}: {reason} (or use a built-in one: --tasks reference, --tasks synthetic)"
     )]
@@ -29,7 +29,7 @@ pub(crate) enum EvalError {
     #[error("cannot write {path}: {reason}")]
     Write { path: String, reason: String },
     #[error(transparent)]
-    Tokens(#[from] crate::tokens::TokenizerError),
+    Tokens(#[from] faces::tokens::TokenizerError),
 }
 
 /// What is wrong with a direct step's arguments: a `$from` reference that is malformed or

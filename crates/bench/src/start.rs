@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::measure::{median, summarize};
-use crate::options::CoreOptions;
+use faces::CoreOptions;
 use runtime::pool::{MemoryBudget, PoolSizing};
 use runtime::python::PythonRuntime;
 use runtime::worker::WorkerSpawner;

@@ -16,7 +16,7 @@ mod args;
 mod direct;
 mod follow;
 mod handlers;
-pub(crate) mod legacy_tasks;
+pub mod legacy_tasks;
 mod long_runs;
 mod param_headers;
 mod render;

@@ -34,9 +34,9 @@ use serde_json::{Map, Value};
 use super::error::{EvalError, StepError};
 
 /// The ready task file for the five reference servers.
-const REFERENCE: &str = include_str!("../../eval/tasks/reference.json");
+const REFERENCE: &str = include_str!("../data/tasks/reference.json");
 /// The ready task file for the built-in synthetic catalog.
-const SYNTHETIC: &str = include_str!("../../eval/tasks/synthetic.json");
+const SYNTHETIC: &str = include_str!("../data/tasks/synthetic.json");
 
 /// Which servers a task file runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]

@@ -386,9 +386,11 @@ pub(super) async fn mcp(state: &Arc<State>, req: Request<Incoming>) -> Response<
         state.core.policy.redactor.clone(),
         response,
     );
-    // The access log (RUST_LOG=code_executor_mcp::http=debug); the time is to the answer's
-    // head (a streamed answer continues after it).
+    // The access log (RUST_LOG=code_executor_mcp::http=debug: the target users were told,
+    // kept when this module moved crates); the time is to the answer's head (a streamed
+    // answer continues after it).
     tracing::debug!(
+        target: "code_executor_mcp::http",
         principal = principal.as_ref().map(|p| p.to_string()),
         http = %http_method,
         method = method.as_deref().unwrap_or(""),

@@ -14,7 +14,7 @@
 
 use serde::Serialize;
 
-use crate::tokens::count_tokens;
+use faces::tokens::count_tokens;
 
 /// Token counts of one run (cl100k).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -49,7 +49,7 @@ impl Tally {
         prompt: &str,
         turns: &[Turn],
         answer: &str,
-    ) -> Result<Tally, crate::tokens::TokenizerError> {
+    ) -> Result<Tally, faces::tokens::TokenizerError> {
         let prompt = count_tokens(prompt)?;
         let mut t = Tally {
             schemas,

@@ -19,8 +19,8 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
 
 use super::error::EvalError;
-use crate::composition::Core;
-use crate::server::CodeExecutorServer;
+use faces::Core;
+use faces::server::CodeExecutorServer;
 use policy::principal::Principal;
 use runtime::door::{Caller, DirectCall, Mode, Start, Started, Work};
 use runtime::outcome::{Called, Outcome};
@@ -77,7 +77,7 @@ impl Ours {
         });
         let info = rmcp::model::ClientConfig::new(
             rmcp::model::ClientCapabilities::default(),
-            rmcp::model::Implementation::new(PRINCIPAL, crate::version::VERSION),
+            rmcp::model::Implementation::new(PRINCIPAL, faces::VERSION),
         );
         let client = info
             .serve((cr, cw))

@@ -28,7 +28,7 @@
 //! the audit log flushed.
 
 mod approvals;
-pub(crate) mod auth;
+pub mod auth;
 pub(crate) mod guard;
 mod mcp;
 pub(crate) mod metrics;

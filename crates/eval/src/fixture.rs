@@ -12,7 +12,7 @@ use super::error::EvalError;
 use tools::console::Progress;
 
 /// The fixture script.
-const SCRIPT: &str = include_str!("../../eval/fixture.sh");
+const SCRIPT: &str = include_str!("../data/fixture.sh");
 
 /// The configured servers the reference tasks call.
 pub(crate) const REFERENCE_SERVERS: [&str; 5] =

@@ -32,9 +32,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::composition::Core;
-use crate::options::CoreOptions;
-pub(crate) use error::EvalError;
+pub use error::EvalError;
+use faces::Core;
+use faces::CoreOptions;
 pub use synthetic::serve_synthetic_main;
 use tools::config::{Config, Settings};
 use tools::console::{Hinted, Progress, say};
@@ -42,7 +42,7 @@ use tools::upstream::Upstreams;
 
 /// `eval`'s flags.
 #[derive(Debug, clap::Args)]
-pub(crate) struct EvalArgs {
+pub struct EvalArgs {
     /// The task file: `reference` (the five reference servers), `synthetic` (a built-in
     /// catalog of 500+ tools), or a path to a JSON task file (see docs/eval.md).
     #[arg(
@@ -104,7 +104,7 @@ fn write(path: &std::path::Path, text: &str) -> Result<(), EvalError> {
 impl EvalArgs {
     /// With `--fixture DIR`: makes the fixture and returns the config to run on instead of
     /// the user's.
-    pub(crate) fn fixture_config(&self) -> Result<Option<PathBuf>, EvalError> {
+    pub fn fixture_config(&self) -> Result<Option<PathBuf>, EvalError> {
         self.fixture.as_deref().map(fixture::make).transpose()
     }
 }
@@ -154,7 +154,7 @@ fn server_arg(config: &Config, server: &str, flag: &str) -> Option<String> {
 
 /// `code-executor-mcp eval`, on `config` (the synthetic catalog replaces it when the task file
 /// asks for it).
-pub(crate) async fn run(
+pub async fn run(
     config: Config,
     settings: Settings,
     opts: CoreOptions,

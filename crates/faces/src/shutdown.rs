@@ -5,7 +5,7 @@
 //! and the audit log is flushed before the process exits.
 
 /// Resolves when the process gets SIGTERM or SIGINT, and says which.
-pub(crate) async fn signal() -> &'static str {
+pub async fn signal() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = match signal(SignalKind::terminate()) {
         Ok(s) => s,

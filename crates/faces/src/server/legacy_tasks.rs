@@ -176,13 +176,13 @@ fn escape(key: &str) -> String {
 /// read and thrown away as it arrives, and a request answered with an error with its id. With
 /// the item and depth bounds of `lines::shape`, what one request can cost the server in
 /// memory is bounded (README, Limits).
-pub(crate) const MAX_REQUEST_BYTES: usize = 16 << 20;
+pub const MAX_REQUEST_BYTES: usize = 16 << 20;
 
 /// The stdio transport rmcp serves, with a [`Shim`] on every line between it and the
 /// client's pipes (`lines::LineTransport`), and every line to the client redacted last (no
 /// configured secret reaches the client, whatever message carries it:
 /// `policy::redact`).
-pub(crate) fn transport<R, W>(
+pub fn transport<R, W>(
     reader: R,
     writer: W,
     redactor: Arc<Redactor>,
@@ -205,7 +205,7 @@ where
 
 /// What passes between the client's pipes and rmcp: the task shim both ways, then the
 /// redaction of what goes out.
-pub(crate) struct ClientLines {
+pub struct ClientLines {
     shim: Mutex<Shim>,
     redactor: Arc<Redactor>,
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rmcp::model::Tool;
 use serde::Serialize;
 
-use crate::tokens::{TokenizerError, count_tokens};
+use faces::tokens::{TokenizerError, count_tokens};
 use tools::upstream::{UpstreamError, Upstreams};
 
 /// One upstream server's tools.
@@ -78,7 +78,7 @@ pub(crate) fn cost(listed: &Listed, ours: &[Tool]) -> Result<ContextCost, Tokeni
             },
         });
     }
-    let own_names: Vec<_> = crate::server::tool_definitions()
+    let own_names: Vec<_> = faces::server::tool_definitions()
         .into_iter()
         .map(|t| t.name)
         .collect();

@@ -248,7 +248,7 @@ pub fn serve_synthetic_main() -> ExitCode {
     let Some((_, tools)) = servers().into_iter().find(|(n, _)| *n == name) else {
         return ExitCode::from(2);
     };
-    crate::demo::serve_on_stdio(Synthetic { name, tools })
+    faces::demo::serve_on_stdio(Synthetic { name, tools })
 }
 
 #[cfg(test)]

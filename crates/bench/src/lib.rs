@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::{Value, json};
 
-use crate::options::CoreOptions;
+use faces::CoreOptions;
 use tools::console::{Progress, say};
 
 mod access;
-pub(crate) mod args;
+mod args;
 mod check;
 mod container;
 mod haproxy;
@@ -37,7 +37,7 @@ mod skills;
 mod soak;
 mod start;
 
-pub(crate) use args::BenchArgs;
+pub use args::BenchArgs;
 use measure::{
     SIDE_BY_SIDE_GAP, call, cold_start, median, round, rss_kib, sample, summarize, timed,
     wait_for_pool,
@@ -45,7 +45,7 @@ use measure::{
 
 /// `code-executor-mcp bench`: the container comparison (`--container-url`), the HTTP report
 /// (`--http`), or the latency report with its sections.
-pub(crate) async fn run(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(opts: CoreOptions, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     // What runs for minutes says so on a terminal (stderr; stdout keeps the JSON alone).
     Progress::new("bench").step("measuring; the JSON report is printed when it is done");
     if args.container_url.is_some() {

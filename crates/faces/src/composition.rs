@@ -25,10 +25,7 @@ use tools::upstream::Upstreams;
 
 /// The skills of the user, of the working directory's project (when it is trusted) and of
 /// the directories the settings serve (also what `tools search` ranks among the tools).
-pub(crate) fn skills(
-    config: &Config,
-    settings: &tools::config::Settings,
-) -> tools::skills::store::Skills {
+pub fn skills(config: &Config, settings: &tools::config::Settings) -> tools::skills::store::Skills {
     use tools::skills::store::{PROJECT_SKILLS, Skills};
     let project = config.project_dir.as_ref().map(|d| d.join(PROJECT_SKILLS));
     let trust = config.project_trust.clone().unwrap_or(Ok(()));
@@ -205,7 +202,7 @@ impl Core {
 
     /// Runs code for `principal` through the runtime's one door and waits for the outcome
     /// (see [`runtime::door`]). Never fails: a refusal is an outcome with `error`.
-    pub(crate) async fn execute(
+    pub async fn execute(
         &self,
         language: Language,
         req: ExecRequest,
