@@ -25,6 +25,7 @@ pub mod http;
 pub mod jwt;
 pub mod oauth;
 pub mod otlp;
+pub mod postgres;
 pub mod prism;
 pub mod rawhttp;
 pub mod recording;

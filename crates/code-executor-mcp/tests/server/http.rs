@@ -556,14 +556,14 @@ async fn a_burst_beyond_the_caps_gets_the_busy_answer_and_service_resumes() {
 
 /// A Unix socket the fixture's `hold` tool connects to: the test knows the upstream call is
 /// running, and releases it by dropping the connection.
-struct Hold {
+pub(crate) struct Hold {
     listener: tokio::net::UnixListener,
-    path: std::path::PathBuf,
+    pub(crate) path: std::path::PathBuf,
     _dir: test_support::TempDir,
 }
 
 impl Hold {
-    fn new() -> Hold {
+    pub(crate) fn new() -> Hold {
         let dir = test_support::TempDir::new("hold");
         let path = dir.0.join("hold.sock");
         Hold {
@@ -573,7 +573,7 @@ impl Hold {
         }
     }
 
-    async fn arrived(&self) -> tokio::net::UnixStream {
+    pub(crate) async fn arrived(&self) -> tokio::net::UnixStream {
         tokio::time::timeout(Duration::from_secs(30), self.listener.accept())
             .await
             .expect("the upstream call did not start")

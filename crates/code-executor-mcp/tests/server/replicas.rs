@@ -21,6 +21,9 @@
 //!    down within its health check's bound, and the client errors are counted and bounded by
 //!    the requests that were running on it.
 //!
+//! 5. **plain round robin** (`deploy/haproxy/haproxy-roundrobin.cfg`, a HAProxy of its own):
+//!    two replicas sharing one PostgreSQL store answer each other's runs with a handle.
+//!
 //! The counts are printed. The SDK comes from the interop harness (scripts/setup-interop.sh,
 //! which installs HAProxy too); without either the test prints a loud SKIP, unless
 //! `CODE_EXECUTOR_REQUIRE_INTEROP=1` / `CODE_EXECUTOR_REQUIRE_HAPROXY=1` (set in CI) make
@@ -67,24 +70,31 @@ impl Fleet {
     }
 
     async fn start_on(&self, id: &str, addr: &str) -> HttpServer {
+        self.start_with(id, addr, &[]).await
+    }
+
+    /// Replica `id` on `addr` with `extra` arguments.
+    async fn start_with(&self, id: &str, addr: &str, extra: &[&str]) -> HttpServer {
+        let args = [
+            "--tokens-file",
+            self.tokens.to_str().unwrap(),
+            "--replica-id",
+            id,
+            "--shutdown-grace",
+            GRACE_S,
+            "--drain-delay",
+            DRAIN_S,
+            "--pool-size",
+            "1",
+            "--python-pool-size",
+            "1",
+        ];
+        let args: Vec<&str> = args.iter().chain(extra).copied().collect();
         HttpServer::start_on(
             EXE.as_ref(),
             addr,
             self.upstream.clone(),
-            &[
-                "--tokens-file",
-                self.tokens.to_str().unwrap(),
-                "--replica-id",
-                id,
-                "--shutdown-grace",
-                GRACE_S,
-                "--drain-delay",
-                DRAIN_S,
-                "--pool-size",
-                "1",
-                "--python-pool-size",
-                "1",
-            ],
+            &args,
             &[("CODE_EXECUTOR_CONFIG_PATH", self.settings.to_str().unwrap())],
         )
         .await
@@ -450,6 +460,154 @@ async fn replicas_behind_haproxy_pin_handles_survive_a_rolling_update_and_a_kill
     assert!(counts["failed"].as_u64().unwrap() <= 4, "{counts}");
 }
 
+/// Plain round robin (`deploy/haproxy/haproxy-roundrobin.cfg`: no affinity, no stickiness)
+/// over two replicas sharing one PostgreSQL store (docs/kubernetes.md, "Round robin with a
+/// shared store"). Runs with a handle are started through the proxy, so they land on both
+/// replicas; each one, held on an upstream call, is asked for at the replica that did not
+/// start it: running; its cancel there names its replica; a `wait` there sees it finish on
+/// its own. The replica that ran them is stopped, and the other still answers its handles,
+/// through the proxy too. Another principal presenting them gets the error it always got.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_robin_replicas_sharing_a_store_answer_each_others_runs() {
+    let Some(bin) = test_support::haproxy::haproxy_bin() else {
+        return;
+    };
+    let Some(db) = test_support::postgres::fresh_database("replicas::round_robin").await else {
+        return;
+    };
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let dir = test_support::TempDir::new("roundrobin");
+    let fleet = Fleet::new(&dir.0);
+    let mut replicas: Vec<(String, HttpServer)> = Vec::new();
+    for id in ["r0", "r1"] {
+        let s = fleet.start_with(id, "127.0.0.1:0", &["--store", &db]).await;
+        replicas.push((id.to_string(), s));
+    }
+    let servers: Vec<(String, String)> = replicas
+        .iter()
+        .map(|(id, s)| (id.clone(), addr(s)))
+        .collect();
+    let text = std::fs::read_to_string(
+        test_support::haproxy::shipped_config().with_file_name("haproxy-roundrobin.cfg"),
+    )
+    .unwrap();
+    let proxy = Haproxy::start_config(
+        &bin,
+        &test_support::haproxy::with_servers(&text, &servers),
+        &[],
+    );
+    for (id, _) in &replicas {
+        proxy
+            .wait_status(id, Duration::from_secs(30), |s| s == Some("UP"))
+            .unwrap_or_else(|e| panic!("{e}\n{}", proxy.log()));
+    }
+    let logs = |replicas: &[(String, HttpServer)]| {
+        let mut s = proxy.log();
+        for (id, r) in replicas {
+            s.push_str(&format!("\n--- log of {id}:\n{}", r.log()));
+        }
+        s
+    };
+    let stateless = test_support::http::Generation::Stateless;
+    let via = test_support::http::McpHttp::connect(&proxy.url, Some(ALICE), stateless).await;
+    let mut direct = Vec::new();
+    for (_, r) in &replicas {
+        direct.push(test_support::http::McpHttp::connect(&r.url, Some(ALICE), stateless).await);
+    }
+    let bob = test_support::http::McpHttp::connect(&replicas[0].1.url, Some(BOB), stateless).await;
+
+    // Four runs through the proxy, each held on an upstream call: two land on each replica.
+    let mut runs = Vec::new();
+    for i in 0..4 {
+        let hold = super::http::Hold::new();
+        let code = format!(
+            "await tools.fx.hold({{socket: {:?}}}); return {i}",
+            hold.path.to_str().unwrap()
+        );
+        let (v, err) = via.exec(json!({"code": code, "yieldAfterMs": 0})).await;
+        assert!(!err, "{v}");
+        let handle = v["running"]["handle"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{v}"))
+            .to_string();
+        let held = hold.arrived().await;
+        runs.push((i, handle, hold, Some(held)));
+    }
+    for id in ["r0", "r1"] {
+        assert!(
+            runs.iter()
+                .any(|(_, h, _, _)| h.ends_with(&format!("@{id}"))),
+            "round robin put no run on {id}"
+        );
+    }
+    for (i, handle, _hold, held) in &mut runs {
+        let (i, handle) = (*i, handle.clone());
+        let other = usize::from(handle.ends_with("@r0"));
+        let owner = &replicas[1 - other].0;
+        // At the other replica: running (not an error, no result yet).
+        let (v, err) = wait(&direct[other], &handle, 0, false).await;
+        assert!(!err, "{v}\n{}", logs(&replicas));
+        assert!(v.get("result").is_none() || v["result"].is_null(), "{v}");
+        // Cancelling it there names the replica that runs it.
+        let (v, err) = wait(&direct[other], &handle, 0, true).await;
+        assert!(err, "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains(&format!("replica \"{owner}\"")),
+            "{v}"
+        );
+        // Another principal: the same error a handle never written gets.
+        let (v, err) = wait(&bob, &handle, 0, false).await;
+        assert!(err, "{v}");
+        assert_eq!(v["error"]["name"], "HandleError", "{v}");
+        // A `wait` there sees it finish on its own replica, through the store.
+        let release = async {
+            drop(held.take());
+        };
+        let ((v, err), ()) = tokio::join!(wait(&direct[other], &handle, 30_000, false), release);
+        assert!(!err, "{v}\n{}", logs(&replicas));
+        assert_eq!(v["result"], json!(i), "{v}");
+    }
+
+    // r0 stops (SIGTERM, its runs all finished): r1 still answers every handle, directly
+    // and through the proxy.
+    let (_, mut r0) = replicas.remove(0);
+    stop(&mut r0).await;
+    proxy
+        .wait_status("r0", DOWN_WITHIN, |s| {
+            s.is_some_and(|s| s.starts_with("DOWN"))
+        })
+        .unwrap_or_else(|e| panic!("{e}\n{}", proxy.log()));
+    for (i, handle, _, _) in &runs {
+        for c in [&direct[1], &via] {
+            let (v, err) = wait(c, handle, 5_000, false).await;
+            assert!(!err, "{v}\n{}", logs(&replicas));
+            assert_eq!(v["result"], json!(i), "{v}");
+        }
+    }
+}
+
+/// `wait` on `handle` at `c`: the structured content and isError.
+async fn wait(
+    c: &test_support::http::McpHttp,
+    handle: &str,
+    ms: u64,
+    cancel: bool,
+) -> (Value, bool) {
+    let r = c
+        .call(
+            "wait",
+            json!({"handle": handle, "timeoutMs": ms, "cancel": cancel}),
+        )
+        .await;
+    (
+        r["structuredContent"].clone(),
+        r["isError"].as_bool().unwrap_or(false),
+    )
+}
+
 /// Both shipped configurations are valid for the installed HAProxy (`haproxy -c`), the
 /// Kubernetes one with its Lua.
 #[test]
@@ -461,7 +619,11 @@ fn the_shipped_haproxy_configurations_are_valid() {
         .parent()
         .unwrap()
         .to_path_buf();
-    for cfg in ["haproxy.cfg", "haproxy-kubernetes.cfg"] {
+    for cfg in [
+        "haproxy.cfg",
+        "haproxy-kubernetes.cfg",
+        "haproxy-roundrobin.cfg",
+    ] {
         let out = std::process::Command::new(&bin)
             .args(["-c", "-f"])
             .arg(dir.join(cfg))

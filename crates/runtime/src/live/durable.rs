@@ -38,6 +38,15 @@ pub const SESSION: &str = "session";
 pub const SESSION_VALUE: &str = "session-value";
 /// A run with a handle (a task, a `wait` handle), under its handle.
 pub const RUN: &str = "run";
+/// A server process that is alive, under its boot id ([`Durable::keep_alive`]), kept by
+/// the principal [`SERVERS`]: no client's records are ever of this kind.
+pub const BOOT: &str = "boot";
+/// Whose records the servers' own are.
+const SERVERS: &str = "servers";
+/// How often a server says it is alive, and how long after its last word it is taken for
+/// gone (its runs still `running` in the store are then lost, not running elsewhere).
+pub const BEAT: Duration = Duration::from_secs(5);
+pub const BEAT_TTL: Duration = Duration::from_secs(15);
 
 /// The store, as the live handles use it.
 #[derive(Clone)]
@@ -63,6 +72,44 @@ impl Durable {
 
     pub fn boot(&self) -> &str {
         &self.boot
+    }
+
+    /// Says this process is alive every [`BEAT`], for as long as the tokio runtime runs:
+    /// replicas sharing the store tell a run still running on a live replica from one lost
+    /// with its server by it ([`Durable::alive`]). A beat that fails is logged; the others
+    /// then take this server for gone after [`BEAT_TTL`], and answer its unfinished runs
+    /// as lost, which is what they are to a client that cannot reach it.
+    pub fn keep_alive(&self) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(BEAT);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Err(e) = me.beat().await {
+                    tracing::warn!("store: cannot say this server is alive: {e}");
+                }
+            }
+        });
+    }
+
+    /// One beat: this process is alive for [`BEAT_TTL`] more.
+    pub async fn beat(&self) -> Result<(), StoreError> {
+        self.store
+            .put(Key::new(SERVERS, BOOT, &self.boot), b"{}", BEAT_TTL)
+            .await
+    }
+
+    /// Whether the process `boot` has said it is alive within [`BEAT_TTL`].
+    pub async fn alive(&self, boot: &str) -> Result<bool, StoreError> {
+        if boot == &*self.boot {
+            return Ok(true);
+        }
+        Ok(self
+            .store
+            .get(Key::new(SERVERS, BOOT, boot))
+            .await?
+            .is_some())
     }
 
     /// `value` as JSON with every known secret redacted.

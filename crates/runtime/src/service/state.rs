@@ -87,6 +87,7 @@ impl Runtime {
     pub fn with_store(mut self, store: Option<store::Shared>) -> Self {
         if let Some(store) = store {
             let durable = crate::live::durable::Durable::new(store, self.policy.redactor.clone());
+            durable.keep_alive();
             self.live.set_durable(durable);
         }
         self

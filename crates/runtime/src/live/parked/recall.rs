@@ -1,15 +1,30 @@
 //! Runs with a handle through the durable store (`crate::live::durable`): what is known of
 //! one is written when its handle is handed out and when it finishes ([`Parked::persist`]);
-//! a handle this server does not hold (it restarted) is answered from the store
-//! ([`Parked::recall`]): a finished run with its outcome, a run that was still running when
-//! its server stopped as failed, lost to the restart.
+//! a handle this server does not hold is answered from the store ([`Parked::recall`]):
+//!
+//! - this server restarted: a finished run with its outcome, a run that was still running
+//!   when its server stopped as failed, lost to the restart;
+//! - another replica minted it (replicas sharing one store, behind a proxy that need not
+//!   route on the handle): a finished run with its outcome; a run still running on a replica
+//!   that is alive ([`Durable::alive`](crate::live::durable::Durable::alive)) as running,
+//!   which `wait` and `tasks/result` poll the store for until it finishes or their time is
+//!   up ([`Parked::answer_from_store`]); one whose replica is gone as lost with it.
+//!
+//! Cancelling needs the run's own replica: a cancel that reaches another while the run is
+//! alive there gets the error naming that replica.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::entry::{Kind, State};
 use super::snapshot::Snapshot;
 use super::store::{ParkError, Parked, STATUS_LOG_LINES};
+
+/// How often a run running on another replica is read again from the store while a
+/// request waits for it.
+const STORE_POLL: Duration = Duration::from_millis(250);
 use crate::live::durable::{RunRecord, StoredOutcome, lost_outcome};
 use policy::audit::AuditLog;
 use policy::principal::Principal;
@@ -89,13 +104,44 @@ impl Parked {
             })?
             .ok_or_else(unknown)?;
         let now = store::now_ms();
+        let span = |a: i64, b: i64| u64::try_from(b.saturating_sub(a)).unwrap_or(0);
         let (outcome, ended_ms) = match record.finished.clone() {
             Some(o) => (o.outcome(), record.finished_ms.unwrap_or(now)),
-            // Still running in this process would be in memory: it was another's.
-            None if record.boot != durable.boot() => (lost_outcome(&record), now),
-            None => return Err(unknown()),
+            // Still running in this process would be in memory.
+            None if record.boot == durable.boot() => return Err(unknown()),
+            // Minted by this server (its replica id, or none for both) in an earlier life:
+            // lost with it.
+            None if policy::replica::owner(handle) == self.replica.id() => {
+                (lost_outcome(&record), now)
+            }
+            // Another replica's, and that replica is alive: still running there.
+            None if durable
+                .alive(&record.boot)
+                .await
+                .map_err(|error| ParkError::Store {
+                    handle: handle.to_string(),
+                    error,
+                })? =>
+            {
+                return Ok(Snapshot {
+                    handle: handle.to_string(),
+                    documents: record.documents,
+                    updated_at: rmcp::task_manager::current_timestamp(),
+                    created_at: record.created_at.clone(),
+                    ttl_ms: span(record.created_ms, now) + record.keep_ms,
+                    progress: None,
+                    log_count: 0,
+                    logs: Vec::new(),
+                    elapsed_ms: span(record.created_ms, now),
+                    tool_calls: 0,
+                    cancelled_by: None,
+                    questions: Vec::new(),
+                    outcome: None,
+                });
+            }
+            // Another replica's, and that replica is gone.
+            None => (lost_outcome(&record), now),
         };
-        let span = |a: i64, b: i64| u64::try_from(b.saturating_sub(a)).unwrap_or(0);
         let logs = outcome.logs[outcome.logs.len().saturating_sub(STATUS_LOG_LINES)..].to_vec();
         Ok(Snapshot {
             handle: handle.to_string(),
@@ -121,6 +167,32 @@ impl Parked {
         })
     }
 
+    /// A handle this table does not hold (`miss`: unknown here, or another replica's),
+    /// answered from the store; a run still running on another replica is polled for up
+    /// to `limit` until it finishes. Anything else the table said, and a handle the store
+    /// does not have either, is `miss` itself.
+    pub(super) async fn answer_from_store(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        miss: ParkError,
+        limit: Duration,
+    ) -> Result<Snapshot, ParkError> {
+        if !matches!(miss, ParkError::Unknown(_) | ParkError::WrongReplica { .. }) {
+            return Err(miss);
+        }
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.recall(owner, handle).await {
+                Err(ParkError::Unknown(_)) => return Err(miss),
+                Ok(s) if s.outcome.is_none() && Instant::now() < deadline => {
+                    tokio::time::sleep_until(deadline.min(Instant::now() + STORE_POLL)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// `tasks/get`: [`Parked::get`], else [`Parked::recall`].
     pub async fn get_or_recall(
         &self,
@@ -128,13 +200,16 @@ impl Parked {
         handle: &str,
     ) -> Result<Snapshot, ParkError> {
         match self.get(owner, handle) {
-            Err(ParkError::Unknown(_)) => self.recall(owner, handle).await,
+            Err(miss) => {
+                self.answer_from_store(owner, handle, miss, Duration::ZERO)
+                    .await
+            }
             other => other,
         }
     }
 
     /// `tasks/cancel`: [`Parked::cancel`]; a run only the store knows has ended already and
-    /// is left as it is.
+    /// is left as it is; one still running on another replica is cancelled there only.
     pub async fn cancel_or_recall(
         &self,
         owner: &Principal,
@@ -143,7 +218,26 @@ impl Parked {
         audit: &AuditLog,
     ) -> Result<(), ParkError> {
         match self.cancel(owner, handle, by, audit) {
-            Err(ParkError::Unknown(_)) => self.recall(owner, handle).await.map(|_| ()),
+            Err(miss) => self.cancel_elsewhere(owner, handle, miss).await.map(|_| ()),
+            other => other,
+        }
+    }
+
+    /// A cancel of a handle this table does not hold: a run that ended (the store has its
+    /// outcome, or it was lost) is answered as it is; one running on another replica gets
+    /// `miss`, which names that replica when the handle does.
+    pub(super) async fn cancel_elsewhere(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        miss: ParkError,
+    ) -> Result<Snapshot, ParkError> {
+        let keep = miss.clone();
+        match self
+            .answer_from_store(owner, handle, miss, Duration::ZERO)
+            .await
+        {
+            Ok(s) if s.outcome.is_none() => Err(keep),
             other => other,
         }
     }
@@ -261,6 +355,107 @@ mod tests {
                 Some(ParkError::Unknown(h.clone())),
                 "{who:?} {h}"
             );
+        }
+    }
+
+    /// Replica `id` of a fleet sharing the SQLite store in `dir`; alive when `beats`.
+    async fn replica(dir: &std::path::Path, id: &str, beats: bool) -> Parked {
+        let store: store::Shared = Arc::new(
+            store::sqlite::Sqlite::open(&dir.join("store.sqlite3"), store::Limits::default())
+                .await
+                .unwrap(),
+        );
+        let durable = Durable::new(store, Arc::new(Redactor::new(["sekrit-value-123"])));
+        if beats {
+            durable.beat().await.unwrap();
+        }
+        let mut p = Parked::new(LongRunLimits::default())
+            .with_replica(policy::replica::Replica::named(id).unwrap());
+        p.set_durable(durable);
+        p
+    }
+
+    #[tokio::test]
+    async fn another_replica_answers_finished_runs_waits_for_running_ones_and_reports_lost_ones() {
+        let dir = test_support::TempDir::new("recall-replicas");
+        let (alice, bob) = (Principal::new("alice"), Principal::new("bob"));
+        let audit = policy::audit::AuditLog::disabled();
+        let r0 = replica(&dir.0, "r0", true).await;
+        let r1 = replica(&dir.0, "r1", true).await;
+        // A replica that stopped saying it is alive (killed): its running runs are lost.
+        let gone = replica(&dir.0, "r2", false).await;
+
+        let done = handed(&r0, &alice).await;
+        let mut o = ExecOutcome::cancelled();
+        o.error = None;
+        o.result = json!({"answer": 42});
+        r0.finish(&done, o);
+        r0.persist(&done).await;
+        let snap = r1.get_or_recall(&alice, &done).await.unwrap();
+        assert_eq!(snap.outcome.unwrap().result["answer"], json!(42));
+        // Cancelling a run that ended is answered as it is, on any replica.
+        r1.cancel_or_recall(&alice, &done, "tasks/cancel", &audit)
+            .await
+            .unwrap();
+
+        // Running on r0, which is alive: running, on r1 too.
+        let running = handed(&r0, &alice).await;
+        let snap = r1.get_or_recall(&alice, &running).await.unwrap();
+        assert!(snap.outcome.is_none(), "{:?}", snap.outcome);
+        // Only r0 can cancel it: r1 says so, naming r0.
+        match r1
+            .cancel_or_recall(&alice, &running, "tasks/cancel", &audit)
+            .await
+        {
+            Err(ParkError::WrongReplica { elsewhere, .. }) => assert_eq!(elsewhere.owner, "r0"),
+            other => panic!("{:?}", other.err()),
+        }
+        // A `wait` on r1 sees it finish on r0 within its time.
+        let waiting = {
+            let (r1, alice, running) = (&r1, alice.clone(), running.clone());
+            async move {
+                r1.wait(
+                    &alice,
+                    &running,
+                    Duration::from_secs(30),
+                    false,
+                    &policy::audit::AuditLog::disabled(),
+                )
+                .await
+            }
+        };
+        let finishing = async {
+            let mut o = ExecOutcome::cancelled();
+            o.error = None;
+            o.result = json!("finished on r0");
+            r0.finish(&running, o);
+            r0.persist(&running).await;
+        };
+        let (waited, ()) = tokio::join!(waiting, finishing);
+        assert_eq!(
+            waited.unwrap().outcome.unwrap().result,
+            json!("finished on r0")
+        );
+        // A `wait` whose time runs out first answers running.
+        let slow = handed(&r0, &alice).await;
+        let snap = r1
+            .wait(&alice, &slow, Duration::from_millis(300), false, &audit)
+            .await
+            .unwrap();
+        assert!(snap.outcome.is_none());
+
+        // Running on a replica that is gone: lost, on any replica.
+        let lost = handed(&gone, &alice).await;
+        let snap = r1.get_or_recall(&alice, &lost).await.unwrap();
+        assert_eq!(
+            snap.outcome.unwrap().error.as_ref().unwrap().name,
+            "LostToRestart"
+        );
+
+        // Another principal gets the error naming the replica, as for a handle never written.
+        match r1.get_or_recall(&bob, &done).await {
+            Err(ParkError::WrongReplica { elsewhere, .. }) => assert_eq!(elsewhere.owner, "r0"),
+            other => panic!("{:?}", other.err()),
         }
     }
 }

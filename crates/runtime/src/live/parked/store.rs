@@ -350,9 +350,8 @@ impl Parked {
         audit: &AuditLog,
     ) -> Result<Snapshot, ParkError> {
         let limit = if cancel {
-            match self.cancel(owner, handle, "wait", audit) {
-                Err(ParkError::Unknown(_)) => return self.recall(owner, handle).await,
-                other => other?,
+            if let Err(miss) = self.cancel(owner, handle, "wait", audit) {
+                return self.cancel_elsewhere(owner, handle, miss).await;
             }
             CANCEL_WAIT
         } else {
@@ -367,8 +366,8 @@ impl Parked {
             })
         };
         let (signal, asking, open) = match found {
-            Err(ParkError::Unknown(_)) => return self.recall(owner, handle).await,
-            other => other?,
+            Err(miss) => return self.answer_from_store(owner, handle, miss, limit).await,
+            Ok(found) => found,
         };
         // Open questions are answered at once: the run waits for the client, not the reverse.
         if !open {
@@ -418,8 +417,8 @@ impl Parked {
             Parked::visible(&self.replica, &mut t, owner, handle).map(|e| e.finished.clone())
         };
         let signal = match found {
-            Err(ParkError::Unknown(_)) => return self.recall(owner, handle).await,
-            other => other?,
+            Err(miss) => return self.answer_from_store(owner, handle, miss, limit).await,
+            Ok(signal) => signal,
         };
         let mut rx = signal.subscribe();
         let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
