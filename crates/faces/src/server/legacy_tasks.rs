@@ -35,7 +35,7 @@ use crate::composition::Core;
 use policy::principal::Principal;
 use policy::redact::Redactor;
 use runtime::error::RunError;
-use runtime::parked::{Kind, Published, Snapshot};
+use runtime::parked::{Published, Snapshot};
 use tools::lines::{LineFilter, LineTransport};
 
 /// Where the shim puts a request's `task` for the handler, and the handler the task for the
@@ -343,11 +343,11 @@ pub(super) async fn custom_request(
         }
         Some("tasks/list") => {
             let tasks: Vec<Value> = parked
-                .list(principal)
-                .into_iter()
-                .filter(|(_, kind, _)| *kind == Kind::Task)
-                .filter_map(|(h, _, _)| parked.get(principal, &h).ok())
-                .map(|snap| legacy_task(core, &snap))
+                .tasks(principal)
+                .await
+                .map_err(invalid)?
+                .iter()
+                .map(|snap| legacy_task(core, snap))
                 .collect();
             json!({ "tasks": tasks })
         }

@@ -226,6 +226,20 @@ impl Durable {
             .await
     }
 
+    /// Every run the store has of `owner`: (handle, record), oldest first.
+    pub async fn runs(&self, owner: &Principal) -> Result<Vec<(String, RunRecord)>, StoreError> {
+        let p = owner.to_string();
+        let mut out: Vec<(String, RunRecord)> = self
+            .store
+            .list(&p, RUN, "")
+            .await?
+            .into_iter()
+            .filter_map(|(k, v)| serde_json::from_slice(&v).ok().map(|r| (k, r)))
+            .collect();
+        out.sort_by_key(|(_, r)| r.created_ms);
+        Ok(out)
+    }
+
     /// What the store has of run `handle` of `owner`.
     pub async fn run(
         &self,

@@ -193,6 +193,38 @@ impl Parked {
         }
     }
 
+    /// `tasks/list`: the tasks `owner` has in this table, then those only the store has (of
+    /// this server's earlier life, or of other replicas sharing the store), each as
+    /// [`Parked::recall`] answers it, oldest first within each. A store that cannot be read
+    /// is an error: a list without them would say they are gone.
+    pub async fn tasks(&self, owner: &Principal) -> Result<Vec<Snapshot>, ParkError> {
+        let here = self.list(owner);
+        let mut out: Vec<Snapshot> = here
+            .iter()
+            .filter(|(_, kind, _)| *kind == Kind::Task)
+            .filter_map(|(h, _, _)| self.get(owner, h).ok())
+            .collect();
+        let Some(durable) = &self.durable else {
+            return Ok(out);
+        };
+        let stored = durable
+            .runs(owner)
+            .await
+            .map_err(|error| ParkError::Store {
+                handle: "(tasks/list)".into(),
+                error,
+            })?;
+        for (handle, record) in stored {
+            if record.kind != "task" || here.iter().any(|(h, _, _)| *h == handle) {
+                continue;
+            }
+            if let Ok(snap) = self.recall(owner, &handle).await {
+                out.push(snap);
+            }
+        }
+        Ok(out)
+    }
+
     /// `tasks/get`: [`Parked::get`], else [`Parked::recall`].
     pub async fn get_or_recall(
         &self,
@@ -314,6 +346,20 @@ mod tests {
         };
         // A new process on the same store.
         let (p, store) = server(&dir.0).await;
+        // tasks/list has both (the finished one and the lost one), not the one never handed
+        // out; another principal has none.
+        let mut listed: Vec<String> = p
+            .tasks(&alice)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.handle)
+            .collect();
+        listed.sort();
+        let mut both = vec![done.clone(), running.clone()];
+        both.sort();
+        assert_eq!(listed, both);
+        assert!(p.tasks(&bob).await.unwrap().is_empty());
         let snap = p.get_or_recall(&alice, &done).await.unwrap();
         let outcome = snap.outcome.unwrap();
         assert_eq!(outcome.result["answer"], json!(42));
@@ -443,6 +489,19 @@ mod tests {
             .await
             .unwrap();
         assert!(snap.outcome.is_none());
+
+        // tasks/list at r1 has r0's tasks too, the running one as running.
+        let listed = r1.tasks(&alice).await.unwrap();
+        assert!(
+            listed
+                .iter()
+                .any(|s| s.handle == done && s.outcome.is_some())
+        );
+        assert!(
+            listed
+                .iter()
+                .any(|s| s.handle == slow && s.outcome.is_none())
+        );
 
         // Running on a replica that is gone: lost, on any replica.
         let lost = handed(&gone, &alice).await;
