@@ -187,6 +187,9 @@ impl Core {
             )
             .with_store(store.clone()),
         );
+        if store.is_some() {
+            runtime::cancels_from_store_periodically(Arc::downgrade(&runtime));
+        }
         runtime::sweep_store_periodically(store);
         runtime::end_idle_sessions(Arc::downgrade(&runtime));
         runtime::sweep_periodically(Arc::downgrade(&runtime));

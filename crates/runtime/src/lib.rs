@@ -37,5 +37,8 @@ pub mod worker;
 pub use live::parked;
 pub use outcome::ExecOutcome;
 pub use run::{execution, output};
-pub use service::{Runtime, end_idle_sessions, sweep_periodically, sweep_store_periodically};
+pub use service::{
+    Runtime, cancels_from_store_periodically, end_idle_sessions, sweep_periodically,
+    sweep_store_periodically,
+};
 pub use worker::{memory, pool, python, roots};

@@ -38,6 +38,9 @@ pub const SESSION: &str = "session";
 pub const SESSION_VALUE: &str = "session-value";
 /// A run with a handle (a task, a `wait` handle), under its handle.
 pub const RUN: &str = "run";
+/// A request to cancel a run with a handle that runs on another replica, under the handle:
+/// its replica reads them ([`Durable::cancel_requests`]) and cancels the run.
+pub const RUN_CANCEL: &str = "run-cancel";
 /// A server process that is alive, under its boot id ([`Durable::keep_alive`]), kept by
 /// the principal [`SERVERS`]: no client's records are ever of this kind.
 pub const BOOT: &str = "boot";
@@ -238,6 +241,44 @@ impl Durable {
             .collect();
         out.sort_by_key(|(_, r)| r.created_ms);
         Ok(out)
+    }
+
+    /// Asks the replica that runs `handle` to cancel it (`by`: how the client asked).
+    pub async fn request_cancel(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        by: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let p = owner.to_string();
+        self.store
+            .put(Key::new(&p, RUN_CANCEL, handle), by.as_bytes(), ttl)
+            .await
+    }
+
+    /// The cancel requests the store has for `owner`'s runs: (handle, how the client asked).
+    pub async fn cancel_requests(
+        &self,
+        owner: &Principal,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let p = owner.to_string();
+        Ok(self
+            .store
+            .list(&p, RUN_CANCEL, "")
+            .await?
+            .into_iter()
+            .map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()))
+            .collect())
+    }
+
+    /// A cancel request that was carried out.
+    pub async fn forget_cancel(&self, owner: &Principal, handle: &str) -> Result<(), StoreError> {
+        let p = owner.to_string();
+        self.store
+            .delete(Key::new(&p, RUN_CANCEL, handle))
+            .await
+            .map(|_| ())
     }
 
     /// What the store has of run `handle` of `owner`.

@@ -17,4 +17,7 @@ mod sweep;
 mod until;
 
 pub use state::Runtime;
-pub use sweep::{end_idle_sessions, sweep_periodically, sweep_store_periodically};
+pub use sweep::{
+    cancels_from_store_periodically, end_idle_sessions, sweep_periodically,
+    sweep_store_periodically,
+};

@@ -45,6 +45,29 @@ pub fn sweep_periodically(runtime: Weak<Runtime>) {
     });
 }
 
+/// How often cancel requests other replicas left in the store are read.
+const REMOTE_CANCELS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Carries out, every second, the cancel requests other replicas sharing the store left for
+/// runs running here (`Parked::cancels_from_store`); stops with the runtime. Nothing is
+/// read when nothing runs here.
+pub fn cancels_from_store_periodically(runtime: Weak<Runtime>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(REMOTE_CANCELS_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(rt) = runtime.upgrade() else {
+                return;
+            };
+            rt.live()
+                .parked()
+                .cancels_from_store(&rt.policy().audit)
+                .await;
+        }
+    });
+}
+
 /// How often expired records are deleted from the durable store.
 const STORE_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 

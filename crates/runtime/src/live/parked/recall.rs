@@ -10,8 +10,9 @@
 //!   which `wait` and `tasks/result` poll the store for until it finishes or their time is
 //!   up ([`Parked::answer_from_store`]); one whose replica is gone as lost with it.
 //!
-//! Cancelling needs the run's own replica: a cancel that reaches another while the run is
-//! alive there gets the error naming that replica.
+//! A cancel that reaches another replica while the run is alive on its own is left in the
+//! store for its replica ([`Parked::cancels_from_store`], every second), which cancels it as
+//! if asked itself.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -241,7 +242,8 @@ impl Parked {
     }
 
     /// `tasks/cancel`: [`Parked::cancel`]; a run only the store knows has ended already and
-    /// is left as it is; one still running on another replica is cancelled there only.
+    /// is left as it is; one still running on another replica is asked to stop through the
+    /// store.
     pub async fn cancel_or_recall(
         &self,
         owner: &Principal,
@@ -250,27 +252,80 @@ impl Parked {
         audit: &AuditLog,
     ) -> Result<(), ParkError> {
         match self.cancel(owner, handle, by, audit) {
-            Err(miss) => self.cancel_elsewhere(owner, handle, miss).await.map(|_| ()),
+            Err(miss) => self
+                .cancel_elsewhere(owner, handle, miss, by)
+                .await
+                .map(|_| ()),
             other => other,
         }
     }
 
     /// A cancel of a handle this table does not hold: a run that ended (the store has its
-    /// outcome, or it was lost) is answered as it is; one running on another replica gets
-    /// `miss`, which names that replica when the handle does.
+    /// outcome, or it was lost) is answered as it is; one running on another replica that
+    /// is alive is asked to stop through the store (its replica cancels it within a second
+    /// or two), and answered running, cancelled by `by`.
     pub(super) async fn cancel_elsewhere(
         &self,
         owner: &Principal,
         handle: &str,
         miss: ParkError,
+        by: &'static str,
     ) -> Result<Snapshot, ParkError> {
-        let keep = miss.clone();
-        match self
+        let mut snap = self
             .answer_from_store(owner, handle, miss, Duration::ZERO)
-            .await
-        {
-            Ok(s) if s.outcome.is_none() => Err(keep),
-            other => other,
+            .await?;
+        if snap.outcome.is_some() {
+            return Ok(snap);
+        }
+        if let Some(durable) = &self.durable {
+            durable
+                .request_cancel(owner, handle, by, Duration::from_millis(snap.ttl_ms.max(1)))
+                .await
+                .map_err(|error| ParkError::Store {
+                    handle: handle.to_string(),
+                    error,
+                })?;
+        }
+        snap.cancelled_by = Some(by);
+        Ok(snap)
+    }
+
+    /// Carries out the cancel requests other replicas left in the store for runs running
+    /// here (see [`Parked::cancel_elsewhere`]). A store that cannot be read is logged and
+    /// asked again at the next turn.
+    pub async fn cancels_from_store(&self, audit: &AuditLog) {
+        let Some(durable) = &self.durable else {
+            return;
+        };
+        let owners: std::collections::BTreeSet<Principal> = {
+            let t = self.lock();
+            t.handles
+                .iter()
+                .filter(|(_, _, e)| e.visible && matches!(e.state, State::Running))
+                .map(|(_, o, _)| o.clone())
+                .collect()
+        };
+        for owner in owners {
+            let requests = match durable.cancel_requests(&owner).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!("store: cancel requests not read: {e}");
+                    return;
+                }
+            };
+            for (handle, by) in requests {
+                let by = ["wait", "tasks/cancel", "notifications/cancelled"]
+                    .into_iter()
+                    .find(|known| *known == by)
+                    .unwrap_or("tasks/cancel");
+                // Not held here (another replica's, or gone): left for its replica, or to
+                // expire.
+                if self.cancel(&owner, &handle, by, audit).is_ok()
+                    && let Err(e) = durable.forget_cancel(&owner, &handle).await
+                {
+                    tracing::warn!("store: cancel request of {handle} not deleted: {e}");
+                }
+            }
         }
     }
 }
@@ -448,14 +503,20 @@ mod tests {
         let running = handed(&r0, &alice).await;
         let snap = r1.get_or_recall(&alice, &running).await.unwrap();
         assert!(snap.outcome.is_none(), "{:?}", snap.outcome);
-        // Only r0 can cancel it: r1 says so, naming r0.
-        match r1
-            .cancel_or_recall(&alice, &running, "tasks/cancel", &audit)
+        // A cancel at r1 is left in the store for r0, which carries it out; r1 answers it
+        // as asked.
+        r1.cancel_or_recall(&alice, &running, "tasks/cancel", &audit)
             .await
-        {
-            Err(ParkError::WrongReplica { elsewhere, .. }) => assert_eq!(elsewhere.owner, "r0"),
-            other => panic!("{:?}", other.err()),
-        }
+            .unwrap();
+        assert_eq!(r0.get(&alice, &running).unwrap().cancelled_by, None);
+        r0.cancels_from_store(&audit).await;
+        assert_eq!(
+            r0.get(&alice, &running).unwrap().cancelled_by,
+            Some("tasks/cancel")
+        );
+        // Carried out once: the request is gone.
+        let durable = r0.durable.clone().unwrap();
+        assert!(durable.cancel_requests(&alice).await.unwrap().is_empty());
         // A `wait` on r1 sees it finish on r0 within its time.
         let waiting = {
             let (r1, alice, running) = (&r1, alice.clone(), running.clone());

@@ -351,7 +351,15 @@ impl Parked {
     ) -> Result<Snapshot, ParkError> {
         let limit = if cancel {
             if let Err(miss) = self.cancel(owner, handle, "wait", audit) {
-                return self.cancel_elsewhere(owner, handle, miss).await;
+                let asked = self
+                    .cancel_elsewhere(owner, handle, miss.clone(), "wait")
+                    .await?;
+                if asked.outcome.is_some() {
+                    return Ok(asked);
+                }
+                return self
+                    .answer_from_store(owner, handle, miss, CANCEL_WAIT)
+                    .await;
             }
             CANCEL_WAIT
         } else {
