@@ -27,6 +27,24 @@ use policy::Limits;
 use policy::access::Grant;
 use policy::audit::{AuditEvent, sha256_hex};
 
+/// What starts run `req` of `ctx` again after a restart (`crate::live::durable::Resume`).
+fn resume_of(
+    language: Language,
+    req: &ExecRequest,
+    ctx: &ExecContext,
+) -> crate::live::durable::Resume {
+    crate::live::durable::Resume {
+        language: language.tool_language().to_string(),
+        code: req.code.clone(),
+        timeout_ms: req.timeout_ms,
+        allowed_tools: req.allowed_tools.clone(),
+        limits: req.limits,
+        enable_sampling: req.enable_sampling,
+        permissions: req.permissions.clone(),
+        seed: ctx.calls.seed(),
+    }
+}
+
 /// What a started execution runs: code in a language, or a saved skill, whose language is
 /// its own (found when the run starts).
 enum Runnable {
@@ -188,6 +206,7 @@ impl Runtime {
                     &limits,
                     ctx.tool_calls.clone(),
                     self.max_concurrent_skills,
+                    ctx.calls.clone(),
                 )),
             },
         );
@@ -235,6 +254,13 @@ impl Runtime {
         let handle = self.live.parked().reserve(kind, duration, &ctx)?;
         if documents {
             self.live.parked().started_by_documents_name(&handle);
+        }
+        if let Runnable::Code(language) = &what
+            && req.session.is_none()
+        {
+            self.live
+                .parked()
+                .set_resume(&handle, resume_of(*language, &req, &ctx));
         }
         let mut execution = self.start(what, req, ctx);
         if let Some(asks) = asks {

@@ -2,7 +2,8 @@
 //! one is written when its handle is handed out and when it finishes ([`Parked::persist`]);
 //! a handle this server does not hold (it restarted) is answered from the store
 //! ([`Parked::recall`]): a finished run with its outcome, a run that was still running when
-//! its server stopped as failed, lost to the restart.
+//! its server stopped as failed, lost to the restart, with the ledger of the calls it had
+//! completed (its call log, armed here once the handle is handed out).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +34,7 @@ impl Parked {
         // written carries the latest state.
         let _turn = lock.lock().await;
         let keep = self.limits.keep_result_ms;
-        let Some((owner, record, ttl)) = ({
+        let Some((owner, record, ttl, calls)) = ({
             let t = self.lock();
             t.handles.get_with_owner(handle).map(|(owner, e)| {
                 let mut record = RunRecord {
@@ -51,9 +52,15 @@ impl Parked {
                     finished: None,
                     updated_at: None,
                     finished_ms: None,
+                    resume: None,
                 };
+                let mut calls = None;
                 let ttl = match &e.state {
-                    State::Running => e.duration + Duration::from_millis(keep),
+                    State::Running => {
+                        record.resume = e.resume.clone();
+                        calls = Some(e.calls.clone());
+                        e.duration + Duration::from_millis(keep)
+                    }
                     State::Finished {
                         outcome, at_text, ..
                     } => {
@@ -63,13 +70,26 @@ impl Parked {
                         Duration::from_millis(keep)
                     }
                 };
-                (owner.clone(), record, ttl)
+                (owner.clone(), record, ttl, calls)
             })
         }) else {
             return;
         };
         if let Err(e) = durable.put_run(&owner, handle, &record, ttl).await {
             tracing::warn!("cannot keep run {handle} in the store: {e}");
+        }
+        // A running one's calls go to the store from now on (those so far first), each
+        // before code sees its result: a loss reports them, a resume replays them.
+        if let Some(calls) = calls {
+            calls
+                .arm(crate::run::calllog::Sink {
+                    store: durable.store().clone(),
+                    principal: owner.to_string(),
+                    handle: handle.to_string(),
+                    ttl,
+                    redactor: durable.redactor().clone(),
+                })
+                .await;
         }
     }
 
@@ -92,7 +112,16 @@ impl Parked {
         let (outcome, ended_ms) = match record.finished.clone() {
             Some(o) => (o.outcome(), record.finished_ms.unwrap_or(now)),
             // Still running in this process would be in memory: it was another's.
-            None if record.boot != durable.boot() => (lost_outcome(&record), now),
+            None if record.boot != durable.boot() => {
+                let ledger = match durable.call_log(owner, handle).await {
+                    Ok(log) => Some(crate::run::calllog::ledger(&log)),
+                    Err(e) => {
+                        tracing::warn!("cannot read the call log of run {handle}: {e}");
+                        None
+                    }
+                };
+                (lost_outcome(&record, ledger.as_deref()), now)
+            }
             None => return Err(unknown()),
         };
         let span = |a: i64, b: i64| u64::try_from(b.saturating_sub(a)).unwrap_or(0);
@@ -208,6 +237,21 @@ mod tests {
             p.finish(&done, o);
             p.persist(&done).await;
             let running = handed(&p, &alice).await;
+            // Its calls are in the store as they complete (the log was armed when handed).
+            let calls = p.lock().handles.get(&running).unwrap().calls.clone();
+            calls
+                .record(crate::run::calllog::Entry::Call {
+                    tool: "crm.delete".into(),
+                    args: "a".repeat(64),
+                    result: "b".repeat(64),
+                    failed: false,
+                    outcome: crate::run::calllog::Called::Err(worker_protocol::ErrorInfo {
+                        name: "x".into(),
+                        message: "sekrit-value-123".into(),
+                        stack: None,
+                    }),
+                })
+                .await;
             // Reserved, never handed out: nothing is written.
             let unhanded = p
                 .reserve(
@@ -238,6 +282,19 @@ mod tests {
             error.message.contains("lost to a server restart"),
             "{error:?}"
         );
+        // With the ledger of what it had completed.
+        assert!(
+            error
+                .message
+                .contains("(1 tool call): call 1: crm.delete (args sha256 aaaa"),
+            "{error:?}"
+        );
+        let raw = store
+            .list("alice", crate::run::calllog::CALLLOG, "")
+            .await
+            .unwrap();
+        assert_eq!(raw.len(), 1);
+        assert!(!String::from_utf8_lossy(&raw[0].1).contains("sekrit-value-123"));
         // wait and tasks/result answer the same.
         let waited = p
             .wait(

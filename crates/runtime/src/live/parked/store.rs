@@ -184,9 +184,18 @@ impl Parked {
                 questions: Vec::new(),
                 asked: 0,
                 asking: Arc::default(),
+                calls: ctx.calls.clone(),
+                resume: None,
             },
         );
         Ok(handle)
+    }
+
+    /// What starts the run behind `handle` again after a restart (see `super::recall`).
+    pub fn set_resume(&self, handle: &str, resume: crate::live::durable::Resume) {
+        if let Some(e) = self.lock().handles.get_mut(handle) {
+            e.resume = Some(resume);
+        }
     }
 
     /// The execution behind `handle` was started by a name of the product line's documents:
