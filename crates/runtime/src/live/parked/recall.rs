@@ -11,11 +11,90 @@ use std::time::Duration;
 use super::entry::{Kind, State};
 use super::snapshot::Snapshot;
 use super::store::{ParkError, Parked, STATUS_LOG_LINES};
-use crate::live::durable::{RunRecord, StoredOutcome, lost_outcome};
+use crate::live::durable::{Resume, RunRecord, StoredOutcome, lost_outcome};
+use crate::run::calllog::Entry;
 use policy::audit::AuditLog;
 use policy::principal::Principal;
 
+/// Starts again a run lost to a restart while it waited for a person: from its request,
+/// replaying its call log (`crate::run::calllog`). The runtime is one; the table calls it
+/// from [`Parked::recall`].
+pub trait Resumer: Send + Sync {
+    /// Starts run `handle` of `owner` again, its entry made with
+    /// [`Parked::reserve_resumed`]. `Ok(false)`: another request started it first.
+    fn resume(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        kind: Kind,
+        resume: Resume,
+        log: Vec<Entry>,
+    ) -> Result<bool, ParkError>;
+}
+
+/// The log of a run that stopped while a person was being asked (nothing after the question).
+fn waiting_for_person(log: &[Entry]) -> bool {
+    matches!(log.last(), Some(Entry::Asking { .. }))
+}
+
 impl Parked {
+    /// Runs lost to a restart while they waited for a person are started again by `resumer`.
+    pub fn set_resumer(&self, resumer: Box<dyn Resumer>) {
+        let _ = self.resumer.set(resumer);
+    }
+
+    /// The entry of a run started again under its `handle` (shown to its client at once);
+    /// `Ok(false)`: it is in the table already.
+    pub fn reserve_resumed(
+        &self,
+        handle: &str,
+        kind: Kind,
+        duration: Duration,
+        ctx: &crate::run::execution::ExecContext,
+    ) -> Result<bool, ParkError> {
+        Ok(self
+            .reserve_as(Some(handle), kind, duration, ctx)?
+            .is_some())
+    }
+
+    /// Starts run `handle` again if it was waiting for a person and can be (its request
+    /// was kept, its log is whole). `true`: it runs here now.
+    async fn resumed(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        record: &RunRecord,
+        log: &[Entry],
+    ) -> bool {
+        let (Some(resume), Some(resumer)) = (&record.resume, self.resumer.get()) else {
+            return false;
+        };
+        if !waiting_for_person(log) {
+            return false;
+        }
+        let kind = if record.kind == "task" {
+            Kind::Task
+        } else {
+            Kind::Yielded
+        };
+        match resumer.resume(owner, handle, kind, resume.clone(), log.to_vec()) {
+            Ok(started) => {
+                if started {
+                    if record.documents {
+                        self.started_by_documents_name(handle);
+                    }
+                    self.persist(handle).await;
+                    tracing::info!("run {handle} was started again, replaying its call log");
+                }
+                true
+            }
+            Err(e) => {
+                tracing::warn!("run {handle} cannot be started again: {e}");
+                false
+            }
+        }
+    }
+
     /// Writes what is known of run `handle` (running, or its outcome) to the durable store,
     /// if there is one and the handle was handed out. A failure is logged: the run is still
     /// answered from memory while this server lives.
@@ -114,6 +193,9 @@ impl Parked {
             // Still running in this process would be in memory: it was another's.
             None if record.boot != durable.boot() => {
                 let ledger = match durable.call_log(owner, handle).await {
+                    Ok(log) if self.resumed(owner, handle, &record, &log).await => {
+                        return self.get(owner, handle);
+                    }
                     Ok(log) => Some(crate::run::calllog::ledger(&log)),
                     Err(e) => {
                         tracing::warn!("cannot read the call log of run {handle}: {e}");
@@ -172,7 +254,14 @@ impl Parked {
         audit: &AuditLog,
     ) -> Result<(), ParkError> {
         match self.cancel(owner, handle, by, audit) {
-            Err(ParkError::Unknown(_)) => self.recall(owner, handle).await.map(|_| ()),
+            Err(ParkError::Unknown(_)) => {
+                self.recall(owner, handle).await?;
+                // Started again by the recall: cancelled as asked.
+                match self.cancel(owner, handle, by, audit) {
+                    Err(ParkError::Unknown(_)) => Ok(()),
+                    other => other,
+                }
+            }
             other => other,
         }
     }

@@ -79,6 +79,9 @@ pub struct Parked {
     /// Runs with a handle are kept there too, to be answered after a restart
     /// (`super::recall`).
     pub(super) durable: Option<crate::live::durable::Durable>,
+    /// Starts again a run that was paused for a person when its server stopped (the
+    /// runtime, once it is made: `super::recall`).
+    pub(super) resumer: std::sync::OnceLock<Box<dyn super::recall::Resumer>>,
 }
 
 /// Whether a reserved execution finished before its request handed it out.
@@ -99,6 +102,7 @@ impl Parked {
             limits,
             replica: Replica::single(),
             durable: None,
+            resumer: std::sync::OnceLock::new(),
         }
     }
 
@@ -127,10 +131,29 @@ impl Parked {
         duration: Duration,
         ctx: &ExecContext,
     ) -> Result<String, ParkError> {
+        self.reserve_as(None, kind, duration, ctx)?
+            .ok_or_else(|| ParkError::Unknown(String::new()))
+    }
+
+    /// [`Parked::reserve`], under `handle` when given (a run started again after a restart
+    /// keeps its handle, which is its client's already: shown at once). `Ok(None)`: that
+    /// handle is in the table already (another request started it again first).
+    pub(super) fn reserve_as(
+        &self,
+        handle: Option<&str>,
+        kind: Kind,
+        duration: Duration,
+        ctx: &ExecContext,
+    ) -> Result<Option<String>, ParkError> {
         if !self.limits.enabled() {
             return Err(ParkError::Off);
         }
         let mut t = self.lock();
+        if let Some(h) = handle
+            && t.handles.get(h).is_some()
+        {
+            return Ok(None);
+        }
         self.sweep(&mut t);
         let owner = &ctx.principal;
         let held = t.handles.held_by(owner).count();
@@ -160,7 +183,8 @@ impl Parked {
                 setting: "maxParked",
             });
         }
-        let handle = mint(&self.replica, HANDLE_PREFIX);
+        let visible = handle.is_some();
+        let handle = handle.map_or_else(|| mint(&self.replica, HANDLE_PREFIX), str::to_string);
         t.handles.insert(
             handle.clone(),
             owner.clone(),
@@ -176,7 +200,7 @@ impl Parked {
                 events: ctx.events.clone(),
                 cancel: ctx.cancel.clone(),
                 tool_calls: ctx.tool_calls.clone(),
-                visible: false,
+                visible,
                 delivered: 0,
                 cancelled_by: None,
                 state: State::Running,
@@ -188,7 +212,7 @@ impl Parked {
                 resume: None,
             },
         );
-        Ok(handle)
+        Ok(Some(handle))
     }
 
     /// What starts the run behind `handle` again after a restart (see `super::recall`).
@@ -360,7 +384,14 @@ impl Parked {
     ) -> Result<Snapshot, ParkError> {
         let limit = if cancel {
             match self.cancel(owner, handle, "wait", audit) {
-                Err(ParkError::Unknown(_)) => return self.recall(owner, handle).await,
+                Err(ParkError::Unknown(_)) => {
+                    let recalled = self.recall(owner, handle).await?;
+                    if recalled.outcome.is_some() {
+                        return Ok(recalled);
+                    }
+                    // Started again by the recall: cancelled as asked.
+                    self.cancel(owner, handle, "wait", audit)?;
+                }
                 other => other?,
             }
             CANCEL_WAIT
