@@ -7,8 +7,9 @@
 //! with the server), and each call was made exactly once. The first call's arguments hold a
 //! random number, which the replay draws again from the run's seed. In both languages. Also a replay
 //! that diverges (the first call's arguments depend on the clock) stops naming the step and
-//! calls nothing more, and a run lost while it ran (no approval pending) reports the ledger
-//! of the calls it had completed.
+//! calls nothing more, a run lost while it ran (no approval pending) reports the ledger of
+//! the calls it had completed, and a run whose call log passed its cap (8 MiB) is not
+//! started again: it is reported lost, saying so.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -43,7 +44,8 @@ impl Rig {
         )
         .unwrap();
         let mut fix = test_support::fixture_entry("fix");
-        fix["env"] = json!({"FIXTURE_PAUSE_TOOLS": "1", "FIXTURE_CALLS_FILE": self.calls});
+        fix["env"] = json!({"FIXTURE_PAUSE_TOOLS": "1", "FIXTURE_SHAPE_TOOLS": "1",
+                            "FIXTURE_CALLS_FILE": self.calls});
         let run = self.dir.0.join("run");
         let state = self.dir.0.join("state");
         Harness::start(
@@ -292,5 +294,32 @@ async fn a_run_lost_while_it_ran_reports_the_calls_it_had_completed() {
             assert!(!message.contains("not known"), "{message}");
             assert_eq!(rig.calls().len(), 2);
         }
+    }
+}
+
+#[tokio::test]
+async fn a_run_whose_log_passed_its_cap_is_not_resumed_and_says_so() {
+    for place in places("cap").await {
+        let rig = Rig::new("cap");
+        let h = rig.start(&place).await;
+        // Five results of 2 MB each: the log keeps 8 MiB.
+        let code = "for (let i = 0; i < 5; i++) await tools.fix.shaped({ big: 1000000 });
+                    await tools.fix.write_note({ text: 'w' }); return 1;";
+        let handle = start_run(&h, Lang::Ts, code).await;
+        rig.pending(h.pid.unwrap(), "write_note", false).await;
+        sigkill(&h);
+        drop(h);
+        let h = rig.start(&place).await;
+        let (v, err) = call(&h, "wait", json!({"handle": handle})).await;
+        assert!(err, "on {}: {v}", place.url);
+        assert_eq!(v["error"]["name"], "LostToRestart", "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("call 1: fix.shaped")
+                && message.contains("its call log passed its cap there")
+                && message.contains("it cannot be started again"),
+            "{message}"
+        );
+        assert!(rig.calls().is_empty(), "{:?}", rig.calls());
     }
 }

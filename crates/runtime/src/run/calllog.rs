@@ -519,7 +519,7 @@ pub fn ledger(entries: &[Entry]) -> String {
     if truncated {
         out.push_str(
             "; its call log passed its cap there, so later calls are not listed (it may have \
-             made more)",
+             made more) and it cannot be started again",
         );
     }
     if let Some(tool) = asking {
