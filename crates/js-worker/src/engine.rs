@@ -212,6 +212,13 @@ impl Engine {
         let memory_limit = req.limits.memory_bytes;
         self.ctx.with(|ctx| {
             let entry = self.entry.clone().restore(&ctx)?;
+            // The run's randomness from the host's seed (its call log keeps it for a replay).
+            if let Some(seed) = req.seed {
+                let reseed: Function = entry.get("seed")?;
+                let mixed = seed.rotate_left(29) ^ 0x9E37_79B9_7F4A_7C15;
+                let words = [seed, seed >> 32, mixed, mixed >> 32].map(|w| w as u32);
+                reseed.call::<_, ()>((words[0], words[1], words[2], words[3]))?;
+            }
             // The code is the body of an async function. It starts on the wrapper's line so
             // that line numbers in stack traces are the code's own.
             // A skill's run gets its arguments as the parameter `args` (only then: in a
@@ -521,7 +528,7 @@ mod tests {
         };
         assert_eq!(
             entry(bytecode),
-            ["run", "deliver", "deliverValue", "fireTimer"]
+            ["run", "deliver", "deliverValue", "fireTimer", "seed"]
         );
         assert_eq!(entry(bytecode), entry(source));
         let shape = eval(bytecode, SHAPE);
@@ -664,6 +671,19 @@ mod tests {
               lo = Math.min(lo, x); hi = Math.max(hi, x); sum += x; } \
             return String(lo < 0.01 && hi > 0.99 && Math.abs(sum / 4000 - 0.5) < 0.05); })()";
         assert_eq!(eval(first, spread), "true");
+        // A run's seed from the host makes its draws the same in any engine (a replay).
+        let seeded = |engine: &Engine| {
+            engine.ctx.with(|ctx| {
+                let entry = engine.entry.clone().restore(&ctx).unwrap();
+                let reseed: Function = entry.get("seed").unwrap();
+                reseed.call::<_, ()>((7u32, 8u32, 9u32, 10u32)).unwrap();
+            });
+            eval(engine, draw)
+        };
+        let again = seeded(first);
+        assert_eq!(again, seeded(second));
+        assert_eq!(again, seeded(first));
+        assert_ne!(again, eval(first, draw));
         // The loader that served the prelude is gone once the engine runs: code imports
         // nothing, the prelude included.
         first.ctx.with(|ctx| {

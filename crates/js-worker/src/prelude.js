@@ -109,7 +109,9 @@
   const ObjectPrototype = Object.prototype;
   // Math.random from a generator seeded by the system's randomness: QuickJS seeds its own
   // from the clock in microseconds, so two workers started in the same microsecond drew the
-  // same numbers (xoshiro128**, 128 bits of state, two draws per double).
+  // same numbers (xoshiro128**, 128 bits of state, two draws per double). Each run seeds it
+  // again with the seed the host sends (`reseedRandom`): a replay of the run draws the same.
+  let reseedRandom = null;
   {
     const seed = host.randomBytes(16);
     let a = (seed[0] | (seed[1] << 8) | (seed[2] << 16) | (seed[3] << 24)) | 1;
@@ -122,6 +124,10 @@
       const t = b << 9;
       c ^= a; d ^= b; b ^= c; a ^= d; c ^= t; d = rotl(d, 11);
       return out;
+    };
+    reseedRandom = (w, x, y, z) => {
+      a = w | 1; b = x | 0; c = y | 0; d = z | 0;
+      for (let i = 0; i < 8; i++) next();
     };
     Object.defineProperty(Math, 'random', {
       value: function random() {
@@ -1367,5 +1373,5 @@
     }
   }
 
-  return { run, deliver, deliverValue, fireTimer };
+  return { run, deliver, deliverValue, fireTimer, seed: reseedRandom };
 })

@@ -317,7 +317,7 @@ impl ExecutionLimits {
 
 /// Limits a request sets for itself (`limits` of `execute_*`): each may tighten the
 /// configured one, never loosen it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RequestLimits {
     pub max_tool_calls: Option<u32>,

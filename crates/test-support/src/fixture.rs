@@ -36,7 +36,9 @@ pub struct Fixture {
     extra_tools: usize,
     /// Tools for pauses (approvals): `write_note` (a write, no annotations), `drop_note`
     /// (`destructiveHint: true`), `peek` (`readOnlyHint: true`), `tick`, and `counts`, which
-    /// says how often each was called in this process (nothing may run twice).
+    /// says how often each was called in this process (nothing may run twice). With
+    /// `FIXTURE_CALLS_FILE`, the first four append `{tool} {arguments}` to that file and
+    /// answer how many calls it holds (a count that outlives the process).
     pause_tools: bool,
     /// Tools that show what reached this server: `request_meta` answers with its request's
     /// `_meta` and, over HTTP, the request's headers; `environment` with this process's
@@ -89,6 +91,29 @@ fn bump(tool: &str) -> u64 {
     let n = c.entry(tool.to_string()).or_insert(0);
     *n += 1;
     *n
+}
+
+/// Appends `{tool} {arguments}` to the file at `path`; the calls the file holds now.
+fn count_in_file(
+    path: &std::ffi::OsStr,
+    tool: &str,
+    args: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> u64 {
+    use std::io::Write;
+    let line = format!(
+        "{tool} {}\n",
+        serde_json::Value::Object(args.cloned().unwrap_or_default())
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("the calls file");
+    f.write_all(line.as_bytes()).expect("write the calls file");
+    drop(f);
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().count() as u64)
+        .unwrap_or(0)
 }
 
 /// Page size of `tools/list` when the fixture has extra tools.
@@ -570,7 +595,12 @@ impl ServerHandler for Fixture {
                 Ok(CallToolResult::structured(v).into())
             }
             "write_note" | "drop_note" | "peek" | "tick" if self.pause_tools => {
-                let n = bump(&request.name);
+                let mut n = bump(&request.name);
+                // Counted in a file too, when told (`FIXTURE_CALLS_FILE`): a count that
+                // outlives this process, which restarts with its server.
+                if let Some(path) = std::env::var_os("FIXTURE_CALLS_FILE") {
+                    n = count_in_file(&path, &request.name, request.arguments.as_ref());
+                }
                 Ok(CallToolResult::success(vec![ContentBlock::text(n.to_string())]).into())
             }
             "ask_user" | "ask_model" | "ask_roots" if self.pause_tools => {

@@ -105,6 +105,10 @@ pub struct RunRequest {
     /// The arguments of a skill's run: what its code sees as the global `args`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Value>,
+    /// Seeds the run's randomness (`Math.random`, Python's `random`), so that a replay of
+    /// the run draws the same numbers (the host's call log keeps it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// What a run was granted, as the worker needs to know it.
@@ -530,6 +534,8 @@ pub(crate) struct HostFrameWire {
     #[serde(default)]
     pub(crate) args: Option<Value>,
     #[serde(default)]
+    pub(crate) seed: Option<u64>,
+    #[serde(default)]
     pub(crate) kept: bool,
 }
 
@@ -553,6 +559,7 @@ impl<'de> Deserialize<'de> for HostFrame {
                 persist: w.persist,
                 access: w.access,
                 args: w.args,
+                seed: w.seed,
             })),
             "kept" => Ok(HostFrame::Kept {
                 id: w.id.ok_or_else(|| D::Error::missing_field("id"))?,

@@ -315,6 +315,7 @@ mod tests {
             persist: true,
             access: None,
             args: Some(serde_json::json!({"a": [1, "x"]})),
+            seed: Some(u64::MAX - 7),
         });
         let bytes = encode(&run).unwrap();
         assert_eq!(

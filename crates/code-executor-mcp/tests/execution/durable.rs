@@ -28,7 +28,7 @@ async fn run(h: &Harness, lang: Lang, args: Value) -> (Value, bool) {
 }
 
 /// SIGKILLs the server: no orderly end, nothing flushed on the way out.
-fn sigkill(h: &Harness) {
+pub(crate) fn sigkill(h: &Harness) {
     let pid = h.pid.expect("the server's pid");
     let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid"));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("SIGKILL");
@@ -36,8 +36,8 @@ fn sigkill(h: &Harness) {
 
 /// Where a test's store lives: an SQLite file in its own directory, or its own database on
 /// the test PostgreSQL.
-struct Place {
-    url: String,
+pub(crate) struct Place {
+    pub(crate) url: String,
     _dir: Option<TempConfig>,
 }
 
@@ -91,7 +91,7 @@ async fn postgres(test: &str) -> Option<Place> {
     })
 }
 
-async fn places(test: &str) -> Vec<Place> {
+pub(crate) async fn places(test: &str) -> Vec<Place> {
     let mut out = vec![sqlite()];
     out.extend(postgres(test).await);
     out

@@ -71,6 +71,7 @@ mod policy;
 mod pools;
 mod python_forms;
 mod python_start;
+mod resume;
 mod robustness;
 mod sessions;
 mod shapes;

@@ -187,7 +187,7 @@ impl Ceiling {
 
 /// `permissions` of one call, raw: `read` paths (or `true`: all of the ceiling's), `write`,
 /// `net` rules (or `true`: all of the ceiling's).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PermissionsRequest {
     #[serde(default)]

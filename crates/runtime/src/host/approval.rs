@@ -20,6 +20,7 @@ use rmcp::model::Tool;
 use serde_json::{Map, Value, json};
 
 use super::scope::RunScope;
+use crate::run::calllog::Entry;
 use crate::run::client::{AskError, InputRoute};
 use policy::approval::Fallback;
 use policy::audit::{AuditEvent, sha256_hex};
@@ -62,8 +63,69 @@ impl Answer {
 }
 
 /// Waits for approval of a call to `tool` of `server` with `args`, which `rule` marks; `Err`
-/// is the reason of the denial the code sees as `ApprovalDenied`.
+/// is the reason of the denial the code sees as `ApprovalDenied`. When nothing remembered
+/// answers it, the request's call log says a person is being asked, then the answer
+/// (`crate::run::calllog`): a run lost while it waits can be resumed there.
 pub(super) async fn gate(
+    scope: &RunScope,
+    server: &str,
+    tool: &Tool,
+    args: &Map<String, Value>,
+    rule: &str,
+) -> Result<(), String> {
+    let qualified = qualified_name(server, &tool.name);
+    let session_key = remembered_key(scope);
+    let remembered = |scope: &RunScope| {
+        if scope.approvals.execution_has(&qualified) {
+            Some("execution")
+        } else if scope.approvals.remembered.has(&session_key, &qualified) {
+            Some("session")
+        } else {
+            None
+        }
+    };
+    let asks = remembered(scope).is_none();
+    if asks {
+        scope
+            .ledger
+            .calls
+            .record(Entry::Asking {
+                tool: qualified.clone(),
+            })
+            .await;
+    }
+    let answer = ask(scope, server, tool, args, rule).await;
+    if asks {
+        let decision = match &answer {
+            Err(_) => "denied",
+            Ok(()) => remembered(scope).unwrap_or("once"),
+        };
+        scope
+            .ledger
+            .calls
+            .record(Entry::Approval {
+                tool: qualified,
+                decision: decision.into(),
+            })
+            .await;
+    }
+    answer
+}
+
+/// The answers a replayed run's log had (`(tool, decision)`), applied as they were: a tool
+/// approved for the execution or the session is not asked about again.
+pub(super) fn replayed(scope: &RunScope, approvals: &[(String, String)]) {
+    for (tool, decision) in approvals {
+        match decision.as_str() {
+            "execution" => scope.approvals.execution_add(tool),
+            "session" => scope.approvals.remembered.add(&remembered_key(scope), tool),
+            _ => {}
+        }
+    }
+}
+
+/// [`gate`]'s question and its answer.
+async fn ask(
     scope: &RunScope,
     server: &str,
     tool: &Tool,

@@ -124,7 +124,7 @@ async fn handle(
             max_tokens,
             model,
         } => {
-            return super::llm::call(scope, messages, system, max_tokens, model).await;
+            return super::logged::llm(scope, messages, system, max_tokens, model).await;
         }
         CallRequest::Fetch(req) => return super::fetch::fetch(scope, req).await,
         CallRequest::Load { key } => {
@@ -394,10 +394,8 @@ impl Caller {
     }
 }
 
-/// One upstream call, whoever makes it: cap -> resolve -> rules and allowedTools -> rate ->
-/// personal data in the arguments -> schema -> approval -> upstream -> audit line. `Ok`: the
-/// server and tool it resolved to, and the result; `Err` is the refusal or failure, named
-/// as code sees it.
+/// One upstream call through the request's call log ([`super::logged`]): served from it
+/// when the run replays it, else [`call_live`], logged.
 async fn call(
     catalog: &Catalog,
     scope: &RunScope,
@@ -405,7 +403,25 @@ async fn call(
     name: &str,
     args: Value,
     caller: Caller,
-) -> Result<(String, String, CallToolResult), ErrorInfo> {
+) -> super::logged::CallResult {
+    let asked = server.map_or_else(|| name.to_string(), |s| format!("{s}.{name}"));
+    let digest = crate::run::calllog::digest(&args);
+    let live = call_live(catalog, scope, server, name, args, caller);
+    super::logged::call(scope, asked, digest, live).await
+}
+
+/// One upstream call, whoever makes it: cap -> resolve -> rules and allowedTools -> rate ->
+/// personal data in the arguments -> schema -> approval -> upstream -> audit line. `Ok`: the
+/// server and tool it resolved to, and the result; `Err` is the refusal or failure, named
+/// as code sees it.
+async fn call_live(
+    catalog: &Catalog,
+    scope: &RunScope,
+    server: Option<&str>,
+    name: &str,
+    args: Value,
+    caller: Caller,
+) -> super::logged::CallResult {
     let started = Instant::now();
     // Hashed as it is encoded, beside the call when large (`ArgsDigest`).
     let digest = policy::audit::ArgsDigest::start(&args);

@@ -3,7 +3,8 @@
 //! ([`approval`]), model calls ([`llm`]) and the network ([`fetch`]) hook in there. What
 //! they share is one execution's [`scope::RunScope`], built complete by its constructor, with
 //! the state it holds for approvals ([`remembered`]), the network ([`net`]) and the results
-//! its calls handed code ([`handed`]). A tool's result reaches code in the shape the call
+//! its calls handed code ([`handed`]). Tool calls and model answers go through the request's
+//! call log, which a resumed run replays ([`logged`]). A tool's result reaches code in the shape the call
 //! asked for: structured or text ([`shape`]). Skills
 //! ([`skills`]) run as nested executions the runtime lends through a narrow trait, and so do
 //! the executor's own execute tools when code calls them ([`own`]).
@@ -16,6 +17,7 @@ pub mod handed;
 pub mod hooks;
 pub mod inbox;
 pub mod llm;
+pub mod logged;
 pub mod net;
 pub mod own;
 pub mod pii;

@@ -13,7 +13,8 @@
 //!   when the handle is handed out (running) and when the run finishes (its outcome), for
 //!   the keep time. After a restart `tasks/get`, `tasks/result` and `wait` answer a finished
 //!   run from here, and a run that was still running when its server stopped as failed: lost
-//!   to the restart.
+//!   to the restart, with the ledger of what it had completed (its call log, kind
+//!   `calllog`, key `{handle}/{index}`: `crate::run::calllog`).
 //!
 //! Nothing is written for an execution that has no handle and stores nothing. What is written
 //! is redacted first (the secrets the server knows become `[redacted]`), and a session whose
@@ -113,6 +114,20 @@ impl Durable {
             .get(Key::new(SERVERS, BOOT, boot))
             .await?
             .is_some())
+    }
+
+    /// What every record is cleaned with before it is written.
+    pub fn redactor(&self) -> &Arc<Redactor> {
+        &self.redactor
+    }
+
+    /// Run `handle`'s call log as the store has it, in order.
+    pub async fn call_log(
+        &self,
+        owner: &Principal,
+        handle: &str,
+    ) -> Result<Vec<crate::run::calllog::Entry>, StoreError> {
+        crate::run::calllog::read(&self.store, &owner.to_string(), handle).await
     }
 
     /// `value` as JSON with every known secret redacted.
@@ -330,6 +345,25 @@ pub struct RunRecord {
     pub updated_at: Option<String>,
     #[serde(default)]
     pub finished_ms: Option<i64>,
+    /// What starts it again (a run paused for a person when its server stopped is replayed
+    /// against its call log); `None` for a skill's run.
+    #[serde(default)]
+    pub resume: Option<Resume>,
+}
+
+/// What a run with a handle is started again from: its request, and its call log's seed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resume {
+    /// `typescript` or `python`.
+    pub language: String,
+    pub code: String,
+    pub timeout_ms: Option<u64>,
+    pub allowed_tools: Option<Vec<String>>,
+    pub limits: policy::RequestLimits,
+    pub enable_sampling: bool,
+    pub permissions: Option<policy::access::PermissionsRequest>,
+    pub seed: u64,
 }
 
 /// An outcome as the store keeps it (the answer's fields; not the audit's).
@@ -395,15 +429,24 @@ fn static_level(level: &str) -> &'static str {
     }
 }
 
-/// The outcome of a run that was still running when its server stopped.
-pub fn lost_outcome(record: &RunRecord) -> ExecOutcome {
+/// The outcome of a run that was still running when its server stopped, with the `ledger`
+/// of what it had completed (`crate::run::calllog::ledger`), when its call log could be read.
+pub fn lost_outcome(record: &RunRecord, ledger: Option<&str>) -> ExecOutcome {
+    let known = match ledger {
+        Some(ledger) => format!(
+            "{ledger}. A call that was under way when it stopped is not listed and may have \
+             been made"
+        ),
+        None => "Its call log could not be read, so which of its tool calls it made is not \
+                 known"
+            .into(),
+    };
     ExecOutcome::refused(ErrorInfo {
         name: "LostToRestart".into(),
         message: format!(
             "this run was lost to a server restart: it was still running (started {}) when \
-             its server stopped, and it did not finish. It may have made some of its tool \
-             calls before it stopped (no call log is kept yet, so which is not known): check \
-             their effects before running it again",
+             its server stopped, and it did not finish. {known}. Check the effects of its \
+             calls before running it again, and do not repeat what it completed",
             record.created_at
         ),
         stack: None,

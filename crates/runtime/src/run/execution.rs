@@ -116,6 +116,9 @@ pub struct ExecContext {
     pub trace: Option<tools::trace::TraceContext>,
     /// The execution that runs this one as a skill, when it is one.
     pub nested: Option<NestedOf>,
+    /// The request's call log (`super::calllog`): a top-level execution's ledger takes it
+    /// (a nested one logs in its caller's, through the ledger).
+    pub calls: Arc<super::calllog::CallLog>,
 }
 
 /// What a nested execution (a skill, or the executor's own execute tool called from code)
@@ -149,6 +152,7 @@ impl ExecContext {
             events: Events::detached(),
             trace: None,
             nested: None,
+            calls: Arc::default(),
         }
     }
 

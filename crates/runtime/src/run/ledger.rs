@@ -45,16 +45,19 @@ pub struct Ledger {
     pub output: OutputBudget,
     /// Workers the tree's skills hold at once.
     pub skills: SkillSlots,
+    /// The request's call log: the calls and answers of the whole tree, in order.
+    pub calls: Arc<super::calllog::CallLog>,
 }
 
 impl Ledger {
     /// The ledger of a top-level execution with `limits`, counting tool calls on
     /// `tool_calls`; its skills run at most `max_concurrent_skills` at a time (see
-    /// [`SkillSlots`]).
+    /// [`SkillSlots`]); its calls and answers go in `calls`.
     pub fn new(
         limits: &Limits,
         tool_calls: Arc<AtomicU32>,
         max_concurrent_skills: usize,
+        calls: Arc<super::calllog::CallLog>,
     ) -> Ledger {
         Ledger {
             tool_calls,
@@ -65,6 +68,7 @@ impl Ledger {
             fetch_bytes: AtomicU64::new(0),
             output: OutputBudget::new(limits.max_log_bytes),
             skills: SkillSlots::new(max_concurrent_skills),
+            calls,
         }
     }
 }

@@ -27,9 +27,27 @@ use policy::Limits;
 use policy::access::Grant;
 use policy::audit::{AuditEvent, sha256_hex};
 
+/// What starts run `req` of `ctx` again after a restart (`crate::live::durable::Resume`).
+fn resume_of(
+    language: Language,
+    req: &ExecRequest,
+    ctx: &ExecContext,
+) -> crate::live::durable::Resume {
+    crate::live::durable::Resume {
+        language: language.tool_language().to_string(),
+        code: req.code.clone(),
+        timeout_ms: req.timeout_ms,
+        allowed_tools: req.allowed_tools.clone(),
+        limits: req.limits,
+        enable_sampling: req.enable_sampling,
+        permissions: req.permissions.clone(),
+        seed: ctx.calls.seed(),
+    }
+}
+
 /// What a started execution runs: code in a language, or a saved skill, whose language is
 /// its own (found when the run starts).
-enum Runnable {
+pub(super) enum Runnable {
     Code(Language),
     Skill {
         name: String,
@@ -110,7 +128,12 @@ impl Runtime {
 
     /// Starts an execution of `what` for `ctx`: the returned handle yields its outcome, and
     /// dropping the handle cancels it.
-    fn start(self: &Arc<Self>, what: Runnable, req: ExecRequest, ctx: ExecContext) -> Execution {
+    pub(super) fn start(
+        self: &Arc<Self>,
+        what: Runnable,
+        req: ExecRequest,
+        ctx: ExecContext,
+    ) -> Execution {
         let runtime = self.clone();
         self.spawn(ctx, move |ctx| async move {
             Outcome::Ran(runtime.run_task(what, req, ctx).await)
@@ -188,6 +211,7 @@ impl Runtime {
                     &limits,
                     ctx.tool_calls.clone(),
                     self.max_concurrent_skills,
+                    ctx.calls.clone(),
                 )),
             },
         );
@@ -236,15 +260,34 @@ impl Runtime {
         if documents {
             self.live.parked().started_by_documents_name(&handle);
         }
+        if let Runnable::Code(language) = &what
+            && req.session.is_none()
+        {
+            self.live
+                .parked()
+                .set_resume(&handle, resume_of(*language, &req, &ctx));
+        }
         let mut execution = self.start(what, req, ctx);
         if let Some(asks) = asks {
             execution = execution.with_asks(asks);
         }
+        self.keep_parked(execution, handle.clone(), None);
+        Ok(handle)
+    }
+
+    /// Keeps the outcome of parked `execution` under `key` when it ends, and passes its
+    /// questions to the entry meanwhile. A replay (`replayed`: its call log) that diverged
+    /// ends with that error, whatever the code did with it.
+    pub(super) fn keep_parked(
+        self: &Arc<Self>,
+        mut execution: Execution,
+        key: String,
+        replayed: Option<Arc<crate::run::calllog::CallLog>>,
+    ) {
         let runtime = Arc::downgrade(self);
-        let key = handle.clone();
         tokio::spawn(async move {
             // Questions (a task of a 2026-07-28 client) wait on the entry for `tasks/update`.
-            let outcome = loop {
+            let mut outcome = loop {
                 match execution.next().await {
                     // Parked work is code (a direct call is answered plainly).
                     Event::Done(outcome) => break outcome.into_ran(),
@@ -254,13 +297,19 @@ impl Runtime {
                     },
                 }
             };
+            if let Some(diverged) = replayed.and_then(|calls| calls.diverged()) {
+                outcome.result = serde_json::Value::Null;
+                outcome.error = Some(worker_protocol::ErrorInfo {
+                    name: "ReplayDiverged".into(),
+                    ..diverged
+                });
+            }
             if let Some(rt) = runtime.upgrade() {
                 rt.live().parked().finish(&key, outcome);
                 // Kept in the store once handed out (nothing is written otherwise).
                 rt.live().parked().persist(&key).await;
             }
         });
-        Ok(handle)
     }
 
     /// The whole life of one execution (see the module docs).

@@ -305,6 +305,7 @@ impl Runtime {
                 &limits,
                 ctx.tool_calls.clone(),
                 self.max_concurrent_skills,
+                ctx.calls.clone(),
             )),
         };
         let mut scope = RunScope::new(
@@ -376,6 +377,7 @@ impl Runtime {
             persist,
             access,
             args: req.skill.as_ref().map(|s| s.args.clone()),
+            seed: Some(scope.ledger.calls.run_seed()),
         };
         let frame = encode(&HostFrame::Run(run))
             .map_err(|e| RunError::Internal(format!("cannot encode the run: {e}")))?;

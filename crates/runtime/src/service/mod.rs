@@ -7,11 +7,13 @@
 //! compiled in the worker), take a worker (pooled, or the session's: [`crate::lease`]),
 //! drive it against the host side, and turn what it reports into an
 //! [`crate::outcome::ExecOutcome`]. [`state`] holds the runtime's parts, [`nested`] lends
-//! it to the host side for executions inside executions, [`sweep`] the background work.
+//! it to the host side for executions inside executions, [`sweep`] the background work, and
+//! [`resume`] starts again a run lost to a restart while it waited for a person.
 
 mod begin;
 mod execute;
 mod nested;
+mod resume;
 mod state;
 mod sweep;
 mod until;

@@ -31,8 +31,14 @@ pub fn end_idle_sessions(runtime: Weak<Runtime>) {
 }
 
 /// Drops expired results every few seconds, so their memory goes even when nobody asks;
-/// stops with the runtime.
+/// stops with the runtime. From now on the table of parked runs can start again, through
+/// the runtime, a run lost to a restart while it waited for a person (`super::resume`).
 pub fn sweep_periodically(runtime: Weak<Runtime>) {
+    if let Some(rt) = runtime.upgrade() {
+        rt.live()
+            .parked()
+            .set_resumer(Box::new(super::resume::Restarter(runtime.clone())));
+    }
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(parked::SWEEP_EVERY);
         loop {

@@ -457,6 +457,9 @@ class _State:
     # The latest reply the host kept (its id and string): a run whose result is that very
     # string sends a reference to it instead of the text (`RunOutcome::Reply`).
     kept = None
+    # The run's seed from the host (its call log keeps it, so a replay draws the same):
+    # `random` is seeded with it, now if it is loaded, else when code imports it.
+    seed = None
 
 
 def _clean(text):
@@ -2614,6 +2617,9 @@ def _run(frame):
     persist = bool(frame.get("persist"))
     _State.access = frame.get("access") or {}
     _State.kept = None
+    _State.seed = frame.get("seed")
+    if _State.seed is not None and "random" in sys.modules:
+        _seed_random(sys.modules["random"])
     ns = _namespace(frame.get("tools") or [], persist, frame["args"] if "args" in frame else _MISSING)
     first = not _State.runs
     _State.runs += 1
@@ -2703,7 +2709,15 @@ def _run(frame):
 
 
 # What the code finds set up when it imports these modules (`_ImportHook`).
+def _seed_random(module):
+    """Seeds `random`'s shared generator with the run's seed (none before a run)."""
+    seed = _State.seed
+    if seed is not None and hasattr(module, "seed"):
+        module.seed(seed)
+
+
 _AFTER_IMPORT = {
+    "random": _seed_random,
     "asyncio": _install_asyncio,
     "json": _install_json,
     "urllib.request": _install_urllib,

@@ -37,7 +37,11 @@ later calls to keep globals, store(key, value) / load(key) values and files unde
 /workspace (the only writable directory). reset: true ends the named session.
 Long runs: yieldAfterMs answers early with running.handle; call wait {handle, timeoutMs?, \
 cancel?} for new logs and then the result. progress(done, total?, message?) reports \
-progress.
+progress. A handle survives a server restart: a run that waited for an approval runs again \
+against its call log (the calls it completed are answered from the log, not made again), so \
+its code must ask for the same calls given the same results (Math.random and random replay; \
+time does not), else ReplayDiverged names the step; a run lost otherwise fails with \
+LostToRestart listing the calls it completed.
 Files and network: none by default. permissions {read: [path], write: true, net: [host]} \
 asks for them within the server's ceiling; fetch(url, init) and file reads fail with the \
 missing grant named.

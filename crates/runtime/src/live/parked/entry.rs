@@ -63,6 +63,10 @@ pub struct Entry {
     pub asked: u64,
     /// Woken when a question arrives (a request still deciding hands the task out).
     pub asking: Arc<tokio::sync::Notify>,
+    /// The run's call log: armed (kept in the store) once the handle is handed out.
+    pub calls: Arc<crate::run::calllog::CallLog>,
+    /// What starts the run again after a restart (kept with its record while it runs).
+    pub resume: Option<crate::live::durable::Resume>,
 }
 
 /// A question a task put to its client, until `tasks/update` answers it.

@@ -2,13 +2,16 @@
 //! one is written when its handle is handed out and when it finishes ([`Parked::persist`]);
 //! a handle this server does not hold is answered from the store ([`Parked::recall`]):
 //!
-//! - this server restarted: a finished run with its outcome, a run that was still running
-//!   when its server stopped as failed, lost to the restart;
+//! - this server restarted: a finished run with its outcome; a run that was waiting for a
+//!   person when its server stopped is started again, replaying its call log; any other
+//!   run that was still running, as failed, lost to the restart, with the ledger of the
+//!   calls it had completed (its call log, armed here once the handle is handed out);
 //! - another replica minted it (replicas sharing one store, behind a proxy that need not
 //!   route on the handle): a finished run with its outcome; a run still running on a replica
 //!   that is alive ([`Durable::alive`](crate::live::durable::Durable::alive)) as running,
 //!   which `wait` and `tasks/result` poll the store for until it finishes or their time is
-//!   up ([`Parked::answer_from_store`]); one whose replica is gone as lost with it.
+//!   up ([`Parked::answer_from_store`]); one whose replica is gone as lost with it, with its
+//!   ledger.
 //!
 //! A cancel that reaches another replica while the run is alive on its own is left in the
 //! store for its replica ([`Parked::cancels_from_store`], every second), which cancels it as
@@ -26,11 +29,90 @@ use super::store::{ParkError, Parked, STATUS_LOG_LINES};
 /// How often a run running on another replica is read again from the store while a
 /// request waits for it.
 const STORE_POLL: Duration = Duration::from_millis(250);
-use crate::live::durable::{RunRecord, StoredOutcome, lost_outcome};
+use crate::live::durable::{Resume, RunRecord, StoredOutcome, lost_outcome};
+use crate::run::calllog::Entry;
 use policy::audit::AuditLog;
 use policy::principal::Principal;
 
+/// Starts again a run lost to a restart while it waited for a person: from its request,
+/// replaying its call log (`crate::run::calllog`). The runtime is one; the table calls it
+/// from [`Parked::recall`].
+pub trait Resumer: Send + Sync {
+    /// Starts run `handle` of `owner` again, its entry made with
+    /// [`Parked::reserve_resumed`]. `Ok(false)`: another request started it first.
+    fn resume(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        kind: Kind,
+        resume: Resume,
+        log: Vec<Entry>,
+    ) -> Result<bool, ParkError>;
+}
+
+/// The log of a run that stopped while a person was being asked (nothing after the question).
+fn waiting_for_person(log: &[Entry]) -> bool {
+    matches!(log.last(), Some(Entry::Asking { .. }))
+}
+
 impl Parked {
+    /// Runs lost to a restart while they waited for a person are started again by `resumer`.
+    pub fn set_resumer(&self, resumer: Box<dyn Resumer>) {
+        let _ = self.resumer.set(resumer);
+    }
+
+    /// The entry of a run started again under its `handle` (shown to its client at once);
+    /// `Ok(false)`: it is in the table already.
+    pub fn reserve_resumed(
+        &self,
+        handle: &str,
+        kind: Kind,
+        duration: Duration,
+        ctx: &crate::run::execution::ExecContext,
+    ) -> Result<bool, ParkError> {
+        Ok(self
+            .reserve_as(Some(handle), kind, duration, ctx)?
+            .is_some())
+    }
+
+    /// Starts run `handle` again if it was waiting for a person and can be (its request
+    /// was kept, its log is whole). `true`: it runs here now.
+    async fn resumed(
+        &self,
+        owner: &Principal,
+        handle: &str,
+        record: &RunRecord,
+        log: &[Entry],
+    ) -> bool {
+        let (Some(resume), Some(resumer)) = (&record.resume, self.resumer.get()) else {
+            return false;
+        };
+        if !waiting_for_person(log) {
+            return false;
+        }
+        let kind = if record.kind == "task" {
+            Kind::Task
+        } else {
+            Kind::Yielded
+        };
+        match resumer.resume(owner, handle, kind, resume.clone(), log.to_vec()) {
+            Ok(started) => {
+                if started {
+                    if record.documents {
+                        self.started_by_documents_name(handle);
+                    }
+                    self.persist(handle).await;
+                    tracing::info!("run {handle} was started again, replaying its call log");
+                }
+                true
+            }
+            Err(e) => {
+                tracing::warn!("run {handle} cannot be started again: {e}");
+                false
+            }
+        }
+    }
+
     /// Writes what is known of run `handle` (running, or its outcome) to the durable store,
     /// if there is one and the handle was handed out. A failure is logged: the run is still
     /// answered from memory while this server lives.
@@ -49,7 +131,7 @@ impl Parked {
         // written carries the latest state.
         let _turn = lock.lock().await;
         let keep = self.limits.keep_result_ms;
-        let Some((owner, record, ttl)) = ({
+        let Some((owner, record, ttl, calls)) = ({
             let t = self.lock();
             t.handles.get_with_owner(handle).map(|(owner, e)| {
                 let mut record = RunRecord {
@@ -67,9 +149,15 @@ impl Parked {
                     finished: None,
                     updated_at: None,
                     finished_ms: None,
+                    resume: None,
                 };
+                let mut calls = None;
                 let ttl = match &e.state {
-                    State::Running => e.duration + Duration::from_millis(keep),
+                    State::Running => {
+                        record.resume = e.resume.clone();
+                        calls = Some(e.calls.clone());
+                        e.duration + Duration::from_millis(keep)
+                    }
                     State::Finished {
                         outcome, at_text, ..
                     } => {
@@ -79,13 +167,26 @@ impl Parked {
                         Duration::from_millis(keep)
                     }
                 };
-                (owner.clone(), record, ttl)
+                (owner.clone(), record, ttl, calls)
             })
         }) else {
             return;
         };
         if let Err(e) = durable.put_run(&owner, handle, &record, ttl).await {
             tracing::warn!("cannot keep run {handle} in the store: {e}");
+        }
+        // A running one's calls go to the store from now on (those so far first), each
+        // before code sees its result: a loss reports them, a resume replays them.
+        if let Some(calls) = calls {
+            calls
+                .arm(crate::run::calllog::Sink {
+                    store: durable.store().clone(),
+                    principal: owner.to_string(),
+                    handle: handle.to_string(),
+                    ttl,
+                    redactor: durable.redactor().clone(),
+                })
+                .await;
         }
     }
 
@@ -111,9 +212,19 @@ impl Parked {
             // Still running in this process would be in memory.
             None if record.boot == durable.boot() => return Err(unknown()),
             // Minted by this server (its replica id, or none for both) in an earlier life:
-            // lost with it.
+            // started again if it waited for a person, else lost with it.
             None if policy::replica::owner(handle) == self.replica.id() => {
-                (lost_outcome(&record), now)
+                let ledger = match durable.call_log(owner, handle).await {
+                    Ok(log) if self.resumed(owner, handle, &record, &log).await => {
+                        return self.get(owner, handle);
+                    }
+                    Ok(log) => Some(crate::run::calllog::ledger(&log)),
+                    Err(e) => {
+                        tracing::warn!("cannot read the call log of run {handle}: {e}");
+                        None
+                    }
+                };
+                (lost_outcome(&record, ledger.as_deref()), now)
             }
             // Another replica's, and that replica is alive: still running there.
             None if durable
@@ -140,8 +251,18 @@ impl Parked {
                     outcome: None,
                 });
             }
-            // Another replica's, and that replica is gone.
-            None => (lost_outcome(&record), now),
+            // Another replica's, and that replica is gone: lost with it (its handle names
+            // that replica, so it is not started again here).
+            None => {
+                let ledger = match durable.call_log(owner, handle).await {
+                    Ok(log) => Some(crate::run::calllog::ledger(&log)),
+                    Err(e) => {
+                        tracing::warn!("cannot read the call log of run {handle}: {e}");
+                        None
+                    }
+                };
+                (lost_outcome(&record, ledger.as_deref()), now)
+            }
         };
         let logs = outcome.logs[outcome.logs.len().saturating_sub(STATUS_LOG_LINES)..].to_vec();
         Ok(Snapshot {
@@ -170,8 +291,9 @@ impl Parked {
 
     /// A handle this table does not hold (`miss`: unknown here, or another replica's),
     /// answered from the store; a run still running on another replica is polled for up
-    /// to `limit` until it finishes. Anything else the table said, and a handle the store
-    /// does not have either, is `miss` itself.
+    /// to `limit` until it finishes; one the recall started again here is answered at
+    /// once, as this table has it (see [`Parked::held_here`]). Anything else the table
+    /// said, and a handle the store does not have either, is `miss` itself.
     pub(super) async fn answer_from_store(
         &self,
         owner: &Principal,
@@ -186,12 +308,19 @@ impl Parked {
         loop {
             match self.recall(owner, handle).await {
                 Err(ParkError::Unknown(_)) => return Err(miss),
+                Ok(s) if s.outcome.is_none() && self.held_here(owner, handle) => return Ok(s),
                 Ok(s) if s.outcome.is_none() && Instant::now() < deadline => {
                     tokio::time::sleep_until(deadline.min(Instant::now() + STORE_POLL)).await;
                 }
                 other => return other,
             }
         }
+    }
+
+    /// Whether this table holds run `handle` of `owner` (a recall may have started it again
+    /// here).
+    pub(super) fn held_here(&self, owner: &Principal, handle: &str) -> bool {
+        self.get(owner, handle).is_ok()
     }
 
     /// `tasks/list`: the tasks `owner` has in this table, then those only the store has (of
@@ -253,7 +382,7 @@ impl Parked {
     ) -> Result<(), ParkError> {
         match self.cancel(owner, handle, by, audit) {
             Err(miss) => self
-                .cancel_elsewhere(owner, handle, miss, by)
+                .cancel_elsewhere(owner, handle, miss, by, audit)
                 .await
                 .map(|_| ()),
             other => other,
@@ -270,12 +399,18 @@ impl Parked {
         handle: &str,
         miss: ParkError,
         by: &'static str,
+        audit: &AuditLog,
     ) -> Result<Snapshot, ParkError> {
         let mut snap = self
             .answer_from_store(owner, handle, miss, Duration::ZERO)
             .await?;
         if snap.outcome.is_some() {
             return Ok(snap);
+        }
+        // Started again here by the recall: cancelled here, as asked.
+        if self.held_here(owner, handle) {
+            self.cancel(owner, handle, by, audit)?;
+            return self.get(owner, handle);
         }
         if let Some(durable) = &self.durable {
             durable
@@ -389,6 +524,21 @@ mod tests {
             p.finish(&done, o);
             p.persist(&done).await;
             let running = handed(&p, &alice).await;
+            // Its calls are in the store as they complete (the log was armed when handed).
+            let calls = p.lock().handles.get(&running).unwrap().calls.clone();
+            calls
+                .record(crate::run::calllog::Entry::Call {
+                    tool: "crm.delete".into(),
+                    args: "a".repeat(64),
+                    result: "b".repeat(64),
+                    failed: false,
+                    outcome: crate::run::calllog::Called::Err(worker_protocol::ErrorInfo {
+                        name: "x".into(),
+                        message: "sekrit-value-123".into(),
+                        stack: None,
+                    }),
+                })
+                .await;
             // Reserved, never handed out: nothing is written.
             let unhanded = p
                 .reserve(
@@ -433,6 +583,19 @@ mod tests {
             error.message.contains("lost to a server restart"),
             "{error:?}"
         );
+        // With the ledger of what it had completed.
+        assert!(
+            error
+                .message
+                .contains("(1 tool call): call 1: crm.delete (args sha256 aaaa"),
+            "{error:?}"
+        );
+        let raw = store
+            .list("alice", crate::run::calllog::CALLLOG, "")
+            .await
+            .unwrap();
+        assert_eq!(raw.len(), 1);
+        assert!(!String::from_utf8_lossy(&raw[0].1).contains("sekrit-value-123"));
         // wait and tasks/result answer the same.
         let waited = p
             .wait(

@@ -79,6 +79,9 @@ pub struct Parked {
     /// Runs with a handle are kept there too, to be answered after a restart
     /// (`super::recall`).
     pub(super) durable: Option<crate::live::durable::Durable>,
+    /// Starts again a run that was paused for a person when its server stopped (the
+    /// runtime, once it is made: `super::recall`).
+    pub(super) resumer: std::sync::OnceLock<Box<dyn super::recall::Resumer>>,
 }
 
 /// Whether a reserved execution finished before its request handed it out.
@@ -99,6 +102,7 @@ impl Parked {
             limits,
             replica: Replica::single(),
             durable: None,
+            resumer: std::sync::OnceLock::new(),
         }
     }
 
@@ -127,10 +131,29 @@ impl Parked {
         duration: Duration,
         ctx: &ExecContext,
     ) -> Result<String, ParkError> {
+        self.reserve_as(None, kind, duration, ctx)?
+            .ok_or_else(|| ParkError::Unknown(String::new()))
+    }
+
+    /// [`Parked::reserve`], under `handle` when given (a run started again after a restart
+    /// keeps its handle, which is its client's already: shown at once). `Ok(None)`: that
+    /// handle is in the table already (another request started it again first).
+    pub(super) fn reserve_as(
+        &self,
+        handle: Option<&str>,
+        kind: Kind,
+        duration: Duration,
+        ctx: &ExecContext,
+    ) -> Result<Option<String>, ParkError> {
         if !self.limits.enabled() {
             return Err(ParkError::Off);
         }
         let mut t = self.lock();
+        if let Some(h) = handle
+            && t.handles.get(h).is_some()
+        {
+            return Ok(None);
+        }
         self.sweep(&mut t);
         let owner = &ctx.principal;
         let held = t.handles.held_by(owner).count();
@@ -160,7 +183,8 @@ impl Parked {
                 setting: "maxParked",
             });
         }
-        let handle = mint(&self.replica, HANDLE_PREFIX);
+        let visible = handle.is_some();
+        let handle = handle.map_or_else(|| mint(&self.replica, HANDLE_PREFIX), str::to_string);
         t.handles.insert(
             handle.clone(),
             owner.clone(),
@@ -176,7 +200,7 @@ impl Parked {
                 events: ctx.events.clone(),
                 cancel: ctx.cancel.clone(),
                 tool_calls: ctx.tool_calls.clone(),
-                visible: false,
+                visible,
                 delivered: 0,
                 cancelled_by: None,
                 state: State::Running,
@@ -184,9 +208,18 @@ impl Parked {
                 questions: Vec::new(),
                 asked: 0,
                 asking: Arc::default(),
+                calls: ctx.calls.clone(),
+                resume: None,
             },
         );
-        Ok(handle)
+        Ok(Some(handle))
+    }
+
+    /// What starts the run behind `handle` again after a restart (see `super::recall`).
+    pub fn set_resume(&self, handle: &str, resume: crate::live::durable::Resume) {
+        if let Some(e) = self.lock().handles.get_mut(handle) {
+            e.resume = Some(resume);
+        }
     }
 
     /// The execution behind `handle` was started by a name of the product line's documents:
@@ -352,14 +385,18 @@ impl Parked {
         let limit = if cancel {
             if let Err(miss) = self.cancel(owner, handle, "wait", audit) {
                 let asked = self
-                    .cancel_elsewhere(owner, handle, miss.clone(), "wait")
+                    .cancel_elsewhere(owner, handle, miss.clone(), "wait", audit)
                     .await?;
                 if asked.outcome.is_some() {
                     return Ok(asked);
                 }
-                return self
-                    .answer_from_store(owner, handle, miss, CANCEL_WAIT)
-                    .await;
+                if !self.held_here(owner, handle) {
+                    // Running on another replica, asked to stop through the store.
+                    return self
+                        .answer_from_store(owner, handle, miss, CANCEL_WAIT)
+                        .await;
+                }
+                // Started again here by the recall, and cancelled: waited for below.
             }
             CANCEL_WAIT
         } else {

@@ -1,0 +1,325 @@
+//! Runs paused for a person that survive a SIGKILL of their server (issue #54; docs/store.md),
+//! on SQLite and on the test PostgreSQL (as `durable.rs`): a `wait` handle's run that made an
+//! upstream call and then waited for an approval in the inbox is, after the kill and a
+//! restart, started again when its handle is asked for, replaying its call log (the earlier
+//! call is served from the log, not made again), reaches the same approval, is approved on
+//! the new server's page and completes; the fixture counts every call in a file (it restarts
+//! with the server), and each call was made exactly once. The first call's arguments hold a
+//! random number, which the replay draws again from the run's seed. In both languages. Also a replay
+//! that diverges (the first call's arguments depend on the clock) stops naming the step and
+//! calls nothing more, a run lost while it ran (no approval pending) reports the ledger of
+//! the calls it had completed, and a run whose call log passed its cap (8 MiB) is not
+//! started again: it is reported lost, saying so.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use test_support::{Harness, Lang, TempDir};
+
+use super::durable::{Place, places, sigkill};
+use crate::common::{BOTH, EXE};
+
+/// Where one test's server keeps its files across restarts.
+struct Rig {
+    dir: TempDir,
+    calls: PathBuf,
+}
+
+impl Rig {
+    fn new(tag: &str) -> Rig {
+        let dir = TempDir::new(tag);
+        let calls = dir.0.join("calls.txt");
+        Rig { dir, calls }
+    }
+
+    /// A server on `place` whose approvals of `write_*` wait in the inbox.
+    async fn start(&self, place: &Place) -> Harness {
+        let settings = self.dir.0.join("settings.json");
+        std::fs::write(
+            &settings,
+            json!({"store": {"url": place.url},
+                   "approvals": {"approve": ["mcp__fix__write_*"], "fallback": "inbox", "timeoutMs": 120_000}})
+            .to_string(),
+        )
+        .unwrap();
+        let mut fix = test_support::fixture_entry("fix");
+        fix["env"] = json!({"FIXTURE_PAUSE_TOOLS": "1", "FIXTURE_SHAPE_TOOLS": "1",
+                            "FIXTURE_CALLS_FILE": self.calls});
+        let run = self.dir.0.join("run");
+        let state = self.dir.0.join("state");
+        Harness::start(
+            Path::new(EXE),
+            json!({ "fix": fix }),
+            &[],
+            &[
+                ("CODE_EXECUTOR_CONFIG_PATH", settings.to_str().unwrap()),
+                ("XDG_RUNTIME_DIR", run.to_str().unwrap()),
+                ("XDG_STATE_HOME", state.to_str().unwrap()),
+            ],
+        )
+        .await
+    }
+
+    /// The calls the fixture counted, one line each.
+    fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.calls)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Waits (bounded) until the fixture counted `n` calls.
+    async fn until_calls(&self, n: usize) {
+        for _ in 0..1500 {
+            if self.calls().len() >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the fixture never counted {n} calls: {:?}", self.calls());
+    }
+
+    /// Waits (bounded) for the one approval pending in server `pid`'s inbox (the run's log
+    /// says it is being asked before it is there); answers it when `answer`.
+    async fn approve(&self, pid: u32, tool: &str) {
+        self.pending(pid, tool, true).await;
+    }
+
+    async fn pending(&self, pid: u32, tool: &str, answer: bool) {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let link = self
+            .dir
+            .0
+            .join("run/code-executor-mcp/approvals")
+            .join(format!("{pid}.json"));
+        for _ in 0..1500 {
+            if let Ok(text) = std::fs::read_to_string(&link) {
+                let f: Value = serde_json::from_str(&text).unwrap();
+                let (url, token) = (f["url"].as_str().unwrap(), f["token"].as_str().unwrap());
+                let list: Vec<Value> = http
+                    .get(format!("{url}.json"))
+                    .header("x-approvals-token", token)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                if let Some(first) = list.first() {
+                    assert_eq!(list.len(), 1, "{list:?}");
+                    assert_eq!(first["tool"], tool, "{first}");
+                    if !answer {
+                        return;
+                    }
+                    let id = first["id"].as_u64().unwrap();
+                    let r = http
+                        .post(format!("{url}/{id}/approve"))
+                        .header("content-type", "application/x-www-form-urlencoded")
+                        .body(format!("token={token}&do=approve"))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(r.status(), 303);
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("no approval of {tool} arrived in the inbox of {pid}");
+    }
+}
+
+async fn call(h: &Harness, tool: &str, args: Value) -> (Value, bool) {
+    let r = h.call(tool, args).await;
+    (
+        r.structured_content.unwrap_or(Value::Null),
+        r.is_error == Some(true),
+    )
+}
+
+/// Starts `code` with a `wait` handle; the handle.
+async fn start_run(h: &Harness, lang: Lang, code: &str) -> String {
+    let (v, err) = call(
+        h,
+        lang.tool(),
+        json!({"code": code, "yieldAfterMs": 0, "timeoutMs": 120_000}),
+    )
+    .await;
+    assert!(!err, "{v}");
+    v["running"]["handle"]
+        .as_str()
+        .expect("a handle")
+        .to_string()
+}
+
+/// `wait` on `handle` until its run finished; its answer.
+async fn finished(h: &Harness, handle: &str) -> (Value, bool) {
+    for _ in 0..120 {
+        let (v, err) = call(h, "wait", json!({"handle": handle, "timeoutMs": 1000})).await;
+        if v.get("running").is_none() || err {
+            return (v, err);
+        }
+    }
+    panic!("{handle} never finished");
+}
+
+#[tokio::test]
+async fn a_run_paused_for_an_approval_resumes_after_a_sigkill_and_calls_each_tool_once() {
+    for place in places("resume").await {
+        for lang in BOTH {
+            let rig = Rig::new("resume");
+            let h = rig.start(&place).await;
+            let code = lang.pick(
+                "const a = await tools.fix.tick({ step: 'a', r: Math.random() });
+                 const w = await tools.fix.write_note({ text: 'w' });
+                 const b = await tools.fix.tick({ step: 'b' });
+                 return { a, w, b };",
+                "import random\n\
+                 a = await tools.fix.tick({'step': 'a', 'r': random.random()})\n\
+                 w = await tools.fix.write_note({'text': 'w'})\n\
+                 b = await tools.fix.tick({'step': 'b'})\n\
+                 {'a': a, 'w': w, 'b': b}",
+            );
+            let handle = start_run(&h, lang, code).await;
+            // The first call is made; the second waits for a person.
+            rig.until_calls(1).await;
+            rig.pending(h.pid.unwrap(), "write_note", false).await;
+            sigkill(&h);
+            drop(h);
+            let h = rig.start(&place).await;
+            // Asked for, the handle starts the run again: running, not lost.
+            let (v, err) = call(&h, "wait", json!({"handle": handle, "timeoutMs": 0})).await;
+            assert!(!err, "{lang:?} on {}: {v}", place.url);
+            assert!(v.get("running").is_some(), "{lang:?}: {v}");
+            rig.approve(h.pid.unwrap(), "write_note").await;
+            let (v, err) = finished(&h, &handle).await;
+            assert!(!err, "{lang:?} on {}: {v}", place.url);
+            // The replayed call answers what it answered the first time.
+            assert_eq!(v["result"]["a"], json!(1), "{v}");
+            assert_eq!(v["result"]["w"], json!(2), "{v}");
+            assert_eq!(v["result"]["b"], json!(3), "{v}");
+            let calls = rig.calls();
+            assert_eq!(calls.len(), 3, "{lang:?}: {calls:?}");
+            // The first call's arguments drew a random number: the replay drew the same
+            // (the run's seed is in its log), or it would have diverged.
+            assert!(
+                calls[0].starts_with(r#"tick {"step":"a","r":0."#),
+                "{calls:?}"
+            );
+            assert_eq!(
+                calls[1..],
+                [r#"write_note {"text":"w"}"#, r#"tick {"step":"b"}"#],
+                "{lang:?}: each call exactly once"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_replay_that_asks_for_another_call_stops_naming_the_step() {
+    for place in places("diverge").await {
+        for lang in BOTH {
+            let rig = Rig::new("diverge");
+            let h = rig.start(&place).await;
+            let code = lang.pick(
+                "await tools.fix.tick({ at: Date.now() });
+                 await tools.fix.write_note({ text: 'w' });
+                 return 'done';",
+                "import time\n\
+                 await tools.fix.tick({'at': time.time()})\n\
+                 await tools.fix.write_note({'text': 'w'})\n\
+                 'done'",
+            );
+            let handle = start_run(&h, lang, code).await;
+            rig.until_calls(1).await;
+            rig.pending(h.pid.unwrap(), "write_note", false).await;
+            sigkill(&h);
+            drop(h);
+            let h = rig.start(&place).await;
+            let (v, err) = finished(&h, &handle).await;
+            assert!(err, "{lang:?} on {}: {v}", place.url);
+            assert_eq!(v["error"]["name"], "ReplayDiverged", "{v}");
+            let message = v["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("replay diverged at call 1: the log has fix.tick(args sha256")
+                    && message.contains("the code asked for fix.tick(args sha256")
+                    && message.contains("nothing further is called"),
+                "{message}"
+            );
+            // Nothing was called again, nor after.
+            assert_eq!(rig.calls().len(), 1, "{:?}", rig.calls());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_run_lost_while_it_ran_reports_the_calls_it_had_completed() {
+    for place in places("ledger").await {
+        for lang in BOTH {
+            let rig = Rig::new("ledger");
+            let h = rig.start(&place).await;
+            let code = lang.pick(
+                "await tools.fix.tick({ step: 'a' }); await tools.fix.tick({ step: 'b' });
+                 await new Promise((r) => setTimeout(r, 100000)); return 1;",
+                "import time\n\
+                 await tools.fix.tick({'step': 'a'})\n\
+                 await tools.fix.tick({'step': 'b'})\n\
+                 time.sleep(100)\n\
+                 1",
+            );
+            let handle = start_run(&h, lang, code).await;
+            rig.until_calls(2).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            sigkill(&h);
+            drop(h);
+            let h = rig.start(&place).await;
+            let (v, err) = call(&h, "wait", json!({"handle": handle})).await;
+            assert!(err, "{v}");
+            assert_eq!(v["error"]["name"], "LostToRestart", "{v}");
+            let message = v["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains(
+                    "What it had completed (2 tool calls): call 1: fix.tick (args sha256"
+                ) && message.contains("call 2: fix.tick")
+                    && message.contains("completed (result sha256"),
+                "{lang:?}: {message}"
+            );
+            assert!(!message.contains("not known"), "{message}");
+            assert_eq!(rig.calls().len(), 2);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_run_whose_log_passed_its_cap_is_not_resumed_and_says_so() {
+    for place in places("cap").await {
+        let rig = Rig::new("cap");
+        let h = rig.start(&place).await;
+        // Five results of 2 MB each: the log keeps 8 MiB.
+        let code = "for (let i = 0; i < 5; i++) await tools.fix.shaped({ big: 1000000 });
+                    await tools.fix.write_note({ text: 'w' }); return 1;";
+        let handle = start_run(&h, Lang::Ts, code).await;
+        rig.pending(h.pid.unwrap(), "write_note", false).await;
+        sigkill(&h);
+        drop(h);
+        let h = rig.start(&place).await;
+        let (v, err) = call(&h, "wait", json!({"handle": handle})).await;
+        assert!(err, "on {}: {v}", place.url);
+        assert_eq!(v["error"]["name"], "LostToRestart", "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("call 1: fix.shaped")
+                && message.contains("its call log passed its cap there")
+                && message.contains("it cannot be started again"),
+            "{message}"
+        );
+        assert!(rig.calls().is_empty(), "{:?}", rig.calls());
+    }
+}
