@@ -72,7 +72,7 @@ pub(super) async fn gate(
     tool: &Tool,
     args: &Map<String, Value>,
     rule: &str,
-) -> Result<(), String> {
+) -> Result<(), Denied> {
     let qualified = qualified_name(server, &tool.name);
     let session_key = remembered_key(scope);
     let remembered = |scope: &RunScope| {
@@ -109,8 +109,13 @@ pub(super) async fn gate(
             })
             .await;
     }
-    answer
+    answer.map_err(Denied)
 }
+
+/// A call a person (or the fallback) did not approve: why, as code sees it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct Denied(pub(super) String);
 
 /// The answers a replayed run's log had (`(tool, decision)`), applied as they were: a tool
 /// approved for the execution or the session is not asked about again.

@@ -582,14 +582,14 @@ async fn call_live(
     if let Some((_, _, what)) = &held {
         let rule = format!("its definition changed since it was accepted: {what}");
         if let Err(reason) = super::approval::gate(scope, &server, &tool, &args, &rule).await {
-            return deny(CallError::ApprovalDenied, reason);
+            return deny(CallError::ApprovalDenied, reason.to_string());
         }
         definitions.accept(&server, &tool.name);
     }
     if let Some(rule) = rule
         && let Err(reason) = super::approval::gate(scope, &server, &tool, &args, &rule).await
     {
-        return deny(CallError::ApprovalDenied, reason);
+        return deny(CallError::ApprovalDenied, reason.to_string());
     }
     // What the PostToolUse hooks are shown as the call's input.
     let hooked_args = scope

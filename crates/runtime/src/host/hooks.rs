@@ -197,7 +197,7 @@ pub async fn before_run(
             let rule = rule_text(Event::PreExecute, &reason);
             super::approval::gate(scope, "code-executor", &tool, &args, &rule)
                 .await
-                .map_err(HookRefusal::NotApproved)
+                .map_err(|denied| HookRefusal::NotApproved(denied.0))
         }
         Verdict::Allow | Verdict::Nothing => Ok(()),
     }

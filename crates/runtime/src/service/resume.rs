@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::begin::Runnable;
 use super::state::Runtime;
 use crate::live::durable::Resume;
-use crate::live::parked::recall::Resumer;
+use crate::live::parked::resumer::Resumer;
 use crate::live::parked::{Kind, ParkError};
 use crate::run::calllog::{CallLog, Entry};
 use crate::run::execution::{ExecContext, ExecRequest};

@@ -26,10 +26,13 @@
 //! handle was handed out hands it out at once (the client cannot answer what it cannot see).
 
 pub mod entry;
+pub mod error;
 pub mod recall;
+pub mod resumer;
 pub mod snapshot;
 pub mod store;
 
 pub use entry::Kind;
+pub use error::ParkError;
 pub use snapshot::Snapshot;
-pub use store::{ParkError, Parked, Published, SWEEP_EVERY};
+pub use store::{Parked, Published, SWEEP_EVERY};

@@ -23,32 +23,17 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::entry::{Kind, State};
+use super::resumer::Resumer;
 use super::snapshot::Snapshot;
 use super::store::{ParkError, Parked, STATUS_LOG_LINES};
-
-/// How often a run running on another replica is read again from the store while a
-/// request waits for it.
-const STORE_POLL: Duration = Duration::from_millis(250);
-use crate::live::durable::{Resume, RunRecord, StoredOutcome, lost_outcome};
+use crate::live::durable::{RunRecord, StoredOutcome, lost_outcome};
 use crate::run::calllog::Entry;
 use policy::audit::AuditLog;
 use policy::principal::Principal;
 
-/// Starts again a run lost to a restart while it waited for a person: from its request,
-/// replaying its call log (`crate::run::calllog`). The runtime is one; the table calls it
-/// from [`Parked::recall`].
-pub trait Resumer: Send + Sync {
-    /// Starts run `handle` of `owner` again, its entry made with
-    /// [`Parked::reserve_resumed`]. `Ok(false)`: another request started it first.
-    fn resume(
-        &self,
-        owner: &Principal,
-        handle: &str,
-        kind: Kind,
-        resume: Resume,
-        log: Vec<Entry>,
-    ) -> Result<bool, ParkError>;
-}
+/// How often a run running on another replica is read again from the store while a
+/// request waits for it.
+const STORE_POLL: Duration = Duration::from_millis(250);
 
 /// The log of a run that stopped while a person was being asked (nothing after the question).
 fn waiting_for_person(log: &[Entry]) -> bool {

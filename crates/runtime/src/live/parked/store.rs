@@ -13,9 +13,10 @@ use crate::run::execution::ExecContext;
 use policy::audit::{AuditEvent, AuditLog};
 use policy::long_runs::LongRunLimits;
 use policy::principal::Principal;
-use policy::replica::{Elsewhere, Replica};
+use policy::replica::Replica;
 
 use super::entry::{Entry, Kind, Question, State};
+pub use super::error::ParkError;
 use super::snapshot::{Snapshot, snapshot};
 use crate::live::table::{Fate, Handles, Miss, mint};
 
@@ -29,39 +30,6 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 /// Log lines a task's status carries.
 pub const STATUS_LOG_LINES: usize = 5;
-
-/// What became of a handle that is not answered.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParkError {
-    #[error("unknown handle \"{0}\": it was never issued to this client")]
-    Unknown(String),
-    #[error("handle \"{handle}\" is not here: {elsewhere}")]
-    WrongReplica {
-        handle: String,
-        elsewhere: Elsewhere,
-    },
-    #[error("the result of \"{handle}\" is gone: {reason}")]
-    Gone { handle: String, reason: String },
-    #[error(
-        "this client already holds {held} running executions (longRuns.{setting} is {limit}); \
-         wait for one to finish, or cancel one with wait {{handle, cancel: true}}"
-    )]
-    Full {
-        held: usize,
-        limit: usize,
-        setting: &'static str,
-    },
-    #[error(
-        "long runs are turned off on this server (longRuns.maxParked is 0): run without \
-         yieldAfterMs"
-    )]
-    Off,
-    #[error("handle \"{handle}\" cannot be looked up in the store: {error}")]
-    Store {
-        handle: String,
-        error: store::StoreError,
-    },
-}
 
 pub(super) struct Table {
     /// The entries, bound to their principals; handles whose results were dropped or
@@ -81,7 +49,7 @@ pub struct Parked {
     pub(super) durable: Option<crate::live::durable::Durable>,
     /// Starts again a run that was paused for a person when its server stopped (the
     /// runtime, once it is made: `super::recall`).
-    pub(super) resumer: std::sync::OnceLock<Box<dyn super::recall::Resumer>>,
+    pub(super) resumer: std::sync::OnceLock<Box<dyn super::resumer::Resumer>>,
 }
 
 /// Whether a reserved execution finished before its request handed it out.
