@@ -116,6 +116,10 @@ pub struct SessionInfo {
     /// The session ended with this call (`reset`); the handle no longer works.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<&'static str>,
+    /// The server restarted since the session's last execution, and its variables were
+    /// rebuilt by replaying this many earlier executions (`crate::service::replay`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed: Option<usize>,
 }
 
 impl ExecOutcome {

@@ -10,6 +10,11 @@
 //! calls nothing more, a run lost while it ran (no approval pending) reports the ledger of
 //! the calls it had completed, and a run whose call log passed its cap (8 MiB) is not
 //! started again: it is reported lost, saying so.
+//!
+//! Sessions (`crate::service::replay`): a session's variables, made from upstream calls and
+//! random numbers over two executions, are there after a SIGKILL and a restart, rebuilt by
+//! replaying those executions against their logs (no call made again), in both languages;
+//! a session whose replay diverges says which execution and is not reset.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -321,5 +326,122 @@ async fn a_run_whose_log_passed_its_cap_is_not_resumed_and_says_so() {
             "{message}"
         );
         assert!(rig.calls().is_empty(), "{:?}", rig.calls());
+    }
+}
+
+/// Runs `code` in session `session` (`"new"` for a new one); the answer.
+async fn in_session(h: &Harness, lang: Lang, session: &str, code: &str) -> (Value, bool) {
+    call(h, lang.tool(), json!({"code": code, "session": session})).await
+}
+
+#[tokio::test]
+async fn a_sessions_variables_are_rebuilt_after_a_sigkill_by_replaying_its_executions() {
+    for place in places("session_replay").await {
+        for lang in BOTH {
+            let rig = Rig::new("session-replay");
+            let h = rig.start(&place).await;
+            let (v, err) = in_session(
+                &h,
+                lang,
+                "new",
+                lang.pick(
+                    "globalThis.a = await tools.fix.tick({ step: 'a' }); \
+                     globalThis.r = Math.random(); return a;",
+                    "import random\na = await tools.fix.tick({'step': 'a'})\nr = random.random()\na",
+                ),
+            )
+            .await;
+            assert!(!err, "{lang:?}: {v}");
+            let id = v["session"]["id"].as_str().unwrap().to_string();
+            let (v, err) = in_session(
+                &h,
+                lang,
+                &id,
+                lang.pick(
+                    "globalThis.b = a + 10; await store('k', 'kept'); return [b, r];",
+                    "b = a + 10\nstore('k', 'kept')\n[b, r]",
+                ),
+            )
+            .await;
+            assert!(!err, "{lang:?}: {v}");
+            let r = v["result"][1].clone();
+            assert!(r.is_f64(), "{v}");
+            sigkill(&h);
+            drop(h);
+            let h = rig.start(&place).await;
+            let (v, err) = in_session(
+                &h,
+                lang,
+                &id,
+                lang.pick(
+                    "return [a, b, r, await load('k'), await tools.fix.tick({ step: 'c' })];",
+                    "[a, b, r, load('k'), await tools.fix.tick({'step': 'c'})]",
+                ),
+            )
+            .await;
+            assert!(!err, "{lang:?} on {}: {v}", place.url);
+            assert_eq!(v["result"][0], json!(1), "{lang:?}: {v}");
+            assert_eq!(v["result"][1], json!(11), "{lang:?}: {v}");
+            assert_eq!(v["result"][2], r, "the random number drawn again: {v}");
+            assert_eq!(v["result"][3], json!("kept"), "{v}");
+            assert_eq!(v["result"][4], json!(2), "{v}");
+            assert_eq!(v["session"]["replayed"], json!(2), "{v}");
+            assert!(v["session"].get("stateLost").is_none(), "{v}");
+            // The first call was served from its log: each call made exactly once.
+            assert_eq!(
+                rig.calls(),
+                [r#"tick {"step":"a"}"#, r#"tick {"step":"c"}"#],
+                "{lang:?}"
+            );
+            // It goes on as a session: the next execution needs no replay.
+            let (v, err) = in_session(&h, lang, &id, lang.pick("return b + 1;", "b + 1")).await;
+            assert!(!err, "{v}");
+            assert_eq!(v["result"], json!(12), "{v}");
+            assert!(v["session"].get("replayed").is_none(), "{v}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_session_whose_replay_diverges_says_which_execution_and_is_not_reset() {
+    for place in places("session_diverges").await {
+        let lang = Lang::Ts;
+        let rig = Rig::new("session-diverges");
+        let h = rig.start(&place).await;
+        let (v, err) = in_session(&h, lang, "new", "await store('k', 'kept'); return 1;").await;
+        assert!(!err, "{v}");
+        let id = v["session"]["id"].as_str().unwrap().to_string();
+        let (v, err) = in_session(
+            &h,
+            lang,
+            &id,
+            "globalThis.t = await tools.fix.tick({ at: Date.now() }); return t;",
+        )
+        .await;
+        assert!(!err, "{v}");
+        sigkill(&h);
+        drop(h);
+        let h = rig.start(&place).await;
+        for _ in 0..2 {
+            let (v, err) = in_session(&h, lang, &id, "return typeof t;").await;
+            assert!(err, "{v}");
+            let message = v["error"]["message"].as_str().unwrap_or_default();
+            assert_eq!(v["error"]["name"], "SessionError", "{v}");
+            assert!(
+                message.contains("execution 2 of 2 diverged") && message.contains("tick"),
+                "{v}"
+            );
+        }
+        // Nothing was called again, and the session is still there with its values.
+        assert_eq!(rig.calls().len(), 1, "{:?}", rig.calls());
+        let (v, err) = in_session(&h, lang, &id, "return 1;").await;
+        assert!(err, "{v}");
+        let (v, err) = call(
+            &h,
+            lang.tool(),
+            json!({"code": "return 1", "session": id, "reset": true}),
+        )
+        .await;
+        assert!(!err, "reset ends it: {v}");
     }
 }

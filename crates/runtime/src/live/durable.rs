@@ -39,6 +39,13 @@ pub const SESSION: &str = "session";
 pub const SESSION_VALUE: &str = "session-value";
 /// A run with a handle (a task, a `wait` handle), under its handle.
 pub const RUN: &str = "run";
+/// An execution of a session (a cell) with its call log, under `{handle}/{index:06}`: a
+/// session brought back after a restart replays them on its fresh worker
+/// (`crate::service::replay`).
+pub const SESSION_CELL: &str = "session-cell";
+/// Most cells a session keeps for its replay; past them it cannot be replayed (its next
+/// life says its variables were lost, as before replays).
+pub const MAX_SESSION_CELLS: u64 = 500;
 /// A request to cancel a run with a handle that runs on another replica, under the handle:
 /// its replica reads them ([`Durable::cancel_requests`]) and cancels the run.
 pub const RUN_CANCEL: &str = "run-cancel";
@@ -205,6 +212,38 @@ impl Durable {
         Ok(Some((meta.language, values)))
     }
 
+    /// Keeps cell `index` of session `id` (its code, request and call log) for `ttl`.
+    pub async fn session_cell(
+        &self,
+        owner: &Principal,
+        id: &str,
+        index: u64,
+        cell: &Cell,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let p = owner.to_string();
+        let k = format!("{id}/{index:06}");
+        self.store
+            .put(Key::new(&p, SESSION_CELL, &k), &self.redacted(cell), ttl)
+            .await
+    }
+
+    /// Session `id`'s cells, in order; a cell that does not read back is a gap, which makes
+    /// the whole unreplayable (`None` in its place).
+    pub async fn session_cells(
+        &self,
+        owner: &Principal,
+        id: &str,
+    ) -> Result<Vec<Option<Cell>>, StoreError> {
+        let p = owner.to_string();
+        let mut cells = self.store.list(&p, SESSION_CELL, &format!("{id}/")).await?;
+        cells.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(cells
+            .into_iter()
+            .map(|(_, v)| serde_json::from_slice(&v).ok())
+            .collect())
+    }
+
     /// Gives session `id`'s records `ttl` more.
     pub async fn touch_session(
         &self,
@@ -217,6 +256,9 @@ impl Durable {
         self.store
             .touch_prefix(&p, SESSION_VALUE, &format!("{id}/"), ttl)
             .await?;
+        self.store
+            .touch_prefix(&p, SESSION_CELL, &format!("{id}/"), ttl)
+            .await?;
         Ok(())
     }
 
@@ -225,6 +267,9 @@ impl Durable {
         let p = owner.to_string();
         self.store
             .delete_prefix(&p, SESSION_VALUE, &format!("{id}/"))
+            .await?;
+        self.store
+            .delete_prefix(&p, SESSION_CELL, &format!("{id}/"))
             .await?;
         self.store.delete(Key::new(&p, SESSION, id)).await?;
         Ok(())
@@ -317,6 +362,11 @@ pub struct Revived {
     /// What the next execution says was lost.
     pub lost: String,
     pub values: Vec<(String, Value)>,
+    /// Its cells, to replay before its next execution (`None`: it cannot be replayed, and
+    /// its variables are lost).
+    pub cells: Option<Vec<Cell>>,
+    /// The cells it had recorded (the next one's index).
+    pub recorded: u64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -364,6 +414,17 @@ pub struct Resume {
     pub enable_sampling: bool,
     pub permissions: Option<policy::access::PermissionsRequest>,
     pub seed: u64,
+}
+
+/// One execution of a session as the store keeps it for the session's replay: what started
+/// it, its call log, and how it ended (the error's name, if it failed), which its replay
+/// must match.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cell {
+    pub run: Resume,
+    pub log: Vec<crate::run::calllog::Entry>,
+    #[serde(default)]
+    pub failed: Option<String>,
 }
 
 /// An outcome as the store keeps it (the answer's fields; not the audit's).

@@ -16,9 +16,10 @@ use crate::worker::Language;
 use policy::audit::AuditLog;
 use policy::principal::Principal;
 
-/// What a revived session's next execution says.
+/// What a revived session's next execution says when its cells cannot be replayed.
 const LOST: &str = "the server restarted since this session's last execution: its variables \
-    and functions were lost (they are not replayed) and so were its workspace files; its \
+    and functions were lost (its executions cannot be replayed: one's call log passed its \
+    cap, or there were more than the replay keeps) and so were its workspace files; its \
     stored values were kept (load(key) reads them)";
 
 impl Session {
@@ -37,16 +38,8 @@ impl Session {
         };
         self.check_room(&key, value.as_ref())?;
         let ttl = self.idle_ttl;
-        if value.is_some() && !self.durable_opened.load(Ordering::Acquire) {
-            d.session_opened(
-                &self.principal,
-                &self.id,
-                self.language.tool_language(),
-                ttl,
-            )
-            .await
-            .map_err(StoreError::Durable)?;
-            self.durable_opened.store(true, Ordering::Release);
+        if value.is_some() {
+            self.open_durably().await.map_err(StoreError::Durable)?;
         }
         if self.durable_opened.load(Ordering::Acquire) {
             let mut written = value.clone();
@@ -101,10 +94,30 @@ impl Sessions {
                 asked: language.tool_language(),
             });
         }
+        let cells =
+            d.session_cells(principal, id)
+                .await
+                .map_err(|error| SessionError::Durable {
+                    id: id.to_string(),
+                    error,
+                })?;
+        let recorded = cells.len() as u64;
+        // Whole, within the cap, and no log cut short: replayable.
+        let cells: Option<Vec<_>> = cells.into_iter().collect();
+        let cells = cells.filter(|c| {
+            recorded < super::durable::MAX_SESSION_CELLS
+                && c.iter().all(|c| {
+                    !c.log
+                        .iter()
+                        .any(|e| matches!(e, crate::run::calllog::Entry::Truncated { .. }))
+                })
+        });
         let revived = Revived {
             id: id.to_string(),
             lost: LOST.to_string(),
             values,
+            cells,
+            recorded,
         };
         self.open(principal, language, audit, Some(revived))
             .map(Some)

@@ -111,6 +111,19 @@ pub enum SessionError {
          new one with session: \"new\""
     )]
     EndedWhileWaiting { id: String, reason: &'static str },
+    /// Its replay after a restart (`crate::service::replay`) did not reproduce an earlier
+    /// execution.
+    #[error(
+        "session \"{id}\" could not be rebuilt after a restart: replaying its execution {cell} \
+         of {of} diverged: {why}. Its variables are not there; its stored values are. Reset \
+         it (reset: true) to start over, or try again"
+    )]
+    ReplayDiverged {
+        id: String,
+        cell: usize,
+        of: usize,
+        why: String,
+    },
     #[error("cannot create the session's workspace {path}: {reason}")]
     Workspace { path: String, reason: String },
     /// The durable store could not be read for a session of an earlier server.
@@ -191,6 +204,11 @@ pub struct Session {
     /// The session's token map of personal data (`pii`): tokens stay the same across its
     /// executions.
     pub pii: Arc<policy::pii::vault::Vault>,
+    /// Cells of its earlier life to replay on its fresh worker before its next execution
+    /// (a session brought back after a restart; `crate::service::replay`).
+    pub replay: Mutex<Option<Vec<super::durable::Cell>>>,
+    /// Cells recorded for its replay so far (the next one's index).
+    pub cells: AtomicU64,
 }
 
 /// Marks a session in use while it lives (an execution holds or awaits its worker).
@@ -210,6 +228,42 @@ impl Session {
         self.users.fetch_add(1, Ordering::AcqRel);
         self.executions.fetch_add(1, Ordering::Relaxed);
         InUse(self.clone())
+    }
+
+    /// The durable store its records go to, if any.
+    pub fn durable(&self) -> Option<&Durable> {
+        self.durable.as_ref()
+    }
+
+    /// How long its durable records outlive its last use.
+    pub fn idle_ttl(&self) -> std::time::Duration {
+        self.idle_ttl
+    }
+
+    /// Puts its language in the durable store (once), so that a restart can bring it back.
+    pub async fn open_durably(&self) -> Result<(), store::StoreError> {
+        let Some(d) = &self.durable else {
+            return Ok(());
+        };
+        if self.durable_opened.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        d.session_opened(
+            &self.principal,
+            &self.id,
+            self.language.tool_language(),
+            self.idle_ttl,
+        )
+        .await?;
+        self.durable_opened.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Drops its worker (its next execution starts a fresh one and says `why`).
+    pub async fn drop_worker(&self, why: String) {
+        let mut slot = self.slot.lock().await;
+        slot.worker = None;
+        slot.lost = Some(why);
     }
 
     pub fn ended(&self) -> Option<EndReason> {
@@ -378,7 +432,7 @@ impl Sessions {
         principal: &Principal,
         language: Language,
         audit: &AuditLog,
-        revived: Option<Revived>,
+        mut revived: Option<Revived>,
     ) -> Result<Arc<Session>, SessionError> {
         if self.limits.max_workers == 0 {
             return Err(SessionError::Disabled);
@@ -395,6 +449,13 @@ impl Sessions {
                 reason: e.to_string(),
             })?;
         let workspace_bound = bounded::mount_on(&workspace, &self.limits);
+        // A session brought back with cells to replay gets its variables back; one without
+        // says what was lost.
+        let replay = revived.as_mut().and_then(|r| r.cells.take());
+        let lost = revived
+            .as_ref()
+            .filter(|_| replay.is_none())
+            .map(|r| r.lost.clone());
         let session = Arc::new(Session {
             id: id.clone(),
             principal: principal.clone(),
@@ -405,7 +466,7 @@ impl Sessions {
             executions: AtomicU64::new(0),
             slot: tokio::sync::Mutex::new(Slot {
                 worker: None,
-                lost: revived.as_ref().map(|r| r.lost.clone()),
+                lost,
                 data: Vec::new(),
             }),
             store: Mutex::new(revived.as_ref().map(restored).unwrap_or_default()),
@@ -417,6 +478,8 @@ impl Sessions {
             workspace,
             workspace_bound,
             memory: AtomicU64::new(0),
+            replay: Mutex::new(replay),
+            cells: AtomicU64::new(revived.as_ref().map_or(0, |r| r.recorded)),
             ended: Mutex::new(None),
             pii: Arc::default(),
         });

@@ -396,7 +396,24 @@ impl Runtime {
             tool_calls: ctx.tool_calls.clone(),
         };
         let _in_use = session.as_ref().map(Session::in_use);
-        let mut outcome = self.execute(language, &req, &ctx, session.as_ref()).await;
+        // A session brought back after a restart first replays its earlier executions.
+        let replayed = match &session {
+            Some(s) => self.replay_cells(language, s, &ctx).await,
+            None => Ok(None),
+        };
+        let mut outcome = match replayed {
+            Err(e) => ExecOutcome::refused(RunError::Session(e).info()),
+            Ok(replayed) => {
+                let mut outcome = self.execute(language, &req, &ctx, session.as_ref()).await;
+                if let Some(s) = &session {
+                    self.record_cell(s, language, &req, &ctx, &outcome).await;
+                }
+                if let (Some(n), Some(info)) = (replayed, outcome.session.as_mut()) {
+                    info.replayed = Some(n);
+                }
+                outcome
+            }
+        };
         if let Some(skill) = &req.skill {
             // What changed under the skill since it was saved comes first, in the host's words.
             let said = skill.warnings.iter().map(|w| LogEntry {
@@ -443,6 +460,7 @@ impl Runtime {
                         created: false,
                         state_lost: None,
                         ended: Some(EndReason::Reset.as_str()),
+                        replayed: None,
                     }),
                 ))
             }
@@ -453,6 +471,7 @@ impl Runtime {
                     created: true,
                     state_lost: None,
                     ended: None,
+                    replayed: None,
                 };
                 Ok((Some(s), Some(info)))
             }

@@ -440,6 +440,7 @@ impl Runtime {
             created: false,
             state_lost: lease.state_lost.take(),
             ended: None,
+            replayed: None,
         });
         // Lines kept take from the request's output budget, which its skills share.
         let mut logs =

@@ -13,6 +13,7 @@
 mod begin;
 mod execute;
 mod nested;
+mod replay;
 mod resume;
 mod state;
 mod sweep;

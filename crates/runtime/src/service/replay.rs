@@ -1,0 +1,165 @@
+//! A session's variables across a restart (issue #54). Each execution of a session (a
+//! *cell*) is kept in the durable store with what started it and its call log
+//! ([`Runtime::record_cell`]; kind `session-cell`). A session brought back after a restart
+//! (`crate::live::revive`) replays its cells, in order, on its fresh worker before its next
+//! execution ([`Runtime::replay_cells`]): each one's tool calls and answers are served from
+//! its log (nothing upstream is called again), with its random seed, and what it prints is
+//! dropped. Its variables, functions and workspace files are rebuilt so, and its next
+//! execution runs on them as if nothing had happened.
+//!
+//! Code must be deterministic up to tool calls for this (time and randomness aside: the
+//! seed is replayed, the clock is not). A cell whose replay asks for something its log does
+//! not have at that step, or ends otherwise than it did (failed where it succeeded, or the
+//! reverse), stops the replay: the execution that needed it fails with an error naming the
+//! cell and the step, the session's worker is dropped, and the session stays as it is (its
+//! stored values, its cells) for the client to reset or try again; it is never reset
+//! silently.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::state::Runtime;
+use crate::live::durable::{Cell, MAX_SESSION_CELLS, Resume};
+use crate::live::sessions::{Session, SessionError};
+use crate::outcome::ExecOutcome;
+use crate::run::calllog::CallLog;
+use crate::run::execution::{ExecContext, ExecRequest};
+use crate::worker::Language;
+
+impl Runtime {
+    /// Keeps execution `req` of `session` (its call log in `ctx`, its end in `outcome`) for
+    /// the session's replay after a restart. Nothing is kept without a durable store, past
+    /// [`MAX_SESSION_CELLS`], or for an execution that never reached the session's worker
+    /// (refused before it ran). A store that fails is logged: the session lives on, and a
+    /// restart then finds a gap and says its variables were lost.
+    pub(super) async fn record_cell(
+        &self,
+        session: &Session,
+        language: Language,
+        req: &ExecRequest,
+        ctx: &ExecContext,
+        outcome: &ExecOutcome,
+    ) {
+        let Some(durable) = session.durable() else {
+            return;
+        };
+        if !ran(outcome) {
+            return;
+        }
+        let index = session.cells.fetch_add(1, Ordering::AcqRel);
+        if index >= MAX_SESSION_CELLS {
+            return;
+        }
+        if let Err(e) = session.open_durably().await {
+            tracing::warn!("session {}: its executions are not kept: {e}", session.id);
+            return;
+        }
+        let cell = Cell {
+            run: Resume {
+                language: language.tool_language().to_string(),
+                code: req.code.clone(),
+                timeout_ms: req.timeout_ms,
+                allowed_tools: req.allowed_tools.clone(),
+                limits: req.limits,
+                enable_sampling: req.enable_sampling,
+                permissions: req.permissions.clone(),
+                seed: ctx.calls.seed(),
+            },
+            log: ctx.calls.entries(),
+            failed: outcome.error.as_ref().map(|e| e.name.clone()),
+        };
+        if let Err(e) = durable
+            .session_cell(
+                &session.principal,
+                &session.id,
+                index,
+                &cell,
+                session.idle_ttl(),
+            )
+            .await
+        {
+            tracing::warn!("session {}: execution {index} not kept: {e}", session.id);
+        }
+    }
+
+    /// Replays the cells of `session`'s earlier life, if it has some waiting, on its worker
+    /// (module docs): `Ok(Some(n))` after `n` cells, `Ok(None)` when there was nothing to
+    /// replay, the divergence otherwise.
+    pub(super) async fn replay_cells(
+        &self,
+        language: Language,
+        session: &Arc<Session>,
+        ctx: &ExecContext,
+    ) -> Result<Option<usize>, SessionError> {
+        let cells = match session.replay.lock() {
+            Ok(mut r) => r.take(),
+            Err(_) => None,
+        };
+        let Some(cells) = cells else {
+            return Ok(None);
+        };
+        for (i, cell) in cells.iter().enumerate() {
+            let req = ExecRequest {
+                code: cell.run.code.clone(),
+                timeout_ms: cell.run.timeout_ms,
+                allowed_tools: cell.run.allowed_tools.clone(),
+                limits: cell.run.limits,
+                enable_sampling: cell.run.enable_sampling,
+                permissions: cell.run.permissions.clone(),
+                ..ExecRequest::default()
+            };
+            let mut replay = ExecContext::new(ctx.principal.clone());
+            replay.tool_rate = ctx.tool_rate.clone();
+            replay.calls = Arc::new(CallLog::replaying(cell.run.seed, cell.log.clone()));
+            let outcome = self.execute(language, &req, &replay, Some(session)).await;
+            let ended = outcome.error.as_ref().map(|e| e.name.clone());
+            let why = match replay.calls.diverged() {
+                Some(d) => Some(d.message),
+                None if ended != cell.failed => Some(format!(
+                    "it {} now, and {} the first time",
+                    ended_as(ended.as_deref()),
+                    ended_as(cell.failed.as_deref())
+                )),
+                None => None,
+            };
+            if let Some(why) = why {
+                // Half rebuilt: the worker goes, the cells stay for the next try.
+                session
+                    .drop_worker(format!(
+                        "replaying its execution {} of {} after a restart failed",
+                        i + 1,
+                        cells.len()
+                    ))
+                    .await;
+                if let Ok(mut r) = session.replay.lock() {
+                    *r = Some(cells.clone());
+                }
+                return Err(SessionError::ReplayDiverged {
+                    id: session.id.clone(),
+                    cell: i + 1,
+                    of: cells.len(),
+                    why,
+                });
+            }
+        }
+        Ok(Some(cells.len()))
+    }
+}
+
+/// Whether the execution reached the session's worker: refusals before it ran (admission,
+/// the session, a type check, syntax stripped in the host) leave nothing to replay.
+fn ran(outcome: &ExecOutcome) -> bool {
+    !matches!(
+        outcome.error.as_ref().map(|e| e.name.as_str()),
+        Some(
+            "BusyError" | "SessionError" | "TypeCheckError" | "SandboxError" | "PythonUnavailable"
+        )
+    )
+}
+
+fn ended_as(failed: Option<&str>) -> String {
+    match failed {
+        Some(name) => format!("failed with {name}"),
+        None => "succeeded".to_string(),
+    }
+}
