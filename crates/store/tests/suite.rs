@@ -64,39 +64,8 @@ fn sqlite_place() -> Place {
 
 /// A fresh database on the test PostgreSQL, or `None` (SKIP, or a failure under REQUIRE).
 async fn postgres_place(test: &str) -> Option<Place> {
-    let Ok(url) = std::env::var("CODE_EXECUTOR_TEST_POSTGRES") else {
-        let why = "CODE_EXECUTOR_TEST_POSTGRES is not set (scripts/setup-postgres.sh starts \
-                   a PostgreSQL and sets it; scripts/test.sh does both)";
-        assert!(
-            std::env::var("CODE_EXECUTOR_REQUIRE_POSTGRES").is_err(),
-            "CODE_EXECUTOR_REQUIRE_POSTGRES is set but {why}"
-        );
-        eprintln!("SKIP store::{test} on PostgreSQL: {why}");
-        return None;
-    };
-    let admin: tokio_postgres::Config = url.parse().expect("CODE_EXECUTOR_TEST_POSTGRES");
-    let (client, conn) = admin
-        .connect(tokio_postgres::NoTls)
-        .await
-        .expect("connect to the test PostgreSQL");
-    tokio::spawn(conn);
-    static N: AtomicU64 = AtomicU64::new(0);
-    let db = format!(
-        "t_{}_{}_{}",
-        test.chars()
-            .filter(char::is_ascii_alphanumeric)
-            .take(30)
-            .collect::<String>(),
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-    .to_lowercase();
-    client
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .await
-        .expect("create a test database");
-    let mut config = admin.clone();
-    config.dbname(&db);
+    let url = test_support::postgres::fresh_database(&format!("store::{test}")).await?;
+    let config: tokio_postgres::Config = url.parse().expect("the test database's URL");
     Some(Place::Postgres(Box::new(config)))
 }
 

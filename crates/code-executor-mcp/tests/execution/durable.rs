@@ -8,7 +8,6 @@
 //! with the reason, and `--store none` keeps today's memory-only behaviour.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 use test_support::{Harness, Lang, TempConfig};
@@ -51,47 +50,11 @@ fn sqlite() -> Place {
 
 /// A fresh database on the test PostgreSQL, or `None` (SKIP; a failure under REQUIRE).
 async fn postgres(test: &str) -> Option<Place> {
-    let Ok(url) = std::env::var("CODE_EXECUTOR_TEST_POSTGRES") else {
-        let why = "CODE_EXECUTOR_TEST_POSTGRES is not set (scripts/setup-postgres.sh starts a \
-                   PostgreSQL and sets it; scripts/test.sh does both)";
-        assert!(
-            std::env::var("CODE_EXECUTOR_REQUIRE_POSTGRES").is_err(),
-            "CODE_EXECUTOR_REQUIRE_POSTGRES is set but {why}"
-        );
-        eprintln!(
-            "\n==================== SKIP: durable::{test} on PostgreSQL: {why} ====================\n"
-        );
-        return None;
-    };
-    let admin: tokio_postgres::Config = url.parse().expect("CODE_EXECUTOR_TEST_POSTGRES");
-    let (client, conn) = admin
-        .connect(tokio_postgres::NoTls)
-        .await
-        .expect("connect to the test PostgreSQL");
-    tokio::spawn(conn);
-    static N: AtomicU64 = AtomicU64::new(0);
-    let db = format!(
-        "e2e_{}_{}_{}",
-        test.chars()
-            .filter(char::is_ascii_alphanumeric)
-            .take(24)
-            .collect::<String>(),
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-    .to_lowercase();
-    client
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .await
-        .expect("create a test database");
-    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
-    Some(Place {
-        url: format!("{base}/{db}"),
-        _dir: None,
-    })
+    let url = test_support::postgres::fresh_database(&format!("durable::{test}")).await?;
+    Some(Place { url, _dir: None })
 }
 
-pub(crate) async fn places(test: &str) -> Vec<Place> {
+pub(super) async fn places(test: &str) -> Vec<Place> {
     let mut out = vec![sqlite()];
     out.extend(postgres(test).await);
     out
