@@ -28,7 +28,7 @@ use policy::access::Grant;
 use policy::audit::{AuditEvent, sha256_hex};
 
 /// What starts run `req` of `ctx` again after a restart (`crate::live::durable::Resume`).
-fn resume_of(
+pub(super) fn resume_of(
     language: Language,
     req: &ExecRequest,
     ctx: &ExecContext,

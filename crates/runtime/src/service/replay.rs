@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::state::Runtime;
-use crate::live::durable::{Cell, MAX_SESSION_CELLS, Resume};
+use crate::live::durable::{Cell, MAX_SESSION_CELLS};
 use crate::live::sessions::{Session, SessionError};
 use crate::outcome::ExecOutcome;
 use crate::run::calllog::CallLog;
@@ -55,16 +55,7 @@ impl Runtime {
             return;
         }
         let cell = Cell {
-            run: Resume {
-                language: language.tool_language().to_string(),
-                code: req.code.clone(),
-                timeout_ms: req.timeout_ms,
-                allowed_tools: req.allowed_tools.clone(),
-                limits: req.limits,
-                enable_sampling: req.enable_sampling,
-                permissions: req.permissions.clone(),
-                seed: ctx.calls.seed(),
-            },
+            run: super::begin::resume_of(language, req, ctx),
             log: ctx.calls.entries(),
             failed: outcome.error.as_ref().map(|e| e.name.clone()),
         };
