@@ -151,6 +151,8 @@ impl Parked {
                 setting: "maxParked",
             });
         }
+        // Its calls' results are kept: it may be kept in the store and replayed.
+        ctx.calls.keep_results();
         let visible = handle.is_some();
         let handle = handle.map_or_else(|| mint(&self.replica, HANDLE_PREFIX), str::to_string);
         t.handles.insert(
