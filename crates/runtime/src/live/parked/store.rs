@@ -428,7 +428,17 @@ impl Parked {
             Parked::visible(&self.replica, &mut t, owner, handle).map(|e| e.finished.clone())
         };
         let signal = match found {
-            Err(ParkError::Unknown(_)) => return self.recall(owner, handle).await,
+            Err(ParkError::Unknown(_)) => {
+                let recalled = self.recall(owner, handle).await?;
+                if recalled.outcome.is_some() {
+                    return Ok(recalled);
+                }
+                // Started again by the recall: waited for like any other.
+                let mut t = self.lock();
+                Parked::visible(&self.replica, &mut t, owner, handle)?
+                    .finished
+                    .clone()
+            }
             other => other?,
         };
         let mut rx = signal.subscribe();
