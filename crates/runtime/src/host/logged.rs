@@ -49,7 +49,27 @@ pub(super) async fn call(
         }
     }
     let out = live.await;
-    let (outcome, failed) = match &out {
+    if !calls.keeps_results() {
+        // Not kept nor replayed: the call, not what came back.
+        let failed = !matches!(&out, Ok((_, _, r)) if r.is_error != Some(true));
+        let outcome = Called::Ok {
+            server: String::new(),
+            tool: String::new(),
+            result: Value::Null,
+        };
+        let result = String::new();
+        calls
+            .record(Entry::Call {
+                tool,
+                args,
+                result,
+                failed,
+                outcome,
+            })
+            .await;
+        return out;
+    }
+    let (mut outcome, failed) = match &out {
         Ok((server, name, result)) => (
             Called::Ok {
                 server: server.clone(),
@@ -60,6 +80,13 @@ pub(super) async fn call(
         ),
         Err(e) => (Called::Err(e.clone()), true),
     };
+    // The log may go to the store: personal data leaves as tokens, as from every exit.
+    if let Some(exit) = &scope.pii_exit {
+        match &mut outcome {
+            Called::Ok { result, .. } => exit.value(result),
+            Called::Err(e) => e.message = exit.text(&e.message).into_owned(),
+        }
+    }
     let result = match &outcome {
         Called::Ok { result, .. } => digest(result),
         Called::Err(e) => digest(&json!({"name": e.name, "message": e.message})),
@@ -100,13 +127,20 @@ pub(super) async fn llm(
         }
     }
     let out = super::llm::call(scope, messages, system, max_tokens, model).await;
-    let outcome = match &out {
+    let mut outcome = match &out {
         CallOutcome::Ok { value } => {
             Answered::Ok(serde_json::from_str(value.get()).unwrap_or(Value::Null))
         }
         CallOutcome::Text { text } => Answered::Text(text.clone()),
         CallOutcome::Err { error } => Answered::Err(error.clone()),
     };
+    if let Some(exit) = &scope.pii_exit {
+        match &mut outcome {
+            Answered::Ok(v) => exit.value(v),
+            Answered::Text(text) => *text = exit.text(text).into_owned(),
+            Answered::Err(e) => e.message = exit.text(&e.message).into_owned(),
+        }
+    }
     let answer = digest(&serde_json::to_value(&outcome).unwrap_or(Value::Null));
     calls
         .record(Entry::Llm {

@@ -8,7 +8,8 @@
 //! must be deterministic up to tool calls, time and randomness aside (docs/store.md).
 //!
 //! The log lives in memory (a `Vec`; an execution that calls nothing pays one allocation and
-//! writes nothing). A run with a handle (a task, a `wait` handle) **arms** it once its handle
+//! writes nothing; one without a handle logs its calls without their results, which are
+//! neither copied nor hashed). A run with a handle (a task, a `wait` handle) **arms** it once its handle
 //! is handed out ([`CallLog::arm`]): the entries so far and each later one are appended to
 //! the durable store (kind [`CALLLOG`], key `{handle}/{index}`, redacted like every record)
 //! before the code sees the call's result. What a run lost to a restart had completed is then
@@ -124,6 +125,10 @@ pub struct Sink {
 /// The call log of one request (module docs).
 pub struct CallLog {
     seed: u64,
+    /// What came back is kept (a run with a handle, which may be kept in the store and
+    /// replayed); else a call's entry holds its name, arguments' digest and whether it
+    /// failed, and its result is neither copied nor hashed.
+    whole: std::sync::atomic::AtomicBool,
     /// Executions of the request started so far (each draws its own seed).
     runs: AtomicU64,
     state: std::sync::Mutex<State>,
@@ -171,6 +176,7 @@ impl CallLog {
     fn with_seed(seed: u64) -> CallLog {
         CallLog {
             seed,
+            whole: std::sync::atomic::AtomicBool::new(false),
             runs: AtomicU64::new(0),
             state: std::sync::Mutex::new(State::default()),
             writing: tokio::sync::Mutex::new(()),
@@ -181,6 +187,7 @@ impl CallLog {
     /// the old entries stay (a later loss reports them too) and new ones follow them.
     pub fn replaying(seed: u64, log: Vec<Entry>) -> CallLog {
         let me = CallLog::with_seed(seed);
+        me.keep_results();
         {
             let mut s = me.lock();
             s.bytes = log.iter().map(entry_bytes).sum();
@@ -198,6 +205,16 @@ impl CallLog {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// From now on calls' results are kept in the log (a run with a handle).
+    pub fn keep_results(&self) {
+        self.whole.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether calls' results are kept ([`CallLog::keep_results`]).
+    pub fn keeps_results(&self) -> bool {
+        self.whole.load(Ordering::Relaxed)
     }
 
     /// The request's seed (kept with a run's handle, to replay it).

@@ -396,6 +396,10 @@ impl Runtime {
             tool_calls: ctx.tool_calls.clone(),
         };
         let _in_use = session.as_ref().map(Session::in_use);
+        // A session's executions are kept for its replay: with their calls' results.
+        if session.as_ref().is_some_and(|s| s.durable().is_some()) {
+            ctx.calls.keep_results();
+        }
         // A session brought back after a restart first replays its earlier executions.
         let replayed = match &session {
             Some(s) => self.replay_cells(language, s, &ctx).await,

@@ -6,8 +6,9 @@
 //! (`ReplayDiverged`, naming the step), and once the log is used up it goes on live, reaches
 //! the same question and waits for its answer. Its new calls follow the old ones in the log.
 //!
-//! No request of the client is open to carry the question then: it is asked as a run with
-//! no client asks (the approvals inbox, else the configured fallback).
+//! No request of the client is open to carry the question then: it is asked in the approvals
+//! inbox, so a run is started again only when the inbox is on (`approvals.fallback:
+//! "inbox"`); else it is reported lost, with its ledger, saying so.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -26,6 +27,12 @@ use policy::principal::Principal;
 pub(super) struct Restarter(pub(super) Weak<Runtime>);
 
 impl Resumer for Restarter {
+    fn asks_a_person(&self) -> bool {
+        self.0
+            .upgrade()
+            .is_some_and(|rt| rt.policy().approvals.fallback == policy::approval::Fallback::Inbox)
+    }
+
     fn resume(
         &self,
         owner: &Principal,

@@ -560,9 +560,22 @@ async fn no_planted_value_leaves(sees: &str) {
         json!({"name": "execute_python", "arguments": {"code": py}}),
         json!({"name": "get_tool_schema", "arguments": {"name": "mcp__fx__leak"}}),
         json!({"name": "search_tools", "arguments": {"query": "leak reflect", "detail": "full"}}),
+        // Kept in the store: a session's execution (its cell, with its call log) and a run
+        // with a handle (its call log, as it goes).
+        json!({"name": "execute_typescript", "arguments": {"code": ts, "session": "new"}}),
+        json!({"name": "execute_python", "arguments": {"code": py, "yieldAfterMs": 0}}),
     ]
     .into_iter();
-    let mut next = |_: &[Value]| calls.next();
+    let mut waited = false;
+    let mut next = |answers: &[Value]| {
+        calls.next().or_else(|| {
+            let handle = answers.last()?["structuredContent"]["running"]["handle"].clone();
+            (!waited && handle.is_string()).then(|| {
+                waited = true;
+                json!({"name": "wait", "arguments": {"handle": handle, "timeoutMs": 50_000}})
+            })
+        })
+    };
     let settings = json!({
         "pii": {
             "scan": ["mcp__fx__leak", "mcp__fx__reflect"],
@@ -588,9 +601,28 @@ async fn no_planted_value_leaves(sees: &str) {
         "the learned types were written: {:?}",
         files.iter().map(|(p, _)| p).collect::<Vec<_>>()
     );
+    assert!(
+        files
+            .iter()
+            .any(|(p, _)| p.to_string_lossy().contains("store.sqlite3")),
+        "the store was written: {:?}",
+        files.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
     for (path, text) in &files {
         assert_nothing_planted(&path.display().to_string(), text);
     }
+    // The session's execution and the long run answered as the others did.
+    assert!(
+        answers[4]["structuredContent"]["session"]["id"].is_string(),
+        "{}",
+        answers[4]
+    );
+    assert_eq!(answers[6]["isError"], json!(false), "{}", answers[6]);
+    assert!(
+        answers[6]["structuredContent"]["result"]["token"].is_string(),
+        "{}",
+        answers[6]
+    );
     for (i, a) in answers.iter().take(2).enumerate() {
         let r = &a["structuredContent"]["result"];
         assert_eq!(a["isError"], json!(false), "{i}: {a}");

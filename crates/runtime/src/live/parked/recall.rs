@@ -72,7 +72,7 @@ impl Parked {
         let (Some(resume), Some(resumer)) = (&record.resume, self.resumer.get()) else {
             return false;
         };
-        if !waiting_for_person(log) {
+        if !waiting_for_person(log) || !resumer.asks_a_person() {
             return false;
         }
         let kind = if record.kind == "task" {
@@ -203,7 +203,18 @@ impl Parked {
                     Ok(log) if self.resumed(owner, handle, &record, &log).await => {
                         return self.get(owner, handle);
                     }
-                    Ok(log) => Some(crate::run::calllog::ledger(&log)),
+                    Ok(log) => {
+                        let mut ledger = crate::run::calllog::ledger(&log);
+                        let inbox = self.resumer.get().is_some_and(|r| r.asks_a_person());
+                        if waiting_for_person(&log) && record.resume.is_some() && !inbox {
+                            ledger.push_str(
+                                " (a run waiting for an approval is started again after a \
+                                 restart only when the approvals inbox is on: \
+                                 approvals.fallback \"inbox\")",
+                            );
+                        }
+                        Some(ledger)
+                    }
                     Err(e) => {
                         tracing::warn!("cannot read the call log of run {handle}: {e}");
                         None
@@ -724,6 +735,88 @@ mod tests {
         match r1.get_or_recall(&bob, &done).await {
             Err(ParkError::WrongReplica { elsewhere, .. }) => assert_eq!(elsewhere.owner, "r0"),
             other => panic!("{:?}", other.err()),
+        }
+    }
+
+    /// Says whether a person can be asked; counts the runs it was asked to start.
+    struct Fake {
+        inbox: bool,
+        started: Arc<std::sync::atomic::AtomicU32>,
+    }
+
+    impl super::Resumer for Fake {
+        fn asks_a_person(&self) -> bool {
+            self.inbox
+        }
+
+        fn resume(
+            &self,
+            _: &Principal,
+            _: &str,
+            _: Kind,
+            _: crate::live::durable::Resume,
+            _: Vec<super::Entry>,
+        ) -> Result<bool, ParkError> {
+            self.started
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(false)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_waiting_for_a_person_is_started_again_only_when_one_can_be_asked() {
+        let dir = test_support::TempDir::new("resume");
+        let alice = Principal::new("alice");
+        let waiting = {
+            let (p, _) = server(&dir.0).await;
+            let h = handed(&p, &alice).await;
+            p.set_resume(
+                &h,
+                crate::live::durable::Resume {
+                    language: "typescript".into(),
+                    code: "1".into(),
+                    timeout_ms: None,
+                    allowed_tools: None,
+                    limits: policy::RequestLimits::default(),
+                    enable_sampling: false,
+                    permissions: None,
+                    seed: 7,
+                },
+            );
+            p.persist(&h).await;
+            let calls = p.lock().handles.get(&h).unwrap().calls.clone();
+            calls
+                .record(super::Entry::Asking {
+                    tool: "mcp__fix__write_note".into(),
+                })
+                .await;
+            h
+        };
+        for inbox in [false, true] {
+            let (p, _) = server(&dir.0).await;
+            let started = Arc::new(std::sync::atomic::AtomicU32::new(0));
+            p.set_resumer(Box::new(Fake {
+                inbox,
+                started: started.clone(),
+            }));
+            let got = p.get_or_recall(&alice, &waiting).await;
+            let n = started.load(std::sync::atomic::Ordering::Relaxed);
+            if inbox {
+                // Started (the fake says another request did first: not here, so unknown).
+                assert_eq!(n, 1);
+                assert!(got.is_err(), "{:?}", got.ok().map(|s| s.outcome));
+            } else {
+                assert_eq!(n, 0);
+                let error = got.unwrap().outcome.unwrap().error.clone().unwrap();
+                assert_eq!(error.name, "LostToRestart");
+                assert!(
+                    error.message.contains(
+                        "waiting for a person to approve a call to \
+                         mcp__fix__write_note"
+                    ) && error.message.contains("approvals.fallback \"inbox\""),
+                    "{error:?}"
+                );
+            }
         }
     }
 }

@@ -10,6 +10,10 @@ use policy::principal::Principal;
 /// replaying its call log (`crate::run::calllog`). The runtime is one; the table calls it
 /// from `Parked::recall`.
 pub trait Resumer: Send + Sync {
+    /// A run started again can ask a person its question (it has no client: the approvals
+    /// inbox must be on, `approvals.fallback: "inbox"`).
+    fn asks_a_person(&self) -> bool;
+
     /// Starts run `handle` of `owner` again, its entry made with
     /// `Parked::reserve_resumed`. `Ok(false)`: another request started it first.
     fn resume(

@@ -151,6 +151,8 @@ impl Parked {
                 setting: "maxParked",
             });
         }
+        // Its calls' results are kept: it may be kept in the store and replayed.
+        ctx.calls.keep_results();
         let visible = handle.is_some();
         let handle = handle.map_or_else(|| mint(&self.replica, HANDLE_PREFIX), str::to_string);
         t.handles.insert(
@@ -430,7 +432,19 @@ impl Parked {
             Parked::visible(&self.replica, &mut t, owner, handle).map(|e| e.finished.clone())
         };
         let signal = match found {
-            Err(miss) => return self.answer_from_store(owner, handle, miss, limit).await,
+            Err(miss) => {
+                let recalled = self
+                    .answer_from_store(owner, handle, miss.clone(), limit)
+                    .await?;
+                if recalled.outcome.is_some() || !self.held_here(owner, handle) {
+                    return Ok(recalled);
+                }
+                // Started again by the recall: waited for like any other.
+                let mut t = self.lock();
+                Parked::visible(&self.replica, &mut t, owner, handle)?
+                    .finished
+                    .clone()
+            }
             Ok(signal) => signal,
         };
         let mut rx = signal.subscribe();
