@@ -40,14 +40,20 @@ impl Rig {
 
     /// A server on `place` whose approvals of `write_*` wait in the inbox.
     async fn start(&self, place: &Place) -> Harness {
+        self.start_with(place, json!({})).await
+    }
+
+    /// [`Rig::start`] with `store` settings added to the store's.
+    async fn start_with(&self, place: &Place, store: Value) -> Harness {
         let settings = self.dir.0.join("settings.json");
-        std::fs::write(
-            &settings,
-            json!({"store": {"url": place.url},
-                   "approvals": {"approve": ["mcp__fix__write_*"], "fallback": "inbox", "timeoutMs": 120_000}})
-            .to_string(),
-        )
-        .unwrap();
+        let mut s = json!({"store": {"url": place.url},
+               "approvals": {"approve": ["mcp__fix__write_*"], "fallback": "inbox", "timeoutMs": 120_000}});
+        if let Some(extra) = store.as_object() {
+            for (k, v) in extra {
+                s["store"][k] = v.clone();
+            }
+        }
+        std::fs::write(&settings, s.to_string()).unwrap();
         let mut fix = test_support::fixture_entry("fix");
         fix["env"] = json!({"FIXTURE_PAUSE_TOOLS": "1", "FIXTURE_SHAPE_TOOLS": "1",
                             "FIXTURE_CALLS_FILE": self.calls});
@@ -443,5 +449,43 @@ async fn a_session_whose_replay_diverges_says_which_execution_and_is_not_reset()
         )
         .await;
         assert!(!err, "reset ends it: {v}");
+    }
+}
+
+#[tokio::test]
+async fn a_session_whose_execution_cannot_be_kept_warns_and_comes_back_without_variables() {
+    for place in places("session_unkept").await {
+        let lang = Lang::Ts;
+        let rig = Rig::new("session-unkept");
+        let limit = json!({"maxBytesPerClient": 4096});
+        let h = rig.start_with(&place, limit.clone()).await;
+        let (v, err) = in_session(&h, lang, "new", "globalThis.x = 1; return x;").await;
+        assert!(!err, "{v}");
+        assert!(v.get("warning").is_none(), "{v}");
+        let id = v["session"]["id"].as_str().unwrap().to_string();
+        // Its code alone is past the client's room in the store.
+        let big = format!("globalThis.y = 2; /* {} */ return y;", "z".repeat(8000));
+        let (v, err) = in_session(&h, lang, &id, &big).await;
+        assert!(!err, "{v}");
+        let warning = v["warning"].as_str().unwrap_or_default();
+        assert!(
+            warning.contains("could not be kept") && warning.contains("without its variables"),
+            "{v}"
+        );
+        sigkill(&h);
+        drop(h);
+        let h = rig.start_with(&place, limit).await;
+        // Not an older state replayed: no variables, and it says so.
+        let (v, err) = in_session(&h, lang, &id, "return typeof x;").await;
+        assert!(!err, "{v}");
+        assert_eq!(v["result"], json!("undefined"), "{v}");
+        assert!(v["session"].get("replayed").is_none(), "{v}");
+        assert!(
+            v["session"]["stateLost"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("cannot be replayed"),
+            "{v}"
+        );
     }
 }

@@ -228,8 +228,17 @@ impl Durable {
             .await
     }
 
-    /// Session `id`'s cells, in order; a cell that does not read back is a gap, which makes
-    /// the whole unreplayable (`None` in its place).
+    /// Forgets session `id`'s cells: it cannot be replayed (one could not be kept).
+    pub async fn forget_cells(&self, owner: &Principal, id: &str) -> Result<(), StoreError> {
+        let p = owner.to_string();
+        self.store
+            .delete_prefix(&p, SESSION_CELL, &format!("{id}/"))
+            .await
+            .map(|_| ())
+    }
+
+    /// Session `id`'s cells, in order; a cell that does not read back, or one missing before
+    /// it, is a gap, which makes the whole unreplayable (`None` in its place).
     pub async fn session_cells(
         &self,
         owner: &Principal,
@@ -238,9 +247,15 @@ impl Durable {
         let p = owner.to_string();
         let mut cells = self.store.list(&p, SESSION_CELL, &format!("{id}/")).await?;
         cells.sort_by(|a, b| a.0.cmp(&b.0));
+        let prefix = format!("{id}/");
         Ok(cells
             .into_iter()
-            .map(|(_, v)| serde_json::from_slice(&v).ok())
+            .enumerate()
+            .map(|(i, (k, v))| {
+                // A cell missing before this one (its write failed) is a gap here too.
+                let at = k.strip_prefix(&prefix)?.parse::<usize>().ok()?;
+                (at == i).then(|| serde_json::from_slice(&v).ok())?
+            })
             .collect())
     }
 

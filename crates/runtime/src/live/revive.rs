@@ -18,8 +18,9 @@ use policy::principal::Principal;
 
 /// What a revived session's next execution says when its cells cannot be replayed.
 const LOST: &str = "the server restarted since this session's last execution: its variables \
-    and functions were lost (its executions cannot be replayed: one's call log passed its \
-    cap, or there were more than the replay keeps) and so were its workspace files; its \
+    and functions were lost (its executions cannot be replayed: one could not be kept in the \
+    store, one's call log passed its cap, or there were more than the replay keeps) and so \
+    were its workspace files; its \
     stored values were kept (load(key) reads them)";
 
 impl Session {
@@ -104,8 +105,11 @@ impl Sessions {
         let recorded = cells.len() as u64;
         // Whole, within the cap, and no log cut short: replayable.
         let cells: Option<Vec<_>> = cells.into_iter().collect();
+        // None at all: they were forgotten (one could not be kept; a session in the store ran
+        // at least once).
         let cells = cells.filter(|c| {
-            recorded < super::durable::MAX_SESSION_CELLS
+            !c.is_empty()
+                && recorded < super::durable::MAX_SESSION_CELLS
                 && c.iter().all(|c| {
                     !c.log
                         .iter()

@@ -410,7 +410,8 @@ impl Runtime {
             Ok(replayed) => {
                 let mut outcome = self.execute(language, &req, &ctx, session.as_ref()).await;
                 if let Some(s) = &session {
-                    self.record_cell(s, language, &req, &ctx, &outcome).await;
+                    self.record_cell(s, language, &req, &ctx, &mut outcome)
+                        .await;
                 }
                 if let (Some(n), Some(info)) = (replayed, outcome.session.as_mut()) {
                     info.replayed = Some(n);

@@ -30,15 +30,17 @@ impl Runtime {
     /// Keeps execution `req` of `session` (its call log in `ctx`, its end in `outcome`) for
     /// the session's replay after a restart. Nothing is kept without a durable store, past
     /// [`MAX_SESSION_CELLS`], or for an execution that never reached the session's worker
-    /// (refused before it ran). A store that fails is logged: the session lives on, and a
-    /// restart then finds a gap and says its variables were lost.
+    /// (refused before it ran). A cell that cannot be kept makes the session unreplayable:
+    /// its cells are forgotten (a restart then brings it back without its variables, and
+    /// says so), and the answer warns; were they not forgotten either (the store is
+    /// unreachable), the warning says a restart may bring back older variables.
     pub(super) async fn record_cell(
         &self,
         session: &Session,
         language: Language,
         req: &ExecRequest,
         ctx: &ExecContext,
-        outcome: &ExecOutcome,
+        outcome: &mut ExecOutcome,
     ) {
         let Some(durable) = session.durable() else {
             return;
@@ -50,27 +52,47 @@ impl Runtime {
         if index >= MAX_SESSION_CELLS {
             return;
         }
-        if let Err(e) = session.open_durably().await {
-            tracing::warn!("session {}: its executions are not kept: {e}", session.id);
-            return;
-        }
         let cell = Cell {
             run: super::begin::resume_of(language, req, ctx),
             log: ctx.calls.entries(),
             failed: outcome.error.as_ref().map(|e| e.name.clone()),
         };
-        if let Err(e) = durable
-            .session_cell(
-                &session.principal,
-                &session.id,
-                index,
-                &cell,
-                session.idle_ttl(),
-            )
-            .await
-        {
-            tracing::warn!("session {}: execution {index} not kept: {e}", session.id);
-        }
+        let kept = match session.open_durably().await {
+            Ok(()) => {
+                durable
+                    .session_cell(
+                        &session.principal,
+                        &session.id,
+                        index,
+                        &cell,
+                        session.idle_ttl(),
+                    )
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let Err(e) = kept else {
+            return;
+        };
+        // No later cell is kept either: the replay would skip this one.
+        session.cells.store(MAX_SESSION_CELLS, Ordering::Release);
+        let forgotten = durable.forget_cells(&session.principal, &session.id).await;
+        let warning = match forgotten {
+            Ok(()) => format!(
+                "this execution could not be kept in the store ({e}): after a restart this \
+                 session comes back without its variables"
+            ),
+            Err(_) => format!(
+                "this execution could not be kept in the store ({e}), nor its earlier ones \
+                 forgotten: after a restart this session may come back with the variables of \
+                 an earlier execution; reset it if that matters"
+            ),
+        };
+        tracing::warn!("session {}: {warning}", session.id);
+        outcome.warning = Some(match outcome.warning.take() {
+            Some(w) => format!("{w}; {warning}"),
+            None => warning,
+        });
     }
 
     /// Replays the cells of `session`'s earlier life, if it has some waiting, on its worker
