@@ -267,9 +267,10 @@ fn the_kubernetes_manifests_render_and_validate_offline() {
     let metric = &hpa["spec"]["metrics"][0];
     assert_eq!(metric["type"], "Pods");
     let name = metric["pods"]["metric"]["name"].as_str().unwrap();
-    let metrics_rs =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http/metrics.rs"))
-            .unwrap();
+    let metrics_rs = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../faces/src/http/metrics.rs"),
+    )
+    .unwrap();
     assert!(
         metrics_rs.contains(&format!("# TYPE {name} gauge")),
         "{name} is not a gauge of /metrics"
