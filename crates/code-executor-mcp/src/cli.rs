@@ -68,7 +68,7 @@ Try it without a client:  code-executor-mcp demo
 Check this machine:       code-executor-mcp doctor
 Serve on this terminal anyway: code-executor-mcp serve
 All commands:             code-executor-mcp --help",
-        version = faces::VERSION,
+        version = crate::version::VERSION,
     )
 }
 

@@ -10,6 +10,7 @@
 
 pub mod cli;
 pub(crate) mod setup;
+mod version;
 
 pub use eval::serve_synthetic_main;
 pub use faces::{Core, CoreOptions, demo};

@@ -77,7 +77,7 @@ impl Ours {
         });
         let info = rmcp::model::ClientConfig::new(
             rmcp::model::ClientCapabilities::default(),
-            rmcp::model::Implementation::new(PRINCIPAL, faces::VERSION),
+            rmcp::model::Implementation::new(PRINCIPAL, env!("CARGO_PKG_VERSION")),
         );
         let client = info
             .serve((cr, cw))

@@ -3,7 +3,8 @@
 //! authentication ([`http`]), the built-in demo shop ([`demo`]), and [`Core`], which builds
 //! the policy, the pools, the store and the runtime from the settings ([`CoreOptions`]).
 //!
-//! The binary (`code-executor-mcp`: its command line and client set-up) and the commands
+//! The binary (`code-executor-mcp`: its command line, client set-up and the version line
+//! naming the commit it was built from) and the commands
 //! `bench` and `eval` (crates of their own) sit above it; the `runtime`, `tools`, `policy`
 //! and `store` crates below it.
 
@@ -14,8 +15,6 @@ mod options;
 pub mod server;
 pub mod shutdown;
 pub mod tokens;
-mod version;
 
 pub use composition::Core;
 pub use options::CoreOptions;
-pub use version::VERSION;

@@ -12,7 +12,7 @@ use runtime::python::{PYTHON_ENV, SITE_PACKAGES_ENV};
 #[derive(Debug, Parser)]
 #[command(
     name = "code-executor-mcp",
-    version = faces::VERSION,
+    version = crate::version::VERSION,
     about = "An MCP server that lets an agent use every MCP server it has through sandboxed code.",
     after_long_help = AFTER_HELP
 )]

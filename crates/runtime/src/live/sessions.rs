@@ -206,7 +206,7 @@ pub struct Session {
     pub pii: Arc<policy::pii::vault::Vault>,
     /// Cells of its earlier life to replay on its fresh worker before its next execution
     /// (a session brought back after a restart; `crate::service::replay`).
-    pub replay: Mutex<Option<Vec<super::durable::Cell>>>,
+    pub replay: tokio::sync::Mutex<Option<Vec<super::durable::Cell>>>,
     /// Cells recorded for its replay so far (the next one's index).
     pub cells: AtomicU64,
 }
@@ -478,7 +478,7 @@ impl Sessions {
             workspace,
             workspace_bound,
             memory: AtomicU64::new(0),
-            replay: Mutex::new(replay),
+            replay: tokio::sync::Mutex::new(replay),
             cells: AtomicU64::new(revived.as_ref().map_or(0, |r| r.recorded)),
             ended: Mutex::new(None),
             pii: Arc::default(),

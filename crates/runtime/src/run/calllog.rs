@@ -152,6 +152,9 @@ struct State {
 struct Replay {
     log: Vec<Entry>,
     used: Vec<bool>,
+    /// The log is a whole execution's ([`CallLog::replaying_whole`]): a step asked past its
+    /// end diverges instead of going live.
+    whole: bool,
 }
 
 impl Default for CallLog {
@@ -196,9 +199,34 @@ impl CallLog {
             s.replay = Some(Replay {
                 used: vec![false; log.len()],
                 log,
+                whole: false,
             });
         }
         me
+    }
+
+    /// A log that replays `log`, the whole log of an execution that ended (a session's cell,
+    /// `crate::service::replay`), with its `seed`: every step comes from it, and a step past
+    /// its end diverges instead of being made live ([`CallLog::replay_left`] says what it
+    /// did not ask for).
+    pub fn replaying_whole(seed: u64, log: Vec<Entry>) -> CallLog {
+        let me = CallLog::replaying(seed, log);
+        if let Some(r) = me.lock().replay.as_mut() {
+            r.whole = true;
+        }
+        me
+    }
+
+    /// Logged steps a replay has not served yet (0 once it is used up or went live).
+    pub fn replay_left(&self) -> usize {
+        let s = self.lock();
+        s.replay.as_ref().map_or(0, |r| {
+            (0..r.log.len())
+                .filter(|&i| {
+                    !r.used[i] && matches!(r.log[i], Entry::Call { .. } | Entry::Llm { .. })
+                })
+                .count()
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -355,6 +383,21 @@ impl CallLog {
         let is_step = |e: &Entry| matches!(e, Entry::Call { .. } | Entry::Llm { .. });
         let first_unused = (0..r.log.len()).find(|&i| !r.used[i] && is_step(&r.log[i]));
         let Some(first_unused) = first_unused else {
+            if r.whole {
+                let made = r.log.iter().filter(|e| is_step(e)).count();
+                let error = ErrorInfo {
+                    name: CallError::Tool.name().into(),
+                    message: format!(
+                        "replay diverged at call {}: the execution made {made} calls the first \
+                         time, and now asks for {}; nothing is called",
+                        made + 1,
+                        asked()
+                    ),
+                    stack: None,
+                };
+                s.diverged = Some(error.clone());
+                return Replayed::Diverged(error);
+            }
             // Every logged step was served: live from here.
             s.replay = None;
             return Replayed::Live;

@@ -163,3 +163,40 @@ async fn an_armed_log_is_in_the_store_redacted_and_only_for_its_principal() {
         "{text}"
     );
 }
+
+#[test]
+fn a_whole_executions_replay_never_goes_live_and_says_what_it_did_not_ask() {
+    let log = vec![
+        call("s.a", json!({"n": 1}), json!({"content": [], "r": 1})),
+        call("s.b", json!({}), json!({"content": [], "r": 2})),
+    ];
+    let r = CallLog::replaying_whole(7, log.clone());
+    assert_eq!(r.replay_left(), 2);
+    assert!(matches!(
+        r.replay_call("s.a", &digest(&json!({"n": 1}))),
+        Replayed::Served { .. }
+    ));
+    assert_eq!(r.replay_left(), 1);
+    assert!(matches!(
+        r.replay_call("s.b", &digest(&json!({}))),
+        Replayed::Served { .. }
+    ));
+    assert_eq!(r.replay_left(), 0);
+    // Past its end: a divergence naming the call, not a live call.
+    let Replayed::Diverged(e) = r.replay_call("s.c", &digest(&json!({}))) else {
+        panic!("went live")
+    };
+    assert!(
+        e.message.contains("call 3") && e.message.contains("s.c"),
+        "{}",
+        e.message
+    );
+    assert!(r.diverged().is_some());
+    // A replay that stopped short leaves steps.
+    let short = CallLog::replaying_whole(7, log);
+    assert!(matches!(
+        short.replay_call("s.a", &digest(&json!({"n": 1}))),
+        Replayed::Served { .. }
+    ));
+    assert_eq!(short.replay_left(), 1);
+}

@@ -104,11 +104,10 @@ impl Runtime {
         session: &Arc<Session>,
         ctx: &ExecContext,
     ) -> Result<Option<usize>, SessionError> {
-        let cells = match session.replay.lock() {
-            Ok(mut r) => r.take(),
-            Err(_) => None,
-        };
-        let Some(cells) = cells else {
+        // Held until the replay ends: another execution of the session waits here, and never
+        // runs on a half-rebuilt worker.
+        let mut pending = session.replay.lock().await;
+        let Some(cells) = pending.take() else {
             return Ok(None);
         };
         for (i, cell) in cells.iter().enumerate() {
@@ -123,11 +122,15 @@ impl Runtime {
             };
             let mut replay = ExecContext::new(ctx.principal.clone());
             replay.tool_rate = ctx.tool_rate.clone();
-            replay.calls = Arc::new(CallLog::replaying(cell.run.seed, cell.log.clone()));
+            replay.calls = Arc::new(CallLog::replaying_whole(cell.run.seed, cell.log.clone()));
             let outcome = self.execute(language, &req, &replay, Some(session)).await;
             let ended = outcome.error.as_ref().map(|e| e.name.clone());
+            let left = replay.calls.replay_left();
             let why = match replay.calls.diverged() {
                 Some(d) => Some(d.message),
+                None if left > 0 => Some(format!(
+                    "it ended with {left} of its logged calls not asked for again"
+                )),
                 None if ended != cell.failed => Some(format!(
                     "it {} now, and {} the first time",
                     ended_as(ended.as_deref()),
@@ -144,9 +147,7 @@ impl Runtime {
                         cells.len()
                     ))
                     .await;
-                if let Ok(mut r) = session.replay.lock() {
-                    *r = Some(cells.clone());
-                }
+                *pending = Some(cells.clone());
                 return Err(SessionError::ReplayDiverged {
                     id: session.id.clone(),
                     cell: i + 1,
