@@ -49,47 +49,36 @@ pub(super) async fn call(
         }
     }
     let out = live.await;
-    if !calls.keeps_results() {
-        // Not kept nor replayed: the call, not what came back.
-        let failed = !matches!(&out, Ok((_, _, r)) if r.is_error != Some(true));
+    let failed = !matches!(&out, Ok((_, _, r)) if r.is_error != Some(true));
+    let (outcome, result) = if calls.keeps_results() {
+        let mut outcome = match &out {
+            Ok((server, name, result)) => Called::Ok {
+                server: server.clone(),
+                tool: name.clone(),
+                result: serde_json::to_value(result).unwrap_or(Value::Null),
+            },
+            Err(e) => Called::Err(e.clone()),
+        };
+        // The log may go to the store: personal data leaves as tokens, as from every exit.
+        if let Some(exit) = &scope.pii_exit {
+            match &mut outcome {
+                Called::Ok { result, .. } => exit.value(result),
+                Called::Err(e) => e.message = exit.text(&e.message).into_owned(),
+            }
+        }
+        let result = match &outcome {
+            Called::Ok { result, .. } => digest(result),
+            Called::Err(e) => digest(&json!({"name": e.name, "message": e.message})),
+        };
+        (outcome, result)
+    } else {
+        // Not kept nor replayed: the call, not what came back (neither copied nor hashed).
         let outcome = Called::Ok {
             server: String::new(),
             tool: String::new(),
             result: Value::Null,
         };
-        let result = String::new();
-        calls
-            .record(Entry::Call {
-                tool,
-                args,
-                result,
-                failed,
-                outcome,
-            })
-            .await;
-        return out;
-    }
-    let (mut outcome, failed) = match &out {
-        Ok((server, name, result)) => (
-            Called::Ok {
-                server: server.clone(),
-                tool: name.clone(),
-                result: serde_json::to_value(result).unwrap_or(Value::Null),
-            },
-            result.is_error == Some(true),
-        ),
-        Err(e) => (Called::Err(e.clone()), true),
-    };
-    // The log may go to the store: personal data leaves as tokens, as from every exit.
-    if let Some(exit) = &scope.pii_exit {
-        match &mut outcome {
-            Called::Ok { result, .. } => exit.value(result),
-            Called::Err(e) => e.message = exit.text(&e.message).into_owned(),
-        }
-    }
-    let result = match &outcome {
-        Called::Ok { result, .. } => digest(result),
-        Called::Err(e) => digest(&json!({"name": e.name, "message": e.message})),
+        (outcome, String::new())
     };
     calls
         .record(Entry::Call {
